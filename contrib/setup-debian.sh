@@ -1,0 +1,14 @@
+#!/bin/sh
+# Installs what corral needs to build and to run its whole test suite on
+# Debian 12: the libraries, the build tools, and the real peers the tests
+# talk to (syslog-ng's pdbtool, snmptrapd, an SMTP server, logger).
+set -eu
+if [ "$(id -u)" != 0 ]; then
+    exec sudo sh "$0" "$@"
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y --no-install-recommends \
+    build-essential autoconf automake pkg-config clang \
+    libuv1-dev libxml2-dev libsnmp-dev libcurl4-openssl-dev libpcre2-dev check \
+    python3 syslog-ng-core snmp snmptrapd smitools python3-aiosmtpd bsdutils procps

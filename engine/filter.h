@@ -1,0 +1,29 @@
+/*
+ * filter: syslog-ng filter expressions, as rule files use them in action
+ * conditions and in $(if), $(grep) and $(context-lookup):
+ *
+ *   "$(context-length)" >= "5" and not tags("noalert")
+ *   match("^Accepted" value("MESSAGE")) or program("sshd")
+ *
+ * Comparisons: == != < > <= >= compare as integers (syslog-ng 3.38 reads
+ * each side like atoi), eq ne lt gt le ge as strings.  Functions: match(),
+ * message(), program(), host(), tags(), level()/priority(), facility().
+ */
+#ifndef CORRAL_FILTER_H
+#define CORRAL_FILTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "template.h"
+
+struct filter;
+
+/* Compiles an expression; NULL with a message in err on a syntax error. */
+struct filter *filter_compile(const char *src, size_t len, struct buf *err);
+void filter_free(struct filter *f);
+/* Evaluates against env; functions such as match() look at the current message (@0). */
+bool filter_eval(const struct filter *f, const struct tpl_env *env);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * nv: the registry of value names.  Every name a message can carry (HOST,
+ * MESSAGE, a pattern's capture, .classifier.class, .SDATA.origin.ip) is
+ * interned once into a small integer handle; messages, templates and the
+ * matcher only ever deal in handles.  The built-in names have fixed handles.
+ *
+ * The registry is process-wide and not thread-safe: corral runs its engine
+ * on one thread.
+ */
+#ifndef CORRAL_NV_H
+#define CORRAL_NV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint32_t nv_handle;
+
+enum {
+    NV_NONE = 0,
+    NV_HOST,
+    NV_HOST_FROM,
+    NV_PROGRAM,
+    NV_PID,
+    NV_MSGID,
+    NV_MESSAGE,
+    NV_SOURCEIP,
+    NV_LEGACY_MSGHDR,
+    NV_CLASS,      /* .classifier.class */
+    NV_RULE_ID,    /* .classifier.rule_id */
+    NV_CONTEXT_ID, /* .classifier.context_id */
+    NV_NBUILTIN
+};
+
+/* Upper bound on distinct names, so hostile input cannot grow the registry forever. */
+#define NV_MAX_NAMES 65536
+
+/* Returns the handle for a name, registering it if new; 0 if the registry is full. */
+nv_handle nv_intern(const char *name, size_t len);
+nv_handle nv_intern_str(const char *name);
+/* Returns the handle for a known name, or 0. */
+nv_handle nv_lookup(const char *name, size_t len);
+/* The name of a handle (NUL-terminated), or NULL. */
+const char *nv_name(nv_handle h, size_t *len);
+
+#endif

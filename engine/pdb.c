@@ -1,0 +1,697 @@
+/*
+ * pdb: the pattern database and the classification of a message.
+ *
+ * Layout: a radix tree over program patterns whose values are programs; each
+ * program owns a radix tree over message patterns whose values are rules.
+ * The generic program (rulesets without a <pattern>) sits at the root of the
+ * program tree, so it serves every program no specific set claims, exactly
+ * as in syslog-ng.
+ */
+#include "pdb.h"
+#include "filter.h"
+#include "radix.h"
+#include "strtab.h"
+#include "xalloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct pdb_program {
+    const char *pattern; /* the first program name given; NULL for the generic program */
+    struct radix *rules;
+};
+
+/* A program pattern of the program tree; several may share one program. */
+struct prog_name {
+    char *pattern;
+    struct pdb_program *prog;
+    bool in_tree; /* already inserted into the program tree */
+};
+
+struct pdb {
+    struct radix *programs;
+    struct pdb_program *generic;
+    struct pdb_program **progs;
+    size_t nprogs, capprogs;
+    struct prog_name *names;
+    size_t nnames, capnames;
+    struct strtab *prog_names; /* pattern text; its id - 1 indexes names */
+
+    struct pdb_rule **rules;
+    size_t nrules, caprules;
+    struct strtab *rule_ids; /* rule ids, interned */
+    uint32_t *rule_index;    /* strtab id - 1 -> index into rules */
+    size_t nrule_index, caprule_index;
+
+    struct pdb_example **examples;
+    size_t nexamples, capexamples;
+
+    struct pdb_diag *diags;
+    size_t ndiags, capdiags, nerrors;
+
+    char **files;
+    size_t nfiles, capfiles;
+
+    /* scratch for classification */
+    struct radix_caps pcaps, caps;
+    struct buf value;
+};
+
+/* Upper bound on diagnostics kept; a hostile file must not make us store millions. */
+#define MAX_DIAGS 1000
+
+struct pdb *
+pdb_new(void)
+{
+    struct pdb *db = xcalloc(1, sizeof(*db));
+
+    db->programs = radix_new();
+    db->prog_names = strtab_new(UINT32_MAX);
+    db->rule_ids = strtab_new(UINT32_MAX);
+    db->generic = xcalloc(1, sizeof(*db->generic));
+    db->generic->rules = radix_new();
+    return db;
+}
+
+void
+pdb_synth_free(struct pdb_synth *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->nvalues; i++) tpl_free(s->values[i].tpl);
+    free(s->values);
+    free(s->tags);
+    memset(s, 0, sizeof(*s));
+}
+
+void
+pdb_action_free(struct pdb_action *a)
+{
+    size_t i;
+
+    free(a->condition_src);
+    filter_free(a->condition);
+    pdb_synth_free(&a->message);
+    tpl_free(a->cc_id);
+    for (i = 0; i < a->nroutes; i++) free(a->routes[i]);
+    free(a->routes);
+}
+
+void
+pdb_rule_free(struct pdb_rule *r)
+{
+    size_t i;
+
+    if (!r) return;
+    free(r->id);
+    free(r->class);
+    free(r->provider);
+    free(r->description);
+    pdb_synth_free(&r->msg);
+    tpl_free(r->context_id);
+    for (i = 0; i < r->nactions; i++) pdb_action_free(&r->actions[i]);
+    free(r->actions);
+    for (i = 0; i < r->npatterns; i++) free(r->patterns[i]);
+    free(r->patterns);
+    free(r);
+}
+
+void
+pdb_example_free(struct pdb_example *ex)
+{
+    size_t i;
+
+    if (!ex) return;
+    free(ex->program);
+    free(ex->message);
+    for (i = 0; i < ex->nvalues; i++) {
+        free(ex->values[i].name);
+        free(ex->values[i].value);
+    }
+    free(ex->values);
+    free(ex);
+}
+
+static void
+program_free(struct pdb_program *p)
+{
+    if (!p) return;
+    radix_free(p->rules, NULL);
+    free(p);
+}
+
+void
+pdb_free(struct pdb *db)
+{
+    size_t i;
+
+    if (!db) return;
+    radix_free(db->programs, NULL);
+    for (i = 0; i < db->nprogs; i++) program_free(db->progs[i]);
+    free(db->progs);
+    for (i = 0; i < db->nnames; i++) free(db->names[i].pattern);
+    free(db->names);
+    program_free(db->generic);
+    strtab_free(db->prog_names);
+    for (i = 0; i < db->nrules; i++) pdb_rule_free(db->rules[i]);
+    free(db->rules);
+    strtab_free(db->rule_ids);
+    free(db->rule_index);
+    for (i = 0; i < db->nexamples; i++) pdb_example_free(db->examples[i]);
+    free(db->examples);
+    for (i = 0; i < db->ndiags; i++) free(db->diags[i].text);
+    free(db->diags);
+    for (i = 0; i < db->nfiles; i++) free(db->files[i]);
+    free(db->files);
+    radix_caps_free(&db->pcaps);
+    radix_caps_free(&db->caps);
+    buf_free(&db->value);
+    free(db);
+}
+
+/* ---- diagnostics ---- */
+
+void
+pdb_diag(struct pdb *db, enum pdb_diag_level level, const char *file, int line, const char *fmt,
+         ...)
+{
+    struct buf b = BUF_INIT;
+    struct pdb_diag *d;
+    va_list ap;
+
+    if (level == PDB_ERROR) db->nerrors++;
+    if (db->ndiags >= MAX_DIAGS) return;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    db->diags = xgrow(db->diags, &db->capdiags, db->ndiags + 1, sizeof(*db->diags));
+    d = &db->diags[db->ndiags++];
+    d->level = level;
+    d->file = file;
+    d->line = line;
+    d->text = xstrndup(buf_str(&b), b.len);
+    buf_free(&b);
+}
+
+size_t
+pdb_ndiags(const struct pdb *db)
+{
+    return db->ndiags;
+}
+
+const struct pdb_diag *
+pdb_diag_at(const struct pdb *db, size_t i)
+{
+    return i < db->ndiags ? &db->diags[i] : NULL;
+}
+
+size_t
+pdb_nerrors(const struct pdb *db)
+{
+    return db->nerrors;
+}
+
+void
+pdb_print_diags(const struct pdb *db, FILE *out)
+{
+    size_t i;
+
+    for (i = 0; i < db->ndiags; i++) {
+        const struct pdb_diag *d = &db->diags[i];
+        if (d->line > 0)
+            fprintf(out, "%s:%d: %s: %s\n", d->file, d->line,
+                    d->level == PDB_ERROR ? "error" : "warning", d->text);
+        else
+            fprintf(out, "%s: %s: %s\n", d->file, d->level == PDB_ERROR ? "error" : "warning",
+                    d->text);
+    }
+    if (db->ndiags >= MAX_DIAGS) fprintf(out, "(further messages suppressed)\n");
+}
+
+const char *
+pdb_intern_file(struct pdb *db, const char *file)
+{
+    size_t i;
+
+    for (i = 0; i < db->nfiles; i++)
+        if (strcmp(db->files[i], file) == 0) return db->files[i];
+    db->files = xgrow(db->files, &db->capfiles, db->nfiles + 1, sizeof(*db->files));
+    db->files[db->nfiles] = xstrdup(file);
+    return db->files[db->nfiles++];
+}
+
+size_t
+pdb_nfiles(const struct pdb *db)
+{
+    return db->nfiles;
+}
+
+const char *
+pdb_file_at(const struct pdb *db, size_t i)
+{
+    return i < db->nfiles ? db->files[i] : NULL;
+}
+
+/* ---- building ---- */
+
+struct pdb_program *
+pdb_program_generic(struct pdb *db)
+{
+    return db->generic;
+}
+
+struct pdb_program *
+pdb_program_lookup(struct pdb *db, const char *pattern)
+{
+    uint32_t id;
+
+    if (!pattern) return db->generic;
+    id = strtab_lookup(db->prog_names, pattern, strlen(pattern));
+    return id ? db->names[id - 1].prog : NULL;
+}
+
+void
+pdb_program_alias(struct pdb *db, const char *pattern, struct pdb_program *prog)
+{
+    struct prog_name *n;
+
+    if (strtab_lookup(db->prog_names, pattern, strlen(pattern))) return;
+    strtab_intern(db->prog_names, pattern, strlen(pattern));
+    db->names = xgrow(db->names, &db->capnames, db->nnames + 1, sizeof(*db->names));
+    n = &db->names[db->nnames++];
+    n->pattern = xstrdup(pattern);
+    n->prog = prog;
+    n->in_tree = false;
+}
+
+struct pdb_program *
+pdb_program_create(struct pdb *db, const char *pattern)
+{
+    struct pdb_program *p = xcalloc(1, sizeof(*p));
+
+    p->rules = radix_new();
+    db->progs = xgrow(db->progs, &db->capprogs, db->nprogs + 1, sizeof(*db->progs));
+    db->progs[db->nprogs++] = p;
+    pdb_program_alias(db, pattern, p);
+    p->pattern = db->names[db->nnames - 1].pattern;
+    return p;
+}
+
+void
+pdb_add_rule(struct pdb *db, struct pdb_rule *rule)
+{
+    uint32_t id;
+
+    rule->index = (uint32_t)db->nrules;
+    db->rules = xgrow(db->rules, &db->caprules, db->nrules + 1, sizeof(*db->rules));
+    db->rules[db->nrules++] = rule;
+    /* ids are handed out in sequence, so a new id is one past the last; a repeated id keeps
+     * pointing at the first rule that used it */
+    id = strtab_intern(db->rule_ids, rule->id, strlen(rule->id));
+    if (id > db->nrule_index) {
+        db->rule_index = xgrow(db->rule_index, &db->caprule_index, id, sizeof(*db->rule_index));
+        db->rule_index[id - 1] = rule->index;
+        db->nrule_index = id;
+    }
+}
+
+static const char *
+rule_name(const void *value)
+{
+    return ((const struct pdb_rule *)value)->id;
+}
+
+void
+pdb_add_pattern(struct pdb *db, struct pdb_program *prog, const struct pdb_rule *rule,
+                const char *pattern, int line)
+{
+    struct buf err = BUF_INIT;
+    void *existing = NULL;
+
+    switch (radix_insert(prog->rules, pattern, strlen(pattern), (void *)rule, &existing, &err)) {
+    case RADIX_INSERTED: break;
+    case RADIX_DUPLICATE:
+        pdb_diag(db, PDB_WARNING, rule->file, line,
+                 "rule %s: pattern already used by rule %s, which keeps it", rule->id,
+                 rule_name(existing));
+        break;
+    case RADIX_BAD_PATTERN:
+        pdb_diag(db, PDB_ERROR, rule->file, line, "rule %s: bad pattern: %s", rule->id,
+                 buf_str(&err));
+        break;
+    }
+    buf_free(&err);
+}
+
+void
+pdb_add_example(struct pdb *db, struct pdb_example *ex)
+{
+    db->examples = xgrow(db->examples, &db->capexamples, db->nexamples + 1, sizeof(*db->examples));
+    db->examples[db->nexamples++] = ex;
+}
+
+/* Program patterns enter the tree once all files are read, as at syslog-ng's </patterndb>. */
+static void
+insert_programs(struct pdb *db, const char *file)
+{
+    struct buf err = BUF_INIT;
+    size_t i;
+
+    radix_set_root_value(db->programs, db->generic);
+    for (i = 0; i < db->nnames; i++) {
+        struct prog_name *n = &db->names[i];
+        void *existing = NULL;
+        if (n->in_tree) continue;
+        n->in_tree = true;
+        buf_reset(&err);
+        if (radix_insert(db->programs, n->pattern, strlen(n->pattern), n->prog, &existing, &err) ==
+            RADIX_BAD_PATTERN)
+            pdb_diag(db, PDB_ERROR, file, 0, "bad program pattern '%s': %s", n->pattern,
+                     buf_str(&err));
+    }
+    buf_free(&err);
+}
+
+static char *
+read_file(const char *path, size_t *len, int *err)
+{
+    FILE *f = fopen(path, "rb");
+    struct buf b = BUF_INIT;
+    char chunk[65536];
+    size_t n;
+
+    if (!f) {
+        *err = errno;
+        return NULL;
+    }
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) buf_append(&b, chunk, n);
+    if (ferror(f)) {
+        *err = errno ? errno : EIO;
+        fclose(f);
+        buf_free(&b);
+        return NULL;
+    }
+    fclose(f);
+    *len = b.len;
+    if (!b.p) buf_reserve(&b, 0);
+    return b.p;
+}
+
+static int
+load_file(struct pdb *db, const char *path)
+{
+    size_t len = 0;
+    int err = 0, rc;
+    char *xml = read_file(path, &len, &err);
+    const char *file = pdb_intern_file(db, path);
+
+    if (!xml) {
+        pdb_diag(db, PDB_ERROR, file, 0, "cannot read: %s", strerror(err));
+        return -1;
+    }
+    rc = pdb_load_xml(db, file, xml, len);
+    free(xml);
+    return rc;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool
+is_rule_file(const char *name)
+{
+    size_t n = strlen(name);
+
+    if (name[0] == '.') return false;
+    return (n > 4 && (strcmp(name + n - 4, ".xml") == 0 || strcmp(name + n - 4, ".pdb") == 0));
+}
+
+static int
+load_dir(struct pdb *db, const char *path, int depth)
+{
+    DIR *d = opendir(path);
+    struct dirent *de;
+    char **names = NULL;
+    size_t n = 0, cap = 0, i;
+    int rc = 0;
+
+    if (!d) {
+        pdb_diag(db, PDB_ERROR, pdb_intern_file(db, path), 0, "cannot open directory: %s",
+                 strerror(errno));
+        return -1;
+    }
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        names = xgrow(names, &cap, n + 1, sizeof(*names));
+        names[n++] = xstrdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof(*names), cmp_str);
+    for (i = 0; i < n; i++) {
+        struct buf full = BUF_INIT;
+        struct stat st;
+        size_t plen = strlen(path);
+        while (plen > 1 && path[plen - 1] == '/') plen--;
+        buf_printf(&full, "%.*s/%s", (int)plen, path, names[i]);
+        if (stat(buf_str(&full), &st) == 0) {
+            if (S_ISDIR(st.st_mode) && depth < 16) {
+                if (load_dir(db, buf_str(&full), depth + 1) < 0) rc = -1;
+            } else if (S_ISREG(st.st_mode) && is_rule_file(names[i])) {
+                if (load_file(db, buf_str(&full)) < 0) rc = -1;
+            }
+        }
+        buf_free(&full);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+int
+pdb_load(struct pdb *db, const char *path)
+{
+    struct stat st;
+    size_t errors = db->nerrors;
+    int rc;
+
+    if (stat(path, &st) != 0) {
+        pdb_diag(db, PDB_ERROR, pdb_intern_file(db, path), 0, "cannot read: %s", strerror(errno));
+        return -1;
+    }
+    rc = S_ISDIR(st.st_mode) ? load_dir(db, path, 0) : load_file(db, path);
+    insert_programs(db, path);
+    return rc < 0 || db->nerrors > errors ? -1 : 0;
+}
+
+int
+pdb_load_memory(struct pdb *db, const char *name, const char *xml, size_t len)
+{
+    size_t errors = db->nerrors;
+    const char *file = pdb_intern_file(db, name);
+    int rc = pdb_load_xml(db, file, xml, len);
+
+    insert_programs(db, file);
+    return rc < 0 || db->nerrors > errors ? -1 : 0;
+}
+
+/* ---- queries ---- */
+
+size_t
+pdb_nrules(const struct pdb *db)
+{
+    return db->nrules;
+}
+
+const struct pdb_rule *
+pdb_rule_at(const struct pdb *db, size_t i)
+{
+    return i < db->nrules ? db->rules[i] : NULL;
+}
+
+const struct pdb_rule *
+pdb_rule_by_id(const struct pdb *db, const char *id)
+{
+    uint32_t k = strtab_lookup(db->rule_ids, id, strlen(id));
+
+    return k ? db->rules[db->rule_index[k - 1]] : NULL;
+}
+
+size_t
+pdb_nexamples(const struct pdb *db)
+{
+    return db->nexamples;
+}
+
+const struct pdb_example *
+pdb_example_at(const struct pdb *db, size_t i)
+{
+    return i < db->nexamples ? db->examples[i] : NULL;
+}
+
+const char *
+pdb_scope_name(enum pdb_scope s)
+{
+    switch (s) {
+    case PDB_SCOPE_PROCESS: return "process";
+    case PDB_SCOPE_PROGRAM: return "program";
+    case PDB_SCOPE_HOST: return "host";
+    case PDB_SCOPE_GLOBAL: return "global";
+    }
+    return "?";
+}
+
+/* ---- classification ---- */
+
+static void
+set_captures(struct msg *m, const struct radix_caps *caps, const char *text)
+{
+    size_t i;
+
+    for (i = 0; i < caps->n; i++)
+        if (caps->v[i].name) msg_set(m, caps->v[i].name, text + caps->v[i].off, caps->v[i].len);
+}
+
+static const struct pdb_program *
+select_program(struct pdb *db, struct msg *m)
+{
+    size_t plen;
+    const char *prog = msg_get(m, NV_PROGRAM, &plen);
+    const struct pdb_program *p;
+
+    if (!prog) prog = "", plen = 0;
+    p = radix_find(db->programs, prog, plen, &db->pcaps);
+    if (p) set_captures(m, &db->pcaps, prog);
+    return p;
+}
+
+const struct pdb_rule *
+pdb_lookup(struct pdb *db, struct msg *m)
+{
+    const struct pdb_program *p = select_program(db, m);
+    const struct pdb_rule *rule = NULL;
+    const char *text;
+    size_t tlen;
+
+    if (p) {
+        text = msg_get(m, NV_MESSAGE, &tlen);
+        if (!text) text = "", tlen = 0;
+        rule = radix_find(p->rules, text, tlen, &db->caps);
+        if (rule) set_captures(m, &db->caps, text);
+    }
+    if (!rule) {
+        msg_set(m, NV_CLASS, "unknown", 7);
+        msg_tag_set(m, TAG_CLASSIFIER_UNKNOWN);
+        return NULL;
+    }
+    if (rule->class)
+        msg_set(m, NV_CLASS, rule->class, strlen(rule->class));
+    else
+        msg_set(m, NV_CLASS, "system", 6);
+    msg_set(m, NV_RULE_ID, rule->id, strlen(rule->id));
+    return rule;
+}
+
+void
+pdb_apply(struct pdb *db, const struct pdb_rule *rule, struct msg *m, const struct tpl_env *env)
+{
+    size_t i;
+
+    msg_tag_clear(m, TAG_CLASSIFIER_UNKNOWN);
+    msg_tag_set(m, rule->class_tag);
+    for (i = 0; i < rule->msg.ntags; i++) msg_tag_set(m, rule->msg.tags[i]);
+    for (i = 0; i < rule->msg.nvalues; i++) {
+        const struct pdb_value *v = &rule->msg.values[i];
+        const char *lit;
+        size_t len;
+        if (tpl_is_literal(v->tpl, &lit, &len)) {
+            msg_set(m, v->name, lit, len);
+            continue;
+        }
+        buf_reset(&db->value);
+        tpl_eval(v->tpl, env, &db->value);
+        msg_set(m, v->name, db->value.p, db->value.len);
+    }
+}
+
+const struct pdb_rule *
+pdb_classify(struct pdb *db, struct msg *m)
+{
+    const struct pdb_rule *rule = pdb_lookup(db, m);
+    struct tpl_env env;
+
+    if (rule) {
+        tpl_env_single(&env, &m);
+        pdb_apply(db, rule, m, &env);
+    }
+    return rule;
+}
+
+struct conflict_arg {
+    void (*fn)(const struct pdb_rule *, void *);
+    void *arg;
+};
+
+static void
+conflict_cb(void *value, void *arg)
+{
+    struct conflict_arg *ca = arg;
+
+    if (ca->fn) ca->fn(value, ca->arg);
+}
+
+size_t
+pdb_conflicts(struct pdb *db, const struct msg *m, void (*fn)(const struct pdb_rule *, void *),
+              void *arg)
+{
+    size_t plen, tlen;
+    const char *prog = msg_get(m, NV_PROGRAM, &plen), *text = msg_get(m, NV_MESSAGE, &tlen);
+    const struct pdb_program *p;
+    struct conflict_arg ca = {fn, arg};
+
+    if (!prog) prog = "", plen = 0;
+    if (!text) text = "", tlen = 0;
+    p = radix_find(db->programs, prog, plen, NULL);
+    if (!p) return 0;
+    return radix_find_all(p->rules, text, tlen, conflict_cb, &ca);
+}
+
+static const char *
+program_name(const void *value)
+{
+    const struct pdb_program *p = value;
+
+    return p->pattern ? "(rules)" : "(generic rules)";
+}
+
+void
+pdb_dump(const struct pdb *db, FILE *out, const char *program)
+{
+    size_t i;
+
+    if (program) {
+        const struct pdb_program *p = radix_find(db->programs, program, strlen(program), NULL);
+        if (!p) {
+            fprintf(out, "no rules for program '%s'\n", program);
+            return;
+        }
+        fprintf(out, "# rules for program '%s' (%s)\n", program,
+                p->pattern ? p->pattern : "generic set");
+        radix_dump(p->rules, out, rule_name);
+        return;
+    }
+    fprintf(out, "# program tree\n");
+    radix_dump(db->programs, out, program_name);
+    fprintf(out, "\n# generic rules\n");
+    radix_dump(db->generic->rules, out, rule_name);
+    for (i = 0; i < db->nprogs; i++) {
+        fprintf(out, "\n# rules for program pattern '%s'\n", db->progs[i]->pattern);
+        radix_dump(db->progs[i]->rules, out, rule_name);
+    }
+}

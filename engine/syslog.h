@@ -1,0 +1,38 @@
+/*
+ * syslog: parsing of syslog lines into messages, as syslog-ng 3.38's
+ * default syslog parser does it.
+ *
+ *   RFC3164:  <PRI>Mmm dd hh:mm:ss HOST PROGRAM[PID]: MESSAGE
+ *             (PRI optional; also "Mmm dd yyyy hh:mm:ss", fractional seconds,
+ *             and ISO-8601 stamps in the timestamp position; real-world
+ *             program forms such as "sshd(pam_unix)[123]:")
+ *   RFC5424:  <PRI>1 TIMESTAMP HOST APP-NAME PROCID MSGID [SD-ELEMENT...] MSG
+ *             (structured data becomes .SDATA.<id>.<param> values)
+ *
+ * The parser sets HOST, PROGRAM, PID, MSGID, MESSAGE, LEGACY_MSGHDR and the
+ * .SDATA.* values, the priority and the timestamp.  The line is copied into
+ * the message once; every field is a slice of that copy.
+ */
+#ifndef CORRAL_SYSLOG_H
+#define CORRAL_SYSLOG_H
+
+#include <stddef.h>
+
+#include "msg.h"
+
+struct syslog_opts {
+    /*
+     * The current time, used to guess the year of RFC3164 stamps (which have
+     * none) and as the receive time.  NULL: the wall clock.
+     */
+    const struct msg_time *now;
+};
+
+/*
+ * Parses one line (without its trailing newline) into m, which is reset
+ * first.  Never fails: text that is not syslog becomes the MESSAGE of a
+ * message stamped with the current time.
+ */
+void syslog_parse(struct msg *m, const char *line, size_t len, const struct syslog_opts *opts);
+
+#endif

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Builds the libFuzzer harnesses with clang (ASan + UBSan) and runs each for
+# FUZZ_SECONDS (default 30), seeded with the test data.  Crashes are left in
+# tests/fuzz/crash-* and make the script fail.
+#   FUZZ_SECONDS=600 sh tests/fuzz/run.sh        # a longer run
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+out=${FUZZ_OUT:-$src/tests/fuzz/out}
+seconds=${FUZZ_SECONDS:-30}
+CC=${FUZZ_CC:-clang}
+mkdir -p "$out"
+
+flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -I$src/engine"
+libs="$(pkg-config --cflags --libs libxml-2.0 libpcre2-8) -lm"
+engine=$(ls "$src"/engine/*.c)
+
+# seed corpora from the test data
+mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher"
+for f in $(find "$src/tests/data/patterndb" "$src/rules" -name '*.xml' -o -name '*.pdb'); do
+    cp "$f" "$out/corpus-loader/$(basename "$f")"
+done
+head -n 300 "$src/tests/data/loghub/OpenSSH_2k.log" | split -l 1 - "$out/corpus-syslog/ssh-"
+split -l 1 "$src/tests/data/syslog_edge.log" "$out/corpus-syslog/edge-"
+printf 'Accepted @ESTRING:m: @for @ESTRING:u: @from @IPvANY:ip@ port @NUMBER:p@\0@STRING:a@ @QSTRING:q:"@ @ANYSTRING:r@\0\0Accepted password for root from ::1 port 22' > "$out/corpus-matcher/seed1"
+printf '@IPv6:a@:@NUMBER:p@\0@MACADDR:m@ @LLADDR:l:3@ @EMAIL:e:<>@ @HOSTNAME:h@\0\0fe80::1:443' > "$out/corpus-matcher/seed2"
+
+status=0
+for h in matcher loader syslog; do
+    echo "== fuzz_$h: building"
+    $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $engine $libs
+    echo "== fuzz_$h: running ${seconds}s"
+    if ! (cd "$out" && "./fuzz_$h" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
+            -print_final_stats=1 "corpus-$h" > "fuzz_$h.log" 2>&1); then
+        echo "fuzz_$h FAILED:"; tail -n 40 "$out/fuzz_$h.log"; status=1
+    else
+        grep -E "stat::number_of_executed_units|cov:" "$out/fuzz_$h.log" | tail -n 2
+    fi
+done
+exit $status

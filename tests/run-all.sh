@@ -1,0 +1,34 @@
+#!/bin/sh
+# The whole test suite, as CI runs it: a warnings-as-errors build and `make
+# check`, the same suite again under AddressSanitizer and
+# UndefinedBehaviorSanitizer, `make distcheck`, and a short libFuzzer run of
+# every harness.  Builds go to build/ and build-san/ beside the sources.
+set -eu
+src=$(cd "$(dirname "$0")/.." && pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+cd "$src"
+./autogen.sh
+
+echo "=== build and check (-Werror)"
+mkdir -p build && cd build
+../configure --enable-werror
+make -j"$jobs"
+make -j"$jobs" check || { cat test-suite.log; exit 1; }
+cd "$src"
+
+echo "=== build and check under ASan + UBSan"
+mkdir -p build-san && cd build-san
+../configure --enable-werror --enable-sanitizers CFLAGS="-O1 -g"
+make -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    make -j"$jobs" check || { cat test-suite.log; exit 1; }
+cd "$src"
+
+echo "=== distcheck"
+(cd build && make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror)
+
+if command -v clang >/dev/null 2>&1; then
+    echo "=== fuzz (${FUZZ_SECONDS:-30}s per harness)"
+    FUZZ_OUT="$src/build/fuzz" sh tests/fuzz/run.sh
+fi
+echo "=== all tests passed"

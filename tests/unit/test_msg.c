@@ -1,0 +1,190 @@
+/* Unit tests: messages (values, references into the arena, tags, clone) and JSON output. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "msg.h"
+
+static const char *
+get(struct msg *m, const char *name, size_t *len)
+{
+    return msg_get(m, nv_intern_str(name), len);
+}
+
+START_TEST(test_set_get_overwrite)
+{
+    struct msg *m = msg_new();
+    size_t len;
+    const char *v;
+
+    ck_assert_ptr_null(msg_get(m, NV_HOST, &len));
+    ck_assert_uint_eq(len, 0);
+    msg_set(m, NV_HOST, "web1", 4);
+    msg_set(m, nv_intern_str("user"), "alice", 5);
+    v = msg_get(m, NV_HOST, &len);
+    ck_assert_uint_eq(len, 4);
+    ck_assert(memcmp(v, "web1", 4) == 0);
+    msg_set(m, nv_intern_str("user"), "bob", 3);
+    v = get(m, "user", &len);
+    ck_assert_uint_eq(len, 3);
+    ck_assert(memcmp(v, "bob", 3) == 0);
+    ck_assert_uint_eq(msg_nvalues(m), 2); /* overwriting keeps one entry */
+
+    /* an empty value is set, not absent */
+    msg_set(m, NV_PID, "", 0);
+    ck_assert_ptr_nonnull(msg_get(m, NV_PID, &len));
+    ck_assert_uint_eq(len, 0);
+
+    msg_unset(m, NV_HOST);
+    ck_assert_ptr_null(msg_get(m, NV_HOST, NULL));
+    ck_assert_ptr_nonnull(get(m, "user", NULL));
+    ck_assert_ptr_nonnull(msg_get(m, NV_PID, NULL));
+    msg_unref(m);
+}
+END_TEST
+
+START_TEST(test_slices_are_not_copied)
+{
+    struct msg *m = msg_new();
+    const char *line = msg_store(m, "host prog: text", 15);
+    size_t len;
+    const char *v;
+
+    msg_set(m, NV_HOST, line, 4);
+    msg_set(m, NV_PROGRAM, line + 5, 4);
+    msg_set(m, NV_MESSAGE, line + 11, 4);
+    v = msg_get(m, NV_PROGRAM, &len);
+    ck_assert_ptr_eq(v, line + 5); /* a reference into the stored line */
+    ck_assert_uint_eq(len, 4);
+    msg_unref(m);
+}
+END_TEST
+
+START_TEST(test_references_survive_arena_growth)
+{
+    struct msg *m = msg_new();
+    const char *line = msg_store(m, "abc", 3);
+    char big[5000];
+    size_t len;
+    const char *v;
+
+    msg_set(m, NV_HOST, line, 3);
+    memset(big, 'x', sizeof(big));
+    msg_set(m, NV_MESSAGE, big, sizeof(big)); /* reallocates the arena */
+    v = msg_get(m, NV_HOST, &len);
+    ck_assert_uint_eq(len, 3);
+    ck_assert(memcmp(v, "abc", 3) == 0);
+    v = msg_get(m, NV_MESSAGE, &len);
+    ck_assert_uint_eq(len, sizeof(big));
+    msg_unref(m);
+}
+END_TEST
+
+START_TEST(test_reset_reuses)
+{
+    struct msg *m = msg_new();
+    int i;
+
+    for (i = 0; i < 1000; i++) {
+        msg_reset(m);
+        msg_set(m, NV_MESSAGE, "hello world", 11);
+        msg_tag_set(m, TAG_CLASSIFIER_UNKNOWN);
+    }
+    ck_assert_uint_eq(msg_nvalues(m), 1);
+    ck_assert_uint_eq(msg_ntags(m), 1);
+    ck_assert_uint_lt(msg_memory(m), 4096); /* steady state: no growth */
+    msg_unref(m);
+}
+END_TEST
+
+START_TEST(test_tags)
+{
+    struct msg *m = msg_new();
+    tag_id a = tag_intern("a", 1), b = tag_intern("b", 1);
+
+    msg_tag_set(m, a);
+    msg_tag_set(m, b);
+    msg_tag_set(m, a);
+    ck_assert_uint_eq(msg_ntags(m), 2);
+    ck_assert(msg_tag_has(m, b));
+    msg_tag_clear(m, a);
+    ck_assert(!msg_tag_has(m, a));
+    ck_assert_uint_eq(msg_tag_at(m, 0), b);
+    msg_unref(m);
+}
+END_TEST
+
+START_TEST(test_clone_is_compact_and_independent)
+{
+    struct msg *m = msg_new(), *c;
+    char big[10000];
+    size_t len;
+
+    memset(big, 'y', sizeof(big));
+    msg_set(m, NV_MESSAGE, big, sizeof(big));
+    msg_set(m, NV_MESSAGE, "short", 5); /* the big value is now dead bytes */
+    msg_set(m, NV_HOST, "h", 1);
+    msg_tag_set(m, TAG_CLASSIFIER_SYSTEM);
+    c = msg_clone(m);
+    ck_assert_uint_lt(msg_memory(c), 1024);
+    msg_set(m, NV_HOST, "other", 5);
+    ck_assert(memcmp(msg_get(c, NV_HOST, &len), "h", 1) == 0);
+    ck_assert(msg_tag_has(c, TAG_CLASSIFIER_SYSTEM));
+    msg_unref(m);
+    msg_unref(c);
+}
+END_TEST
+
+START_TEST(test_json)
+{
+    struct msg *m = msg_new();
+    struct buf out = BUF_INIT;
+
+    msg_set(m, NV_PROGRAM, "sshd", 4);
+    msg_set(m, NV_MESSAGE, "a \"q\" \\ \n\t\x01 \xc3\xa9 \xff", 16);
+    msg_set(m, nv_intern_str("usr.name"), "", 0);
+    msg_tag_set(m, tag_intern("t1", 2));
+    msg_tag_set(m, tag_intern("t2", 2));
+    json_format_msg(m, &out);
+    ck_assert_str_eq(buf_str(&out),
+                     "{\"PROGRAM\":\"sshd\",\"MESSAGE\":\"a \\\"q\\\" \\\\ \\n\\t\\u0001 \xc3\xa9 "
+                     "\\ufffd\",\"usr.name\":\"\",\"TAGS\":\"t1,t2\"}");
+    buf_free(&out);
+    msg_unref(m);
+}
+END_TEST
+
+START_TEST(test_json_rejects_overlong_and_surrogates)
+{
+    struct buf out = BUF_INIT;
+
+    json_string(&out, "\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80", 9);
+    ck_assert_str_eq(buf_str(&out), "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"");
+    buf_free(&out);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("msg");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_set_get_overwrite);
+    tcase_add_test(tc, test_slices_are_not_copied);
+    tcase_add_test(tc, test_references_survive_arena_growth);
+    tcase_add_test(tc, test_reset_reuses);
+    tcase_add_test(tc, test_tags);
+    tcase_add_test(tc, test_clone_is_compact_and_independent);
+    tcase_add_test(tc, test_json);
+    tcase_add_test(tc, test_json_rejects_overlong_and_surrogates);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,470 @@
+/*
+ * Unit tests: the pattern database loader (structure, errors with file:line)
+ * and classification (program selection, what a match sets).  Expectations
+ * about syslog-ng behaviour were checked with pdbtool 3.38.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pdb.h"
+
+#define HEAD "<?xml version='1.0'?>\n<patterndb version='4' pub_date='2026-01-01'>\n"
+#define TAIL "</patterndb>\n"
+
+static struct pdb *
+load(const char *xml, int *rc)
+{
+    struct pdb *db = pdb_new();
+
+    *rc = pdb_load_memory(db, "mem.xml", xml, strlen(xml));
+    return db;
+}
+
+/* True when some diagnostic is on that line and contains text. */
+static bool
+has_diag(const struct pdb *db, int line, const char *text)
+{
+    size_t i;
+
+    for (i = 0; i < pdb_ndiags(db); i++) {
+        const struct pdb_diag *d = pdb_diag_at(db, i);
+        if ((line == 0 || d->line == line) && strstr(d->text, text)) return true;
+    }
+    return false;
+}
+
+static const char *
+value(struct msg *m, const char *name)
+{
+    static char out[256];
+    size_t len;
+    const char *v = msg_get(m, nv_intern_str(name), &len);
+
+    if (!v) return NULL;
+    snprintf(out, sizeof(out), "%.*s", (int)len, v);
+    return out;
+}
+
+static const struct pdb_rule *
+classify(struct pdb *db, struct msg *m, const char *program, const char *message)
+{
+    msg_reset(m);
+    if (program) msg_set(m, NV_PROGRAM, program, strlen(program));
+    msg_set(m, NV_MESSAGE, message, strlen(message));
+    return pdb_classify(db, m);
+}
+
+static const char *ssh_rules =
+    HEAD "<ruleset name='ssh' id='rs1'><patterns><pattern>sshd</pattern></patterns><rules>\n"
+         "<rule provider='t' id='accepted' class='system'><patterns>\n"
+         "<pattern>Accepted @ESTRING:method: @for @ESTRING:user: @from @IPvANY:ip@ port "
+         "@NUMBER:port@ ssh2</pattern></patterns>\n"
+         "<tags><tag>login</tag><tag>usracct</tag></tags>\n"
+         "<values><value name='app'>$PROGRAM</value><value name='who'>${user}@@${ip}</value>"
+         "<value name='again'>[$who]</value><value name='empty'></value></values>\n"
+         "</rule>\n"
+         "<rule provider='t' id='failed' class='violation'><patterns>\n"
+         "<pattern>Failed password for @ESTRING:user: @from @IPvANY:ip@ port @NUMBER@ ssh2</pattern>\n"
+         "</patterns></rule>\n"
+         "</rules></ruleset>\n"
+         "<ruleset name='generic' id='rs2'><rules>\n"
+         "<rule provider='t' id='generic'><patterns><pattern>generic @ANYSTRING:rest@</pattern>"
+         "<pattern>Failed password for nobody from 1.2.3.4 port 1 ssh2</pattern></patterns></rule>\n"
+         "</rules></ruleset>\n" TAIL;
+
+START_TEST(test_match_sets_everything)
+{
+    int rc;
+    struct pdb *db = load(ssh_rules, &rc);
+    struct msg *m = msg_new();
+    const struct pdb_rule *r;
+
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(pdb_nerrors(db), 0);
+    r = classify(db, m, "sshd", "Accepted password for alice from 10.0.0.1 port 2222 ssh2");
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(r->id, "accepted");
+    ck_assert_str_eq(value(m, ".classifier.rule_id"), "accepted");
+    ck_assert_str_eq(value(m, ".classifier.class"), "system");
+    ck_assert_str_eq(value(m, "user"), "alice");
+    ck_assert_str_eq(value(m, "method"), "password");
+    ck_assert_str_eq(value(m, "port"), "2222");
+    ck_assert_str_eq(value(m, "app"), "sshd");
+    ck_assert_str_eq(value(m, "who"), "alice@10.0.0.1"); /* "@@" after ${} is one '@' */
+    ck_assert_str_eq(value(m, "again"), "[alice@10.0.0.1]"); /* values see earlier values */
+    ck_assert_ptr_null(value(m, "empty"));                   /* empty <value/> sets nothing */
+    ck_assert(msg_tag_has(m, tag_intern(".classifier.system", 18)));
+    ck_assert(msg_tag_has(m, tag_intern("login", 5)));
+    ck_assert(msg_tag_has(m, tag_intern("usracct", 7)));
+    ck_assert(!msg_tag_has(m, TAG_CLASSIFIER_UNKNOWN));
+
+    r = classify(db, m, "sshd", "Failed password for bob from ::1 port 22 ssh2");
+    ck_assert_str_eq(r->id, "failed");
+    ck_assert_str_eq(value(m, ".classifier.class"), "violation");
+    ck_assert(msg_tag_has(m, tag_intern(".classifier.violation", 21)));
+
+    r = classify(db, m, "sshd", "something else");
+    ck_assert_ptr_null(r);
+    ck_assert_str_eq(value(m, ".classifier.class"), "unknown");
+    ck_assert_ptr_null(value(m, ".classifier.rule_id"));
+    ck_assert(msg_tag_has(m, TAG_CLASSIFIER_UNKNOWN));
+    msg_unref(m);
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_program_selection)
+{
+    int rc;
+    struct pdb *db = load(ssh_rules, &rc);
+    struct msg *m = msg_new();
+    const struct pdb_rule *r;
+
+    /* a program pattern that is a prefix of the program serves it (sshd serves sshd(pam_unix)) */
+    r = classify(db, m, "sshd(pam_unix)", "Failed password for x from 1.1.1.1 port 1 ssh2");
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(r->id, "failed");
+    /* the sshd set hides the generic rules for sshd */
+    ck_assert_ptr_null(classify(db, m, "sshd", "generic thing"));
+    /* other programs, or none, get the generic set */
+    r = classify(db, m, "cron", "generic thing");
+    ck_assert_str_eq(r->id, "generic");
+    ck_assert_str_eq(value(m, "rest"), "thing");
+    ck_assert_str_eq(value(m, ".classifier.class"), "system"); /* default class */
+    r = classify(db, m, NULL, "generic x");
+    ck_assert_str_eq(r->id, "generic");
+    /* program names are case-sensitive */
+    ck_assert_ptr_null(classify(db, m, "SSHD", "Failed password for x from 1.1.1.1 port 1 ssh2"));
+    msg_unref(m);
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_malformed_xml)
+{
+    int rc;
+    struct pdb *db = load(HEAD "<ruleset name='x' id='y'>\n<rules>\n</ruleset>\n" TAIL, &rc);
+
+    ck_assert_int_eq(rc, -1);
+    ck_assert(has_diag(db, 5, "malformed XML: Opening and ending tag mismatch: rules line 4"));
+    ck_assert_uint_eq(pdb_nrules(db), 0);
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_unknown_element_rejects_file)
+{
+    int rc;
+    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules>\n"
+                               "<rule id='a'><patterns><pattern>a</pattern></patterns></rule>\n"
+                               "<rule id='b'><bogus/><patterns><pattern>b</pattern></patterns></rule>\n"
+                               "</rules></ruleset>\n" TAIL,
+                          &rc);
+
+    ck_assert_int_eq(rc, -1);
+    ck_assert(has_diag(db, 5, "unexpected <bogus> in <rule>"));
+    ck_assert_uint_eq(pdb_nrules(db), 0); /* like syslog-ng: the whole file is refused */
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_bad_patterns_drop_only_themselves)
+{
+    int rc;
+    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules>\n"
+                               "<rule id='unknown'><patterns><pattern>a @FOO:x@</pattern></patterns></rule>\n"
+                               "<rule id='unterminated'><patterns><pattern>b @STRING:x</pattern></patterns></rule>\n"
+                               "<rule id='noarg'><patterns><pattern>c @ESTRING:x@</pattern></patterns></rule>\n"
+                               "<rule id='badre'><patterns><pattern>d @PCRE:x:(@</pattern></patterns></rule>\n"
+                               "<rule id='good'><patterns><pattern>e @STRING:x@</pattern></patterns></rule>\n"
+                               "</rules></ruleset>\n" TAIL,
+                          &rc);
+    struct msg *m = msg_new();
+
+    ck_assert_int_eq(rc, -1);
+    ck_assert(has_diag(db, 4, "unknown parser type 'FOO'"));
+    ck_assert(has_diag(db, 5, "unterminated '@'"));
+    ck_assert(has_diag(db, 6, "ESTRING needs stop characters"));
+    ck_assert(has_diag(db, 7, "bad regular expression"));
+    ck_assert_uint_eq(pdb_nerrors(db), 4);
+    ck_assert_ptr_nonnull(classify(db, m, "p", "e word"));
+    ck_assert_ptr_null(classify(db, m, "p", "a x"));
+    msg_unref(m);
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_versions)
+{
+    int rc;
+    struct pdb *db;
+
+    db = load("<patterndb version='6' pub_date='x'><ruleset name='x' id='y'><rules>"
+              "<rule id='r'><patterns><pattern>v6</pattern></patterns>"
+              "<values><value name='n' type='integer'>1</value></values></rule>"
+              "</rules></ruleset></patterndb>",
+              &rc);
+    ck_assert_int_eq(rc, 0); /* corral reads version 6, which syslog-ng 3.38 refuses */
+    ck_assert_uint_eq(pdb_nrules(db), 1);
+    pdb_free(db);
+
+    db = load("<patterndb version='7'><ruleset name='x' id='y'/></patterndb>", &rc);
+    ck_assert_int_eq(rc, -1);
+    ck_assert(has_diag(db, 1, "too new"));
+    pdb_free(db);
+
+    db = load("<patterndb version='1'><ruleset name='x' id='y'/></patterndb>", &rc);
+    ck_assert_int_eq(rc, -1);
+    ck_assert(has_diag(db, 1, "too old"));
+    pdb_free(db);
+
+    db = load("<patterndb><ruleset name='x' id='y'/></patterndb>", &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert(has_diag(db, 1, "assuming version 4"));
+    pdb_free(db);
+
+    db = load("<rules/>", &rc);
+    ck_assert_int_eq(rc, -1);
+    ck_assert(has_diag(db, 1, "root element must be <patterndb>"));
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_rule_errors)
+{
+    int rc;
+    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules>\n"
+                               "<rule><patterns><pattern>x</pattern></patterns></rule>\n"
+                               "<rule id='s' context-scope='galaxy'/>\n"
+                               "<rule id='v'><values><value>no name</value></values></rule>\n"
+                               "<rule id='t'><values><value name='x'>${broken</value></values></rule>\n"
+                               "<rule id='a'><actions><action trigger='sometimes'><message/></action></actions></rule>\n"
+                               "<rule id='c'><actions><action condition='\"a\" =~ \"b\"'><message/></action></actions></rule>\n"
+                               "<rule id='text'>stray text</rule>\n"
+                               "</rules></ruleset>\n" TAIL,
+                          &rc);
+
+    ck_assert_int_eq(rc, -1);
+    ck_assert(has_diag(db, 4, "without an id"));
+    ck_assert(has_diag(db, 5, "unknown context-scope 'galaxy'"));
+    ck_assert(has_diag(db, 6, "misses its name"));
+    ck_assert(has_diag(db, 7, "bad template"));
+    ck_assert(has_diag(db, 8, "unknown action trigger"));
+    ck_assert(has_diag(db, 9, "bad condition"));
+    ck_assert(has_diag(db, 10, "unexpected text"));
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_duplicates_first_wins)
+{
+    int rc;
+    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules>\n"
+                               "<rule id='first'><patterns><pattern>same</pattern></patterns></rule>\n"
+                               "<rule id='second'><patterns><pattern>same</pattern></patterns></rule>\n"
+                               "</rules></ruleset>\n" TAIL,
+                          &rc);
+    struct msg *m = msg_new();
+
+    ck_assert_int_eq(rc, 0); /* a warning, as in syslog-ng */
+    ck_assert(has_diag(db, 5, "already used by rule first"));
+    ck_assert_str_eq(classify(db, m, "p", "same")->id, "first");
+    msg_unref(m);
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_wrappers_are_transparent_and_text_exact)
+{
+    int rc;
+    /* elements may appear without their plural wrappers; pattern text keeps its spaces */
+    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><pattern>prog</pattern><rules>\n"
+                               "<rule id='r' class='a-very-long-class-name-that-is-cut'>"
+                               "<pattern> two  spaces </pattern><tag>t</tag><value name='v'>x</value>"
+                               "<description>d</description><url>u</url></rule>\n"
+                               "</rules></ruleset>\n" TAIL,
+                          &rc);
+    struct msg *m = msg_new();
+
+    ck_assert_int_eq(rc, 0);
+    ck_assert_ptr_nonnull(classify(db, m, "prog", " two  spaces "));
+    ck_assert_ptr_null(classify(db, m, "prog", "two spaces"));
+    ck_assert(msg_tag_has(m, TAG_CLASSIFIER_UNKNOWN));
+    classify(db, m, "prog", " two  spaces ");
+    ck_assert(msg_tag_has(m, tag_intern("t", 1)));
+    /* syslog-ng 3.38 cuts the class tag to 31 bytes */
+    ck_assert(msg_tag_has(m, tag_intern(".classifier.a-very-long-class-n", 31)));
+    ck_assert_str_eq(value(m, ".classifier.class"), "a-very-long-class-name-that-is-cut");
+    msg_unref(m);
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_mismatching_program_sets)
+{
+    int rc;
+    struct pdb *db = load(HEAD "<ruleset name='a' id='a'><pattern>one</pattern><rules>"
+                               "<rule id='r1'><patterns><pattern>x</pattern></patterns></rule></rules></ruleset>\n"
+                               "<ruleset name='b' id='b'><pattern>two</pattern><pattern>one</pattern><rules>"
+                               "<rule id='r2'><patterns><pattern>y</pattern></patterns></rule></rules></ruleset>\n"
+                               "<ruleset name='c' id='c'><pattern>one</pattern><pattern>three</pattern><rules>"
+                               "<rule id='r3'><patterns><pattern>z</pattern></patterns></rule></rules></ruleset>\n" TAIL,
+                          &rc);
+    struct msg *m = msg_new();
+
+    ck_assert(has_diag(db, 4, "mismatching program name sets"));
+    /* joining rulesets that name the same first program works, and shares the set */
+    ck_assert_str_eq(classify(db, m, "three", "x")->id, "r1");
+    ck_assert_str_eq(classify(db, m, "one", "z")->id, "r3");
+    msg_unref(m);
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_directory_is_one_database)
+{
+    char dir[] = "/tmp/test_pdb.XXXXXX", path[256];
+    struct pdb *db = pdb_new();
+    struct msg *m = msg_new();
+    FILE *f;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/a.xml", dir);
+    f = fopen(path, "w");
+    fputs(HEAD "<ruleset name='a' id='a'><pattern>prog</pattern><rules><rule id='from-a'>"
+               "<patterns><pattern>alpha</pattern></patterns></rule></rules></ruleset>" TAIL, f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/b.pdb", dir);
+    f = fopen(path, "w");
+    fputs(HEAD "<ruleset name='b' id='b'><pattern>prog</pattern><rules><rule id='from-b'>"
+               "<patterns><pattern>beta</pattern></patterns></rule></rules></ruleset>" TAIL, f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/README.md", dir);
+    f = fopen(path, "w");
+    fputs("not xml", f);
+    fclose(f);
+
+    ck_assert_int_eq(pdb_load(db, dir), 0);
+    ck_assert_uint_eq(pdb_nfiles(db), 2);
+    ck_assert_str_eq(classify(db, m, "prog", "alpha")->id, "from-a");
+    ck_assert_str_eq(classify(db, m, "prog", "beta")->id, "from-b"); /* same program merged */
+
+    snprintf(path, sizeof(path), "%s/a.xml", dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/b.pdb", dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/README.md", dir);
+    unlink(path);
+    rmdir(dir);
+    ck_assert_int_eq(pdb_load(db, dir), -1);
+    ck_assert(has_diag(db, 0, "cannot read"));
+    msg_unref(m);
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_hostile_messages)
+{
+    int rc;
+    struct pdb *db = load(ssh_rules, &rc);
+    struct msg *m = msg_new();
+    size_t n = 64 * 1024, i;
+    char *big = malloc(n + 1);
+    const struct pdb_rule *r;
+
+    /* 64 KiB message */
+    memcpy(big, "generic ", 8);
+    for (i = 8; i < n; i++) big[i] = (char)('a' + i % 26);
+    msg_reset(m);
+    msg_set(m, NV_MESSAGE, big, n);
+    r = pdb_classify(db, m);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(strlen(value(m, "rest")) > 0, 1);
+
+    /* NUL bytes and invalid UTF-8 are data */
+    msg_reset(m);
+    msg_set(m, NV_MESSAGE, "generic a\0b\xff\xfe", 14);
+    r = pdb_classify(db, m);
+    ck_assert_ptr_nonnull(r);
+    {
+        size_t len;
+        const char *v = msg_get(m, nv_intern_str("rest"), &len);
+        ck_assert_uint_eq(len, 6);
+        ck_assert(memcmp(v, "a\0b\xff\xfe", 5) == 0);
+    }
+    /* every prefix of a matching message, and binary junk */
+    for (i = 0; i < 200; i++) {
+        const char *s = "Accepted password for alice from 10.0.0.1 port 2222 ssh2";
+        size_t len = i % (strlen(s) + 1);
+        msg_reset(m);
+        msg_set(m, NV_PROGRAM, "sshd", 4);
+        msg_set(m, NV_MESSAGE, s, len);
+        pdb_classify(db, m);
+        msg_reset(m);
+        big[0] = (char)i;
+        msg_set(m, NV_MESSAGE, big, i);
+        pdb_classify(db, m);
+    }
+    free(big);
+    msg_unref(m);
+    pdb_free(db);
+}
+END_TEST
+
+START_TEST(test_examples_and_rule_lookup)
+{
+    int rc;
+    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules><rule id='r'>"
+                               "<patterns><pattern>m @STRING:v@</pattern></patterns>"
+                               "<examples><example><test_message program='p'>m 1</test_message>"
+                               "<test_values><test_value name='v'>1</test_value></test_values></example>"
+                               "<example><test_message>no program</test_message></example></examples>"
+                               "</rule></rules></ruleset>" TAIL,
+                          &rc);
+    const struct pdb_example *ex;
+
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(pdb_nexamples(db), 2);
+    ex = pdb_example_at(db, 0);
+    ck_assert_str_eq(ex->program, "p");
+    ck_assert_str_eq(ex->message, "m 1");
+    ck_assert_uint_eq(ex->nvalues, 1);
+    ck_assert_str_eq(ex->values[0].name, "v");
+    ck_assert_ptr_eq(ex->rule, pdb_rule_by_id(db, "r"));
+    ck_assert_ptr_null(pdb_example_at(db, 1)->program);
+    ck_assert_ptr_null(pdb_rule_by_id(db, "nope"));
+    pdb_free(db);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("pdb");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_match_sets_everything);
+    tcase_add_test(tc, test_program_selection);
+    tcase_add_test(tc, test_malformed_xml);
+    tcase_add_test(tc, test_unknown_element_rejects_file);
+    tcase_add_test(tc, test_bad_patterns_drop_only_themselves);
+    tcase_add_test(tc, test_versions);
+    tcase_add_test(tc, test_rule_errors);
+    tcase_add_test(tc, test_duplicates_first_wins);
+    tcase_add_test(tc, test_wrappers_are_transparent_and_text_exact);
+    tcase_add_test(tc, test_mismatching_program_sets);
+    tcase_add_test(tc, test_directory_is_one_database);
+    tcase_add_test(tc, test_hostile_messages);
+    tcase_add_test(tc, test_examples_and_rule_lookup);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,197 @@
+/*
+ * corral test: runs the <example>s embedded in rule files, as `pdbtool test`
+ * does: each test message is classified with the rules of its file and must
+ * hit the example's own rule and yield every <test_value>.
+ *
+ * A FILE argument is loaded on its own (as pdbtool does); a DIR argument is
+ * loaded as one database, the way corrald loads it, so that rules of
+ * different files that steal each other's messages show up as failures.
+ */
+#include "cmd.h"
+#include "json.h"
+#include "macros.h"
+#include "template.h"
+#include "xalloc.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct tester {
+    bool verbose;
+    bool json;
+    unsigned long passed, failed, skipped;
+    bool load_failed;
+    struct buf detail;
+};
+
+/* A test value may name a macro ($DATE-style names) as well as a stored value. */
+static const char *
+lookup(struct msg *m, const char *name, struct buf *scratch, size_t *len)
+{
+    int id = macro_lookup(name, strlen(name));
+    struct tpl_env env;
+
+    if (id >= 0) {
+        buf_reset(scratch);
+        tpl_env_single(&env, &m);
+        macro_eval(id, &env, m, scratch);
+        *len = scratch->len;
+        return buf_str(scratch);
+    }
+    return msg_get(m, nv_lookup(name, strlen(name)), len);
+}
+
+static bool
+check_value(struct tester *t, struct msg *m, const char *name, const char *expected,
+            struct buf *scratch)
+{
+    size_t len;
+    const char *v = lookup(m, name, scratch, &len);
+
+    if (v && len == strlen(expected) && memcmp(v, expected, len) == 0) return true;
+    if (t->json) {
+        if (t->detail.len) buf_putc(&t->detail, ',');
+        buf_puts(&t->detail, "{\"name\":");
+        json_string(&t->detail, name, strlen(name));
+        buf_puts(&t->detail, ",\"expected\":");
+        json_string(&t->detail, expected, strlen(expected));
+        buf_puts(&t->detail, ",\"got\":");
+        if (v)
+            json_string(&t->detail, v, len);
+        else
+            buf_puts(&t->detail, "null");
+        buf_putc(&t->detail, '}');
+    } else if (v) {
+        buf_printf(&t->detail, "  %s: got '%.*s', expected '%s'\n", name, (int)len, v, expected);
+    } else {
+        buf_printf(&t->detail, "  %s: not set, expected '%s'\n", name, expected);
+    }
+    return false;
+}
+
+static void
+add_conflict(const struct pdb_rule *rule, void *arg)
+{
+    struct buf *b = arg;
+
+    buf_printf(b, " %s", rule->id);
+}
+
+/* Like pdbtool, point out examples that more than one rule matches completely. */
+static void
+report_conflicts(struct pdb *db, const struct msg *m, const struct pdb_example *ex)
+{
+    struct buf ids = BUF_INIT;
+
+    if (pdb_conflicts(db, m, add_conflict, &ids) > 1)
+        fprintf(stderr, "%s:%d: warning: the example of rule %s matches several rules:%s\n",
+                ex->file, ex->line, ex->rule->id, buf_str(&ids));
+    buf_free(&ids);
+}
+
+static void
+run_example(struct tester *t, struct pdb *db, const struct pdb_example *ex, struct msg *m,
+            struct buf *scratch)
+{
+    bool ok = true;
+    size_t i;
+
+    if (!ex->program || !ex->message) {
+        t->skipped++;
+        fprintf(stderr, "%s:%d: warning: example of rule %s not tested: %s\n", ex->file, ex->line,
+                ex->rule->id,
+                !ex->program ? "its <test_message> has no program attribute"
+                             : "it has no <test_message> text");
+        return;
+    }
+    msg_reset(m);
+    msg_set(m, NV_MESSAGE, ex->message, strlen(ex->message));
+    if (ex->program[0]) msg_set(m, NV_PROGRAM, ex->program, strlen(ex->program));
+    report_conflicts(db, m, ex);
+    pdb_classify(db, m);
+
+    buf_reset(&t->detail);
+    if (!check_value(t, m, ".classifier.rule_id", ex->rule->id, scratch)) ok = false;
+    for (i = 0; i < ex->nvalues; i++)
+        if (!check_value(t, m, ex->values[i].name, ex->values[i].value, scratch)) ok = false;
+
+    if (ok)
+        t->passed++;
+    else
+        t->failed++;
+    if (t->json) {
+        struct buf out = BUF_INIT;
+        buf_puts(&out, "{\"file\":");
+        json_string(&out, ex->file, strlen(ex->file));
+        buf_printf(&out, ",\"line\":%d,\"rule\":", ex->line);
+        json_string(&out, ex->rule->id, strlen(ex->rule->id));
+        buf_puts(&out, ",\"program\":");
+        json_string(&out, ex->program, strlen(ex->program));
+        buf_puts(&out, ",\"message\":");
+        json_string(&out, ex->message, strlen(ex->message));
+        buf_printf(&out, ",\"result\":\"%s\",\"failures\":[%s]}\n", ok ? "pass" : "fail",
+                   buf_str(&t->detail));
+        fwrite(out.p, 1, out.len, stdout);
+        buf_free(&out);
+    } else if (!ok) {
+        printf("FAIL %s:%d: rule %s, program '%s', message '%s'\n%s", ex->file, ex->line,
+               ex->rule->id, ex->program, ex->message, buf_str(&t->detail));
+    } else if (t->verbose) {
+        printf("pass %s:%d: rule %s\n", ex->file, ex->line, ex->rule->id);
+    }
+}
+
+static void
+test_path(struct tester *t, const char *path)
+{
+    struct pdb *db = pdb_new();
+    struct msg *m = msg_new();
+    struct buf scratch = BUF_INIT;
+    size_t i;
+
+    if (pdb_load(db, path) < 0) t->load_failed = true;
+    pdb_print_diags(db, stderr);
+    for (i = 0; i < pdb_nexamples(db); i++) run_example(t, db, pdb_example_at(db, i), m, &scratch);
+    buf_free(&scratch);
+    msg_unref(m);
+    pdb_free(db);
+}
+
+int
+cmd_test(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"verbose", no_argument, NULL, 'v'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct tester t = {0};
+    int c, i;
+
+    while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'v': t.verbose = true; break;
+        case 'j': t.json = true; break;
+        case 'h':
+            puts("usage: corral test [-v] [--json] FILE|DIR...\n"
+                 "Runs every <example> of the rule files.  A FILE is loaded on its own, a DIR as\n"
+                 "one database.  Ends with 'N passed, M failed'; exits 1 on any failure or rule\n"
+                 "file error.  --json prints one JSON object per example instead.");
+            return 0;
+        default: return 2;
+        }
+    }
+    if (optind >= argc) {
+        cmd_error("test", "no rule files given");
+        return 2;
+    }
+    for (i = optind; i < argc; i++) test_path(&t, argv[i]);
+    buf_free(&t.detail);
+    if (t.skipped) fprintf(stderr, "%lu examples not tested\n", t.skipped);
+    if (!t.json) printf("%lu passed, %lu failed\n", t.passed, t.failed);
+    return t.failed || t.load_failed ? 1 : 0;
+}

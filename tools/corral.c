@@ -1,0 +1,79 @@
+/*
+ * corral: the companion tool for rule authors and operators.
+ *
+ *   corral test [-v] FILE|DIR...        run the examples embedded in rule files
+ *   corral match -r RULES ...           classify a message or a log file
+ *   corral dump -r RULES [-P PROGRAM]   show the pattern trees
+ */
+#include <config.h>
+
+#include "cmd.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void
+usage(FILE *out)
+{
+    fputs("usage: corral VERB [OPTIONS]\n"
+          "\n"
+          "  test [-v] FILE|DIR...                 run the examples of rule files\n"
+          "  match -r RULES -P PROGRAM -M MESSAGE  classify one message\n"
+          "  match -r RULES -f LOG [--json]        classify every line of a syslog file\n"
+          "  dump -r RULES [-P PROGRAM]            print the pattern trees\n"
+          "\n"
+          "Run `corral VERB --help` for the options of a verb; see corral(1).\n",
+          out);
+}
+
+void
+cmd_error(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "corral %s: ", verb);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+struct pdb *
+cmd_load_rules(char **paths, int npaths, bool strict)
+{
+    struct pdb *db = pdb_new();
+    int i, rc = 0;
+
+    for (i = 0; i < npaths; i++)
+        if (pdb_load(db, paths[i]) < 0) rc = -1;
+    pdb_print_diags(db, stderr);
+    if (rc < 0 && (strict || pdb_nrules(db) == 0)) {
+        pdb_free(db);
+        return NULL;
+    }
+    return db;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        puts("corral " PACKAGE_VERSION);
+        return 0;
+    }
+    if (strcmp(argv[1], "test") == 0) return cmd_test(argc - 1, argv + 1);
+    if (strcmp(argv[1], "match") == 0) return cmd_match(argc - 1, argv + 1);
+    if (strcmp(argv[1], "dump") == 0) return cmd_dump(argc - 1, argv + 1);
+    fprintf(stderr, "corral: unknown verb '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
