@@ -22,13 +22,13 @@ struct parser {
     nv_handle name;
     char *arg; /* third field of the reference, NULL when absent */
     size_t arglen;
-    uint8_t set[32];      /* STRING extra chars, SET chars, EMAIL skip chars */
-    char qclose;          /* QSTRING closing quote */
-    char qopen;           /* QSTRING opening quote */
+    uint8_t set[32];       /* STRING extra chars, SET chars, EMAIL skip chars */
+    char qclose;           /* QSTRING closing quote */
+    char qopen;            /* QSTRING opening quote */
     int32_t lladdr_parts;  /* LLADDR maximum number of pairs */
     int32_t lladdr_maxlen; /* LLADDR longest accepted text, 3 * parts - 1 */
-    pcre2_code *re;       /* PCRE */
-    pcre2_match_data *md; /* PCRE, reused between matches */
+    pcre2_code *re;        /* PCRE */
+    pcre2_match_data *md;  /* PCRE, reused between matches */
 };
 
 static const char *const type_names[] = {
@@ -202,7 +202,8 @@ parser_compile(const char *spec, size_t len, struct buf *err)
         break;
     case PARSER_QSTRING:
         if (!p->arg) {
-            buf_printf(err, "QSTRING needs a quote character: @QSTRING:name:\"@ or @QSTRING:name:<>@");
+            buf_printf(err,
+                       "QSTRING needs a quote character: @QSTRING:name:\"@ or @QSTRING:name:<>@");
             goto fail;
         }
         p->qopen = p->arglen ? p->arg[0] : '\0';
@@ -233,6 +234,7 @@ parser_compile(const char *spec, size_t len, struct buf *err)
     case PARSER_PCRE: {
         int errcode;
         PCRE2_SIZE erroff;
+        uint32_t groups = 0;
         if (!p->arg) {
             buf_printf(err, "PCRE needs a regular expression: @PCRE:name:regex@");
             goto fail;
@@ -247,7 +249,14 @@ parser_compile(const char *spec, size_t len, struct buf *err)
             goto fail;
         }
         pcre2_jit_compile(p->re, PCRE2_JIT_COMPLETE); /* optional speed-up; falls back if absent */
-        p->md = pcre2_match_data_create(1, NULL);
+        /*
+         * syslog-ng gives the match room for the whole match and up to 256
+         * groups; when a match sets a group beyond that, it fails ("Error while
+         * storing matching substrings").  The same room here makes pcre2_match()
+         * return 0 in just those cases.
+         */
+        pcre2_pattern_info(p->re, PCRE2_INFO_CAPTURECOUNT, &groups);
+        p->md = pcre2_match_data_create((groups < 256 ? groups : 256) + 1, NULL);
         break;
     }
     default:
@@ -457,7 +466,11 @@ parse_lladdr(const char *s, size_t n, size_t *len, int32_t maxlen, int32_t parts
     size_t i = 0;
     int32_t k;
 
-    /* no pairs wanted: syslog-ng "matches" nothing when 3 * parts - 1 is not negative */
+    /*
+     * No pairs wanted (a count of 0, or one that wrapped negative): syslog-ng's
+     * loop does not run, and the empty text passes its length check exactly
+     * when 3 * parts - 1 is not negative - never for 0.
+     */
     if (parts <= 0) {
         *len = 0;
         return maxlen >= 0;
@@ -631,7 +644,7 @@ parser_match(const struct parser *p, const char *subject, size_t n, size_t pos,
     case PARSER_PCRE: {
         int rc = pcre2_match(p->re, (PCRE2_SPTR)s, rest, 0, 0, p->md, NULL);
         PCRE2_SIZE *ov;
-        if (rc < 0) return false;
+        if (rc <= 0) return false; /* 0: more groups set than there is room for, see above */
         ov = pcre2_get_ovector_pointer(p->md);
         m->len = m->cap_len = ov[1] - ov[0];
         return true;

@@ -383,7 +383,9 @@ find_by_parser(struct find *f, const struct node *n, size_t pos, size_t len)
         if (!parser_match(child->parser, f->text, len, pos, &m)) continue;
         ret = find(f, child, pos + m.len, len);
         if (ret) {
-            if (caps) set_cap(&caps->v[slot], parser_name(child->parser), pos + m.cap_off, m.cap_len, len);
+            if (caps)
+                set_cap(&caps->v[slot], parser_name(child->parser), pos + m.cap_off, m.cap_len,
+                        len);
             return ret;
         }
         if (caps) caps->n = slot + 1;

@@ -264,8 +264,9 @@ wall_seconds(const struct tfields *f)
  * localtime_r() would cost more than the rest of the parse.  Each cache
  * holds one day with a single UTC offset throughout, assuming, as holds for
  * the tz database, that no zone changes its offset twice within 32 hours or
- * by more than 4 hours at once (except Samoa's date-line jump in 2011).  A
- * change of TZ (the unit tests make some) empties them.
+ * by more than 4 hours at once (except Samoa's date-line jump in 2011).
+ * Looking at TZ for every line costs more than the parse, so a change of TZ
+ * takes effect at syslog_tz_reset().
  */
 static struct {
     bool init;
@@ -298,6 +299,12 @@ tz_check(void)
     tzc.init = !tz || n < sizeof(tzc.tz);
     tzc.tz_set = tz != NULL;
     if (tz && n < sizeof(tzc.tz)) memcpy(tzc.tz, tz, n + 1);
+}
+
+void
+syslog_tz_reset(void)
+{
+    tzc.init = false;
 }
 
 static int32_t
@@ -1053,7 +1060,7 @@ syslog_parse(struct msg *m, const char *line, size_t len, const struct syslog_op
     bool truncated = false;
 
     msg_reset(m);
-    tz_check();
+    if (!tzc.init) tz_check();
     current_time(opts, &now);
     msg_set_recvd(m, &now);
 

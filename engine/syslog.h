@@ -35,4 +35,10 @@ struct syslog_opts {
  */
 void syslog_parse(struct msg *m, const char *line, size_t len, const struct syslog_opts *opts);
 
+/*
+ * Forgets the cached time-zone offsets.  Call after changing the TZ
+ * environment variable (the daemon does on reload).
+ */
+void syslog_tz_reset(void);
+
 #endif

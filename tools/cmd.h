@@ -19,6 +19,12 @@ int cmd_dump(int argc, char **argv);
  */
 struct pdb *cmd_load_rules(char **paths, int npaths, bool strict);
 
+/*
+ * Runs the correlation scenarios of a .scenario file (see scenario.c),
+ * counting them; -1 if the file itself is unusable.
+ */
+int scenario_run_file(const char *file, bool verbose, unsigned long *passed, unsigned long *failed);
+
 /* Prints "corral VERB: " and the message to stderr. */
 void cmd_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -5,6 +5,7 @@
  * stable contract, see json.h), or a template with -T.
  */
 #include "cmd.h"
+#include "corr.h"
 #include "json.h"
 #include "syslog.h"
 #include "template.h"
@@ -15,11 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum format { FMT_PAIRS, FMT_JSON, FMT_TEMPLATE };
 
 struct matcher {
     struct pdb *db;
+    struct corr *corr;
+    bool failed;      /* writing output failed */
+    int64_t fixed_now; /* --now, in ms; 0: the real clock */
     enum format format;
     struct tpl *tpl;
     struct buf out;
@@ -105,11 +110,36 @@ emit(struct matcher *mt, struct msg *m)
     return flush(mt, false);
 }
 
+static void
+on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action)
+{
+    struct matcher *mt = arg;
+
+    (void)kind;
+    (void)action;
+    if (!mt->failed && emit(mt, m) < 0) mt->failed = true;
+}
+
+static void
+on_log(void *arg, const char *text)
+{
+    (void)arg;
+    fprintf(stderr, "corral match: %s\n", text);
+}
+
+static uint64_t
+fixed_clock(void *arg)
+{
+    return (uint64_t)((struct matcher *)arg)->fixed_now;
+}
+
 static int
 match_file(struct matcher *mt, const char *path)
 {
     FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     struct msg *m = msg_new();
+    struct msg_time now;
+    struct syslog_opts opts = {NULL};
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -120,14 +150,16 @@ match_file(struct matcher *mt, const char *path)
         msg_unref(m);
         return 1;
     }
-    while ((n = getline(&line, &cap, in)) > 0) {
+    if (mt->fixed_now) {
+        now.sec = mt->fixed_now / 1000;
+        now.usec = (int32_t)(mt->fixed_now % 1000) * 1000;
+        now.gmtoff = 0;
+        opts.now = &now;
+    }
+    while (!mt->failed && (n = getline(&line, &cap, in)) > 0) {
         if (line[n - 1] == '\n') n--;
-        syslog_parse(m, line, (size_t)n, NULL);
-        pdb_classify(mt->db, m);
-        if (emit(mt, m) < 0) {
-            rc = 1;
-            break;
-        }
+        syslog_parse(m, line, (size_t)n, &opts);
+        corr_process(mt->corr, m);
     }
     if (ferror(in)) {
         cmd_error("match", "%s: %s", path, strerror(errno));
@@ -137,6 +169,21 @@ match_file(struct matcher *mt, const char *path)
     msg_unref(m);
     if (in != stdin) fclose(in);
     return rc;
+}
+
+/* --now: seconds since the epoch, or an ISO-8601 UTC time (2026-12-03T10:00:00). */
+static int64_t
+parse_now(const char *s)
+{
+    struct tm tm;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+
+    if (*end == '\0' && end != s) return v * 1000;
+    memset(&tm, 0, sizeof(tm));
+    end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end || (*end && strcmp(end, "Z") != 0)) return -1;
+    return (int64_t)timegm(&tm) * 1000;
 }
 
 static void
@@ -150,7 +197,12 @@ usage(FILE *out)
           "  -M, --message TEXT     text of the single message\n"
           "  -f, --file LOG         classify every line of a syslog file ('-': stdin)\n"
           "      --json             one JSON object a message\n"
-          "  -T, --template TPL     print a template for each message (\\n etc. allowed)\n",
+          "  -T, --template TPL     print a template for each message (\\n etc. allowed)\n"
+          "      --keep-open        leave open contexts open at the end of the file (by\n"
+          "                         default they expire, firing their timeout actions)\n"
+          "      --now TIME         take TIME (epoch seconds or 2026-12-03T10:00:00Z) as the\n"
+          "                         current time: year guessing and the clamp on message\n"
+          "                         times then give the same result on every run\n",
           out);
 }
 
@@ -161,12 +213,15 @@ cmd_match(int argc, char **argv)
         {"rules", required_argument, NULL, 'r'},   {"program", required_argument, NULL, 'P'},
         {"message", required_argument, NULL, 'M'}, {"file", required_argument, NULL, 'f'},
         {"json", no_argument, NULL, 'j'},          {"template", required_argument, NULL, 'T'},
+        {"keep-open", no_argument, NULL, 'k'},     {"now", required_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     char **rules = xcalloc((size_t)argc, sizeof(char *));
     const char *program = NULL, *message = NULL, *file = NULL, *tpl_src = NULL;
     struct matcher mt = {.format = FMT_PAIRS, .fp = stdout};
     int nrules = 0, c, rc = 0;
+    bool keep_open = false;
+    struct corr_opts copts = {0};
 
     while ((c = getopt_long(argc, argv, "r:P:M:f:T:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -178,6 +233,15 @@ cmd_match(int argc, char **argv)
         case 'T':
             tpl_src = optarg;
             mt.format = FMT_TEMPLATE;
+            break;
+        case 'k': keep_open = true; break;
+        case 'n':
+            mt.fixed_now = parse_now(optarg);
+            if (mt.fixed_now <= 0) {
+                cmd_error("match", "bad --now '%s'", optarg);
+                free(rules);
+                return 2;
+            }
             break;
         case 'h':
             usage(stdout);
@@ -211,16 +275,23 @@ cmd_match(int argc, char **argv)
         return 1;
     }
 
+    copts.emit = on_emit;
+    copts.log = on_log;
+    copts.clock = mt.fixed_now ? fixed_clock : NULL;
+    copts.arg = &mt;
+    mt.corr = corr_new(mt.db, &copts);
     if (file) {
         rc = match_file(&mt, file);
     } else {
         struct msg *m = msg_new();
         msg_set(m, NV_MESSAGE, message, strlen(message));
         if (program && program[0]) msg_set(m, NV_PROGRAM, program, strlen(program));
-        pdb_classify(mt.db, m);
-        if (emit(&mt, m) < 0) rc = 1;
+        corr_process(mt.corr, m);
         msg_unref(m);
     }
+    if (!keep_open) corr_expire_all(mt.corr);
+    corr_free(mt.corr);
+    if (mt.failed) rc = 1;
     if (flush(&mt, true) < 0 || fflush(stdout) != 0) {
         cmd_error("match", "writing output: %s", strerror(errno));
         rc = 1;

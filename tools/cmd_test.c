@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 struct tester {
@@ -144,8 +145,59 @@ run_example(struct tester *t, struct pdb *db, const struct pdb_example *ex, stru
     }
 }
 
+static void test_rules(struct tester *t, const char *path);
+
+static bool
+ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Runs every .scenario file under a directory, in name order. */
+static void
+run_scenarios(struct tester *t, const char *dir, int depth)
+{
+    struct dirent **names;
+    int n, i;
+
+    n = scandir(dir, &names, NULL, alphasort);
+    if (n < 0) return;
+    for (i = 0; i < n; i++) {
+        struct buf path = BUF_INIT;
+        struct stat st;
+        size_t len = strlen(dir);
+        while (len > 1 && dir[len - 1] == '/') len--;
+        buf_printf(&path, "%.*s/%s", (int)len, dir, names[i]->d_name);
+        if (names[i]->d_name[0] != '.' && stat(buf_str(&path), &st) == 0) {
+            if (S_ISDIR(st.st_mode) && depth < 16)
+                run_scenarios(t, buf_str(&path), depth + 1);
+            else if (S_ISREG(st.st_mode) && ends_with(names[i]->d_name, ".scenario") &&
+                     scenario_run_file(buf_str(&path), t->verbose, &t->passed, &t->failed) < 0)
+                t->load_failed = true;
+        }
+        buf_free(&path);
+        free(names[i]);
+    }
+    free(names);
+}
+
 static void
 test_path(struct tester *t, const char *path)
+{
+    struct stat st;
+
+    if (ends_with(path, ".scenario")) {
+        if (scenario_run_file(path, t->verbose, &t->passed, &t->failed) < 0) t->load_failed = true;
+        return;
+    }
+    test_rules(t, path);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) run_scenarios(t, path, 0);
+}
+
+static void
+test_rules(struct tester *t, const char *path)
 {
     struct pdb *db = pdb_new();
     struct msg *m = msg_new();
@@ -177,10 +229,11 @@ cmd_test(int argc, char **argv)
         case 'v': t.verbose = true; break;
         case 'j': t.json = true; break;
         case 'h':
-            puts("usage: corral test [-v] [--json] FILE|DIR...\n"
+            puts("usage: corral test [-v] [--json] FILE|DIR|SCENARIO...\n"
                  "Runs every <example> of the rule files.  A FILE is loaded on its own, a DIR as\n"
-                 "one database.  Ends with 'N passed, M failed'; exits 1 on any failure or rule\n"
-                 "file error.  --json prints one JSON object per example instead.");
+                 "one database, and the correlation scenarios (*.scenario) under a DIR or named\n"
+                 "on the command line are replayed.  Ends with 'N passed, M failed'; exits 1 on\n"
+                 "any failure or rule file error.  --json prints one JSON object per example.");
             return 0;
         default: return 2;
         }

@@ -32,6 +32,7 @@ struct row {
 #define NROWS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* checked against pdbtool 3.38 */
+/* clang-format off */
 static const struct row string_rows[] = {
     {"STRING:v", "", "abc", true, 3, "abc"},
     {"STRING:v", "", "abc def", true, 3, "abc"},
@@ -261,6 +262,12 @@ static const struct row lladdr_rows[] = {
     {"LLADDR:v:3x", "", "00:11:22:33", true, 8, "00:11:22"},
     /* an empty argument is 0 pairs */
     {"LLADDR:v:", "", "00:11", false, 0, NULL},
+    /* the count is an int that wraps: 1 pair */
+    {"LLADDR:v:4294967297", "", "00:11", true, 2, "00"},
+    /* 3 * count - 1 wraps negative: never matches */
+    {"LLADDR:v:1431655765", "", "00:11", false, 0, NULL},
+    /* a count that wraps negative accepts the empty text */
+    {"LLADDR:v:2147483648", "", "00:11", true, 0, ""},
 };
 
 static const struct row email_rows[] = {
@@ -368,6 +375,7 @@ static const struct row pcre_rows[] = {
     {"PCRE:v:", "", "abc", true, 0, ""},
     {"PCRE:v:(?i)abc", "", "ABCd", true, 3, "ABC"},
 };
+/* clang-format on */
 
 static struct parser *
 compile(const char *spec)
@@ -521,18 +529,19 @@ START_TEST(test_pcre_rows)
 }
 END_TEST
 
-
 /* Load errors, as pdbtool 3.38 reports them when it loads the pattern. */
 START_TEST(test_compile_errors)
 {
     static const char *const bad[] = {
-        "ESTRING:v",  "ESTRING", "SET:v",   "OPTIONALSET:v", "QSTRING:v", "PCRE:v",
-        "PCRE:v:(",   "NLSTRING:v:", "NLSTRING:v:x", "FOO:v", "", "string:v", ":v",
+        "ESTRING:v", "ESTRING",  "SET:v",       "OPTIONALSET:v", "QSTRING:v",
+        "PCRE:v",    "PCRE:v:(", "NLSTRING:v:", "NLSTRING:v:x",  "FOO:v",
+        "",          "string:v", ":v",
     };
     static const char *const good[] = {
-        "QSTRINGX:v:\"", "DOUBLE:v", "NUMBER:v:junk", "STRING", "STRING:", "ANYSTRING::",
-        "PCRE:v:", "OPTIONALSET:v:", "SET:v:", "NLSTRING", "NLSTRING:v", "QSTRING:v:",
-        "LLADDR:v:abc", "EMAIL:v:", "IPv4:v:x", "PCRE:v:a:b",
+        "QSTRINGX:v:\"", "DOUBLE:v",    "NUMBER:v:junk", "STRING",
+        "STRING:",       "ANYSTRING::", "PCRE:v:",       "OPTIONALSET:v:",
+        "SET:v:",        "NLSTRING",    "NLSTRING:v",    "QSTRING:v:",
+        "LLADDR:v:abc",  "EMAIL:v:",    "IPv4:v:x",      "PCRE:v:a:b",
     };
     size_t i;
 
@@ -574,12 +583,8 @@ START_TEST(test_equal)
         {"STRING:v:.", "STRING:v:."},
     };
     static const char *const differ[][2] = {
-        {"STRING:v", "STRING:v:"},
-        {"STRING:v", "STRING:w"},
-        {"STRING:v", "STRING"},
-        {"ESTRING:v: ", "ESTRING:v:,"},
-        {"IPv4:v", "IPvANY:v"},
-        {"NUMBER:v", "NUMBER:v:x"},
+        {"STRING:v", "STRING:v:"},      {"STRING:v", "STRING:w"}, {"STRING:v", "STRING"},
+        {"ESTRING:v: ", "ESTRING:v:,"}, {"IPv4:v", "IPvANY:v"},   {"NUMBER:v", "NUMBER:v:x"},
     };
     size_t i;
 
@@ -592,8 +597,8 @@ START_TEST(test_equal)
     }
     for (i = 0; i < NROWS(differ); i++) {
         struct parser *a = compile(differ[i][0]), *b = compile(differ[i][1]);
-        ck_assert_msg(!parser_equal(a, b), "@%s@ and @%s@ should not share a node",
-                      differ[i][0], differ[i][1]);
+        ck_assert_msg(!parser_equal(a, b), "@%s@ and @%s@ should not share a node", differ[i][0],
+                      differ[i][1]);
         parser_free(a);
         parser_free(b);
     }
@@ -611,7 +616,7 @@ START_TEST(test_past_end)
 {
     static const char *const accept[] = {"ANYSTRING:v", "OPTIONALSET:v:x"};
     static const char *const refuse[] = {"STRING:v", "SET:v:abc", "ESTRING:v:", "NUMBER:v",
-                                         "FLOAT:v", "PCRE:v:x*", "EMAIL:v:"};
+                                         "FLOAT:v",  "PCRE:v:x*", "EMAIL:v:"};
     size_t i, n;
     char *s = subject_of("", "abc", &n);
 
@@ -630,6 +635,46 @@ START_TEST(test_past_end)
         parser_free(p);
     }
     free(s);
+}
+END_TEST
+
+/* A regex's text: group repeated n times. */
+static char *
+repeat(const char *head, const char *group, size_t n)
+{
+    size_t hl = strlen(head), gl = strlen(group), i;
+    char *s = malloc(hl + gl * n + 1);
+
+    ck_assert_ptr_nonnull(s);
+    memcpy(s, head, hl);
+    for (i = 0; i < n; i++) memcpy(s + hl + i * gl, group, gl);
+    s[hl + gl * n] = '\0';
+    return s;
+}
+
+/*
+ * syslog-ng 3.38 leaves a regex match room for 256 groups: a match that sets
+ * group 257 fails.  Checked against pdbtool 3.38: "(a)" 257 times fails on 257
+ * a's, "(a)?" 300 times matches 256 a's before a "b" but not 257 a's.
+ */
+START_TEST(test_pcre_group_room)
+{
+    char *all = repeat("PCRE:v:", "(a)", 257), *opt = repeat("PCRE:v:", "(a)?", 300);
+    char *a257 = repeat("", "a", 257), *a256b = repeat("", "a", 257);
+    struct parser *p = compile(all), *q = compile(opt);
+    struct parser_match m;
+
+    a256b[256] = 'b'; /* 256 a's set groups 1..256 */
+    ck_assert(!parser_match(p, a257, 257, 0, &m));
+    ck_assert(parser_match(q, a256b, 257, 0, &m));
+    ck_assert_uint_eq(m.len, 256);
+    ck_assert(!parser_match(q, a257, 257, 0, &m));
+    parser_free(p);
+    parser_free(q);
+    free(all);
+    free(opt);
+    free(a257);
+    free(a256b);
 }
 END_TEST
 
@@ -664,10 +709,8 @@ END_TEST
 START_TEST(test_format)
 {
     static const char *const specs[][2] = {
-        {"STRING", "@STRING@"},
-        {"STRING:v", "@STRING:v@"},
-        {"ESTRING:v::", "@ESTRING:v::@"},
-        {"DOUBLE:x", "@FLOAT:x@"},
+        {"STRING", "@STRING@"},           {"STRING:v", "@STRING:v@"},
+        {"ESTRING:v::", "@ESTRING:v::@"}, {"DOUBLE:x", "@FLOAT:x@"},
         {"ESTRING::, ", "@ESTRING::, @"},
     };
     size_t i;
@@ -715,6 +758,7 @@ parsers_suite(void)
     tcase_add_test(tc, test_past_end);
     tcase_add_test(tc, test_nul_is_data);
     tcase_add_test(tc, test_format);
+    tcase_add_test(tc, test_pcre_group_room);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -470,6 +470,7 @@ set_tz(const char *tz)
 {
     setenv("TZ", tz, 1);
     tzset();
+    syslog_tz_reset();
 }
 
 static void

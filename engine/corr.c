@@ -1,0 +1,1096 @@
+/*
+ * corr: correlation contexts, their timers, rule actions and generated
+ * messages.  The flow for one message follows syslog-ng 3.38's db-parser:
+ *
+ *   1. advance time to min(stamp, clock), expiring contexts (timeout actions)
+ *   2. classify; if the rule has a context-id, find or create its context,
+ *      record .classifier.context_id, apply the rule's values over the
+ *      context, append the message and re-arm the context's timer
+ *   3. emit the message, then run the rule's match actions
+ *
+ * Contexts live in a chained hash table keyed by scope fields and id; their
+ * timers are embedded in them (timerwheel.c).  A context stores compact
+ * copies of its messages.
+ */
+#include "corr.h"
+#include "filter.h"
+#include "timerwheel.h"
+#include "xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+struct ctx {
+    struct tw_timer timer; /* first member: the timer callback gets the context back */
+    struct ctx *hnext;
+    uint64_t hash;
+    enum pdb_scope scope;
+    uint32_t hostlen, proglen, pidlen, idlen;
+    char *key; /* host, program, pid and id, back to back */
+    struct msg **msgs;
+    size_t nmsgs, capmsgs;
+    const struct pdb_rule *rule; /* the last rule that matched: its timeout actions run */
+    size_t bytes;
+};
+
+/* rate="N/S" state for one (rule, action, scope fields) */
+struct bucket {
+    struct bucket *hnext;
+    uint64_t hash;
+    char *key;
+    size_t keylen;
+    uint64_t last_check; /* seconds */
+    uint32_t tokens;
+};
+
+struct corr {
+    struct pdb *db;
+    struct corr_opts opts;
+    struct tw *wheel;
+    uint64_t last_tick; /* clock at the last message or tick */
+
+    struct ctx **table;
+    size_t nbuckets, ncontexts;
+
+    struct bucket **rates;
+    size_t nrates_buckets, nrates;
+
+    struct corr_stats stats;
+    struct msg **env;   /* scratch: a context's messages plus one */
+    size_t capenv;
+    struct buf id, key; /* scratch */
+    struct buf value;
+};
+
+static uint64_t
+hash_bytes(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL; /* FNV-1a, 64 bit */
+    }
+    return h;
+}
+
+static uint64_t
+real_clock(void *arg)
+{
+    struct timeval tv;
+
+    (void)arg;
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+static uint64_t
+clock_now(const struct corr *c)
+{
+    return c->opts.clock ? c->opts.clock(c->opts.arg) : real_clock(NULL);
+}
+
+static void
+logf_(struct corr *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+logf_(struct corr *c, const char *fmt, ...)
+{
+    struct buf b = BUF_INIT;
+    va_list ap;
+
+    if (!c->opts.log) return;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    c->opts.log(c->opts.arg, buf_str(&b));
+    buf_free(&b);
+}
+
+struct corr *
+corr_new(struct pdb *db, const struct corr_opts *opts)
+{
+    struct corr *c = xcalloc(1, sizeof(*c));
+
+    c->db = db;
+    c->opts = *opts;
+    if (!c->opts.max_contexts) c->opts.max_contexts = 1000000;
+    if (!c->opts.max_context_msgs) c->opts.max_context_msgs = 10000;
+    if (!c->opts.max_rate_buckets) c->opts.max_rate_buckets = 1000000;
+    c->last_tick = clock_now(c);
+    c->wheel = tw_new(0);
+    c->nbuckets = 1024;
+    c->table = xcalloc(c->nbuckets, sizeof(*c->table));
+    c->nrates_buckets = 256;
+    c->rates = xcalloc(c->nrates_buckets, sizeof(*c->rates));
+    return c;
+}
+
+static void
+ctx_free(struct ctx *x)
+{
+    size_t i;
+
+    for (i = 0; i < x->nmsgs; i++) msg_unref(x->msgs[i]);
+    free(x->msgs);
+    free(x->key);
+    free(x);
+}
+
+void
+corr_free(struct corr *c)
+{
+    size_t i;
+
+    if (!c) return;
+    for (i = 0; i < c->nbuckets; i++) {
+        struct ctx *x = c->table[i], *next;
+        for (; x; x = next) {
+            next = x->hnext;
+            ctx_free(x);
+        }
+    }
+    free(c->table);
+    for (i = 0; i < c->nrates_buckets; i++) {
+        struct bucket *b = c->rates[i], *next;
+        for (; b; b = next) {
+            next = b->hnext;
+            free(b->key);
+            free(b);
+        }
+    }
+    free(c->rates);
+    tw_free(c->wheel);
+    free(c->env);
+    buf_free(&c->id);
+    buf_free(&c->key);
+    buf_free(&c->value);
+    free(c);
+}
+
+uint64_t
+corr_now(const struct corr *c)
+{
+    return tw_now(c->wheel);
+}
+
+void
+corr_stats(const struct corr *c, struct corr_stats *out)
+{
+    *out = c->stats;
+    out->contexts_open = c->ncontexts;
+}
+
+/* ---- context keys ---- */
+
+struct key {
+    enum pdb_scope scope;
+    const char *host, *prog, *pid, *id;
+    size_t hostlen, proglen, pidlen, idlen;
+};
+
+static const char *
+field(const struct msg *m, nv_handle h, size_t *len)
+{
+    const char *v = msg_get(m, h, len);
+
+    if (!v) {
+        *len = 0;
+        return "";
+    }
+    return v;
+}
+
+/* The scope fields of a message: which of HOST, PROGRAM and PID identify a context. */
+static void
+key_from_msg(struct key *k, enum pdb_scope scope, const struct msg *m, const char *id, size_t idlen)
+{
+    memset(k, 0, sizeof(*k));
+    k->scope = scope;
+    k->host = k->prog = k->pid = "";
+    k->id = id;
+    k->idlen = idlen;
+    switch (scope) {
+    case PDB_SCOPE_PROCESS: k->pid = field(m, NV_PID, &k->pidlen); /* fall through */
+    case PDB_SCOPE_PROGRAM: k->prog = field(m, NV_PROGRAM, &k->proglen); /* fall through */
+    case PDB_SCOPE_HOST: k->host = field(m, NV_HOST, &k->hostlen); /* fall through */
+    case PDB_SCOPE_GLOBAL: break;
+    }
+}
+
+static uint64_t
+key_hash(const struct key *k)
+{
+    uint64_t h = 14695981039346656037ULL;
+    uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
+                        (uint32_t)k->idlen};
+
+    h = hash_bytes(h, &k->scope, sizeof(k->scope));
+    h = hash_bytes(h, lens, sizeof(lens));
+    h = hash_bytes(h, k->host, k->hostlen);
+    h = hash_bytes(h, k->prog, k->proglen);
+    h = hash_bytes(h, k->pid, k->pidlen);
+    return hash_bytes(h, k->id, k->idlen);
+}
+
+static bool
+key_equal(const struct ctx *x, const struct key *k)
+{
+    const char *p = x->key;
+
+    if (x->scope != k->scope || x->hostlen != k->hostlen || x->proglen != k->proglen ||
+        x->pidlen != k->pidlen || x->idlen != k->idlen)
+        return false;
+    if (memcmp(p, k->host, k->hostlen)) return false;
+    p += k->hostlen;
+    if (memcmp(p, k->prog, k->proglen)) return false;
+    p += k->proglen;
+    if (memcmp(p, k->pid, k->pidlen)) return false;
+    p += k->pidlen;
+    return memcmp(p, k->id, k->idlen) == 0;
+}
+
+static struct ctx *
+ctx_lookup(struct corr *c, const struct key *k, uint64_t h)
+{
+    struct ctx *x;
+
+    for (x = c->table[h & (c->nbuckets - 1)]; x; x = x->hnext)
+        if (x->hash == h && key_equal(x, k)) return x;
+    return NULL;
+}
+
+static void
+table_grow(struct corr *c)
+{
+    size_t n = c->nbuckets * 2, i;
+    struct ctx **t = xcalloc(n, sizeof(*t));
+
+    for (i = 0; i < c->nbuckets; i++) {
+        struct ctx *x = c->table[i], *next;
+        for (; x; x = next) {
+            next = x->hnext;
+            x->hnext = t[x->hash & (n - 1)];
+            t[x->hash & (n - 1)] = x;
+        }
+    }
+    free(c->table);
+    c->table = t;
+    c->nbuckets = n;
+}
+
+static void
+ctx_unlink(struct corr *c, struct ctx *x)
+{
+    struct ctx **p = &c->table[x->hash & (c->nbuckets - 1)];
+
+    while (*p && *p != x) p = &(*p)->hnext;
+    if (*p) {
+        *p = x->hnext;
+        c->ncontexts--;
+        c->stats.context_bytes -= x->bytes;
+    }
+    tw_cancel(c->wheel, &x->timer);
+}
+
+static struct ctx *
+ctx_create(struct corr *c, const struct key *k, uint64_t h)
+{
+    struct ctx *x;
+    char *p;
+
+    if (c->ncontexts >= c->opts.max_contexts) {
+        if (c->stats.contexts_refused++ == 0 || c->stats.contexts_refused % 10000 == 0)
+            logf_(c, "correlation context limit (%zu) reached: %llu contexts not created so far",
+                  c->opts.max_contexts, (unsigned long long)c->stats.contexts_refused);
+        return NULL;
+    }
+    if (c->ncontexts >= c->nbuckets) table_grow(c);
+    x = xcalloc(1, sizeof(*x));
+    tw_timer_init(&x->timer);
+    x->hash = h;
+    x->scope = k->scope;
+    x->hostlen = (uint32_t)k->hostlen;
+    x->proglen = (uint32_t)k->proglen;
+    x->pidlen = (uint32_t)k->pidlen;
+    x->idlen = (uint32_t)k->idlen;
+    p = x->key = xmalloc(k->hostlen + k->proglen + k->pidlen + k->idlen + 1);
+    memcpy(p, k->host, k->hostlen);
+    p += k->hostlen;
+    memcpy(p, k->prog, k->proglen);
+    p += k->proglen;
+    memcpy(p, k->pid, k->pidlen);
+    p += k->pidlen;
+    memcpy(p, k->id, k->idlen);
+    x->bytes = sizeof(*x) + k->hostlen + k->proglen + k->pidlen + k->idlen + 1;
+    x->hnext = c->table[h & (c->nbuckets - 1)];
+    c->table[h & (c->nbuckets - 1)] = x;
+    c->ncontexts++;
+    c->stats.contexts_created++;
+    c->stats.context_bytes += x->bytes;
+    return x;
+}
+
+static void
+ctx_append(struct corr *c, struct ctx *x, struct msg *m)
+{
+    size_t before = x->capmsgs;
+
+    if (x->nmsgs >= c->opts.max_context_msgs) {
+        /* keep the newest: back-references count from the end */
+        c->stats.context_bytes -= msg_memory(x->msgs[0]);
+        x->bytes -= msg_memory(x->msgs[0]);
+        msg_unref(x->msgs[0]);
+        memmove(x->msgs, x->msgs + 1, (x->nmsgs - 1) * sizeof(*x->msgs));
+        x->nmsgs--;
+        c->stats.messages_dropped++;
+    }
+    x->msgs = xgrow(x->msgs, &x->capmsgs, x->nmsgs + 1, sizeof(*x->msgs));
+    x->msgs[x->nmsgs++] = m;
+    x->bytes += msg_memory(m) + (x->capmsgs - before) * sizeof(*x->msgs);
+    c->stats.context_bytes += msg_memory(m) + (x->capmsgs - before) * sizeof(*x->msgs);
+}
+
+/* Deadline for a context armed now: whole-second semantics for integer timeouts. */
+static uint64_t
+deadline(const struct corr *c, double timeout)
+{
+    uint64_t now = tw_now(c->wheel);
+
+    if (timeout == floor(timeout)) return (now / 1000 + (uint64_t)timeout + 1) * 1000;
+    return now + (uint64_t)llround(timeout * 1000) + 1;
+}
+
+/* ---- evaluation environments ---- */
+
+static struct tpl_env
+ctx_env(struct corr *c, struct ctx *x, struct msg *extra)
+{
+    struct tpl_env env;
+    size_t n = x->nmsgs + (extra ? 1 : 0);
+
+    c->env = xgrow(c->env, &c->capenv, n, sizeof(*c->env));
+    memcpy(c->env, x->msgs, x->nmsgs * sizeof(*c->env));
+    if (extra) c->env[x->nmsgs] = extra;
+    memset(&env, 0, sizeof(env));
+    env.msgs = c->env;
+    env.nmsgs = n;
+    env.context_id = x->key + x->hostlen + x->proglen + x->pidlen;
+    env.context_id_len = x->idlen;
+    return env;
+}
+
+/* ---- rate limits ---- */
+
+static bool
+rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action *a,
+            const struct msg *m)
+{
+    struct key k;
+    struct bucket *b;
+    uint64_t h, now = tw_now(c->wheel) / 1000;
+    size_t idx = (size_t)(a - rule->actions);
+
+    if (!a->rate_n) return true;
+    buf_reset(&c->key);
+    buf_printf(&c->key, "%s:%zu", rule->id, idx);
+    key_from_msg(&k, rule->scope, m, c->key.p, c->key.len);
+    h = key_hash(&k);
+    /* the bucket key is the flattened struct key: scope fields and "rule:action" */
+    buf_reset(&c->id);
+    buf_append(&c->id, &k.scope, sizeof(k.scope));
+    buf_printf(&c->id, "%zu:%zu:%zu:", k.hostlen, k.proglen, k.pidlen);
+    buf_append(&c->id, k.host, k.hostlen);
+    buf_append(&c->id, k.prog, k.proglen);
+    buf_append(&c->id, k.pid, k.pidlen);
+    buf_append(&c->id, k.id, k.idlen);
+    for (b = c->rates[h & (c->nrates_buckets - 1)]; b; b = b->hnext)
+        if (b->hash == h && b->keylen == c->id.len && memcmp(b->key, c->id.p, b->keylen) == 0) break;
+    if (!b) {
+        if (c->nrates >= c->opts.max_rate_buckets) {
+            c->stats.rate_limited++;
+            return false;
+        }
+        if (c->nrates >= c->nrates_buckets) {
+            size_t n = c->nrates_buckets * 2, i;
+            struct bucket **t = xcalloc(n, sizeof(*t)), *x, *next;
+            for (i = 0; i < c->nrates_buckets; i++)
+                for (x = c->rates[i]; x; x = next) {
+                    next = x->hnext;
+                    x->hnext = t[x->hash & (n - 1)];
+                    t[x->hash & (n - 1)] = x;
+                }
+            free(c->rates);
+            c->rates = t;
+            c->nrates_buckets = n;
+        }
+        b = xcalloc(1, sizeof(*b));
+        b->hash = h;
+        b->key = xmemdup(c->id.p, c->id.len);
+        b->keylen = c->id.len;
+        b->last_check = now;
+        b->tokens = a->rate_n;
+        b->hnext = c->rates[h & (c->nrates_buckets - 1)];
+        c->rates[h & (c->nrates_buckets - 1)] = b;
+        c->nrates++;
+    } else {
+        /* syslog-ng's fixed-point refill: 8 bits of fraction, the clock moves on whole credits */
+        long quantum = ((long)a->rate_s << 8) / (long)a->rate_n;
+        long credits = quantum > 0 ? (long)(((now - b->last_check) << 8) / (uint64_t)quantum) : 0;
+        if (credits) {
+            uint64_t t = (uint64_t)b->tokens + (uint64_t)credits;
+            b->tokens = t > a->rate_n ? a->rate_n : (uint32_t)t;
+            b->last_check = now;
+        }
+    }
+    if (b->tokens) {
+        b->tokens--;
+        return true;
+    }
+    c->stats.rate_limited++;
+    return false;
+}
+
+/* ---- generated messages ---- */
+
+/* inherit-mode="context": the last message plus every value it lacks, newest first. */
+static void
+merge_context(struct msg *gen, struct ctx *x)
+{
+    size_t i, j;
+
+    for (i = x->nmsgs - 1; i-- > 0;) {
+        const struct msg *m = x->msgs[i];
+        for (j = 0; j < msg_nvalues(m); j++) {
+            const char *v;
+            size_t len;
+            nv_handle h = msg_value_at(m, j, &v, &len);
+            if (!msg_get(gen, h, NULL)) msg_set(gen, h, v, len);
+        }
+    }
+}
+
+static void
+apply_synth(struct corr *c, const struct pdb_synth *s, struct msg *gen, const struct tpl_env *env)
+{
+    size_t i;
+
+    for (i = 0; i < s->ntags; i++) msg_tag_set(gen, s->tags[i]);
+    for (i = 0; i < s->nvalues; i++) {
+        buf_reset(&c->value);
+        tpl_eval(s->values[i].tpl, env, &c->value);
+        msg_set(gen, s->values[i].name, c->value.p, c->value.len);
+    }
+}
+
+static struct msg *
+generate(struct corr *c, const struct pdb_synth *s, struct ctx *x, struct msg *trigger)
+{
+    struct msg *gen, *last = x ? x->msgs[x->nmsgs - 1] : trigger;
+    struct msg_time now = {(int64_t)(tw_now(c->wheel) / 1000), (int32_t)(tw_now(c->wheel) % 1000) * 1000, 0};
+    struct tpl_env env;
+
+    if (s->inherit == PDB_INHERIT_NONE) {
+        gen = msg_new();
+        msg_set_stamp(gen, msg_stamp(last));
+    } else {
+        gen = msg_clone(last);
+        if (x && s->inherit == PDB_INHERIT_CONTEXT) merge_context(gen, x);
+    }
+    msg_set_flags(gen, (msg_flags(gen) & ~MSG_F_SYSLOG) | MSG_F_GENERATED);
+    msg_set_recvd(gen, &now);
+    if (x) {
+        const char *p = x->key;
+        switch (x->scope) {
+        case PDB_SCOPE_PROCESS: msg_set(gen, NV_PID, p + x->hostlen + x->proglen, x->pidlen); /* fall through */
+        case PDB_SCOPE_PROGRAM: msg_set(gen, NV_PROGRAM, p + x->hostlen, x->proglen); /* fall through */
+        case PDB_SCOPE_HOST: msg_set(gen, NV_HOST, p, x->hostlen); /* fall through */
+        case PDB_SCOPE_GLOBAL: break;
+        }
+        /* corral: a generated message says which context it came from */
+        msg_set(gen, NV_CONTEXT_ID, p + x->hostlen + x->proglen + x->pidlen, x->idlen);
+        env = ctx_env(c, x, gen);
+    } else {
+        struct msg *pair[2] = {trigger, gen};
+        c->env = xgrow(c->env, &c->capenv, 2, sizeof(*c->env));
+        memcpy(c->env, pair, sizeof(pair));
+        memset(&env, 0, sizeof(env));
+        env.msgs = c->env;
+        env.nmsgs = 2;
+    }
+    apply_synth(c, s, gen, &env);
+    return gen;
+}
+
+static void
+emit(struct corr *c, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *a)
+{
+    if (kind == CORR_GENERATED) c->stats.generated++;
+    if (c->opts.emit) c->opts.emit(c->opts.arg, m, kind, a);
+}
+
+static void arm(struct corr *c, struct ctx *x, double timeout);
+
+static void
+create_context(struct corr *c, const struct pdb_rule *rule, const struct pdb_action *a,
+               struct ctx *trigger_ctx, struct msg *trigger)
+{
+    struct msg *m = generate(c, &a->message, trigger_ctx, trigger);
+    struct tpl_env env;
+    struct key k;
+    struct ctx *x, *old;
+    uint64_t h;
+    char *id;
+    size_t idlen;
+
+    /* the id is evaluated over the triggering context (or message), not the new message */
+    if (trigger_ctx)
+        env = ctx_env(c, trigger_ctx, NULL);
+    else
+        tpl_env_single(&env, &trigger);
+    buf_reset(&c->id);
+    tpl_eval(a->cc_id, &env, &c->id);
+    id = xmemdup(buf_str(&c->id), c->id.len + 1);
+    idlen = c->id.len;
+    key_from_msg(&k, a->cc_scope, m, id, idlen);
+    h = key_hash(&k);
+    /* syslog-ng replaces a context with the same key; so does corral (without its timeout) */
+    if ((old = ctx_lookup(c, &k, h))) {
+        ctx_unlink(c, old);
+        ctx_free(old);
+    }
+    x = ctx_create(c, &k, h);
+    free(id);
+    if (!x) {
+        msg_unref(m);
+        return;
+    }
+    msg_set(m, NV_CONTEXT_ID, x->key + x->hostlen + x->proglen + x->pidlen, x->idlen);
+    ctx_append(c, x, m);
+    x->rule = rule;
+    /* syslog-ng 3.38 arms the new context with the creating rule's timeout */
+    arm(c, x, rule->timeout);
+}
+
+static void
+run_actions(struct corr *c, const struct pdb_rule *rule, enum pdb_trigger trigger, struct ctx *x,
+            struct msg *m)
+{
+    size_t i;
+
+    for (i = 0; i < rule->nactions; i++) {
+        const struct pdb_action *a = &rule->actions[i];
+        struct tpl_env env;
+
+        if (a->trigger != trigger) continue;
+        if (a->condition) {
+            if (x)
+                env = ctx_env(c, x, NULL);
+            else
+                tpl_env_single(&env, &m);
+            if (!filter_eval(a->condition, &env)) continue;
+        }
+        if (!rate_allows(c, rule, a, x ? x->msgs[x->nmsgs - 1] : m)) continue;
+        if (a->kind == PDB_ACTION_MESSAGE) {
+            struct msg *gen = generate(c, &a->message, x, m);
+            emit(c, gen, CORR_GENERATED, a);
+            msg_unref(gen);
+        } else {
+            create_context(c, rule, a, x, m);
+        }
+    }
+}
+
+/* ---- time ---- */
+
+static void
+expire(struct tw_timer *t, void *arg)
+{
+    struct corr *c = arg;
+    struct ctx *x = (struct ctx *)t;
+
+    /* unlinked first, so that a create-context with the same key starts afresh */
+    ctx_unlink(c, x);
+    c->stats.contexts_expired++;
+    if (x->rule && x->nmsgs) run_actions(c, x->rule, PDB_TRIGGER_TIMEOUT, x, x->msgs[x->nmsgs - 1]);
+    ctx_free(x);
+}
+
+static void
+arm(struct corr *c, struct ctx *x, double timeout)
+{
+    tw_arm(c->wheel, &x->timer, deadline(c, timeout));
+}
+
+static void
+advance(struct corr *c, uint64_t to)
+{
+    if (to > tw_now(c->wheel)) tw_advance(c->wheel, to, expire, c);
+}
+
+void
+corr_tick(struct corr *c)
+{
+    uint64_t clock = clock_now(c);
+
+    /* like syslog-ng, an idle engine moves on by the real time elapsed since it last heard */
+    if (clock > c->last_tick) {
+        advance(c, tw_now(c->wheel) + (clock - c->last_tick));
+        c->last_tick = clock;
+    } else {
+        c->last_tick = clock; /* the clock went back: wait for the next tick */
+    }
+}
+
+void
+corr_expire_all(struct corr *c)
+{
+    tw_expire_all(c->wheel, expire, c);
+}
+
+/* ---- processing ---- */
+
+void
+corr_process(struct corr *c, struct msg *m)
+{
+    const struct msg_time *st = msg_stamp(m);
+    uint64_t clock = clock_now(c), stamp;
+    const struct pdb_rule *rule;
+    struct ctx *x = NULL;
+    struct tpl_env env;
+
+    c->stats.processed++;
+    c->last_tick = clock;
+    stamp = st->sec > 0 ? (uint64_t)st->sec * 1000 + (uint64_t)st->usec / 1000 : 0;
+    advance(c, stamp < clock ? stamp : clock);
+
+    rule = pdb_lookup(c->db, m);
+    if (!rule) {
+        c->stats.unknown++;
+        emit(c, m, CORR_INPUT, NULL);
+        return;
+    }
+    c->stats.matched++;
+    if (rule->context_id) {
+        struct key k;
+        uint64_t h;
+
+        tpl_env_single(&env, &m);
+        buf_reset(&c->id);
+        tpl_eval(rule->context_id, &env, &c->id);
+        msg_set(m, NV_CONTEXT_ID, c->id.p, c->id.len);
+        key_from_msg(&k, rule->scope, m, buf_str(&c->id), c->id.len);
+        h = key_hash(&k);
+        x = ctx_lookup(c, &k, h);
+        if (!x) x = ctx_create(c, &k, h);
+    }
+    if (x) {
+        env = ctx_env(c, x, m);
+        pdb_apply(c->db, rule, m, &env);
+        ctx_append(c, x, msg_clone(m));
+        x->rule = rule;
+        arm(c, x, rule->timeout);
+    } else {
+        tpl_env_single(&env, &m);
+        pdb_apply(c->db, rule, m, &env);
+    }
+    emit(c, m, CORR_INPUT, NULL);
+    if (rule->nactions) run_actions(c, rule, PDB_TRIGGER_MATCH, x, m);
+}
+
+/* ---- reload and inspection ---- */
+
+void
+corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped)
+{
+    size_t i, k = 0, d = 0;
+
+    for (i = 0; i < c->nbuckets; i++) {
+        struct ctx *x = c->table[i], *next;
+        for (; x; x = next) {
+            const struct pdb_rule *r = x->rule ? pdb_rule_by_id(db, x->rule->id) : NULL;
+            next = x->hnext;
+            if (r) {
+                x->rule = r;
+                k++;
+            } else {
+                ctx_unlink(c, x);
+                ctx_free(x);
+                d++;
+            }
+        }
+    }
+    c->db = db;
+    if (kept) *kept = k;
+    if (dropped) *dropped = d;
+}
+
+void
+corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *, void *), void *arg)
+{
+    size_t i;
+
+    for (i = 0; i < c->nbuckets; i++) {
+        const struct ctx *x;
+        for (x = c->table[i]; x; x = x->hnext) {
+            struct corr_context_info ci;
+            ci.scope = x->scope;
+            ci.host = x->key;
+            ci.hostlen = x->hostlen;
+            ci.program = x->key + x->hostlen;
+            ci.programlen = x->proglen;
+            ci.pid = ci.program + x->proglen;
+            ci.pidlen = x->pidlen;
+            ci.id = ci.pid + x->pidlen;
+            ci.idlen = x->idlen;
+            ci.rule_id = x->rule ? x->rule->id : "";
+            ci.nmsgs = x->nmsgs;
+            ci.expires = x->timer.expires;
+            fn(&ci, arg);
+        }
+    }
+}
+
+/* ---- state file ---- */
+
+#define STATE_MAGIC "CORRALST"
+#define STATE_VERSION 1
+
+static uint32_t
+crc32(uint32_t crc, const unsigned char *p, size_t n)
+{
+    static uint32_t table[256];
+    size_t i;
+
+    if (!table[1]) {
+        uint32_t k;
+        int j;
+        for (k = 0; k < 256; k++) {
+            uint32_t v = k;
+            for (j = 0; j < 8; j++) v = v & 1 ? 0xedb88320u ^ (v >> 1) : v >> 1;
+            table[k] = v;
+        }
+    }
+    crc = ~crc;
+    for (i = 0; i < n; i++) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+static void
+put_u32(struct buf *b, uint32_t v)
+{
+    unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    buf_append(b, x, 4);
+}
+
+static void
+put_u64(struct buf *b, uint64_t v)
+{
+    put_u32(b, (uint32_t)v);
+    put_u32(b, (uint32_t)(v >> 32));
+}
+
+static void
+put_bytes(struct buf *b, const void *p, size_t n)
+{
+    put_u32(b, (uint32_t)n);
+    buf_append(b, p, n);
+}
+
+static void
+put_time(struct buf *b, const struct msg_time *t)
+{
+    put_u64(b, (uint64_t)t->sec);
+    put_u32(b, (uint32_t)t->usec);
+    put_u32(b, (uint32_t)t->gmtoff);
+}
+
+static void
+put_msg(struct buf *b, const struct msg *m)
+{
+    size_t i, n = msg_nvalues(m), len;
+
+    put_u32(b, (uint32_t)msg_pri(m));
+    put_u32(b, msg_flags(m));
+    put_time(b, msg_stamp(m));
+    put_time(b, msg_recvd(m));
+    put_u32(b, (uint32_t)n);
+    for (i = 0; i < n; i++) {
+        const char *v, *name;
+        size_t vlen;
+        nv_handle h = msg_value_at(m, i, &v, &vlen);
+        name = nv_name(h, &len);
+        put_bytes(b, name, len);
+        put_bytes(b, v, vlen);
+    }
+    put_u32(b, (uint32_t)msg_ntags(m));
+    for (i = 0; i < msg_ntags(m); i++) {
+        const char *t = tag_name(msg_tag_at(m, i), &len);
+        put_bytes(b, t, len);
+    }
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int
+corr_save(const struct corr *c, const char *path)
+{
+    struct buf b = BUF_INIT, tmp = BUF_INIT;
+    size_t i, j;
+    int fd, saved;
+    char *dir, *slash;
+
+    buf_append(&b, STATE_MAGIC, 8);
+    put_u32(&b, STATE_VERSION);
+    put_u64(&b, tw_now(c->wheel));
+    put_u64(&b, c->ncontexts);
+    for (i = 0; i < c->nbuckets; i++) {
+        const struct ctx *x;
+        for (x = c->table[i]; x; x = x->hnext) {
+            put_u32(&b, (uint32_t)x->scope);
+            put_bytes(&b, x->key, x->hostlen);
+            put_bytes(&b, x->key + x->hostlen, x->proglen);
+            put_bytes(&b, x->key + x->hostlen + x->proglen, x->pidlen);
+            put_bytes(&b, x->key + x->hostlen + x->proglen + x->pidlen, x->idlen);
+            put_bytes(&b, x->rule ? x->rule->id : "", x->rule ? strlen(x->rule->id) : 0);
+            put_u64(&b, x->timer.expires);
+            put_u32(&b, (uint32_t)x->nmsgs);
+            for (j = 0; j < x->nmsgs; j++) put_msg(&b, x->msgs[j]);
+        }
+    }
+    put_u32(&b, crc32(0, (const unsigned char *)b.p, b.len));
+
+    buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+    fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) goto fail;
+    if (write_all(fd, b.p, b.len) < 0 || fsync(fd) < 0) {
+        saved = errno;
+        close(fd);
+        unlink(buf_str(&tmp));
+        errno = saved;
+        goto fail;
+    }
+    if (close(fd) < 0 || rename(buf_str(&tmp), path) < 0) {
+        saved = errno;
+        unlink(buf_str(&tmp));
+        errno = saved;
+        goto fail;
+    }
+    /* make the rename itself durable */
+    dir = xstrdup(path);
+    slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    free(dir);
+    buf_free(&b);
+    buf_free(&tmp);
+    return 0;
+fail:
+    saved = errno;
+    buf_free(&b);
+    buf_free(&tmp);
+    errno = saved;
+    return -1;
+}
+
+struct reader {
+    const unsigned char *p, *end;
+    bool bad;
+};
+
+static uint32_t
+get_u32(struct reader *r)
+{
+    uint32_t v;
+
+    if (r->end - r->p < 4) {
+        r->bad = true;
+        return 0;
+    }
+    v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 | (uint32_t)r->p[3] << 24;
+    r->p += 4;
+    return v;
+}
+
+static uint64_t
+get_u64(struct reader *r)
+{
+    uint64_t lo = get_u32(r);
+
+    return lo | (uint64_t)get_u32(r) << 32;
+}
+
+static const char *
+get_bytes(struct reader *r, size_t *len)
+{
+    const char *s;
+
+    *len = get_u32(r);
+    if (r->bad || (size_t)(r->end - r->p) < *len) {
+        r->bad = true;
+        *len = 0;
+        return "";
+    }
+    s = (const char *)r->p;
+    r->p += *len;
+    return s;
+}
+
+static void
+get_time(struct reader *r, struct msg_time *t)
+{
+    t->sec = (int64_t)get_u64(r);
+    t->usec = (int32_t)get_u32(r);
+    t->gmtoff = (int32_t)get_u32(r);
+}
+
+static struct msg *
+get_msg(struct reader *r)
+{
+    struct msg *m = msg_new();
+    struct msg_time t;
+    uint32_t n, i;
+
+    msg_set_pri(m, (int)get_u32(r));
+    msg_set_flags(m, get_u32(r));
+    get_time(r, &t);
+    msg_set_stamp(m, &t);
+    get_time(r, &t);
+    msg_set_recvd(m, &t);
+    n = get_u32(r);
+    for (i = 0; i < n && !r->bad; i++) {
+        size_t nlen, vlen;
+        const char *name = get_bytes(r, &nlen), *v = get_bytes(r, &vlen);
+        nv_handle h = nlen ? nv_intern(name, nlen) : 0;
+        if (h) msg_set(m, h, v, vlen);
+    }
+    n = get_u32(r);
+    for (i = 0; i < n && !r->bad; i++) {
+        size_t len;
+        const char *t2 = get_bytes(r, &len);
+        msg_tag_set(m, tag_intern(t2, len));
+    }
+    return m;
+}
+
+long
+corr_load(struct corr *c, const char *path, size_t *dropped)
+{
+    FILE *f = fopen(path, "rb");
+    struct buf b = BUF_INIT;
+    struct reader r;
+    char chunk[65536];
+    size_t n, d = 0;
+    uint64_t count, i, saved_now;
+    long loaded = 0;
+    uint32_t crc;
+
+    if (dropped) *dropped = 0;
+    if (!f) return -1;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) buf_append(&b, chunk, n);
+    fclose(f);
+    if (b.len < 8 + 4 + 8 + 8 + 4 || memcmp(b.p, STATE_MAGIC, 8) != 0) goto invalid;
+    r.p = (const unsigned char *)b.p + b.len - 4;
+    r.end = r.p + 4;
+    r.bad = false;
+    crc = get_u32(&r);
+    if (crc != crc32(0, (const unsigned char *)b.p, b.len - 4)) goto invalid;
+    r.p = (const unsigned char *)b.p + 8;
+    r.end = (const unsigned char *)b.p + b.len - 4;
+    if (get_u32(&r) != STATE_VERSION) goto invalid;
+    saved_now = get_u64(&r);
+    count = get_u64(&r);
+    if (saved_now > tw_now(c->wheel)) advance(c, saved_now);
+    for (i = 0; i < count && !r.bad; i++) {
+        struct key k;
+        size_t rlen, j;
+        const char *rid;
+        const struct pdb_rule *rule;
+        uint64_t expires, h;
+        uint32_t nmsgs;
+        struct ctx *x;
+        char *id;
+
+        memset(&k, 0, sizeof(k));
+        k.scope = (enum pdb_scope)get_u32(&r);
+        k.host = get_bytes(&r, &k.hostlen);
+        k.prog = get_bytes(&r, &k.proglen);
+        k.pid = get_bytes(&r, &k.pidlen);
+        k.id = get_bytes(&r, &k.idlen);
+        rid = get_bytes(&r, &rlen);
+        expires = get_u64(&r);
+        nmsgs = get_u32(&r);
+        if (r.bad || k.scope > PDB_SCOPE_GLOBAL) goto invalid_partial;
+        id = xstrndup(rid, rlen);
+        rule = pdb_rule_by_id(c->db, id);
+        free(id);
+        h = key_hash(&k);
+        x = rule && !ctx_lookup(c, &k, h) ? ctx_create(c, &k, h) : NULL;
+        for (j = 0; j < nmsgs && !r.bad; j++) {
+            struct msg *m = get_msg(&r);
+            if (x)
+                ctx_append(c, x, m);
+            else
+                msg_unref(m);
+        }
+        if (!x) {
+            d++;
+            continue;
+        }
+        x->rule = rule;
+        if (!x->nmsgs) {
+            ctx_unlink(c, x);
+            ctx_free(x);
+            d++;
+            continue;
+        }
+        tw_arm(c->wheel, &x->timer, expires);
+        loaded++;
+    }
+    if (r.bad) goto invalid_partial;
+    buf_free(&b);
+    if (dropped) *dropped = d;
+    return loaded;
+
+invalid_partial:
+    /* the checksum was right but the content is not: a bug, not a torn write */
+    logf_(c, "state file %s: inconsistent content after %ld contexts", path, loaded);
+invalid:
+    buf_free(&b);
+    if (dropped) *dropped = d;
+    errno = EINVAL;
+    return loaded ? loaded : -1;
+}

@@ -1,0 +1,109 @@
+/*
+ * corr: the correlation engine.  Takes parsed messages, classifies them with
+ * a pattern database, groups them into correlation contexts, runs rule
+ * actions (on match and on context timeout) and emits, in order, the
+ * timeout messages of contexts that expired, the input message, and the
+ * messages its match actions generated — as syslog-ng's db-parser does.
+ *
+ * Time is the correlation time: max(previous, min(message stamp, clock)),
+ * in milliseconds.  Integer context timeouts behave exactly as syslog-ng's
+ * whole-second timer (alive at T+N, gone at T+N+1); fractional timeouts are
+ * a corral extension measured on the stamps' fractions.
+ */
+#ifndef CORRAL_CORR_H
+#define CORRAL_CORR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msg.h"
+#include "pdb.h"
+
+struct corr;
+
+enum corr_emit_kind {
+    CORR_INPUT,     /* the input message, classified */
+    CORR_GENERATED, /* made by a rule action */
+};
+
+/* Receives every emitted message in order; it must not keep m beyond the call (msg_ref it). */
+typedef void (*corr_emit_fn)(void *arg, struct msg *m, enum corr_emit_kind kind,
+                             const struct pdb_action *action);
+/* Reports notable events (context limit reached, ...) for the caller's log. */
+typedef void (*corr_log_fn)(void *arg, const char *text);
+/* Wall clock in milliseconds since the epoch. */
+typedef uint64_t (*corr_clock_fn)(void *arg);
+
+struct corr_opts {
+    corr_emit_fn emit;
+    corr_log_fn log;  /* may be NULL */
+    corr_clock_fn clock; /* NULL: the real clock */
+    void *arg;           /* passed to the three callbacks */
+    size_t max_contexts;     /* 0: 1,000,000 */
+    size_t max_context_msgs; /* messages kept per context; 0: 10,000 (oldest dropped) */
+    size_t max_rate_buckets; /* 0: 1,000,000 */
+};
+
+struct corr_stats {
+    uint64_t processed, matched, unknown, generated;
+    uint64_t contexts_created, contexts_expired, contexts_open;
+    uint64_t contexts_refused;  /* not created: max_contexts reached */
+    uint64_t messages_dropped;  /* dropped from full contexts */
+    uint64_t rate_limited;      /* action runs suppressed by rate= */
+    uint64_t context_bytes;     /* memory held by open contexts */
+};
+
+struct corr *corr_new(struct pdb *db, const struct corr_opts *opts);
+void corr_free(struct corr *c);
+
+/*
+ * Processes one message.  The caller keeps ownership of m; it is classified in
+ * place and passed to emit.
+ */
+void corr_process(struct corr *c, struct msg *m);
+
+/* Advances correlation time to the clock (daemon tick), firing due timeouts. */
+void corr_tick(struct corr *c);
+/* Fires every pending timeout now, as pdbtool does at the end of its input. */
+void corr_expire_all(struct corr *c);
+
+/* The correlation time in milliseconds since the epoch. */
+uint64_t corr_now(const struct corr *c);
+void corr_stats(const struct corr *c, struct corr_stats *out);
+
+/*
+ * Switches to another pattern database (after a reload).  Open contexts are
+ * kept when their last rule still exists (matched by rule id) and dropped
+ * otherwise; *kept and *dropped receive the counts.
+ */
+void corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped);
+
+/* Calls fn for every open context (for inspection and `corral ctl`). */
+struct corr_context_info {
+    const char *id;
+    size_t idlen;
+    enum pdb_scope scope;
+    const char *host, *program, *pid;
+    size_t hostlen, programlen, pidlen;
+    const char *rule_id;
+    size_t nmsgs;
+    uint64_t expires; /* ms */
+};
+void corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *ci, void *arg),
+                  void *arg);
+
+/*
+ * Writes all open contexts, their messages and remaining timeouts to path
+ * atomically (temporary file, fsync, rename, fsync of the directory).
+ * Returns 0, or -1 with errno set.
+ */
+int corr_save(const struct corr *c, const char *path);
+/*
+ * Loads contexts saved by corr_save.  Contexts whose rule is gone are dropped.
+ * Returns the number of contexts loaded, or -1 (errno set; EINVAL for a file
+ * that is not a complete state file, which is then left untouched).
+ */
+long corr_load(struct corr *c, const char *path, size_t *dropped);
+
+#endif
