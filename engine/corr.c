@@ -31,7 +31,9 @@
 
 struct ctx {
     struct tw_timer timer; /* first member: the timer callback gets the context back */
-    struct ctx *hnext;
+    struct ctx *hnext;     /* hash chain, or the detached list */
+    struct ctx *dprev;     /* detached list */
+    bool detached;         /* replaced: no longer found by its key, still times out */
     uint64_t hash;
     enum pdb_scope scope;
     uint32_t hostlen, proglen, pidlen, idlen;
@@ -39,6 +41,7 @@ struct ctx {
     struct msg **msgs;
     size_t nmsgs, capmsgs;
     const struct pdb_rule *rule; /* the last rule that matched: its timeout actions run */
+    uint64_t target; /* last moment the context is alive (ms); the timer fires just after */
     size_t bytes;
 };
 
@@ -60,9 +63,19 @@ struct corr {
 
     struct ctx **table;
     size_t nbuckets, ncontexts;
+    struct ctx *detached; /* see detach() */
+    size_t ndetached;
 
     struct bucket **rates;
     size_t nrates_buckets, nrates;
+
+    /*
+     * While a timeout action runs: the expiring context's target.  syslog-ng
+     * runs timeout actions with its clock at the target second, not at the
+     * time that made it expire; rate limits and contexts created there count
+     * from it.
+     */
+    uint64_t firing;
 
     struct corr_stats stats;
     struct msg **env;   /* scratch: a context's messages plus one */
@@ -151,20 +164,24 @@ void
 corr_free(struct corr *c)
 {
     size_t i;
+    struct ctx *x, *next;
 
     if (!c) return;
     for (i = 0; i < c->nbuckets; i++) {
-        struct ctx *x = c->table[i], *next;
-        for (; x; x = next) {
+        for (x = c->table[i]; x; x = next) {
             next = x->hnext;
             ctx_free(x);
         }
     }
+    for (x = c->detached; x; x = next) {
+        next = x->hnext;
+        ctx_free(x);
+    }
     free(c->table);
     for (i = 0; i < c->nrates_buckets; i++) {
-        struct bucket *b = c->rates[i], *next;
-        for (; b; b = next) {
-            next = b->hnext;
+        struct bucket *b = c->rates[i], *bnext;
+        for (; b; b = bnext) {
+            bnext = b->hnext;
             free(b->key);
             free(b);
         }
@@ -188,7 +205,7 @@ void
 corr_stats(const struct corr *c, struct corr_stats *out)
 {
     *out = c->stats;
-    out->contexts_open = c->ncontexts;
+    out->contexts_open = c->ncontexts + c->ndetached;
 }
 
 /* ---- context keys ---- */
@@ -289,8 +306,9 @@ table_grow(struct corr *c)
     c->nbuckets = n;
 }
 
+/* Takes a context out of the hash table; its timer keeps running. */
 static void
-ctx_unlink(struct corr *c, struct ctx *x)
+table_remove(struct corr *c, struct ctx *x)
 {
     struct ctx **p = &c->table[x->hash & (c->nbuckets - 1)];
 
@@ -298,24 +316,80 @@ ctx_unlink(struct corr *c, struct ctx *x)
     if (*p) {
         *p = x->hnext;
         c->ncontexts--;
-        c->stats.context_bytes -= x->bytes;
     }
-    tw_cancel(c->wheel, &x->timer);
 }
 
+static void
+table_insert(struct corr *c, struct ctx *x)
+{
+    if (c->ncontexts >= c->nbuckets) table_grow(c);
+    x->hnext = c->table[x->hash & (c->nbuckets - 1)];
+    c->table[x->hash & (c->nbuckets - 1)] = x;
+    c->ncontexts++;
+}
+
+static void
+detached_push(struct corr *c, struct ctx *x)
+{
+    x->detached = true;
+    x->dprev = NULL;
+    x->hnext = c->detached;
+    if (c->detached) c->detached->dprev = x;
+    c->detached = x;
+    c->ndetached++;
+}
+
+/*
+ * syslog-ng 3.38 keeps contexts in a hash table by key and, separately, in
+ * its timer wheel, and a create-context action inserts its new context
+ * without looking for an old one under the same key.  The old context is
+ * then only gone from the table: messages no longer find it, but its timer
+ * still runs and its timeout actions fire when it expires.  When any context
+ * expires, syslog-ng removes from the table whatever context holds that key
+ * at the time, which detaches a context that took the key over in the
+ * meantime.  corral keeps both behaviours (emulated, they are deterministic):
+ * such contexts are "detached".
+ */
+static void
+detach(struct corr *c, struct ctx *x)
+{
+    if (x->detached) return;
+    table_remove(c, x);
+    detached_push(c, x);
+}
+
+/* Removes a context from the table or the detached list and frees it. */
+static void
+ctx_destroy(struct corr *c, struct ctx *x)
+{
+    if (x->detached) {
+        if (x->dprev)
+            x->dprev->hnext = x->hnext;
+        else
+            c->detached = x->hnext;
+        if (x->hnext) x->hnext->dprev = x->dprev;
+        c->ndetached--;
+    } else {
+        table_remove(c, x);
+    }
+    tw_cancel(c->wheel, &x->timer);
+    c->stats.context_bytes -= x->bytes;
+    ctx_free(x);
+}
+
+/* A new context, in neither the table nor the detached list; NULL at the limit. */
 static struct ctx *
-ctx_create(struct corr *c, const struct key *k, uint64_t h)
+ctx_alloc(struct corr *c, const struct key *k, uint64_t h)
 {
     struct ctx *x;
     char *p;
 
-    if (c->ncontexts >= c->opts.max_contexts) {
+    if (c->ncontexts + c->ndetached >= c->opts.max_contexts) {
         if (c->stats.contexts_refused++ == 0 || c->stats.contexts_refused % 10000 == 0)
             logf_(c, "correlation context limit (%zu) reached: %llu contexts not created so far",
                   c->opts.max_contexts, (unsigned long long)c->stats.contexts_refused);
         return NULL;
     }
-    if (c->ncontexts >= c->nbuckets) table_grow(c);
     x = xcalloc(1, sizeof(*x));
     tw_timer_init(&x->timer);
     x->hash = h;
@@ -333,12 +407,33 @@ ctx_create(struct corr *c, const struct key *k, uint64_t h)
     p += k->pidlen;
     memcpy(p, k->id, k->idlen);
     x->bytes = sizeof(*x) + k->hostlen + k->proglen + k->pidlen + k->idlen + 1;
-    x->hnext = c->table[h & (c->nbuckets - 1)];
-    c->table[h & (c->nbuckets - 1)] = x;
-    c->ncontexts++;
     c->stats.contexts_created++;
     c->stats.context_bytes += x->bytes;
     return x;
+}
+
+static struct ctx *
+ctx_create(struct corr *c, const struct key *k, uint64_t h)
+{
+    struct ctx *x = ctx_alloc(c, k, h);
+
+    if (x) table_insert(c, x);
+    return x;
+}
+
+/* The key of a context, pointing into it. */
+static void
+ctx_key(const struct ctx *x, struct key *k)
+{
+    k->scope = x->scope;
+    k->host = x->key;
+    k->hostlen = x->hostlen;
+    k->prog = x->key + x->hostlen;
+    k->proglen = x->proglen;
+    k->pid = k->prog + x->proglen;
+    k->pidlen = x->pidlen;
+    k->id = k->pid + x->pidlen;
+    k->idlen = x->idlen;
 }
 
 static void
@@ -361,14 +456,11 @@ ctx_append(struct corr *c, struct ctx *x, struct msg *m)
     c->stats.context_bytes += msg_memory(m) + (x->capmsgs - before) * sizeof(*x->msgs);
 }
 
-/* Deadline for a context armed now: whole-second semantics for integer timeouts. */
+/* The time actions see: the correlation time, or a firing context's target. */
 static uint64_t
-deadline(const struct corr *c, double timeout)
+action_now(const struct corr *c)
 {
-    uint64_t now = tw_now(c->wheel);
-
-    if (timeout == floor(timeout)) return (now / 1000 + (uint64_t)timeout + 1) * 1000;
-    return now + (uint64_t)llround(timeout * 1000) + 1;
+    return c->firing ? c->firing : tw_now(c->wheel);
 }
 
 /* ---- evaluation environments ---- */
@@ -398,7 +490,7 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
 {
     struct key k;
     struct bucket *b;
-    uint64_t h, now = tw_now(c->wheel) / 1000;
+    uint64_t h, now = action_now(c) / 1000;
     size_t idx = (size_t)(a - rule->actions);
 
     if (!a->rate_n) return true;
@@ -497,7 +589,8 @@ static struct msg *
 generate(struct corr *c, const struct pdb_synth *s, struct ctx *x, struct msg *trigger)
 {
     struct msg *gen, *last = x ? x->msgs[x->nmsgs - 1] : trigger;
-    struct msg_time now = {(int64_t)(tw_now(c->wheel) / 1000), (int32_t)(tw_now(c->wheel) % 1000) * 1000, 0};
+    uint64_t t = action_now(c);
+    struct msg_time now = {(int64_t)(t / 1000), (int32_t)(t % 1000) * 1000, 0};
     struct tpl_env env;
 
     if (s->inherit == PDB_INHERIT_NONE) {
@@ -564,11 +657,8 @@ create_context(struct corr *c, const struct pdb_rule *rule, const struct pdb_act
     idlen = c->id.len;
     key_from_msg(&k, a->cc_scope, m, id, idlen);
     h = key_hash(&k);
-    /* syslog-ng replaces a context with the same key; so does corral (without its timeout) */
-    if ((old = ctx_lookup(c, &k, h))) {
-        ctx_unlink(c, old);
-        ctx_free(old);
-    }
+    /* an old context under this key is detached: it still times out (see detach()) */
+    if ((old = ctx_lookup(c, &k, h))) detach(c, old);
     x = ctx_create(c, &k, h);
     free(id);
     if (!x) {
@@ -617,19 +707,49 @@ static void
 expire(struct tw_timer *t, void *arg)
 {
     struct corr *c = arg;
-    struct ctx *x = (struct ctx *)t;
+    struct ctx *x = (struct ctx *)t, *holder;
+    uint64_t saved = c->firing;
+    struct key k;
 
-    /* unlinked first, so that a create-context with the same key starts afresh */
-    ctx_unlink(c, x);
     c->stats.contexts_expired++;
+    /*
+     * As in syslog-ng, the context stays in the table while its timeout
+     * actions run (a create-context with its key replaces it, see detach()),
+     * and what holds its key afterwards leaves the table.
+     */
+    c->firing = x->target;
     if (x->rule && x->nmsgs) run_actions(c, x->rule, PDB_TRIGGER_TIMEOUT, x, x->msgs[x->nmsgs - 1]);
-    ctx_free(x);
+    c->firing = saved;
+    ctx_key(x, &k);
+    holder = ctx_lookup(c, &k, x->hash);
+    if (holder && holder != x) detach(c, holder);
+    ctx_destroy(c, x);
 }
 
+/*
+ * (Re)arms a context's timer: alive until now + timeout, gone just after.
+ * Integer timeouts count whole seconds, as syslog-ng's timer wheel does:
+ * armed at T.xxx with N, alive through second T+N, gone at T+N+1.
+ */
 static void
 arm(struct corr *c, struct ctx *x, double timeout)
 {
-    tw_arm(c->wheel, &x->timer, deadline(c, timeout));
+    uint64_t now = action_now(c), dl;
+
+    if (timeout == floor(timeout)) {
+        x->target = (now / 1000 + (uint64_t)timeout) * 1000;
+        dl = x->target + 1000;
+    } else {
+        x->target = now + (uint64_t)llround(timeout * 1000);
+        dl = x->target + 1;
+    }
+    /*
+     * syslog-ng fires the contexts due in one second in the order they were
+     * put in that second's slot; re-arming to the same second leaves a timer
+     * where it is.  The wheel breaks ties by arming order: keep ours.
+     */
+    if (tw_armed(&x->timer) && x->timer.expires == dl) return;
+    tw_arm(c->wheel, &x->timer, dl);
 }
 
 static void
@@ -652,10 +772,31 @@ corr_tick(struct corr *c)
     }
 }
 
+/*
+ * pdbtool's end of input: syslog-ng moves its clock second by second to the
+ * end of time, so contexts fire in deadline order, each with the clock at its
+ * target (rate limits refill as time passes), and contexts created by
+ * timeout actions fire in turn when their time comes.  A timeout action that
+ * creates a context of its own rule makes an endless chain (syslog-ng never
+ * returns); corral stops after a bounded number of expiries and drops what is
+ * left.
+ */
 void
 corr_expire_all(struct corr *c)
 {
-    tw_expire_all(c->wheel, expire, c);
+    uint64_t limit = (uint64_t)(c->ncontexts + c->ndetached) + 100000;
+    uint64_t fired = c->stats.contexts_expired;
+    size_t i;
+
+    while (tw_count(c->wheel) && c->stats.contexts_expired - fired < limit)
+        tw_advance(c->wheel, tw_next_expiry(c->wheel), expire, c);
+    if (!tw_count(c->wheel)) return;
+    logf_(c, "expiring all contexts: stopped after %llu expiries, dropping %zu contexts "
+             "(timeout actions keep creating contexts)",
+          (unsigned long long)limit, c->ncontexts + c->ndetached);
+    for (i = 0; i < c->nbuckets; i++)
+        while (c->table[i]) ctx_destroy(c, c->table[i]);
+    while (c->detached) ctx_destroy(c, c->detached);
 }
 
 /* ---- processing ---- */
@@ -710,61 +851,94 @@ corr_process(struct corr *c, struct msg *m)
 
 /* ---- reload and inspection ---- */
 
+/* Keeps a context across a reload if its rule is still there; true if kept. */
+static bool
+rebind(struct corr *c, struct ctx *x, struct pdb *db)
+{
+    const struct pdb_rule *r = x->rule ? pdb_rule_by_id(db, x->rule->id) : NULL;
+
+    if (r) {
+        x->rule = r;
+        return true;
+    }
+    ctx_destroy(c, x);
+    return false;
+}
+
 void
 corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped)
 {
     size_t i, k = 0, d = 0;
+    struct ctx *x, *next;
 
-    for (i = 0; i < c->nbuckets; i++) {
-        struct ctx *x = c->table[i], *next;
-        for (; x; x = next) {
-            const struct pdb_rule *r = x->rule ? pdb_rule_by_id(db, x->rule->id) : NULL;
+    for (i = 0; i < c->nbuckets; i++)
+        for (x = c->table[i]; x; x = next) {
             next = x->hnext;
-            if (r) {
-                x->rule = r;
+            if (rebind(c, x, db))
                 k++;
-            } else {
-                ctx_unlink(c, x);
-                ctx_free(x);
+            else
                 d++;
-            }
         }
+    for (x = c->detached; x; x = next) {
+        next = x->hnext;
+        if (rebind(c, x, db))
+            k++;
+        else
+            d++;
     }
     c->db = db;
     if (kept) *kept = k;
     if (dropped) *dropped = d;
 }
 
+static void
+ctx_info(const struct ctx *x, struct corr_context_info *ci)
+{
+    ci->scope = x->scope;
+    ci->host = x->key;
+    ci->hostlen = x->hostlen;
+    ci->program = x->key + x->hostlen;
+    ci->programlen = x->proglen;
+    ci->pid = ci->program + x->proglen;
+    ci->pidlen = x->pidlen;
+    ci->id = ci->pid + x->pidlen;
+    ci->idlen = x->idlen;
+    ci->rule_id = x->rule ? x->rule->id : "";
+    ci->nmsgs = x->nmsgs;
+    ci->expires = x->timer.expires;
+    ci->detached = x->detached;
+}
+
 void
 corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *, void *), void *arg)
 {
+    struct corr_context_info ci;
+    const struct ctx *x;
     size_t i;
 
-    for (i = 0; i < c->nbuckets; i++) {
-        const struct ctx *x;
+    for (i = 0; i < c->nbuckets; i++)
         for (x = c->table[i]; x; x = x->hnext) {
-            struct corr_context_info ci;
-            ci.scope = x->scope;
-            ci.host = x->key;
-            ci.hostlen = x->hostlen;
-            ci.program = x->key + x->hostlen;
-            ci.programlen = x->proglen;
-            ci.pid = ci.program + x->proglen;
-            ci.pidlen = x->pidlen;
-            ci.id = ci.pid + x->pidlen;
-            ci.idlen = x->idlen;
-            ci.rule_id = x->rule ? x->rule->id : "";
-            ci.nmsgs = x->nmsgs;
-            ci.expires = x->timer.expires;
+            ctx_info(x, &ci);
             fn(&ci, arg);
         }
+    for (x = c->detached; x; x = x->hnext) {
+        ctx_info(x, &ci);
+        fn(&ci, arg);
     }
 }
 
 /* ---- state file ---- */
 
 #define STATE_MAGIC "CORRALST"
-#define STATE_VERSION 1
+/*
+ * Version 2 added each context's target and flags.  Little-endian:
+ *   "CORRALST" u32 version, u64 now_ms, u64 ncontexts, contexts, u32 crc32
+ *   context: u32 scope, bytes host, program, pid, id, rule id, u64 expires_ms,
+ *            u64 target_ms, u32 flags, u32 nmsgs, messages
+ *   (bytes = u32 length + data; contexts in firing order)
+ */
+#define STATE_VERSION 2
+#define STATE_DETACHED 1u
 
 static uint32_t
 crc32(uint32_t crc, const unsigned char *p, size_t n)
@@ -856,32 +1030,50 @@ write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+static int
+by_firing_order(const void *a, const void *b)
+{
+    const struct ctx *x = *(struct ctx *const *)a, *y = *(struct ctx *const *)b;
+
+    if (x->timer.expires != y->timer.expires) return x->timer.expires < y->timer.expires ? -1 : 1;
+    return x->timer.seq < y->timer.seq ? -1 : x->timer.seq > y->timer.seq;
+}
+
 int
 corr_save(const struct corr *c, const char *path)
 {
     struct buf b = BUF_INIT, tmp = BUF_INIT;
-    size_t i, j;
+    size_t i, j, n = 0;
     int fd, saved;
     char *dir, *slash;
+    struct ctx *x, **all;
+
+    all = xcalloc(c->ncontexts + c->ndetached + 1, sizeof(*all));
+    for (i = 0; i < c->nbuckets; i++)
+        for (x = c->table[i]; x; x = x->hnext) all[n++] = x;
+    for (x = c->detached; x; x = x->hnext) all[n++] = x;
+    /* in firing order: loading arms them in file order, which keeps ties in order */
+    qsort(all, n, sizeof(*all), by_firing_order);
 
     buf_append(&b, STATE_MAGIC, 8);
     put_u32(&b, STATE_VERSION);
     put_u64(&b, tw_now(c->wheel));
-    put_u64(&b, c->ncontexts);
-    for (i = 0; i < c->nbuckets; i++) {
-        const struct ctx *x;
-        for (x = c->table[i]; x; x = x->hnext) {
-            put_u32(&b, (uint32_t)x->scope);
-            put_bytes(&b, x->key, x->hostlen);
-            put_bytes(&b, x->key + x->hostlen, x->proglen);
-            put_bytes(&b, x->key + x->hostlen + x->proglen, x->pidlen);
-            put_bytes(&b, x->key + x->hostlen + x->proglen + x->pidlen, x->idlen);
-            put_bytes(&b, x->rule ? x->rule->id : "", x->rule ? strlen(x->rule->id) : 0);
-            put_u64(&b, x->timer.expires);
-            put_u32(&b, (uint32_t)x->nmsgs);
-            for (j = 0; j < x->nmsgs; j++) put_msg(&b, x->msgs[j]);
-        }
+    put_u64(&b, n);
+    for (i = 0; i < n; i++) {
+        x = all[i];
+        put_u32(&b, (uint32_t)x->scope);
+        put_bytes(&b, x->key, x->hostlen);
+        put_bytes(&b, x->key + x->hostlen, x->proglen);
+        put_bytes(&b, x->key + x->hostlen + x->proglen, x->pidlen);
+        put_bytes(&b, x->key + x->hostlen + x->proglen + x->pidlen, x->idlen);
+        put_bytes(&b, x->rule ? x->rule->id : "", x->rule ? strlen(x->rule->id) : 0);
+        put_u64(&b, x->timer.expires);
+        put_u64(&b, x->target);
+        put_u32(&b, x->detached ? STATE_DETACHED : 0);
+        put_u32(&b, (uint32_t)x->nmsgs);
+        for (j = 0; j < x->nmsgs; j++) put_msg(&b, x->msgs[j]);
     }
+    free(all);
     put_u32(&b, crc32(0, (const unsigned char *)b.p, b.len));
 
     buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -1006,6 +1198,16 @@ get_msg(struct reader *r)
     return m;
 }
 
+/* A context read from a state file, not yet in the engine. */
+struct loaded {
+    struct ctx *x;
+    uint64_t expires;
+};
+
+/*
+ * Reads every context first and only then takes them in, so that a file that
+ * turns out to be bad changes nothing.
+ */
 long
 corr_load(struct corr *c, const char *path, size_t *dropped)
 {
@@ -1013,15 +1215,23 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
     struct buf b = BUF_INIT;
     struct reader r;
     char chunk[65536];
-    size_t n, d = 0;
+    size_t n, d = 0, nl = 0, capl = 0;
+    struct loaded *l = NULL;
     uint64_t count, i, saved_now;
     long loaded = 0;
-    uint32_t crc;
+    uint32_t crc, version;
+    int err;
 
     if (dropped) *dropped = 0;
     if (!f) return -1;
     while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) buf_append(&b, chunk, n);
+    err = ferror(f) ? EIO : 0;
     fclose(f);
+    if (err) {
+        buf_free(&b);
+        errno = err;
+        return -1;
+    }
     if (b.len < 8 + 4 + 8 + 8 + 4 || memcmp(b.p, STATE_MAGIC, 8) != 0) goto invalid;
     r.p = (const unsigned char *)b.p + b.len - 4;
     r.end = r.p + 4;
@@ -1030,17 +1240,17 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
     if (crc != crc32(0, (const unsigned char *)b.p, b.len - 4)) goto invalid;
     r.p = (const unsigned char *)b.p + 8;
     r.end = (const unsigned char *)b.p + b.len - 4;
-    if (get_u32(&r) != STATE_VERSION) goto invalid;
+    version = get_u32(&r);
+    if (version < 1 || version > STATE_VERSION) goto invalid;
     saved_now = get_u64(&r);
     count = get_u64(&r);
-    if (saved_now > tw_now(c->wheel)) advance(c, saved_now);
     for (i = 0; i < count && !r.bad; i++) {
         struct key k;
         size_t rlen, j;
         const char *rid;
         const struct pdb_rule *rule;
-        uint64_t expires, h;
-        uint32_t nmsgs;
+        uint64_t expires, target;
+        uint32_t nmsgs, flags = 0;
         struct ctx *x;
         char *id;
 
@@ -1052,45 +1262,93 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         k.id = get_bytes(&r, &k.idlen);
         rid = get_bytes(&r, &rlen);
         expires = get_u64(&r);
+        /* version 1 lacks the target: whole seconds are by far the most common */
+        if (version >= 2) {
+            target = get_u64(&r);
+            flags = get_u32(&r);
+        } else {
+            target = expires % 1000 ? expires - 1 : expires - 1000;
+        }
         nmsgs = get_u32(&r);
-        if (r.bad || k.scope > PDB_SCOPE_GLOBAL) goto invalid_partial;
+        if (r.bad || k.scope > PDB_SCOPE_GLOBAL || flags & ~STATE_DETACHED) goto invalid;
         id = xstrndup(rid, rlen);
         rule = pdb_rule_by_id(c->db, id);
         free(id);
-        h = key_hash(&k);
-        x = rule && !ctx_lookup(c, &k, h) ? ctx_create(c, &k, h) : NULL;
+        /* not counted against the limit yet: that happens when it is taken in */
+        x = xcalloc(1, sizeof(*x));
+        tw_timer_init(&x->timer);
+        x->hash = key_hash(&k);
+        x->scope = k.scope;
+        x->hostlen = (uint32_t)k.hostlen;
+        x->proglen = (uint32_t)k.proglen;
+        x->pidlen = (uint32_t)k.pidlen;
+        x->idlen = (uint32_t)k.idlen;
+        x->key = xmalloc(k.hostlen + k.proglen + k.pidlen + k.idlen + 1);
+        memcpy(x->key, k.host, k.hostlen);
+        memcpy(x->key + k.hostlen, k.prog, k.proglen);
+        memcpy(x->key + k.hostlen + k.proglen, k.pid, k.pidlen);
+        memcpy(x->key + k.hostlen + k.proglen + k.pidlen, k.id, k.idlen);
+        x->bytes = sizeof(*x) + k.hostlen + k.proglen + k.pidlen + k.idlen + 1;
+        x->rule = rule;
+        x->target = target;
+        x->detached = (flags & STATE_DETACHED) != 0;
+        l = xgrow(l, &capl, nl + 1, sizeof(*l));
+        l[nl].x = x;
+        l[nl++].expires = expires;
         for (j = 0; j < nmsgs && !r.bad; j++) {
             struct msg *m = get_msg(&r);
-            if (x)
-                ctx_append(c, x, m);
-            else
-                msg_unref(m);
+            if (x->nmsgs >= c->opts.max_context_msgs) {
+                /* the newest are kept, as ctx_append would */
+                msg_unref(x->msgs[0]);
+                memmove(x->msgs, x->msgs + 1, (x->nmsgs - 1) * sizeof(*x->msgs));
+                x->nmsgs--;
+            }
+            x->msgs = xgrow(x->msgs, &x->capmsgs, x->nmsgs + 1, sizeof(*x->msgs));
+            x->msgs[x->nmsgs++] = m;
+            x->bytes += msg_memory(m);
         }
-        if (!x) {
-            d++;
-            continue;
-        }
-        x->rule = rule;
-        if (!x->nmsgs) {
-            ctx_unlink(c, x);
+    }
+    if (r.bad || r.p != r.end) goto invalid;
+
+    /* the file is good: take the contexts in, in file (firing) order */
+    if (saved_now > tw_now(c->wheel)) advance(c, saved_now);
+    for (i = 0; i < nl; i++) {
+        struct ctx *x = l[i].x;
+        struct key k;
+
+        ctx_key(x, &k);
+        if (!x->rule || !x->nmsgs || (!x->detached && ctx_lookup(c, &k, x->hash))) {
             ctx_free(x);
             d++;
             continue;
         }
-        tw_arm(c->wheel, &x->timer, expires);
+        if (c->ncontexts + c->ndetached >= c->opts.max_contexts) {
+            c->stats.contexts_refused++;
+            ctx_free(x);
+            d++;
+            continue;
+        }
+        x->bytes += x->capmsgs * sizeof(*x->msgs);
+        c->stats.contexts_created++;
+        c->stats.context_bytes += x->bytes;
+        if (x->detached) {
+            x->detached = false;
+            detached_push(c, x);
+        } else {
+            table_insert(c, x);
+        }
+        tw_arm(c->wheel, &x->timer, l[i].expires);
         loaded++;
     }
-    if (r.bad) goto invalid_partial;
+    free(l);
     buf_free(&b);
     if (dropped) *dropped = d;
     return loaded;
 
-invalid_partial:
-    /* the checksum was right but the content is not: a bug, not a torn write */
-    logf_(c, "state file %s: inconsistent content after %ld contexts", path, loaded);
 invalid:
+    for (i = 0; i < nl; i++) ctx_free(l[i].x);
+    free(l);
     buf_free(&b);
-    if (dropped) *dropped = d;
     errno = EINVAL;
-    return loaded ? loaded : -1;
+    return -1;
 }

@@ -79,7 +79,7 @@ void corr_stats(const struct corr *c, struct corr_stats *out);
  */
 void corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped);
 
-/* Calls fn for every open context (for inspection and `corral ctl`). */
+/* Calls fn for every open context, detached ones last (for inspection and `corral ctl`). */
 struct corr_context_info {
     const char *id;
     size_t idlen;
@@ -89,6 +89,7 @@ struct corr_context_info {
     const char *rule_id;
     size_t nmsgs;
     uint64_t expires; /* ms */
+    bool detached;    /* replaced by a create-context: no longer joined, still times out */
 };
 void corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *ci, void *arg),
                   void *arg);
@@ -100,9 +101,11 @@ void corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_inf
  */
 int corr_save(const struct corr *c, const char *path);
 /*
- * Loads contexts saved by corr_save.  Contexts whose rule is gone are dropped.
- * Returns the number of contexts loaded, or -1 (errno set; EINVAL for a file
- * that is not a complete state file, which is then left untouched).
+ * Loads contexts saved by corr_save, with their remaining timeouts.  Contexts
+ * whose rule is gone, or whose key an open context already has, are dropped
+ * (*dropped counts them).  Returns the number of contexts loaded, or -1 with
+ * errno set: EINVAL for a file that is not a complete, consistent state file,
+ * of which nothing is loaded.
  */
 long corr_load(struct corr *c, const char *path, size_t *dropped);
 

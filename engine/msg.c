@@ -1,9 +1,9 @@
 /*
  * msg: name-value pairs in a single arena.
  *
- * Built-in names (handles below NV_NBUILTIN) are found through a direct
- * index; other names by a linear scan of the entry list, which for the tens
- * of values a log message carries is faster than any hashing.
+ * Values are found through a tiny direct-mapped index on the low bits of
+ * the handle: no hashing, and a slot taken by another handle (rare with the
+ * tens of values a message carries) falls back to a scan of the entries.
  */
 #include "msg.h"
 #include "xalloc.h"
@@ -26,7 +26,7 @@ struct msg {
 
     struct entry *ent;
     size_t nent, capent;
-    uint16_t builtin[NV_NBUILTIN]; /* 1-based index into ent, 0 = unset */
+    uint16_t slot[64]; /* by handle & 63: 1-based index into ent, 0 = none */
 
     char *arena;
     size_t alen, acap;
@@ -73,19 +73,21 @@ msg_reset(struct msg *m)
     memset(&m->stamp, 0, sizeof(m->stamp));
     memset(&m->recvd, 0, sizeof(m->recvd));
     m->nent = 0;
-    memset(m->builtin, 0, sizeof(m->builtin));
+    memset(m->slot, 0, sizeof(m->slot));
     m->alen = 0;
     m->ntags = 0;
 }
 
-static struct entry *
+static inline struct entry *
 find(const struct msg *m, nv_handle h)
 {
-    size_t i;
+    uint16_t i = m->slot[h & 63];
+    size_t k;
 
-    if (h < NV_NBUILTIN) return m->builtin[h] ? &m->ent[m->builtin[h] - 1] : NULL;
-    for (i = 0; i < m->nent; i++)
-        if (m->ent[i].h == h) return &m->ent[i];
+    if (!i) return NULL; /* nothing with these low bits was ever set */
+    if (m->ent[i - 1].h == h) return &m->ent[i - 1];
+    for (k = 0; k < m->nent; k++)
+        if (m->ent[k].h == h) return &m->ent[k];
     return NULL;
 }
 
@@ -164,10 +166,10 @@ msg_set(struct msg *m, nv_handle h, const char *val, size_t len)
             m->flags |= MSG_F_TRUNCATED;
             return;
         }
-        m->ent = xgrow(m->ent, &m->capent, m->nent + 1, sizeof(*m->ent));
+        if (m->nent == m->capent) m->ent = xgrow(m->ent, &m->capent, m->nent + 1, sizeof(*m->ent));
         e = &m->ent[m->nent++];
         e->h = h;
-        if (h < NV_NBUILTIN) m->builtin[h] = (uint16_t)m->nent;
+        if (!m->slot[h & 63]) m->slot[h & 63] = (uint16_t)m->nent;
     }
     e->off = off;
     e->len = (uint32_t)len;
@@ -183,10 +185,10 @@ msg_unset(struct msg *m, nv_handle h)
     idx = (size_t)(e - m->ent);
     memmove(e, e + 1, (m->nent - idx - 1) * sizeof(*e));
     m->nent--;
-    /* Entries after idx moved down by one: rebuild the built-in index. */
-    memset(m->builtin, 0, sizeof(m->builtin));
+    /* Entries after idx moved down by one: rebuild the index. */
+    memset(m->slot, 0, sizeof(m->slot));
     for (i = 0; i < m->nent; i++)
-        if (m->ent[i].h < NV_NBUILTIN) m->builtin[m->ent[i].h] = (uint16_t)(i + 1);
+        if (!m->slot[m->ent[i].h & 63]) m->slot[m->ent[i].h & 63] = (uint16_t)(i + 1);
 }
 
 size_t
@@ -323,4 +325,126 @@ size_t
 msg_memory(const struct msg *m)
 {
     return sizeof(*m) + m->acap + m->capent * sizeof(struct entry) + m->captags * sizeof(tag_id);
+}
+
+/* ---- binary form: little-endian integers, length-prefixed strings ---- */
+
+static void
+put32(struct buf *b, uint32_t v)
+{
+    unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+
+    buf_append(b, x, 4);
+}
+
+static void
+put_time(struct buf *b, const struct msg_time *t)
+{
+    put32(b, (uint32_t)(uint64_t)t->sec);
+    put32(b, (uint32_t)((uint64_t)t->sec >> 32));
+    put32(b, (uint32_t)t->usec);
+    put32(b, (uint32_t)t->gmtoff);
+}
+
+void
+msg_encode(const struct msg *m, struct buf *out)
+{
+    size_t i, len;
+
+    put32(out, (uint32_t)m->pri);
+    put32(out, m->flags);
+    put_time(out, &m->stamp);
+    put_time(out, &m->recvd);
+    put32(out, (uint32_t)m->nent);
+    for (i = 0; i < m->nent; i++) {
+        const char *name = nv_name(m->ent[i].h, &len);
+        put32(out, (uint32_t)len);
+        buf_append(out, name, len);
+        put32(out, m->ent[i].len);
+        buf_append(out, m->arena + m->ent[i].off, m->ent[i].len);
+    }
+    put32(out, (uint32_t)m->ntags);
+    for (i = 0; i < m->ntags; i++) {
+        const char *t = tag_name(m->tags[i], &len);
+        put32(out, (uint32_t)len);
+        buf_append(out, t, len);
+    }
+}
+
+struct rd {
+    const unsigned char *p, *end;
+    bool bad;
+};
+
+static uint32_t
+get32(struct rd *r)
+{
+    uint32_t v;
+
+    if (r->end - r->p < 4) {
+        r->bad = true;
+        return 0;
+    }
+    v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 |
+        (uint32_t)r->p[3] << 24;
+    r->p += 4;
+    return v;
+}
+
+static const char *
+get_str(struct rd *r, size_t *len)
+{
+    const char *s;
+
+    *len = get32(r);
+    if (r->bad || (size_t)(r->end - r->p) < *len) {
+        r->bad = true;
+        *len = 0;
+        return "";
+    }
+    s = (const char *)r->p;
+    r->p += *len;
+    return s;
+}
+
+static void
+get_time(struct rd *r, struct msg_time *t)
+{
+    uint64_t lo = get32(r), hi = get32(r);
+
+    t->sec = (int64_t)(lo | hi << 32);
+    t->usec = (int32_t)get32(r);
+    t->gmtoff = (int32_t)get32(r);
+}
+
+size_t
+msg_decode(struct msg *m, const char *data, size_t len)
+{
+    struct rd r = {(const unsigned char *)data, (const unsigned char *)data + len, false};
+    uint32_t n, i;
+
+    msg_reset(m);
+    m->pri = (int)get32(&r);
+    m->flags = get32(&r);
+    get_time(&r, &m->stamp);
+    get_time(&r, &m->recvd);
+    n = get32(&r);
+    for (i = 0; i < n && !r.bad; i++) {
+        size_t nlen, vlen;
+        const char *name = get_str(&r, &nlen), *v = get_str(&r, &vlen);
+        nv_handle h = !r.bad && nlen ? nv_intern(name, nlen) : 0;
+        if (h) msg_set(m, h, v, vlen);
+    }
+    n = get32(&r);
+    for (i = 0; i < n && !r.bad; i++) {
+        size_t tlen;
+        const char *t = get_str(&r, &tlen);
+        if (!r.bad) msg_tag_set(m, tag_intern(t, tlen));
+    }
+    if (r.bad) {
+        msg_reset(m);
+        return 0;
+    }
+    return (size_t)(r.p - (const unsigned char *)data);
 }

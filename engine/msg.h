@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "nv.h"
 #include "tags.h"
 
@@ -80,6 +81,14 @@ int msg_pri(const struct msg *m);
 void msg_set_pri(struct msg *m, int pri);
 uint32_t msg_flags(const struct msg *m);
 void msg_set_flags(struct msg *m, uint32_t flags);
+
+/*
+ * A portable binary form of a message (values, tags, stamps, priority,
+ * flags), for state files and spools.  msg_decode returns the bytes it used,
+ * or 0 if data does not hold a complete, well-formed message.
+ */
+void msg_encode(const struct msg *m, struct buf *out);
+size_t msg_decode(struct msg *m, const char *data, size_t len);
 
 /* Bytes of memory held by the message (for accounting). */
 size_t msg_memory(const struct msg *m);

@@ -13,7 +13,7 @@
  * copy.  Only structured-data values that had escapes in them and the text
  * made up for an unparsable line are copied separately.
  */
-#include "syslog.h"
+#include "syslogfmt.h"
 #include "buf.h"
 #include "nv.h"
 

@@ -1,5 +1,5 @@
 /*
- * syslog: parsing of syslog lines into messages, as syslog-ng 3.38's
+ * syslogfmt: parsing of syslog lines into messages, as syslog-ng 3.38's
  * default syslog parser does it.
  *
  *   RFC3164:  <PRI>Mmm dd hh:mm:ss HOST PROGRAM[PID]: MESSAGE
@@ -13,8 +13,8 @@
  * .SDATA.* values, the priority and the timestamp.  The line is copied into
  * the message once; every field is a slice of that copy.
  */
-#ifndef CORRAL_SYSLOG_H
-#define CORRAL_SYSLOG_H
+#ifndef CORRAL_SYSLOGFMT_H
+#define CORRAL_SYSLOGFMT_H
 
 #include <stddef.h>
 
