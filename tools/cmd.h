@@ -11,6 +11,9 @@
 int cmd_test(int argc, char **argv);
 int cmd_match(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_check_config(int argc, char **argv);
 
 /*
  * Loads rule files or directories into one database and prints its

@@ -7,7 +7,7 @@
 #include "cmd.h"
 #include "corr.h"
 #include "json.h"
-#include "syslog.h"
+#include "syslogfmt.h"
 #include "template.h"
 #include "xalloc.h"
 

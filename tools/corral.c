@@ -4,6 +4,8 @@
  *   corral test [-v] FILE|DIR...        run the examples embedded in rule files
  *   corral match -r RULES ...           classify a message or a log file
  *   corral dump -r RULES [-P PROGRAM]   show the pattern trees
+ *   corral check-config FILE            check a corrald configuration
+ *   corral ctl / corral stats           talk to a running corrald
  */
 #include <config.h>
 
@@ -22,6 +24,9 @@ usage(FILE *out)
           "  match -r RULES -P PROGRAM -M MESSAGE  classify one message\n"
           "  match -r RULES -f LOG [--json]        classify every line of a syslog file\n"
           "  dump -r RULES [-P PROGRAM]            print the pattern trees\n"
+          "  check-config FILE                     check a corrald configuration\n"
+          "  ctl [-s SOCKET] stats|contexts|reload|save   talk to a running corrald\n"
+          "  stats [-s SOCKET | -u HOST:PORT]      show a running corrald's counters\n"
           "\n"
           "Run `corral VERB --help` for the options of a verb; see corral(1).\n",
           out);
@@ -73,6 +78,9 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "test") == 0) return cmd_test(argc - 1, argv + 1);
     if (strcmp(argv[1], "match") == 0) return cmd_match(argc - 1, argv + 1);
     if (strcmp(argv[1], "dump") == 0) return cmd_dump(argc - 1, argv + 1);
+    if (strcmp(argv[1], "ctl") == 0) return cmd_ctl(argc - 1, argv + 1);
+    if (strcmp(argv[1], "stats") == 0) return cmd_stats(argc - 1, argv + 1);
+    if (strcmp(argv[1], "check-config") == 0) return cmd_check_config(argc - 1, argv + 1);
     fprintf(stderr, "corral: unknown verb '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -29,7 +29,7 @@
  */
 #include "cmd.h"
 #include "corr.h"
-#include "syslog.h"
+#include "syslogfmt.h"
 #include "xalloc.h"
 
 #include <libxml/parser.h>

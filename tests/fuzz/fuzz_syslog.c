@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "json.h"
-#include "syslog.h"
+#include "syslogfmt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

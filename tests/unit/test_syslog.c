@@ -10,7 +10,7 @@
  */
 #include "msg.h"
 #include "nv.h"
-#include "syslog.h"
+#include "syslogfmt.h"
 
 #include <check.h>
 #include <stdint.h>

@@ -1,0 +1,63 @@
+/* executor: what every executor kind shares: common attributes and secrets. */
+#include "executor.h"
+#include "xalloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool
+executor_common_attr(const char *name)
+{
+    static const char *const common[] = {
+        "name",  "queue",      "attempts",  "backoff",  "max-backoff", "rate",
+        "dedupe", "dedupe-key", "alert-id", "severity", "dead-letter",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(common) / sizeof(common[0]); i++)
+        if (strcmp(common[i], name) == 0) return true;
+    return false;
+}
+
+char *
+executor_secret(const struct conf_executor *cfg, const char *attr, const char *conf_file,
+                struct buf *err)
+{
+    char key[64], line[4096];
+    const char *path, *var;
+    FILE *f;
+    size_t n;
+
+    snprintf(key, sizeof(key), "%s-file", attr);
+    path = conf_executor_attr(cfg, key);
+    snprintf(key, sizeof(key), "%s-env", attr);
+    var = conf_executor_attr(cfg, key);
+    if (path && var) {
+        buf_printf(err, "%s:%d: %s: give %s-file or %s-env, not both\n", conf_file, cfg->line,
+                   cfg->name, attr, attr);
+        return NULL;
+    }
+    if (var) {
+        const char *v = getenv(var);
+        if (!v) {
+            buf_printf(err, "%s:%d: %s: environment variable %s (%s-env) is not set\n", conf_file,
+                       cfg->line, cfg->name, var, attr);
+            return NULL;
+        }
+        return xstrdup(v);
+    }
+    if (!path) return NULL;
+    f = fopen(path, "r");
+    if (!f) {
+        buf_printf(err, "%s:%d: %s: cannot read %s-file %s: %s\n", conf_file, cfg->line, cfg->name,
+                   attr, path, strerror(errno));
+        return NULL;
+    }
+    if (!fgets(line, sizeof(line), f)) line[0] = '\0';
+    fclose(f);
+    n = strcspn(line, "\r\n");
+    line[n] = '\0';
+    return xstrdup(line);
+}

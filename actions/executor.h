@@ -1,0 +1,90 @@
+/*
+ * executor: the interface between corrald's delivery machinery (queue.c:
+ * spool, retries with backoff, dead letters, rate limits, de-duplication)
+ * and one kind of executor (snmp.c, smtp.c, exec.c), which knows how to send
+ * one alert and nothing about queues.
+ *
+ * An alert is one generated message on its way through one executor.  The
+ * queue calls deliver() for it, at most max_inflight() at a time, and the
+ * executor reports the outcome through done(): delivered, failed for now
+ * (retried later with backoff), or failed for good (straight to the dead
+ * letter file).  Everything runs on the libuv loop; deliver() must never
+ * block it.
+ */
+#ifndef CORRAL_EXECUTOR_H
+#define CORRAL_EXECUTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "buf.h"
+#include "conf.h"
+#include "msg.h"
+
+struct alert {
+    uint64_t seq;       /* position in the executor's spool */
+    const char *id;     /* stable alert id: pairs a problem with its clear (see below) */
+    const char *severity; /* critical, major, minor, warning, info, or clear */
+    struct msg *msg;    /* the generated message: name-value pairs, tags, stamp */
+    uint32_t attempts;  /* deliveries tried before this one */
+};
+
+enum deliver_result {
+    DELIVER_OK,    /* the receiver has it (trap sent, inform acknowledged, mail accepted, exit 0) */
+    DELIVER_RETRY, /* temporary failure: receiver down, SMTP 4xx, timeout */
+    DELIVER_FAIL,  /* permanent failure: SMTP 5xx, bad address; retrying cannot help */
+};
+
+/* reason: a short human text for the log and the dead-letter file (may be NULL for OK). */
+typedef void (*deliver_done_fn)(void *token, enum deliver_result r, const char *reason);
+
+struct executor_kind {
+    const char *name; /* "snmp", "smtp", "exec" */
+    /*
+     * Reads and checks the executor's own settings.  Errors go to err as
+     * "FILE:LINE: message" lines (conf_file is the configuration file's name);
+     * attributes every executor has (see executor_common_attr) are the
+     * queue's, not the kind's, and must be accepted silently.  Returns the
+     * executor, or NULL.
+     */
+    void *(*open)(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_file,
+                  struct buf *err);
+    /* Starts delivering; done(token, ...) is called exactly once, possibly before returning. */
+    void (*deliver)(void *impl, const struct alert *a, deliver_done_fn done, void *token);
+    /*
+     * Describes exactly what deliver() would send, for `corral match --dry-run`:
+     * the trap OID and every varbind, the mail's headers and body, the argv and
+     * environment of the script.
+     */
+    void (*render)(void *impl, const struct alert *a, struct buf *out);
+    /* Stops; done(arg) once every handle is closed and deliveries are finished or abandoned. */
+    void (*close)(void *impl, void (*done)(void *arg), void *arg);
+    /* How many deliveries may run at once. */
+    unsigned (*max_inflight)(void *impl);
+};
+
+extern const struct executor_kind snmp_executor;
+extern const struct executor_kind smtp_executor;
+extern const struct executor_kind exec_executor;
+
+/*
+ * Attributes every executor accepts, handled by the queue:
+ *   name, queue (max alerts waiting), attempts (max deliveries), backoff and
+ *   max-backoff (retry delays, doubled each time, with jitter), rate ("N/S"),
+ *   dedupe (a window: the same dedupe-key within it is sent once),
+ *   dedupe-key (template), alert-id (template), severity (template),
+ *   dead-letter (file).
+ */
+bool executor_common_attr(const char *name);
+
+/*
+ * Reads a secret named by an attribute pair: ATTR-file="/path" (the first
+ * line of the file) or ATTR-env="VARIABLE".  Never from argv or the
+ * configuration itself.  Returns a malloc'ed string or NULL (err says why).
+ */
+char *executor_secret(const struct conf_executor *cfg, const char *attr, const char *conf_file,
+                      struct buf *err);
+
+#endif

@@ -1,0 +1,716 @@
+/*
+ * conf: reads corrald's XML configuration.  The file is first validated
+ * against the schema (etc/corrald.xsd), which catches unknown elements,
+ * missing attributes and malformed values with their line numbers; then the
+ * tree is copied into struct conf, with the checks a schema cannot express.
+ */
+#include "conf.h"
+#include "xalloc.h"
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xmlschemas.h>
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_LISTEN "127.0.0.1:5514"
+
+static void
+conf_init(struct conf *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->max_message_size = 65536;
+    c->max_connections = 1000;
+    c->idle_timeout = 300;
+    c->state_interval = 60;
+    c->log_level = xstrdup("info");
+}
+
+const char *
+conf_input_type_name(enum conf_input_type t)
+{
+    switch (t) {
+    case IN_UDP: return "udp";
+    case IN_TCP: return "tcp";
+    case IN_UNIX_DGRAM: return "unix-dgram";
+    case IN_UNIX_STREAM: return "unix-stream";
+    case IN_FILE: return "file";
+    case IN_STDIN: return "stdin";
+    }
+    return "?";
+}
+
+static struct conf_input *
+add_input(struct conf *c, enum conf_input_type type)
+{
+    struct conf_input *in;
+    size_t cap = c->ninputs;
+
+    c->inputs = xgrow(c->inputs, &cap, c->ninputs + 1, sizeof(*c->inputs));
+    in = &c->inputs[c->ninputs++];
+    memset(in, 0, sizeof(*in));
+    in->type = type;
+    in->mode = 0666;
+    return in;
+}
+
+static struct conf_output *
+add_output(struct conf *c, enum conf_output_type type)
+{
+    struct conf_output *out;
+    size_t cap = c->noutputs;
+
+    c->outputs = xgrow(c->outputs, &cap, c->noutputs + 1, sizeof(*c->outputs));
+    out = &c->outputs[c->noutputs++];
+    memset(out, 0, sizeof(*out));
+    out->type = type;
+    out->queue = 10000;
+    return out;
+}
+
+static void
+add_rules(struct conf *c, const char *path)
+{
+    size_t cap = c->nrules;
+
+    c->rules = xgrow(c->rules, &cap, c->nrules + 1, sizeof(*c->rules));
+    c->rules[c->nrules++] = xstrdup(path);
+}
+
+static void
+free_attrs(struct conf_attr *a, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        free(a[i].name);
+        free(a[i].value);
+    }
+    free(a);
+}
+
+static void
+free_route(struct conf_route *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->nto; i++) free(r->to[i]);
+    free(r->to);
+    free(r->class);
+    free(r->rule);
+    free(r->tag);
+    free(r->filter);
+    for (i = 0; i < r->nchildren; i++) free_route(&r->children[i]);
+    free(r->children);
+}
+
+struct conf *
+conf_default(const char *rules_dir)
+{
+    struct conf *c = xmalloc(sizeof(*c));
+    struct conf_input *in;
+    struct conf_output *out;
+
+    conf_init(c);
+    add_rules(c, rules_dir);
+    in = add_input(c, IN_UDP);
+    in->listen = xstrdup(DEFAULT_LISTEN);
+    in->name = xstrdup("udp");
+    in = add_input(c, IN_TCP);
+    in->listen = xstrdup(DEFAULT_LISTEN);
+    in->name = xstrdup("tcp");
+    out = add_output(c, OUT_STDOUT);
+    out->name = xstrdup("stdout");
+    out->format = FORMAT_JSON;
+    out->select = SELECT_GENERATED;
+    return c;
+}
+
+void
+conf_free(struct conf *c)
+{
+    size_t i;
+
+    if (!c) return;
+    free(c->file);
+    for (i = 0; i < c->nrules; i++) free(c->rules[i]);
+    free(c->rules);
+    free(c->state_file);
+    free(c->pidfile);
+    free(c->user);
+    free(c->group);
+    free(c->control_socket);
+    free(c->stats_listen);
+    free(c->log_level);
+    for (i = 0; i < c->ninputs; i++) {
+        free(c->inputs[i].name);
+        free(c->inputs[i].listen);
+        free(c->inputs[i].path);
+    }
+    free(c->inputs);
+    for (i = 0; i < c->noutputs; i++) {
+        free(c->outputs[i].name);
+        free(c->outputs[i].path);
+        free(c->outputs[i].to);
+    }
+    free(c->outputs);
+    for (i = 0; i < c->nsilences; i++) {
+        free(c->silences[i].host);
+        free(c->silences[i].program);
+    }
+    free(c->silences);
+    for (i = 0; i < c->nexecutors; i++) {
+        struct conf_executor *e = &c->executors[i];
+        size_t k;
+        free(e->name);
+        free_attrs(e->attrs, e->nattrs);
+        for (k = 0; k < e->nchildren; k++) {
+            free(e->children[k].name);
+            free(e->children[k].text);
+            free_attrs(e->children[k].attrs, e->children[k].nattrs);
+        }
+        free(e->children);
+    }
+    free(c->executors);
+    for (i = 0; i < c->nroutes; i++) free_route(&c->routes[i]);
+    free(c->routes);
+    free(c->spool_dir);
+    free(c);
+}
+
+const char *
+conf_executor_type_name(enum conf_executor_type t)
+{
+    switch (t) {
+    case EXEC_SNMP: return "snmp";
+    case EXEC_SMTP: return "smtp";
+    case EXEC_EXEC: return "exec";
+    }
+    return "?";
+}
+
+static const char *
+find_attr(const struct conf_attr *a, size_t n, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (strcmp(a[i].name, name) == 0) return a[i].value;
+    return NULL;
+}
+
+const char *
+conf_executor_attr(const struct conf_executor *e, const char *name)
+{
+    return find_attr(e->attrs, e->nattrs, name);
+}
+
+const char *
+conf_node_attr(const struct conf_node *n, const char *name)
+{
+    return find_attr(n->attrs, n->nattrs, name);
+}
+
+double
+conf_parse_duration(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (end == s || v < 0) return -1;
+    if (!*end || strcmp(end, "s") == 0) return v;
+    if (strcmp(end, "ms") == 0) return v / 1000;
+    if (strcmp(end, "m") == 0) return v * 60;
+    if (strcmp(end, "h") == 0) return v * 3600;
+    if (strcmp(end, "d") == 0) return v * 86400;
+    return -1;
+}
+
+size_t
+conf_parse_size(const char *s)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+
+    if (end == s) return 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: return 0;
+    }
+    return *end ? 0 : (size_t)v;
+}
+
+bool
+conf_split_address(const char *addr, char *host, size_t hostlen, int *port)
+{
+    const char *colon;
+    char *end;
+    long p;
+    size_t n;
+
+    if (addr[0] == '[') {
+        const char *close = strchr(addr, ']');
+        if (!close || close[1] != ':') return false;
+        n = (size_t)(close - addr - 1);
+        if (n >= hostlen) return false;
+        memcpy(host, addr + 1, n);
+        host[n] = '\0';
+        colon = close + 1;
+    } else {
+        colon = strrchr(addr, ':');
+        if (!colon) return false;
+        n = (size_t)(colon - addr);
+        if (n >= hostlen) return false;
+        memcpy(host, addr, n);
+        host[n] = '\0';
+    }
+    p = strtol(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || p < 0 || p > 65535) return false;
+    *port = (int)p;
+    return true;
+}
+
+/* ---- reading the file ---- */
+
+struct reader {
+    const char *file;
+    struct buf *err;
+    int errors;
+};
+
+static void
+error(struct reader *r, const xmlNode *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void
+error(struct reader *r, const xmlNode *n, const char *fmt, ...)
+{
+    va_list ap;
+
+    buf_printf(r->err, "%s:%ld: ", r->file, n ? xmlGetLineNo(n) : 0L);
+    va_start(ap, fmt);
+    buf_vprintf(r->err, fmt, ap);
+    va_end(ap);
+    buf_putc(r->err, '\n');
+    r->errors++;
+}
+
+static void
+xml_error(void *arg, xmlErrorPtr e)
+{
+    struct reader *r = arg;
+    size_t n;
+    char msg[512];
+
+    if (!e || e->level == XML_ERR_WARNING) return;
+    snprintf(msg, sizeof(msg), "%s", e->message ? e->message : "error");
+    n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) msg[--n] = '\0';
+    buf_printf(r->err, "%s:%d: %s\n", r->file, e->line, msg);
+    r->errors++;
+}
+
+static char *
+attr(const xmlNode *n, const char *name)
+{
+    xmlChar *v = xmlGetProp(n, (const xmlChar *)name);
+    char *s = v ? xstrdup((const char *)v) : NULL;
+
+    xmlFree(v);
+    return s;
+}
+
+static bool
+attr_is(const xmlNode *n, const char *name, const char *value)
+{
+    char *v = attr(n, name);
+    bool eq = v && strcmp(v, value) == 0;
+
+    free(v);
+    return eq;
+}
+
+static bool
+is(const xmlNode *n, const char *name)
+{
+    return strcmp((const char *)n->name, name) == 0;
+}
+
+static double
+duration_attr(struct reader *r, const xmlNode *n, const char *name, double def)
+{
+    char *v = attr(n, name);
+    double d;
+
+    if (!v) return def;
+    d = conf_parse_duration(v);
+    if (d < 0) error(r, n, "bad duration %s=\"%s\" (examples: 30, 5s, 250ms, 10m, 2h)", name, v);
+    free(v);
+    return d < 0 ? def : d;
+}
+
+static size_t
+number_attr(struct reader *r, const xmlNode *n, const char *name, size_t def, bool size_units)
+{
+    char *v = attr(n, name);
+    size_t x;
+
+    if (!v) return def;
+    x = size_units ? conf_parse_size(v) : (size_t)strtoull(v, NULL, 10);
+    if (!x) error(r, n, "bad value %s=\"%s\"", name, v);
+    free(v);
+    return x ? x : def;
+}
+
+static void
+check_address(struct reader *r, const xmlNode *n, const char *addr)
+{
+    char host[256];
+    int port;
+
+    if (!conf_split_address(addr, host, sizeof(host), &port))
+        error(r, n, "bad address \"%s\" (expected host:port, [v6-address]:port or :port)", addr);
+}
+
+static void
+read_input(struct reader *r, struct conf *c, const xmlNode *n)
+{
+    struct conf_input *in;
+    char *v;
+
+    if (is(n, "udp"))
+        in = add_input(c, IN_UDP);
+    else if (is(n, "tcp"))
+        in = add_input(c, IN_TCP);
+    else if (is(n, "unix-dgram"))
+        in = add_input(c, IN_UNIX_DGRAM);
+    else if (is(n, "unix-stream"))
+        in = add_input(c, IN_UNIX_STREAM);
+    else if (is(n, "file"))
+        in = add_input(c, IN_FILE);
+    else
+        in = add_input(c, IN_STDIN);
+    in->line = (int)xmlGetLineNo(n);
+    in->listen = attr(n, "listen");
+    in->path = attr(n, "path");
+    if (in->listen) check_address(r, n, in->listen);
+    if (attr_is(n, "framing", "octet-counting")) in->framing = FRAMING_OCTET_COUNTING;
+    if (attr_is(n, "framing", "newline")) in->framing = FRAMING_NEWLINE;
+    in->from_start = attr_is(n, "from", "start");
+    if ((v = attr(n, "mode"))) {
+        char *end;
+        unsigned long m = strtoul(v, &end, 8);
+        if (*end || m > 0777)
+            error(r, n, "bad mode \"%s\" (an octal permission such as 0660)", v);
+        else
+            in->mode = (uint32_t)m;
+        free(v);
+    }
+    in->name = attr(n, "name");
+    if (!in->name) {
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "%s:%s", conf_input_type_name(in->type),
+                   in->listen ? in->listen : in->path ? in->path : "-");
+        in->name = xstrdup(buf_str(&b));
+        buf_free(&b);
+    }
+}
+
+static void
+read_output(struct reader *r, struct conf *c, const xmlNode *n)
+{
+    struct conf_output *out;
+    char *v;
+
+    if (is(n, "stdout"))
+        out = add_output(c, OUT_STDOUT);
+    else if (is(n, "file"))
+        out = add_output(c, OUT_FILE);
+    else
+        out = add_output(c, OUT_FORWARD);
+    out->line = (int)xmlGetLineNo(n);
+    out->path = attr(n, "path");
+    out->to = attr(n, "to");
+    if (out->to) check_address(r, n, out->to);
+    out->tcp = attr_is(n, "protocol", "tcp");
+    out->format = out->type == OUT_FORWARD ? FORMAT_SYSLOG : FORMAT_JSON;
+    if ((v = attr(n, "format"))) {
+        out->format = strcmp(v, "syslog") == 0 ? FORMAT_SYSLOG : FORMAT_JSON;
+        free(v);
+    }
+    out->select = SELECT_ALL;
+    if (attr_is(n, "select", "classified")) out->select = SELECT_CLASSIFIED;
+    if (attr_is(n, "select", "generated")) out->select = SELECT_GENERATED;
+    out->queue = number_attr(r, n, "queue", out->queue, false);
+    out->name = attr(n, "name");
+    if (!out->name) {
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "%s%s%s", is(n, "stdout") ? "stdout" : is(n, "file") ? "file:" : "forward:",
+                   out->path ? out->path : "", out->to ? out->to : "");
+        out->name = xstrdup(buf_str(&b));
+        buf_free(&b);
+    }
+}
+
+/* Every attribute of an element, in document order. */
+static struct conf_attr *
+all_attrs(const xmlNode *n, size_t *count)
+{
+    const xmlAttr *a;
+    struct conf_attr *out = NULL;
+    size_t cap = 0;
+
+    *count = 0;
+    for (a = n->properties; a; a = a->next) {
+        xmlChar *v = xmlNodeListGetString(n->doc, a->children, 1);
+        out = xgrow(out, &cap, *count + 1, sizeof(*out));
+        out[*count].name = xstrdup((const char *)a->name);
+        out[*count].value = xstrdup(v ? (const char *)v : "");
+        xmlFree(v);
+        (*count)++;
+    }
+    return out;
+}
+
+static void
+read_executor(struct reader *r, struct conf *c, const xmlNode *n)
+{
+    struct conf_executor *e;
+    const xmlNode *k;
+    size_t cap = c->nexecutors, i, ccap = 0;
+
+    for (i = 0; i < c->nexecutors; i++)
+        if (c->executors[i].name && attr_is(n, "name", c->executors[i].name))
+            error(r, n, "a second executor named '%s' (the first is at line %d)",
+                  c->executors[i].name, c->executors[i].line);
+    c->executors = xgrow(c->executors, &cap, c->nexecutors + 1, sizeof(*c->executors));
+    e = &c->executors[c->nexecutors++];
+    memset(e, 0, sizeof(*e));
+    e->type = is(n, "snmp") ? EXEC_SNMP : is(n, "smtp") ? EXEC_SMTP : EXEC_EXEC;
+    e->name = attr(n, "name");
+    e->line = (int)xmlGetLineNo(n);
+    e->attrs = all_attrs(n, &e->nattrs);
+    for (k = n->children; k; k = k->next) {
+        struct conf_node *cn;
+        xmlChar *text;
+        if (k->type != XML_ELEMENT_NODE) continue;
+        e->children = xgrow(e->children, &ccap, e->nchildren + 1, sizeof(*e->children));
+        cn = &e->children[e->nchildren++];
+        memset(cn, 0, sizeof(*cn));
+        cn->name = xstrdup((const char *)k->name);
+        cn->line = (int)xmlGetLineNo(k);
+        cn->attrs = all_attrs(k, &cn->nattrs);
+        text = xmlNodeGetContent(k);
+        if (text && text[0]) cn->text = xstrdup((const char *)text);
+        xmlFree(text);
+    }
+}
+
+static void
+split_list(const char *s, char ***out, size_t *n)
+{
+    size_t cap = 0;
+
+    *out = NULL;
+    *n = 0;
+    while (s && *s) {
+        size_t len;
+        while (*s == ',' || *s == ' ') s++;
+        len = strcspn(s, ", ");
+        if (len) {
+            *out = xgrow(*out, &cap, *n + 1, sizeof(**out));
+            (*out)[(*n)++] = xstrndup(s, len);
+        }
+        s += len;
+    }
+}
+
+static void
+read_route(struct reader *r, struct conf_route *rt, const xmlNode *n, int depth)
+{
+    const xmlNode *k;
+    size_t cap = 0;
+    char *to = attr(n, "to");
+
+    memset(rt, 0, sizeof(*rt));
+    rt->line = (int)xmlGetLineNo(n);
+    split_list(to, &rt->to, &rt->nto);
+    free(to);
+    rt->class = attr(n, "class");
+    rt->rule = attr(n, "rule");
+    rt->tag = attr(n, "tag");
+    rt->filter = attr(n, "filter");
+    rt->cont = attr_is(n, "continue", "yes");
+    rt->messages = SELECT_GENERATED;
+    if (attr_is(n, "messages", "classified")) rt->messages = SELECT_CLASSIFIED;
+    if (attr_is(n, "messages", "all")) rt->messages = SELECT_ALL;
+    if (depth > 16) {
+        error(r, n, "routes nested too deeply");
+        return;
+    }
+    for (k = n->children; k; k = k->next) {
+        if (k->type != XML_ELEMENT_NODE) continue;
+        rt->children = xgrow(rt->children, &cap, rt->nchildren + 1, sizeof(*rt->children));
+        read_route(r, &rt->children[rt->nchildren++], k, depth + 1);
+    }
+}
+
+/* Every executor a route names must exist. */
+static void
+check_routes(struct reader *r, const struct conf *c, const xmlNode *n)
+{
+    const xmlNode *k;
+
+    for (k = n->children; k; k = k->next) {
+        char *to, **names;
+        size_t nnames, i, j;
+        if (k->type != XML_ELEMENT_NODE) continue;
+        to = attr(k, "to");
+        split_list(to, &names, &nnames);
+        for (i = 0; i < nnames; i++) {
+            for (j = 0; j < c->nexecutors; j++)
+                if (strcmp(c->executors[j].name, names[i]) == 0) break;
+            if (j == c->nexecutors) error(r, k, "route to unknown executor '%s'", names[i]);
+            free(names[i]);
+        }
+        free(names);
+        free(to);
+        check_routes(r, c, k);
+    }
+}
+
+static void
+read_tree(struct reader *r, struct conf *c, const xmlNode *root)
+{
+    const xmlNode *n, *k;
+
+    for (n = root->children; n; n = n->next) {
+        if (n->type != XML_ELEMENT_NODE) continue;
+        if (is(n, "rules")) {
+            char *p = attr(n, "path");
+            add_rules(c, p);
+            free(p);
+        } else if (is(n, "state")) {
+            free(c->state_file);
+            c->state_file = attr(n, "file");
+            c->state_interval = duration_attr(r, n, "interval", c->state_interval);
+        } else if (is(n, "daemon")) {
+            c->user = attr(n, "user");
+            c->group = attr(n, "group");
+            c->pidfile = attr(n, "pidfile");
+        } else if (is(n, "log")) {
+            char *v = attr(n, "level");
+            if (v) {
+                free(c->log_level);
+                c->log_level = v;
+            }
+            c->log_syslog = attr_is(n, "to", "syslog");
+        } else if (is(n, "control")) {
+            c->control_socket = attr(n, "socket");
+        } else if (is(n, "stats")) {
+            c->stats_listen = attr(n, "listen");
+            check_address(r, n, c->stats_listen);
+        } else if (is(n, "limits")) {
+            c->max_message_size = number_attr(r, n, "max-message-size", c->max_message_size, true);
+            c->max_connections = number_attr(r, n, "max-connections", c->max_connections, false);
+            c->idle_timeout = duration_attr(r, n, "idle-timeout", c->idle_timeout);
+            c->max_contexts = number_attr(r, n, "max-contexts", c->max_contexts, false);
+            c->max_context_messages =
+                number_attr(r, n, "max-context-messages", c->max_context_messages, false);
+            if (c->max_message_size < 64 || c->max_message_size > 256u * 1024 * 1024)
+                error(r, n, "max-message-size must lie between 64 bytes and 256M");
+        } else if (is(n, "inputs")) {
+            for (k = n->children; k; k = k->next)
+                if (k->type == XML_ELEMENT_NODE) read_input(r, c, k);
+        } else if (is(n, "outputs")) {
+            for (k = n->children; k; k = k->next)
+                if (k->type == XML_ELEMENT_NODE) read_output(r, c, k);
+        } else if (is(n, "silence")) {
+            struct conf_silence *s;
+            size_t cap = c->nsilences;
+            c->silences = xgrow(c->silences, &cap, c->nsilences + 1, sizeof(*c->silences));
+            s = &c->silences[c->nsilences++];
+            memset(s, 0, sizeof(*s));
+            s->host = attr(n, "host");
+            s->program = attr(n, "program");
+            s->after = duration_attr(r, n, "after", 300);
+            s->line = (int)xmlGetLineNo(n);
+            if (s->after <= 0) error(r, n, "silence after= must be more than 0");
+        } else if (is(n, "executors")) {
+            char *spool = attr(n, "spool");
+            if (spool) {
+                free(c->spool_dir);
+                c->spool_dir = spool;
+            }
+            for (k = n->children; k; k = k->next)
+                if (k->type == XML_ELEMENT_NODE) read_executor(r, c, k);
+        } else if (is(n, "routes")) {
+            size_t cap = c->nroutes;
+            for (k = n->children; k; k = k->next) {
+                if (k->type != XML_ELEMENT_NODE) continue;
+                c->routes = xgrow(c->routes, &cap, c->nroutes + 1, sizeof(*c->routes));
+                read_route(r, &c->routes[c->nroutes++], k, 0);
+            }
+        }
+    }
+    if (!c->nrules) error(r, root, "no <rules path=\"...\"/>: corrald needs rules to classify with");
+    for (n = root->children; n; n = n->next)
+        if (n->type == XML_ELEMENT_NODE && is(n, "routes")) check_routes(r, c, n);
+}
+
+static bool
+validate(struct reader *r, xmlDocPtr doc, const char *schema)
+{
+    xmlSchemaParserCtxtPtr pctx = xmlSchemaNewParserCtxt(schema);
+    xmlSchemaPtr s = pctx ? xmlSchemaParse(pctx) : NULL;
+    xmlSchemaValidCtxtPtr vctx;
+    int rc;
+
+    if (!s) {
+        buf_printf(r->err, "%s: cannot load the configuration schema\n", schema);
+        if (pctx) xmlSchemaFreeParserCtxt(pctx);
+        r->errors++;
+        return false;
+    }
+    vctx = xmlSchemaNewValidCtxt(s);
+    xmlSchemaSetValidStructuredErrors(vctx, xml_error, r);
+    rc = xmlSchemaValidateDoc(vctx, doc);
+    xmlSchemaFreeValidCtxt(vctx);
+    xmlSchemaFree(s);
+    xmlSchemaFreeParserCtxt(pctx);
+    return rc == 0;
+}
+
+struct conf *
+conf_load(const char *path, const char *schema, struct buf *err)
+{
+    struct reader r = {path, err, 0};
+    struct conf *c;
+    xmlDocPtr doc;
+
+    xmlSetStructuredErrorFunc(&r, xml_error);
+    doc = xmlReadFile(path, NULL, XML_PARSE_NONET | XML_PARSE_NOWARNING);
+    xmlSetStructuredErrorFunc(NULL, NULL);
+    if (!doc) {
+        if (!r.errors) buf_printf(err, "%s: cannot read the configuration\n", path);
+        return NULL;
+    }
+    if (r.errors || !validate(&r, doc, schema)) {
+        xmlFreeDoc(doc);
+        return NULL;
+    }
+    c = xmalloc(sizeof(*c));
+    conf_init(c);
+    c->file = xstrdup(path);
+    read_tree(&r, c, xmlDocGetRootElement(doc));
+    xmlFreeDoc(doc);
+    if (r.errors) {
+        conf_free(c);
+        return NULL;
+    }
+    return c;
+}

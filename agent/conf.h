@@ -1,0 +1,160 @@
+/*
+ * conf: corrald's configuration, one XML file (see corrald.conf(5) and the
+ * schema etc/corrald.xsd), read into the plain structures below.  Without a
+ * file, conf_default() gives the built-in configuration: UDP and TCP on
+ * 127.0.0.1:5514, the shipped rules, generated messages to stdout.
+ */
+#ifndef CORRAL_CONF_H
+#define CORRAL_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+enum conf_input_type {
+    IN_UDP,
+    IN_TCP,
+    IN_UNIX_DGRAM,
+    IN_UNIX_STREAM,
+    IN_FILE,
+    IN_STDIN,
+};
+
+enum conf_framing { FRAMING_AUTO, FRAMING_OCTET_COUNTING, FRAMING_NEWLINE };
+
+enum conf_format { FORMAT_JSON, FORMAT_SYSLOG };
+
+/* Which messages an output receives. */
+enum conf_select { SELECT_ALL, SELECT_CLASSIFIED, SELECT_GENERATED };
+
+struct conf_input {
+    enum conf_input_type type;
+    char *name;   /* for counters and logs; defaults to type and address */
+    char *listen; /* udp, tcp: host:port */
+    char *path;   /* unix sockets, file */
+    enum conf_framing framing;
+    uint32_t mode; /* unix socket permissions */
+    bool from_start; /* file: read a new file from its start (else from its end) */
+    int line;
+};
+
+enum conf_output_type { OUT_STDOUT, OUT_FILE, OUT_FORWARD };
+
+struct conf_output {
+    enum conf_output_type type;
+    char *name;
+    char *path;  /* file */
+    char *to;    /* forward: host:port */
+    bool tcp;    /* forward over TCP (else UDP) */
+    enum conf_format format;
+    enum conf_select select;
+    size_t queue; /* messages held while the receiver is slow or down */
+    int line;
+};
+
+/* Silence detection: tell when a source that has been sending goes quiet. */
+struct conf_silence {
+    char *host;    /* exact host, or NULL for every host */
+    char *program; /* exact program, or NULL: per host only */
+    double after;  /* seconds of silence */
+    int line;
+};
+
+/* An attribute or a child element of an executor, kept generic: each executor
+ * kind reads and checks its own settings (see actions/). */
+struct conf_attr {
+    char *name;
+    char *value;
+};
+
+struct conf_node {
+    char *name; /* element name */
+    char *text; /* element text, NULL if none */
+    struct conf_attr *attrs;
+    size_t nattrs;
+    int line;
+};
+
+enum conf_executor_type { EXEC_SNMP, EXEC_SMTP, EXEC_EXEC };
+
+struct conf_executor {
+    enum conf_executor_type type;
+    char *name;
+    struct conf_attr *attrs; /* every attribute as written, name included */
+    size_t nattrs;
+    struct conf_node *children;
+    size_t nchildren;
+    int line;
+};
+
+/*
+ * A route: generated messages that match go to executors.  Matchers are
+ * all optional and all must hold; nested routes refine their parent.
+ */
+struct conf_route {
+    char **to; /* executor names */
+    size_t nto;
+    char *class, *rule, *tag, *filter;
+    enum conf_select messages; /* which messages the route considers; default generated */
+    bool cont; /* continue="yes": later sibling routes are tried too */
+    struct conf_route *children;
+    size_t nchildren;
+    int line;
+};
+
+struct conf {
+    char *file; /* NULL for the built-in configuration */
+    char **rules;
+    size_t nrules;
+    char *state_file;     /* NULL: no state kept */
+    double state_interval; /* seconds between periodic saves; 0: only at shutdown */
+    char *pidfile;
+    char *user, *group;
+    char *control_socket;
+    char *stats_listen;   /* host:port of the Prometheus endpoint, NULL: none */
+    char *log_level;      /* error, warning, info, debug */
+    bool log_syslog;      /* corrald's own log to syslog instead of stderr */
+    size_t max_message_size;
+    size_t max_connections;
+    double idle_timeout;
+    size_t max_contexts;
+    size_t max_context_messages;
+    struct conf_input *inputs;
+    size_t ninputs;
+    struct conf_output *outputs;
+    size_t noutputs;
+    struct conf_silence *silences;
+    size_t nsilences;
+    struct conf_executor *executors;
+    size_t nexecutors;
+    struct conf_route *routes;
+    size_t nroutes;
+    char *spool_dir; /* <executors spool="..."> : where executor queues live */
+};
+
+/* The value of an executor attribute, or NULL. */
+const char *conf_executor_attr(const struct conf_executor *e, const char *name);
+const char *conf_node_attr(const struct conf_node *n, const char *name);
+const char *conf_executor_type_name(enum conf_executor_type t);
+
+/* The built-in configuration; rules_dir is where the shipped rules are. */
+struct conf *conf_default(const char *rules_dir);
+/*
+ * Reads and validates a configuration file.  On error returns NULL and
+ * writes "file:line: message" lines to err.
+ */
+struct conf *conf_load(const char *path, const char *schema, struct buf *err);
+void conf_free(struct conf *c);
+
+/* Parses "300", "5s", "250ms", "10m", "2h", "1d" into seconds; -1 if malformed. */
+double conf_parse_duration(const char *s);
+/* Parses "65536", "64k", "10M", "1G" into bytes; 0 if malformed. */
+size_t conf_parse_size(const char *s);
+/* Splits "host:port", "[v6]:port" or ":port"; returns false if malformed. */
+bool conf_split_address(const char *addr, char *host, size_t hostlen, int *port);
+
+const char *conf_input_type_name(enum conf_input_type t);
+
+#endif

@@ -1,0 +1,451 @@
+/*
+ * corrald: the corral daemon.  Reads its configuration (or runs the built-in
+ * one), opens inputs and outputs, drops privileges, tells systemd it is
+ * ready, and runs the libuv loop until SIGTERM.
+ *
+ *   SIGHUP   reload configuration and rules (a broken file keeps the old ones)
+ *   SIGTERM  stop: close inputs, flush outputs, save correlation state
+ *   SIGUSR1  write the open correlation contexts as JSON (path in the log)
+ */
+#include <config.h>
+
+#include "control.h"
+#include "log.h"
+#include "metrics.h"
+#include "pdb.h"
+#include "server.h"
+#include "xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#ifndef CORRAL_SCHEMA
+#define CORRAL_SCHEMA "/usr/share/corral/corrald.xsd"
+#endif
+
+struct daemon {
+    uv_loop_t *loop;
+    struct server *srv;
+    struct control *control;
+    struct metrics *metrics;
+    uv_signal_t sighup, sigterm, sigint, sigusr1;
+    const char *config_path; /* NULL: built-in configuration */
+    char *rules_dir;
+    char *schema;
+    char **extra_rules;
+    int nextra_rules;
+    const char *pidfile;
+    char *pidfile_buf;
+    int exit_code;
+};
+
+/* ---- locating installed files (or the source tree, when run from it) ---- */
+
+static char *
+beside_executable(const char *rel)
+{
+    char exe[PATH_MAX], *slash;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    struct buf b = BUF_INIT;
+    char *out;
+
+    if (n <= 0) return NULL;
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    if (!slash) return NULL;
+    *slash = '\0';
+    buf_printf(&b, "%s/%s", exe, rel);
+    out = access(buf_str(&b), R_OK) == 0 ? xstrdup(buf_str(&b)) : NULL;
+    buf_free(&b);
+    return out;
+}
+
+static char *
+find_file(const char *installed, const char *in_tree)
+{
+    char *p;
+
+    if (access(installed, R_OK) == 0) return xstrdup(installed);
+    p = beside_executable(in_tree);
+    return p ? p : xstrdup(installed);
+}
+
+/* ---- systemd readiness, without libsystemd ---- */
+
+static void
+sd_notify(const char *state)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    struct sockaddr_un sa;
+    size_t len;
+    int fd;
+
+    if (!path || !path[0] || strlen(path) >= sizeof(sa.sun_path)) return;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    len = strlen(path);
+    memcpy(sa.sun_path, path, len);
+    if (sa.sun_path[0] == '@') sa.sun_path[0] = '\0'; /* abstract namespace */
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+               (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
+        corrald_log(LOG_WARNING, "cannot notify systemd: %s", strerror(errno));
+    close(fd);
+}
+
+/* ---- configuration ---- */
+
+static struct conf *
+read_conf(struct daemon *d, struct buf *err)
+{
+    struct conf *c;
+    int i;
+
+    if (d->config_path)
+        c = conf_load(d->config_path, d->schema, err);
+    else
+        c = conf_default(d->rules_dir);
+    if (!c) return NULL;
+    if (d->nextra_rules && !d->config_path) {
+        /* -r replaces the built-in rules directory */
+        free(c->rules[0]);
+        c->nrules = 0;
+    }
+    for (i = 0; i < d->nextra_rules; i++) {
+        size_t cap = c->nrules;
+        c->rules = xgrow(c->rules, &cap, c->nrules + 1, sizeof(*c->rules));
+        c->rules[c->nrules++] = xstrdup(d->extra_rules[i]);
+    }
+    return c;
+}
+
+/* corrald -t: check the configuration and the rules it names, report file:line errors. */
+static int
+check_only(struct daemon *d)
+{
+    struct buf err = BUF_INIT;
+    struct conf *c = read_conf(d, &err);
+    size_t i, rules = 0;
+    int rc = 0;
+
+    if (!c) {
+        fputs(buf_str(&err), stderr);
+        buf_free(&err);
+        return 1;
+    }
+    for (i = 0; i < c->nrules; i++) {
+        struct pdb *db = pdb_new();
+        if (pdb_load(db, c->rules[i]) < 0) rc = 1;
+        pdb_print_diags(db, stderr);
+        rules += pdb_nrules(db);
+        pdb_free(db);
+    }
+    if (rc == 0)
+        printf("%s: configuration OK, %zu rules\n", d->config_path ? d->config_path : "(built-in)",
+               rules);
+    conf_free(c);
+    buf_free(&err);
+    return rc;
+}
+
+/* ---- privileges ---- */
+
+static int
+drop_privileges(const struct conf *c, struct buf *err)
+{
+    struct passwd *pw;
+    struct group *gr;
+    gid_t gid;
+
+    if (!c->user) return 0;
+    pw = getpwnam(c->user);
+    if (!pw) {
+        buf_printf(err, "%s: unknown user '%s'\n", c->file ? c->file : "configuration", c->user);
+        return -1;
+    }
+    gid = pw->pw_gid;
+    if (c->group) {
+        gr = getgrnam(c->group);
+        if (!gr) {
+            buf_printf(err, "%s: unknown group '%s'\n", c->file ? c->file : "configuration",
+                       c->group);
+            return -1;
+        }
+        gid = gr->gr_gid;
+    }
+    if (getuid() == pw->pw_uid && geteuid() == pw->pw_uid) return 0;
+    if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(pw->pw_uid) < 0) {
+        buf_printf(err, "cannot become user %s: %s\n", c->user, strerror(errno));
+        return -1;
+    }
+    /* a process that can get root back has not dropped anything */
+    if (setuid(0) == 0 && pw->pw_uid != 0) {
+        buf_printf(err, "privileges could be regained after dropping them\n");
+        return -1;
+    }
+    corrald_log(LOG_INFO, "running as user %s", c->user);
+    return 0;
+}
+
+static int
+write_pidfile(const char *path)
+{
+    FILE *f = fopen(path, "w");
+
+    if (!f) return -1;
+    fprintf(f, "%ld\n", (long)getpid());
+    return fclose(f);
+}
+
+/* ---- signals ---- */
+
+static int
+do_reload(void *arg, struct buf *report)
+{
+    struct daemon *d = arg;
+    struct buf err = BUF_INIT;
+    struct conf *c;
+    int rc;
+
+    sd_notify("RELOADING=1");
+    c = read_conf(d, &err);
+    if (!c) {
+        buf_printf(report, "reload failed, the running configuration stays:\n%s", buf_str(&err));
+        rc = -1;
+    } else {
+        rc = server_reload(d->srv, c, report);
+    }
+    buf_free(&err);
+    sd_notify("READY=1");
+    return rc;
+}
+
+static void
+on_sighup(uv_signal_t *h, int sig)
+{
+    struct buf report = BUF_INIT;
+    char *line, *save = NULL;
+    int rc;
+
+    (void)sig;
+    rc = do_reload(h->data, &report);
+    for (line = strtok_r(report.p, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        corrald_log(rc < 0 ? LOG_ERR : LOG_INFO, "reload: %s", line);
+    buf_free(&report);
+}
+
+static void
+close_signal(uv_signal_t *s)
+{
+    uv_signal_stop(s);
+    uv_close((uv_handle_t *)s, NULL);
+}
+
+static void
+shutdown_done(void *arg)
+{
+    struct daemon *d = arg;
+
+    control_close(d->control);
+    metrics_close(d->metrics);
+    d->control = NULL;
+    d->metrics = NULL;
+    close_signal(&d->sighup);
+    close_signal(&d->sigterm);
+    close_signal(&d->sigint);
+    close_signal(&d->sigusr1);
+}
+
+static void
+on_sigterm(uv_signal_t *h, int sig)
+{
+    struct daemon *d = h->data;
+
+    corrald_log(LOG_INFO, "signal %d: stopping", sig);
+    sd_notify("STOPPING=1");
+    uv_signal_stop(&d->sigterm);
+    uv_signal_stop(&d->sigint);
+    server_shutdown(d->srv, shutdown_done, d);
+}
+
+static void
+on_sigusr1(uv_signal_t *h, int sig)
+{
+    struct daemon *d = h->data;
+    struct buf json = BUF_INIT, path = BUF_INIT;
+    const char *dir = getenv("RUNTIME_DIRECTORY");
+    FILE *f;
+
+    (void)sig;
+    server_contexts_json(d->srv, &json);
+    buf_printf(&path, "%s/corrald-contexts.%ld.json", dir ? dir : "/tmp", (long)getpid());
+    f = fopen(buf_str(&path), "w");
+    if (f && fwrite(json.p, 1, json.len, f) == json.len && fclose(f) == 0) {
+        corrald_log(LOG_INFO, "open contexts written to %s", buf_str(&path));
+    } else {
+        if (f) fclose(f);
+        corrald_log(LOG_ERR, "cannot write %s: %s", buf_str(&path), strerror(errno));
+    }
+    buf_free(&json);
+    buf_free(&path);
+}
+
+static void
+start_signal(struct daemon *d, uv_signal_t *h, uv_signal_cb cb, int sig)
+{
+    uv_signal_init(d->loop, h);
+    h->data = d;
+    uv_signal_start(h, cb, sig);
+}
+
+/* ---- main ---- */
+
+static void
+usage(FILE *out)
+{
+    fputs("usage: corrald [-f CONFIG] [-r RULES]... [-F] [-t] [-p PIDFILE]\n"
+          "\n"
+          "  -f, --config FILE   configuration file (default: built-in, see corrald(8))\n"
+          "  -r, --rules PATH    rule file or directory (replaces the built-in rules)\n"
+          "  -F, --foreground    do not detach\n"
+          "  -t, --test          check the configuration and rules, then exit 0 or 1\n"
+          "  -p, --pidfile FILE  write the process id to FILE\n"
+          "      --schema FILE   the configuration schema (default: installed corrald.xsd)\n",
+          out);
+}
+
+static int
+daemonize(void)
+{
+    pid_t pid = fork();
+    int fd;
+
+    if (pid < 0) return -1;
+    if (pid > 0) _exit(0);
+    if (setsid() < 0) return -1;
+    pid = fork();
+    if (pid < 0) return -1;
+    if (pid > 0) _exit(0);
+    if (chdir("/") < 0) return -1;
+    fd = open("/dev/null", O_RDWR);
+    if (fd < 0) return -1;
+    dup2(fd, STDIN_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    if (fd > STDERR_FILENO) close(fd);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'f'}, {"rules", required_argument, NULL, 'r'},
+        {"foreground", no_argument, NULL, 'F'},   {"test", no_argument, NULL, 't'},
+        {"pidfile", required_argument, NULL, 'p'}, {"schema", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    struct daemon d;
+    struct buf err = BUF_INIT;
+    struct conf *c;
+    bool foreground = false, test = false;
+    int opt;
+
+    memset(&d, 0, sizeof(d));
+    d.extra_rules = xcalloc((size_t)argc, sizeof(char *));
+    while ((opt = getopt_long(argc, argv, "f:r:Ftp:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'f': d.config_path = optarg; break;
+        case 'r': d.extra_rules[d.nextra_rules++] = optarg; break;
+        case 'F': foreground = true; break;
+        case 't': test = true; break;
+        case 'p': d.pidfile = optarg; break;
+        case 's': d.schema = xstrdup(optarg); break;
+        case 'V': puts("corrald " PACKAGE_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+    d.rules_dir = find_file(CORRAL_RULESDIR, "../rules");
+    if (!d.schema) d.schema = find_file(CORRAL_SCHEMA, "../etc/corrald.xsd");
+    if (test) return check_only(&d);
+
+    c = read_conf(&d, &err);
+    if (!c) {
+        fputs(buf_str(&err), stderr);
+        return 1;
+    }
+    corrald_log_setup(c->log_level, c->log_syslog);
+    if (!d.pidfile && c->pidfile) d.pidfile = d.pidfile_buf = xstrdup(c->pidfile);
+    if (!foreground && daemonize() < 0) {
+        corrald_log(LOG_ERR, "cannot detach: %s", strerror(errno));
+        return 1;
+    }
+    /* a broken pipe (stdout closed by a reader) must not kill the daemon */
+    signal(SIGPIPE, SIG_IGN);
+
+    d.loop = uv_default_loop();
+    d.srv = server_new(d.loop);
+    if (server_start(d.srv, c, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        corrald_log(LOG_ERR, "not started");
+        return 1;
+    }
+    c = NULL; /* owned by the server now */
+    {
+        const struct conf *cur = server_conf(d.srv);
+        if (cur->control_socket) {
+            d.control = control_open(d.loop, cur->control_socket, d.srv, do_reload, &d, &err);
+            if (!d.control) corrald_log(LOG_ERR, "%s", buf_str(&err));
+        }
+        if (cur->stats_listen) {
+            buf_reset(&err);
+            d.metrics = metrics_open(d.loop, cur->stats_listen, d.srv, &err);
+            if (!d.metrics) corrald_log(LOG_ERR, "%s", buf_str(&err));
+            else corrald_log(LOG_INFO, "metrics at http://%s/metrics", cur->stats_listen);
+        }
+        buf_reset(&err);
+        if (drop_privileges(cur, &err) < 0) {
+            fputs(buf_str(&err), stderr);
+            return 1;
+        }
+    }
+    if (d.pidfile && write_pidfile(d.pidfile) < 0)
+        corrald_log(LOG_WARNING, "cannot write pidfile %s: %s", d.pidfile, strerror(errno));
+    start_signal(&d, &d.sighup, on_sighup, SIGHUP);
+    start_signal(&d, &d.sigterm, on_sigterm, SIGTERM);
+    start_signal(&d, &d.sigint, on_sigterm, SIGINT);
+    start_signal(&d, &d.sigusr1, on_sigusr1, SIGUSR1);
+    sd_notify("READY=1");
+    corrald_log(LOG_INFO, "started");
+
+    uv_run(d.loop, UV_RUN_DEFAULT);
+
+    if (d.pidfile) unlink(d.pidfile);
+    corrald_log(LOG_INFO, "stopped");
+    server_free(d.srv);
+    uv_loop_close(d.loop);
+    buf_free(&err);
+    free(d.rules_dir);
+    free(d.schema);
+    free(d.extra_rules);
+    free(d.pidfile_buf);
+    return d.exit_code;
+}

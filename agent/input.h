@@ -1,0 +1,45 @@
+/*
+ * input: where corrald's messages come from.  One module per kind (in_udp.c,
+ * in_tcp.c, in_unix.c, in_file.c, in_stdin.c); each frames the bytes it
+ * receives into messages and hands them to server_submit().  All run on the
+ * server's libuv loop and never block it.
+ */
+#ifndef CORRAL_INPUT_H
+#define CORRAL_INPUT_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "buf.h"
+#include "conf.h"
+
+struct server;
+struct input;
+
+/* Counters every input keeps (exposed as metrics and by `corral stats`). */
+struct input_stats {
+    uint64_t received;    /* messages handed to the server */
+    uint64_t bytes;       /* bytes of those messages */
+    uint64_t truncated;   /* messages longer than max-message-size, cut */
+    uint64_t errors;      /* framing errors, read errors */
+    uint64_t connections; /* accepted connections (stream inputs) */
+    uint64_t rejected;    /* connections refused: max-connections reached */
+    uint64_t idle_closed; /* connections closed for idling */
+    uint64_t active;      /* connections open now */
+};
+
+/*
+ * Opens an input (binds sockets, opens files).  Returns NULL with a message in
+ * err on failure.  conf is the whole configuration, for the limits.
+ */
+struct input *input_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+                         const struct conf *conf, struct buf *err);
+/* Closes the input; its memory is freed once libuv has released every handle. */
+void input_close(struct input *in);
+const char *input_name(const struct input *in);
+const struct input_stats *input_get_stats(const struct input *in);
+/* True when the input is configured as ci says (kept across a reload). */
+int input_same(const struct input *in, const struct conf_input *ci);
+
+#endif

@@ -1,0 +1,19 @@
+/*
+ * metrics: a minimal HTTP listener that serves corrald's counters in
+ * Prometheus text format at /metrics, for a local scraper.
+ */
+#ifndef CORRAL_METRICS_H
+#define CORRAL_METRICS_H
+
+#include <uv.h>
+
+#include "buf.h"
+
+struct server;
+struct metrics;
+
+struct metrics *metrics_open(uv_loop_t *loop, const char *listen, struct server *srv,
+                             struct buf *err);
+void metrics_close(struct metrics *m);
+
+#endif

@@ -1,0 +1,243 @@
+/*
+ * route: the routing tree, compiled from the configuration: executor names
+ * become indexes, filters are compiled once, tags interned once.
+ */
+#include "route.h"
+#include "filter.h"
+#include "log.h"
+#include "xalloc.h"
+
+#include <stdlib.h>
+#include <sys/types.h>
+#include <string.h>
+
+struct node {
+    size_t *to; /* executor indexes */
+    size_t nto;
+    bool has_to;
+    char *class, *rule;
+    tag_id tag;
+    bool has_tag;
+    struct filter *filter;
+    enum conf_select messages;
+    bool cont;
+    struct node *children;
+    size_t nchildren;
+};
+
+struct router {
+    struct node *routes;
+    size_t nroutes;
+    const char *const *names;
+    size_t nnames;
+    unsigned char *sent; /* per message: executor already chosen */
+    char **unknown_logged;
+    size_t nunknown_logged, capunknown;
+    unsigned long unknown;
+};
+
+static void
+free_node(struct node *n)
+{
+    size_t i;
+
+    free(n->to);
+    free(n->class);
+    free(n->rule);
+    filter_free(n->filter);
+    for (i = 0; i < n->nchildren; i++) free_node(&n->children[i]);
+    free(n->children);
+}
+
+static ssize_t
+index_of(const struct router *r, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < r->nnames; i++)
+        if (strcmp(r->names[i], name) == 0) return (ssize_t)i;
+    return -1;
+}
+
+static bool
+compile(struct router *r, struct node *n, const struct conf_route *cr, const char *file,
+        struct buf *err)
+{
+    size_t i;
+    bool ok = true;
+
+    memset(n, 0, sizeof(*n));
+    n->messages = cr->messages;
+    n->cont = cr->cont;
+    n->has_to = cr->nto > 0;
+    n->to = xcalloc(cr->nto + 1, sizeof(*n->to));
+    for (i = 0; i < cr->nto; i++) {
+        ssize_t k = index_of(r, cr->to[i]);
+        if (k < 0) {
+            buf_printf(err, "%s:%d: route to unknown executor '%s'\n", file, cr->line, cr->to[i]);
+            ok = false;
+            continue;
+        }
+        n->to[n->nto++] = (size_t)k;
+    }
+    if (cr->class) n->class = xstrdup(cr->class);
+    if (cr->rule) n->rule = xstrdup(cr->rule);
+    if (cr->tag) {
+        n->tag = tag_intern(cr->tag, strlen(cr->tag));
+        n->has_tag = true;
+    }
+    if (cr->filter) {
+        struct buf e = BUF_INIT;
+        n->filter = filter_compile(cr->filter, strlen(cr->filter), &e);
+        if (!n->filter) {
+            buf_printf(err, "%s:%d: bad route filter '%s': %s\n", file, cr->line, cr->filter,
+                       buf_str(&e));
+            ok = false;
+        }
+        buf_free(&e);
+    }
+    n->children = xcalloc(cr->nchildren + 1, sizeof(*n->children));
+    for (i = 0; i < cr->nchildren; i++) {
+        n->children[i].messages = cr->children[i].messages;
+        if (!compile(r, &n->children[i], &cr->children[i], file, err)) ok = false;
+        n->nchildren++;
+    }
+    return ok;
+}
+
+struct router *
+router_new(const struct conf *c, const char *const *names, size_t nnames, struct buf *err)
+{
+    struct router *r = xcalloc(1, sizeof(*r));
+    const char *file = c->file ? c->file : "(built-in configuration)";
+    size_t i;
+    bool ok = true;
+
+    r->names = names;
+    r->nnames = nnames;
+    r->sent = xcalloc(nnames + 1, 1);
+    r->routes = xcalloc(c->nroutes + 1, sizeof(*r->routes));
+    for (i = 0; i < c->nroutes; i++) {
+        if (!compile(r, &r->routes[i], &c->routes[i], file, err)) ok = false;
+        r->nroutes++;
+    }
+    if (!ok) {
+        router_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void
+router_free(struct router *r)
+{
+    size_t i;
+
+    if (!r) return;
+    for (i = 0; i < r->nroutes; i++) free_node(&r->routes[i]);
+    free(r->routes);
+    free(r->sent);
+    for (i = 0; i < r->nunknown_logged; i++) free(r->unknown_logged[i]);
+    free(r->unknown_logged);
+    free(r);
+}
+
+static bool
+value_is(const struct msg *m, nv_handle h, const char *want)
+{
+    size_t len;
+    const char *v = msg_get(m, h, &len);
+
+    return v && len == strlen(want) && memcmp(v, want, len) == 0;
+}
+
+static bool
+matches(const struct node *n, const struct msg *m)
+{
+    bool generated = msg_flags(m) & MSG_F_GENERATED;
+    struct tpl_env env;
+    struct msg *mm = (struct msg *)m;
+
+    if (n->messages == SELECT_GENERATED && !generated) return false;
+    if (n->messages == SELECT_CLASSIFIED && (generated || value_is(m, NV_CLASS, "unknown") ||
+                                             !msg_get(m, NV_CLASS, NULL)))
+        return false;
+    if (n->class && !value_is(m, NV_CLASS, n->class)) return false;
+    if (n->rule && !value_is(m, NV_RULE_ID, n->rule)) return false;
+    if (n->has_tag && !msg_tag_has(m, n->tag)) return false;
+    if (n->filter) {
+        tpl_env_single(&env, &mm);
+        if (!filter_eval(n->filter, &env)) return false;
+    }
+    return true;
+}
+
+struct target {
+    struct router *r;
+    void (*fn)(size_t, void *);
+    void *arg;
+};
+
+static void
+send_to(struct target *t, size_t index)
+{
+    if (t->r->sent[index]) return;
+    t->r->sent[index] = 1;
+    t->fn(index, t->arg);
+}
+
+static bool
+walk(struct target *t, const struct node *list, size_t n, const struct msg *m, const size_t *to,
+     size_t nto)
+{
+    bool any = false;
+    size_t i, k;
+
+    for (i = 0; i < n; i++) {
+        const struct node *r = &list[i];
+        const size_t *rto = r->has_to ? r->to : to;
+        size_t rnto = r->has_to ? r->nto : nto;
+        if (!matches(r, m)) continue;
+        any = true;
+        if (!walk(t, r->children, r->nchildren, m, rto, rnto))
+            for (k = 0; k < rnto; k++) send_to(t, rto[k]);
+        if (!r->cont) break;
+    }
+    return any;
+}
+
+void
+router_route(struct router *r, const struct msg *m, const struct pdb_action *action,
+             void (*fn)(size_t, void *), void *arg)
+{
+    struct target t = {r, fn, arg};
+    size_t i, k;
+
+    memset(r->sent, 0, r->nnames);
+    if (action) {
+        for (i = 0; i < action->nroutes; i++) {
+            ssize_t idx = index_of(r, action->routes[i]);
+            if (idx >= 0) {
+                send_to(&t, (size_t)idx);
+                continue;
+            }
+            r->unknown++;
+            for (k = 0; k < r->nunknown_logged; k++)
+                if (strcmp(r->unknown_logged[k], action->routes[i]) == 0) break;
+            if (k == r->nunknown_logged && r->nunknown_logged < 100) {
+                corrald_log(LOG_WARNING, "a rule routes to executor '%s', which is not configured",
+                            action->routes[i]);
+                r->unknown_logged = xgrow(r->unknown_logged, &r->capunknown,
+                                          r->nunknown_logged + 1, sizeof(char *));
+                r->unknown_logged[r->nunknown_logged++] = xstrdup(action->routes[i]);
+            }
+        }
+    }
+    walk(&t, r->routes, r->nroutes, m, NULL, 0);
+}
+
+unsigned long
+router_unknown(const struct router *r)
+{
+    return r->unknown;
+}

@@ -1,0 +1,56 @@
+/*
+ * server: the running corrald.  Owns the libuv loop's inputs and outputs,
+ * the pattern database and the correlation engine, and the per-message path:
+ * an input hands a framed message to server_submit(), which parses it,
+ * correlates it and passes every resulting message to the outputs.
+ */
+#ifndef CORRAL_SERVER_H
+#define CORRAL_SERVER_H
+
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "buf.h"
+#include "conf.h"
+
+struct server;
+struct input;
+
+struct server *server_new(uv_loop_t *loop);
+void server_free(struct server *s);
+
+/*
+ * Loads rules and state and opens inputs and outputs.  Takes ownership of
+ * conf.  Returns 0, or -1 with "file:line: message" lines in err.
+ */
+int server_start(struct server *s, struct conf *conf, struct buf *err);
+
+/*
+ * One message from an input: raw bytes of one syslog message without framing
+ * (no trailing newline).  peer is the sender's address as text, or NULL.
+ */
+void server_submit(struct server *s, struct input *in, const char *data, size_t len,
+                   const char *peer);
+
+/*
+ * Reloads configuration and rules: conf (owned) replaces the current one only
+ * if everything in it loads; otherwise the old one keeps running.  Writes what
+ * changed, or why the reload failed, to report.  Returns 0 or -1.
+ */
+int server_reload(struct server *s, struct conf *conf, struct buf *report);
+
+/* Stops inputs, flushes outputs, saves the state; done runs when finished. */
+void server_shutdown(struct server *s, void (*done)(void *arg), void *arg);
+
+/* The configuration in use. */
+const struct conf *server_conf(const struct server *s);
+
+/* Writes all counters in Prometheus text format. */
+void server_metrics(struct server *s, struct buf *out);
+/* Writes the open correlation contexts as a JSON array. */
+void server_contexts_json(struct server *s, struct buf *out);
+/* Saves correlation state now (the periodic save, SIGTERM); 0 or -1. */
+int server_save_state(struct server *s);
+
+#endif

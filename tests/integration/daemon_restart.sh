@@ -1,0 +1,58 @@
+#!/bin/sh
+# Restart and crash: open SSH sessions survive SIGTERM (state written at
+# shutdown) and kill -9 (state saved every second); their close messages
+# still produce the correlated events after the restart.  A half-written or
+# garbage state file does not stop corrald from starting.
+. "$(dirname "$0")/corrald_lib.sh"
+need python3
+
+port=$(free_port)
+cat > "$WORK/corrald.conf" <<XML
+<corrald>
+  <rules path="$top_srcdir/tests/integration/session_rules.xml"/>
+  <state file="$WORK/state" interval="1s"/>
+  <inputs><udp listen="127.0.0.1:$port"/></inputs>
+  <outputs><file path="$WORK/out.json" format="json" select="generated"/></outputs>
+</corrald>
+XML
+now=$(date '+%b %e %H:%M:%S')
+line() { printf '%s web1 sshd[%s]: %s' "$now" "$1" "$2"; }
+
+# --- SIGTERM in the middle of open sessions
+start_corrald first "$WORK/corrald.conf"
+send_udp "$port" "$(line 101 'Accepted password for alice from 10.0.0.1 port 1 ssh2')" \
+                 "$(line 102 'Accepted password for bob from 10.0.0.2 port 2 ssh2')"
+sleep 0.5
+stop_corrald "$CORRALD_PID"
+[ -s "$WORK/state" ] || fail "no state file written at shutdown"
+
+start_corrald second "$WORK/corrald.conf"
+grep -q "2 open contexts restored" "$WORK/second.log" || fail "contexts not restored"
+send_udp "$port" "$(line 101 'pam_unix(sshd:session): session closed for user alice')"
+wait_until 5 grep -q 'session of alice from 10.0.0.1 closed' "$WORK/out.json" || fail "no event after restart"
+
+# --- kill -9: the periodic save (every second) keeps bob's and carol's sessions
+send_udp "$port" "$(line 103 'Accepted password for carol from 10.0.0.3 port 3 ssh2')"
+sleep 2.5
+kill -9 "$CORRALD_PID"
+sleep 0.2
+start_corrald third "$WORK/corrald.conf"
+grep -q "2 open contexts restored" "$WORK/third.log" || fail "contexts lost by kill -9"
+send_udp "$port" "$(line 102 'pam_unix(sshd:session): session closed for user bob')" \
+                 "$(line 103 'pam_unix(sshd:session): session closed for user carol')"
+wait_until 5 grep -q 'session of carol from 10.0.0.3 closed' "$WORK/out.json" || fail "carol's event missing"
+grep -q 'session of bob from 10.0.0.2 closed' "$WORK/out.json" || fail "bob's event missing"
+stop_corrald "$CORRALD_PID"
+
+# --- a torn state file (as a crash in the middle of writing one would leave,
+#     were it not for the rename) and plain garbage
+head -c 100 "$WORK/state" > "$WORK/state.torn"
+mv "$WORK/state.torn" "$WORK/state"
+start_corrald fourth "$WORK/corrald.conf"
+grep -q "unusable" "$WORK/fourth.log" || fail "torn state file not reported"
+[ -f "$WORK/state.corrupt" ] || fail "torn state not moved aside"
+stop_corrald "$CORRALD_PID"
+head -c 5000 /dev/urandom > "$WORK/state"
+start_corrald fifth "$WORK/corrald.conf"
+stop_corrald "$CORRALD_PID"
+echo "ok: sessions survive SIGTERM and kill -9; bad state files are set aside"

@@ -1,0 +1,249 @@
+/*
+ * corral ctl / corral stats / corral check-config: talking to a running
+ * corrald through its control socket (or its metrics endpoint), and checking
+ * a configuration file before deploying it.
+ */
+#include <config.h>
+
+#include "cmd.h"
+#include "conf.h"
+#include "pdb.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define DEFAULT_SOCKET "/run/corrald/control.sock"
+
+#ifndef CORRAL_SCHEMA
+#define CORRAL_SCHEMA "/usr/share/corral/corrald.xsd"
+#endif
+
+static int
+send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Copies everything the peer sends to out; returns 0 or -1. */
+static int
+copy_answer(int fd, struct buf *out)
+{
+    char chunk[65536];
+    ssize_t n;
+
+    while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        buf_append(out, chunk, (size_t)n);
+    }
+    return 0;
+}
+
+static int
+ask_socket(const char *path, const char *command, struct buf *out)
+{
+    struct sockaddr_un sa;
+    int fd, rc = -1;
+
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    strcpy(sa.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && send_all(fd, command, strlen(command)) == 0 &&
+        send_all(fd, "\n", 1) == 0 && copy_answer(fd, out) == 0)
+        rc = 0;
+    close(fd);
+    return rc;
+}
+
+/* GET /metrics from host:port (plain HTTP on loopback; no TLS, no redirects). */
+static int
+ask_http(const char *hostport, struct buf *out)
+{
+    char host[256], port[16];
+    const char *colon = strrchr(hostport, ':');
+    struct addrinfo hints, *ai, *a;
+    struct buf req = BUF_INIT, raw = BUF_INIT;
+    const char *body;
+    int fd = -1, rc = -1;
+
+    if (!colon || (size_t)(colon - hostport) >= sizeof(host) || strlen(colon + 1) >= sizeof(port)) {
+        errno = EINVAL;
+        return -1;
+    }
+    memcpy(host, hostport, (size_t)(colon - hostport));
+    host[colon - hostport] = '\0';
+    strcpy(port, colon + 1);
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host[0] ? host : "127.0.0.1", port, &hints, &ai) != 0) {
+        errno = EHOSTUNREACH;
+        return -1;
+    }
+    for (a = ai; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(ai);
+    if (fd < 0) return -1;
+    buf_printf(&req, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", hostport);
+    if (send_all(fd, req.p, req.len) == 0 && copy_answer(fd, &raw) == 0) {
+        body = strstr(buf_str(&raw), "\r\n\r\n");
+        if (body && strncmp(buf_str(&raw), "HTTP/1.0 200", 12) == 0) {
+            buf_puts(out, body + 4);
+            rc = 0;
+        } else {
+            errno = EPROTO;
+        }
+    }
+    close(fd);
+    buf_free(&req);
+    buf_free(&raw);
+    return rc;
+}
+
+int
+cmd_ctl(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"socket", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *path = DEFAULT_SOCKET;
+    struct buf out = BUF_INIT;
+    int c, rc;
+
+    while ((c = getopt_long(argc, argv, "+s:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's': path = optarg; break;
+        case 'h':
+            puts("usage: corral ctl [-s SOCKET] stats|contexts|reload|save\n"
+                 "Asks a running corrald through its control socket (default " DEFAULT_SOCKET ").");
+            return 0;
+        default: return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        cmd_error("ctl", "one command expected: stats, contexts, reload or save");
+        return 2;
+    }
+    if (ask_socket(path, argv[optind], &out) < 0) {
+        cmd_error("ctl", "%s: %s", path, strerror(errno));
+        return 1;
+    }
+    fwrite(out.p, 1, out.len, stdout);
+    rc = strstr(buf_str(&out), "FAILED\n") || strncmp(buf_str(&out), "unknown command", 15) == 0;
+    buf_free(&out);
+    return rc;
+}
+
+/* Prints the counters, in Prometheus form (--raw) or as an aligned summary. */
+int
+cmd_stats(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"socket", required_argument, NULL, 's'},
+        {"url", required_argument, NULL, 'u'},
+        {"raw", no_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *path = DEFAULT_SOCKET, *url = NULL;
+    struct buf out = BUF_INIT;
+    bool raw = false;
+    char *line, *save = NULL;
+    int c;
+
+    while ((c = getopt_long(argc, argv, "s:u:rh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's': path = optarg; break;
+        case 'u': url = optarg; break;
+        case 'r': raw = true; break;
+        case 'h':
+            puts("usage: corral stats [-s SOCKET | -u HOST:PORT] [--raw]\n"
+                 "Shows a running corrald's counters, from its control socket (default\n" DEFAULT_SOCKET
+                 ") or from its metrics listener.");
+            return 0;
+        default: return 2;
+        }
+    }
+    if (url && strncmp(url, "http://", 7) == 0) url += 7;
+    if ((url ? ask_http(url, &out) : ask_socket(path, "stats", &out)) < 0) {
+        cmd_error("stats", "%s: %s", url ? url : path, strerror(errno));
+        return 1;
+    }
+    if (raw) {
+        fwrite(out.p, 1, out.len, stdout);
+    } else {
+        for (line = strtok_r(out.p, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            char *sp = strrchr(line, ' ');
+            if (line[0] == '#' || !sp) continue;
+            *sp = '\0';
+            printf("%-72s %s\n", line + (strncmp(line, "corral_", 7) == 0 ? 7 : 0), sp + 1);
+        }
+    }
+    buf_free(&out);
+    return 0;
+}
+
+int
+cmd_check_config(int argc, char **argv)
+{
+    const char *schema = getenv("CORRAL_SCHEMA");
+    struct buf err = BUF_INIT;
+    struct conf *c;
+    size_t i, rules = 0;
+    int rc = 0;
+
+    if (argc != 2 || argv[1][0] == '-') {
+        puts("usage: corral check-config FILE\n"
+             "Checks a corrald configuration file and the rules it names; errors come as\n"
+             "file:line.  Exits 0 when corrald would start with it.");
+        return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    }
+    if (!schema) schema = access(CORRAL_SCHEMA, R_OK) == 0 ? CORRAL_SCHEMA : "etc/corrald.xsd";
+    c = conf_load(argv[1], schema, &err);
+    if (!c) {
+        fputs(buf_str(&err), stderr);
+        buf_free(&err);
+        return 1;
+    }
+    for (i = 0; i < c->nrules; i++) {
+        struct pdb *db = pdb_new();
+        if (pdb_load(db, c->rules[i]) < 0) rc = 1;
+        pdb_print_diags(db, stderr);
+        rules += pdb_nrules(db);
+        pdb_free(db);
+    }
+    if (!rc) printf("%s: OK (%zu inputs, %zu outputs, %zu rules)\n", argv[1], c->ninputs, c->noutputs, rules);
+    conf_free(c);
+    buf_free(&err);
+    return rc;
+}
