@@ -12,6 +12,7 @@
  *       </log>
  *       <expect after="2">
  *         <value name="MESSAGE">An SSH session for alice from ... closed. ...</value>
+ *         <value name="usracct.service" unset="yes"/>
  *         <tag>ssh.session</tag>
  *       </expect>
  *     </scenario>
@@ -165,16 +166,25 @@ check_expect(const xmlNode *e, const struct generated *g, struct buf *out)
     free(after);
     for (c = e->children; c; c = c->next) {
         if (is(c, "value")) {
-            char *name = prop(c, "name"), *want = content(c);
+            char *name = prop(c, "name"), *want = content(c), *unset = prop(c, "unset");
+            bool want_unset = unset && strcmp(unset, "yes") == 0;
             size_t len = 0;
             const char *v = name ? msg_get(g->m, nv_intern_str(name), &len) : NULL;
-            if (!name || !v || len != strlen(want) || memcmp(v, want, len) != 0) {
-                buf_printf(out, "    %s: got %s%.*s%s, expected '%s'\n", name ? name : "(no name)",
-                           v ? "'" : "", v ? (int)len : 4, v ? v : "unset", v ? "'" : "", want);
+            if (want_unset) {
+                if (v) {
+                    buf_printf(out, "    %s: got '%.*s', expected it unset\n", name, (int)len, v);
+                    ok = false;
+                }
+            } else if (!name || !v || len != strlen(want) || memcmp(v, want, len) != 0) {
+                if (v)
+                    buf_printf(out, "    %s: got '%.*s', expected '%s'\n", name, (int)len, v, want);
+                else
+                    buf_printf(out, "    %s: unset, expected '%s'\n", name ? name : "(no name)", want);
                 ok = false;
             }
             free(name);
             free(want);
+            free(unset);
         } else if (is(c, "tag")) {
             char *tag = content(c);
             if (!msg_tag_has(g->m, tag_intern(tag, strlen(tag)))) {
