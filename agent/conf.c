@@ -117,10 +117,10 @@ conf_default(const char *rules_dir)
     add_rules(c, rules_dir);
     in = add_input(c, IN_UDP);
     in->listen = xstrdup(DEFAULT_LISTEN);
-    in->name = xstrdup("udp");
+    in->name = xstrdup("udp:" DEFAULT_LISTEN);
     in = add_input(c, IN_TCP);
     in->listen = xstrdup(DEFAULT_LISTEN);
-    in->name = xstrdup("tcp");
+    in->name = xstrdup("tcp:" DEFAULT_LISTEN);
     out = add_output(c, OUT_STDOUT);
     out->name = xstrdup("stdout");
     out->format = FORMAT_JSON;

@@ -6,6 +6,7 @@
  *   SIGHUP   reload configuration and rules (a broken file keeps the old ones)
  *   SIGTERM  stop: close inputs, flush outputs, save correlation state
  *   SIGUSR1  write the open correlation contexts as JSON (path in the log)
+ *   SIGUSR2  reopen output files (after log rotation)
  */
 #include <config.h>
 
@@ -40,7 +41,7 @@ struct daemon {
     struct server *srv;
     struct control *control;
     struct metrics *metrics;
-    uv_signal_t sighup, sigterm, sigint, sigusr1;
+    uv_signal_t sighup, sigterm, sigint, sigusr1, sigusr2;
     const char *config_path; /* NULL: built-in configuration */
     char *rules_dir;
     char *schema;
@@ -267,6 +268,7 @@ shutdown_done(void *arg)
     close_signal(&d->sigterm);
     close_signal(&d->sigint);
     close_signal(&d->sigusr1);
+    close_signal(&d->sigusr2);
 }
 
 static void
@@ -301,6 +303,16 @@ on_sigusr1(uv_signal_t *h, int sig)
     }
     buf_free(&json);
     buf_free(&path);
+}
+
+static void
+on_sigusr2(uv_signal_t *h, int sig)
+{
+    struct daemon *d = h->data;
+
+    (void)sig;
+    corrald_log(LOG_INFO, "reopening output files");
+    server_reopen_outputs(d->srv);
 }
 
 static void
@@ -433,6 +445,7 @@ main(int argc, char **argv)
     start_signal(&d, &d.sigterm, on_sigterm, SIGTERM);
     start_signal(&d, &d.sigint, on_sigterm, SIGINT);
     start_signal(&d, &d.sigusr1, on_sigusr1, SIGUSR1);
+    start_signal(&d, &d.sigusr2, on_sigusr2, SIGUSR2);
     sd_notify("READY=1");
     corrald_log(LOG_INFO, "started");
 

@@ -25,14 +25,33 @@ struct output_stats {
 };
 
 struct output *output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err);
-/* Queues a message if the output selects it (classified/generated/all). */
+/*
+ * Queues a message if the output selects it (conf_output.select):
+ *   SELECT_ALL         every message, input and generated
+ *   SELECT_CLASSIFIED  input messages a rule matched: .classifier.class is set
+ *                      and not "unknown" (generated messages are not included)
+ *   SELECT_GENERATED   messages with MSG_F_GENERATED: rule actions, silence alerts
+ * Never blocks: a full queue drops the message and counts it.
+ */
 void output_write(struct output *o, const struct msg *m);
+/*
+ * Reopens a file output's file (after log rotation: corrald calls it on
+ * SIGHUP/SIGUSR2); queued lines go to the new file.  Does nothing for the
+ * other types.
+ */
+void output_reopen(struct output *o);
 /* Flushes what is queued, then closes; done (may be NULL) runs when finished. */
 void output_close(struct output *o, void (*done)(void *arg), void *arg);
 const char *output_name(const struct output *o);
 const struct output_stats *output_get_stats(const struct output *o);
 
-/* Formats a message as one line (no newline) in the given format. */
+/*
+ * Formats a message as one line (no newline) in the given format.  Syslog:
+ * "<PRI>Mmm dd hh:mm:ss HOST PROGRAM[PID]: MESSAGE" (RFC 3164); HOST falls
+ * back to this host's name, PROGRAM to "corral" for a generated message; an
+ * input message without PROGRAM has no "PROGRAM[PID]: " tag; CR and LF in
+ * MESSAGE become spaces (TCP and UDP forwarding keep them: see output.c).
+ */
 void output_format(const struct msg *m, enum conf_format f, struct buf *out);
 
 #endif

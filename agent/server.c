@@ -593,6 +593,14 @@ fail:
     return -1;
 }
 
+void
+server_reopen_outputs(struct server *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->noutputs; i++) output_reopen(s->outputs[i]);
+}
+
 /* ---- shutdown ---- */
 
 static void

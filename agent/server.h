@@ -50,6 +50,9 @@ const struct conf *server_conf(const struct server *s);
 void server_metrics(struct server *s, struct buf *out);
 /* Writes the open correlation contexts as a JSON array. */
 void server_contexts_json(struct server *s, struct buf *out);
+/* Reopens file outputs (after log rotation). */
+void server_reopen_outputs(struct server *s);
+
 /* Saves correlation state now (the periodic save, SIGTERM); 0 or -1. */
 int server_save_state(struct server *s);
 

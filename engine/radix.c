@@ -345,17 +345,14 @@ struct find {
 static struct node *find(struct find *f, const struct node *n, size_t pos, size_t len);
 
 /*
- * Records a capture the way syslog-ng 3.38 stores it: as a reference into the
- * message whose offset and length are 16-bit fields (RParserMatch's gint16,
- * log_msg_set_value_indirect()'s guint16), so both are taken modulo 65536 -
- * a value at offset 65538 reads from offset 2 - and then clipped to the
- * message, which also empties captures that start past its end.
+ * Records a capture, clipped to the message (a parser that ran past the end
+ * leaves an empty one).  syslog-ng 3.38 stores capture offsets and lengths in
+ * 16 bits, so in messages over 64 KiB its captures wrap around and come out
+ * wrong; corral deliberately keeps them whole (see corral-rules(5)).
  */
 static void
 set_cap(struct radix_cap *c, nv_handle name, size_t off, size_t caplen, size_t len)
 {
-    off &= 0xffff;
-    caplen &= 0xffff;
     if (off > len) off = len;
     if (caplen > len - off) caplen = len - off;
     c->name = name;

@@ -21,7 +21,11 @@
 
 struct radix;
 
-/* One value captured by a named parser on the path to the match. */
+/*
+ * One value captured by a parser on the path to the match (name 0: an
+ * unnamed parser).  Always within the searched text; like syslog-ng 3.38,
+ * which keeps them in 16 bits, offset and length wrap at 65536.
+ */
 struct radix_cap {
     nv_handle name;
     uint32_t off; /* into the searched text */
