@@ -16,6 +16,7 @@
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <libxml/xmlreader.h>
 #include <libxml/xmlerror.h>
 
 #include <math.h>
@@ -701,78 +702,88 @@ xml_error(void *arg, xmlErrorPtr e)
     ld->errors++;
 }
 
+/*
+ * The file is read with libxml2's streaming reader, and only one <ruleset>
+ * at a time is expanded into a tree: a 10,000-rule file then costs the
+ * memory of one ruleset, not of a DOM of the whole file.
+ */
 int
 pdb_load_xml(struct pdb *db, const char *file, const char *xml, size_t len)
 {
     struct loader ld = {.db = db, .file = file};
-    xmlDocPtr doc;
-    xmlNodePtr root, c;
-    char *version;
-    int rc = 0;
+    xmlTextReaderPtr rd;
+    bool seen_root = false;
+    int ret, rc = 0;
 
     if (len > INT32_MAX) {
         pdb_diag(db, PDB_ERROR, file, 0, "file too large");
         return -1;
     }
-    xmlSetStructuredErrorFunc(&ld, xml_error);
     /* no network, no external entities, no entity expansion: rule files are data */
-    doc = xmlReadMemory(xml, (int)len, file, NULL, XML_PARSE_NONET | XML_PARSE_NOWARNING);
-    xmlSetStructuredErrorFunc(NULL, NULL);
-    if (!doc) {
-        if (!ld.errors) pdb_diag(db, PDB_ERROR, file, 0, "malformed XML");
+    rd = xmlReaderForMemory(xml, (int)len, file, NULL, XML_PARSE_NONET | XML_PARSE_NOWARNING);
+    if (!rd) {
+        pdb_diag(db, PDB_ERROR, file, 0, "cannot read XML");
         return -1;
     }
-    if (ld.errors) {
-        /* libxml2 recovered from something; a rule file must be well-formed */
-        xmlFreeDoc(doc);
-        return -1;
-    }
-    root = xmlDocGetRootElement(doc);
-    if (!root || !is(root, "patterndb")) {
-        error(&ld, root, "the root element must be <patterndb>, not <%s>",
-              root ? (const char *)root->name : "");
-        goto out;
-    }
-    version = attr(root, "version");
-    if (!version) {
-        pdb_diag(db, PDB_WARNING, file, (int)xmlGetLineNo(root),
-                 "patterndb version is unspecified, assuming version 4");
-        ld.version = 4;
-    } else {
-        ld.version = atoi(version);
-        if (ld.version < 2)
-            error(&ld, root, "patterndb version %s is too old: corral reads versions 2 to 6",
-                  version);
-        else if (ld.version > 6)
-            error(&ld, root, "patterndb version %s is too new: corral reads versions 2 to 6",
-                  version);
-        free(version);
-    }
-    if (ld.errors) goto out;
+    xmlTextReaderSetStructuredErrorHandler(rd, xml_error, &ld);
+    ret = xmlTextReaderRead(rd);
+    while (ret == 1 && !ld.errors) {
+        int type = xmlTextReaderNodeType(rd), depth = xmlTextReaderDepth(rd);
+        xmlNodePtr node = xmlTextReaderCurrentNode(rd);
 
-    for (c = root->children; c; c = c->next) {
-        struct ruleset *rs;
-        if (c->type != XML_ELEMENT_NODE) {
-            check_text(&ld, c);
+        if (depth == 0 && type == XML_READER_TYPE_ELEMENT) {
+            xmlChar *version;
+            if (!is(node, "patterndb")) {
+                error(&ld, node, "the root element must be <patterndb>, not <%s>", node->name);
+                break;
+            }
+            seen_root = true;
+            version = xmlTextReaderGetAttribute(rd, (const xmlChar *)"version");
+            if (!version) {
+                pdb_diag(db, PDB_WARNING, file, (int)xmlGetLineNo(node),
+                         "patterndb version is unspecified, assuming version 4");
+                ld.version = 4;
+            } else {
+                ld.version = atoi((const char *)version);
+                if (ld.version < 2)
+                    error(&ld, node,
+                          "patterndb version %s is too old: corral reads versions 2 to 6",
+                          (const char *)version);
+                else if (ld.version > 6)
+                    error(&ld, node,
+                          "patterndb version %s is too new: corral reads versions 2 to 6",
+                          (const char *)version);
+                xmlFree(version);
+            }
+        } else if (depth == 1 && type == XML_READER_TYPE_ELEMENT) {
+            struct ruleset *rs;
+            if (!is(node, "ruleset")) {
+                error(&ld, node, "unexpected <%s> in <patterndb>: expected <ruleset>", node->name);
+            } else if (!(node = xmlTextReaderExpand(rd))) {
+                break; /* malformed inside; the error handler has reported it */
+            } else {
+                ld.rulesets =
+                    xgrow(ld.rulesets, &ld.caprulesets, ld.nrulesets + 1, sizeof(*ld.rulesets));
+                rs = &ld.rulesets[ld.nrulesets++];
+                memset(rs, 0, sizeof(*rs));
+                rs->line = (int)xmlGetLineNo(node);
+                load_ruleset_children(&ld, rs, node);
+            }
+            ret = xmlTextReaderNext(rd); /* past the subtree, freeing it */
             continue;
+        } else if (depth == 1 && (type == XML_READER_TYPE_TEXT || type == XML_READER_TYPE_CDATA)) {
+            check_text(&ld, node);
         }
-        if (!is(c, "ruleset")) {
-            error(&ld, c, "unexpected <%s> in <patterndb>: expected <ruleset>", c->name);
-            continue;
-        }
-        ld.rulesets = xgrow(ld.rulesets, &ld.caprulesets, ld.nrulesets + 1, sizeof(*ld.rulesets));
-        rs = &ld.rulesets[ld.nrulesets++];
-        memset(rs, 0, sizeof(*rs));
-        rs->line = (int)xmlGetLineNo(c);
-        load_ruleset_children(&ld, rs, c);
+        ret = xmlTextReaderRead(rd);
     }
-
-out:
+    if (ret < 0 && !ld.errors) pdb_diag(db, PDB_ERROR, file, 0, "malformed XML");
+    if (ret < 0) ld.errors++;
+    if (!seen_root && !ld.errors) error(&ld, NULL, "no <patterndb> element");
+    xmlFreeTextReader(rd);
     if (ld.errors)
         rc = -1;
     else
         commit(&ld);
     loader_free(&ld);
-    xmlFreeDoc(doc);
     return rc;
 }

@@ -16,8 +16,8 @@
 #include <string.h>
 
 struct node {
-    char *key;      /* literal bytes; NULL for parser nodes */
     int32_t keylen; /* -1 for parser nodes */
+    bool has_lf;    /* the key holds a '\n': compare byte by byte, skipping input CRs */
     struct parser *parser;
     void *value;
     struct node **children;  /* literal children sorted by first byte */
@@ -25,6 +25,7 @@ struct node {
     uint32_t nchildren;
     struct node **pchildren; /* parser children in insertion order */
     uint32_t npchildren;
+    char key[];              /* literal bytes, in the same allocation: one cache line less */
 };
 
 struct radix {
@@ -37,10 +38,12 @@ struct radix {
 static struct node *
 node_new(const char *key, size_t len, void *value)
 {
-    struct node *n = xcalloc(1, sizeof(*n));
+    struct node *n = xcalloc(1, sizeof(*n) + len + 1);
 
-    n->key = xstrndup(key, len);
+    memcpy(n->key, key, len);
+    n->key[len] = '\0';
     n->keylen = (int32_t)len;
+    n->has_lf = memchr(key, '\n', len) != NULL;
     n->value = value;
     return n;
 }
@@ -55,7 +58,6 @@ node_free(struct node *n, void (*free_value)(void *))
     free(n->children);
     free(n->first);
     free(n->pchildren);
-    free(n->key);
     parser_free(n->parser);
     if (n->value && free_value) free_value(n->value);
     free(n);
@@ -233,6 +235,7 @@ insert(struct node *n, const char *key, size_t len, struct insert *ins)
         n->value = NULL;
         n->key[i] = '\0';
         n->keylen = (int32_t)i;
+        n->has_lf = memchr(n->key, '\n', i) != NULL;
         add_child(n, old);
         if (i < len)
             add_child_check(n, key + i, len - i, ins);
@@ -404,11 +407,23 @@ find(struct find *f, const struct node *n, size_t pos, size_t len)
      * terminating NUL (see parsers.h): then no literal matches below, only
      * parsers that accept anything do, and only a prefix match remains.
      */
-    while (in < len && rad < nodelen) {
-        if (text[in] == '\r' && n->key[rad] == '\n') in++;
-        if (in >= len || text[in] != n->key[rad]) break;
-        in++;
-        rad++;
+    if (!n->has_lf) {
+        /* the common case: no CR to skip, a plain common-prefix scan */
+        size_t m = len > in ? len - in : 0;
+        if (m > nodelen) m = nodelen;
+        if (m == nodelen && memcmp(text + in, n->key, nodelen) == 0) {
+            rad = nodelen;
+        } else {
+            while (rad < m && text[in + rad] == n->key[rad]) rad++;
+        }
+        in += rad;
+    } else {
+        while (in < len && rad < nodelen) {
+            if (text[in] == '\r' && n->key[rad] == '\n') in++;
+            if (in >= len || text[in] != n->key[rad]) break;
+            in++;
+            rad++;
+        }
     }
 
     if (in == len && (rad == nodelen || n->keylen == -1)) {

@@ -261,8 +261,9 @@ wall_seconds(const struct tfields *f)
 
 /*
  * The process time zone, cached: converting every stamp with mktime() or
- * localtime_r() would cost more than the rest of the parse.  Each cache
- * holds one day with a single UTC offset throughout, assuming, as holds for
+ * localtime_r() would cost more than the rest of the parse.  The caches are
+ * direct-mapped by day (256 days each), so a log that interleaves many days
+ * still hits them; each entry holds one day with a single UTC offset throughout, assuming, as holds for
  * the tz database, that no zone changes its offset twice within 32 hours or
  * by more than 4 hours at once (except Samoa's date-line jump in 2011).
  * Looking at TZ for every line costs more than the parse, so a change of TZ
@@ -272,12 +273,16 @@ static struct {
     bool init;
     bool tz_set;
     char tz[256];
-    bool utc_ok;
-    int64_t utc_day; /* UTC day (since the epoch) whose offset is utc_off */
-    int32_t utc_off;
-    bool local_ok;
-    int64_t local_day; /* local day that maps to UTC by local_off */
-    int32_t local_off;
+    struct {
+        bool ok;
+        int64_t day; /* UTC day (since the epoch) whose offset is off */
+        int32_t off;
+    } utc[256];
+    struct {
+        bool ok;
+        int64_t day; /* local day that maps to UTC by off */
+        int32_t off;
+    } local[256];
     bool ym_ok;
     int64_t ym_day; /* local day of ym_year and ym_mon */
     int64_t ym_year;
@@ -324,12 +329,12 @@ utc_offset(int64_t t)
     int64_t day = floor_div(t, DAY);
     int32_t off;
 
-    if (tzc.utc_ok && tzc.utc_day == day) return tzc.utc_off;
+    if (tzc.utc[day & 255].ok && tzc.utc[day & 255].day == day) return tzc.utc[day & 255].off;
     off = offset_at(t);
     if (offset_at(day * DAY) == off && offset_at(day * DAY + DAY - 1) == off) {
-        tzc.utc_ok = true;
-        tzc.utc_day = day;
-        tzc.utc_off = off;
+        tzc.utc[day & 255].ok = true;
+        tzc.utc[day & 255].day = day;
+        tzc.utc[day & 255].off = off;
     }
     return off;
 }
@@ -352,8 +357,8 @@ local_to_utc(int64_t wall, int64_t *t, int64_t *norm)
     time_t r;
     int m, d;
 
-    if (tzc.local_ok && tzc.local_day == day) {
-        *t = wall - tzc.local_off;
+    if (tzc.local[day & 255].ok && tzc.local[day & 255].day == day) {
+        *t = wall - tzc.local[day & 255].off;
         *norm = wall;
         return;
     }
@@ -362,9 +367,9 @@ local_to_utc(int64_t wall, int64_t *t, int64_t *norm)
     if (offset_at(start - off - 4 * HOUR) == off && offset_at(start - off) == off &&
         offset_at(start + DAY - 1 - off) == off &&
         offset_at(start + DAY - 1 - off + 4 * HOUR) == off) {
-        tzc.local_ok = true;
-        tzc.local_day = day;
-        tzc.local_off = off;
+        tzc.local[day & 255].ok = true;
+        tzc.local[day & 255].day = day;
+        tzc.local[day & 255].off = off;
         *t = wall - off;
         *norm = wall;
         return;
