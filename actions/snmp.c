@@ -1,0 +1,1786 @@
+/*
+ * snmp: the SNMP executor.  Sends each alert as an SNMPv2c or SNMPv3 trap or
+ * inform carrying the objects of CORRAL-MIB (contrib/mibs/CORRAL-MIB.txt),
+ * with net-snmp's single-session API.
+ *
+ * Nothing here blocks the loop: the session's UDP socket is watched with a
+ * uv_poll and its retransmission deadlines with a uv_timer that drives
+ * snmp_sess_timeout().  A trap is done once it has been handed to the
+ * socket; an inform once the receiver acknowledged it, or, after the
+ * configured net-snmp resends, it is given back to the queue for a later
+ * attempt.  net-snmp's own SNMPv3 engine discovery is synchronous, so for
+ * v3 informs the executor probes the receiver itself (an asynchronous
+ * RFC 3414 discovery request) and holds the informs until it answers.
+ *
+ * net-snmp is initialized once per process without reading any snmp.conf,
+ * MIB or persistent file, and without writing any (see library_init).
+ *
+ * Every value is sent as UTF-8 text without control characters and at most
+ * VALUE_MAX octets (see put_text); the MIB's CorralText documents the same.
+ */
+#include "executor.h"
+#include "nv.h"
+#include "template.h"
+#include "xalloc.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <net-snmp/net-snmp-config.h>
+#include <net-snmp/net-snmp-includes.h>
+#include <net-snmp/library/keytools.h>
+#include <net-snmp/library/large_fd_set.h>
+#include <net-snmp/library/lcd_time.h>
+#include <net-snmp/library/scapi.h>
+#include <net-snmp/library/snmpusm.h>
+#include <net-snmp/library/transform_oids.h>
+
+/* Longest value sent in one OCTET STRING, the truncation marker included. */
+#define VALUE_MAX  1024
+#define TRUNC_MARK "...[truncated]"
+/*
+ * At most this many of the message's other values go into corralAlertValue,
+ * and at most this many octets of them: with the fixed objects and every
+ * <varbind> at their longest the notification still fits in one UDP
+ * datagram (7 + 32 + 16 KiB and the encoding), so no alert is too big to send.
+ */
+#define VALUES_MAX       32
+#define VALUES_BYTES_MAX (16 * 1024)
+/* At most this many <varbind> elements. */
+#define VARBINDS_MAX 32
+/* Deliveries in flight; informs are the ones that stay in flight for long. */
+#define INFLIGHT_MAX 64
+/* The documentation PEN of RFC 5612, under which CORRAL-MIB is registered. */
+#define DEFAULT_PEN 32473
+/* SNMPv3 engine boots are counted from here (see trap_engine_time). */
+#define BOOTS_EPOCH 1577836800 /* 2020-01-01T00:00:00Z */
+
+/* The objects of CORRAL-MIB, as sub-identifiers below corralObjects (base.1). */
+enum field {
+    F_TEXT = 1,
+    F_HOST,
+    F_PROGRAM,
+    F_CLASS,
+    F_RULE_ID,
+    F_CONTEXT_ID,
+    F_ALERT_ID,
+    F_SEVERITY,
+    F_NFIELDS = F_SEVERITY
+};
+
+static const char *const field_label[] = {
+    NULL,
+    "corralAlertText",
+    "corralAlertHost",
+    "corralAlertProgram",
+    "corralAlertClass",
+    "corralAlertRuleId",
+    "corralAlertContextId",
+    "corralAlertId",
+    "corralAlertSeverity",
+};
+
+/* CorralSeverity, in enumeration order from clear(1). */
+static const char *const severities[] = {"clear", "info", "warning", "minor", "major", "critical"};
+
+/* snmpUDPDomain (RFC 3417) and transportDomainUdpIpv6 (RFC 3419) */
+static const oid udp4_domain[] = {1, 3, 6, 1, 6, 1, 1};
+static const oid udp6_domain[] = {1, 3, 6, 1, 2, 1, 100, 1, 2};
+static const oid sys_uptime_oid[] = {1, 3, 6, 1, 2, 1, 1, 3, 0};
+static const oid trap_oid_oid[] = {1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0};
+
+/* A <varbind> element: adds a varbind, or replaces the default one with its OID. */
+struct vb_conf {
+    oid name[MAX_OID_LEN];
+    size_t len;
+    char type; /* s i u c a o t x, as snmptrap(1) spells them */
+    struct tpl *value;
+};
+
+/* One varbind of a notification being built. */
+struct vb {
+    oid name[MAX_OID_LEN];
+    size_t len;
+    char type;
+    const char *label;     /* MIB name for render(), or NULL */
+    unsigned index;        /* instance suffix shown with the label (corralAlertValue.N) */
+    struct buf bytes;      /* s, x: the octets */
+    long num;              /* i, u, c, t */
+    oid oval[MAX_OID_LEN]; /* o */
+    size_t olen;
+    in_addr_t ip; /* a, network order */
+};
+
+enum pending_state { P_WAITING, P_SENT, P_DONE };
+
+/* An inform between deliver() and done(). */
+struct pending {
+    struct pending *next, *prev;
+    struct snmp_exec *x;
+    enum pending_state state;
+    netsnmp_pdu *pdu; /* P_WAITING: built, held until the engine id is known */
+    deliver_done_fn done;
+    void *token;
+    enum deliver_result result;
+    char *reason;
+};
+
+struct snmp_exec {
+    uv_loop_t *loop;
+    char *name;
+    char *target;
+    long version; /* SNMP_VERSION_2c or SNMP_VERSION_3 */
+    bool inform;
+    double timeout;
+    int retries;
+    bool values; /* send the other values as corralAlertValue */
+
+    /* SNMPv3 */
+    char *user;
+    int seclevel;
+    const char *auth_name, *priv_name;
+    u_char engine_id[32];
+    size_t engine_id_len; /* 0: discovered from the receiver (informs) */
+    const char *engine_id_origin;
+    struct usm_ref *usm; /* our share of the USM entry for (engine id, user) */
+
+    oid base[MAX_OID_LEN]; /* corralMIB */
+    size_t base_len;
+    struct tpl *trap_oid, *clear_oid; /* NULL: the MIB's notifications */
+    struct vb_conf *vbs;
+    size_t nvbs;
+    nv_handle h_alert_id, h_severity;
+
+    void *sess;
+    int fd;
+    uv_poll_t poll;
+    uv_timer_t timer;
+    bool polling;
+    int handles;
+
+    /* informs: sent and unanswered; held for discovery; finished, done() not yet called */
+    struct pending *sent, *waiting, *completed, *completed_tail;
+    bool engine_known;
+    bool probing;      /* the engine id discovery is under way */
+    char *probe_error; /* why it failed */
+
+    bool in_after, again, closing;
+    void (*closed)(void *);
+    void *closed_arg;
+
+    struct vb *vb;
+    size_t nvb, capvb;
+    struct buf scratch;
+};
+
+static uint64_t started_ns;
+
+/* ---- net-snmp, once per process ---- */
+
+static void
+library_init(void)
+{
+    static bool done;
+    char *ctype;
+
+    if (done) return;
+    done = true;
+    started_ns = uv_hrtime();
+    /*
+     * corrald's configuration is the only configuration: no snmp.conf, no
+     * hosts/NAME.conf, no persistent snmpapp.conf read or written.
+     */
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DONT_READ_CONFIGS, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DONT_LOAD_HOST_FILES, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DONT_PERSIST_STATE, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_LOAD, 1);
+    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_SAVE, 1);
+    /*
+     * The TLS transport's start-up hook creates PERSISTENT_DIR/cert_indexes
+     * whatever the flags above say.  Below /dev/null no directory can ever
+     * be made, so it fails quietly and writes nothing.
+     */
+    netsnmp_ds_set_string(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_PERSISTENT_DIR, "/dev/null");
+    /*
+     * No MIB is needed (every OID is numeric): an empty MIB path and list
+     * (the configuration line "mibs :", as if from snmp.conf) load none,
+     * instead of complaining about each default module that is missing.
+     */
+    netsnmp_set_mib_directory("");
+    {
+        char line[] = "mibs :";
+        netsnmp_config_remember(line);
+    }
+    /* init_snmp() calls setlocale(LC_CTYPE, ""): keep corrald's locale as it was. */
+    ctype = xstrdup(setlocale(LC_CTYPE, NULL));
+    init_snmp("corrald");
+    setlocale(LC_CTYPE, ctype);
+    free(ctype);
+}
+
+/* ---- small parsers ---- */
+
+static bool
+parse_oid(const char *s, size_t n, oid *out, size_t *len)
+{
+    size_t i = 0, count = 0;
+
+    if (n && s[0] == '.') i++;
+    if (i >= n) return false;
+    while (i < n) {
+        unsigned long long v = 0;
+        size_t start = i;
+        while (i < n && s[i] >= '0' && s[i] <= '9') {
+            v = v * 10 + (unsigned)(s[i] - '0');
+            if (v > 0xffffffffull) return false;
+            i++;
+        }
+        if (i == start || count == MAX_OID_LEN) return false;
+        out[count++] = (oid)v;
+        if (i < n) {
+            if (s[i] != '.' || i + 1 == n) return false;
+            i++;
+        }
+    }
+    if (count < 2) return false;
+    *len = count;
+    return true;
+}
+
+static void
+put_oid(struct buf *out, const oid *o, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) buf_printf(out, "%s%lu", i ? "." : "", (unsigned long)o[i]);
+}
+
+static int
+hexval(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Hex digits, optionally "0x"-prefixed and separated by spaces, ':' or '-'. */
+static bool
+parse_hex(const char *s, size_t n, struct buf *out, size_t max)
+{
+    size_t i = 0;
+    int hi = -1;
+
+    if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) i = 2;
+    for (; i < n; i++) {
+        int v = hexval((unsigned char)s[i]);
+        if (v < 0) {
+            if ((s[i] == ' ' || s[i] == ':' || s[i] == '-') && hi < 0) continue;
+            return false;
+        }
+        if (hi < 0) {
+            hi = v;
+        } else {
+            if (out->len < max) buf_putc(out, (char)(hi << 4 | v));
+            hi = -1;
+        }
+    }
+    return hi < 0;
+}
+
+static void
+trim(const char **s, size_t *n)
+{
+    while (*n && isspace((unsigned char)**s)) (*s)++, (*n)--;
+    while (*n && isspace((unsigned char)(*s)[*n - 1])) (*n)--;
+}
+
+static bool
+parse_long(const char *s, size_t n, bool is_signed, long *out)
+{
+    char tmp[32], *end;
+    long long v;
+
+    trim(&s, &n);
+    if (n == 0 || n >= sizeof(tmp)) return false;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    if (!is_signed && tmp[0] == '-') return false;
+    errno = 0;
+    v = strtoll(tmp, &end, 10);
+    if (errno || *end) return false;
+    if (is_signed ? (v < INT32_MIN || v > INT32_MAX) : (v < 0 || v > (long long)UINT32_MAX))
+        return false;
+    *out = (long)v;
+    return true;
+}
+
+/*
+ * Appends s as UTF-8 text for a receiver's display and logs: C0 and C1
+ * control characters (CR, LF, TAB, ESC...) and DEL become spaces, bytes that
+ * are not well-formed UTF-8 become '?'.  Stops early once out holds more
+ * than `stop` bytes: the caller truncates anyway.
+ */
+static void
+put_clean(struct buf *out, const char *s, size_t n, size_t stop)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+
+    buf_reserve(out, n < stop ? n : stop);
+    while (i < n && out->len <= stop) {
+        unsigned c = p[i];
+        size_t need, k;
+        unsigned lo = 0x80, hi = 0xbf;
+
+        if (c < 0x80) {
+            buf_putc(out, c < 0x20 || c == 0x7f ? ' ' : (char)c);
+            i++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf)
+            need = 1;
+        else if (c >= 0xe0 && c <= 0xef)
+            need = 2;
+        else if (c >= 0xf0 && c <= 0xf4)
+            need = 3;
+        else
+            need = 0;
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f; /* no UTF-16 surrogates */
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f; /* nothing above U+10FFFF */
+        for (k = 1; need && k <= need; k++) {
+            unsigned b = i + k < n ? p[i + k] : 0;
+            if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xbf)) need = 0;
+        }
+        if (!need) {
+            buf_putc(out, '?');
+            i++;
+        } else if (c == 0xc2 && p[i + 1] < 0xa0) {
+            buf_putc(out, ' '); /* U+0080..U+009F: C1 controls */
+            i += 2;
+        } else {
+            buf_append(out, s + i, need + 1);
+            i += need + 1;
+        }
+    }
+}
+
+/*
+ * Cuts out[start..] to VALUE_MAX octets at a character boundary, ending it
+ * with TRUNC_MARK, when it is longer.  A truncated value is never silent.
+ */
+static void
+truncate_text(struct buf *out, size_t start)
+{
+    size_t cut;
+
+    if (out->len - start <= VALUE_MAX) return;
+    cut = start + VALUE_MAX - (sizeof(TRUNC_MARK) - 1);
+    while (cut > start && ((unsigned char)out->p[cut] & 0xc0) == 0x80) cut--;
+    buf_truncate(out, cut);
+    buf_puts(out, TRUNC_MARK);
+}
+
+static void
+put_text(struct buf *out, const char *s, size_t n)
+{
+    size_t start = out->len;
+
+    put_clean(out, s, n, start + VALUE_MAX + 8);
+    truncate_text(out, start);
+}
+
+static long
+severity_number(const char *s)
+{
+    size_t i;
+
+    for (i = 0; s && i < sizeof(severities) / sizeof(severities[0]); i++)
+        if (strcasecmp(s, severities[i]) == 0) return (long)i + 1;
+    return 3; /* warning: what the queue assumes when a rule says nothing */
+}
+
+/* ---- configuration ---- */
+
+static const char *const known_attrs[] = {
+    "target",
+    "version",
+    "inform",
+    "community-file",
+    "community-env",
+    "timeout",
+    "retries",
+    "user",
+    "security-level",
+    "auth-protocol",
+    "auth-password-file",
+    "auth-password-env",
+    "priv-protocol",
+    "priv-password-file",
+    "priv-password-env",
+    "engine-id",
+    "trap-oid",
+    "clear-trap-oid",
+    "base-oid",
+    "values",
+};
+
+static const char *const v3_attrs[] = {
+    "user",
+    "security-level",
+    "auth-protocol",
+    "auth-password-file",
+    "auth-password-env",
+    "priv-protocol",
+    "priv-password-file",
+    "priv-password-env",
+    "engine-id",
+};
+
+struct auth_proto {
+    const char *name;
+    const oid *proto;
+    size_t len;
+};
+
+#define CONF_ERR(...)                                                                              \
+    do {                                                                                           \
+        buf_printf(err, "%s:%d: executor %s: ", file, cfg->line, cfg->name);                       \
+        buf_printf(err, __VA_ARGS__);                                                              \
+        buf_putc(err, '\n');                                                                       \
+    } while (0)
+
+static bool
+conf_yes_no(const struct conf_executor *cfg, const char *attr, bool def, const char *file,
+            struct buf *err)
+{
+    const char *v = conf_executor_attr(cfg, attr);
+
+    if (!v) return def;
+    if (strcmp(v, "yes") == 0) return true;
+    if (strcmp(v, "no") == 0) return false;
+    CONF_ERR("%s=\"%s\": use yes or no", attr, v);
+    return def;
+}
+
+static struct tpl *
+conf_template(const char *src, const char *what, const char *file, int line, const char *name,
+              struct buf *err)
+{
+    struct buf e = BUF_INIT;
+    struct tpl *t = tpl_compile_str(src, &e);
+
+    if (!t)
+        buf_printf(err, "%s:%d: executor %s: bad %s template: %s\n", file, line, name, what,
+                   buf_str(&e));
+    buf_free(&e);
+    return t;
+}
+
+static const char *varbind_error(char type, const char *s, size_t n, struct vb *v);
+
+/* A <varbind oid="..." type="s" value="TEMPLATE"/> child. */
+static void
+conf_varbind(struct snmp_exec *x, const struct conf_node *n, const char *file, struct buf *err)
+{
+    struct vb_conf *c;
+    const char *o = conf_node_attr(n, "oid"), *t = conf_node_attr(n, "type");
+    const char *v = conf_node_attr(n, "value");
+    size_t i;
+
+    for (i = 0; i < n->nattrs; i++)
+        if (strcmp(n->attrs[i].name, "oid") && strcmp(n->attrs[i].name, "type") &&
+            strcmp(n->attrs[i].name, "value"))
+            buf_printf(err, "%s:%d: executor %s: <varbind> has no attribute %s\n", file, n->line,
+                       x->name, n->attrs[i].name);
+    if (x->nvbs == VARBINDS_MAX) {
+        buf_printf(err, "%s:%d: executor %s: more than %d <varbind> elements\n", file, n->line,
+                   x->name, VARBINDS_MAX);
+        return;
+    }
+    c = &x->vbs[x->nvbs];
+    memset(c, 0, sizeof(*c));
+    if (!o || !parse_oid(o, strlen(o), c->name, &c->len)) {
+        buf_printf(err, "%s:%d: executor %s: <varbind> needs oid=\"1.3.6.1...\" (numeric)%s%s\n",
+                   file, n->line, x->name, o ? ", not " : "", o ? o : "");
+        return;
+    }
+    c->type = 's';
+    if (t) {
+        if (strlen(t) != 1 || !strchr("siucaotx", t[0])) {
+            buf_printf(err,
+                       "%s:%d: executor %s: <varbind> type=\"%s\": use s, i, u, c, a, o, t or x\n",
+                       file, n->line, x->name, t);
+            return;
+        }
+        c->type = t[0];
+    }
+    if (!v) v = n->text;
+    if (!v) {
+        buf_printf(err, "%s:%d: executor %s: <varbind> needs value=\"TEMPLATE\"\n", file, n->line,
+                   x->name);
+        return;
+    }
+    c->value = conf_template(v, "<varbind> value", file, n->line, x->name, err);
+    if (!c->value) return;
+    {
+        /* A literal value is checked now rather than at every delivery. */
+        const char *text;
+        size_t len;
+        if (tpl_is_literal(c->value, &text, &len)) {
+            struct vb tmp;
+            const char *why;
+            memset(&tmp, 0, sizeof(tmp));
+            why = varbind_error(c->type, text, len, &tmp);
+            buf_free(&tmp.bytes);
+            if (why) {
+                buf_printf(err, "%s:%d: executor %s: <varbind> value \"%s\": %s\n", file, n->line,
+                           x->name, v, why);
+                tpl_free(c->value);
+                return;
+            }
+        }
+    }
+    x->nvbs++;
+}
+
+static char *
+conf_password(const struct conf_executor *cfg, const char *attr, const char *file, struct buf *err)
+{
+    size_t before = err->len;
+    char *p = executor_secret(cfg, attr, file, err);
+
+    if (!p && err->len == before) CONF_ERR("%s-file or %s-env is required", attr, attr);
+    if (p && strlen(p) < USM_LENGTH_P_MIN) {
+        CONF_ERR("the %s is shorter than %d characters (SNMPv3 requires at least %d)", attr,
+                 USM_LENGTH_P_MIN, USM_LENGTH_P_MIN);
+        memset(p, 0, strlen(p));
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+/*
+ * The engine id of traps when engine-id is not given: the RFC 3411 form
+ * "enterprise number, 5 (octets), 12 octets", the enterprise being the
+ * one of base-oid (32473 by default) and the octets the first 12 of
+ * SHA-1("HOSTNAME/EXECUTOR").  The same executor on the same host keeps
+ * its id across restarts, and two hosts running the same configuration
+ * get different ones, as SNMPv3 requires of two engines.
+ */
+static void
+derive_engine_id(struct snmp_exec *x)
+{
+    char host[256];
+    struct buf in = BUF_INIT;
+    u_char md[64];
+    size_t mdlen = sizeof(md);
+    uint32_t pen = DEFAULT_PEN;
+    static const oid enterprises[] = {1, 3, 6, 1, 4, 1};
+
+    if (x->base_len > 6 && memcmp(x->base, enterprises, sizeof(enterprises)) == 0)
+        pen = (uint32_t)x->base[6];
+    if (gethostname(host, sizeof(host)) != 0) strcpy(host, "localhost");
+    host[sizeof(host) - 1] = '\0';
+    buf_printf(&in, "%s/%s", host, x->name);
+    if (sc_hash(usmHMACSHA1AuthProtocol, OID_LENGTH(usmHMACSHA1AuthProtocol), (const u_char *)in.p,
+                in.len, md, &mdlen) != SNMPERR_SUCCESS ||
+        mdlen < 12) {
+        /* no SHA-1 in this net-snmp: any stable mixing of the same input does */
+        uint64_t h = 1469598103934665603ull;
+        size_t i;
+        for (i = 0; i < 12; i++) {
+            size_t j;
+            for (j = 0; j < in.len; j++) h = (h ^ (unsigned char)in.p[j]) * 1099511628211ull;
+            h = (h ^ i) * 1099511628211ull;
+            md[i] = (u_char)(h >> 56);
+        }
+    }
+    x->engine_id[0] = (u_char)(0x80 | ((pen >> 24) & 0x7f));
+    x->engine_id[1] = (u_char)(pen >> 16);
+    x->engine_id[2] = (u_char)(pen >> 8);
+    x->engine_id[3] = (u_char)pen;
+    x->engine_id[4] = 5;
+    memcpy(x->engine_id + 5, md, 12);
+    x->engine_id_len = 17;
+    x->engine_id_origin = "derived from the host and executor names";
+    buf_free(&in);
+}
+
+/*
+ * Boots and time of our engine, for traps: an SNMPv3 receiver drops a
+ * message whose (boots, time) goes backwards, so a restart must raise
+ * boots.  Without persistent state, boots is the number of seconds from
+ * 2020 to the executor's first opening in this process (a later start has
+ * a larger one while the clock is sane) and time counts from there.
+ */
+static void
+trap_engine_time(struct snmp_exec *x)
+{
+    u_int boots = 0, etime = 0;
+    time_t now = time(NULL);
+    long b = (long)(now - BOOTS_EPOCH);
+
+    if (get_enginetime(x->engine_id, (u_int)x->engine_id_len, &boots, &etime, FALSE) ==
+            SNMPERR_SUCCESS &&
+        boots)
+        return; /* another executor of this process already speaks for this engine */
+    if (b < 1) b = 1;
+    if (b > 2147483646L) b = 2147483646L;
+    set_enginetime(x->engine_id, (u_int)x->engine_id_len, (u_int)b, 0, TRUE);
+}
+
+/*
+ * net-snmp keeps one process-wide USM entry, with keys localized to the
+ * engine, per (engine id, user); sessions find it by those two.  Executors
+ * that share the pair (a reload opens the new executor before the old one
+ * has closed) share the entry: each acquire replaces its keys with the
+ * opening executor's, and the last release removes it.
+ */
+struct usm_ref {
+    struct usm_ref *next;
+    u_char engine[32];
+    size_t len;
+    char *user;
+    unsigned refs;
+};
+
+static struct usm_ref *usm_refs;
+
+static void
+usm_entry_remove(const u_char *engine, size_t len, const char *user)
+{
+    struct usmUser *u = usm_get_user(engine, len, user);
+
+    if (u && u->engineIDLen == len) {
+        usm_remove_user(u);
+        usm_free_user(u);
+    }
+}
+
+/* Makes the session's USM entry (creating or re-keying it) and takes a share of it. */
+static void
+usm_acquire(struct snmp_exec *x)
+{
+    netsnmp_session *s = snmp_sess_session(x->sess);
+    struct usm_ref *r;
+
+    if (x->usm || !s->securityEngineIDLen || s->securityEngineIDLen > sizeof(r->engine)) return;
+    for (r = usm_refs; r; r = r->next)
+        if (r->len == s->securityEngineIDLen &&
+            memcmp(r->engine, s->securityEngineID, r->len) == 0 && strcmp(r->user, x->user) == 0)
+            break;
+    if (!r) {
+        r = xcalloc(1, sizeof(*r));
+        memcpy(r->engine, s->securityEngineID, s->securityEngineIDLen);
+        r->len = s->securityEngineIDLen;
+        r->user = xstrdup(x->user);
+        r->next = usm_refs;
+        usm_refs = r;
+    }
+    r->refs++;
+    x->usm = r;
+    /* usm_create_user_from_session() leaves an existing entry's keys as they were */
+    usm_entry_remove(r->engine, r->len, r->user);
+    s->flags &= ~SNMP_FLAGS_USER_CREATED;
+    usm_create_user_from_session(s);
+}
+
+static void
+usm_release(struct snmp_exec *x)
+{
+    struct usm_ref **p, *r = x->usm;
+
+    if (!r) return;
+    x->usm = NULL;
+    if (--r->refs) return;
+    usm_entry_remove(r->engine, r->len, r->user);
+    for (p = &usm_refs; *p != r; p = &(*p)->next) continue;
+    *p = r->next;
+    free(r->user);
+    free(r);
+}
+
+static void exec_free(struct snmp_exec *x);
+
+static bool
+open_session(struct snmp_exec *x, const struct conf_executor *cfg, const char *file,
+             struct buf *err, char *community, char *auth_pass, char *priv_pass,
+             const struct auth_proto *auth, const oid *priv, size_t priv_len)
+{
+    netsnmp_session s;
+    netsnmp_transport *t;
+    static const char *const stream[] = {"tcp",    "tcp6", "tcpv6",    "tcpipv6",
+                                         "tlstcp", "ssh",  "unix",     "dtlsudp",
+                                         "dtls",   "tls",  "callback", "alias"};
+    size_t i, plen = strcspn(x->target, ":");
+    bool udp = false;
+
+    /* Stream transports would connect (and block) right here, and queue unboundedly. */
+    for (i = 0; i < sizeof(stream) / sizeof(stream[0]); i++)
+        if (x->target[plen] == ':' && strlen(stream[i]) == plen &&
+            strncasecmp(x->target, stream[i], plen) == 0) {
+            CONF_ERR("target=\"%s\": only UDP transports are supported", x->target);
+            return false;
+        }
+    t = netsnmp_tdomain_transport_full("snmptrap", x->target, 0, NULL, NULL);
+    if (!t) {
+        CONF_ERR("target=\"%s\": cannot open it (an address, host:port or udp6:[addr]:port)",
+                 x->target);
+        return false;
+    }
+    if (netsnmp_oid_equals(t->domain, t->domain_length, udp4_domain, OID_LENGTH(udp4_domain)) ==
+            0 ||
+        netsnmp_oid_equals(t->domain, t->domain_length, udp6_domain, OID_LENGTH(udp6_domain)) == 0)
+        udp = true;
+    if (!udp) {
+        t->f_close(t);
+        netsnmp_transport_free(t);
+        CONF_ERR("target=\"%s\": only UDP transports are supported", x->target);
+        return false;
+    }
+
+    snmp_sess_init(&s); /* sets SNMP_FLAGS_DONT_PROBE: no synchronous discovery at open */
+    s.version = x->version;
+    s.retries = x->retries;
+    s.timeout = (long)(x->timeout * 1000000.0);
+    if (x->version == SNMP_VERSION_2c) {
+        s.community = (u_char *)community;
+        s.community_len = strlen(community);
+    } else {
+        s.securityName = x->user;
+        s.securityNameLen = strlen(x->user);
+        s.securityModel = SNMP_SEC_MODEL_USM;
+        s.securityLevel = x->seclevel;
+        if (x->seclevel >= SNMP_SEC_LEVEL_AUTHNOPRIV) {
+            s.securityAuthProto = (oid *)auth->proto;
+            s.securityAuthProtoLen = auth->len;
+            s.securityAuthKeyLen = USM_AUTH_KU_LEN;
+            if (generate_Ku(auth->proto, (u_int)auth->len, (const u_char *)auth_pass,
+                            strlen(auth_pass), s.securityAuthKey,
+                            &s.securityAuthKeyLen) != SNMPERR_SUCCESS) {
+                CONF_ERR("cannot derive the SNMPv3 authentication key (%s)", x->auth_name);
+                t->f_close(t);
+                netsnmp_transport_free(t);
+                return false;
+            }
+        }
+        if (x->seclevel == SNMP_SEC_LEVEL_AUTHPRIV) {
+            s.securityPrivProto = (oid *)priv;
+            s.securityPrivProtoLen = priv_len;
+            s.securityPrivKeyLen = USM_PRIV_KU_LEN;
+            /* RFC 3414/3826: the privacy key comes from the authentication hash */
+            if (generate_Ku(auth->proto, (u_int)auth->len, (const u_char *)priv_pass,
+                            strlen(priv_pass), s.securityPrivKey,
+                            &s.securityPrivKeyLen) != SNMPERR_SUCCESS) {
+                CONF_ERR("cannot derive the SNMPv3 privacy key (%s)", x->priv_name);
+                t->f_close(t);
+                netsnmp_transport_free(t);
+                return false;
+            }
+        }
+        if (x->engine_id_len) {
+            s.securityEngineID = x->engine_id;
+            s.securityEngineIDLen = x->engine_id_len;
+            s.contextEngineID = x->engine_id;
+            s.contextEngineIDLen = x->engine_id_len;
+            if (!x->inform) trap_engine_time(x);
+        }
+    }
+    x->sess = snmp_sess_add(&s, t, NULL, NULL);
+    memset(s.securityAuthKey, 0, sizeof(s.securityAuthKey));
+    memset(s.securityPrivKey, 0, sizeof(s.securityPrivKey));
+    if (!x->sess) {
+        CONF_ERR("cannot open an SNMP session to %s: %s", x->target,
+                 snmp_api_errstring(s.s_snmp_errno ? s.s_snmp_errno : snmp_errno));
+        return false;
+    }
+    /* our own asynchronous discovery replaces net-snmp's synchronous one */
+    snmp_sess_session(x->sess)->flags |= SNMP_FLAGS_DONT_PROBE;
+    x->fd = snmp_sess_transport(x->sess) ? snmp_sess_transport(x->sess)->sock : -1;
+    if (x->version == SNMP_VERSION_3) {
+        if (x->engine_id_len) {
+            usm_acquire(x);
+            x->engine_known = true;
+        }
+    } else {
+        x->engine_known = true;
+    }
+    return true;
+}
+
+static void *
+exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, struct buf *err)
+{
+    static const struct auth_proto auths[] = {
+        {"MD5", usmHMACMD5AuthProtocol, OID_LENGTH(usmHMACMD5AuthProtocol)},
+        {"SHA", usmHMACSHA1AuthProtocol, OID_LENGTH(usmHMACSHA1AuthProtocol)},
+        {"SHA-1", usmHMACSHA1AuthProtocol, OID_LENGTH(usmHMACSHA1AuthProtocol)},
+        {"SHA-224", usmHMAC128SHA224AuthProtocol, OID_LENGTH(usmHMAC128SHA224AuthProtocol)},
+        {"SHA-256", usmHMAC192SHA256AuthProtocol, OID_LENGTH(usmHMAC192SHA256AuthProtocol)},
+        {"SHA-384", usmHMAC256SHA384AuthProtocol, OID_LENGTH(usmHMAC256SHA384AuthProtocol)},
+        {"SHA-512", usmHMAC384SHA512AuthProtocol, OID_LENGTH(usmHMAC384SHA512AuthProtocol)},
+    };
+    struct snmp_exec *x;
+    size_t before = err->len, i, j;
+    const char *v;
+    char *community = NULL, *auth_pass = NULL, *priv_pass = NULL;
+    const struct auth_proto *auth = &auths[1];
+    const oid *priv = usmAESPrivProtocol;
+    size_t priv_len = OID_LENGTH(usmAESPrivProtocol);
+    static const oid default_base[] = {1, 3, 6, 1, 4, 1, DEFAULT_PEN};
+
+    library_init();
+    x = xcalloc(1, sizeof(*x));
+    x->loop = loop;
+    x->name = xstrdup(cfg->name ? cfg->name : "snmp");
+    x->fd = -1;
+    x->version = SNMP_VERSION_2c;
+    x->timeout = 5;
+    x->retries = 2;
+    x->seclevel = SNMP_SEC_LEVEL_AUTHPRIV;
+    x->auth_name = "SHA";
+    x->priv_name = "AES";
+    x->h_alert_id = nv_intern_str("corral.alert_id");
+    x->h_severity = nv_intern_str("corral.severity");
+    memcpy(x->base, default_base, sizeof(default_base));
+    x->base_len = OID_LENGTH(default_base);
+    x->vbs = xcalloc(VARBINDS_MAX, sizeof(*x->vbs));
+
+    for (i = 0; i < cfg->nattrs; i++) {
+        const char *a = cfg->attrs[i].name;
+        bool known = executor_common_attr(a);
+        for (j = 0; !known && j < sizeof(known_attrs) / sizeof(known_attrs[0]); j++)
+            known = strcmp(a, known_attrs[j]) == 0;
+        if (!known) CONF_ERR("unknown attribute %s", a);
+    }
+    for (i = 0; i < cfg->nchildren; i++) {
+        if (strcmp(cfg->children[i].name, "varbind") == 0)
+            conf_varbind(x, &cfg->children[i], file, err);
+        else
+            buf_printf(err, "%s:%d: executor %s: unknown element <%s> (only <varbind>)\n", file,
+                       cfg->children[i].line, x->name, cfg->children[i].name);
+    }
+
+    if ((v = conf_executor_attr(cfg, "target")))
+        x->target = xstrdup(v);
+    else
+        CONF_ERR("target=\"udp:HOST:PORT\" is required");
+    if ((v = conf_executor_attr(cfg, "version"))) {
+        if (strcmp(v, "2c") == 0)
+            x->version = SNMP_VERSION_2c;
+        else if (strcmp(v, "3") == 0)
+            x->version = SNMP_VERSION_3;
+        else
+            CONF_ERR("version=\"%s\": use 2c or 3", v);
+    }
+    x->inform = conf_yes_no(cfg, "inform", false, file, err);
+    x->values = conf_yes_no(cfg, "values", true, file, err);
+    if ((v = conf_executor_attr(cfg, "timeout"))) {
+        x->timeout = conf_parse_duration(v);
+        if (x->timeout <= 0 || x->timeout > 3600) {
+            CONF_ERR("timeout=\"%s\": a duration above 0 and up to 1h", v);
+            x->timeout = 5;
+        }
+    }
+    if ((v = conf_executor_attr(cfg, "retries"))) {
+        char *end;
+        long r = strtol(v, &end, 10);
+        if (*end || end == v || r < 0 || r > 20)
+            CONF_ERR("retries=\"%s\": a number from 0 to 20", v);
+        else
+            x->retries = (int)r;
+    }
+    if ((v = conf_executor_attr(cfg, "base-oid")) &&
+        (!parse_oid(v, strlen(v), x->base, &x->base_len) || x->base_len > MAX_OID_LEN - 8))
+        CONF_ERR("base-oid=\"%s\": a numeric OID such as 1.3.6.1.4.1.32473", v);
+    if ((v = conf_executor_attr(cfg, "trap-oid")))
+        x->trap_oid = conf_template(v, "trap-oid", file, cfg->line, x->name, err);
+    if ((v = conf_executor_attr(cfg, "clear-trap-oid")))
+        x->clear_oid = conf_template(v, "clear-trap-oid", file, cfg->line, x->name, err);
+
+    if (x->version == SNMP_VERSION_2c) {
+        for (j = 0; j < sizeof(v3_attrs) / sizeof(v3_attrs[0]); j++)
+            if (conf_executor_attr(cfg, v3_attrs[j]))
+                CONF_ERR("%s is an SNMPv3 setting (add version=\"3\")", v3_attrs[j]);
+        if (!conf_executor_attr(cfg, "community-file") && !conf_executor_attr(cfg, "community-env"))
+            CONF_ERR("community-file or community-env is required for SNMPv2c");
+        else
+            community = executor_secret(cfg, "community", file, err);
+    } else {
+        if (conf_executor_attr(cfg, "community-file") || conf_executor_attr(cfg, "community-env"))
+            CONF_ERR("SNMPv3 uses user and passwords, not a community");
+        if ((v = conf_executor_attr(cfg, "user")) && *v)
+            x->user = xstrdup(v);
+        else
+            CONF_ERR("user is required for SNMPv3");
+        if ((v = conf_executor_attr(cfg, "security-level"))) {
+            if (strcmp(v, "noAuthNoPriv") == 0)
+                x->seclevel = SNMP_SEC_LEVEL_NOAUTH;
+            else if (strcmp(v, "authNoPriv") == 0)
+                x->seclevel = SNMP_SEC_LEVEL_AUTHNOPRIV;
+            else if (strcmp(v, "authPriv") == 0)
+                x->seclevel = SNMP_SEC_LEVEL_AUTHPRIV;
+            else
+                CONF_ERR("security-level=\"%s\": use noAuthNoPriv, authNoPriv or authPriv", v);
+        }
+        if ((v = conf_executor_attr(cfg, "auth-protocol"))) {
+            for (j = 0; j < sizeof(auths) / sizeof(auths[0]); j++)
+                if (strcasecmp(v, auths[j].name) == 0) break;
+            if (j == sizeof(auths) / sizeof(auths[0]))
+                CONF_ERR("auth-protocol=\"%s\": use SHA, SHA-224, SHA-256, SHA-384, SHA-512 or MD5",
+                         v);
+            else
+                auth = &auths[j];
+            x->auth_name = auth->name;
+        }
+        if ((v = conf_executor_attr(cfg, "priv-protocol"))) {
+            if (strcasecmp(v, "AES") == 0 || strcasecmp(v, "AES-128") == 0 ||
+                strcasecmp(v, "AES128") == 0) {
+                x->priv_name = "AES";
+            } else if (strcasecmp(v, "DES") == 0) {
+                priv = usmDESPrivProtocol;
+                priv_len = OID_LENGTH(usmDESPrivProtocol);
+                x->priv_name = "DES";
+            } else {
+                CONF_ERR("priv-protocol=\"%s\": use AES (AES-128) or DES", v);
+            }
+        }
+        if (x->seclevel >= SNMP_SEC_LEVEL_AUTHNOPRIV)
+            auth_pass = conf_password(cfg, "auth-password", file, err);
+        else if (conf_executor_attr(cfg, "auth-password-file") ||
+                 conf_executor_attr(cfg, "auth-password-env"))
+            CONF_ERR("auth-password is not used with security-level=\"noAuthNoPriv\"");
+        if (x->seclevel == SNMP_SEC_LEVEL_AUTHPRIV)
+            priv_pass = conf_password(cfg, "priv-password", file, err);
+        else if (conf_executor_attr(cfg, "priv-password-file") ||
+                 conf_executor_attr(cfg, "priv-password-env"))
+            CONF_ERR("priv-password is only used with security-level=\"authPriv\"");
+        if ((v = conf_executor_attr(cfg, "engine-id"))) {
+            struct buf id = BUF_INIT;
+            if (!parse_hex(v, strlen(v), &id, sizeof(x->engine_id) + 1) || id.len < 5 ||
+                id.len > 32)
+                CONF_ERR("engine-id=\"%s\": 5 to 32 octets in hex, such as 0x80007ed904...", v);
+            else {
+                memcpy(x->engine_id, id.p, id.len);
+                x->engine_id_len = id.len;
+                x->engine_id_origin = "engine-id";
+            }
+            buf_free(&id);
+        } else if (!x->inform) {
+            derive_engine_id(x);
+        }
+    }
+
+    if (err->len == before)
+        open_session(x, cfg, file, err, community, auth_pass, priv_pass, auth, priv, priv_len);
+    if (community) {
+        memset(community, 0, strlen(community));
+        free(community);
+    }
+    if (auth_pass) {
+        memset(auth_pass, 0, strlen(auth_pass));
+        free(auth_pass);
+    }
+    if (priv_pass) {
+        memset(priv_pass, 0, strlen(priv_pass));
+        free(priv_pass);
+    }
+    if (err->len != before) {
+        exec_free(x);
+        return NULL;
+    }
+    if (x->fd < 0 || uv_poll_init_socket(loop, &x->poll, x->fd) != 0) {
+        CONF_ERR("cannot watch the SNMP socket to %s", x->target);
+        exec_free(x);
+        return NULL;
+    }
+    uv_timer_init(loop, &x->timer);
+    x->poll.data = x->timer.data = x;
+    x->handles = 2;
+    return x;
+}
+
+/* ---- building a notification ---- */
+
+static struct vb *
+vb_add(struct snmp_exec *x, const oid *name, size_t len, char type, const char *label)
+{
+    struct vb *v;
+
+    if (x->nvb == x->capvb) {
+        size_t old = x->capvb;
+        x->vb = xgrow(x->vb, &x->capvb, x->nvb + 1, sizeof(*x->vb));
+        memset(x->vb + old, 0, (x->capvb - old) * sizeof(*x->vb));
+    }
+    v = &x->vb[x->nvb++];
+    memcpy(v->name, name, len * sizeof(oid));
+    v->len = len;
+    v->type = type;
+    v->label = label;
+    v->index = 0;
+    buf_reset(&v->bytes);
+    v->num = 0;
+    v->olen = 0;
+    return v;
+}
+
+/* Converts template output s into v's value; returns why it cannot, or NULL. */
+static const char *
+varbind_error(char type, const char *s, size_t n, struct vb *v)
+{
+    switch (type) {
+    case 's': put_text(&v->bytes, s, n); return NULL;
+    case 'x': return parse_hex(s, n, &v->bytes, VALUE_MAX) ? NULL : "not hex octets";
+    case 'i': return parse_long(s, n, true, &v->num) ? NULL : "not a 32-bit integer";
+    case 'u':
+    case 'c':
+    case 't': return parse_long(s, n, false, &v->num) ? NULL : "not an unsigned 32-bit number";
+    case 'o': trim(&s, &n); return parse_oid(s, n, v->oval, &v->olen) ? NULL : "not a numeric OID";
+    case 'a': {
+        char tmp[INET_ADDRSTRLEN];
+        struct in_addr a;
+        trim(&s, &n);
+        if (n >= sizeof(tmp)) return "not an IPv4 address";
+        memcpy(tmp, s, n);
+        tmp[n] = '\0';
+        if (inet_pton(AF_INET, tmp, &a) != 1) return "not an IPv4 address";
+        v->ip = a.s_addr;
+        return NULL;
+    }
+    }
+    return "unknown type";
+}
+
+/* Evaluates a trap-oid template into the trap OID; returns an error or NULL. */
+static const char *
+eval_trap_oid(struct snmp_exec *x, const struct tpl *t, const struct tpl_env *env, struct vb *v)
+{
+    const char *s;
+    size_t n;
+
+    buf_reset(&x->scratch);
+    tpl_eval(t, env, &x->scratch);
+    s = x->scratch.p;
+    n = x->scratch.len;
+    trim(&s, &n);
+    if (!parse_oid(s, n, v->oval, &v->olen)) return "the trap-oid template gives no numeric OID";
+    return NULL;
+}
+
+static void
+add_text_field(struct snmp_exec *x, enum field f, const char *s, size_t n)
+{
+    oid name[MAX_OID_LEN];
+    struct vb *v;
+
+    memcpy(name, x->base, x->base_len * sizeof(oid));
+    name[x->base_len] = 1;
+    name[x->base_len + 1] = (oid)f;
+    name[x->base_len + 2] = 0;
+    v = vb_add(x, name, x->base_len + 3, 's', field_label[f]);
+    put_text(&v->bytes, s ? s : "", s ? n : 0);
+}
+
+static bool
+is_fixed(const struct snmp_exec *x, nv_handle h)
+{
+    return h == NV_MESSAGE || h == NV_HOST || h == NV_PROGRAM || h == NV_CLASS || h == NV_RULE_ID ||
+           h == NV_CONTEXT_ID || h == x->h_alert_id || h == x->h_severity;
+}
+
+/*
+ * Fills x->vb with the notification for a: sysUpTime.0, snmpTrapOID.0, the
+ * eight CORRAL-MIB objects, the message's other values as corralAlertValue.N,
+ * with <varbind> elements replacing a default varbind of the same OID or
+ * coming last.  Returns an error (the alert can never be sent) or NULL.
+ */
+static const char *
+build(struct snmp_exec *x, const struct alert *a)
+{
+    struct tpl_env env;
+    struct msg *m = a->msg;
+    const char *s, *why;
+    size_t n, i, j, count, total;
+    oid name[MAX_OID_LEN];
+    struct vb *v;
+    bool clear = a->severity && strcasecmp(a->severity, "clear") == 0;
+    uint64_t ticks = (uv_hrtime() - started_ns) / 10000000u;
+
+    tpl_env_single(&env, &a->msg);
+    x->nvb = 0;
+    v = vb_add(x, sys_uptime_oid, OID_LENGTH(sys_uptime_oid), 't', "sysUpTime.0");
+    v->num = (long)(ticks & 0xffffffffu);
+    v = vb_add(x, trap_oid_oid, OID_LENGTH(trap_oid_oid), 'o', "snmpTrapOID.0");
+    if (clear && (x->clear_oid || x->trap_oid)) {
+        if ((why = eval_trap_oid(x, x->clear_oid ? x->clear_oid : x->trap_oid, &env, v)))
+            return why;
+    } else if (!clear && x->trap_oid) {
+        if ((why = eval_trap_oid(x, x->trap_oid, &env, v))) return why;
+    } else {
+        memcpy(v->oval, x->base, x->base_len * sizeof(oid));
+        v->oval[x->base_len] = 0;
+        v->oval[x->base_len + 1] = clear ? 2 : 1;
+        v->olen = x->base_len + 2;
+    }
+
+    s = msg_get(m, NV_MESSAGE, &n);
+    add_text_field(x, F_TEXT, s, n);
+    s = msg_get(m, NV_HOST, &n);
+    add_text_field(x, F_HOST, s, n);
+    s = msg_get(m, NV_PROGRAM, &n);
+    add_text_field(x, F_PROGRAM, s, n);
+    s = msg_get(m, NV_CLASS, &n);
+    add_text_field(x, F_CLASS, s, n);
+    s = msg_get(m, NV_RULE_ID, &n);
+    add_text_field(x, F_RULE_ID, s, n);
+    s = msg_get(m, NV_CONTEXT_ID, &n);
+    add_text_field(x, F_CONTEXT_ID, s, n);
+    add_text_field(x, F_ALERT_ID, a->id, a->id ? strlen(a->id) : 0);
+    memcpy(name, x->base, x->base_len * sizeof(oid));
+    name[x->base_len] = 1;
+    name[x->base_len + 1] = F_SEVERITY;
+    name[x->base_len + 2] = 0;
+    v = vb_add(x, name, x->base_len + 3, 'i', field_label[F_SEVERITY]);
+    v->num = severity_number(a->severity);
+
+    for (i = 0, count = 0, total = 0; x->values && i < msg_nvalues(m) && count < VALUES_MAX; i++) {
+        nv_handle h = msg_value_at(m, i, &s, &n);
+        const char *nm;
+        size_t nlen, start;
+        if (is_fixed(x, h) || !(nm = nv_name(h, &nlen))) continue;
+        count++;
+        name[x->base_len + 1] =
+            9; /* corralAlertValueTable.corralAlertValueEntry.corralAlertValue */
+        name[x->base_len + 2] = 1;
+        name[x->base_len + 3] = 2;
+        name[x->base_len + 4] = (oid)count;
+        v = vb_add(x, name, x->base_len + 5, 's', "corralAlertValue");
+        v->index = (unsigned)count;
+        start = v->bytes.len;
+        put_clean(&v->bytes, nm, nlen, VALUE_MAX + 8);
+        buf_putc(&v->bytes, '=');
+        put_clean(&v->bytes, s, n, start + VALUE_MAX + 8);
+        truncate_text(&v->bytes, start);
+        total += v->bytes.len;
+        if (total > VALUES_BYTES_MAX) {
+            x->nvb--; /* this one and the rest stay out */
+            break;
+        }
+    }
+
+    for (i = 0; i < x->nvbs; i++) {
+        const struct vb_conf *c = &x->vbs[i];
+        for (j = 2; j < x->nvb; j++)
+            if (x->vb[j].len == c->len && memcmp(x->vb[j].name, c->name, c->len * sizeof(oid)) == 0)
+                break;
+        if (j < x->nvb) {
+            v = &x->vb[j];
+            v->type = c->type;
+            buf_reset(&v->bytes);
+        } else {
+            v = vb_add(x, c->name, c->len, c->type, NULL);
+        }
+        buf_reset(&x->scratch);
+        tpl_eval(c->value, &env, &x->scratch);
+        if ((why = varbind_error(c->type, x->scratch.p ? x->scratch.p : "", x->scratch.len, v))) {
+            buf_reset(&x->scratch);
+            buf_puts(&x->scratch, "<varbind oid=\"");
+            put_oid(&x->scratch, c->name, c->len);
+            buf_printf(&x->scratch, "\"> value: %s", why);
+            return buf_str(&x->scratch);
+        }
+    }
+    return NULL;
+}
+
+static netsnmp_pdu *
+make_pdu(struct snmp_exec *x)
+{
+    netsnmp_pdu *pdu = snmp_pdu_create(x->inform ? SNMP_MSG_INFORM : SNMP_MSG_TRAP2);
+    size_t i;
+
+    for (i = 0; i < x->nvb; i++) {
+        const struct vb *v = &x->vb[i];
+        switch (v->type) {
+        case 's':
+        case 'x':
+            snmp_pdu_add_variable(pdu, v->name, v->len, ASN_OCTET_STR, v->bytes.p ? v->bytes.p : "",
+                                  v->bytes.len);
+            break;
+        case 'i':
+            snmp_pdu_add_variable(pdu, v->name, v->len, ASN_INTEGER, &v->num, sizeof(v->num));
+            break;
+        case 'u':
+        case 'c':
+        case 't': {
+            u_long u = (u_long)v->num;
+            u_char t = v->type == 'u' ? ASN_GAUGE : v->type == 'c' ? ASN_COUNTER : ASN_TIMETICKS;
+            snmp_pdu_add_variable(pdu, v->name, v->len, t, &u, sizeof(u));
+            break;
+        }
+        case 'o':
+            snmp_pdu_add_variable(pdu, v->name, v->len, ASN_OBJECT_ID, v->oval,
+                                  v->olen * sizeof(oid));
+            break;
+        case 'a':
+            snmp_pdu_add_variable(pdu, v->name, v->len, ASN_IPADDRESS, &v->ip, sizeof(v->ip));
+            break;
+        }
+    }
+    return pdu;
+}
+
+/* ---- the loop side ---- */
+
+static void after(struct snmp_exec *x);
+
+static void
+list_remove(struct pending **head, struct pending *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        *head = p->next;
+    if (p->next) p->next->prev = p->prev;
+    p->next = p->prev = NULL;
+}
+
+static void
+list_push(struct pending **head, struct pending *p)
+{
+    p->prev = NULL;
+    p->next = *head;
+    if (*head) (*head)->prev = p;
+    *head = p;
+}
+
+static void
+pending_free(struct pending *p)
+{
+    if (p->pdu) snmp_free_pdu(p->pdu);
+    free(p->reason);
+    free(p);
+}
+
+/*
+ * Records the outcome; done() is called from after(), once net-snmp has
+ * returned, so that a queue delivering the next alert from done() never
+ * re-enters net-snmp from inside one of its callbacks.
+ */
+static void
+finish(struct pending *p, enum deliver_result r, const char *reason)
+{
+    struct snmp_exec *x = p->x;
+
+    if (p->state == P_DONE) return;
+    list_remove(p->state == P_SENT ? &x->sent : &x->waiting, p);
+    p->state = P_DONE;
+    p->result = r;
+    p->reason = reason ? xstrdup(reason) : NULL;
+    p->next = NULL;
+    if (x->completed_tail)
+        x->completed_tail->next = p;
+    else
+        x->completed = p;
+    x->completed_tail = p;
+}
+
+static const char *
+error_text(struct snmp_exec *x, char *buf, size_t size, const char *what, int snmp_err)
+{
+    netsnmp_session *s = snmp_sess_session(x->sess);
+    int e = snmp_err ? snmp_err : s->s_snmp_errno;
+
+    if (e == SNMPERR_BAD_SENDTO && s->s_errno)
+        snprintf(buf, size, "%s to %s: %s (%s)", what, x->target, snmp_api_errstring(e),
+                 strerror(s->s_errno));
+    else
+        snprintf(buf, size, "%s to %s: %s", what, x->target, snmp_api_errstring(e));
+    return buf;
+}
+
+static int
+on_inform(int op, netsnmp_session *sp, int reqid, netsnmp_pdu *pdu, void *magic)
+{
+    struct pending *p = magic;
+    struct snmp_exec *x = p->x;
+    char why[256];
+
+    (void)reqid;
+    if (x->closing) {
+        /* snmp_sess_close() times out what is left; close() frees it */
+        return 1;
+    }
+    switch (op) {
+    case NETSNMP_CALLBACK_OP_RESEND:
+    case NETSNMP_CALLBACK_OP_CONNECT: return 1; /* news, not an outcome */
+    case NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE:
+        /* a Report: net-snmp resends after notInTimeWindow, or calls back with OP_SEC_ERROR */
+        if (pdu->command == SNMP_MSG_REPORT) return 1;
+        if (pdu->errstat == SNMP_ERR_NOERROR) {
+            finish(p, DELIVER_OK, NULL);
+        } else {
+            snprintf(why, sizeof(why), "inform to %s answered with error %s", x->target,
+                     snmp_errstring((int)pdu->errstat));
+            finish(p, DELIVER_RETRY, why);
+        }
+        break;
+    case NETSNMP_CALLBACK_OP_TIMED_OUT:
+        snprintf(why, sizeof(why), "inform to %s: no acknowledgement after %d tries of %gs",
+                 x->target, x->retries + 1, x->timeout);
+        finish(p, DELIVER_RETRY, why);
+        break;
+    case NETSNMP_CALLBACK_OP_SEC_ERROR:
+        if (pdu && pdu->command == SNMP_MSG_REPORT) {
+            int type = snmpv3_get_report_type(pdu);
+            if (type == SNMPERR_UNKNOWN_ENG_ID && !x->engine_id_len) {
+                /* the receiver's engine changed: discover it again next time */
+                x->engine_known = false;
+            }
+            finish(p, DELIVER_RETRY, error_text(x, why, sizeof(why), "SNMPv3 inform", type));
+        } else {
+            finish(p, DELIVER_RETRY, error_text(x, why, sizeof(why), "SNMPv3 inform", 0));
+        }
+        (void)sp;
+        break;
+    default: finish(p, DELIVER_RETRY, error_text(x, why, sizeof(why), "inform", 0)); break;
+    }
+    return 1;
+}
+
+/* Sends a built inform; the outcome arrives in on_inform(). */
+static void
+send_inform(struct snmp_exec *x, struct pending *p)
+{
+    netsnmp_pdu *pdu = p->pdu;
+    char why[256];
+
+    p->pdu = NULL;
+    list_remove(&x->waiting, p);
+    p->state = P_SENT;
+    list_push(&x->sent, p);
+    if (!snmp_sess_async_send(x->sess, pdu, on_inform, p)) {
+        int e = snmp_sess_session(x->sess)->s_snmp_errno;
+        snmp_free_pdu(pdu);
+        /* on_inform may have been told already; if not, say why here */
+        finish(p, e == SNMPERR_TOO_LONG ? DELIVER_FAIL : DELIVER_RETRY,
+               error_text(x, why, sizeof(why), "inform", 0));
+    }
+}
+
+static void
+fail_waiting(struct snmp_exec *x, const char *why)
+{
+    while (x->waiting) finish(x->waiting, DELIVER_RETRY, why);
+}
+
+/*
+ * The probe's callbacks.  For the Report that answers it net-snmp calls
+ * back twice, OP_SEC_ERROR ("unknown engine id") and OP_RECEIVED_MESSAGE,
+ * in an order that differs between upstream and Debian's 5.9.3 (patch
+ * do_not_callback_for_failed_reports); so every call is handled on its
+ * own and any of them may be the last.
+ */
+static int
+on_probe(int op, netsnmp_session *sp, int reqid, netsnmp_pdu *pdu, void *magic)
+{
+    struct snmp_exec *x = magic;
+    char why[256];
+
+    (void)reqid;
+    if (op == NETSNMP_CALLBACK_OP_RESEND || op == NETSNMP_CALLBACK_OP_CONNECT) return 1;
+    if (x->closing) return 1; /* snmp_sess_close() times the probe out */
+    if (pdu && pdu->command == SNMP_MSG_REPORT && pdu->securityEngineIDLen && !x->engine_known) {
+        /*
+         * The Report names the receiver's engine.  Taking it here (net-snmp
+         * would too, but only after the callbacks) lets the USM entry with
+         * keys localized to that engine be made before the informs go out.
+         */
+        sp->securityEngineID = netsnmp_memdup(pdu->securityEngineID, pdu->securityEngineIDLen);
+        sp->securityEngineIDLen = pdu->securityEngineIDLen;
+        if (!sp->contextEngineIDLen) {
+            sp->contextEngineID = netsnmp_memdup(pdu->securityEngineID, pdu->securityEngineIDLen);
+            sp->contextEngineIDLen = pdu->securityEngineIDLen;
+        }
+        usm_acquire(x);
+        x->engine_known = true;
+    }
+    if (!x->probing) return 1;
+    x->probing = false;
+    if (!x->engine_known) {
+        free(x->probe_error);
+        x->probe_error =
+            xstrdup(error_text(x, why, sizeof(why), "SNMPv3 engine discovery",
+                               op == NETSNMP_CALLBACK_OP_TIMED_OUT ? SNMPERR_TIMEOUT : 0));
+    }
+    return 1;
+}
+
+/* RFC 3414 4: an unauthenticated request with an empty engine id; the Report names it. */
+static void
+start_probe(struct snmp_exec *x)
+{
+    netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GET);
+    netsnmp_session *s = snmp_sess_session(x->sess);
+    char why[256];
+
+    /* a previous engine's id and USM entry are stale once we probe again */
+    if (s->securityEngineIDLen) {
+        usm_release(x);
+        SNMP_FREE(s->securityEngineID);
+        s->securityEngineIDLen = 0;
+        SNMP_FREE(s->contextEngineID);
+        s->contextEngineIDLen = 0;
+    }
+    pdu->version = SNMP_VERSION_3;
+    pdu->securityName = strdup("");
+    pdu->securityNameLen = 0;
+    pdu->securityLevel = SNMP_SEC_LEVEL_NOAUTH;
+    pdu->securityModel = SNMP_SEC_MODEL_USM;
+    x->probing = true;
+    if (!snmp_sess_async_send(x->sess, pdu, on_probe, x)) {
+        snmp_free_pdu(pdu);
+        if (x->probing) { /* on_probe was not told */
+            x->probing = false;
+            free(x->probe_error);
+            x->probe_error = xstrdup(error_text(x, why, sizeof(why), "SNMPv3 engine discovery", 0));
+        }
+    }
+}
+
+/* Watches the socket while answers are due, and arms the timer for net-snmp's next deadline. */
+static void on_readable(uv_poll_t *h, int status, int events);
+static void on_timer(uv_timer_t *t);
+
+static void
+reschedule(struct snmp_exec *x)
+{
+    netsnmp_large_fd_set fds;
+    struct timeval tv = {0, 0};
+    int numfds = 0, block = 1;
+
+    if (x->closing) return;
+    if (!x->sent && !x->probing) {
+        if (x->polling) uv_poll_stop(&x->poll);
+        x->polling = false;
+        uv_timer_stop(&x->timer);
+        return;
+    }
+    if (!x->polling) uv_poll_start(&x->poll, UV_READABLE, on_readable);
+    x->polling = true;
+    netsnmp_large_fd_set_init(&fds, x->fd + 1);
+    snmp_sess_select_info2_flags(x->sess, &numfds, &fds, &tv, &block, NETSNMP_SELECT_NOALARMS);
+    netsnmp_large_fd_set_cleanup(&fds);
+    if (block) {
+        uv_timer_stop(&x->timer);
+    } else {
+        /* rounded up: a timer that fires early would find nothing due and spin */
+        uint64_t ms = (uint64_t)tv.tv_sec * 1000 + ((uint64_t)tv.tv_usec + 999) / 1000 + 1;
+        uv_timer_start(&x->timer, on_timer, ms, 0);
+    }
+}
+
+/*
+ * Runs after every entry point: sends the informs that waited for the
+ * engine id, reports what finished, and re-arms the poll and the timer.
+ */
+static void
+after(struct snmp_exec *x)
+{
+    struct pending *p;
+
+    if (x->in_after) {
+        x->again = true;
+        return;
+    }
+    x->in_after = true;
+    do {
+        x->again = false;
+        if (!x->closing && x->waiting) {
+            if (x->engine_known) {
+                while (x->waiting && !x->closing) send_inform(x, x->waiting);
+            } else if (x->probe_error) {
+                /* one failed discovery fails the informs that waited for it, no more */
+                fail_waiting(x, x->probe_error);
+                free(x->probe_error);
+                x->probe_error = NULL;
+            } else if (!x->probing) {
+                start_probe(x);
+                x->again = true;
+            }
+        } else {
+            free(x->probe_error);
+            x->probe_error = NULL;
+        }
+        while (!x->closing && (p = x->completed)) {
+            x->completed = p->next;
+            if (!x->completed) x->completed_tail = NULL;
+            p->done(p->token, p->result, p->reason);
+            pending_free(p);
+        }
+    } while (x->again && !x->closing);
+    x->in_after = false;
+    reschedule(x);
+}
+
+static void
+on_readable(uv_poll_t *h, int status, int events)
+{
+    struct snmp_exec *x = h->data;
+    netsnmp_large_fd_set fds;
+
+    (void)status;
+    (void)events;
+    if (x->closing) return;
+    netsnmp_large_fd_set_init(&fds, x->fd + 1);
+    NETSNMP_LARGE_FD_SET(x->fd, &fds);
+    snmp_sess_read2(x->sess, &fds);
+    netsnmp_large_fd_set_cleanup(&fds);
+    after(x);
+}
+
+static void
+on_timer(uv_timer_t *t)
+{
+    struct snmp_exec *x = t->data;
+
+    if (x->closing) return;
+    snmp_sess_timeout(x->sess); /* resends, or OP_TIMED_OUT once retries are spent */
+    after(x);
+}
+
+static void
+exec_deliver(void *impl, const struct alert *a, deliver_done_fn done, void *token)
+{
+    struct snmp_exec *x = impl;
+    const char *why;
+    netsnmp_pdu *pdu;
+    struct pending *p;
+    char buf[512];
+
+    if (x->closing) {
+        done(token, DELIVER_RETRY, "executor closing");
+        return;
+    }
+    if ((why = build(x, a))) {
+        /* why lives in x->scratch, which a delivery started from done() would reuse */
+        snprintf(buf, sizeof(buf), "%s", why);
+        done(token, DELIVER_FAIL, buf);
+        return;
+    }
+    pdu = make_pdu(x);
+    if (!x->inform) {
+        if (snmp_sess_async_send(x->sess, pdu, NULL, NULL)) {
+            done(token, DELIVER_OK, NULL); /* a trap is done once the socket has it */
+        } else {
+            int e = snmp_sess_session(x->sess)->s_snmp_errno;
+            snmp_free_pdu(pdu);
+            done(token, e == SNMPERR_TOO_LONG ? DELIVER_FAIL : DELIVER_RETRY,
+                 error_text(x, buf, sizeof(buf), "trap", 0));
+        }
+        return;
+    }
+    p = xcalloc(1, sizeof(*p));
+    p->x = x;
+    p->state = P_WAITING;
+    p->pdu = pdu;
+    p->done = done;
+    p->token = token;
+    list_push(&x->waiting, p);
+    after(x);
+}
+
+/* ---- render ---- */
+
+static void
+put_quoted(struct buf *out, const struct buf *b)
+{
+    size_t i;
+
+    buf_putc(out, '"');
+    for (i = 0; i < b->len; i++) {
+        if (b->p[i] == '"' || b->p[i] == '\\') buf_putc(out, '\\');
+        buf_putc(out, b->p[i]);
+    }
+    buf_putc(out, '"');
+}
+
+static void
+put_engine_id(struct buf *out, const u_char *id, size_t len)
+{
+    size_t i;
+
+    buf_puts(out, "0x");
+    for (i = 0; i < len; i++) buf_printf(out, "%02x", id[i]);
+}
+
+static void
+exec_render(void *impl, const struct alert *a, struct buf *out)
+{
+    struct snmp_exec *x = impl;
+    const char *why;
+    size_t i;
+
+    buf_printf(out, "snmp %s: %s %s to %s\n", x->name,
+               x->version == SNMP_VERSION_3 ? "SNMPv3" : "SNMPv2c", x->inform ? "inform" : "trap",
+               x->target);
+    if (x->version == SNMP_VERSION_3) {
+        static const char *const levels[] = {"", "noAuthNoPriv", "authNoPriv", "authPriv"};
+        buf_printf(out, "security: user %s, %s", x->user, levels[x->seclevel]);
+        if (x->seclevel >= SNMP_SEC_LEVEL_AUTHNOPRIV) buf_printf(out, ", auth %s", x->auth_name);
+        if (x->seclevel == SNMP_SEC_LEVEL_AUTHPRIV) buf_printf(out, ", priv %s", x->priv_name);
+        buf_putc(out, '\n');
+        buf_puts(out, "engine-id: ");
+        if (x->engine_id_len) {
+            put_engine_id(out, x->engine_id, x->engine_id_len);
+            buf_printf(out, " (%s)\n", x->engine_id_origin);
+        } else {
+            buf_puts(out, "the receiver's, discovered\n");
+        }
+    }
+    if ((why = build(x, a))) {
+        buf_printf(out, "error: %s (the alert would go to the dead letters)\n", why);
+        return;
+    }
+    for (i = 0; i < x->nvb; i++) {
+        const struct vb *v = &x->vb[i];
+        buf_puts(out, "varbind: ");
+        put_oid(out, v->name, v->len);
+        buf_printf(out, " %c ", v->type);
+        switch (v->type) {
+        case 's': put_quoted(out, &v->bytes); break;
+        case 'x': {
+            size_t k;
+            for (k = 0; k < v->bytes.len; k++)
+                buf_printf(out, "%02x", (unsigned char)v->bytes.p[k]);
+            break;
+        }
+        case 'i':
+            buf_printf(out, "%ld", v->num);
+            if (v->label == field_label[F_SEVERITY] && v->num >= 1 && v->num <= 6)
+                buf_printf(out, " (%s)", severities[v->num - 1]);
+            break;
+        case 'u':
+        case 'c': buf_printf(out, "%lu", (unsigned long)v->num); break;
+        case 't':
+            if (i == 0)
+                buf_puts(out, "(uptime when sent)");
+            else
+                buf_printf(out, "%lu", (unsigned long)v->num);
+            break;
+        case 'o':
+            put_oid(out, v->oval, v->olen);
+            if (i == 1 && v->olen == x->base_len + 2 &&
+                memcmp(v->oval, x->base, x->base_len * sizeof(oid)) == 0 &&
+                v->oval[x->base_len] == 0 && v->oval[x->base_len + 1] <= 2 &&
+                v->oval[x->base_len + 1] >= 1)
+                buf_puts(out, v->oval[x->base_len + 1] == 1 ? " (corralAlert)" : " (corralClear)");
+            break;
+        case 'a': {
+            char tmp[INET_ADDRSTRLEN];
+            struct in_addr ia;
+            ia.s_addr = v->ip;
+            buf_puts(out, inet_ntop(AF_INET, &ia, tmp, sizeof(tmp)) ? tmp : "?");
+            break;
+        }
+        }
+        if (v->label) {
+            buf_printf(out, " # %s", v->label);
+            if (v->index)
+                buf_printf(out, ".%u", v->index);
+            else if (i >= 2)
+                buf_puts(out, ".0");
+        }
+        buf_putc(out, '\n');
+    }
+}
+
+/* ---- close ---- */
+
+static void
+exec_free(struct snmp_exec *x)
+{
+    size_t i;
+
+    if (x->sess) {
+        usm_release(x);
+        x->closing = true;
+        snmp_sess_close(x->sess);
+    }
+    while (x->sent) {
+        struct pending *p = x->sent;
+        list_remove(&x->sent, p);
+        pending_free(p);
+    }
+    while (x->waiting) {
+        struct pending *p = x->waiting;
+        list_remove(&x->waiting, p);
+        pending_free(p);
+    }
+    while (x->completed) {
+        struct pending *p = x->completed;
+        x->completed = p->next;
+        pending_free(p);
+    }
+    for (i = 0; i < x->nvbs; i++) tpl_free(x->vbs[i].value);
+    free(x->vbs);
+    for (i = 0; i < x->capvb; i++) buf_free(&x->vb[i].bytes);
+    free(x->vb);
+    tpl_free(x->trap_oid);
+    tpl_free(x->clear_oid);
+    buf_free(&x->scratch);
+    free(x->probe_error);
+    free(x->name);
+    free(x->target);
+    free(x->user);
+    free(x);
+}
+
+static void
+handle_closed(uv_handle_t *h)
+{
+    struct snmp_exec *x = h->data;
+    void (*done)(void *) = x->closed;
+    void *arg = x->closed_arg;
+
+    if (--x->handles > 0) return;
+    exec_free(x);
+    if (done) done(arg);
+}
+
+/* Informs not yet acknowledged are abandoned: they stay in the queue's spool. */
+static void
+exec_close(void *impl, void (*done)(void *arg), void *arg)
+{
+    struct snmp_exec *x = impl;
+
+    x->closing = true;
+    x->closed = done;
+    x->closed_arg = arg;
+    /* stop watching before net-snmp closes the socket */
+    uv_close((uv_handle_t *)&x->poll, handle_closed);
+    uv_close((uv_handle_t *)&x->timer, handle_closed);
+}
+
+static unsigned
+exec_max_inflight(void *impl)
+{
+    (void)impl;
+    return INFLIGHT_MAX;
+}
+
+const struct executor_kind snmp_executor = {
+    "snmp", exec_open, exec_deliver, exec_render, exec_close, exec_max_inflight,
+};
