@@ -749,7 +749,7 @@ queue_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fi
     q->dedupe_key = attr_template(cfg, "dedupe-key", "${.classifier.rule_id}|${HOST}|${MESSAGE}",
                                   conf_file, err);
     q->alert_id = attr_template(cfg, "alert-id",
-                                "${corral.alert_id:-${.classifier.rule_id}/${HOST}/${.classifier.context_id}}",
+                                "$(or ${corral.alert_id} \"${.classifier.rule_id}/${HOST}/${.classifier.context_id}\")",
                                 conf_file, err);
     q->severity = attr_template(cfg, "severity", "${corral.severity:-warning}", conf_file, err);
     if ((v = conf_executor_attr(cfg, "dead-letter")))

@@ -7,6 +7,7 @@
 #ifndef CORRAL_INPUT_H
 #define CORRAL_INPUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -39,6 +40,10 @@ struct input *input_open(struct server *srv, uv_loop_t *loop, const struct conf_
 void input_close(struct input *in);
 const char *input_name(const struct input *in);
 const struct input_stats *input_get_stats(const struct input *in);
+/* Applies new limits (max-connections, idle-timeout, max-message-size) to a kept input. */
+void input_set_limits(struct input *in, const struct conf *conf);
+/* True when the input has ended for good (stdin at its end). */
+bool input_finished(const struct input *in);
 /* True when the input is configured as ci says (kept across a reload). */
 int input_same(const struct input *in, const struct conf_input *ci);
 

@@ -533,16 +533,26 @@ server_reload(struct server *s, struct conf *conf, struct buf *report)
     s->queues = queues;
     s->qnames = qnames;
     s->nqueues = conf->nexecutors;
-    /* inputs: keep those configured the same (they may hold privileged ports) */
+    /*
+     * inputs: keep those configured the same (they may hold privileged ports);
+     * close the others before opening new ones, which may want the same address
+     */
     inputs = xcalloc(conf->ninputs + 1, sizeof(*inputs));
-    for (i = 0; i < conf->ninputs; i++) {
-        struct input *in = NULL;
+    for (i = 0; i < conf->ninputs; i++)
         for (j = 0; j < s->ninputs; j++)
             if (s->inputs[j] && input_same(s->inputs[j], &conf->inputs[i])) {
-                in = s->inputs[j];
+                inputs[i] = s->inputs[j];
                 s->inputs[j] = NULL;
+                input_set_limits(inputs[i], conf);
                 break;
             }
+    for (j = 0; j < s->ninputs; j++)
+        if (s->inputs[j]) {
+            buf_printf(report, "input closed: %s\n", input_name(s->inputs[j]));
+            input_close(s->inputs[j]);
+        }
+    for (i = 0; i < conf->ninputs; i++) {
+        struct input *in = inputs[i];
         if (!in) {
             buf_reset(&err);
             in = input_open(s, s->loop, &conf->inputs[i], conf, &err);
@@ -555,11 +565,6 @@ server_reload(struct server *s, struct conf *conf, struct buf *report)
         }
         inputs[ninputs++] = in;
     }
-    for (j = 0; j < s->ninputs; j++)
-        if (s->inputs[j]) {
-            buf_printf(report, "input closed: %s\n", input_name(s->inputs[j]));
-            input_close(s->inputs[j]);
-        }
     free(s->inputs);
     s->inputs = inputs;
     s->ninputs = ninputs;

@@ -11,6 +11,26 @@
  * Contexts live in a chained hash table keyed by scope fields and id; their
  * timers are embedded in them (timerwheel.c).  A context stores compact
  * copies of its messages.
+ *
+ * tests/compat/corr_diff.py compares this engine with syslog-ng 3.38's
+ * pdbtool on random scenarios.  Behaviours of 3.38 kept on purpose, as they
+ * are deterministic: contexts due in the same second fire in the order they
+ * entered that second (arm()); timeout actions run with the clock at the
+ * context's target (action_now()); a create-context over an open context
+ * detaches it, and an expiring context detaches whatever holds its key
+ * (detach()); pdbtool's final expiry steps through time (corr_expire_all()).
+ *
+ * syslog-ng bugs that corral does not copy (the tests avoid them):
+ *   - rate="N/S" with N > 256*S: syslog-ng dies of a division by zero at the
+ *     second run of the action; corral refills elapsed*N/S (rate_allows()).
+ *   - a context created with timeout 0 by a timeout action: syslog-ng puts
+ *     it in the timer slot being fired and loses it (it never fires, pdbtool
+ *     never ends, a message joining it corrupts the timer lists); corral
+ *     fires it a second later (arm()).
+ *   - a timeout action that creates a context of its own rule repeats for
+ *     ever: pdbtool never ends; corral's final expiry stops after a bound.
+ * A difference of corral's own: generated messages from a context carry its
+ * .classifier.context_id (run_actions()).
  */
 #include "corr.h"
 #include "filter.h"
@@ -78,7 +98,7 @@ struct corr {
     uint64_t firing;
 
     struct corr_stats stats;
-    struct msg **env;   /* scratch: a context's messages plus one */
+    struct msg **env; /* scratch: a context's messages plus one */
     size_t capenv;
     struct buf id, key; /* scratch */
     struct buf value;
@@ -113,8 +133,7 @@ clock_now(const struct corr *c)
     return c->opts.clock ? c->opts.clock(c->opts.arg) : real_clock(NULL);
 }
 
-static void
-logf_(struct corr *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct corr *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
 logf_(struct corr *c, const char *fmt, ...)
@@ -238,9 +257,9 @@ key_from_msg(struct key *k, enum pdb_scope scope, const struct msg *m, const cha
     k->id = id;
     k->idlen = idlen;
     switch (scope) {
-    case PDB_SCOPE_PROCESS: k->pid = field(m, NV_PID, &k->pidlen); /* fall through */
+    case PDB_SCOPE_PROCESS: k->pid = field(m, NV_PID, &k->pidlen);       /* fall through */
     case PDB_SCOPE_PROGRAM: k->prog = field(m, NV_PROGRAM, &k->proglen); /* fall through */
-    case PDB_SCOPE_HOST: k->host = field(m, NV_HOST, &k->hostlen); /* fall through */
+    case PDB_SCOPE_HOST: k->host = field(m, NV_HOST, &k->hostlen);       /* fall through */
     case PDB_SCOPE_GLOBAL: break;
     }
 }
@@ -472,7 +491,7 @@ ctx_env(struct corr *c, struct ctx *x, struct msg *extra)
     size_t n = x->nmsgs + (extra ? 1 : 0);
 
     c->env = xgrow(c->env, &c->capenv, n, sizeof(*c->env));
-    memcpy(c->env, x->msgs, x->nmsgs * sizeof(*c->env));
+    if (x->nmsgs) memcpy(c->env, x->msgs, x->nmsgs * sizeof(*c->env));
     if (extra) c->env[x->nmsgs] = extra;
     memset(&env, 0, sizeof(env));
     env.msgs = c->env;
@@ -507,7 +526,8 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
     buf_append(&c->id, k.pid, k.pidlen);
     buf_append(&c->id, k.id, k.idlen);
     for (b = c->rates[h & (c->nrates_buckets - 1)]; b; b = b->hnext)
-        if (b->hash == h && b->keylen == c->id.len && memcmp(b->key, c->id.p, b->keylen) == 0) break;
+        if (b->hash == h && b->keylen == c->id.len && memcmp(b->key, c->id.p, b->keylen) == 0)
+            break;
     if (!b) {
         if (c->nrates >= c->opts.max_rate_buckets) {
             c->stats.rate_limited++;
@@ -536,9 +556,15 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
         c->rates[h & (c->nrates_buckets - 1)] = b;
         c->nrates++;
     } else {
-        /* syslog-ng's fixed-point refill: 8 bits of fraction, the clock moves on whole credits */
-        long quantum = ((long)a->rate_s << 8) / (long)a->rate_n;
-        long credits = quantum > 0 ? (long)(((now - b->last_check) << 8) / (uint64_t)quantum) : 0;
+        /*
+         * syslog-ng's fixed-point refill: 8 bits of fraction, the clock moves
+         * on whole credits.  syslog-ng bug: with N > 256*S the quantum is 0
+         * and it dies of a division by zero (SIGFPE); corral refills
+         * elapsed*N/S then.
+         */
+        uint64_t quantum = ((uint64_t)a->rate_s << 8) / a->rate_n;
+        uint64_t elapsed = now > b->last_check ? now - b->last_check : 0;
+        uint64_t credits = quantum ? (elapsed << 8) / quantum : elapsed * a->rate_n / a->rate_s;
         if (credits) {
             uint64_t t = (uint64_t)b->tokens + (uint64_t)credits;
             b->tokens = t > a->rate_n ? a->rate_n : (uint32_t)t;
@@ -605,13 +631,13 @@ generate(struct corr *c, const struct pdb_synth *s, struct ctx *x, struct msg *t
     if (x) {
         const char *p = x->key;
         switch (x->scope) {
-        case PDB_SCOPE_PROCESS: msg_set(gen, NV_PID, p + x->hostlen + x->proglen, x->pidlen); /* fall through */
-        case PDB_SCOPE_PROGRAM: msg_set(gen, NV_PROGRAM, p + x->hostlen, x->proglen); /* fall through */
+        case PDB_SCOPE_PROCESS:
+            msg_set(gen, NV_PID, p + x->hostlen + x->proglen, x->pidlen); /* fall through */
+        case PDB_SCOPE_PROGRAM:
+            msg_set(gen, NV_PROGRAM, p + x->hostlen, x->proglen);  /* fall through */
         case PDB_SCOPE_HOST: msg_set(gen, NV_HOST, p, x->hostlen); /* fall through */
         case PDB_SCOPE_GLOBAL: break;
         }
-        /* corral: a generated message says which context it came from */
-        msg_set(gen, NV_CONTEXT_ID, p + x->hostlen + x->proglen + x->pidlen, x->idlen);
         env = ctx_env(c, x, gen);
     } else {
         struct msg *pair[2] = {trigger, gen};
@@ -665,7 +691,7 @@ create_context(struct corr *c, const struct pdb_rule *rule, const struct pdb_act
         msg_unref(m);
         return;
     }
-    msg_set(m, NV_CONTEXT_ID, x->key + x->hostlen + x->proglen + x->pidlen, x->idlen);
+    /* syslog-ng does not set .classifier.context_id here: back-references see that */
     ctx_append(c, x, m);
     x->rule = rule;
     /* syslog-ng 3.38 arms the new context with the creating rule's timeout */
@@ -693,6 +719,13 @@ run_actions(struct corr *c, const struct pdb_rule *rule, enum pdb_trigger trigge
         if (!rate_allows(c, rule, a, x ? x->msgs[x->nmsgs - 1] : m)) continue;
         if (a->kind == PDB_ACTION_MESSAGE) {
             struct msg *gen = generate(c, &a->message, x, m);
+            /*
+             * corral (not syslog-ng): an emitted message says which context it
+             * came from.  Set last, so that the action's templates and the
+             * messages kept in contexts look exactly as in syslog-ng.
+             */
+            if (x)
+                msg_set(gen, NV_CONTEXT_ID, x->key + x->hostlen + x->proglen + x->pidlen, x->idlen);
             emit(c, gen, CORR_GENERATED, a);
             msg_unref(gen);
         } else {
@@ -727,29 +760,85 @@ expire(struct tw_timer *t, void *arg)
 }
 
 /*
- * (Re)arms a context's timer: alive until now + timeout, gone just after.
- * Integer timeouts count whole seconds, as syslog-ng's timer wheel does:
- * armed at T.xxx with N, alive through second T+N, gone at T+N+1.
+ * Sets the last moment a context armed at now lives and returns its timer's
+ * deadline, just after.  Integer timeouts count whole seconds, as syslog-ng's
+ * timer wheel does: armed at T.xxx with N, alive through second T+N, gone at
+ * T+N+1.
  */
+static uint64_t
+set_target(struct ctx *x, uint64_t now, double timeout)
+{
+    if (timeout == floor(timeout)) {
+        x->target = (now / 1000 + (uint64_t)timeout) * 1000;
+        return x->target + 1000;
+    }
+    x->target = now + (uint64_t)llround(timeout * 1000);
+    return x->target + 1;
+}
+
+/*
+ * Where a timer armed at second now for second target stands among the
+ * timers due in the same second, as in syslog-ng 3.38's wheel: levels of
+ * 1024, 64, 64 and 64 slots (seconds, then 1024 s, ...); a slot's timers fire
+ * in the order they entered it.  A timer due within the current or next
+ * rotation of level 0 goes straight there; a later one waits at a higher level
+ * and is moved down (in its order there) just before its rotation starts,
+ * after the timers armed directly until then.  So the order is: when it
+ * entered level 0, then when it entered level 1; the wheel adds arming order.
+ * Times are doubled so that "just after second s" is 2s+1.
+ */
+static uint64_t
+wheel_order(uint64_t now, uint64_t target)
+{
+    static const unsigned shift[] = {0, 10, 16, 22}, bits[] = {10, 6, 6, 6};
+    uint64_t e0, e1 = 0, rotation = target & ~(uint64_t)1023;
+    int level;
+
+    for (level = 0; level < 4; level++) {
+        uint64_t span = (uint64_t)1 << (shift[level] + bits[level]), mask = (1u << bits[level]) - 1;
+        uint64_t base = now & ~(span - 1);
+        if (target <= base + span) break;
+        if (target < base + 2 * span &&
+            ((now >> shift[level]) & mask) > ((target >> shift[level]) & mask))
+            break;
+    }
+    if (level == 0) {
+        e0 = 2 * now;
+    } else {
+        e0 = 2 * (rotation - 1) + 1;
+        /* from level 2 and up: moved to level 1 a rotation before its block starts */
+        e1 = level == 1 ? 2 * now : 2 * ((target & ~(uint64_t)65535) - 1025) + 1;
+    }
+    /* only ties matter: distances back from the target, reversed */
+    return ((((uint64_t)1 << 24) - (2 * target - e0)) << 32) |
+           (e1 ? ((uint64_t)1 << 32) - 1 - (2 * target - e1) : ((uint64_t)1 << 32) - 1);
+}
+
+/* (Re)arms a context's timer. */
 static void
 arm(struct corr *c, struct ctx *x, double timeout)
 {
-    uint64_t now = action_now(c), dl;
+    uint64_t now = action_now(c), dl = set_target(x, now, timeout), order = 0;
 
-    if (timeout == floor(timeout)) {
-        x->target = (now / 1000 + (uint64_t)timeout) * 1000;
-        dl = x->target + 1000;
-    } else {
-        x->target = now + (uint64_t)llround(timeout * 1000);
-        dl = x->target + 1;
-    }
+    /*
+     * syslog-ng bug: a context a timeout action creates with timeout 0 goes
+     * into the wheel slot being fired and is lost (never fires, pdbtool's
+     * final expiry never ends, a later message joining it corrupts the
+     * wheel).  corral arms it from the wheel's time instead, so it fires in
+     * a later second, never in the batch that made it: a chain of them
+     * cannot spin.
+     */
+    if (c->firing && dl <= tw_now(c->wheel))
+        dl = set_target(x, tw_now(c->wheel), timeout);
+    else if (timeout == floor(timeout))
+        order = wheel_order(now / 1000, x->target / 1000);
     /*
      * syslog-ng fires the contexts due in one second in the order they were
      * put in that second's slot; re-arming to the same second leaves a timer
      * where it is.  The wheel breaks ties by arming order: keep ours.
      */
     if (tw_armed(&x->timer) && x->timer.expires == dl) return;
-    tw_arm(c->wheel, &x->timer, dl);
+    tw_arm_ordered(c->wheel, &x->timer, dl, order);
 }
 
 static void
@@ -791,8 +880,9 @@ corr_expire_all(struct corr *c)
     while (tw_count(c->wheel) && c->stats.contexts_expired - fired < limit)
         tw_advance(c->wheel, tw_next_expiry(c->wheel), expire, c);
     if (!tw_count(c->wheel)) return;
-    logf_(c, "expiring all contexts: stopped after %llu expiries, dropping %zu contexts "
-             "(timeout actions keep creating contexts)",
+    logf_(c,
+          "expiring all contexts: stopped after %llu expiries, dropping %zu contexts "
+          "(timeout actions keep creating contexts)",
           (unsigned long long)limit, c->ncontexts + c->ndetached);
     for (i = 0; i < c->nbuckets; i++)
         while (c->table[i]) ctx_destroy(c, c->table[i]);
@@ -931,13 +1021,13 @@ corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *, 
 
 #define STATE_MAGIC "CORRALST"
 /*
- * Version 2 added each context's target and flags.  Little-endian:
+ * Version 2 added each context's target, timer order and flags.  Little-endian:
  *   "CORRALST" u32 version, u64 now_ms, u64 ncontexts, contexts, u32 crc32
  *   context: u32 scope, bytes host, program, pid, id, rule id, u64 expires_ms,
- *            u64 target_ms, u32 flags, u32 nmsgs, messages
+ *            u64 target_ms, u64 order, u32 flags, u32 nmsgs, messages
  *   (bytes = u32 length + data; contexts in firing order)
  */
-#define STATE_VERSION 2
+#define STATE_VERSION  2
 #define STATE_DETACHED 1u
 
 static uint32_t
@@ -1036,6 +1126,7 @@ by_firing_order(const void *a, const void *b)
     const struct ctx *x = *(struct ctx *const *)a, *y = *(struct ctx *const *)b;
 
     if (x->timer.expires != y->timer.expires) return x->timer.expires < y->timer.expires ? -1 : 1;
+    if (x->timer.order != y->timer.order) return x->timer.order < y->timer.order ? -1 : 1;
     return x->timer.seq < y->timer.seq ? -1 : x->timer.seq > y->timer.seq;
 }
 
@@ -1069,6 +1160,7 @@ corr_save(const struct corr *c, const char *path)
         put_bytes(&b, x->rule ? x->rule->id : "", x->rule ? strlen(x->rule->id) : 0);
         put_u64(&b, x->timer.expires);
         put_u64(&b, x->target);
+        put_u64(&b, x->timer.order);
         put_u32(&b, x->detached ? STATE_DETACHED : 0);
         put_u32(&b, (uint32_t)x->nmsgs);
         for (j = 0; j < x->nmsgs; j++) put_msg(&b, x->msgs[j]);
@@ -1132,7 +1224,8 @@ get_u32(struct reader *r)
         r->bad = true;
         return 0;
     }
-    v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 | (uint32_t)r->p[3] << 24;
+    v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 |
+        (uint32_t)r->p[3] << 24;
     r->p += 4;
     return v;
 }
@@ -1201,7 +1294,7 @@ get_msg(struct reader *r)
 /* A context read from a state file, not yet in the engine. */
 struct loaded {
     struct ctx *x;
-    uint64_t expires;
+    uint64_t expires, order;
 };
 
 /*
@@ -1249,7 +1342,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         size_t rlen, j;
         const char *rid;
         const struct pdb_rule *rule;
-        uint64_t expires, target;
+        uint64_t expires, target, order = 0;
         uint32_t nmsgs, flags = 0;
         struct ctx *x;
         char *id;
@@ -1265,6 +1358,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         /* version 1 lacks the target: whole seconds are by far the most common */
         if (version >= 2) {
             target = get_u64(&r);
+            order = get_u64(&r);
             flags = get_u32(&r);
         } else {
             target = expires % 1000 ? expires - 1 : expires - 1000;
@@ -1294,6 +1388,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         x->detached = (flags & STATE_DETACHED) != 0;
         l = xgrow(l, &capl, nl + 1, sizeof(*l));
         l[nl].x = x;
+        l[nl].order = order;
         l[nl++].expires = expires;
         for (j = 0; j < nmsgs && !r.bad; j++) {
             struct msg *m = get_msg(&r);
@@ -1337,7 +1432,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         } else {
             table_insert(c, x);
         }
-        tw_arm(c->wheel, &x->timer, l[i].expires);
+        tw_arm_ordered(c->wheel, &x->timer, l[i].expires, l[i].order);
         loaded++;
     }
     free(l);

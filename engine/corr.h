@@ -37,9 +37,9 @@ typedef uint64_t (*corr_clock_fn)(void *arg);
 
 struct corr_opts {
     corr_emit_fn emit;
-    corr_log_fn log;  /* may be NULL */
-    corr_clock_fn clock; /* NULL: the real clock */
-    void *arg;           /* passed to the three callbacks */
+    corr_log_fn log;         /* may be NULL */
+    corr_clock_fn clock;     /* NULL: the real clock */
+    void *arg;               /* passed to the three callbacks */
     size_t max_contexts;     /* 0: 1,000,000 */
     size_t max_context_msgs; /* messages kept per context; 0: 10,000 (oldest dropped) */
     size_t max_rate_buckets; /* 0: 1,000,000 */
@@ -48,10 +48,10 @@ struct corr_opts {
 struct corr_stats {
     uint64_t processed, matched, unknown, generated;
     uint64_t contexts_created, contexts_expired, contexts_open;
-    uint64_t contexts_refused;  /* not created: max_contexts reached */
-    uint64_t messages_dropped;  /* dropped from full contexts */
-    uint64_t rate_limited;      /* action runs suppressed by rate= */
-    uint64_t context_bytes;     /* memory held by open contexts */
+    uint64_t contexts_refused; /* not created: max_contexts reached */
+    uint64_t messages_dropped; /* dropped from full contexts */
+    uint64_t rate_limited;     /* action runs suppressed by rate= */
+    uint64_t context_bytes;    /* memory held by open contexts */
 };
 
 struct corr *corr_new(struct pdb *db, const struct corr_opts *opts);
@@ -65,7 +65,12 @@ void corr_process(struct corr *c, struct msg *m);
 
 /* Advances correlation time to the clock (daemon tick), firing due timeouts. */
 void corr_tick(struct corr *c);
-/* Fires every pending timeout now, as pdbtool does at the end of its input. */
+/*
+ * Fires every pending timeout, as pdbtool does at the end of its input: time
+ * steps from deadline to deadline (and stays at the last one), so timeout
+ * actions see their own time and contexts they create expire in turn.  A
+ * chain of contexts creating each other is cut off after a bound (logged).
+ */
 void corr_expire_all(struct corr *c);
 
 /* The correlation time in milliseconds since the epoch. */

@@ -380,7 +380,7 @@ load_action(struct loader *ld, const xmlNode *n, struct pdb_rule *rule)
             const xmlNode *m;
             a->kind = PDB_ACTION_CREATE_CONTEXT;
             have_content = true;
-            a->cc_scope = PDB_SCOPE_PROCESS;
+            a->cc_scope = PDB_SCOPE_GLOBAL; /* syslog-ng 3.38's default for create-context */
             if ((v = attr(c, "context-id"))) {
                 a->cc_id = compile_template(ld, c, "create-context context-id", v);
                 free(v);

@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BITS 6
-#define SLOTS 64
-#define LEVELS 8
-#define DUE LEVELS /* pseudo-level for timers already due */
+#define BITS      6
+#define SLOTS     64
+#define LEVELS    8
+#define DUE       LEVELS /* pseudo-level for timers already due */
 #define SPAN_BITS (BITS * LEVELS)
 
 struct tw {
@@ -129,6 +129,12 @@ place(struct tw *w, struct tw_timer *t)
 void
 tw_arm(struct tw *w, struct tw_timer *t, uint64_t expires)
 {
+    tw_arm_ordered(w, t, expires, 0);
+}
+
+void
+tw_arm_ordered(struct tw *w, struct tw_timer *t, uint64_t expires, uint64_t order)
+{
     uint64_t top = ((w->now >> SPAN_BITS) << SPAN_BITS) | ((1ULL << SPAN_BITS) - 1);
 
     if (tw_armed(t))
@@ -136,6 +142,7 @@ tw_arm(struct tw *w, struct tw_timer *t, uint64_t expires)
     else
         w->count++;
     t->expires = expires > top ? top : expires; /* ~8900 years ahead is as far as it goes */
+    t->order = order;
     t->seq = w->seq++;
     place(w, t);
 }
@@ -192,6 +199,7 @@ by_expiry(const void *a, const void *b)
     const struct tw_timer *x = *(struct tw_timer *const *)a, *y = *(struct tw_timer *const *)b;
 
     if (x->expires != y->expires) return x->expires < y->expires ? -1 : 1;
+    if (x->order != y->order) return x->order < y->order ? -1 : 1;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 

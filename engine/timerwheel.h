@@ -16,8 +16,9 @@
 
 struct tw_timer {
     struct tw_timer *next, *prev;
-    uint64_t expires; /* fires once the wheel's time reaches this */
-    uint64_t seq;     /* arming order: ties fire in the order they were armed */
+    uint64_t expires;    /* fires once the wheel's time reaches this */
+    uint64_t order;      /* ties on expires fire by order, then in arming order */
+    uint64_t seq;        /* arming order */
     int16_t level, slot; /* -1: not armed */
 };
 
@@ -32,14 +33,17 @@ size_t tw_count(const struct tw *w);
 
 void tw_timer_init(struct tw_timer *t);
 bool tw_armed(const struct tw_timer *t);
-/* Arms (or re-arms) a timer to fire at `expires`; a time not after now fires at the next advance. */
+/* Arms (or re-arms) a timer to fire at `expires`; a time not after now fires at the next advance.
+ */
 void tw_arm(struct tw *w, struct tw_timer *t, uint64_t expires);
+/* The same, with an order among timers due at the same time (tw_arm: 0). */
+void tw_arm_ordered(struct tw *w, struct tw_timer *t, uint64_t expires, uint64_t order);
 void tw_cancel(struct tw *w, struct tw_timer *t);
 
 /*
  * Moves time forward to `to` (no-op if not later than now), firing every timer
- * whose time has come in order of expiry, then arming order.  fn may arm and
- * cancel timers, including ones that are due.
+ * whose time has come in order of expiry, then order, then arming order.  fn
+ * may arm and cancel timers, including ones that are due.
  */
 void tw_advance(struct tw *w, uint64_t to, tw_fire_fn fn, void *arg);
 /* Fires every pending timer in order, as if time jumped to infinity (time itself stays). */

@@ -5,11 +5,18 @@
  * stable contract, see json.h), or a template with -T.
  */
 #include "cmd.h"
+#include "conf.h"
 #include "corr.h"
+#include "queue.h"
+#include "route.h"
 #include "json.h"
 #include "syslogfmt.h"
 #include "template.h"
 #include "xalloc.h"
+
+#ifndef CORRAL_SCHEMA
+#define CORRAL_SCHEMA "/usr/share/corral/corrald.xsd"
+#endif
 
 #include <errno.h>
 #include <getopt.h>
@@ -17,12 +24,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum format { FMT_PAIRS, FMT_JSON, FMT_TEMPLATE };
+
+/* --dry-run: the executors of a configuration, rendering instead of sending. */
+struct dryrun {
+    uv_loop_t loop;
+    struct conf *conf;
+    struct queue **queues;
+    const char **names;
+    size_t n;
+    struct router *router;
+};
 
 struct matcher {
     struct pdb *db;
     struct corr *corr;
+    struct dryrun *dry;
     bool failed;      /* writing output failed */
     int64_t fixed_now; /* --now, in ms; 0: the real clock */
     enum format format;
@@ -110,14 +129,86 @@ emit(struct matcher *mt, struct msg *m)
     return flush(mt, false);
 }
 
+struct render {
+    struct matcher *mt;
+    const struct msg *m;
+};
+
+static void
+render_to(size_t index, void *arg)
+{
+    struct render *r = arg;
+    struct dryrun *d = r->mt->dry;
+
+    buf_printf(&r->mt->out, "--- would send through executor %s (%s):\n", d->names[index],
+               conf_executor_type_name(d->conf->executors[index].type));
+    queue_render(d->queues[index], r->m, &r->mt->out);
+    buf_puts(&r->mt->out, "---\n");
+}
+
 static void
 on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action)
 {
     struct matcher *mt = arg;
+    struct render r = {mt, m};
 
     (void)kind;
-    (void)action;
     if (!mt->failed && emit(mt, m) < 0) mt->failed = true;
+    if (mt->dry && !mt->failed) router_route(mt->dry->router, m, action, render_to, &r);
+}
+
+/* Opens the executors and routes of a corrald configuration without sending anything. */
+static struct dryrun *
+dryrun_open(const char *config)
+{
+    struct dryrun *d = xcalloc(1, sizeof(*d));
+    const char *schema = getenv("CORRAL_SCHEMA");
+    struct buf err = BUF_INIT;
+    size_t i;
+
+    if (!schema) schema = access(CORRAL_SCHEMA, R_OK) == 0 ? CORRAL_SCHEMA : "etc/corrald.xsd";
+    uv_loop_init(&d->loop);
+    d->conf = conf_load(config, schema, &err);
+    if (!d->conf) goto fail;
+    d->queues = xcalloc(d->conf->nexecutors + 1, sizeof(*d->queues));
+    d->names = xcalloc(d->conf->nexecutors + 1, sizeof(*d->names));
+    for (i = 0; i < d->conf->nexecutors; i++) {
+        d->names[i] = d->conf->executors[i].name;
+        d->queues[i] = queue_open(&d->loop, &d->conf->executors[i], config, NULL, &err);
+        if (!d->queues[i]) goto fail;
+        d->n++;
+    }
+    d->router = router_new(d->conf, d->names, d->conf->nexecutors, &err);
+    if (!d->router) goto fail;
+    buf_free(&err);
+    return d;
+fail:
+    fputs(buf_str(&err), stderr);
+    buf_free(&err);
+    for (i = 0; i < d->n; i++) queue_close(d->queues[i], NULL, NULL);
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&d->loop);
+    conf_free(d->conf);
+    free(d->queues);
+    free(d->names);
+    free(d);
+    return NULL;
+}
+
+static void
+dryrun_close(struct dryrun *d)
+{
+    size_t i;
+
+    if (!d) return;
+    for (i = 0; i < d->n; i++) queue_close(d->queues[i], NULL, NULL);
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&d->loop);
+    router_free(d->router);
+    conf_free(d->conf);
+    free(d->queues);
+    free(d->names);
+    free(d);
 }
 
 static void
@@ -200,6 +291,11 @@ usage(FILE *out)
           "  -T, --template TPL     print a template for each message (\\n etc. allowed)\n"
           "      --keep-open        leave open contexts open at the end of the file (by\n"
           "                         default they expire, firing their timeout actions)\n"
+          "  -c, --config FILE      with --dry-run: a corrald configuration whose executors\n"
+          "                         and routes are used (its rules too, unless -r is given)\n"
+          "      --dry-run          show, per executor, exactly what each generated message\n"
+          "                         would send (trap varbinds, mail, script argv and\n"
+          "                         environment), without sending anything\n"
           "      --now TIME         take TIME (epoch seconds or 2026-12-03T10:00:00Z) as the\n"
           "                         current time: year guessing and the clamp on message\n"
           "                         times then give the same result on every run\n",
@@ -214,16 +310,18 @@ cmd_match(int argc, char **argv)
         {"message", required_argument, NULL, 'M'}, {"file", required_argument, NULL, 'f'},
         {"json", no_argument, NULL, 'j'},          {"template", required_argument, NULL, 'T'},
         {"keep-open", no_argument, NULL, 'k'},     {"now", required_argument, NULL, 'n'},
+        {"config", required_argument, NULL, 'c'},  {"dry-run", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     char **rules = xcalloc((size_t)argc, sizeof(char *));
     const char *program = NULL, *message = NULL, *file = NULL, *tpl_src = NULL;
     struct matcher mt = {.format = FMT_PAIRS, .fp = stdout};
     int nrules = 0, c, rc = 0;
-    bool keep_open = false;
+    bool keep_open = false, dry_run = false;
+    const char *config = NULL;
     struct corr_opts copts = {0};
 
-    while ((c = getopt_long(argc, argv, "r:P:M:f:T:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:P:M:f:T:c:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'r': rules[nrules++] = optarg; break;
         case 'P': program = optarg; break;
@@ -235,6 +333,8 @@ cmd_match(int argc, char **argv)
             mt.format = FMT_TEMPLATE;
             break;
         case 'k': keep_open = true; break;
+        case 'c': config = optarg; break;
+        case 'd': dry_run = true; break;
         case 'n':
             mt.fixed_now = parse_now(optarg);
             if (mt.fixed_now <= 0) {
@@ -248,6 +348,23 @@ cmd_match(int argc, char **argv)
             free(rules);
             return 0;
         default: free(rules); return 2;
+        }
+    }
+    if (dry_run != (config != NULL)) {
+        cmd_error("match", "--dry-run and --config go together");
+        free(rules);
+        return 2;
+    }
+    if (config) {
+        mt.dry = dryrun_open(config);
+        if (!mt.dry) {
+            free(rules);
+            return 1;
+        }
+        if (nrules == 0) {
+            size_t i;
+            for (i = 0; i < mt.dry->conf->nrules && (int)i < argc; i++)
+                rules[nrules++] = mt.dry->conf->rules[i];
         }
     }
     if (nrules == 0 || (!file && !message) || (file && (message || program))) {
@@ -292,6 +409,8 @@ cmd_match(int argc, char **argv)
     if (!keep_open) corr_expire_all(mt.corr);
     corr_free(mt.corr);
     if (mt.failed) rc = 1;
+    if (flush(&mt, true) < 0) rc = 1;
+    dryrun_close(mt.dry);
     if (flush(&mt, true) < 0 || fflush(stdout) != 0) {
         cmd_error("match", "writing output: %s", strerror(errno));
         rc = 1;

@@ -15,7 +15,8 @@ libs="$(pkg-config --cflags --libs libxml-2.0 libpcre2-8) -lm"
 engine=$(ls "$src"/engine/*.c)
 
 # seed corpora from the test data
-mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher"
+mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing"
+printf '12 <13>hello\n5 abcde\nplain line\r\n' > "$out/corpus-framing/seed1"
 for f in $(find "$src/tests/data/patterndb" "$src/rules" -name '*.xml' -o -name '*.pdb'); do
     cp "$f" "$out/corpus-loader/$(basename "$f")"
 done
@@ -25,9 +26,11 @@ printf 'Accepted @ESTRING:m: @for @ESTRING:u: @from @IPvANY:ip@ port @NUMBER:p@\
 printf '@IPv6:a@:@NUMBER:p@\0@MACADDR:m@ @LLADDR:l:3@ @EMAIL:e:<>@ @HOSTNAME:h@\0\0fe80::1:443' > "$out/corpus-matcher/seed2"
 
 status=0
-for h in matcher loader syslog; do
+for h in matcher loader syslog framing; do
     echo "== fuzz_$h: building"
-    $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $engine $libs
+    extra=""
+    [ "$h" = framing ] && extra="-I$src/agent $src/agent/framing.c"
+    $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
     echo "== fuzz_$h: running ${seconds}s"
     if ! (cd "$out" && "./fuzz_$h" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
             -print_final_stats=1 "corpus-$h" > "fuzz_$h.log" 2>&1); then

@@ -68,11 +68,20 @@ start_corrald() {
     wait_until 10 grep -q "started" "$WORK/$1.log" || fail "corrald $1 did not start"
 }
 
+# forget a pid once it is gone, so that cleanup never signals a reused pid
+forget_pid() {
+    new=""
+    for p in $PIDS; do [ "$p" = "$1" ] || new="$new $p"; done
+    PIDS=$new
+}
+
 stop_corrald() {
     kill -TERM "$1" 2>/dev/null
     i=0
     while kill -0 "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     kill -0 "$1" 2>/dev/null && fail "corrald $1 did not stop within 10 s"
+    wait "$1" 2>/dev/null
+    forget_pid "$1"
     return 0
 }
 

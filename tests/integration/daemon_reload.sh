@@ -54,6 +54,7 @@ kill -HUP "$CORRALD_PID"
 wait_until 10 grep -q "broken.xml:4" "$WORK/corrald.log" || fail "broken rule file not reported with file:line"
 grep -q "reload failed" "$WORK/corrald.log" || fail "broken reload not reported as failed"
 wait "$sender" || fail "sender failed"
+forget_pid "$sender"
 
 printf '%s web1 newprog: hello bob\n%s web1 sshd[4242]: pam_unix(sshd:session): session closed for user alice\n' "$now" "$now" > "$WORK/close.log"
 send_tcp_file "$port" "$WORK/close.log"

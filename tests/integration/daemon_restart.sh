@@ -35,7 +35,8 @@ wait_until 5 grep -q 'session of alice from 10.0.0.1 closed' "$WORK/out.json" ||
 send_udp "$port" "$(line 103 'Accepted password for carol from 10.0.0.3 port 3 ssh2')"
 sleep 2.5
 kill -9 "$CORRALD_PID"
-sleep 0.2
+wait "$CORRALD_PID" 2>/dev/null
+forget_pid "$CORRALD_PID"
 start_corrald third "$WORK/corrald.conf"
 # alice's context stays open after her close message (it only ends at its timeout)
 grep -q "3 open contexts restored" "$WORK/third.log" || fail "contexts lost by kill -9"

@@ -1,0 +1,1201 @@
+/*
+ * smtp: the executor that sends alerts as e-mail.
+ *
+ *   <smtp name="admins" url="smtp://mail.example.com:587" from="corral@example.com"
+ *         to="ops@example.com, oncall@example.com" user="corral"
+ *         password-file="/etc/corral/smtp.pass" subject="[corral] $MESSAGE"
+ *         group-by=".classifier.rule_id,HOST" group-wait="30s" group-interval="5m">
+ *     <body>optional template, one per alert</body>
+ *   </smtp>
+ *
+ * tls="required" (the default: STARTTLS or no mail, so credentials never go
+ * out in the clear), "optional" (refused together with user=), or "none";
+ * smtps:// is TLS from the start.  ca-file trusts a private CA, tls-verify="no"
+ * trusts anything.  connections (4) sessions at once, each within timeout
+ * (30s).  The subject is cut to SMTP_SUBJECT_MAX characters; without <body>
+ * the mail lists MESSAGE, then every name-value pair.
+ *
+ * Outcomes: the server took the mail (2xx): DELIVER_OK; 5xx from the server:
+ * DELIVER_FAIL, with its reply as the reason; anything else (4xx, no
+ * connection, timeout, no STARTTLS, a TLS or AUTH failure): DELIVER_RETRY.
+ * One rejected recipient fails the whole mail, as with Alertmanager.
+ *
+ * Grouping follows Alertmanager's words.  Without group-by every alert is
+ * one mail, sent at once.  With group-by, alerts whose listed values are
+ * equal form a group (group-by="" puts every alert in one group): the first
+ * alert of a new group waits group-wait for others to join it, and they go
+ * out as one mail listing them all; alerts that arrive after that wait until
+ * group-interval has passed since the group's last mail.  A group with
+ * nothing new for group-interval is forgotten, so the next alert starts a new
+ * one (and waits group-wait again).  A mail that fails does not count as
+ * one: its alerts go back to the queue, which retries them with backoff, and
+ * they meet again in a fresh group.
+ *
+ * Log events do not "resolve", so Alertmanager's repeat_interval (re-send
+ * what is still firing) becomes: an alert identical to one mailed less than
+ * repeat-interval ago (same dedupe-key, the queue's template) is not mailed;
+ * it counts as delivered, and the next mail that carries that alert says how
+ * many such repeats it stood for.  Identical alerts waiting for the same
+ * mail are folded the same way.  Off by default: the queue's dedupe does the
+ * plain "drop what was seen lately" already; repeat-interval is measured from
+ * an accepted mail, and counts what it held back.  The counts live in memory.
+ *
+ * Recipients are a fixed list from the configuration, never templates: a
+ * log line must not be able to choose who gets mail.
+ */
+#include <config.h>
+
+#include "executor.h"
+#include "macros.h"
+#include "nv.h"
+#include "smtp_int.h"
+#include "tags.h"
+#include "template.h"
+#include "xalloc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+/* Alerts held in groups at most (the queue sees them as in flight). */
+#define SMTP_MAX_HELD 1000
+/* Alerts in one mail at most; more go in the next mail, at once. */
+#define SMTP_GROUP_MAX 100
+/* A mail's body stops taking further alerts past this size... */
+#define SMTP_BODY_SOFT_MAX (2u * 1024 * 1024)
+/* ...and one alert's part of it is cut past this one. */
+#define SMTP_ALERT_MAX (256u * 1024)
+/* Remembered alerts for repeat-interval. */
+#define SMTP_REPEAT_MAX      4096
+#define SMTP_MAX_RECIPIENTS  100
+#define SMTP_MAX_CONNECTIONS 64
+
+/* An alert on its way: waiting in a group, or in a mail being sent. */
+struct held {
+    struct held *next;
+    struct msg *msg;
+    char *id, *severity;
+    uint64_t repeat_key; /* 0: repeat-interval is off */
+    uint32_t repeats;    /* identical alerts it stands for (not mailed themselves) */
+    uint32_t told;       /* of those, how many its mail mentions */
+    deliver_done_fn done;
+    void *token;
+};
+
+struct group {
+    struct group *next;
+    uint64_t hash;
+    struct buf key; /* the group-by values, each prefixed by its length */
+    char *label;    /* "HOST=web1, .classifier.rule_id=r1" */
+    struct held *pending, **tail;
+    size_t npending;
+    uint64_t due;       /* ms (loop time) when the pending alerts go */
+    uint64_t last_mail; /* ms the last mail started; 0: none that counts */
+    unsigned sending;   /* its mails in flight */
+};
+
+struct mail {
+    struct mail *prev, *next;
+    struct smtp *x;
+    struct group *g; /* NULL without grouping */
+    struct held *alerts;
+};
+
+struct repeat {
+    uint64_t key;
+    uint64_t sent;       /* ms of the last accepted mail with it; 0: none */
+    uint32_t suppressed; /* repeats since, not yet reported */
+    struct held *held;   /* the alert with this key on its way now */
+};
+
+struct smtp {
+    uv_loop_t *loop;
+    char *name, *url, *user;
+    enum smtp_tls tls;
+    bool implicit_tls;
+    char *from_name, *from_addr, *domain;
+    char **to;
+    size_t nto;
+    struct tpl *subject, *body; /* body NULL: the built-in listing */
+    unsigned connections;
+    struct smtp_tx *tx;
+
+    bool grouping;
+    nv_handle *group_by;
+    size_t ngroup_by;
+    uint64_t group_wait, group_interval; /* ms */
+    struct group *groups;
+    uv_timer_t timer;
+    bool timer_init;
+
+    uint64_t repeat_interval; /* ms; 0: off */
+    struct tpl *repeat_tpl;
+    struct repeat *repeats;
+    size_t nrepeats, caprepeats;
+
+    struct mail *mails;
+    int close_refs;
+    void (*closed)(void *);
+    void *closed_arg;
+    bool closing;
+    struct buf scratch;
+};
+
+static const char *const known_attrs[] = {
+    "url",      "tls",        "ca-file",        "tls-verify",      "from",
+    "to",       "user",       "password-file",  "password-env",    "subject",
+    "group-by", "group-wait", "group-interval", "repeat-interval", "connections",
+    "timeout",
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t
+fnv64(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t i;
+
+    for (i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
+    return h ? h : 1;
+}
+
+static void __attribute__((format(printf, 5, 6)))
+conf_error(struct buf *err, const char *file, int line, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+
+    buf_printf(err, "%s:%d: executor %s: ", file, line, name ? name : "?");
+    va_start(ap, fmt);
+    buf_vprintf(err, fmt, ap);
+    va_end(ap);
+    buf_putc(err, '\n');
+}
+
+static void
+format_duration(uint64_t ms, struct buf *out)
+{
+    if (ms && ms % 86400000 == 0)
+        buf_printf(out, "%llud", (unsigned long long)(ms / 86400000));
+    else if (ms && ms % 3600000 == 0)
+        buf_printf(out, "%lluh", (unsigned long long)(ms / 3600000));
+    else if (ms && ms % 60000 == 0)
+        buf_printf(out, "%llum", (unsigned long long)(ms / 60000));
+    else if (ms % 1000 == 0)
+        buf_printf(out, "%llus", (unsigned long long)(ms / 1000));
+    else
+        buf_printf(out, "%llums", (unsigned long long)ms);
+}
+
+static int
+severity_rank(const char *s)
+{
+    static const char *const order[] = {"clear", "info", "warning", "minor", "major", "critical"};
+    int i;
+
+    for (i = 0; i < 6; i++)
+        if (s && strcmp(s, order[i]) == 0) return i;
+    return 2;
+}
+
+/*
+ * The <body> text is indented to fit the configuration file: drop its blank
+ * first and last lines and the indentation all its lines share.
+ */
+static char *
+dedent(const char *s)
+{
+    struct buf out = BUF_INIT;
+    const char *p = s, *end = s + strlen(s), *q;
+    size_t indent = (size_t)-1;
+
+    /* skip blank leading lines, trim trailing white space */
+    for (q = p; q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'); q++)
+        if (*q == '\n') p = q + 1;
+    while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r'))
+        end--;
+    for (q = p; q < end;) {
+        const char *nl = memchr(q, '\n', (size_t)(end - q)), *e = nl ? nl : end;
+        size_t n = strspn(q, " \t");
+        if (q + n < e && n < indent) indent = n; /* blank lines do not count */
+        q = nl ? nl + 1 : end;
+    }
+    if (indent == (size_t)-1) indent = 0;
+    for (q = p; q < end;) {
+        const char *nl = memchr(q, '\n', (size_t)(end - q)), *e = nl ? nl : end;
+        size_t n = strspn(q, " \t");
+        q += n < indent ? n : indent;
+        if (q < e) buf_append(&out, q, (size_t)(e - q));
+        if (nl) buf_putc(&out, '\n');
+        q = nl ? nl + 1 : end;
+    }
+    q = xstrdup(buf_str(&out));
+    buf_free(&out);
+    return (char *)q;
+}
+
+/* ---- configuration ---- */
+
+static void smtp_free(struct smtp *x);
+
+static struct tpl *
+compile(const char *src, const char *what, const char *file, int line, const char *name,
+        struct buf *err)
+{
+    struct buf e = BUF_INIT;
+    struct tpl *t = tpl_compile_str(src, &e);
+
+    if (!t) conf_error(err, file, line, name, "bad %s template: %s", what, buf_str(&e));
+    buf_free(&e);
+    return t;
+}
+
+static bool
+read_duration(const struct conf_executor *cfg, const char *attr, uint64_t *out, const char *file,
+              struct buf *err)
+{
+    const char *v = conf_executor_attr(cfg, attr);
+    double d;
+
+    if (!v) return true;
+    d = conf_parse_duration(v);
+    if (d < 0 || d > 365 * 86400.0) {
+        conf_error(err, file, cfg->line, cfg->name, "bad %s=\"%s\" (a duration: 30s, 5m, 4h)", attr,
+                   v);
+        return false;
+    }
+    *out = (uint64_t)(d * 1000 + 0.5);
+    return true;
+}
+
+static void
+read_url(struct smtp *x, const struct conf_executor *cfg, const char *file, struct buf *err)
+{
+    const char *v = conf_executor_attr(cfg, "url");
+    CURLU *u;
+    char *scheme = NULL, *host = NULL, *user = NULL, *pass = NULL;
+
+    if (!v) {
+        conf_error(err, file, cfg->line, cfg->name,
+                   "url is missing (smtp://HOST:587 for STARTTLS, smtps://HOST:465)");
+        return;
+    }
+    u = curl_url();
+    if (!u || curl_url_set(u, CURLUPART_URL, v, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0]) {
+        conf_error(err, file, cfg->line, cfg->name, "bad url=\"%s\"", v);
+    } else if (strcmp(scheme, "smtp") != 0 && strcmp(scheme, "smtps") != 0) {
+        conf_error(err, file, cfg->line, cfg->name, "url=\"%s\": the scheme must be smtp or smtps",
+                   v);
+    } else if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK ||
+               curl_url_get(u, CURLUPART_PASSWORD, &pass, 0) == CURLUE_OK) {
+        /* the configuration file may be world-readable: secrets go in password-file */
+        conf_error(err, file, cfg->line, cfg->name,
+                   "url=\"...\" must not hold credentials: use user= and password-file=");
+    } else {
+        x->url = xstrdup(v);
+        x->implicit_tls = strcmp(scheme, "smtps") == 0;
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(user);
+    curl_free(pass);
+    curl_url_cleanup(u);
+}
+
+static void
+read_recipients(struct smtp *x, const struct conf_executor *cfg, const char *file, struct buf *err)
+{
+    const char *v = conf_executor_attr(cfg, "to"), *p;
+    size_t cap = 0;
+
+    if (!v) {
+        conf_error(err, file, cfg->line, cfg->name, "to is missing (comma-separated addresses)");
+        return;
+    }
+    for (p = v; *p;) {
+        const char *s = p, *e;
+        size_t n = strcspn(p, ",");
+        p += n;
+        if (*p) p++;
+        e = s + n;
+        while (s < e && (*s == ' ' || *s == '\t' || *s == '\n')) s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n')) e--;
+        if (s == e) continue;
+        if (!smtp_addr_valid(s, (size_t)(e - s))) {
+            conf_error(err, file, cfg->line, cfg->name,
+                       "to: \"%.*s\" is not an address (user@host, no display names)", (int)(e - s),
+                       s);
+            continue;
+        }
+        if (x->nto == SMTP_MAX_RECIPIENTS) {
+            conf_error(err, file, cfg->line, cfg->name, "to: more than %d recipients",
+                       SMTP_MAX_RECIPIENTS);
+            return;
+        }
+        x->to = xgrow(x->to, &cap, x->nto + 1, sizeof(*x->to));
+        x->to[x->nto++] = xstrndup(s, (size_t)(e - s));
+    }
+    if (!x->nto) conf_error(err, file, cfg->line, cfg->name, "to names no recipient");
+}
+
+static void
+read_grouping(struct smtp *x, const struct conf_executor *cfg, const char *file, struct buf *err)
+{
+    const char *v = conf_executor_attr(cfg, "group-by"), *p;
+    size_t cap = 0;
+
+    x->group_wait = 30000;
+    x->group_interval = 300000;
+    if (!v) {
+        if (conf_executor_attr(cfg, "group-wait") || conf_executor_attr(cfg, "group-interval"))
+            conf_error(err, file, cfg->line, cfg->name,
+                       "group-wait and group-interval need group-by");
+        return;
+    }
+    x->grouping = true;
+    for (p = v; *p;) {
+        const char *s = p, *e;
+        size_t n = strcspn(p, ",");
+        p += n;
+        if (*p) p++;
+        e = s + n;
+        while (s < e && (*s == ' ' || *s == '\t')) s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        if (s == e) continue;
+        x->group_by = xgrow(x->group_by, &cap, x->ngroup_by + 1, sizeof(*x->group_by));
+        x->group_by[x->ngroup_by] = nv_intern(s, (size_t)(e - s));
+        if (!x->group_by[x->ngroup_by])
+            conf_error(err, file, cfg->line, cfg->name, "group-by: too many value names");
+        x->ngroup_by++;
+    }
+    read_duration(cfg, "group-wait", &x->group_wait, file, err);
+    read_duration(cfg, "group-interval", &x->group_interval, file, err);
+}
+
+static void
+read_body(struct smtp *x, const struct conf_executor *cfg, const char *file, struct buf *err)
+{
+    size_t i;
+
+    for (i = 0; i < cfg->nchildren; i++) {
+        const struct conf_node *n = &cfg->children[i];
+        char *text;
+        if (strcmp(n->name, "body") != 0) {
+            conf_error(err, file, n->line, cfg->name, "unknown element <%s> (only <body>)",
+                       n->name);
+            continue;
+        }
+        if (n->nattrs)
+            conf_error(err, file, n->line, cfg->name, "<body> takes no attribute (%s=)",
+                       n->attrs[0].name);
+        if (x->body) {
+            conf_error(err, file, n->line, cfg->name, "a second <body>");
+            continue;
+        }
+        text = n->text ? dedent(n->text) : NULL;
+        if (!text || !text[0])
+            conf_error(err, file, n->line, cfg->name,
+                       "empty <body> (leave it out for the default)");
+        else
+            x->body = compile(text, "body", file, n->line, cfg->name, err);
+        free(text);
+    }
+}
+
+static void *
+smtp_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_file, struct buf *err)
+{
+    struct smtp *x = xcalloc(1, sizeof(*x));
+    size_t before = err->len, i, j;
+    const char *v, *ca_file;
+    char *password = NULL;
+    uint64_t timeout = 30000;
+    bool verify = true;
+
+    x->loop = loop;
+    x->name = xstrdup(cfg->name ? cfg->name : "smtp");
+    for (i = 0; i < cfg->nattrs; i++) {
+        const char *a = cfg->attrs[i].name;
+        if (executor_common_attr(a)) continue;
+        for (j = 0; j < sizeof(known_attrs) / sizeof(known_attrs[0]); j++)
+            if (strcmp(a, known_attrs[j]) == 0) break;
+        if (j == sizeof(known_attrs) / sizeof(known_attrs[0]))
+            conf_error(err, conf_file, cfg->line, cfg->name, "unknown attribute %s=", a);
+    }
+    read_url(x, cfg, conf_file, err);
+
+    x->tls = SMTP_TLS_REQUIRED;
+    if ((v = conf_executor_attr(cfg, "tls"))) {
+        if (strcmp(v, "required") == 0)
+            x->tls = SMTP_TLS_REQUIRED;
+        else if (strcmp(v, "optional") == 0)
+            x->tls = SMTP_TLS_OPTIONAL;
+        else if (strcmp(v, "none") == 0)
+            x->tls = SMTP_TLS_NONE;
+        else
+            conf_error(err, conf_file, cfg->line, cfg->name,
+                       "bad tls=\"%s\" (required, optional or none)", v);
+        if (x->implicit_tls && x->tls != SMTP_TLS_REQUIRED)
+            conf_error(err, conf_file, cfg->line, cfg->name,
+                       "tls=\"%s\" with smtps://, which is always TLS: use smtp:// for that", v);
+    }
+    if ((v = conf_executor_attr(cfg, "tls-verify"))) {
+        if (strcmp(v, "no") == 0)
+            verify = false;
+        else if (strcmp(v, "yes") != 0)
+            conf_error(err, conf_file, cfg->line, cfg->name, "bad tls-verify=\"%s\" (yes or no)",
+                       v);
+    }
+    if ((ca_file = conf_executor_attr(cfg, "ca-file")) && access(ca_file, R_OK) != 0)
+        conf_error(err, conf_file, cfg->line, cfg->name, "cannot read ca-file %s", ca_file);
+
+    if (!(v = conf_executor_attr(cfg, "from")))
+        conf_error(err, conf_file, cfg->line, cfg->name, "from is missing (an address)");
+    else if (!smtp_parse_mailbox(v, &x->from_name, &x->from_addr))
+        conf_error(err, conf_file, cfg->line, cfg->name,
+                   "from=\"%s\" is not an address (user@host or Name <user@host>)", v);
+    else
+        x->domain = xstrdup(strrchr(x->from_addr, '@') + 1);
+    read_recipients(x, cfg, conf_file, err);
+
+    if ((v = conf_executor_attr(cfg, "user"))) {
+        for (i = 0; v[i]; i++)
+            if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) break;
+        if (!v[0] || v[i]) conf_error(err, conf_file, cfg->line, cfg->name, "bad user=");
+        x->user = xstrdup(v);
+    }
+    password = executor_secret(cfg, "password", conf_file, err);
+    if (password && !x->user)
+        conf_error(err, conf_file, cfg->line, cfg->name, "a password without user=");
+    if (x->user && !password && !conf_executor_attr(cfg, "password-file") &&
+        !conf_executor_attr(cfg, "password-env"))
+        conf_error(err, conf_file, cfg->line, cfg->name,
+                   "user= without password-file= or password-env=");
+    if (x->user && x->tls == SMTP_TLS_OPTIONAL)
+        conf_error(err, conf_file, cfg->line, cfg->name,
+                   "user= with tls=\"optional\" would send the password in the clear to a "
+                   "server without STARTTLS: use tls=\"required\" (or \"none\" to mean it)");
+
+    v = conf_executor_attr(cfg, "subject");
+    x->subject =
+        compile(v ? v : "[corral] $MESSAGE", "subject", conf_file, cfg->line, cfg->name, err);
+    read_body(x, cfg, conf_file, err);
+    read_grouping(x, cfg, conf_file, err);
+    if (read_duration(cfg, "repeat-interval", &x->repeat_interval, conf_file, err) &&
+        x->repeat_interval) {
+        v = conf_executor_attr(cfg, "dedupe-key");
+        x->repeat_tpl = compile(v ? v : "${.classifier.rule_id}|${HOST}|${MESSAGE}", "dedupe-key",
+                                conf_file, cfg->line, cfg->name, err);
+    }
+    x->connections = 4;
+    if ((v = conf_executor_attr(cfg, "connections"))) {
+        char *end;
+        unsigned long n = strtoul(v, &end, 10);
+        if (*end || end == v || n == 0 || n > SMTP_MAX_CONNECTIONS)
+            conf_error(err, conf_file, cfg->line, cfg->name, "bad connections=\"%s\" (1..%d)", v,
+                       SMTP_MAX_CONNECTIONS);
+        else
+            x->connections = (unsigned)n;
+    }
+    if (read_duration(cfg, "timeout", &timeout, conf_file, err) && timeout < 1000)
+        conf_error(err, conf_file, cfg->line, cfg->name, "timeout= below 1s");
+
+    if (err->len == before) {
+        struct smtp_tx_conf c;
+        memset(&c, 0, sizeof(c));
+        c.url = x->url;
+        c.tls = x->implicit_tls ? SMTP_TLS_REQUIRED : x->tls;
+        c.ca_file = ca_file;
+        c.verify = verify;
+        c.user = x->user;
+        c.password = password;
+        c.mail_from = x->from_addr;
+        c.rcpts = x->to;
+        c.nrcpts = x->nto;
+        c.timeout_ms = (long)timeout;
+        c.connections = x->connections;
+        x->tx = smtp_tx_new(loop, &c);
+    }
+    if (password) {
+        explicit_bzero(password, strlen(password));
+        free(password);
+    }
+    if (err->len != before) {
+        smtp_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* ---- composing a mail ---- */
+
+static void
+add_line(struct buf *out, const char *label, const char *value)
+{
+    if (value && value[0]) buf_printf(out, "%-10s%s\n", label, value);
+}
+
+/*
+ * A value on one "  NAME: value" line, its further lines indented below it.
+ * Indented, because names like ".classifier.rule_id" would otherwise start
+ * lines with a dot, which makes the body quoted-printable.
+ */
+static void
+add_value(struct buf *out, const char *name, size_t nlen, const char *val, size_t vlen)
+{
+    size_t i;
+
+    buf_puts(out, "  ");
+    buf_append(out, name, nlen);
+    buf_puts(out, ": ");
+    for (i = 0; i < vlen; i++) {
+        if (val[i] == '\n' || (val[i] == '\r' && !(i + 1 < vlen && val[i + 1] == '\n'))) {
+            buf_puts(out, "\n      ");
+            continue;
+        }
+        if (val[i] != '\r') buf_putc(out, val[i]);
+    }
+    buf_putc(out, '\n');
+}
+
+/* The built-in body: MESSAGE, what the queue knows of the alert, then every value. */
+static void
+default_body(const struct held *h, struct buf *out)
+{
+    const struct msg *m = h->msg;
+    const char *val;
+    size_t len, i, n = msg_nvalues(m);
+    struct buf line = BUF_INIT;
+
+    if ((val = msg_get(m, NV_MESSAGE, &len)) && len) {
+        buf_append(out, val, len);
+        buf_puts(out, "\n\n");
+    }
+    add_line(out, "Alert:", h->id);
+    add_line(out, "Severity:", h->severity);
+    if (msg_stamp(m)->sec) {
+        macro_format_iso(msg_stamp(m), 0, &line);
+        add_line(out, "Time:", buf_str(&line));
+    }
+    if (msg_ntags(m)) {
+        buf_reset(&line);
+        for (i = 0; i < msg_ntags(m); i++) {
+            size_t tl;
+            const char *t = tag_name(msg_tag_at(m, i), &tl);
+            if (!t) continue;
+            if (line.len) buf_puts(&line, ", ");
+            buf_append(&line, t, tl);
+        }
+        add_line(out, "Tags:", buf_str(&line));
+    }
+    buf_putc(out, '\n');
+    for (i = 0; i < n; i++) {
+        size_t nlen;
+        nv_handle hd = msg_value_at(m, i, &val, &len);
+        const char *name = nv_name(hd, &nlen);
+        if (hd == NV_MESSAGE || !name) continue;
+        add_value(out, name, nlen, val, len);
+    }
+    buf_free(&line);
+}
+
+/* One alert's part of the body, clean and cut to SMTP_ALERT_MAX. */
+static void
+alert_text(struct smtp *x, const struct held *h, struct buf *out)
+{
+    struct buf raw = BUF_INIT;
+    size_t start = out->len, cut;
+
+    if (x->body) {
+        struct tpl_env env;
+        tpl_env_single(&env, &h->msg);
+        tpl_eval(x->body, &env, &raw);
+    } else {
+        default_body(h, &raw);
+    }
+    smtp_body_clean(raw.p ? raw.p : "", raw.len, out);
+    if (out->len - start > SMTP_ALERT_MAX) {
+        size_t more;
+        cut = start + SMTP_ALERT_MAX;
+        while (cut > start && ((unsigned char)out->p[cut] & 0xc0) == 0x80) cut--;
+        more = out->len - cut;
+        buf_truncate(out, cut);
+        buf_printf(out, "\n[... %zu more bytes not shown]", more);
+    }
+    while (out->len > start && out->p[out->len - 1] == '\n') buf_truncate(out, out->len - 1);
+    buf_putc(out, '\n');
+    if (h->repeats)
+        buf_printf(out, "\n(This alert came %u more time%s; repeat-interval kept %s from mail.)\n",
+                   h->repeats, h->repeats == 1 ? "" : "s", h->repeats == 1 ? "it" : "them");
+    buf_free(&raw);
+}
+
+/*
+ * Composes one mail from the first alerts of the list (as many as fit) into
+ * wire form; returns how many it took.
+ */
+static size_t
+compose(struct smtp *x, const struct group *g, const struct held *alerts, struct buf *out)
+{
+    struct buf *parts, text = BUF_INIT, hdr = BUF_INIT, body = BUF_INIT;
+    const struct held *h, *worst = alerts;
+    size_t n = 0, total = 0, used = 0, i;
+    const char *cte;
+    struct tpl_env env;
+
+    for (h = alerts; h && total < SMTP_GROUP_MAX; h = h->next) total++;
+    parts = xcalloc(total, sizeof(*parts));
+    for (h = alerts; h && n < total && (!n || used < SMTP_BODY_SOFT_MAX); h = h->next) {
+        alert_text(x, h, &parts[n]);
+        used += parts[n++].len;
+        if (severity_rank(h->severity) > severity_rank(worst->severity)) worst = h;
+    }
+    if (n > 1) {
+        buf_printf(&text, "%zu alerts", n);
+        if (g && g->label && g->label[0]) buf_printf(&text, ", grouped by %s", g->label);
+        buf_puts(&text, ".\n");
+        for (i = 0; i < n; i++) {
+            buf_printf(&text, "\n--- alert %zu of %zu ---\n", i + 1, n);
+            buf_append(&text, parts[i].p ? parts[i].p : "", parts[i].len);
+        }
+    } else {
+        buf_append(&text, parts[0].p ? parts[0].p : "", parts[0].len);
+    }
+    for (i = 0; i < n; i++) buf_free(&parts[i]);
+    free(parts);
+
+    /* subject: the first alert's, and how many the mail carries */
+    tpl_env_single(&env, &alerts->msg);
+    tpl_eval(x->subject, &env, &body);
+    smtp_header_clean(body.p ? body.p : "", body.len, SMTP_SUBJECT_MAX, &hdr);
+    if (!hdr.len) buf_puts(&hdr, "[corral] alert");
+    if (n > 1) buf_printf(&hdr, " (%zu alerts)", n);
+    buf_reset(&body);
+
+    buf_puts(out, "Date: ");
+    smtp_format_date(time(NULL), out);
+    buf_puts(out, "\r\n");
+    smtp_header_mailbox(out, "From", x->from_name, x->from_addr);
+    smtp_header_addrs(out, "To", x->to, x->nto);
+    smtp_header_text(out, "Subject", hdr.p ? hdr.p : "", hdr.len);
+    buf_puts(out, "Message-ID: ");
+    smtp_message_id(x->domain, out);
+    buf_puts(out, "\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=UTF-8\r\n");
+    cte = smtp_body_encode(text.p ? text.p : "", text.len, &body);
+    buf_printf(out, "Content-Transfer-Encoding: %s\r\n", cte);
+    /* RFC 3834: no vacation replies to alert mail */
+    buf_puts(out, "Auto-Submitted: auto-generated\r\nX-Mailer: corrald " PACKAGE_VERSION "\r\n");
+    buf_reset(&hdr);
+    smtp_header_clean(x->name, strlen(x->name), 100, &hdr);
+    smtp_header_text(out, "X-Corral-Executor", hdr.p, hdr.len);
+    if (n == 1 && alerts->id && alerts->id[0]) {
+        buf_reset(&hdr);
+        smtp_header_clean(alerts->id, strlen(alerts->id), 200, &hdr);
+        smtp_header_text(out, "X-Corral-Alert-Id", hdr.p ? hdr.p : "", hdr.len);
+    }
+    if (worst->severity && worst->severity[0]) {
+        buf_reset(&hdr);
+        smtp_header_clean(worst->severity, strlen(worst->severity), 32, &hdr);
+        smtp_header_text(out, "X-Corral-Severity", hdr.p ? hdr.p : "", hdr.len);
+    }
+    if (n > 1) buf_printf(out, "X-Corral-Alerts: %zu\r\n", n);
+    buf_puts(out, "\r\n");
+    buf_append(out, body.p ? body.p : "", body.len);
+
+    buf_free(&text);
+    buf_free(&hdr);
+    buf_free(&body);
+    return n;
+}
+
+/* ---- alerts, mails and groups ---- */
+
+static void
+held_free(struct held *h)
+{
+    msg_unref(h->msg);
+    free(h->id);
+    free(h->severity);
+    free(h);
+}
+
+static struct repeat *
+repeat_find(struct smtp *x, uint64_t key)
+{
+    size_t i;
+
+    for (i = 0; i < x->nrepeats; i++)
+        if (x->repeats[i].key == key) return &x->repeats[i];
+    return NULL;
+}
+
+/* Makes room for one more remembered key: drop those past their window, then the oldest. */
+static void
+repeat_prune(struct smtp *x, uint64_t now)
+{
+    size_t i, o = 0, oldest = (size_t)-1;
+
+    for (i = 0; i < x->nrepeats; i++) {
+        struct repeat *r = &x->repeats[i];
+        if (!r->held && (!r->sent || now - r->sent >= x->repeat_interval)) continue;
+        x->repeats[o++] = *r;
+    }
+    x->nrepeats = o;
+    if (o < SMTP_REPEAT_MAX) return;
+    for (i = 0; i < o; i++)
+        if (!x->repeats[i].held &&
+            (oldest == (size_t)-1 || x->repeats[i].sent < x->repeats[oldest].sent))
+            oldest = i;
+    if (oldest != (size_t)-1) x->repeats[oldest] = x->repeats[--x->nrepeats];
+}
+
+/* True when the alert is a repeat to hold back (done() has been called then). */
+static bool
+repeat_suppress(struct smtp *x, struct held *h)
+{
+    uint64_t now = uv_now(x->loop), key;
+    struct repeat *r;
+    struct tpl_env env;
+
+    buf_reset(&x->scratch);
+    tpl_env_single(&env, &h->msg);
+    tpl_eval(x->repeat_tpl, &env, &x->scratch);
+    key = fnv64(x->scratch.p ? x->scratch.p : "", x->scratch.len);
+    if (!(r = repeat_find(x, key))) {
+        if (x->nrepeats >= SMTP_REPEAT_MAX) repeat_prune(x, now);
+        x->repeats = xgrow(x->repeats, &x->caprepeats, x->nrepeats + 1, sizeof(*x->repeats));
+        r = &x->repeats[x->nrepeats++];
+        memset(r, 0, sizeof(*r));
+        r->key = key;
+    }
+    if (r->held) {
+        r->held->repeats++;
+    } else if (r->sent && now - r->sent < x->repeat_interval) {
+        r->suppressed++;
+    } else {
+        r->held = h;
+        h->repeat_key = key;
+        h->repeats = r->suppressed;
+        r->suppressed = 0;
+        return false;
+    }
+    h->done(h->token, DELIVER_OK, NULL);
+    held_free(h);
+    return true;
+}
+
+static void
+repeat_done(struct smtp *x, struct held *h, enum deliver_result r, uint64_t now)
+{
+    struct repeat *rp;
+
+    if (!h->repeat_key || !(rp = repeat_find(x, h->repeat_key)) || rp->held != h) return;
+    rp->held = NULL;
+    /* repeats its mail did not mention are told by the next one */
+    if (r == DELIVER_OK) {
+        rp->sent = now ? now : 1;
+        rp->suppressed += h->repeats - h->told;
+    } else {
+        rp->suppressed += h->repeats;
+    }
+}
+
+static void schedule(struct smtp *x);
+
+static void
+mail_done(void *arg, enum deliver_result r, const char *reason)
+{
+    struct mail *m = arg;
+    struct smtp *x = m->x;
+    struct group *g = m->g;
+    struct held *alerts = m->alerts, *h, *next;
+    uint64_t now = uv_now(x->loop);
+
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        x->mails = m->next;
+    if (m->next) m->next->prev = m->prev;
+    free(m);
+    if (g) {
+        g->sending--;
+        /* a mail that did not go out does not hold back the next one */
+        if (r != DELIVER_OK && !g->sending) g->last_mail = 0;
+    }
+    for (h = alerts; h; h = h->next) repeat_done(x, h, r, now);
+    /* done() may deliver more alerts right away: the bookkeeping above is finished */
+    for (h = alerts; h; h = next) {
+        next = h->next;
+        h->done(h->token, r, reason);
+        held_free(h);
+    }
+    if (g && !x->closing) schedule(x);
+}
+
+/* Sends the first alerts of the list as one mail; returns the rest. */
+static struct held *
+send_mail(struct smtp *x, struct group *g, struct held *alerts)
+{
+    struct mail *m = xcalloc(1, sizeof(*m));
+    struct buf data = BUF_INIT;
+    struct held *rest, **pp = &alerts;
+    size_t n = compose(x, g, alerts, &data), i;
+
+    for (i = 0; i < n; i++) {
+        (*pp)->told = (*pp)->repeats;
+        pp = &(*pp)->next;
+    }
+    rest = *pp;
+    *pp = NULL;
+    m->x = x;
+    m->g = g;
+    m->alerts = alerts;
+    m->next = x->mails;
+    if (x->mails) x->mails->prev = m;
+    x->mails = m;
+    if (g) g->sending++;
+    smtp_tx_send(x->tx, &data, mail_done, m);
+    buf_free(&data);
+    return rest;
+}
+
+/* The group's pending alerts go out now: as many mails as it takes. */
+static void
+flush(struct smtp *x, struct group *g, uint64_t now)
+{
+    struct held *list = g->pending;
+
+    g->pending = NULL;
+    g->tail = &g->pending;
+    g->npending = 0;
+    g->last_mail = now;
+    while (list) list = send_mail(x, g, list);
+}
+
+static void
+group_free(struct group *g)
+{
+    struct held *h, *next;
+
+    for (h = g->pending; h; h = next) {
+        next = h->next;
+        held_free(h);
+    }
+    buf_free(&g->key);
+    free(g->label);
+    free(g);
+}
+
+static void
+on_timer(uv_timer_t *t)
+{
+    struct smtp *x = t->data;
+    uint64_t now = uv_now(x->loop);
+    struct group *g, **pp;
+    bool again = true;
+
+    /*
+     * A mail that fails at once calls done() from inside flush(), which may
+     * deliver alerts into any group: look again from the start after each.
+     */
+    while (again && !x->closing) {
+        again = false;
+        for (g = x->groups; g; g = g->next)
+            if (g->npending && g->due <= now) {
+                flush(x, g, now);
+                again = true;
+                break;
+            }
+    }
+    if (x->closing) return;
+    /* forget groups with nothing to send that are past their group-interval */
+    for (pp = &x->groups; (g = *pp);) {
+        if (!g->npending && !g->sending &&
+            (!g->last_mail || now - g->last_mail >= x->group_interval)) {
+            *pp = g->next;
+            group_free(g);
+        } else {
+            pp = &g->next;
+        }
+    }
+    schedule(x);
+}
+
+/* Sets the timer for the earliest thing groups wait for. */
+static void
+schedule(struct smtp *x)
+{
+    uint64_t now = uv_now(x->loop), next = UINT64_MAX;
+    struct group *g;
+
+    for (g = x->groups; g; g = g->next) {
+        uint64_t when;
+        if (g->npending)
+            when = g->due;
+        else if (g->sending)
+            continue;
+        else
+            when = g->last_mail ? g->last_mail + x->group_interval : now;
+        if (when < next) next = when;
+    }
+    if (!x->timer_init) {
+        if (next == UINT64_MAX) return;
+        uv_timer_init(x->loop, &x->timer);
+        x->timer.data = x;
+        x->timer_init = true;
+    }
+    if (next == UINT64_MAX)
+        uv_timer_stop(&x->timer);
+    else
+        uv_timer_start(&x->timer, on_timer, next > now ? next - now : 0, 0);
+}
+
+static void
+group_key(struct smtp *x, const struct msg *m, struct buf *key)
+{
+    size_t i;
+
+    for (i = 0; i < x->ngroup_by; i++) {
+        size_t len = 0;
+        const char *v = msg_get(m, x->group_by[i], &len);
+        uint32_t l = v ? (uint32_t)len : 0;
+        buf_append(key, &l, sizeof(l)); /* lengths first: "a,b"+"c" differs from "a"+"b,c" */
+        if (v) buf_append(key, v, len);
+    }
+}
+
+static char *
+group_label(struct smtp *x, const struct msg *m)
+{
+    struct buf raw = BUF_INIT, out = BUF_INIT;
+    size_t i;
+    char *s;
+
+    for (i = 0; i < x->ngroup_by; i++) {
+        size_t nlen, len = 0;
+        const char *name = nv_name(x->group_by[i], &nlen), *v = msg_get(m, x->group_by[i], &len);
+        if (i) buf_puts(&raw, ", ");
+        buf_append(&raw, name, nlen);
+        buf_putc(&raw, '=');
+        if (v) buf_append(&raw, v, len);
+    }
+    smtp_header_clean(raw.p ? raw.p : "", raw.len, 400,
+                      &out); /* one line, however odd the values */
+    s = xstrdup(buf_str(&out));
+    buf_free(&raw);
+    buf_free(&out);
+    return s;
+}
+
+static void
+group_add(struct smtp *x, struct held *h)
+{
+    uint64_t now = uv_now(x->loop), hash;
+    struct group *g;
+
+    buf_reset(&x->scratch);
+    group_key(x, h->msg, &x->scratch);
+    hash = fnv64(x->scratch.p ? x->scratch.p : "", x->scratch.len);
+    for (g = x->groups; g; g = g->next)
+        if (g->hash == hash && g->key.len == x->scratch.len &&
+            memcmp(g->key.p ? g->key.p : "", x->scratch.p ? x->scratch.p : "", g->key.len) == 0)
+            break;
+    if (!g) {
+        g = xcalloc(1, sizeof(*g));
+        g->hash = hash;
+        buf_append(&g->key, x->scratch.p ? x->scratch.p : "", x->scratch.len);
+        g->label = group_label(x, h->msg);
+        g->tail = &g->pending;
+        g->next = x->groups;
+        x->groups = g;
+    }
+    *g->tail = h;
+    g->tail = &h->next;
+    h->next = NULL;
+    if (++g->npending == 1)
+        g->due =
+            g->last_mail
+                ? (g->last_mail + x->group_interval > now ? g->last_mail + x->group_interval : now)
+                : now + x->group_wait;
+    if (g->npending >= SMTP_GROUP_MAX) g->due = now; /* a full mail need not wait */
+    schedule(x);
+}
+
+/* ---- the executor ---- */
+
+static void
+smtp_deliver(void *impl, const struct alert *a, deliver_done_fn done, void *token)
+{
+    struct smtp *x = impl;
+    struct held *h;
+
+    if (x->closing) {
+        done(token, DELIVER_RETRY, "executor closing");
+        return;
+    }
+    h = xcalloc(1, sizeof(*h));
+    h->msg = msg_ref(a->msg);
+    h->id = xstrdup(a->id ? a->id : "");
+    h->severity = xstrdup(a->severity ? a->severity : "");
+    h->done = done;
+    h->token = token;
+    if (x->repeat_interval && repeat_suppress(x, h)) return;
+    if (x->grouping)
+        group_add(x, h);
+    else
+        send_mail(x, NULL, h);
+}
+
+static void
+smtp_render(void *impl, const struct alert *a, struct buf *out)
+{
+    struct smtp *x = impl;
+    struct held h;
+    struct group g;
+    struct buf data = BUF_INIT;
+    size_t i;
+
+    memset(&h, 0, sizeof(h));
+    h.msg = a->msg;
+    h.id = (char *)(a->id ? a->id : "");
+    h.severity = (char *)(a->severity ? a->severity : "");
+    memset(&g, 0, sizeof(g));
+
+    buf_printf(out, "# smtp executor %s: %s, %s", x->name, x->url,
+               x->implicit_tls               ? "TLS from the start"
+               : x->tls == SMTP_TLS_NONE     ? "no TLS"
+               : x->tls == SMTP_TLS_OPTIONAL ? "STARTTLS if offered"
+                                             : "STARTTLS required");
+    if (x->user)
+        buf_printf(out, ", AUTH as %s\n", x->user);
+    else
+        buf_puts(out, ", no AUTH\n");
+    if (x->grouping) {
+        g.label = group_label(x, a->msg);
+        buf_printf(out, "# group: %s; a new group waits ", g.label[0] ? g.label : "(all alerts)");
+        format_duration(x->group_wait, out);
+        buf_puts(out, " for more alerts, then mails at most every ");
+        format_duration(x->group_interval, out);
+        buf_puts(out, "\n");
+    }
+    if (x->repeat_interval) {
+        buf_puts(out, "# repeat-interval: an identical alert is mailed at most once per ");
+        format_duration(x->repeat_interval, out);
+        buf_puts(out, "\n");
+    }
+    compose(x, x->grouping ? &g : NULL, &h, &data);
+    buf_printf(out, "MAIL FROM:<%s>\n", x->from_addr);
+    for (i = 0; i < x->nto; i++) buf_printf(out, "RCPT TO:<%s>\n", x->to[i]);
+    buf_puts(out, "DATA\n");
+    /* as sent, with the terminal's line ends */
+    for (i = 0; i < data.len; i++)
+        if (!(data.p[i] == '\r' && i + 1 < data.len && data.p[i + 1] == '\n'))
+            buf_putc(out, data.p[i]);
+    buf_puts(out, ".\n");
+    free(g.label);
+    buf_free(&data);
+}
+
+static unsigned
+smtp_max_inflight(void *impl)
+{
+    struct smtp *x = impl;
+
+    /* alerts waiting in a group are in flight for the queue: room for them */
+    return x->grouping ? SMTP_MAX_HELD : x->connections;
+}
+
+static void
+smtp_free(struct smtp *x)
+{
+    size_t i;
+
+    free(x->name);
+    free(x->url);
+    free(x->user);
+    free(x->from_name);
+    free(x->from_addr);
+    free(x->domain);
+    for (i = 0; i < x->nto; i++) free(x->to[i]);
+    free(x->to);
+    tpl_free(x->subject);
+    tpl_free(x->body);
+    tpl_free(x->repeat_tpl);
+    free(x->group_by);
+    free(x->repeats);
+    buf_free(&x->scratch);
+    free(x);
+}
+
+static void
+close_step(void *arg)
+{
+    struct smtp *x = arg;
+    struct mail *m;
+
+    if (--x->close_refs > 0) return;
+    /* mails the transport dropped before they started: abandoned */
+    while ((m = x->mails)) {
+        struct held *h, *next;
+        x->mails = m->next;
+        for (h = m->alerts; h; h = next) {
+            next = h->next;
+            held_free(h);
+        }
+        free(m);
+    }
+    if (x->closed) x->closed(x->closed_arg);
+    smtp_free(x);
+}
+
+static void
+timer_closed(uv_handle_t *h)
+{
+    close_step(h->data);
+}
+
+/*
+ * Alerts waiting in groups, and mails not yet under way, are abandoned:
+ * their done() is not called, so the queue keeps them in its spool and
+ * delivers them after the restart.  Mails under way finish (curl cannot
+ * abandon one cleanly, see smtp_send.c) and report as usual.
+ */
+static void
+smtp_close(void *impl, void (*done)(void *arg), void *arg)
+{
+    struct smtp *x = impl;
+    struct group *g;
+    struct mail *m;
+
+    x->closing = true;
+    x->closed = done;
+    x->closed_arg = arg;
+    x->close_refs = 1;
+    for (m = x->mails; m; m = m->next) m->g = NULL;
+    while ((g = x->groups)) {
+        x->groups = g->next;
+        group_free(g);
+    }
+    if (x->timer_init) {
+        x->close_refs++;
+        uv_timer_stop(&x->timer);
+        uv_close((uv_handle_t *)&x->timer, timer_closed);
+    }
+    if (x->tx) {
+        x->close_refs++;
+        smtp_tx_close(x->tx, close_step, x);
+        x->tx = NULL;
+    }
+    close_step(x);
+}
+
+const struct executor_kind smtp_executor = {
+    "smtp", smtp_open, smtp_deliver, smtp_render, smtp_close, smtp_max_inflight,
+};

@@ -1,0 +1,102 @@
+/*
+ * in_common: what the input modules (in_udp.c, in_stream.c, in_unix.c,
+ * in_file.c, in_stdin.c) share: the common head of every input, delivery of
+ * a message to the server with its counters, and socket helpers.  Private to
+ * the inputs; the rest of corrald sees only input.h.
+ */
+#ifndef CORRAL_IN_COMMON_H
+#define CORRAL_IN_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "buf.h"
+#include "conf.h"
+#include "input.h"
+
+/* The first member of every module's input structure. */
+struct input {
+    /* the configuration it was opened with, for input_same() */
+    enum conf_input_type type;
+    char *name;
+    char *listen;
+    char *path;
+    enum conf_framing framing;
+    uint32_t mode;
+    bool from_start;
+
+    struct server *srv;
+    uv_loop_t *loop;
+    /* limits, from struct conf at opening time */
+    size_t max_message_size;
+    size_t max_connections;
+    uint64_t idle_timeout_ms; /* 0: connections never idle out */
+
+    struct input_stats stats;
+    bool finished; /* read everything it ever will (stdin at EOF) */
+    /* closes the module's handles; the module frees the input when libuv is done with them */
+    void (*close)(struct input *in);
+    /* optional: the limits changed (input_set_limits) */
+    void (*limits_changed)(struct input *in);
+};
+
+
+
+/* The module constructors input_open() dispatches to; each returns NULL with err set on failure. */
+struct input *in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+                          const struct conf *conf, struct buf *err);
+struct input *in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+                             const struct conf *conf, struct buf *err);
+struct input *in_unix_dgram_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+                                 const struct conf *conf, struct buf *err);
+struct input *in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+                           const struct conf *conf, struct buf *err);
+struct input *in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+                            const struct conf *conf, struct buf *err);
+
+/* Fills the common head from the configuration (copies the strings). */
+void input_init(struct input *in, struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+                const struct conf *conf);
+/* Frees what input_init() allocated (not in itself). */
+void input_fini(struct input *in);
+
+/* One message to the server: counts it (received, bytes, truncated) and submits it. */
+void input_deliver(struct input *in, const char *data, size_t len, bool truncated,
+                   const char *peer);
+
+/*
+ * Resolves a "host:port" listen address for bind().  An empty host, "*",
+ * means every address: "::" (which takes IPv4 too) where the system has
+ * IPv6, "0.0.0.0" elsewhere.  Returns 0, or -1 with a message in err.
+ */
+int input_resolve(const char *listen, int socktype, struct sockaddr_storage *ss, struct buf *err);
+/* A peer's address as text; IPv4-mapped IPv6 addresses are written as IPv4. */
+void input_peer_name(const struct sockaddr *sa, char *out, size_t outlen);
+/*
+ * Asks for a receive buffer of `want` bytes on a datagram socket: with
+ * SO_RCVBUFFORCE when privileged (past net.core.rmem_max), else SO_RCVBUF;
+ * logs what the kernel granted.
+ */
+void input_set_rcvbuf(int fd, int want, const char *name);
+
+/*
+ * Unix socket paths.  input_unix_prepare() checks the path fits in
+ * sun_path and removes a socket file left there (never anything else);
+ * input_unix_created() records the new socket's inode and applies the mode;
+ * input_unix_remove() removes the socket at close, unless something else
+ * has replaced it (a reloaded input re-creates the same path before the old
+ * one closes).
+ */
+int input_unix_prepare(const char *path, struct buf *err);
+int input_unix_created(const char *path, uint32_t mode, dev_t *dev, ino_t *ino, struct buf *err);
+void input_unix_remove(const char *path, dev_t dev, ino_t ino);
+
+/* Limits the rate of a repeated log line: true at most once per `every_ms` per limiter. */
+bool input_log_allowed(uint64_t *last_ms, uint64_t now_ms, uint64_t every_ms);
+
+#endif

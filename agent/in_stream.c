@@ -1,0 +1,437 @@
+/*
+ * in_stream: syslog over stream sockets, TCP (RFC 6587) and unix-stream:
+ * a listener, its connections, and their framing (framing.c).
+ *
+ * Every connection reads into one buffer owned by the input (the server
+ * handles each message before the read callback returns, so the bytes are
+ * never needed after it); only a message split across reads is copied, into
+ * the connection's framer, which is bounded by max-message-size.  Beyond
+ * max-connections new connections are accepted and closed at once, so that
+ * they do not wait in the backlog.  Connections are kept in order of last
+ * activity, oldest first, so that one timer finds the idle ones without
+ * scanning them all.
+ */
+#include "framing.h"
+#include "in_common.h"
+#include "log.h"
+#include "xalloc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define READ_BUF_SIZE (64 * 1024)
+/* The kernel caps it at net.core.somaxconn; thousands of clients may connect at once. */
+#define BACKLOG 4096
+/* Repeated warnings (rejections, accept errors) at most this often. */
+#define LOG_EVERY_MS 10000
+
+union stream_handle {
+    uv_handle_t handle;
+    uv_stream_t stream;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+};
+
+struct conn {
+    union stream_handle h;
+    struct stream_input *s;
+    struct conn *prev, *next; /* activity order */
+    uint64_t last;            /* uv_now() at the last read */
+    bool listed;              /* counted as active, in the list */
+    struct framer fr;
+    char peer[64]; /* TCP: the client's address; unix: empty */
+};
+
+struct stream_input {
+    struct input base;
+    union stream_handle listener;
+    uv_timer_t idle;
+    char *rbuf;
+    struct conn *head, *tail;
+    unsigned handles; /* handles not yet closed: the input is freed when none are left */
+    bool closing;
+    bool is_unix;
+    bool unix_created; /* the socket file is ours: remove it at close */
+    dev_t dev;
+    ino_t ino;
+    size_t fd_reserved;
+    uint64_t last_reject_log, last_error_log, last_frame_log;
+};
+
+/* File descriptors the open stream inputs may need together (for RLIMIT_NOFILE). */
+static size_t fds_needed;
+
+static void stream_maybe_free(struct stream_input *s);
+
+/* ---- connections ---- */
+
+static void
+list_remove(struct stream_input *s, struct conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        s->tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void
+list_append(struct stream_input *s, struct conn *c)
+{
+    c->next = NULL;
+    c->prev = s->tail;
+    if (s->tail)
+        s->tail->next = c;
+    else
+        s->head = c;
+    s->tail = c;
+}
+
+static void
+conn_message(void *arg, const char *data, size_t len, bool truncated)
+{
+    struct conn *c = arg;
+
+    input_deliver(&c->s->base, data, len, truncated, c->peer[0] ? c->peer : NULL);
+}
+
+static void
+conn_closed(uv_handle_t *h)
+{
+    struct conn *c = h->data;
+    struct stream_input *s = c->s;
+
+    framer_free(&c->fr);
+    free(c);
+    s->handles--;
+    stream_maybe_free(s);
+}
+
+/* Closes a connection; flush delivers a last unterminated message first. */
+static void
+conn_close(struct conn *c, bool flush)
+{
+    struct stream_input *s = c->s;
+
+    if (c->listed) {
+        if (flush && framer_eof(&c->fr) < 0) s->base.stats.errors++;
+        list_remove(s, c);
+        c->listed = false;
+        s->base.stats.active--;
+    }
+    if (!uv_is_closing(&c->h.handle)) uv_close(&c->h.handle, conn_closed);
+}
+
+static void
+conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct conn *c = h->data;
+
+    (void)suggested;
+    buf->base = c->s->rbuf;
+    buf->len = READ_BUF_SIZE;
+}
+
+static void
+conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    struct conn *c = st->data;
+    struct stream_input *s = c->s;
+
+    if (nread > 0) {
+        /* most recently active last: the idle timer looks at the head only */
+        c->last = uv_now(st->loop);
+        if (c != s->tail) {
+            list_remove(s, c);
+            list_append(s, c);
+        }
+        if (framer_feed(&c->fr, buf->base, (size_t)nread) < 0) {
+            s->base.stats.errors++;
+            if (input_log_allowed(&s->last_frame_log, uv_now(st->loop), LOG_EVERY_MS))
+                corrald_log(LOG_WARNING, "%s: malformed octet count from %s, connection closed",
+                            s->base.name, c->peer[0] ? c->peer : "a client");
+            conn_close(c, false);
+        }
+        return;
+    }
+    if (nread == 0) return; /* EAGAIN */
+    if (nread != UV_EOF) {
+        s->base.stats.errors++;
+        corrald_log(LOG_DEBUG, "%s: read from %s: %s", s->base.name,
+                    c->peer[0] ? c->peer : "a client", uv_strerror((int)nread));
+    }
+    conn_close(c, true);
+}
+
+static void
+idle_check(uv_timer_t *t)
+{
+    struct stream_input *s = t->data;
+    uint64_t now = uv_now(t->loop), idle = s->base.idle_timeout_ms;
+
+    while (s->head && now - s->head->last >= idle) {
+        struct conn *c = s->head;
+        s->base.stats.idle_closed++;
+        corrald_log(LOG_DEBUG, "%s: closing %s, silent for %.1f s", s->base.name,
+                    c->peer[0] ? c->peer : "a client", (double)(now - c->last) / 1000.0);
+        conn_close(c, true);
+    }
+    if (s->head) uv_timer_start(&s->idle, idle_check, s->head->last + idle - now, 0);
+}
+
+static int
+conn_init_handle(struct stream_input *s, struct conn *c)
+{
+    if (s->is_unix) return uv_pipe_init(s->base.loop, &c->h.pipe, 0);
+    return uv_tcp_init(s->base.loop, &c->h.tcp);
+}
+
+static void
+on_connection(uv_stream_t *server, int status)
+{
+    struct stream_input *s = server->data;
+    struct conn *c;
+    int rc;
+
+    if (status < 0) {
+        /* EMFILE and the like: libuv has already shed the connection */
+        s->base.stats.errors++;
+        if (input_log_allowed(&s->last_error_log, uv_now(server->loop), LOG_EVERY_MS))
+            corrald_log(LOG_WARNING, "%s: cannot accept: %s", s->base.name, uv_strerror(status));
+        return;
+    }
+    c = xcalloc(1, sizeof(*c));
+    c->s = s;
+    framer_init(&c->fr, s->base.framing, s->base.max_message_size, conn_message, c);
+    rc = conn_init_handle(s, c);
+    if (rc < 0) {
+        s->base.stats.errors++;
+        corrald_log(LOG_ERR, "%s: %s", s->base.name, uv_strerror(rc));
+        free(c);
+        return;
+    }
+    c->h.handle.data = c;
+    s->handles++;
+    rc = uv_accept(server, &c->h.stream);
+    if (rc < 0) {
+        s->base.stats.errors++;
+        if (input_log_allowed(&s->last_error_log, uv_now(server->loop), LOG_EVERY_MS))
+            corrald_log(LOG_WARNING, "%s: cannot accept: %s", s->base.name, uv_strerror(rc));
+        conn_close(c, false);
+        return;
+    }
+    if (!s->is_unix) {
+        struct sockaddr_storage ss;
+        int len = sizeof(ss);
+        if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0)
+            input_peer_name((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
+    }
+    if (s->base.max_connections && s->base.stats.active >= s->base.max_connections) {
+        s->base.stats.rejected++;
+        if (input_log_allowed(&s->last_reject_log, uv_now(server->loop), LOG_EVERY_MS))
+            corrald_log(LOG_WARNING, "%s: %zu connections open, refusing %s (max-connections)",
+                        s->base.name, s->base.max_connections, c->peer[0] ? c->peer : "a client");
+        conn_close(c, false);
+        return;
+    }
+    rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
+    if (rc < 0) {
+        s->base.stats.errors++;
+        corrald_log(LOG_WARNING, "%s: cannot read from %s: %s", s->base.name,
+                    c->peer[0] ? c->peer : "a client", uv_strerror(rc));
+        conn_close(c, false);
+        return;
+    }
+    c->last = uv_now(server->loop);
+    c->listed = true;
+    list_append(s, c);
+    s->base.stats.connections++;
+    s->base.stats.active++;
+    if (s->base.idle_timeout_ms && !uv_is_active((uv_handle_t *)&s->idle))
+        uv_timer_start(&s->idle, idle_check, s->base.idle_timeout_ms, 0);
+}
+
+/* ---- the input ---- */
+
+static void
+stream_limits_changed(struct input *in)
+{
+    struct stream_input *s = (struct stream_input *)in;
+
+    /* the timer runs only while there are connections and a timeout; it may be needed now */
+    uv_timer_stop(&s->idle);
+    if (s->base.idle_timeout_ms && s->head) idle_check(&s->idle);
+}
+
+static void
+stream_maybe_free(struct stream_input *s)
+{
+    if (!s->closing || s->handles > 0) return;
+    fds_needed -= s->fd_reserved;
+    free(s->rbuf);
+    input_fini(&s->base);
+    free(s);
+}
+
+static void
+handle_closed(uv_handle_t *h)
+{
+    struct stream_input *s = h->data;
+
+    s->handles--;
+    stream_maybe_free(s);
+}
+
+static void
+stream_close(struct input *in)
+{
+    struct stream_input *s = (struct stream_input *)in;
+
+    s->closing = true;
+    /* the socket file goes now, so that a restart or a reloaded input can take the path */
+    if (s->unix_created) {
+        input_unix_remove(s->base.path, s->dev, s->ino);
+        s->unix_created = false;
+    }
+    while (s->head) conn_close(s->head, true);
+    if (!uv_is_closing(&s->listener.handle)) uv_close(&s->listener.handle, handle_closed);
+    if (!uv_is_closing((uv_handle_t *)&s->idle)) {
+        uv_timer_stop(&s->idle);
+        uv_close((uv_handle_t *)&s->idle, handle_closed);
+    }
+    stream_maybe_free(s);
+}
+
+/* Raises the soft limit on open files to what max-connections needs, if the hard limit allows. */
+static void
+reserve_fds(struct stream_input *s)
+{
+    struct rlimit rl;
+    rlim_t need, old;
+
+    s->fd_reserved = s->base.max_connections + 1;
+    fds_needed += s->fd_reserved;
+    need = (rlim_t)fds_needed + 256; /* outputs, files, libuv's own */
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return;
+    old = rl.rlim_cur;
+    rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) ? need : rl.rlim_max;
+    if (rl.rlim_cur > old && setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        corrald_log(LOG_INFO, "%s: open files limit raised from %llu to %llu", s->base.name,
+                    (unsigned long long)old, (unsigned long long)rl.rlim_cur);
+    else
+        rl.rlim_cur = old;
+    if (rl.rlim_cur < need)
+        corrald_log(LOG_WARNING,
+                    "%s: max-connections %zu needs about %llu open files, the limit is %llu",
+                    s->base.name, s->base.max_connections, (unsigned long long)need,
+                    (unsigned long long)rl.rlim_cur);
+}
+
+static int
+stream_bind(struct stream_input *s, const struct conf_input *ci, struct buf *err)
+{
+    int rc;
+
+    if (s->is_unix) {
+        /*
+         * The socket is made here, not by uv_pipe_bind(): libuv unlinks a path
+         * it bound when the handle closes, even if another socket has replaced
+         * it since (a reloaded input opens its new socket before the old one
+         * closes).  A descriptor handed over with uv_pipe_open() is not unlinked.
+         */
+        struct sockaddr_un sun;
+        int fd;
+
+        if (input_unix_prepare(ci->path, err) < 0) return -1;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            buf_printf(err, "socket: %s", strerror(errno));
+            return -1;
+        }
+        memset(&sun, 0, sizeof(sun));
+        sun.sun_family = AF_UNIX;
+        memcpy(sun.sun_path, ci->path, strlen(ci->path) + 1); /* length checked by prepare */
+        if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+            buf_printf(err, "cannot bind %s: %s", ci->path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        s->unix_created = true; /* even if what follows fails: remove it at close */
+        if (input_unix_created(ci->path, ci->mode, &s->dev, &s->ino, err) < 0) {
+            /* the inode is unknown: remove by path now, it is the one just created */
+            unlink(ci->path);
+            s->unix_created = false;
+            close(fd);
+            return -1;
+        }
+        rc = uv_pipe_open(&s->listener.pipe, fd);
+        if (rc < 0) {
+            buf_printf(err, "%s: %s", ci->path, uv_strerror(rc));
+            close(fd);
+            return -1;
+        }
+    } else {
+        struct sockaddr_storage ss;
+        if (input_resolve(ci->listen, SOCK_STREAM, &ss, err) < 0) return -1;
+        rc = uv_tcp_bind(&s->listener.tcp, (const struct sockaddr *)&ss, 0);
+        if (rc < 0) {
+            buf_printf(err, "cannot bind %s: %s", ci->listen, uv_strerror(rc));
+            return -1;
+        }
+    }
+    rc = uv_listen(&s->listener.stream, BACKLOG, on_connection);
+    if (rc < 0) {
+        /* libuv reports a bind conflict (EADDRINUSE) here rather than at bind */
+        buf_printf(err, "cannot listen on %s: %s", s->is_unix ? ci->path : ci->listen,
+                   uv_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+struct input *
+in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+               const struct conf *conf, struct buf *err)
+{
+    struct stream_input *s = xcalloc(1, sizeof(*s));
+    struct buf e = BUF_INIT;
+    int rc;
+
+    input_init(&s->base, srv, loop, ci, conf);
+    s->base.close = stream_close;
+    s->is_unix = ci->type == IN_UNIX_STREAM;
+    rc =
+        s->is_unix ? uv_pipe_init(loop, &s->listener.pipe, 0) : uv_tcp_init(loop, &s->listener.tcp);
+    if (rc < 0) {
+        buf_printf(err, "input %s: %s", s->base.name, uv_strerror(rc));
+        input_fini(&s->base);
+        free(s);
+        return NULL;
+    }
+    s->listener.handle.data = s;
+    s->handles++;
+    uv_timer_init(loop, &s->idle); /* cannot fail on Unix */
+    s->idle.data = s;
+    s->handles++;
+    s->base.limits_changed = stream_limits_changed;
+    s->rbuf = xmalloc(READ_BUF_SIZE);
+    reserve_fds(s);
+    if (stream_bind(s, ci, &e) < 0) {
+        buf_printf(err, "input %s: %s", s->base.name, buf_str(&e));
+        buf_free(&e);
+        stream_close(&s->base);
+        return NULL;
+    }
+    return &s->base;
+}

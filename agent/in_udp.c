@@ -1,0 +1,185 @@
+/*
+ * in_udp: syslog over UDP (RFC 5426): one datagram is one message.
+ *
+ * Datagrams are read in batches with recvmmsg(2) (libuv's UV_UDP_RECVMMSG:
+ * up to 20 per system call) into one buffer owned by the input, so nothing
+ * is allocated per message; the socket gets a large receive buffer so that
+ * bursts wait in the kernel instead of being dropped while the loop is busy.
+ */
+#include "in_common.h"
+#include "log.h"
+#include "xalloc.h"
+
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* libuv hands recvmmsg one 64 KiB slot per datagram, at most 20 of them. */
+#define UDP_SLOT  (64 * 1024)
+#define UDP_SLOTS 20
+/* Receive buffer asked of the kernel: a few seconds of a busy sender. */
+#ifndef CORRAL_UDP_RCVBUF
+#define CORRAL_UDP_RCVBUF (8 * 1024 * 1024)
+#endif
+
+/* Batching can be turned off, and the buffer changed, at build time: to measure what they bring. */
+#ifndef CORRAL_UDP_RECVMMSG
+#define CORRAL_UDP_RECVMMSG 1
+#endif
+
+struct udp_input {
+    struct input base;
+    uv_udp_t udp;
+    char *rbuf;
+    size_t rbuflen;
+    /* the last sender, so that a burst from one host is named once, not per datagram */
+    struct sockaddr_storage last;
+    char peer[64];
+    uint64_t last_error_log;
+};
+
+static void
+udp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct udp_input *u = h->data;
+
+    (void)suggested;
+    buf->base = u->rbuf;
+    buf->len = u->rbuflen;
+}
+
+/* The sender's name, from the cache when it sent the previous datagram too. */
+static const char *
+peer_of(struct udp_input *u, const struct sockaddr *sa)
+{
+    size_t len;
+
+    if (sa->sa_family == AF_INET)
+        len = sizeof(struct sockaddr_in);
+    else if (sa->sa_family == AF_INET6)
+        len = sizeof(struct sockaddr_in6);
+    else
+        return NULL;
+    if (u->peer[0] && u->last.ss_family == sa->sa_family) {
+        /* the port does not matter: only the address is named */
+        if (sa->sa_family == AF_INET &&
+            memcmp(&((const struct sockaddr_in *)sa)->sin_addr,
+                   &((struct sockaddr_in *)&u->last)->sin_addr, sizeof(struct in_addr)) == 0)
+            return u->peer;
+        if (sa->sa_family == AF_INET6 &&
+            memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
+                   &((struct sockaddr_in6 *)&u->last)->sin6_addr, sizeof(struct in6_addr)) == 0)
+            return u->peer;
+    }
+    memcpy(&u->last, sa, len);
+    input_peer_name(sa, u->peer, sizeof(u->peer));
+    return u->peer[0] ? u->peer : NULL;
+}
+
+static void
+udp_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct sockaddr *addr,
+         unsigned flags)
+{
+    struct udp_input *u = h->data;
+    const char *p = buf->base;
+    size_t n;
+    bool truncated;
+
+    if (flags & UV_UDP_MMSG_FREE) return; /* the end of a batch: the buffer is ours, kept */
+    if (nread < 0) {
+        u->base.stats.errors++;
+        if (input_log_allowed(&u->last_error_log, uv_now(h->loop), 10000))
+            corrald_log(LOG_WARNING, "%s: receive error: %s", u->base.name,
+                        uv_strerror((int)nread));
+        return;
+    }
+    if (!addr) return; /* nothing more to read now */
+
+    n = (size_t)nread;
+    truncated = (flags & UV_UDP_PARTIAL) != 0;
+    /* senders end datagrams with a newline, NULs, or both: none of it is the message */
+    while (n && p[n - 1] == '\0') n--;
+    if (n && p[n - 1] == '\n') n--;
+    if (n && p[n - 1] == '\r') n--;
+    while (n && p[n - 1] == '\0') n--;
+    if (n > u->base.max_message_size) {
+        n = u->base.max_message_size;
+        truncated = true;
+    }
+    if (n == 0) return;
+    input_deliver(&u->base, p, n, truncated, peer_of(u, addr));
+}
+
+static void
+udp_closed(uv_handle_t *h)
+{
+    struct udp_input *u = h->data;
+
+    free(u->rbuf);
+    input_fini(&u->base);
+    free(u);
+}
+
+static void
+udp_close(struct input *in)
+{
+    struct udp_input *u = (struct udp_input *)in;
+
+    uv_udp_recv_stop(&u->udp);
+    uv_close((uv_handle_t *)&u->udp, udp_closed);
+}
+
+struct input *
+in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+            const struct conf *conf, struct buf *err)
+{
+    struct udp_input *u = xcalloc(1, sizeof(*u));
+    struct sockaddr_storage ss;
+    struct buf e = BUF_INIT;
+    uv_os_fd_t fd;
+    unsigned flags = AF_UNSPEC;
+    int rc;
+
+    input_init(&u->base, srv, loop, ci, conf);
+    u->base.close = udp_close;
+    if (input_resolve(ci->listen, SOCK_DGRAM, &ss, &e) < 0) {
+        buf_printf(err, "input %s: %s", u->base.name, buf_str(&e));
+        buf_free(&e);
+        input_fini(&u->base);
+        free(u);
+        return NULL;
+    }
+    if (CORRAL_UDP_RECVMMSG) flags |= UV_UDP_RECVMMSG;
+    rc = uv_udp_init_ex(loop, &u->udp, flags);
+    if (rc < 0 && (flags & UV_UDP_RECVMMSG)) rc = uv_udp_init_ex(loop, &u->udp, AF_UNSPEC);
+    if (rc < 0) {
+        buf_printf(err, "input %s: %s", u->base.name, uv_strerror(rc));
+        input_fini(&u->base);
+        free(u);
+        return NULL;
+    }
+    u->udp.data = u;
+    /* from here on the handle exists and must be closed, so errors go through udp_close */
+    rc = uv_udp_bind(&u->udp, (const struct sockaddr *)&ss, 0);
+    if (rc < 0) {
+        buf_printf(err, "input %s: cannot bind %s: %s", u->base.name, ci->listen, uv_strerror(rc));
+        udp_close(&u->base);
+        return NULL;
+    }
+    if (uv_fileno((uv_handle_t *)&u->udp, &fd) == 0)
+        input_set_rcvbuf(fd, CORRAL_UDP_RCVBUF, u->base.name);
+
+    /* recvmmsg needs one 64 KiB slot per datagram of the batch; without it one slot */
+    u->rbuflen = uv_udp_using_recvmmsg(&u->udp) ? UDP_SLOT * UDP_SLOTS : UDP_SLOT;
+    u->rbuf = xmalloc(u->rbuflen);
+    rc = uv_udp_recv_start(&u->udp, udp_alloc, udp_recv);
+    if (rc < 0) {
+        buf_printf(err, "input %s: cannot receive: %s", u->base.name, uv_strerror(rc));
+        udp_close(&u->base);
+        return NULL;
+    }
+    corrald_log(LOG_DEBUG, "%s: %s", u->base.name,
+                uv_udp_using_recvmmsg(&u->udp) ? "batched reads (recvmmsg)"
+                                               : "one read per datagram");
+    return &u->base;
+}

@@ -1,0 +1,343 @@
+/*
+ * input: opens an input by type (the modules are in_udp.c, in_stream.c for
+ * TCP and unix-stream, in_unix.c for unix-dgram, in_file.c, in_stdin.c), and
+ * the helpers they share (in_common.h): counting and submitting messages,
+ * resolving listen addresses, naming peers, socket buffers and unix socket
+ * files.
+ */
+#include "in_common.h"
+#include "log.h"
+#include "server.h"
+#include "xalloc.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+struct input *
+input_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+           const struct conf *conf, struct buf *err)
+{
+    struct input *in = NULL;
+    struct buf e = BUF_INIT;
+
+    switch (ci->type) {
+    case IN_UDP: in = in_udp_open(srv, loop, ci, conf, &e); break;
+    case IN_TCP:
+    case IN_UNIX_STREAM: in = in_stream_open(srv, loop, ci, conf, &e); break;
+    case IN_UNIX_DGRAM: in = in_unix_dgram_open(srv, loop, ci, conf, &e); break;
+    case IN_FILE: in = in_file_open(srv, loop, ci, conf, &e); break;
+    case IN_STDIN: in = in_stdin_open(srv, loop, ci, conf, &e); break;
+    default: buf_printf(&e, "input %s: unknown type %d", ci->name ? ci->name : "?", (int)ci->type);
+    }
+    if (!in) {
+        /* "file:line: message" lines, as server_start() reports every configuration error */
+        if (conf->file && ci->line > 0)
+            buf_printf(err, "%s:%d: %s\n", conf->file, ci->line, buf_str(&e));
+        else
+            buf_printf(err, "%s\n", buf_str(&e));
+    }
+    buf_free(&e);
+    return in;
+}
+
+void
+input_close(struct input *in)
+{
+    if (in) in->close(in);
+}
+
+const char *
+input_name(const struct input *in)
+{
+    return in->name;
+}
+
+const struct input_stats *
+input_get_stats(const struct input *in)
+{
+    return &in->stats;
+}
+
+bool
+input_finished(const struct input *in)
+{
+    return in->finished;
+}
+
+static bool
+same_str(const char *a, const char *b)
+{
+    if (!a || !b) return a == b;
+    return strcmp(a, b) == 0;
+}
+
+int
+input_same(const struct input *in, const struct conf_input *ci)
+{
+    return in->type == ci->type && same_str(in->name, ci->name) &&
+           same_str(in->listen, ci->listen) && same_str(in->path, ci->path) &&
+           in->framing == ci->framing && in->mode == ci->mode && in->from_start == ci->from_start;
+}
+
+/* ---- the common head ---- */
+
+void
+input_init(struct input *in, struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+           const struct conf *conf)
+{
+    in->type = ci->type;
+    in->listen = ci->listen ? xstrdup(ci->listen) : NULL;
+    in->path = ci->path ? xstrdup(ci->path) : NULL;
+    if (ci->name) {
+        in->name = xstrdup(ci->name);
+    } else {
+        /* conf always names inputs; this is for callers that build a conf_input themselves */
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "%s:%s", conf_input_type_name(ci->type),
+                   ci->listen ? ci->listen
+                   : ci->path ? ci->path
+                              : "-");
+        in->name = xstrdup(buf_str(&b));
+        buf_free(&b);
+    }
+    in->framing = ci->framing;
+    in->mode = ci->mode;
+    in->from_start = ci->from_start;
+    in->srv = srv;
+    in->loop = loop;
+    in->limits_changed = NULL;
+    input_set_limits(in, conf);
+    memset(&in->stats, 0, sizeof(in->stats));
+    in->finished = false;
+}
+
+void
+input_set_limits(struct input *in, const struct conf *conf)
+{
+    in->max_message_size = conf->max_message_size ? conf->max_message_size : 65536;
+    in->max_connections = conf->max_connections;
+    in->idle_timeout_ms = conf->idle_timeout > 0 ? (uint64_t)(conf->idle_timeout * 1000.0) : 0;
+    if (conf->idle_timeout > 0 && in->idle_timeout_ms == 0) in->idle_timeout_ms = 1;
+    if (in->limits_changed) in->limits_changed(in);
+}
+
+void
+input_fini(struct input *in)
+{
+    free(in->name);
+    free(in->listen);
+    free(in->path);
+    in->name = in->listen = in->path = NULL;
+}
+
+void
+input_deliver(struct input *in, const char *data, size_t len, bool truncated, const char *peer)
+{
+    in->stats.received++;
+    in->stats.bytes += len;
+    if (truncated) in->stats.truncated++;
+    server_submit(in->srv, in, data, len, peer);
+}
+
+bool
+input_log_allowed(uint64_t *last_ms, uint64_t now_ms, uint64_t every_ms)
+{
+    if (*last_ms && now_ms - *last_ms < every_ms) return false;
+    *last_ms = now_ms ? now_ms : 1;
+    return true;
+}
+
+/* ---- addresses ---- */
+
+static bool
+have_ipv6(void)
+{
+    static int known = -1;
+    int fd;
+
+    if (known < 0) {
+        fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        known = fd >= 0;
+        if (fd >= 0) close(fd);
+    }
+    return known;
+}
+
+int
+input_resolve(const char *listen, int socktype, struct sockaddr_storage *ss, struct buf *err)
+{
+    char host[256];
+    int port, rc;
+    struct addrinfo hints, *res = NULL;
+    char service[16];
+
+    memset(ss, 0, sizeof(*ss));
+    if (!listen || !conf_split_address(listen, host, sizeof(host), &port)) {
+        buf_printf(err, "bad address \"%s\" (expected host:port, [v6-address]:port or :port)",
+                   listen ? listen : "");
+        return -1;
+    }
+    if (host[0] == '\0' || strcmp(host, "*") == 0) {
+        /* every address: a dual-stack IPv6 socket takes IPv4 as well */
+        if (have_ipv6())
+            rc = uv_ip6_addr("::", port, (struct sockaddr_in6 *)ss);
+        else
+            rc = uv_ip4_addr("0.0.0.0", port, (struct sockaddr_in *)ss);
+        if (rc < 0) {
+            buf_printf(err, "%s: %s", listen, uv_strerror(rc));
+            return -1;
+        }
+        return 0;
+    }
+    /* literal addresses need no resolver */
+    if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0) return 0;
+    memset(ss, 0, sizeof(*ss));
+    if (uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0) return 0;
+    memset(ss, 0, sizeof(*ss));
+
+    /* a name: resolved once, at opening (blocking is fine before the loop serves anything) */
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = socktype;
+    hints.ai_flags = AI_PASSIVE;
+    snprintf(service, sizeof(service), "%d", port);
+    rc = getaddrinfo(host, service, &hints, &res);
+    if (rc != 0 || !res) {
+        buf_printf(err, "%s: cannot resolve \"%s\": %s", listen, host,
+                   rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+        if (res) freeaddrinfo(res);
+        return -1;
+    }
+    if (res->ai_addrlen > sizeof(*ss)) {
+        buf_printf(err, "%s: unusable address for \"%s\"", listen, host);
+        freeaddrinfo(res);
+        return -1;
+    }
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+void
+input_peer_name(const struct sockaddr *sa, char *out, size_t outlen)
+{
+    int rc = UV_EAFNOSUPPORT;
+
+    if (outlen == 0) return;
+    out[0] = '\0';
+    if (!sa) return;
+    if (sa->sa_family == AF_INET) {
+        rc = uv_ip4_name((const struct sockaddr_in *)sa, out, outlen);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+        if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+            /* a dual-stack socket's IPv4 client: name it as IPv4, as it would be on an IPv4 socket
+             */
+            struct sockaddr_in s4;
+            memset(&s4, 0, sizeof(s4));
+            s4.sin_family = AF_INET;
+            memcpy(&s4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+            rc = uv_ip4_name(&s4, out, outlen);
+        } else {
+            rc = uv_ip6_name(s6, out, outlen);
+        }
+    }
+    if (rc != 0) out[0] = '\0';
+}
+
+void
+input_set_rcvbuf(int fd, int want, const char *name)
+{
+    int got = 0;
+    socklen_t len = sizeof(got);
+    bool forced = true;
+
+    /* SO_RCVBUFFORCE ignores net.core.rmem_max but needs CAP_NET_ADMIN */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0) {
+        forced = false;
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want)) < 0)
+            corrald_log(LOG_WARNING, "%s: cannot set the receive buffer: %s", name,
+                        strerror(errno));
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &len) < 0) {
+        corrald_log(LOG_WARNING, "%s: cannot read the receive buffer size: %s", name,
+                    strerror(errno));
+        return;
+    }
+    /* Linux reports twice the size asked for (the other half is its bookkeeping) */
+    if (got / 2 >= want)
+        corrald_log(LOG_INFO, "%s: receive buffer %d KiB", name, got / 2 / 1024);
+    else
+        corrald_log(LOG_WARNING,
+                    "%s: receive buffer %d KiB, not the %d KiB asked for%s: bursts may be "
+                    "dropped by the kernel (raise net.core.rmem_max)",
+                    name, got / 2 / 1024, want / 1024, forced ? "" : " (not privileged)");
+}
+
+/* ---- unix socket files ---- */
+
+int
+input_unix_prepare(const char *path, struct buf *err)
+{
+    struct sockaddr_un sun;
+    struct stat st;
+
+    if (!path || !*path) {
+        buf_printf(err, "empty socket path");
+        return -1;
+    }
+    if (strlen(path) >= sizeof(sun.sun_path)) {
+        buf_printf(err, "%s: socket path longer than %zu bytes", path, sizeof(sun.sun_path) - 1);
+        return -1;
+    }
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            /* never remove a file that is not a socket: the path is probably a mistake */
+            buf_printf(err, "%s: exists and is not a socket", path);
+            return -1;
+        }
+        if (unlink(path) < 0 && errno != ENOENT) {
+            buf_printf(err, "%s: cannot remove the old socket: %s", path, strerror(errno));
+            return -1;
+        }
+        corrald_log(LOG_DEBUG, "%s: removed an old socket", path);
+    } else if (errno != ENOENT) {
+        buf_printf(err, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int
+input_unix_created(const char *path, uint32_t mode, dev_t *dev, ino_t *ino, struct buf *err)
+{
+    struct stat st;
+
+    if (chmod(path, (mode_t)mode) < 0) {
+        buf_printf(err, "%s: cannot set mode %04o: %s", path, (unsigned)mode, strerror(errno));
+        return -1;
+    }
+    if (lstat(path, &st) < 0) {
+        buf_printf(err, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    *dev = st.st_dev;
+    *ino = st.st_ino;
+    return 0;
+}
+
+void
+input_unix_remove(const char *path, dev_t dev, ino_t ino)
+{
+    struct stat st;
+
+    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == dev && st.st_ino == ino)
+        unlink(path);
+}

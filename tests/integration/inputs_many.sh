@@ -1,0 +1,42 @@
+#!/bin/sh
+# inputs_many: 2000 concurrent TCP connections (and 500 unix-stream ones).
+#
+# python3 opens them all, waits until corrald's stats count them open
+# (corral_input_connections_active), then sends five messages on each,
+# interleaved across connections, every message cut in two writes.  All
+# 12500 must arrive, in order per connection, classified.  corrald raises
+# its open-files limit to what max-connections needs; the test is skipped
+# when the hard limit cannot allow 2000 connections.
+
+. "$(dirname "$0")/lib_inputs.sh"
+SEND="python3 $HERE/inputs_send.py"
+
+hard=$(ulimit -Hn)
+if [ "$hard" != unlimited ] && [ "$hard" -lt 2600 ]; then
+    echo "$TEST: open files hard limit $hard is below 2600, skipped"
+    exit 77
+fi
+
+PORT=$(free_port)
+write_config "$tmp/corrald.conf" 'max-message-size="64k" max-connections="3000" idle-timeout="2m"' "
+    <tcp listen=\"127.0.0.1:$PORT\" name=\"tcp\"/>
+    <unix-stream path=\"$tmp/stream.sock\" name=\"unix\"/>"
+start_corrald "$tmp/corrald.conf"
+
+$SEND stream "tcp:127.0.0.1:$PORT" --conns 1-2000 --per 5 --expect-active "$STATS_PORT" tcp ||
+    fail "2000 TCP connections"
+$SEND stream "unix:$tmp/stream.sock" --conns 3001-3500 --per 5 --framing octet --expect-active "$STATS_PORT" unix ||
+    fail "500 unix-stream connections"
+wait_lines 12500 60 || fail "messages missing"
+check seq "$OUT" --conns 1-2000 --per 5 || fail "TCP messages"
+check seq "$OUT" --conns 3001-3500 --per 5 || fail "unix-stream messages"
+[ "$(metric corral_input_connections_total tcp)" -eq 2000 ] || fail "connections counter"
+[ "$(metric corral_input_rejected_total tcp)" -eq 0 ] || fail "connections rejected"
+i=0
+while [ "$(metric corral_input_connections_active tcp)" -ne 0 ]; do
+    i=$((i + 1))
+    [ $i -lt 50 ] || fail "connections still counted open: $(metric corral_input_connections_active tcp)"
+    sleep 0.1
+done
+stop_corrald
+echo "$TEST: ok ($(check lines "$OUT") messages)"

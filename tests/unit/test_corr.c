@@ -1,0 +1,764 @@
+/*
+ * Unit tests: the correlation engine.  Timer semantics, emission order, rate
+ * limits, create-context and detached contexts, as syslog-ng 3.38's pdbtool
+ * behaves (checked with it; tests/compat/corr_diff.py compares at large),
+ * and corral's own parts: state files and limits.  Time comes from a fake
+ * clock.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "corr.h"
+#include "pdb.h"
+#include "template.h"
+
+#define HEAD                                                                                       \
+    "<?xml version='1.0'?>\n<patterndb version='4' pub_date='2026-01-01'>\n"                       \
+    "<ruleset name='rs' id='rs'><rules>\n"
+#define TAIL "</rules></ruleset></patterndb>\n"
+
+#define T0 1795168800 /* 2026-11-20T10:00:00Z */
+
+/* What a test sees: every emitted message, one line each. */
+struct fixture {
+    struct pdb *db;
+    struct corr *corr;
+    struct tpl *tpl;
+    struct buf out;
+    uint64_t clock; /* ms */
+    int nlog;
+};
+
+static uint64_t
+fake_clock(void *arg)
+{
+    return ((struct fixture *)arg)->clock;
+}
+
+static void
+on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *a)
+{
+    struct fixture *f = arg;
+    struct tpl_env env;
+
+    (void)a;
+    tpl_env_single(&env, &m);
+    buf_puts(&f->out, kind == CORR_GENERATED ? "G " : "I ");
+    tpl_eval(f->tpl, &env, &f->out);
+    buf_putc(&f->out, '\n');
+}
+
+static void
+on_log(void *arg, const char *text)
+{
+    (void)text;
+    ((struct fixture *)arg)->nlog++;
+}
+
+static struct pdb *
+load_rules(const char *rules)
+{
+    struct pdb *db = pdb_new();
+    struct buf xml = BUF_INIT;
+
+    buf_puts(&xml, HEAD);
+    buf_puts(&xml, rules);
+    buf_puts(&xml, TAIL);
+    ck_assert_int_eq(pdb_load_memory(db, "mem.xml", xml.p, xml.len), 0);
+    buf_free(&xml);
+    return db;
+}
+
+static struct corr *
+new_corr(struct fixture *f, size_t max_contexts, size_t max_msgs)
+{
+    struct corr_opts o;
+
+    memset(&o, 0, sizeof(o));
+    o.emit = on_emit;
+    o.log = on_log;
+    o.clock = fake_clock;
+    o.arg = f;
+    o.max_contexts = max_contexts;
+    o.max_context_msgs = max_msgs;
+    return corr_new(f->db, &o);
+}
+
+static void
+setup(struct fixture *f, const char *rules, const char *tpl)
+{
+    struct buf err = BUF_INIT;
+
+    memset(f, 0, sizeof(*f));
+    f->clock = (uint64_t)(T0 + 3600) * 1000;
+    f->db = load_rules(rules);
+    f->tpl = tpl_compile_str(tpl ? tpl : "$MESSAGE", &err);
+    ck_assert_msg(f->tpl != NULL, "%s", buf_str(&err));
+    buf_free(&err);
+    f->corr = new_corr(f, 0, 0);
+}
+
+static void
+teardown(struct fixture *f)
+{
+    corr_free(f->corr);
+    pdb_free(f->db);
+    tpl_free(f->tpl);
+    buf_free(&f->out);
+}
+
+/* Feeds "MESSAGE" from host/prog[pid] stamped T0 + sec (+ ms). */
+static void
+feed_full(struct fixture *f, int sec, int ms, const char *host, const char *prog, const char *pid,
+          const char *text)
+{
+    struct msg *m = msg_new();
+    struct msg_time t = {T0 + sec, ms * 1000, 0};
+
+    msg_set_stamp(m, &t);
+    msg_set(m, NV_HOST, host, strlen(host));
+    msg_set(m, NV_PROGRAM, prog, strlen(prog));
+    if (pid) msg_set(m, NV_PID, pid, strlen(pid));
+    msg_set(m, NV_MESSAGE, text, strlen(text));
+    corr_process(f->corr, m);
+    msg_unref(m);
+}
+
+static void
+feed(struct fixture *f, int sec, const char *text)
+{
+    feed_full(f, sec, 0, "h1", "prog", "1", text);
+}
+
+/* The output so far, then forgotten. */
+static const char *
+take(struct fixture *f)
+{
+    static char copy[8192];
+
+    snprintf(copy, sizeof(copy), "%s", buf_str(&f->out));
+    buf_reset(&f->out);
+    return copy;
+}
+
+static size_t
+open_contexts(const struct fixture *f)
+{
+    struct corr_stats st;
+
+    corr_stats(f->corr, &st);
+    return (size_t)st.contexts_open;
+}
+
+static const char *timeout_rule =
+    "<rule id='r1' provider='t' context-id='${k}' context-timeout='2'>"
+    "<patterns><pattern>start @NUMBER:k@</pattern></patterns>"
+    "<actions><action trigger='timeout'><message><values>"
+    "<value name='MESSAGE'>end ${k}@1 $(context-length)</value>"
+    "</values></message></action></actions></rule>\n";
+
+/* Armed at T with N: alive through second T+N, gone at T+N+1 (fractions don't matter). */
+START_TEST(test_alive_at_t_plus_n)
+{
+    struct fixture f;
+
+    setup(&f, timeout_rule, NULL);
+    feed(&f, 10, "start 1");
+    feed_full(&f, 12, 999, "h1", "prog", "1", "start 1"); /* T+2: joins, re-armed to 14 */
+    ck_assert_str_eq(take(&f), "I start 1\nI start 1\n");
+    feed(&f, 14, "other");
+    ck_assert_str_eq(take(&f), "I other\n");
+    ck_assert_uint_eq(open_contexts(&f), 1);
+    feed(&f, 15, "other");
+    /* expired contexts' messages come before the message that moved time */
+    ck_assert_str_eq(take(&f), "G end 1 3\nI other\n");
+    ck_assert_uint_eq(open_contexts(&f), 0);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(test_timeout_zero_and_clock)
+{
+    struct fixture f;
+
+    setup(&f,
+          "<rule id='r0' provider='t' context-id='${k}' context-timeout='0'>"
+          "<patterns><pattern>start @NUMBER:k@</pattern></patterns>"
+          "<values><value name='n'>$(context-length)</value></values>"
+          "<actions><action trigger='timeout'><message><values>"
+          "<value name='MESSAGE'>end ${k}@1 ${n}@1</value>"
+          "</values></message></action></actions></rule>\n",
+          NULL);
+    feed(&f, 10, "start 1");
+    feed_full(&f, 10, 900, "h1", "prog", "1", "start 1");
+    feed(&f, 11, "start 1"); /* the old one expires first, then a new one starts */
+    ck_assert_str_eq(take(&f), "I start 1\nI start 1\nG end 1 2\nI start 1\n");
+    /* a stamp ahead of the clock is clamped to it; time never goes back */
+    f.clock = (uint64_t)(T0 + 20) * 1000;
+    feed(&f, 100, "x");
+    ck_assert_uint_eq(corr_now(f.corr), (uint64_t)(T0 + 20) * 1000);
+    ck_assert_str_eq(take(&f), "G end 1 1\nI x\n");
+    feed(&f, 5, "start 2");
+    ck_assert_uint_eq(corr_now(f.corr), (uint64_t)(T0 + 20) * 1000);
+    f.clock += 1000; /* the daemon tick moves an idle engine by the real time elapsed */
+    corr_tick(f.corr);
+    ck_assert_str_eq(take(&f), "I start 2\nG end 2 1\n");
+    teardown(&f);
+}
+END_TEST
+
+/*
+ * Contexts due in the same second fire in the order they went into that
+ * second; re-arming to the same second keeps the place, to another one moves
+ * to the end (syslog-ng's timer wheel slots).
+ */
+START_TEST(test_same_second_order)
+{
+    struct fixture f;
+
+    setup(
+        &f,
+        "<rule id='r1' provider='t' context-id='${k}' context-timeout='3'>"
+        "<patterns><pattern>start @NUMBER:k@</pattern></patterns>"
+        "<actions><action trigger='timeout'><message><values>"
+        "<value name='MESSAGE'>end ${k}@1</value></values></message></action></actions></rule>\n"
+        "<rule id='r2' provider='t' context-id='${k}' context-timeout='2'>"
+        "<patterns><pattern>two @NUMBER:k@</pattern></patterns>"
+        "<actions><action trigger='timeout'><message><values>"
+        "<value name='MESSAGE'>end2 ${k}@1</value></values></message></action></actions></rule>\n",
+        NULL);
+    feed(&f, 1, "start 1");
+    feed(&f, 1, "start 2");
+    feed(&f, 1, "start 3");
+    feed(&f, 1, "start 1"); /* same target: stays first */
+    feed(&f, 2, "two 2");   /* 2+2 = 4, the same target again */
+    feed(&f, 9, "x");
+    ck_assert_str_eq(take(&f), "I start 1\nI start 2\nI start 3\nI start 1\nI two 2\n"
+                               "G end 1\nG end2 2\nG end 3\nI x\n");
+    feed(&f, 20, "two 1");   /* due at 22 */
+    feed(&f, 20, "start 2"); /* due at 23 */
+    feed(&f, 21, "two 1");   /* moved to 23: after 2 */
+    feed(&f, 30, "x");
+    ck_assert_str_eq(take(&f), "I two 1\nI start 2\nI two 1\nG end 2\nG end2 1\nI x\n");
+    teardown(&f);
+}
+END_TEST
+
+/*
+ * Ties between long and short timeouts: syslog-ng's wheel moves a timer due
+ * more than a rotation (1024 s) ahead down to its second's slot only just
+ * before that rotation, behind the timers armed there directly; one due past
+ * 65536 s waits a level higher still (corr.c: wheel_order()).
+ */
+START_TEST(test_long_timeout_order)
+{
+    struct fixture f;
+    int t0 = -36000; /* 2026-11-20T00:00:00Z */
+
+    setup(
+        &f,
+        "<rule id='ra' provider='t' context-id='${k}' context-timeout='1024'>"
+        "<patterns><pattern>a @NUMBER:k@</pattern></patterns>"
+        "<actions><action trigger='timeout'><message><values>"
+        "<value name='MESSAGE'>end a${k}@1</value></values></message></action></actions></rule>\n"
+        "<rule id='rb' provider='t' context-id='${k}' context-timeout='1020'>"
+        "<patterns><pattern>b @NUMBER:k@</pattern></patterns>"
+        "<actions><action trigger='timeout'><message><values>"
+        "<value name='MESSAGE'>end b${k}@1</value></values></message></action></actions></rule>\n"
+        "<rule id='rc' provider='t' context-id='${k}' context-timeout='70000'>"
+        "<patterns><pattern>c @NUMBER:k@</pattern></patterns>"
+        "<actions><action trigger='timeout'><message><values>"
+        "<value name='MESSAGE'>end c${k}@1</value></values></message></action></actions></rule>\n"
+        "<rule id='rd' provider='t' context-id='${k}' context-timeout='50000'>"
+        "<patterns><pattern>d @NUMBER:k@</pattern></patterns>"
+        "<actions><action trigger='timeout'><message><values>"
+        "<value name='MESSAGE'>end d${k}@1</value></values></message></action></actions></rule>\n",
+        NULL);
+    f.clock = (uint64_t)(T0 + 86400) * 1000;
+    feed(&f, t0, "c 1");         /* due at t0+70000, waits at level 2 */
+    feed(&f, t0 + 20000, "d 2"); /* the same second, at level 1 before c gets there */
+    feed(&f, 5380, "a 3");       /* due at 6404, at level 1 */
+    feed(&f, 5384, "b 4");       /* the same second, straight at level 0 */
+    feed(&f, 6405, "x");
+    feed(&f, t0 + 70001, "x");
+    ck_assert_str_eq(take(&f), "I c 1\nI d 2\nI a 3\nI b 4\nG end b4\nG end a3\nI x\n"
+                               "G end d2\nG end c1\nI x\n");
+    teardown(&f);
+}
+END_TEST
+
+/* Generated messages: inheritance, scope fields and back-references. */
+START_TEST(test_generated_messages)
+{
+    struct fixture f;
+
+    setup(&f,
+          "<rule id='r1' provider='t' context-id='c' context-scope='program' context-timeout='5'>"
+          "<patterns><pattern>m @NUMBER:k@</pattern></patterns>"
+          "<values><value name='v'>${k}@1</value></values>"
+          "<actions>"
+          "<action><message inherit-properties='TRUE'><values>"
+          "<value name='MESSAGE'>last ${k}@1 ${k}@2 $(context-length)</value>"
+          "</values></message></action>"
+          "<action trigger='timeout'><message inherit-mode='context'><values>"
+          "<value name='MESSAGE'>ctx $(context-values ${k}) ${v}</value>"
+          "</values></message></action>"
+          "<action trigger='timeout'><message><values>"
+          "<value name='MESSAGE'>none [$k] $CONTEXT_ID</value>"
+          "</values></message></action>"
+          "</actions></rule>\n",
+          "$HOST/$PROGRAM/$PID $MESSAGE");
+    feed_full(&f, 1, 0, "h1", "prog", "1", "m 7");
+    feed_full(&f, 2, 0, "h1", "prog", "2", "m 8");
+    /* inherited from the trigger, PID kept (program scope sets HOST and PROGRAM) */
+    ck_assert_str_eq(take(&f), "I h1/prog/1 m 7\nG h1/prog/1 last 7  2\n"
+                               "I h1/prog/2 m 8\nG h1/prog/2 last 8 7 3\n");
+    feed(&f, 10, "x");
+    ck_assert_str_eq(take(&f), "G h1/prog/2 ctx 7,8,8 7\nG h1/prog/ none [] c\nI h1/prog/1 x\n");
+    teardown(&f);
+}
+END_TEST
+
+/*
+ * Rate limits: a token bucket per rule, action and scope; credits are added
+ * in syslog-ng's fixed point ((elapsed << 8) / ((S << 8) / N)).
+ */
+START_TEST(test_rate_limit)
+{
+    struct fixture f;
+    struct corr_stats st;
+    int i;
+
+    setup(&f,
+          "<rule id='r1' provider='t'>"
+          "<patterns><pattern>m @NUMBER:k@</pattern></patterns>"
+          "<actions><action rate='3/5'><message><values>"
+          "<value name='MESSAGE'>g ${k}@1</value></values></message></action></actions></rule>\n"
+          "<rule id='r2' provider='t'>"
+          "<patterns><pattern>big @NUMBER:k@</pattern></patterns>"
+          "<actions><action rate='600/1'><message><values>"
+          "<value name='MESSAGE'>b</value></values></message></action></actions></rule>\n",
+          NULL);
+    for (i = 1; i <= 4; i++) feed(&f, 10, i == 4 ? "m 4" : "m 1");
+    ck_assert_str_eq(take(&f), "I m 1\nG g 1\nI m 1\nG g 1\nI m 1\nG g 1\nI m 4\n");
+    feed(&f, 11, "m 5"); /* 1 s = 256/426 of a credit: nothing, and the bucket clock stays */
+    feed(&f, 12, "m 6"); /* 2 s since the last credit: one */
+    feed(&f, 12, "m 7");
+    ck_assert_str_eq(take(&f), "I m 5\nI m 6\nG g 6\nI m 7\n");
+    /* another process has its own bucket */
+    feed_full(&f, 12, 0, "h1", "prog", "2", "m 8");
+    ck_assert_str_eq(take(&f), "I m 8\nG g 8\n");
+    /* N > 256*S: syslog-ng divides by zero; corral refills elapsed*N/S */
+    for (i = 0; i < 601; i++) feed(&f, 20, "big 1");
+    feed(&f, 21, "big 1");
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.generated, 5 + 601);
+    ck_assert_uint_eq(st.rate_limited, 3 + 1);
+    teardown(&f);
+}
+END_TEST
+
+/*
+ * Timeout actions run with the clock at the context's target: a context one
+ * creates is armed from there.  At the end (pdbtool) time steps through the
+ * deadlines, so the created context fires in its turn.
+ */
+START_TEST(test_expire_all_in_time_order)
+{
+    struct fixture f;
+
+    setup(&f,
+          "<rule id='r1' provider='t' context-id='${k}' context-timeout='2'>"
+          "<patterns><pattern>a @NUMBER:k@</pattern></patterns>"
+          "<actions>"
+          "<action trigger='timeout' condition='\"$(context-length)\" &gt;= \"2\"'>"
+          "<create-context context-id='cc${k}' context-scope='process'>"
+          "<message inherit-properties='TRUE'><values>"
+          "<value name='MESSAGE'>made</value></values></message></create-context></action>"
+          "<action trigger='timeout' rate='1/2'><message><values>"
+          "<value name='MESSAGE'>end ${MESSAGE}@1</value></values></message></action>"
+          "</actions></rule>\n"
+          "<rule id='r2' provider='t' context-id='${k}' context-timeout='5'>"
+          "<patterns><pattern>b @NUMBER:k@</pattern></patterns>"
+          "<actions><action trigger='timeout'><message><values>"
+          "<value name='MESSAGE'>end ${MESSAGE}@1</value></values></message></action>"
+          "</actions></rule>\n",
+          NULL);
+    feed(&f, 0, "a 1");
+    feed(&f, 0, "a 1"); /* due at 2, creates cc1 due at 2+2 */
+    feed(&f, 0, "b 2"); /* due at 5 */
+    take(&f);
+    corr_expire_all(f.corr);
+    /* cc1 (at 4) before 2 (at 5); the bucket has refilled by 4 */
+    ck_assert_str_eq(take(&f), "G end a 1\nG end made\nG end b 2\n");
+    ck_assert_uint_eq(open_contexts(&f), 0);
+    teardown(&f);
+}
+END_TEST
+
+/* A timeout action creating a context of its own rule never ends: bounded. */
+START_TEST(test_expire_all_endless_chain)
+{
+    struct fixture f;
+    struct corr_stats st;
+
+    setup(&f,
+          "<rule id='r1' provider='t' context-id='${k}' context-timeout='1'>"
+          "<patterns><pattern>a @NUMBER:k@</pattern></patterns>"
+          "<actions><action trigger='timeout'>"
+          "<create-context context-id='x' context-scope='global'><message/></create-context>"
+          "</action></actions></rule>\n",
+          NULL);
+    feed(&f, 0, "a 1");
+    corr_expire_all(f.corr);
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.contexts_open, 0);
+    ck_assert_uint_ge(st.contexts_expired, 100000);
+    ck_assert_int_eq(f.nlog, 1);
+    teardown(&f);
+}
+END_TEST
+
+/*
+ * syslog-ng loses a context a timeout action creates with timeout 0 (see
+ * arm() in corr.c); corral fires it at the next step of time.
+ */
+START_TEST(test_timeout_zero_chain)
+{
+    struct fixture f;
+
+    setup(&f,
+          "<rule id='r1' provider='t' context-id='${k}' context-timeout='0'>"
+          "<patterns><pattern>a @NUMBER:k@</pattern></patterns>"
+          "<actions><action trigger='timeout'>"
+          "<create-context context-id='x' context-scope='global'><message/></create-context>"
+          "</action><action trigger='timeout'><message><values>"
+          "<value name='MESSAGE'>end $CONTEXT_ID</value></values></message></action>"
+          "</actions></rule>\n",
+          NULL);
+    feed(&f, 0, "a 1");
+    feed(&f, 1, "y");
+    feed(&f, 1, "y");
+    feed(&f, 2, "z");
+    ck_assert_str_eq(take(&f), "I a 1\nG end 1\nI y\nI y\nG end x\nI z\n");
+    ck_assert_uint_eq(open_contexts(&f), 1);
+    corr_expire_all(f.corr);
+    ck_assert_uint_eq(open_contexts(&f), 0);
+    ck_assert_int_eq(f.nlog, 1);
+    teardown(&f);
+}
+END_TEST
+
+struct seen {
+    int n, ndetached;
+    char ids[256];
+};
+
+static void
+collect(const struct corr_context_info *ci, void *arg)
+{
+    struct seen *s = arg;
+    size_t len = strlen(s->ids);
+
+    s->n++;
+    s->ndetached += ci->detached;
+    snprintf(s->ids + len, sizeof(s->ids) - len, "%s%.*s:%zu", ci->detached ? "~" : "",
+             (int)ci->idlen, ci->id, ci->nmsgs);
+}
+
+/*
+ * create-context over an open context: the old one is detached (no longer
+ * joined, still times out); when it expires, what holds its key is
+ * detached in turn (syslog-ng 3.38).
+ */
+START_TEST(test_create_context_detaches)
+{
+    struct fixture f;
+    struct seen s;
+
+    setup(&f,
+          "<rule id='r1' provider='t' context-id='k' context-scope='global' context-timeout='3'>"
+          "<patterns><pattern>a @NUMBER:k@</pattern></patterns>"
+          "<actions>"
+          "<action><create-context context-id='k' context-scope='global'><message><values>"
+          "<value name='MESSAGE'>made ${k}@1</value></values></message></create-context></action>"
+          "<action><message><values><value name='MESSAGE'>after $(context-length)</value>"
+          "</values></message></action>"
+          "<action trigger='timeout'><message><values>"
+          "<value name='MESSAGE'>end ${MESSAGE}@1 "
+          "$(context-length)</value></values></message></action>"
+          "</actions></rule>\n"
+          "<rule id='r2' provider='t' context-id='k' context-scope='global' context-timeout='10'>"
+          "<patterns><pattern>j @NUMBER:k@</pattern></patterns>"
+          "<values><value name='n'>$(context-length)</value></values>"
+          "<actions><action trigger='timeout'><message><values>"
+          "<value name='MESSAGE'>end ${MESSAGE}@1 "
+          "$(context-length)</value></values></message></action>"
+          "</actions></rule>\n",
+          "$MESSAGE ${n}");
+    /* the trigger's own context is replaced; the next action still sees it */
+    feed(&f, 0, "a 1");
+    ck_assert_str_eq(take(&f), "I a 1 \nG after 2 \n");
+    memset(&s, 0, sizeof(s));
+    corr_foreach(f.corr, collect, &s);
+    ck_assert_str_eq(s.ids, "k:1~k:1");
+    feed(&f, 1, "j 2"); /* joins the created one (the creating rule's timeout: due at 3) */
+    ck_assert_str_eq(take(&f), "I j 2 2\n");
+    feed(&f, 4, "x");
+    /* the old one fires, and its expiry detaches what holds its key now */
+    ck_assert_str_eq(take(&f), "G end a 1 2 \nI x \n");
+    feed(&f, 5, "j 3"); /* so this starts afresh */
+    ck_assert_str_eq(take(&f), "I j 3 1\n");
+    feed(&f, 12, "x"); /* the detached one still times out */
+    ck_assert_str_eq(take(&f), "G end j 2 3 \nI x \n");
+    ck_assert_uint_eq(open_contexts(&f), 1);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(test_limits)
+{
+    struct fixture f;
+    struct corr_stats st;
+
+    setup(&f,
+          "<rule id='r1' provider='t' context-id='${k}' context-timeout='5'>"
+          "<patterns><pattern>a @NUMBER:k@ @ANYSTRING:s@</pattern></patterns>"
+          "<values><value name='n'>$(context-length) ${s}@1 ${s}@2</value></values>"
+          "</rule>\n",
+          "$MESSAGE|${n}");
+    corr_free(f.corr);
+    f.corr = new_corr(&f, 2, 3);
+    feed(&f, 0, "a 1 p");
+    feed(&f, 0, "a 2 p");
+    feed(&f, 0, "a 3 p"); /* refused, but still emitted and classified */
+    ck_assert_str_eq(take(&f), "I a 1 p|1  \nI a 2 p|1  \nI a 3 p|1  \n");
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.contexts_refused, 1);
+    ck_assert_uint_eq(st.contexts_open, 2);
+    ck_assert_int_eq(f.nlog, 1);
+    feed(&f, 0, "a 1 q");
+    feed(&f, 0, "a 1 r");
+    feed(&f, 0, "a 1 s"); /* the oldest goes: at most 3 are kept, plus the current one */
+    feed(&f, 0, "a 1 t");
+    ck_assert_str_eq(take(&f), "I a 1 q|2 p \nI a 1 r|3 q p\nI a 1 s|4 r q\nI a 1 t|4 s r\n");
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.messages_dropped, 2);
+    teardown(&f);
+}
+END_TEST
+
+/* ---- state files ---- */
+
+static const char *
+tmpname(char *path, size_t size, const char *tag)
+{
+    snprintf(path, size, "/tmp/test_corr.%ld.%s", (long)getpid(), tag);
+    return path;
+}
+
+static const char *state_rules =
+    "<rule id='r1' provider='t' context-id='${k}' context-timeout='5'>"
+    "<patterns><pattern>a @NUMBER:k@ @ANYSTRING:s@</pattern></patterns>"
+    "<tags><tag>tg</tag></tags>"
+    "<actions><action trigger='timeout'><message><values>"
+    "<value name='MESSAGE'>end $(context-values ${s}) ${HOST}@1</value></values></message></action>"
+    "<action><create-context context-id='d' context-scope='global'><message><values>"
+    "<value name='MESSAGE'>made ${k}@1</value></values></message></create-context></action>"
+    "</actions></rule>\n"
+    "<rule id='r2' provider='t' context-id='${k}' context-timeout='3'>"
+    "<patterns><pattern>b @NUMBER:k@</pattern></patterns>"
+    "<actions><action trigger='timeout'><message><values>"
+    "<value name='MESSAGE'>end2 ${k}@1</value></values></message></action></actions></rule>\n";
+
+static void
+run_states(struct fixture *f)
+{
+    feed(f, 0, "a 1 x");
+    feed_full(f, 1, 500, "h2", "prog", "1", "b 2");
+    feed(f, 1, "a 1 y"); /* replaces d: one detached context */
+    feed(f, 1, "b 3");
+}
+
+START_TEST(test_save_load_round_trip)
+{
+    struct fixture f, g;
+    char buf[256];
+    const char *path = tmpname(buf, sizeof(buf), "state");
+    struct seen s1, s2;
+    size_t dropped = 99;
+    char expect[8192];
+
+    setup(&f, state_rules, NULL);
+    run_states(&f);
+    ck_assert_int_eq(corr_save(f.corr, path), 0);
+    memset(&s1, 0, sizeof(s1));
+    corr_foreach(f.corr, collect, &s1);
+    ck_assert_int_eq(s1.ndetached, 1);
+    /* what the original does from here on */
+    take(&f);
+    feed(&f, 20, "x");
+    snprintf(expect, sizeof(expect), "%s", take(&f));
+    /* the created contexts' messages have the fields of the context that made them */
+    ck_assert_str_eq(expect, "G end2 2\nG end2 3\nG end \"\",\"\" h1\nG end x,y,\"\" h1\n"
+                             "G end \"\",\"\" h1\nI x\n");
+
+    setup(&g, state_rules, NULL);
+    ck_assert_int_eq(corr_load(g.corr, path, &dropped), 5);
+    ck_assert_uint_eq(dropped, 0);
+    ck_assert_uint_eq(corr_now(g.corr), (uint64_t)(T0 + 1) * 1000 + 500);
+    memset(&s2, 0, sizeof(s2));
+    corr_foreach(g.corr, collect, &s2);
+    ck_assert_int_eq(s2.n, 5);
+    ck_assert_int_eq(s2.ndetached, 1);
+    feed(&g, 20, "x");
+    ck_assert_str_eq(take(&g), expect);
+    /* loading again into an engine that has them: every key is taken */
+    teardown(&f);
+    setup(&f, state_rules, NULL);
+    ck_assert_int_eq(corr_load(f.corr, path, NULL), 5);
+    ck_assert_int_eq(corr_load(f.corr, path, &dropped), 1); /* only the detached one */
+    ck_assert_uint_eq(dropped, 4);
+    teardown(&f);
+    teardown(&g);
+    unlink(path);
+}
+END_TEST
+
+START_TEST(test_load_refuses_bad_files)
+{
+    struct fixture f, g;
+    char buf[256], buf2[256];
+    const char *path = tmpname(buf, sizeof(buf), "bad"), *bad = tmpname(buf2, sizeof(buf2), "bad2");
+    char *data;
+    long size, i;
+    FILE *fp;
+
+    setup(&f, state_rules, NULL);
+    run_states(&f);
+    ck_assert_int_eq(corr_save(f.corr, path), 0);
+    fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    fseek(fp, 0, SEEK_END);
+    size = ftell(fp);
+    rewind(fp);
+    data = malloc((size_t)size + 16);
+    ck_assert_int_eq(fread(data, 1, (size_t)size, fp), size);
+    fclose(fp);
+
+    setup(&g, state_rules, NULL);
+    /* every truncation, and a flipped bit at every offset, is refused whole */
+    for (i = 0; i <= size + 1; i++) {
+        long len = i <= size ? i : size + 1;
+        fp = fopen(bad, "wb");
+        if (i <= size) {
+            fwrite(data, 1, (size_t)len, fp);
+        } else {
+            fwrite(data, 1, (size_t)size, fp);
+            fputc(0, fp); /* trailing garbage */
+        }
+        fclose(fp);
+        if (i == size) continue; /* the whole file: fine */
+        errno = 0;
+        ck_assert_int_eq(corr_load(g.corr, bad, NULL), -1);
+        ck_assert_int_eq(errno, EINVAL);
+        ck_assert_uint_eq(open_contexts(&g), 0);
+    }
+    for (i = 0; i < size; i++) {
+        data[i] ^= 0x10;
+        fp = fopen(bad, "wb");
+        fwrite(data, 1, (size_t)size, fp);
+        fclose(fp);
+        data[i] ^= 0x10;
+        errno = 0;
+        ck_assert_int_eq(corr_load(g.corr, bad, NULL), -1);
+        ck_assert_int_eq(errno, EINVAL);
+        ck_assert_uint_eq(open_contexts(&g), 0);
+    }
+    errno = 0;
+    ck_assert_int_eq(corr_load(g.corr, "/nonexistent/state", NULL), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    /* the intact file still loads */
+    ck_assert_int_eq(corr_load(g.corr, path, NULL), 5);
+    free(data);
+    teardown(&f);
+    teardown(&g);
+    unlink(path);
+    unlink(bad);
+}
+END_TEST
+
+/* Rules gone after a reload drop their contexts, in state files and live. */
+START_TEST(test_rules_gone)
+{
+    struct fixture f, g;
+    char buf[256];
+    const char *path = tmpname(buf, sizeof(buf), "gone");
+    size_t dropped = 0, kept = 0;
+    struct pdb *db2;
+
+    setup(&f, state_rules, NULL);
+    run_states(&f);
+    ck_assert_int_eq(corr_save(f.corr, path), 0);
+    /* only r2 left */
+    setup(&g,
+          "<rule id='r2' provider='t' context-id='${k}' context-timeout='3'>"
+          "<patterns><pattern>b @NUMBER:k@</pattern></patterns></rule>\n",
+          NULL);
+    ck_assert_int_eq(corr_load(g.corr, path, &dropped), 2);
+    ck_assert_uint_eq(dropped, 3);
+    ck_assert_uint_eq(open_contexts(&g), 2);
+
+    db2 = load_rules("<rule id='r1' provider='t' context-id='${k}' context-timeout='5'>"
+                     "<patterns><pattern>a @NUMBER:k@ @ANYSTRING:s@</pattern></patterns></rule>\n");
+    corr_set_db(f.corr, db2, &kept, &dropped);
+    ck_assert_uint_eq(kept, 3); /* the detached one too */
+    ck_assert_uint_eq(dropped, 2);
+    pdb_free(f.db);
+    f.db = db2;
+    take(&f);
+    feed(&f, 20, "x"); /* r1's contexts now have no actions */
+    ck_assert_str_eq(take(&f), "I x\n");
+    ck_assert_uint_eq(open_contexts(&f), 0);
+    teardown(&f);
+    teardown(&g);
+    unlink(path);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("corr");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_alive_at_t_plus_n);
+    tcase_add_test(tc, test_timeout_zero_and_clock);
+    tcase_add_test(tc, test_same_second_order);
+    tcase_add_test(tc, test_long_timeout_order);
+    tcase_add_test(tc, test_generated_messages);
+    tcase_add_test(tc, test_rate_limit);
+    tcase_add_test(tc, test_expire_all_in_time_order);
+    tcase_add_test(tc, test_expire_all_endless_chain);
+    tcase_add_test(tc, test_timeout_zero_chain);
+    tcase_add_test(tc, test_create_context_detaches);
+    tcase_add_test(tc, test_limits);
+    tcase_add_test(tc, test_save_load_round_trip);
+    tcase_add_test(tc, test_load_refuses_bad_files);
+    tcase_add_test(tc, test_rules_gone);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
