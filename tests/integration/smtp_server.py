@@ -138,7 +138,7 @@ async def main(opts):
         ctx.load_cert_chain(opts.cert, opts.key)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", opts.port))
     sock.listen(16)
     port = sock.getsockname()[1]
 
@@ -187,6 +187,7 @@ async def main(opts):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
+    ap.add_argument("--port", type=int, default=0, help="listen on this port (default: any free one)")
     ap.add_argument("--cert")
     ap.add_argument("--key")
     ap.add_argument("--require-starttls", action="store_true")
