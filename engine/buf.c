@@ -38,6 +38,7 @@ buf_reserve(struct buf *b, size_t extra)
     while (cap < need) cap *= 2;
     b->p = xrealloc(b->p, cap);
     b->cap = cap;
+    b->p[b->len] = '\0'; /* the contents stay a C string even before anything is appended */
 }
 
 void

@@ -469,7 +469,11 @@ ctx_append(struct corr *c, struct ctx *x, struct msg *m)
         x->nmsgs--;
         c->stats.messages_dropped++;
     }
-    x->msgs = xgrow(x->msgs, &x->capmsgs, x->nmsgs + 1, sizeof(*x->msgs));
+    if (x->nmsgs == x->capmsgs) {
+        /* most contexts hold a few messages: start small */
+        x->capmsgs = x->capmsgs ? x->capmsgs * 2 : 2;
+        x->msgs = xrealloc(x->msgs, x->capmsgs * sizeof(*x->msgs));
+    }
     x->msgs[x->nmsgs++] = m;
     x->bytes += msg_memory(m) + (x->capmsgs - before) * sizeof(*x->msgs);
     c->stats.context_bytes += msg_memory(m) + (x->capmsgs - before) * sizeof(*x->msgs);
@@ -692,7 +696,11 @@ create_context(struct corr *c, const struct pdb_rule *rule, const struct pdb_act
         return;
     }
     /* syslog-ng does not set .classifier.context_id here: back-references see that */
-    ctx_append(c, x, m);
+    {
+        struct msg *kept = msg_clone_kept(m, pdb_context_keep(c->db));
+        msg_unref(m);
+        ctx_append(c, x, kept);
+    }
     x->rule = rule;
     /* syslog-ng 3.38 arms the new context with the creating rule's timeout */
     arm(c, x, rule->timeout);
@@ -928,7 +936,8 @@ corr_process(struct corr *c, struct msg *m)
     if (x) {
         env = ctx_env(c, x, m);
         pdb_apply(c->db, rule, m, &env);
-        ctx_append(c, x, msg_clone(m));
+        /* a context keeps only the values some rule's templates can read */
+        ctx_append(c, x, msg_clone_kept(m, pdb_context_keep(c->db)));
         x->rule = rule;
         arm(c, x, rule->timeout);
     } else {

@@ -455,6 +455,15 @@ filter_free(struct filter *f)
     free(f);
 }
 
+bool
+filter_refs(const struct filter *f, unsigned char *keep)
+{
+    if (!f) return true;
+    if (f->kind == F_MATCH) keep[f->value] = 1;
+    return filter_refs(f->a, keep) && filter_refs(f->b, keep) && tpl_refs(f->left, keep) &&
+           tpl_refs(f->right, keep);
+}
+
 /* ---- evaluation ---- */
 
 /* atoi() as syslog-ng 3.38 applies it: leading blanks, a sign, digits; anything else is 0. */

@@ -363,6 +363,17 @@ format_sdata(const struct msg *m, struct buf *out)
     if (cur_id) buf_putc(out, ']');
 }
 
+bool
+macro_refs(int id, unsigned char *keep)
+{
+    if (id == M_SDATA) return false;
+    if (id == M_MSGHDR) {
+        keep[NV_PROGRAM] = 1;
+        keep[NV_PID] = 1;
+    }
+    return true;
+}
+
 void
 macro_eval(int id, const struct tpl_env *env, const struct msg *m, struct buf *out)
 {

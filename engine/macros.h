@@ -15,6 +15,8 @@
 
 /* Returns the macro id for a name, or -1 if the name is not a macro. */
 int macro_lookup(const char *name, size_t len);
+/* Marks the stored values a macro reads; false when it reads names at run time ($SDATA). */
+bool macro_refs(int id, unsigned char *keep);
 /* Appends the macro's value for message m (m may be NULL: only context macros expand). */
 void macro_eval(int id, const struct tpl_env *env, const struct msg *m, struct buf *out);
 

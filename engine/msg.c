@@ -26,7 +26,7 @@ struct msg {
 
     struct entry *ent;
     size_t nent, capent;
-    uint16_t slot[64]; /* by handle & 63: 1-based index into ent, 0 = none */
+    uint16_t slot[32]; /* by handle & 31: 1-based index into ent, 0 = none */
 
     char *arena;
     size_t alen, acap;
@@ -81,7 +81,7 @@ msg_reset(struct msg *m)
 static inline struct entry *
 find(const struct msg *m, nv_handle h)
 {
-    uint16_t i = m->slot[h & 63];
+    uint16_t i = m->slot[h & 31];
     size_t k;
 
     if (!i) return NULL; /* nothing with these low bits was ever set */
@@ -169,7 +169,7 @@ msg_set(struct msg *m, nv_handle h, const char *val, size_t len)
         if (m->nent == m->capent) m->ent = xgrow(m->ent, &m->capent, m->nent + 1, sizeof(*m->ent));
         e = &m->ent[m->nent++];
         e->h = h;
-        if (!m->slot[h & 63]) m->slot[h & 63] = (uint16_t)m->nent;
+        if (!m->slot[h & 31]) m->slot[h & 31] = (uint16_t)m->nent;
     }
     e->off = off;
     e->len = (uint32_t)len;
@@ -188,7 +188,7 @@ msg_unset(struct msg *m, nv_handle h)
     /* Entries after idx moved down by one: rebuild the index. */
     memset(m->slot, 0, sizeof(m->slot));
     for (i = 0; i < m->nent; i++)
-        if (!m->slot[m->ent[i].h & 63]) m->slot[m->ent[i].h & 63] = (uint16_t)(i + 1);
+        if (!m->slot[m->ent[i].h & 31]) m->slot[m->ent[i].h & 31] = (uint16_t)(i + 1);
 }
 
 size_t
@@ -209,10 +209,25 @@ msg_value_at(const struct msg *m, size_t i, const char **val, size_t *len)
 struct msg *
 msg_clone(const struct msg *src)
 {
-    struct msg *m = msg_new();
-    size_t i, total = 0;
+    return msg_clone_kept(src, NULL);
+}
 
-    for (i = 0; i < src->nent; i++) total += src->ent[i].len + 1;
+struct msg *
+msg_clone_kept(const struct msg *src, const unsigned char *keep)
+{
+    struct msg *m = msg_new();
+    size_t i, total = 0, n = 0;
+
+    for (i = 0; i < src->nent; i++)
+        if (!keep || keep[src->ent[i].h]) {
+            total += src->ent[i].len + 1;
+            n++;
+        }
+    /* exact sizes: cloned messages live long in contexts */
+    if (n) {
+        m->ent = xmalloc(n * sizeof(*m->ent));
+        m->capent = n;
+    }
     m->flags = src->flags;
     m->pri = src->pri;
     m->stamp = src->stamp;
@@ -222,7 +237,8 @@ msg_clone(const struct msg *src)
         m->acap = total;
     }
     for (i = 0; i < src->nent; i++)
-        msg_set(m, src->ent[i].h, src->arena + src->ent[i].off, src->ent[i].len);
+        if (!keep || keep[src->ent[i].h])
+            msg_set(m, src->ent[i].h, src->arena + src->ent[i].off, src->ent[i].len);
     if (src->ntags) {
         m->tags = xmemdup(src->tags, src->ntags * sizeof(*src->tags));
         m->ntags = m->captags = src->ntags;

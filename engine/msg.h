@@ -49,6 +49,8 @@ void msg_unref(struct msg *m);
 void msg_reset(struct msg *m);
 /* A compact deep copy holding only live values. */
 struct msg *msg_clone(const struct msg *m);
+/* The same, keeping only the values whose keep[handle] is set (all when keep is NULL). */
+struct msg *msg_clone_kept(const struct msg *m, const unsigned char *keep);
 
 /* The value of a name, or NULL if unset; *len receives its length. Not NUL-terminated. */
 const char *msg_get(const struct msg *m, nv_handle h, size_t *len);

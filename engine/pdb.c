@@ -56,6 +56,9 @@ struct pdb {
     char **files;
     size_t nfiles, capfiles;
 
+    unsigned char *keep; /* see pdb_context_keep(); computed on first use */
+    bool keep_known, keep_all;
+
     /* scratch for classification */
     struct radix_caps pcaps, caps;
     struct buf value;
@@ -167,6 +170,7 @@ pdb_free(struct pdb *db)
     free(db->diags);
     for (i = 0; i < db->nfiles; i++) free(db->files[i]);
     free(db->files);
+    free(db->keep);
     radix_caps_free(&db->pcaps);
     radix_caps_free(&db->caps);
     buf_free(&db->value);
@@ -485,6 +489,7 @@ pdb_load(struct pdb *db, const char *path)
         pdb_diag(db, PDB_ERROR, pdb_intern_file(db, path), 0, "cannot read: %s", strerror(errno));
         return -1;
     }
+    db->keep_known = false;
     rc = S_ISDIR(st.st_mode) ? load_dir(db, path, 0) : load_file(db, path);
     insert_programs(db, path);
     return rc < 0 || db->nerrors > errors ? -1 : 0;
@@ -495,7 +500,10 @@ pdb_load_memory(struct pdb *db, const char *name, const char *xml, size_t len)
 {
     size_t errors = db->nerrors;
     const char *file = pdb_intern_file(db, name);
-    int rc = pdb_load_xml(db, file, xml, len);
+    int rc;
+
+    db->keep_known = false;
+    rc = pdb_load_xml(db, file, xml, len);
 
     insert_programs(db, file);
     return rc < 0 || db->nerrors > errors ? -1 : 0;
@@ -545,6 +553,45 @@ pdb_scope_name(enum pdb_scope s)
     case PDB_SCOPE_GLOBAL: return "global";
     }
     return "?";
+}
+
+/* ---- what contexts keep ---- */
+
+static bool
+synth_refs(const struct pdb_synth *s, unsigned char *keep)
+{
+    size_t i;
+
+    /* a generated message that inherits copies values nobody names */
+    if (s->inherit != PDB_INHERIT_NONE) return false;
+    for (i = 0; i < s->nvalues; i++)
+        if (!tpl_refs(s->values[i].tpl, keep)) return false;
+    return true;
+}
+
+const unsigned char *
+pdb_context_keep(struct pdb *db)
+{
+    size_t i, j;
+    bool ok = true;
+
+    if (db->keep_known) return db->keep_all ? NULL : db->keep;
+    if (!db->keep) db->keep = xcalloc(NV_MAX_NAMES + 1, 1);
+    memset(db->keep, 0, NV_MAX_NAMES + 1);
+    /* the scope fields, for state dumps and generated messages */
+    db->keep[NV_HOST] = db->keep[NV_PROGRAM] = db->keep[NV_PID] = 1;
+    for (i = 0; i < db->nrules && ok; i++) {
+        const struct pdb_rule *r = db->rules[i];
+        ok = tpl_refs(r->context_id, db->keep) && synth_refs(&r->msg, db->keep);
+        for (j = 0; j < r->nactions && ok; j++) {
+            const struct pdb_action *a = &r->actions[j];
+            ok = filter_refs(a->condition, db->keep) && synth_refs(&a->message, db->keep) &&
+                 tpl_refs(a->cc_id, db->keep);
+        }
+    }
+    db->keep_all = !ok;
+    db->keep_known = true;
+    return db->keep_all ? NULL : db->keep;
 }
 
 /* ---- classification ---- */

@@ -151,6 +151,13 @@ void pdb_apply(struct pdb *db, const struct pdb_rule *rule, struct msg *m,
                const struct tpl_env *env);
 const struct pdb_rule *pdb_classify(struct pdb *db, struct msg *m);
 
+/*
+ * Which values a correlation context must keep of its messages: those that
+ * some template, condition or inheritance of the database can read (indexed
+ * by handle), or NULL when everything must be kept.
+ */
+const unsigned char *pdb_context_keep(struct pdb *db);
+
 /* Calls fn for every rule whose pattern matches the message completely (pdbtool's conflicts). */
 size_t pdb_conflicts(struct pdb *db, const struct msg *m,
                      void (*fn)(const struct pdb_rule *rule, void *arg), void *arg);

@@ -431,6 +431,30 @@ tpl_env_single(struct tpl_env *env, struct msg *const *m)
     env->nmsgs = 1;
 }
 
+bool
+tpl_refs(const struct tpl *t, unsigned char *keep)
+{
+    size_t i;
+
+    if (!t) return true;
+    for (i = 0; i < t->nelems; i++) {
+        const struct elem *e = &t->elems[i];
+        switch (e->kind) {
+        case E_TEXT: break;
+        case E_VALUE:
+            keep[e->u.value.h] = 1;
+            break;
+        case E_MACRO:
+            if (!macro_refs(e->u.macro.id, keep)) return false;
+            break;
+        case E_FUNC:
+            if (!tfunc_refs(&e->u.func, keep)) return false;
+            break;
+        }
+    }
+    return true;
+}
+
 static struct msg *
 pick(const struct tpl_env *env, uint32_t backref)
 {

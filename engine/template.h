@@ -37,6 +37,14 @@ const char *tpl_source(const struct tpl *t);
 /* True when the template has no references: its text is always the same. */
 bool tpl_is_literal(const struct tpl *t, const char **text, size_t *len);
 
+/*
+ * Marks in keep[] (indexed by value handle, NV_MAX_NAMES entries) every
+ * stored value the template can read, in any message of its environment.
+ * Returns false when that cannot be known (a function that lists names at
+ * run time, such as $(values) or $SDATA).
+ */
+bool tpl_refs(const struct tpl *t, unsigned char *keep);
+
 /* Appends the expansion to out.  Names that are not set expand to nothing. */
 void tpl_eval(const struct tpl *t, const struct tpl_env *env, struct buf *out);
 

@@ -33,6 +33,8 @@ struct tfunc {
 };
 
 const struct tfunc *tfunc_lookup(const char *name, size_t len);
+/* tpl_refs() for a function call: what its arguments and state can read. */
+bool tfunc_refs(const struct tfunc_call *call, unsigned char *keep);
 
 /* Evaluates argument i of a call into out (appending). */
 void tfunc_arg(const struct tfunc_call *call, int i, const struct tpl_env *env, struct buf *out);

@@ -3184,6 +3184,28 @@ static const struct tfunc functions[] = {
     {"context-lookup", 0, -1, lookup_prepare, tf_context_lookup, cond_free},
 };
 
+bool
+tfunc_refs(const struct tfunc_call *call, unsigned char *keep)
+{
+    const char *name = call->fn->name;
+    int i;
+
+    /* these list names at run time, or read what the configuration names */
+    if (!strcmp(name, "values") || !strcmp(name, "names") || !strcmp(name, "template"))
+        return false;
+    for (i = 0; i < call->argc; i++)
+        if (call->argv && !tpl_refs(call->argv[i], keep)) return false;
+    if (call->fn->free_state == cond_free && call->state) {
+        const struct cond_state *st = call->state;
+        if (!filter_refs(st->f, keep)) return false;
+    }
+    if (call->fn->free_state == map_free && call->state) {
+        const struct map_state *st = call->state;
+        if (!tpl_refs(st->t, keep)) return false;
+    }
+    return true;
+}
+
 const struct tfunc *
 tfunc_lookup(const char *name, size_t len)
 {

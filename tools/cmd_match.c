@@ -296,6 +296,7 @@ usage(FILE *out)
           "      --dry-run          show, per executor, exactly what each generated message\n"
           "                         would send (trap varbinds, mail, script argv and\n"
           "                         environment), without sending anything\n"
+          "      --stats            print counters and memory per open context to stderr\n"
           "      --now TIME         take TIME (epoch seconds or 2026-12-03T10:00:00Z) as the\n"
           "                         current time: year guessing and the clamp on message\n"
           "                         times then give the same result on every run\n",
@@ -311,13 +312,14 @@ cmd_match(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},          {"template", required_argument, NULL, 'T'},
         {"keep-open", no_argument, NULL, 'k'},     {"now", required_argument, NULL, 'n'},
         {"config", required_argument, NULL, 'c'},  {"dry-run", no_argument, NULL, 'd'},
+        {"stats", no_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     char **rules = xcalloc((size_t)argc, sizeof(char *));
     const char *program = NULL, *message = NULL, *file = NULL, *tpl_src = NULL;
     struct matcher mt = {.format = FMT_PAIRS, .fp = stdout};
     int nrules = 0, c, rc = 0;
-    bool keep_open = false, dry_run = false;
+    bool keep_open = false, dry_run = false, stats = false;
     const char *config = NULL;
     struct corr_opts copts = {0};
 
@@ -335,6 +337,7 @@ cmd_match(int argc, char **argv)
         case 'k': keep_open = true; break;
         case 'c': config = optarg; break;
         case 'd': dry_run = true; break;
+        case 's': stats = true; break;
         case 'n':
             mt.fixed_now = parse_now(optarg);
             if (mt.fixed_now <= 0) {
@@ -405,6 +408,18 @@ cmd_match(int argc, char **argv)
         if (program && program[0]) msg_set(m, NV_PROGRAM, program, strlen(program));
         corr_process(mt.corr, m);
         msg_unref(m);
+    }
+    if (stats) {
+        struct corr_stats cs;
+        corr_stats(mt.corr, &cs);
+        fprintf(stderr,
+                "corral match: %llu messages, %llu matched, %llu unknown, %llu generated; "
+                "%llu contexts created, %llu open holding %llu bytes (%llu bytes each)\n",
+                (unsigned long long)cs.processed, (unsigned long long)cs.matched,
+                (unsigned long long)cs.unknown, (unsigned long long)cs.generated,
+                (unsigned long long)cs.contexts_created, (unsigned long long)cs.contexts_open,
+                (unsigned long long)cs.context_bytes,
+                (unsigned long long)(cs.contexts_open ? cs.context_bytes / cs.contexts_open : 0));
     }
     if (!keep_open) corr_expire_all(mt.corr);
     corr_free(mt.corr);

@@ -136,6 +136,38 @@ START_TEST(test_clone_is_compact_and_independent)
 }
 END_TEST
 
+START_TEST(test_clone_kept)
+{
+    struct msg *m = msg_new(), *c;
+    unsigned char *keep = calloc(NV_MAX_NAMES + 1, 1);
+    nv_handle a = nv_intern_str("keep.me"), b = nv_intern_str("drop.me");
+
+    msg_set(m, a, "1", 1);
+    msg_set(m, b, "2", 1);
+    msg_set(m, NV_MESSAGE, "long text nobody reads later", 28);
+    keep[a] = 1;
+    c = msg_clone_kept(m, keep);
+    ck_assert_uint_eq(msg_nvalues(c), 1);
+    ck_assert_ptr_nonnull(msg_get(c, a, NULL));
+    ck_assert_ptr_null(msg_get(c, b, NULL));
+    ck_assert_ptr_null(msg_get(c, NV_MESSAGE, NULL));
+    ck_assert_uint_lt(msg_memory(c), msg_memory(m));
+    msg_unref(c);
+    msg_unref(m);
+    free(keep);
+}
+END_TEST
+
+START_TEST(test_buf_reserve_terminates)
+{
+    struct buf b = BUF_INIT;
+
+    buf_reserve(&b, 0);
+    ck_assert_str_eq(b.p, ""); /* a reserved, still empty buffer is a C string */
+    buf_free(&b);
+}
+END_TEST
+
 START_TEST(test_json)
 {
     struct msg *m = msg_new();
@@ -179,6 +211,8 @@ main(void)
     tcase_add_test(tc, test_reset_reuses);
     tcase_add_test(tc, test_tags);
     tcase_add_test(tc, test_clone_is_compact_and_independent);
+    tcase_add_test(tc, test_clone_kept);
+    tcase_add_test(tc, test_buf_reserve_terminates);
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_json_rejects_overlong_and_surrogates);
     suite_add_tcase(s, tc);

@@ -440,6 +440,36 @@ START_TEST(test_examples_and_rule_lookup)
 }
 END_TEST
 
+START_TEST(test_context_keep)
+{
+    int rc;
+    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules>"
+                               "<rule id='r' context-id='c'><patterns><pattern>m @STRING:a@ @STRING:b@</pattern></patterns>"
+                               "<actions><action condition='\"${b}\" ne \"x\"'><message>"
+                               "<values><value name='MESSAGE'>${a}@1</value></values></message></action></actions>"
+                               "</rule></rules></ruleset>" TAIL,
+                          &rc);
+    const unsigned char *keep;
+
+    ck_assert_int_eq(rc, 0);
+    keep = pdb_context_keep(db);
+    ck_assert_ptr_nonnull(keep);
+    ck_assert(keep[nv_intern_str("a")]);         /* read by a generated message */
+    ck_assert(keep[nv_intern_str("b")]);         /* read by a condition */
+    ck_assert(!keep[NV_MESSAGE]);                /* written, never read */
+    ck_assert(!keep[NV_LEGACY_MSGHDR]);
+    pdb_free(db);
+
+    /* inheritance copies values nobody names: everything is kept */
+    db = load(HEAD "<ruleset name='x' id='y'><rules><rule id='r' context-id='c'>"
+                   "<patterns><pattern>m</pattern></patterns><actions><action>"
+                   "<message inherit-mode='context'/></action></actions></rule></rules></ruleset>" TAIL,
+              &rc);
+    ck_assert_ptr_null(pdb_context_keep(db));
+    pdb_free(db);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -461,6 +491,7 @@ main(void)
     tcase_add_test(tc, test_directory_is_one_database);
     tcase_add_test(tc, test_hostile_messages);
     tcase_add_test(tc, test_examples_and_rule_lookup);
+    tcase_add_test(tc, test_context_keep);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
