@@ -11,7 +11,7 @@ bool
 executor_common_attr(const char *name)
 {
     static const char *const common[] = {
-        "name",  "queue",      "attempts",  "backoff",  "max-backoff", "rate",
+        "name",   "queue",      "attempts", "backoff",  "max-backoff", "rate",
         "dedupe", "dedupe-key", "alert-id", "severity", "dead-letter",
     };
     size_t i;

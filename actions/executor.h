@@ -24,11 +24,11 @@
 #include "msg.h"
 
 struct alert {
-    uint64_t seq;       /* position in the executor's spool */
-    const char *id;     /* stable alert id: pairs a problem with its clear (see below) */
+    uint64_t seq;         /* position in the executor's spool */
+    const char *id;       /* stable alert id: pairs a problem with its clear (see below) */
     const char *severity; /* critical, major, minor, warning, info, or clear */
-    struct msg *msg;    /* the generated message: name-value pairs, tags, stamp */
-    uint32_t attempts;  /* deliveries tried before this one */
+    struct msg *msg;      /* the generated message: name-value pairs, tags, stamp */
+    uint32_t attempts;    /* deliveries tried before this one */
 };
 
 enum deliver_result {

@@ -21,8 +21,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define REC_ALERT 'A'
-#define REC_DONE 'D'
+#define REC_ALERT   'A'
+#define REC_DONE    'D'
 #define SPOOL_MAGIC "CORRALSP1\n"
 
 struct item {
@@ -661,8 +661,8 @@ attr_duration(const struct conf_executor *cfg, const char *name, double *out, co
 }
 
 static bool
-attr_number(const struct conf_executor *cfg, const char *name, unsigned long *out,
-            const char *file, struct buf *err)
+attr_number(const struct conf_executor *cfg, const char *name, unsigned long *out, const char *file,
+            struct buf *err)
 {
     const char *v = conf_executor_attr(cfg, name);
     char *end;
@@ -686,8 +686,9 @@ attr_template(const struct conf_executor *cfg, const char *name, const char *def
     struct buf e = BUF_INIT;
     struct tpl *t = tpl_compile_str(v ? v : def, &e);
 
-    if (!t) buf_printf(err, "%s:%d: executor %s: bad %s template: %s\n", file, cfg->line, cfg->name,
-                       name, buf_str(&e));
+    if (!t)
+        buf_printf(err, "%s:%d: executor %s: bad %s template: %s\n", file, cfg->line, cfg->name,
+                   name, buf_str(&e));
     buf_free(&e);
     return t;
 }
@@ -721,7 +722,7 @@ queue_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fi
 
     q->loop = loop;
     q->name = xstrdup(cfg->name);
-    q->kind = cfg->type == EXEC_SNMP ? &snmp_executor
+    q->kind = cfg->type == EXEC_SNMP   ? &snmp_executor
               : cfg->type == EXEC_SMTP ? &smtp_executor
                                        : &exec_executor;
     q->backoff = 1;
@@ -748,9 +749,10 @@ queue_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fi
     }
     q->dedupe_key = attr_template(cfg, "dedupe-key", "${.classifier.rule_id}|${HOST}|${MESSAGE}",
                                   conf_file, err);
-    q->alert_id = attr_template(cfg, "alert-id",
-                                "$(or ${corral.alert_id} \"${.classifier.rule_id}/${HOST}/${.classifier.context_id}\")",
-                                conf_file, err);
+    q->alert_id = attr_template(
+        cfg, "alert-id",
+        "$(or ${corral.alert_id} \"${.classifier.rule_id}/${HOST}/${.classifier.context_id}\")",
+        conf_file, err);
     q->severity = attr_template(cfg, "severity", "${corral.severity:-warning}", conf_file, err);
     if ((v = conf_executor_attr(cfg, "dead-letter")))
         q->dead_path = xstrdup(v);

@@ -237,9 +237,21 @@ conf_parse_size(const char *s)
     if (end == s) return 0;
     switch (*end) {
     case '\0': break;
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
+    case 'k':
+    case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v <<= 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v <<= 30;
+        end++;
+        break;
     default: return 0;
     }
     return *end ? 0 : (size_t)v;
@@ -283,8 +295,8 @@ struct reader {
     int errors;
 };
 
-static void
-error(struct reader *r, const xmlNode *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void error(struct reader *r, const xmlNode *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void
 error(struct reader *r, const xmlNode *n, const char *fmt, ...)
@@ -414,7 +426,9 @@ read_input(struct reader *r, struct conf *c, const xmlNode *n)
     if (!in->name) {
         struct buf b = BUF_INIT;
         buf_printf(&b, "%s:%s", conf_input_type_name(in->type),
-                   in->listen ? in->listen : in->path ? in->path : "-");
+                   in->listen ? in->listen
+                   : in->path ? in->path
+                              : "-");
         in->name = xstrdup(buf_str(&b));
         buf_free(&b);
     }
@@ -449,7 +463,10 @@ read_output(struct reader *r, struct conf *c, const xmlNode *n)
     out->name = attr(n, "name");
     if (!out->name) {
         struct buf b = BUF_INIT;
-        buf_printf(&b, "%s%s%s", is(n, "stdout") ? "stdout" : is(n, "file") ? "file:" : "forward:",
+        buf_printf(&b, "%s%s%s",
+                   is(n, "stdout") ? "stdout"
+                   : is(n, "file") ? "file:"
+                                   : "forward:",
                    out->path ? out->path : "", out->to ? out->to : "");
         out->name = xstrdup(buf_str(&b));
         buf_free(&b);
@@ -657,7 +674,8 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             }
         }
     }
-    if (!c->nrules) error(r, root, "no <rules path=\"...\"/>: corrald needs rules to classify with");
+    if (!c->nrules)
+        error(r, root, "no <rules path=\"...\"/>: corrald needs rules to classify with");
     for (n = root->children; n; n = n->next)
         if (n->type == XML_ELEMENT_NODE && is(n, "routes")) check_routes(r, c, n);
 }

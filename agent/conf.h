@@ -35,7 +35,7 @@ struct conf_input {
     char *listen; /* udp, tcp: host:port */
     char *path;   /* unix sockets, file */
     enum conf_framing framing;
-    uint32_t mode; /* unix socket permissions */
+    uint32_t mode;   /* unix socket permissions */
     bool from_start; /* file: read a new file from its start (else from its end) */
     int line;
 };
@@ -45,9 +45,9 @@ enum conf_output_type { OUT_STDOUT, OUT_FILE, OUT_FORWARD };
 struct conf_output {
     enum conf_output_type type;
     char *name;
-    char *path;  /* file */
-    char *to;    /* forward: host:port */
-    bool tcp;    /* forward over TCP (else UDP) */
+    char *path; /* file */
+    char *to;   /* forward: host:port */
+    bool tcp;   /* forward over TCP (else UDP) */
     enum conf_format format;
     enum conf_select select;
     size_t queue; /* messages held while the receiver is slow or down */
@@ -98,7 +98,7 @@ struct conf_route {
     size_t nto;
     char *class, *rule, *tag, *filter;
     enum conf_select messages; /* which messages the route considers; default generated */
-    bool cont; /* continue="yes": later sibling routes are tried too */
+    bool cont;                 /* continue="yes": later sibling routes are tried too */
     struct conf_route *children;
     size_t nchildren;
     int line;
@@ -108,14 +108,14 @@ struct conf {
     char *file; /* NULL for the built-in configuration */
     char **rules;
     size_t nrules;
-    char *state_file;     /* NULL: no state kept */
+    char *state_file;      /* NULL: no state kept */
     double state_interval; /* seconds between periodic saves; 0: only at shutdown */
     char *pidfile;
     char *user, *group;
     char *control_socket;
-    char *stats_listen;   /* host:port of the Prometheus endpoint, NULL: none */
-    char *log_level;      /* error, warning, info, debug */
-    bool log_syslog;      /* corrald's own log to syslog instead of stderr */
+    char *stats_listen; /* host:port of the Prometheus endpoint, NULL: none */
+    char *log_level;    /* error, warning, info, debug */
+    bool log_syslog;    /* corrald's own log to syslog instead of stderr */
     size_t max_message_size;
     size_t max_connections;
     double idle_timeout;

@@ -65,8 +65,10 @@ answer(struct conn *c)
     } else if (strcmp(c->req, "contexts") == 0) {
         server_contexts_json(ctl->srv, &c->answer);
     } else if (strcmp(c->req, "reload") == 0) {
-        if (ctl->reload(ctl->arg, &c->answer) < 0) buf_puts(&c->answer, "FAILED\n");
-        else buf_puts(&c->answer, "OK\n");
+        if (ctl->reload(ctl->arg, &c->answer) < 0)
+            buf_puts(&c->answer, "FAILED\n");
+        else
+            buf_puts(&c->answer, "OK\n");
     } else if (strcmp(c->req, "save") == 0) {
         buf_puts(&c->answer, server_save_state(ctl->srv) == 0 ? "OK\n" : "FAILED\n");
     } else {

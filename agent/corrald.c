@@ -364,10 +364,14 @@ int
 main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'f'}, {"rules", required_argument, NULL, 'r'},
-        {"foreground", no_argument, NULL, 'F'},   {"test", no_argument, NULL, 't'},
-        {"pidfile", required_argument, NULL, 'p'}, {"schema", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
+        {"config", required_argument, NULL, 'f'},
+        {"rules", required_argument, NULL, 'r'},
+        {"foreground", no_argument, NULL, 'F'},
+        {"test", no_argument, NULL, 't'},
+        {"pidfile", required_argument, NULL, 'p'},
+        {"schema", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     struct daemon d;
@@ -430,8 +434,10 @@ main(int argc, char **argv)
         if (cur->stats_listen) {
             buf_reset(&err);
             d.metrics = metrics_open(d.loop, cur->stats_listen, d.srv, &err);
-            if (!d.metrics) corrald_log(LOG_ERR, "%s", buf_str(&err));
-            else corrald_log(LOG_INFO, "metrics at http://%s/metrics", cur->stats_listen);
+            if (!d.metrics)
+                corrald_log(LOG_ERR, "%s", buf_str(&err));
+            else
+                corrald_log(LOG_INFO, "metrics at http://%s/metrics", cur->stats_listen);
         }
         buf_reset(&err);
         if (drop_privileges(cur, &err) < 0) {

@@ -45,8 +45,6 @@ struct input {
     void (*limits_changed)(struct input *in);
 };
 
-
-
 /* The module constructors input_open() dispatches to; each returns NULL with err set on failure. */
 struct input *in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
                           const struct conf *conf, struct buf *err);

@@ -13,10 +13,14 @@ void
 corrald_log_setup(const char *level, bool to_syslog)
 {
     if (level) {
-        if (strcmp(level, "error") == 0) max_level = LOG_ERR;
-        else if (strcmp(level, "warning") == 0) max_level = LOG_WARNING;
-        else if (strcmp(level, "info") == 0) max_level = LOG_INFO;
-        else if (strcmp(level, "debug") == 0) max_level = LOG_DEBUG;
+        if (strcmp(level, "error") == 0)
+            max_level = LOG_ERR;
+        else if (strcmp(level, "warning") == 0)
+            max_level = LOG_WARNING;
+        else if (strcmp(level, "info") == 0)
+            max_level = LOG_INFO;
+        else if (strcmp(level, "debug") == 0)
+            max_level = LOG_DEBUG;
     }
     if (to_syslog && !use_syslog) openlog("corrald", LOG_PID | LOG_NDELAY, LOG_DAEMON);
     if (!to_syslog && use_syslog) closelog();
@@ -26,7 +30,7 @@ corrald_log_setup(const char *level, bool to_syslog)
 void
 corrald_log(int level, const char *fmt, ...)
 {
-    static const char *const names[] = {"emerg", "alert", "crit", "error",
+    static const char *const names[] = {"emerg",   "alert",  "crit", "error",
                                         "warning", "notice", "info", "debug"};
     char stamp[32];
     struct tm tm;

@@ -18,10 +18,10 @@
 struct output;
 
 struct output_stats {
-    uint64_t written;   /* messages written (or sent) */
-    uint64_t dropped;   /* messages dropped: queue full, receiver down too long */
-    uint64_t errors;    /* write or connection errors */
-    uint64_t queued;    /* messages waiting now */
+    uint64_t written; /* messages written (or sent) */
+    uint64_t dropped; /* messages dropped: queue full, receiver down too long */
+    uint64_t errors;  /* write or connection errors */
+    uint64_t queued;  /* messages waiting now */
 };
 
 struct output *output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err);

@@ -159,8 +159,8 @@ matches(const struct node *n, const struct msg *m)
     struct msg *mm = (struct msg *)m;
 
     if (n->messages == SELECT_GENERATED && !generated) return false;
-    if (n->messages == SELECT_CLASSIFIED && (generated || value_is(m, NV_CLASS, "unknown") ||
-                                             !msg_get(m, NV_CLASS, NULL)))
+    if (n->messages == SELECT_CLASSIFIED &&
+        (generated || value_is(m, NV_CLASS, "unknown") || !msg_get(m, NV_CLASS, NULL)))
         return false;
     if (n->class && !value_is(m, NV_CLASS, n->class)) return false;
     if (n->rule && !value_is(m, NV_RULE_ID, n->rule)) return false;
@@ -227,8 +227,8 @@ router_route(struct router *r, const struct msg *m, const struct pdb_action *act
             if (k == r->nunknown_logged && r->nunknown_logged < 100) {
                 corrald_log(LOG_WARNING, "a rule routes to executor '%s', which is not configured",
                             action->routes[i]);
-                r->unknown_logged = xgrow(r->unknown_logged, &r->capunknown,
-                                          r->nunknown_logged + 1, sizeof(char *));
+                r->unknown_logged = xgrow(r->unknown_logged, &r->capunknown, r->nunknown_logged + 1,
+                                          sizeof(char *));
                 r->unknown_logged[r->nunknown_logged++] = xstrdup(action->routes[i]);
             }
         }

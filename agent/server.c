@@ -296,7 +296,8 @@ same_executor(const struct conf_executor *a, const struct conf_executor *b)
         a->nchildren != b->nchildren)
         return false;
     for (i = 0; i < a->nattrs; i++)
-        if (strcmp(a->attrs[i].name, b->attrs[i].name) || strcmp(a->attrs[i].value, b->attrs[i].value))
+        if (strcmp(a->attrs[i].name, b->attrs[i].name) ||
+            strcmp(a->attrs[i].value, b->attrs[i].value))
             return false;
     for (i = 0; i < a->nchildren; i++) {
         const struct conf_node *x = &a->children[i], *y = &b->children[i];
@@ -389,8 +390,7 @@ server_start(struct server *s, struct conf *conf, struct buf *err)
     copts.max_context_msgs = conf->max_context_messages;
     s->corr = corr_new(s->db, &copts);
     if (conf->nsilences)
-        s->silence =
-            silence_new(conf->silences, conf->nsilences, 100000, wall_ms(), on_silence, s);
+        s->silence = silence_new(conf->silences, conf->nsilences, 100000, wall_ms(), on_silence, s);
 
     if (conf->state_file) {
         loaded = corr_load(s->corr, conf->state_file, &dropped);
@@ -434,8 +434,8 @@ rule_fingerprint(const struct pdb_rule *r, struct buf *out)
     size_t i;
 
     buf_reset(out);
-    buf_printf(out, "%s|%s|%d|%g|%s|", r->class ? r->class : "", r->context_id ? tpl_source(r->context_id) : "",
-               (int)r->scope, r->timeout, r->file);
+    buf_printf(out, "%s|%s|%d|%g|%s|", r->class ? r->class : "",
+               r->context_id ? tpl_source(r->context_id) : "", (int)r->scope, r->timeout, r->file);
     for (i = 0; i < r->npatterns; i++) buf_printf(out, "p:%s|", r->patterns[i]);
     for (i = 0; i < r->msg.nvalues; i++)
         buf_printf(out, "v:%s=%s|", nv_name(r->msg.values[i].name, NULL),
@@ -675,7 +675,8 @@ input_metric(struct buf *out, struct server *s, const char *name, const char *he
         const struct input_stats *st = input_get_stats(s->inputs[i]);
         buf_printf(out, "%s{input=\"", name);
         label_value(out, input_name(s->inputs[i]));
-        buf_printf(out, "\"} %llu\n", (unsigned long long)*(const uint64_t *)((const char *)st + field));
+        buf_printf(out, "\"} %llu\n",
+                   (unsigned long long)*(const uint64_t *)((const char *)st + field));
     }
 }
 
@@ -689,7 +690,8 @@ output_metric(struct buf *out, struct server *s, const char *name, const char *h
         const struct output_stats *st = output_get_stats(s->outputs[i]);
         buf_printf(out, "%s{output=\"", name);
         label_value(out, output_name(s->outputs[i]));
-        buf_printf(out, "\"} %llu\n", (unsigned long long)*(const uint64_t *)((const char *)st + field));
+        buf_printf(out, "\"} %llu\n",
+                   (unsigned long long)*(const uint64_t *)((const char *)st + field));
     }
 }
 
@@ -703,7 +705,8 @@ queue_metric(struct buf *out, struct server *s, const char *name, const char *he
         const struct queue_stats *st = queue_get_stats(s->queues[i]);
         buf_printf(out, "%s{executor=\"", name);
         label_value(out, queue_name(s->queues[i]));
-        buf_printf(out, "\"} %llu\n", (unsigned long long)*(const uint64_t *)((const char *)st + field));
+        buf_printf(out, "\"} %llu\n",
+                   (unsigned long long)*(const uint64_t *)((const char *)st + field));
     }
 }
 
@@ -716,7 +719,7 @@ server_metrics(struct server *s, struct buf *out)
 #define SIMPLE(name, type, help, value)                                                            \
     do {                                                                                           \
         metric(out, name, help, type);                                                             \
-        buf_printf(out, "%s %llu\n", name, (unsigned long long)(value));                          \
+        buf_printf(out, "%s %llu\n", name, (unsigned long long)(value));                           \
     } while (0)
     SIMPLE("corral_uptime_seconds", "gauge", "Seconds since corrald started.",
            (wall_ms() - s->started_ms) / 1000);
@@ -744,8 +747,8 @@ server_metrics(struct server *s, struct buf *out)
     buf_printf(out, "corral_dropped_total{reason=\"value_truncated\"} %llu\n",
                (unsigned long long)s->truncated_values);
     SIMPLE("corral_reloads_total", "counter", "Configuration reloads attempted.", s->reloads);
-    SIMPLE("corral_reload_failures_total", "counter", "Reloads that failed (old configuration kept).",
-           s->reload_failures);
+    SIMPLE("corral_reload_failures_total", "counter",
+           "Reloads that failed (old configuration kept).", s->reload_failures);
     SIMPLE("corral_state_saves_total", "counter", "Correlation state saves.", s->state_saves);
     SIMPLE("corral_state_save_failures_total", "counter", "Failed correlation state saves.",
            s->state_save_failures);
@@ -784,7 +787,8 @@ server_metrics(struct server *s, struct buf *out)
                      offsetof(struct queue_stats, submitted));
         queue_metric(out, s, "corral_executor_delivered_total", "Alerts delivered.",
                      offsetof(struct queue_stats, delivered));
-        queue_metric(out, s, "corral_executor_retries_total", "Delivery attempts that failed for now.",
+        queue_metric(out, s, "corral_executor_retries_total",
+                     "Delivery attempts that failed for now.",
                      offsetof(struct queue_stats, retries));
         queue_metric(out, s, "corral_executor_dead_total", "Alerts given up (dead-letter file).",
                      offsetof(struct queue_stats, dead));

@@ -71,9 +71,18 @@ next(struct lexer *lx)
         return;
     }
     switch (s[lx->pos]) {
-    case '(': lx->kind = T_LPAREN; lx->pos++; return;
-    case ')': lx->kind = T_RPAREN; lx->pos++; return;
-    case ',': lx->kind = T_COMMA; lx->pos++; return;
+    case '(':
+        lx->kind = T_LPAREN;
+        lx->pos++;
+        return;
+    case ')':
+        lx->kind = T_RPAREN;
+        lx->pos++;
+        return;
+    case ',':
+        lx->kind = T_COMMA;
+        lx->pos++;
+        return;
     case '"':
     case '\'': {
         char q = s[lx->pos++];
@@ -244,7 +253,8 @@ parse_codes(struct lexer *lx, bool facility)
             hi = facility ? macro_facility_code(dots + 2, strlen(dots + 2))
                           : macro_severity_code(dots + 2, strlen(dots + 2));
         } else {
-            lo = hi = facility ? macro_facility_code(w, strlen(w)) : macro_severity_code(w, strlen(w));
+            lo = hi =
+                facility ? macro_facility_code(w, strlen(w)) : macro_severity_code(w, strlen(w));
         }
         if (lo < 0 || hi < 0) {
             fail(lx, facility ? "unknown facility" : "unknown level");
@@ -308,8 +318,8 @@ parse_op(const char *w, enum cmp_op *op, bool *numeric)
         enum cmp_op op;
         bool numeric;
     } ops[] = {
-        {"==", OP_EQ, true}, {"!=", OP_NE, true}, {"<", OP_LT, true},  {">", OP_GT, true},
-        {"<=", OP_LE, true}, {">=", OP_GE, true}, {"eq", OP_EQ, false}, {"ne", OP_NE, false},
+        {"==", OP_EQ, true},  {"!=", OP_NE, true},  {"<", OP_LT, true},   {">", OP_GT, true},
+        {"<=", OP_LE, true},  {">=", OP_GE, true},  {"eq", OP_EQ, false}, {"ne", OP_NE, false},
         {"lt", OP_LT, false}, {"gt", OP_GT, false}, {"le", OP_LE, false}, {"ge", OP_GE, false},
     };
     size_t i;

@@ -13,10 +13,14 @@ utf8_len(const unsigned char *s, size_t n)
     unsigned int cp;
 
     if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07;
-    else return 0;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
     if (len > n) return 0;
     for (i = 1; i < len; i++) {
         if ((s[i] & 0xc0) != 0x80) return 0;
@@ -39,7 +43,8 @@ json_string(struct buf *out, const char *str, size_t len)
     while (i < len) {
         /* copy plain runs in one go */
         run = i;
-        while (run < len && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\') run++;
+        while (run < len && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
+            run++;
         if (run > i) {
             buf_append(out, s + i, run - i);
             i = run;

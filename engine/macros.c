@@ -62,11 +62,21 @@ static const struct {
     const char *name;
     int id;
 } plain[] = {
-    {"FACILITY", M_FACILITY}, {"FACILITY_NUM", M_FACILITY_NUM}, {"PRIORITY", M_PRIORITY},
-    {"LEVEL", M_PRIORITY},    {"SEVERITY", M_PRIORITY},         {"LEVEL_NUM", M_LEVEL_NUM},
-    {"SEVERITY_NUM", M_LEVEL_NUM}, {"PRI", M_PRI},              {"TAG", M_TAG},
-    {"TAGS", M_TAGS},         {"MSGHDR", M_MSGHDR},             {"CONTEXT_ID", M_CONTEXT_ID},
-    {"_", M_CONTEXT_ID},      {"SDATA", M_SDATA},               {"LOGHOST", M_LOGHOST},
+    {"FACILITY", M_FACILITY},
+    {"FACILITY_NUM", M_FACILITY_NUM},
+    {"PRIORITY", M_PRIORITY},
+    {"LEVEL", M_PRIORITY},
+    {"SEVERITY", M_PRIORITY},
+    {"LEVEL_NUM", M_LEVEL_NUM},
+    {"SEVERITY_NUM", M_LEVEL_NUM},
+    {"PRI", M_PRI},
+    {"TAG", M_TAG},
+    {"TAGS", M_TAGS},
+    {"MSGHDR", M_MSGHDR},
+    {"CONTEXT_ID", M_CONTEXT_ID},
+    {"_", M_CONTEXT_ID},
+    {"SDATA", M_SDATA},
+    {"LOGHOST", M_LOGHOST},
 };
 
 static const char *const date_names[D_COUNT] = {
@@ -98,19 +108,19 @@ static const char *const date_names[D_COUNT] = {
 };
 
 static const char *const facilities[24] = {
-    "kern",   "user",   "mail",   "daemon", "auth",   "syslog", "lpr",    "news",
-    "uucp",   "cron",   "authpriv", "ftp",  "ntp",    "security", "console", "solaris-cron",
-    "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+    "kern",   "user",   "mail",     "daemon", "auth",   "syslog",   "lpr",     "news",
+    "uucp",   "cron",   "authpriv", "ftp",    "ntp",    "security", "console", "solaris-cron",
+    "local0", "local1", "local2",   "local3", "local4", "local5",   "local6",  "local7",
 };
 
-static const char *const severities[8] = {"emerg", "alert", "crit", "err",
+static const char *const severities[8] = {"emerg",   "alert",  "crit", "err",
                                           "warning", "notice", "info", "debug"};
 
 static const char *const month_abbrev[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-static const char *const month_name[12] = {"January", "February", "March",     "April",
-                                           "May",     "June",     "July",      "August",
-                                           "September", "October", "November", "December"};
+static const char *const month_name[12] = {"January",   "February", "March",    "April",
+                                           "May",       "June",     "July",     "August",
+                                           "September", "October",  "November", "December"};
 static const char *const wday_abbrev[7] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
 static const char *const wday_name[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
                                          "Thursday", "Friday", "Saturday"};

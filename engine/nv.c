@@ -27,7 +27,8 @@ registry(void)
 
     if (names) return names;
     names = strtab_new(NV_MAX_NAMES);
-    for (i = 1; i < NV_NBUILTIN; i++) strtab_intern(names, builtin_names[i], strlen(builtin_names[i]));
+    for (i = 1; i < NV_NBUILTIN; i++)
+        strtab_intern(names, builtin_names[i], strlen(builtin_names[i]));
     return names;
 }
 

@@ -32,14 +32,22 @@ struct parser {
 };
 
 static const char *const type_names[] = {
-    [PARSER_STRING] = "STRING",       [PARSER_ESTRING] = "ESTRING",
-    [PARSER_QSTRING] = "QSTRING",     [PARSER_NUMBER] = "NUMBER",
-    [PARSER_FLOAT] = "FLOAT",         [PARSER_IPV4] = "IPv4",
-    [PARSER_IPV6] = "IPv6",           [PARSER_IPVANY] = "IPvANY",
-    [PARSER_MACADDR] = "MACADDR",     [PARSER_LLADDR] = "LLADDR",
-    [PARSER_EMAIL] = "EMAIL",         [PARSER_HOSTNAME] = "HOSTNAME",
-    [PARSER_ANYSTRING] = "ANYSTRING", [PARSER_SET] = "SET",
-    [PARSER_OPTIONALSET] = "OPTIONALSET", [PARSER_NLSTRING] = "NLSTRING",
+    [PARSER_STRING] = "STRING",
+    [PARSER_ESTRING] = "ESTRING",
+    [PARSER_QSTRING] = "QSTRING",
+    [PARSER_NUMBER] = "NUMBER",
+    [PARSER_FLOAT] = "FLOAT",
+    [PARSER_IPV4] = "IPv4",
+    [PARSER_IPV6] = "IPv6",
+    [PARSER_IPVANY] = "IPvANY",
+    [PARSER_MACADDR] = "MACADDR",
+    [PARSER_LLADDR] = "LLADDR",
+    [PARSER_EMAIL] = "EMAIL",
+    [PARSER_HOSTNAME] = "HOSTNAME",
+    [PARSER_ANYSTRING] = "ANYSTRING",
+    [PARSER_SET] = "SET",
+    [PARSER_OPTIONALSET] = "OPTIONALSET",
+    [PARSER_NLSTRING] = "NLSTRING",
     [PARSER_PCRE] = "PCRE",
 };
 
@@ -115,23 +123,15 @@ type_from_name(const char *s, size_t n, enum parser_type *t)
         const char *name;
         enum parser_type type;
     } names[] = {
-        {"STRING", PARSER_STRING},
-        {"ESTRING", PARSER_ESTRING},
-        {"NUMBER", PARSER_NUMBER},
-        {"FLOAT", PARSER_FLOAT},
+        {"STRING", PARSER_STRING},     {"ESTRING", PARSER_ESTRING},
+        {"NUMBER", PARSER_NUMBER},     {"FLOAT", PARSER_FLOAT},
         {"DOUBLE", PARSER_FLOAT}, /* deprecated alias */
-        {"IPv4", PARSER_IPV4},
-        {"IPv6", PARSER_IPV6},
-        {"IPvANY", PARSER_IPVANY},
-        {"MACADDR", PARSER_MACADDR},
-        {"LLADDR", PARSER_LLADDR},
-        {"EMAIL", PARSER_EMAIL},
-        {"HOSTNAME", PARSER_HOSTNAME},
-        {"ANYSTRING", PARSER_ANYSTRING},
-        {"SET", PARSER_SET},
-        {"OPTIONALSET", PARSER_OPTIONALSET},
-        {"NLSTRING", PARSER_NLSTRING},
-        {"PCRE", PARSER_PCRE},
+        {"IPv4", PARSER_IPV4},         {"IPv6", PARSER_IPV6},
+        {"IPvANY", PARSER_IPVANY},     {"MACADDR", PARSER_MACADDR},
+        {"LLADDR", PARSER_LLADDR},     {"EMAIL", PARSER_EMAIL},
+        {"HOSTNAME", PARSER_HOSTNAME}, {"ANYSTRING", PARSER_ANYSTRING},
+        {"SET", PARSER_SET},           {"OPTIONALSET", PARSER_OPTIONALSET},
+        {"NLSTRING", PARSER_NLSTRING}, {"PCRE", PARSER_PCRE},
     };
     size_t i;
 
@@ -239,13 +239,13 @@ parser_compile(const char *spec, size_t len, struct buf *err)
             buf_printf(err, "PCRE needs a regular expression: @PCRE:name:regex@");
             goto fail;
         }
-        p->re = pcre2_compile((PCRE2_SPTR)p->arg, p->arglen, PCRE2_ANCHORED, &errcode, &erroff,
-                              NULL);
+        p->re =
+            pcre2_compile((PCRE2_SPTR)p->arg, p->arglen, PCRE2_ANCHORED, &errcode, &erroff, NULL);
         if (!p->re) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(errcode, msg, sizeof(msg));
-            buf_printf(err, "bad regular expression '%s' at offset %zu: %s", p->arg,
-                       (size_t)erroff, (char *)msg);
+            buf_printf(err, "bad regular expression '%s' at offset %zu: %s", p->arg, (size_t)erroff,
+                       (char *)msg);
             goto fail;
         }
         pcre2_jit_compile(p->re, PCRE2_JIT_COMPLETE); /* optional speed-up; falls back if absent */
@@ -259,8 +259,7 @@ parser_compile(const char *spec, size_t len, struct buf *err)
         p->md = pcre2_match_data_create((groups < 256 ? groups : 256) + 1, NULL);
         break;
     }
-    default:
-        break;
+    default: break;
     }
     return p;
 

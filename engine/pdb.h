@@ -85,7 +85,7 @@ struct pdb_rule {
     char *class; /* NULL: "system" */
     char *provider;
     char *description;
-    tag_id class_tag; /* .classifier.<class> */
+    tag_id class_tag;     /* .classifier.<class> */
     struct pdb_synth msg; /* the rule's own values and tags */
     /* correlation */
     struct tpl *context_id; /* NULL: the rule does not correlate */

@@ -52,8 +52,8 @@ struct loader {
     size_t nexamples, capexamples;
 };
 
-static void
-error(struct loader *ld, const xmlNode *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void error(struct loader *ld, const xmlNode *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void
 error(struct loader *ld, const xmlNode *n, const char *fmt, ...)
@@ -118,7 +118,8 @@ check_text(struct loader *ld, const xmlNode *n)
 {
     if ((n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) && n->content &&
         !only_whitespace((const char *)n->content))
-        error(ld, n, "unexpected text inside <%s>", n->parent ? (const char *)n->parent->name : "?");
+        error(ld, n, "unexpected text inside <%s>",
+              n->parent ? (const char *)n->parent->name : "?");
 }
 
 /* An element that must hold only text: child elements are an error. */
@@ -255,7 +256,8 @@ load_message_children(struct loader *ld, const xmlNode *n, struct pdb_synth *s, 
         else if (is(c, "tag"))
             add_tag(ld, c, s);
         else
-            error(ld, c, "unexpected <%s> in <message>: expected <values>, <value>, <tags> or <tag>",
+            error(ld, c,
+                  "unexpected <%s> in <message>: expected <values>, <value>, <tags> or <tag>",
                   c->name);
     }
 }
@@ -404,7 +406,8 @@ load_action(struct loader *ld, const xmlNode *n, struct pdb_rule *rule)
                 if (is(m, "message"))
                     load_message(ld, m, &a->message, rule->id);
                 else
-                    error(ld, m, "unexpected <%s> in <create-context>: expected <message>", m->name);
+                    error(ld, m, "unexpected <%s> in <create-context>: expected <message>",
+                          m->name);
             }
         } else {
             error(ld, c, "unexpected <%s> in <action>: expected <message> or <create-context>",
@@ -440,7 +443,8 @@ load_example(struct loader *ld, const xmlNode *n, struct pdb_rule *rule)
                     continue;
                 }
                 if (!is(tv, "test_value")) {
-                    error(ld, tv, "unexpected <%s> in <test_values>: expected <test_value>", tv->name);
+                    error(ld, tv, "unexpected <%s> in <test_values>: expected <test_value>",
+                          tv->name);
                     continue;
                 }
                 if (!check_text_only(ld, tv)) continue;
@@ -595,8 +599,8 @@ load_ruleset_children(struct loader *ld, struct ruleset *rs, const xmlNode *n)
             if (!check_text_only(ld, c)) continue;
             text = text_of(c);
             if (!text) continue;
-            rs->programs = xgrow(rs->programs, &rs->capprograms, rs->nprograms + 1,
-                                 sizeof(*rs->programs));
+            rs->programs =
+                xgrow(rs->programs, &rs->capprograms, rs->nprograms + 1, sizeof(*rs->programs));
             rs->program_lines = xrealloc(rs->program_lines, rs->capprograms * sizeof(int));
             rs->program_lines[rs->nprograms] = (int)xmlGetLineNo(c);
             rs->programs[rs->nprograms++] = text;

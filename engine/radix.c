@@ -20,12 +20,12 @@ struct node {
     bool has_lf;    /* the key holds a '\n': compare byte by byte, skipping input CRs */
     struct parser *parser;
     void *value;
-    struct node **children;  /* literal children sorted by first byte */
-    unsigned char *first;    /* first[i] == children[i]->key[0] */
+    struct node **children; /* literal children sorted by first byte */
+    unsigned char *first;   /* first[i] == children[i]->key[0] */
     uint32_t nchildren;
     struct node **pchildren; /* parser children in insertion order */
     uint32_t npchildren;
-    char key[];              /* literal bytes, in the same allocation: one cache line less */
+    char key[]; /* literal bytes, in the same allocation: one cache line less */
 };
 
 struct radix {

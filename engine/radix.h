@@ -54,10 +54,11 @@ void radix_free(struct radix *r, void (*free_value)(void *value));
  * nodes without a value, because syslog-ng leaves them and they fix the
  * order in which parsers are tried.
  */
-enum radix_insert_result radix_insert(struct radix *r, const char *pattern, size_t len,
-                                      void *value, void **existing, struct buf *err);
+enum radix_insert_result radix_insert(struct radix *r, const char *pattern, size_t len, void *value,
+                                      void **existing, struct buf *err);
 
-/* Sets the value of the empty pattern (the root); the program tree keeps the generic rules there. */
+/* Sets the value of the empty pattern (the root); the program tree keeps the generic rules there.
+ */
 void radix_set_root_value(struct radix *r, void *value);
 
 /* Checks a pattern's syntax without inserting it. */

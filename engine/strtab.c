@@ -18,8 +18,8 @@ struct entry {
 struct strtab {
     struct entry *entries; /* entries[id - 1] */
     size_t nentries, cap;
-    uint32_t *slots;       /* 0 = empty, else id */
-    uint32_t nslots;       /* power of two */
+    uint32_t *slots; /* 0 = empty, else id */
+    uint32_t nslots; /* power of two */
     uint32_t max;
 };
 

@@ -263,11 +263,10 @@ wall_seconds(const struct tfields *f)
  * The process time zone, cached: converting every stamp with mktime() or
  * localtime_r() would cost more than the rest of the parse.  The caches are
  * direct-mapped by day (256 days each), so a log that interleaves many days
- * still hits them; each entry holds one day with a single UTC offset throughout, assuming, as holds for
- * the tz database, that no zone changes its offset twice within 32 hours or
- * by more than 4 hours at once (except Samoa's date-line jump in 2011).
- * Looking at TZ for every line costs more than the parse, so a change of TZ
- * takes effect at syslog_tz_reset().
+ * still hits them; each entry holds one day with a single UTC offset throughout, assuming, as holds
+ * for the tz database, that no zone changes its offset twice within 32 hours or by more than 4
+ * hours at once (except Samoa's date-line jump in 2011). Looking at TZ for every line costs more
+ * than the parse, so a change of TZ takes effect at syslog_tz_reset().
  */
 static struct {
     bool init;

@@ -237,8 +237,8 @@ add_function(struct tpl *t, const char *s, size_t len, int depth, struct buf *er
             buf_printf(err, "$(%s) takes %d argument%s, %d given", fn->name, fn->min_args,
                        fn->min_args == 1 ? "" : "s", argc - 1);
         else if (fn->max_args < 0)
-            buf_printf(err, "$(%s) takes at least %d argument%s, %d given", fn->name,
-                       fn->min_args, fn->min_args == 1 ? "" : "s", argc - 1);
+            buf_printf(err, "$(%s) takes at least %d argument%s, %d given", fn->name, fn->min_args,
+                       fn->min_args == 1 ? "" : "s", argc - 1);
         else
             buf_printf(err, "$(%s) takes %d to %d arguments, %d given", fn->name, fn->min_args,
                        fn->max_args, argc - 1);
@@ -336,7 +336,8 @@ compile(const char *src, size_t len, int depth, struct buf *err)
                         nlen = k;
                         break;
                     }
-                    buf_printf(err, "unknown substitution '%.*s' in '${%.*s}' (only ':-' is supported)",
+                    buf_printf(err,
+                               "unknown substitution '%.*s' in '${%.*s}' (only ':-' is supported)",
                                (int)(nlen - k), name + k, (int)nlen, name);
                     goto fail;
                 }
@@ -397,7 +398,8 @@ tpl_free(struct tpl *t)
         case E_FUNC:
             for (k = 0; k < e->u.func.argc; k++) tpl_free(e->u.func.argv[k]);
             free(e->u.func.argv);
-            if (e->u.func.state && e->u.func.fn->free_state) e->u.func.fn->free_state(e->u.func.state);
+            if (e->u.func.state && e->u.func.fn->free_state)
+                e->u.func.fn->free_state(e->u.func.state);
             break;
         default: break;
         }
@@ -441,9 +443,7 @@ tpl_refs(const struct tpl *t, unsigned char *keep)
         const struct elem *e = &t->elems[i];
         switch (e->kind) {
         case E_TEXT: break;
-        case E_VALUE:
-            keep[e->u.value.h] = 1;
-            break;
+        case E_VALUE: keep[e->u.value.h] = 1; break;
         case E_MACRO:
             if (!macro_refs(e->u.macro.id, keep)) return false;
             break;

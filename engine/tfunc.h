@@ -15,8 +15,9 @@ struct tfunc;
 struct tfunc_call {
     const struct tfunc *fn;
     int argc;
-    struct tpl **argv; /* each argument compiled as a template (unless the function says otherwise) */
-    void *state;       /* function-specific, made by prepare() */
+    struct tpl *
+        *argv;   /* each argument compiled as a template (unless the function says otherwise) */
+    void *state; /* function-specific, made by prepare() */
 };
 
 struct tfunc {

@@ -16,6 +16,9 @@ make -j"$jobs"
 make -j"$jobs" check || { cat test-suite.log; exit 1; }
 cd "$src"
 
+echo "=== formatting (clang-format, .clang-format)"
+(cd build && make format-check)
+
 echo "=== build and check under ASan + UBSan"
 mkdir -p build-san && cd build-san
 ../configure --enable-werror --enable-sanitizers CFLAGS="-O1 -g"

@@ -72,8 +72,9 @@ ask_socket(const char *path, const char *command, struct buf *out)
     strcpy(sa.sun_path, path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && send_all(fd, command, strlen(command)) == 0 &&
-        send_all(fd, "\n", 1) == 0 && copy_answer(fd, out) == 0)
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        send_all(fd, command, strlen(command)) == 0 && send_all(fd, "\n", 1) == 0 &&
+        copy_answer(fd, out) == 0)
         rc = 0;
     close(fd);
     return rc;
@@ -188,8 +189,8 @@ cmd_stats(int argc, char **argv)
         case 'r': raw = true; break;
         case 'h':
             puts("usage: corral stats [-s SOCKET | -u HOST:PORT] [--raw]\n"
-                 "Shows a running corrald's counters, from its control socket (default\n" DEFAULT_SOCKET
-                 ") or from its metrics listener.");
+                 "Shows a running corrald's counters, from its control socket "
+                 "(default\n" DEFAULT_SOCKET ") or from its metrics listener.");
             return 0;
         default: return 2;
         }
@@ -242,7 +243,9 @@ cmd_check_config(int argc, char **argv)
         rules += pdb_nrules(db);
         pdb_free(db);
     }
-    if (!rc) printf("%s: OK (%zu inputs, %zu outputs, %zu rules)\n", argv[1], c->ninputs, c->noutputs, rules);
+    if (!rc)
+        printf("%s: OK (%zu inputs, %zu outputs, %zu rules)\n", argv[1], c->ninputs, c->noutputs,
+               rules);
     conf_free(c);
     buf_free(&err);
     return rc;

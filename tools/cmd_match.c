@@ -42,7 +42,7 @@ struct matcher {
     struct pdb *db;
     struct corr *corr;
     struct dryrun *dry;
-    bool failed;      /* writing output failed */
+    bool failed;       /* writing output failed */
     int64_t fixed_now; /* --now, in ms; 0: the real clock */
     enum format format;
     struct tpl *tpl;
@@ -307,13 +307,19 @@ int
 cmd_match(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"rules", required_argument, NULL, 'r'},   {"program", required_argument, NULL, 'P'},
-        {"message", required_argument, NULL, 'M'}, {"file", required_argument, NULL, 'f'},
-        {"json", no_argument, NULL, 'j'},          {"template", required_argument, NULL, 'T'},
-        {"keep-open", no_argument, NULL, 'k'},     {"now", required_argument, NULL, 'n'},
-        {"config", required_argument, NULL, 'c'},  {"dry-run", no_argument, NULL, 'd'},
+        {"rules", required_argument, NULL, 'r'},
+        {"program", required_argument, NULL, 'P'},
+        {"message", required_argument, NULL, 'M'},
+        {"file", required_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'j'},
+        {"template", required_argument, NULL, 'T'},
+        {"keep-open", no_argument, NULL, 'k'},
+        {"now", required_argument, NULL, 'n'},
+        {"config", required_argument, NULL, 'c'},
+        {"dry-run", no_argument, NULL, 'd'},
         {"stats", no_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     char **rules = xcalloc((size_t)argc, sizeof(char *));
     const char *program = NULL, *message = NULL, *file = NULL, *tpl_src = NULL;

@@ -179,7 +179,8 @@ check_expect(const xmlNode *e, const struct generated *g, struct buf *out)
                 if (v)
                     buf_printf(out, "    %s: got '%.*s', expected '%s'\n", name, (int)len, v, want);
                 else
-                    buf_printf(out, "    %s: unset, expected '%s'\n", name ? name : "(no name)", want);
+                    buf_printf(out, "    %s: unset, expected '%s'\n", name ? name : "(no name)",
+                               want);
                 ok = false;
             }
             free(name);
@@ -274,8 +275,9 @@ run_scenario(const char *file, const xmlNode *sc, const char *default_rules, boo
         } else {
             struct buf why = BUF_INIT;
             if (!check_expect(n, &r.gen[i], &why)) {
-                buf_printf(&report, "  generated message %zu does not match <expect> at line %d:\n%s",
-                           i + 1, (int)xmlGetLineNo(n), buf_str(&why));
+                buf_printf(&report,
+                           "  generated message %zu does not match <expect> at line %d:\n%s", i + 1,
+                           (int)xmlGetLineNo(n), buf_str(&why));
                 describe(&r.gen[i], &report);
                 ok = false;
             }

@@ -57,23 +57,23 @@ classify(struct pdb *db, struct msg *m, const char *program, const char *message
     return pdb_classify(db, m);
 }
 
-static const char *ssh_rules =
-    HEAD "<ruleset name='ssh' id='rs1'><patterns><pattern>sshd</pattern></patterns><rules>\n"
-         "<rule provider='t' id='accepted' class='system'><patterns>\n"
-         "<pattern>Accepted @ESTRING:method: @for @ESTRING:user: @from @IPvANY:ip@ port "
-         "@NUMBER:port@ ssh2</pattern></patterns>\n"
-         "<tags><tag>login</tag><tag>usracct</tag></tags>\n"
-         "<values><value name='app'>$PROGRAM</value><value name='who'>${user}@@${ip}</value>"
-         "<value name='again'>[$who]</value><value name='empty'></value></values>\n"
-         "</rule>\n"
-         "<rule provider='t' id='failed' class='violation'><patterns>\n"
-         "<pattern>Failed password for @ESTRING:user: @from @IPvANY:ip@ port @NUMBER@ ssh2</pattern>\n"
-         "</patterns></rule>\n"
-         "</rules></ruleset>\n"
-         "<ruleset name='generic' id='rs2'><rules>\n"
-         "<rule provider='t' id='generic'><patterns><pattern>generic @ANYSTRING:rest@</pattern>"
-         "<pattern>Failed password for nobody from 1.2.3.4 port 1 ssh2</pattern></patterns></rule>\n"
-         "</rules></ruleset>\n" TAIL;
+static const char *ssh_rules = HEAD
+    "<ruleset name='ssh' id='rs1'><patterns><pattern>sshd</pattern></patterns><rules>\n"
+    "<rule provider='t' id='accepted' class='system'><patterns>\n"
+    "<pattern>Accepted @ESTRING:method: @for @ESTRING:user: @from @IPvANY:ip@ port "
+    "@NUMBER:port@ ssh2</pattern></patterns>\n"
+    "<tags><tag>login</tag><tag>usracct</tag></tags>\n"
+    "<values><value name='app'>$PROGRAM</value><value name='who'>${user}@@${ip}</value>"
+    "<value name='again'>[$who]</value><value name='empty'></value></values>\n"
+    "</rule>\n"
+    "<rule provider='t' id='failed' class='violation'><patterns>\n"
+    "<pattern>Failed password for @ESTRING:user: @from @IPvANY:ip@ port @NUMBER@ ssh2</pattern>\n"
+    "</patterns></rule>\n"
+    "</rules></ruleset>\n"
+    "<ruleset name='generic' id='rs2'><rules>\n"
+    "<rule provider='t' id='generic'><patterns><pattern>generic @ANYSTRING:rest@</pattern>"
+    "<pattern>Failed password for nobody from 1.2.3.4 port 1 ssh2</pattern></patterns></rule>\n"
+    "</rules></ruleset>\n" TAIL;
 
 START_TEST(test_match_sets_everything)
 {
@@ -93,7 +93,7 @@ START_TEST(test_match_sets_everything)
     ck_assert_str_eq(value(m, "method"), "password");
     ck_assert_str_eq(value(m, "port"), "2222");
     ck_assert_str_eq(value(m, "app"), "sshd");
-    ck_assert_str_eq(value(m, "who"), "alice@10.0.0.1"); /* "@@" after ${} is one '@' */
+    ck_assert_str_eq(value(m, "who"), "alice@10.0.0.1");     /* "@@" after ${} is one '@' */
     ck_assert_str_eq(value(m, "again"), "[alice@10.0.0.1]"); /* values see earlier values */
     ck_assert_ptr_null(value(m, "empty"));                   /* empty <value/> sets nothing */
     ck_assert(msg_tag_has(m, tag_intern(".classifier.system", 18)));
@@ -158,11 +158,12 @@ END_TEST
 START_TEST(test_unknown_element_rejects_file)
 {
     int rc;
-    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules>\n"
-                               "<rule id='a'><patterns><pattern>a</pattern></patterns></rule>\n"
-                               "<rule id='b'><bogus/><patterns><pattern>b</pattern></patterns></rule>\n"
-                               "</rules></ruleset>\n" TAIL,
-                          &rc);
+    struct pdb *db =
+        load(HEAD "<ruleset name='x' id='y'><rules>\n"
+                  "<rule id='a'><patterns><pattern>a</pattern></patterns></rule>\n"
+                  "<rule id='b'><bogus/><patterns><pattern>b</pattern></patterns></rule>\n"
+                  "</rules></ruleset>\n" TAIL,
+             &rc);
 
     ck_assert_int_eq(rc, -1);
     ck_assert(has_diag(db, 5, "unexpected <bogus> in <rule>"));
@@ -174,14 +175,15 @@ END_TEST
 START_TEST(test_bad_patterns_drop_only_themselves)
 {
     int rc;
-    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules>\n"
-                               "<rule id='unknown'><patterns><pattern>a @FOO:x@</pattern></patterns></rule>\n"
-                               "<rule id='unterminated'><patterns><pattern>b @STRING:x</pattern></patterns></rule>\n"
-                               "<rule id='noarg'><patterns><pattern>c @ESTRING:x@</pattern></patterns></rule>\n"
-                               "<rule id='badre'><patterns><pattern>d @PCRE:x:(@</pattern></patterns></rule>\n"
-                               "<rule id='good'><patterns><pattern>e @STRING:x@</pattern></patterns></rule>\n"
-                               "</rules></ruleset>\n" TAIL,
-                          &rc);
+    struct pdb *db = load(
+        HEAD "<ruleset name='x' id='y'><rules>\n"
+             "<rule id='unknown'><patterns><pattern>a @FOO:x@</pattern></patterns></rule>\n"
+             "<rule id='unterminated'><patterns><pattern>b @STRING:x</pattern></patterns></rule>\n"
+             "<rule id='noarg'><patterns><pattern>c @ESTRING:x@</pattern></patterns></rule>\n"
+             "<rule id='badre'><patterns><pattern>d @PCRE:x:(@</pattern></patterns></rule>\n"
+             "<rule id='good'><patterns><pattern>e @STRING:x@</pattern></patterns></rule>\n"
+             "</rules></ruleset>\n" TAIL,
+        &rc);
     struct msg *m = msg_new();
 
     ck_assert_int_eq(rc, -1);
@@ -236,16 +238,19 @@ END_TEST
 START_TEST(test_rule_errors)
 {
     int rc;
-    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules>\n"
-                               "<rule><patterns><pattern>x</pattern></patterns></rule>\n"
-                               "<rule id='s' context-scope='galaxy'/>\n"
-                               "<rule id='v'><values><value>no name</value></values></rule>\n"
-                               "<rule id='t'><values><value name='x'>${broken</value></values></rule>\n"
-                               "<rule id='a'><actions><action trigger='sometimes'><message/></action></actions></rule>\n"
-                               "<rule id='c'><actions><action condition='\"a\" =~ \"b\"'><message/></action></actions></rule>\n"
-                               "<rule id='text'>stray text</rule>\n"
-                               "</rules></ruleset>\n" TAIL,
-                          &rc);
+    struct pdb *db = load(
+        HEAD
+        "<ruleset name='x' id='y'><rules>\n"
+        "<rule><patterns><pattern>x</pattern></patterns></rule>\n"
+        "<rule id='s' context-scope='galaxy'/>\n"
+        "<rule id='v'><values><value>no name</value></values></rule>\n"
+        "<rule id='t'><values><value name='x'>${broken</value></values></rule>\n"
+        "<rule id='a'><actions><action trigger='sometimes'><message/></action></actions></rule>\n"
+        "<rule id='c'><actions><action condition='\"a\" =~ "
+        "\"b\"'><message/></action></actions></rule>\n"
+        "<rule id='text'>stray text</rule>\n"
+        "</rules></ruleset>\n" TAIL,
+        &rc);
 
     ck_assert_int_eq(rc, -1);
     ck_assert(has_diag(db, 4, "without an id"));
@@ -262,11 +267,12 @@ END_TEST
 START_TEST(test_duplicates_first_wins)
 {
     int rc;
-    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules>\n"
-                               "<rule id='first'><patterns><pattern>same</pattern></patterns></rule>\n"
-                               "<rule id='second'><patterns><pattern>same</pattern></patterns></rule>\n"
-                               "</rules></ruleset>\n" TAIL,
-                          &rc);
+    struct pdb *db =
+        load(HEAD "<ruleset name='x' id='y'><rules>\n"
+                  "<rule id='first'><patterns><pattern>same</pattern></patterns></rule>\n"
+                  "<rule id='second'><patterns><pattern>same</pattern></patterns></rule>\n"
+                  "</rules></ruleset>\n" TAIL,
+             &rc);
     struct msg *m = msg_new();
 
     ck_assert_int_eq(rc, 0); /* a warning, as in syslog-ng */
@@ -281,12 +287,13 @@ START_TEST(test_wrappers_are_transparent_and_text_exact)
 {
     int rc;
     /* elements may appear without their plural wrappers; pattern text keeps its spaces */
-    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><pattern>prog</pattern><rules>\n"
-                               "<rule id='r' class='a-very-long-class-name-that-is-cut'>"
-                               "<pattern> two  spaces </pattern><tag>t</tag><value name='v'>x</value>"
-                               "<description>d</description><url>u</url></rule>\n"
-                               "</rules></ruleset>\n" TAIL,
-                          &rc);
+    struct pdb *db =
+        load(HEAD "<ruleset name='x' id='y'><pattern>prog</pattern><rules>\n"
+                  "<rule id='r' class='a-very-long-class-name-that-is-cut'>"
+                  "<pattern> two  spaces </pattern><tag>t</tag><value name='v'>x</value>"
+                  "<description>d</description><url>u</url></rule>\n"
+                  "</rules></ruleset>\n" TAIL,
+             &rc);
     struct msg *m = msg_new();
 
     ck_assert_int_eq(rc, 0);
@@ -306,13 +313,15 @@ END_TEST
 START_TEST(test_mismatching_program_sets)
 {
     int rc;
-    struct pdb *db = load(HEAD "<ruleset name='a' id='a'><pattern>one</pattern><rules>"
-                               "<rule id='r1'><patterns><pattern>x</pattern></patterns></rule></rules></ruleset>\n"
-                               "<ruleset name='b' id='b'><pattern>two</pattern><pattern>one</pattern><rules>"
-                               "<rule id='r2'><patterns><pattern>y</pattern></patterns></rule></rules></ruleset>\n"
-                               "<ruleset name='c' id='c'><pattern>one</pattern><pattern>three</pattern><rules>"
-                               "<rule id='r3'><patterns><pattern>z</pattern></patterns></rule></rules></ruleset>\n" TAIL,
-                          &rc);
+    struct pdb *db = load(
+        HEAD
+        "<ruleset name='a' id='a'><pattern>one</pattern><rules>"
+        "<rule id='r1'><patterns><pattern>x</pattern></patterns></rule></rules></ruleset>\n"
+        "<ruleset name='b' id='b'><pattern>two</pattern><pattern>one</pattern><rules>"
+        "<rule id='r2'><patterns><pattern>y</pattern></patterns></rule></rules></ruleset>\n"
+        "<ruleset name='c' id='c'><pattern>one</pattern><pattern>three</pattern><rules>"
+        "<rule id='r3'><patterns><pattern>z</pattern></patterns></rule></rules></ruleset>\n" TAIL,
+        &rc);
     struct msg *m = msg_new();
 
     ck_assert(has_diag(db, 4, "mismatching program name sets"));
@@ -335,12 +344,14 @@ START_TEST(test_directory_is_one_database)
     snprintf(path, sizeof(path), "%s/a.xml", dir);
     f = fopen(path, "w");
     fputs(HEAD "<ruleset name='a' id='a'><pattern>prog</pattern><rules><rule id='from-a'>"
-               "<patterns><pattern>alpha</pattern></patterns></rule></rules></ruleset>" TAIL, f);
+               "<patterns><pattern>alpha</pattern></patterns></rule></rules></ruleset>" TAIL,
+          f);
     fclose(f);
     snprintf(path, sizeof(path), "%s/b.pdb", dir);
     f = fopen(path, "w");
     fputs(HEAD "<ruleset name='b' id='b'><pattern>prog</pattern><rules><rule id='from-b'>"
-               "<patterns><pattern>beta</pattern></patterns></rule></rules></ruleset>" TAIL, f);
+               "<patterns><pattern>beta</pattern></patterns></rule></rules></ruleset>" TAIL,
+          f);
     fclose(f);
     snprintf(path, sizeof(path), "%s/README.md", dir);
     f = fopen(path, "w");
@@ -417,13 +428,14 @@ END_TEST
 START_TEST(test_examples_and_rule_lookup)
 {
     int rc;
-    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules><rule id='r'>"
-                               "<patterns><pattern>m @STRING:v@</pattern></patterns>"
-                               "<examples><example><test_message program='p'>m 1</test_message>"
-                               "<test_values><test_value name='v'>1</test_value></test_values></example>"
-                               "<example><test_message>no program</test_message></example></examples>"
-                               "</rule></rules></ruleset>" TAIL,
-                          &rc);
+    struct pdb *db =
+        load(HEAD "<ruleset name='x' id='y'><rules><rule id='r'>"
+                  "<patterns><pattern>m @STRING:v@</pattern></patterns>"
+                  "<examples><example><test_message program='p'>m 1</test_message>"
+                  "<test_values><test_value name='v'>1</test_value></test_values></example>"
+                  "<example><test_message>no program</test_message></example></examples>"
+                  "</rule></rules></ruleset>" TAIL,
+             &rc);
     const struct pdb_example *ex;
 
     ck_assert_int_eq(rc, 0);
@@ -443,27 +455,30 @@ END_TEST
 START_TEST(test_context_keep)
 {
     int rc;
-    struct pdb *db = load(HEAD "<ruleset name='x' id='y'><rules>"
-                               "<rule id='r' context-id='c'><patterns><pattern>m @STRING:a@ @STRING:b@</pattern></patterns>"
-                               "<actions><action condition='\"${b}\" ne \"x\"'><message>"
-                               "<values><value name='MESSAGE'>${a}@1</value></values></message></action></actions>"
-                               "</rule></rules></ruleset>" TAIL,
-                          &rc);
+    struct pdb *db = load(
+        HEAD "<ruleset name='x' id='y'><rules>"
+             "<rule id='r' context-id='c'><patterns><pattern>m @STRING:a@ "
+             "@STRING:b@</pattern></patterns>"
+             "<actions><action condition='\"${b}\" ne \"x\"'><message>"
+             "<values><value name='MESSAGE'>${a}@1</value></values></message></action></actions>"
+             "</rule></rules></ruleset>" TAIL,
+        &rc);
     const unsigned char *keep;
 
     ck_assert_int_eq(rc, 0);
     keep = pdb_context_keep(db);
     ck_assert_ptr_nonnull(keep);
-    ck_assert(keep[nv_intern_str("a")]);         /* read by a generated message */
-    ck_assert(keep[nv_intern_str("b")]);         /* read by a condition */
-    ck_assert(!keep[NV_MESSAGE]);                /* written, never read */
+    ck_assert(keep[nv_intern_str("a")]); /* read by a generated message */
+    ck_assert(keep[nv_intern_str("b")]); /* read by a condition */
+    ck_assert(!keep[NV_MESSAGE]);        /* written, never read */
     ck_assert(!keep[NV_LEGACY_MSGHDR]);
     pdb_free(db);
 
     /* inheritance copies values nobody names: everything is kept */
-    db = load(HEAD "<ruleset name='x' id='y'><rules><rule id='r' context-id='c'>"
-                   "<patterns><pattern>m</pattern></patterns><actions><action>"
-                   "<message inherit-mode='context'/></action></actions></rule></rules></ruleset>" TAIL,
+    db = load(HEAD
+              "<ruleset name='x' id='y'><rules><rule id='r' context-id='c'>"
+              "<patterns><pattern>m</pattern></patterns><actions><action>"
+              "<message inherit-mode='context'/></action></actions></rule></rules></ruleset>" TAIL,
               &rc);
     ck_assert_ptr_null(pdb_context_keep(db));
     pdb_free(db);

@@ -16,9 +16,9 @@
 struct item {
     struct tw_timer t; /* first member */
     int id;
-    bool armed;        /* model: armed and not yet fired */
-    uint64_t expires;  /* model */
-    uint64_t seq;      /* model: arming order */
+    bool armed;       /* model: armed and not yet fired */
+    uint64_t expires; /* model */
+    uint64_t seq;     /* model: arming order */
 };
 
 static struct item items[N];
@@ -35,7 +35,8 @@ on_fire(struct tw_timer *t, void *arg)
 
     (void)arg;
     ck_assert_msg(it->armed, "timer %d fired but was not armed", it->id);
-    ck_assert_msg(expiring_all || it->expires <= tw_now(wheel), "timer %d fired early: due %llu, now %llu", it->id,
+    ck_assert_msg(expiring_all || it->expires <= tw_now(wheel),
+                  "timer %d fired early: due %llu, now %llu", it->id,
                   (unsigned long long)it->expires, (unsigned long long)tw_now(wheel));
     it->armed = false;
     fired_at[nfired] = it->expires;

@@ -1,0 +1,121 @@
+#!/bin/sh
+# bench/daemon.sh: corrald's end-to-end throughput on loopback against
+# syslog-ng 3.38 with db-parser and the same rules, driven by loggen.  See
+# bench/README.md.
+#
+#   sh bench/daemon.sh [-r RUNS] [-w SECONDS] [-u SECONDS] [-n CONNS] [-d DIR] [-k] [-q]
+#
+#   -r RUNS     repetitions of each measurement (default 3)
+#   -w SECONDS  TCP measuring window (default 10; after 2 s of warm-up)
+#   -u SECONDS  length of each UDP step (default 5)
+#   -n CONNS    TCP connection counts, comma-separated (default 1,4)
+#   -d DIR      scratch directory (default: a new private one under
+#               ${TMPDIR:-/tmp}, removed at the end unless -k)
+#   -k          keep the scratch directory (daemon logs, configurations, outputs)
+#   -q          quick smoke run: 1 run, 4 s windows, 3 s UDP steps, 1
+#               connection (report: daemon-DATE-quick.md)
+#
+# The daemons run pinned to CPU 0, loggen and the tools that read counters to
+# CPU 1 (as taskset -c does).  Environment: CORRALD, CORRAL (default:
+# agent/corrald and tools/corral of this tree, which must be built),
+# SYSLOG_NG, SYSLOG_NG_CTL, LOGGEN, PDBTOOL (default: from PATH).
+#
+# The report is printed and written to bench/results/daemon-DATE.md (a later
+# run the same day replaces it).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+runs=3
+window=10
+udp_secs=5
+conns=1,4
+scratch=
+keep=
+quick=
+
+while getopts r:w:u:n:d:kqh opt; do
+    case $opt in
+    r) runs=$OPTARG ;;
+    w) window=$OPTARG ;;
+    u) udp_secs=$OPTARG ;;
+    n) conns=$OPTARG ;;
+    d) scratch=$OPTARG ;;
+    k) keep=1 ;;
+    q) runs=1 window=4 udp_secs=3 conns=1 quick=-quick ;;
+    *) sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    esac
+done
+
+CORRALD=${CORRALD:-$top/agent/corrald}
+CORRAL=${CORRAL:-$top/tools/corral}
+SYSLOG_NG=${SYSLOG_NG:-$(command -v syslog-ng || echo /usr/sbin/syslog-ng)}
+SYSLOG_NG_CTL=${SYSLOG_NG_CTL:-$(command -v syslog-ng-ctl || echo /usr/sbin/syslog-ng-ctl)}
+LOGGEN=${LOGGEN:-$(command -v loggen || echo /usr/bin/loggen)}
+PDBTOOL=${PDBTOOL:-$(command -v pdbtool || echo /usr/bin/pdbtool)}
+for t in "$CORRALD" "$CORRAL" "$SYSLOG_NG" "$SYSLOG_NG_CTL" "$LOGGEN" "$PDBTOOL"; do
+    if [ ! -x "$t" ]; then
+        echo "daemon.sh: '$t' is missing: build corral (make) and install" \
+             "syslog-ng-core (syslog-ng, syslog-ng-ctl, loggen, pdbtool)" >&2
+        exit 1
+    fi
+done
+command -v python3 >/dev/null || { echo "daemon.sh: needs python3" >&2; exit 1; }
+[ "$(nproc)" -ge 2 ] || echo "daemon.sh: warning: one CPU only: daemon and loggen share it" >&2
+
+if [ -n "$scratch" ]; then
+    mkdir -p "$scratch"
+    scratch=$(cd "$scratch" && pwd)
+else
+    scratch=$(mktemp -d "${TMPDIR:-/tmp}/corral-daemon-bench.XXXXXX")
+fi
+cleanup() {
+    if [ -z "$keep" ]; then rm -rf "$scratch"; else echo "scratch kept in $scratch"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Private copies of the binaries and the schema: a rebuild of the tree during
+# the run does not change what is measured.
+cp "$CORRALD" "$scratch/corrald"
+cp "$CORRAL" "$scratch/corral"
+cp "$top/etc/corrald.xsd" "$scratch/corrald.xsd"
+corral_desc="built from $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo '?')"
+if [ -n "$(git -C "$top" status --porcelain -- engine agent 2>/dev/null)" ]; then
+    corral_desc="$corral_desc with uncommitted changes to engine/ or agent/"
+fi
+corral_desc="$corral_desc, sha256 $(sha256sum "$scratch/corrald" | cut -c1-12)"
+
+# The rules: corral's shipped rule library (rules/*.xml), merged into one file
+# by pdbtool as syslog-ng needs them; both daemons load that file.
+# pdbtool merge takes one --glob, so the files are linked as *.pdb.
+rm -rf "$scratch/stage"
+mkdir -p "$scratch/stage"
+for f in "$top"/rules/*.xml; do
+    ln -s "$f" "$scratch/stage/$(basename "$f" .xml).pdb"
+done
+"$PDBTOOL" merge -r -s -G '*.pdb' -D "$scratch/stage" -p "$scratch/rules.xml"
+nrules=$(grep -c '<rule ' "$scratch/rules.xml")
+nfiles=$(ls "$scratch/stage" | wc -l)
+"$scratch/corral" match -r "$scratch/rules.xml" -P x -M y >/dev/null
+
+# The corpus: loghub's OpenSSH_2k.log with its CRs removed and a <38>
+# (auth.info) priority in front, which makes loggen --read-file parse each line
+# as RFC 3164 and send it with the current time stamp (its --dont-parse mode,
+# which would send the lines verbatim, is 3x slower: a third of the rate).
+corpus="$scratch/OpenSSH_2k.log"
+awk '{ sub(/\r$/, ""); print "<38>" $0 }' "$top/tests/data/loghub/OpenSSH_2k.log" > "$corpus"
+cp "$top/tests/data/loghub/LICENSE" "$scratch/LICENSE.loghub"
+
+mkdir -p "$here/results"
+out="$here/results/daemon-$(date +%Y-%m-%d)$quick.md"
+
+python3 "$here/daemon.py" --scratch "$scratch" --corrald "$scratch/corrald" \
+    --corral "$scratch/corral" --schema "$scratch/corrald.xsd" \
+    --syslog-ng "$SYSLOG_NG" --syslog-ng-ctl "$SYSLOG_NG_CTL" --loggen "$LOGGEN" \
+    --rules "$scratch/rules.xml" --corpus "$corpus" --out "$out" \
+    --runs "$runs" --window "$window" --udp-seconds "$udp_secs" --conns "$conns" \
+    --rules-desc "corral's rule library, the $nfiles files rules/*.xml, $nrules rules, merged with pdbtool merge" \
+    --corral-desc "$corral_desc" \
+    --syslog-ng-version "$("$SYSLOG_NG" --version | head -1)" \
+    --loggen-version "$(dpkg-query -W -f '${Package} ${Version}' syslog-ng-core 2>/dev/null || echo '?')"
