@@ -378,7 +378,7 @@ main(int argc, char **argv)
     struct buf err = BUF_INIT;
     struct conf *c;
     bool foreground = false, test = false;
-    int opt;
+    int opt, rc = 0;
 
     memset(&d, 0, sizeof(d));
     d.extra_rules = xcalloc((size_t)argc, sizeof(char *));
@@ -390,29 +390,39 @@ main(int argc, char **argv)
         case 't': test = true; break;
         case 'p': d.pidfile = optarg; break;
         case 's': d.schema = xstrdup(optarg); break;
-        case 'V': puts("corrald " PACKAGE_VERSION); return 0;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'V': puts("corrald " PACKAGE_VERSION); goto out;
+        case 'h': usage(stdout); goto out;
+        default:
+            usage(stderr);
+            rc = 2;
+            goto out;
         }
     }
     if (optind < argc) {
         usage(stderr);
-        return 2;
+        rc = 2;
+        goto out;
     }
     d.rules_dir = find_file(CORRAL_RULESDIR, "../rules");
     if (!d.schema) d.schema = find_file(CORRAL_SCHEMA, "../etc/corrald.xsd");
-    if (test) return check_only(&d);
+    if (test) {
+        rc = check_only(&d);
+        goto out;
+    }
 
     c = read_conf(&d, &err);
     if (!c) {
         fputs(buf_str(&err), stderr);
-        return 1;
+        rc = 1;
+        goto out;
     }
     corrald_log_setup(c->log_level, c->log_syslog);
     if (!d.pidfile && c->pidfile) d.pidfile = d.pidfile_buf = xstrdup(c->pidfile);
     if (!foreground && daemonize() < 0) {
         corrald_log(LOG_ERR, "cannot detach: %s", strerror(errno));
-        return 1;
+        conf_free(c);
+        rc = 1;
+        goto out;
     }
     /* a broken pipe (stdout closed by a reader) must not kill the daemon */
     signal(SIGPIPE, SIG_IGN);
@@ -422,7 +432,8 @@ main(int argc, char **argv)
     if (server_start(d.srv, c, &err) < 0) {
         fputs(buf_str(&err), stderr);
         corrald_log(LOG_ERR, "not started");
-        return 1;
+        rc = 1;
+        goto out;
     }
     c = NULL; /* owned by the server now */
     {
@@ -442,7 +453,8 @@ main(int argc, char **argv)
         buf_reset(&err);
         if (drop_privileges(cur, &err) < 0) {
             fputs(buf_str(&err), stderr);
-            return 1;
+            rc = 1;
+            goto out;
         }
     }
     if (d.pidfile && write_pidfile(d.pidfile) < 0)
@@ -459,12 +471,15 @@ main(int argc, char **argv)
 
     if (d.pidfile) unlink(d.pidfile);
     corrald_log(LOG_INFO, "stopped");
-    server_free(d.srv);
     uv_loop_close(d.loop);
+    rc = d.exit_code;
+out:
+    /* on a start-up failure the loop's handles are not closed: the process is ending */
+    server_free(d.srv);
     buf_free(&err);
     free(d.rules_dir);
     free(d.schema);
     free(d.extra_rules);
     free(d.pidfile_buf);
-    return d.exit_code;
+    return rc;
 }

@@ -7,12 +7,13 @@
 #
 #   -r RUNS     repetitions of each measurement (default 3)
 #   -w SECONDS  TCP measuring window (default 10; after 2 s of warm-up)
-#   -u SECONDS  length of each UDP step (default 5)
+#   -u SECONDS  length of each UDP step (default 8; the steady part starts
+#               3 s in)
 #   -n CONNS    TCP connection counts, comma-separated (default 1,4)
 #   -d DIR      scratch directory (default: a new private one under
 #               ${TMPDIR:-/tmp}, removed at the end unless -k)
 #   -k          keep the scratch directory (daemon logs, configurations, outputs)
-#   -q          quick smoke run: 1 run, 4 s windows, 3 s UDP steps, 1
+#   -q          quick smoke run: 1 run, 4 s windows, 4 s UDP steps, 1
 #               connection (report: daemon-DATE-quick.md)
 #
 # The daemons run pinned to CPU 0, loggen and the tools that read counters to
@@ -28,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 runs=3
 window=10
-udp_secs=5
+udp_secs=8
 conns=1,4
 scratch=
 keep=
@@ -42,8 +43,8 @@ while getopts r:w:u:n:d:kqh opt; do
     n) conns=$OPTARG ;;
     d) scratch=$OPTARG ;;
     k) keep=1 ;;
-    q) runs=1 window=4 udp_secs=3 conns=1 quick=-quick ;;
-    *) sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    q) runs=1 window=4 udp_secs=4 conns=1 quick=-quick ;;
+    *) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2 ;;
     esac
 done
 

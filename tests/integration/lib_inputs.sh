@@ -182,13 +182,16 @@ wait_lines() {
 }
 
 # settle: lets corrald finish what is in flight (the output file stops growing)
+# settle: waits until the output has stopped growing for 2 s (a slow build,
+# such as the sanitizer one, may pause between batches of a burst)
 settle() {
+    stable=0
     prev=-1
-    cur=$(check lines "$OUT")
-    while [ "$cur" != "$prev" ]; do
+    while [ "$stable" -lt 4 ]; do
         sleep 0.5
-        prev=$cur
         cur=$(check lines "$OUT")
+        if [ "$cur" = "$prev" ]; then stable=$((stable + 1)); else stable=0; fi
+        prev=$cur
     done
 }
 
