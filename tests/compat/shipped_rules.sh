@@ -20,6 +20,9 @@ for f in "$top_srcdir"/rules/*.xml; do
 done
 out=$("$CORRAL" test "$top_srcdir/rules" 2>&1) || { echo "$out"; status=1; }
 echo "corral test rules/: $(echo "$out" | tail -n 1)"
+# corral's own extensions (fractional timeouts), beside the shipped rules
+out=$("$CORRAL" test "$top_srcdir/tests/data/scenarios" 2>&1) || { echo "$out"; status=1; }
+echo "corral test tests/data/scenarios/: $(echo "$out" | tail -n 1)"
 
 if [ -n "$PDBTOOL" ] && [ -x "$PDBTOOL" ]; then
     for f in "$top_srcdir"/rules/*.xml; do
