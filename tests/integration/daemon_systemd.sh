@@ -1,0 +1,56 @@
+#!/bin/sh
+# systemd integration without libsystemd: corrald reports READY=1 on
+# NOTIFY_SOCKET once it serves, RELOADING=1 and READY=1 around a SIGHUP, and
+# STOPPING=1 on SIGTERM.  Started as root with <daemon user="nobody">, it
+# drops its privileges after binding (checked in /proc), and cannot get them
+# back.  The shipped unit file passes systemd-analyze verify when available.
+. "$(dirname "$0")/corrald_lib.sh"
+need python3
+[ "$(id -u)" = 0 ] || { echo "skipped: needs root to test the privilege drop"; exit 77; }
+id nobody > /dev/null 2>&1 || { echo "skipped: no user nobody"; exit 77; }
+
+port=$(free_port)
+chmod 755 "$WORK"
+cat > "$WORK/corrald.conf" <<XML
+<corrald>
+  <rules path="$top_srcdir/tests/integration/session_rules.xml"/>
+  <daemon user="nobody"/>
+  <inputs><udp listen="127.0.0.1:$port"/></inputs>
+  <outputs><file path="$WORK/out.json" format="json" select="all"/></outputs>
+</corrald>
+XML
+# the output file is opened before the drop; the state would need nobody's rights
+python3 - "$WORK/notify.sock" > "$WORK/notify.log" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(60)
+try:
+    while True:
+        print(s.recv(4096).decode(), flush=True)
+except socket.timeout:
+    pass
+PY
+PIDS="$PIDS $!"
+wait_until 5 test -S "$WORK/notify.sock" || fail "notify listener did not start"
+chmod 777 "$WORK/notify.sock"
+NOTIFY_SOCKET=$WORK/notify.sock start_corrald corrald "$WORK/corrald.conf"
+wait_until 5 grep -q '^READY=1' "$WORK/notify.log" || fail "no READY=1"
+uid=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$CORRALD_PID/status")
+[ "$uid" = "65534 65534 65534 65534" ] || fail "privileges not dropped: Uid $uid"
+capeff=$(awk '/^CapEff:/ {print $2}' "/proc/$CORRALD_PID/status")
+[ "$capeff" = "0000000000000000" ] || fail "capabilities left: $capeff"
+send_udp "$port" "<13>Dec  3 10:00:00 web1 app: seq 1"
+wait_until 5 grep -q '"seq":"1"' "$WORK/out.json" || fail "not serving after the drop"
+kill -HUP "$CORRALD_PID"
+wait_until 5 grep -q '^RELOADING=1' "$WORK/notify.log" || fail "no RELOADING=1"
+wait_until 5 test "$(grep -c '^READY=1' "$WORK/notify.log")" -ge 2 || fail "no READY=1 after reload"
+stop_corrald "$CORRALD_PID"
+grep -q '^STOPPING=1' "$WORK/notify.log" || fail "no STOPPING=1"
+if command -v systemd-analyze > /dev/null 2>&1; then
+    abs=$(cd "$(dirname "$CORRALD")" && pwd)/corrald
+    sed "s|/usr/sbin/corrald|$abs|" "$top_srcdir/etc/corrald.service" > "$WORK/corrald.service"
+    systemd-analyze verify "$WORK/corrald.service" 2>&1 | grep -v "Command 'man \|corral.*user\|Unknown user\|not found" | grep . &&
+        fail "systemd-analyze verify complains about the unit"
+fi
+echo "ok: READY/RELOADING/STOPPING notified; running as nobody with no capabilities"
