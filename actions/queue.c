@@ -5,6 +5,7 @@
  * timer wakes the queue when the next retry is due.
  */
 #include "queue.h"
+#include "durable.h"
 #include "json.h"
 #include "log.h"
 #include "macros.h"
@@ -87,26 +88,6 @@ now_ms(void)
     return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
-static uint32_t
-crc32(const unsigned char *p, size_t n)
-{
-    static uint32_t table[256];
-    uint32_t crc = 0xffffffffu;
-    size_t i;
-
-    if (!table[1]) {
-        uint32_t k;
-        int j;
-        for (k = 0; k < 256; k++) {
-            uint32_t v = k;
-            for (j = 0; j < 8; j++) v = v & 1 ? 0xedb88320u ^ (v >> 1) : v >> 1;
-            table[k] = v;
-        }
-    }
-    for (i = 0; i < n; i++) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-    return ~crc;
-}
-
 static void
 put32(unsigned char *p, uint32_t v)
 {
@@ -140,22 +121,7 @@ frame(struct buf *out, char type, uint64_t seq, const char *payload, size_t len)
     buf_append(out, payload, len);
     put32((unsigned char *)out->p + start, (uint32_t)(out->len - start - 8));
     put32((unsigned char *)out->p + start + 4,
-          crc32((unsigned char *)out->p + start + 8, out->len - start - 8));
-}
-
-static int
-write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+          durable_crc32(0, out->p + start + 8, out->len - start - 8));
 }
 
 static void
@@ -166,7 +132,7 @@ spool_append(struct queue *q, char type, uint64_t seq, const struct msg *m)
     if (q->spool_fd < 0) return;
     if (m) msg_encode(m, &payload);
     frame(&rec, type, seq, payload.p, payload.len);
-    if (write_all(q->spool_fd, rec.p, rec.len) < 0)
+    if (durable_write_all(q->spool_fd, rec.p, rec.len) < 0)
         corrald_log(LOG_ERR, "executor %s: writing spool %s: %s", q->name, q->spool_path,
                     strerror(errno));
     q->dirty = true;
@@ -192,7 +158,7 @@ spool_compact(struct queue *q)
         frame(&data, REC_ALERT, it->seq, payload.p, payload.len);
     }
     fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0 && write_all(fd, data.p, data.len) == 0 && fdatasync(fd) == 0 &&
+    if (fd >= 0 && durable_write_all(fd, data.p, data.len) == 0 && fdatasync(fd) == 0 &&
         rename(buf_str(&tmp), q->spool_path) == 0) {
         if (q->spool_fd >= 0) close(q->spool_fd);
         q->spool_fd = fd;
@@ -247,7 +213,8 @@ spool_replay(struct queue *q, struct buf *err)
         const unsigned char *p = (const unsigned char *)data.p + pos;
         uint32_t len = get32(p), crc = get32(p + 4);
         uint64_t seq;
-        if (len < 9 || pos + 8 + len > data.len || crc32(p + 8, len) != crc) break; /* torn tail */
+        if (len < 9 || pos + 8 + len > data.len || durable_crc32(0, p + 8, len) != crc)
+            break; /* torn tail */
         seq = (uint64_t)get32(p + 9) | (uint64_t)get32(p + 13) << 32;
         if (seq >= q->next_seq) q->next_seq = seq + 1;
         if (p[8] == REC_ALERT) {
@@ -338,7 +305,7 @@ dead_letter(struct queue *q, struct item *it, const char *reason)
                 it->id, it->attempts, reason ? reason : "");
     if (q->dead_path) {
         fd = open(q->dead_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0 || write_all(fd, line.p, line.len) < 0 || fdatasync(fd) < 0)
+        if (fd < 0 || durable_write_all(fd, line.p, line.len) < 0 || fdatasync(fd) < 0)
             corrald_log(LOG_ERR, "executor %s: writing dead letters to %s: %s", q->name,
                         q->dead_path, strerror(errno));
         if (fd >= 0) close(fd);

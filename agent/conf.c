@@ -5,6 +5,7 @@
  * tree is copied into struct conf, with the checks a schema cannot express.
  */
 #include "conf.h"
+#include "pdb.h"
 #include "xalloc.h"
 
 #include <libxml/parser.h>
@@ -211,6 +212,23 @@ const char *
 conf_node_attr(const struct conf_node *n, const char *name)
 {
     return find_attr(n->attrs, n->nattrs, name);
+}
+
+int
+conf_check_rules(const struct conf *c, size_t *nrules)
+{
+    size_t i;
+    int rc = 0;
+
+    *nrules = 0;
+    for (i = 0; i < c->nrules; i++) {
+        struct pdb *db = pdb_new();
+        if (pdb_load(db, c->rules[i]) < 0) rc = -1;
+        pdb_print_diags(db, stderr);
+        *nrules += pdb_nrules(db);
+        pdb_free(db);
+    }
+    return rc;
 }
 
 double

@@ -148,6 +148,12 @@ struct conf *conf_default(const char *rules_dir);
 struct conf *conf_load(const char *path, const char *schema, struct buf *err);
 void conf_free(struct conf *c);
 
+/*
+ * Loads every rule file the configuration names, printing their
+ * diagnostics (file:line) to stderr.  Returns 0 when all load cleanly.
+ */
+int conf_check_rules(const struct conf *c, size_t *nrules);
+
 /* Parses "300", "5s", "250ms", "10m", "2h", "1d" into seconds; -1 if malformed. */
 double conf_parse_duration(const char *s);
 /* Parses "65536", "64k", "10M", "1G" into bytes; 0 if malformed. */

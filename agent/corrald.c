@@ -139,7 +139,7 @@ check_only(struct daemon *d)
 {
     struct buf err = BUF_INIT;
     struct conf *c = read_conf(d, &err);
-    size_t i, rules = 0;
+    size_t rules = 0;
     int rc = 0;
 
     if (!c) {
@@ -147,13 +147,7 @@ check_only(struct daemon *d)
         buf_free(&err);
         return 1;
     }
-    for (i = 0; i < c->nrules; i++) {
-        struct pdb *db = pdb_new();
-        if (pdb_load(db, c->rules[i]) < 0) rc = 1;
-        pdb_print_diags(db, stderr);
-        rules += pdb_nrules(db);
-        pdb_free(db);
-    }
+    if (conf_check_rules(c, &rules) < 0) rc = 1;
     if (rc == 0)
         printf("%s: configuration OK, %zu rules\n", d->config_path ? d->config_path : "(built-in)",
                rules);

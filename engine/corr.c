@@ -33,6 +33,7 @@
  * .classifier.context_id (run_actions()).
  */
 #include "corr.h"
+#include "durable.h"
 #include "filter.h"
 #include "timerwheel.h"
 #include "xalloc.h"
@@ -1039,26 +1040,6 @@ corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *, 
 #define STATE_VERSION  2
 #define STATE_DETACHED 1u
 
-static uint32_t
-crc32(uint32_t crc, const unsigned char *p, size_t n)
-{
-    static uint32_t table[256];
-    size_t i;
-
-    if (!table[1]) {
-        uint32_t k;
-        int j;
-        for (k = 0; k < 256; k++) {
-            uint32_t v = k;
-            for (j = 0; j < 8; j++) v = v & 1 ? 0xedb88320u ^ (v >> 1) : v >> 1;
-            table[k] = v;
-        }
-    }
-    crc = ~crc;
-    for (i = 0; i < n; i++) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-    return ~crc;
-}
-
 static void
 put_u32(struct buf *b, uint32_t v)
 {
@@ -1081,54 +1062,6 @@ put_bytes(struct buf *b, const void *p, size_t n)
     buf_append(b, p, n);
 }
 
-static void
-put_time(struct buf *b, const struct msg_time *t)
-{
-    put_u64(b, (uint64_t)t->sec);
-    put_u32(b, (uint32_t)t->usec);
-    put_u32(b, (uint32_t)t->gmtoff);
-}
-
-static void
-put_msg(struct buf *b, const struct msg *m)
-{
-    size_t i, n = msg_nvalues(m), len;
-
-    put_u32(b, (uint32_t)msg_pri(m));
-    put_u32(b, msg_flags(m));
-    put_time(b, msg_stamp(m));
-    put_time(b, msg_recvd(m));
-    put_u32(b, (uint32_t)n);
-    for (i = 0; i < n; i++) {
-        const char *v, *name;
-        size_t vlen;
-        nv_handle h = msg_value_at(m, i, &v, &vlen);
-        name = nv_name(h, &len);
-        put_bytes(b, name, len);
-        put_bytes(b, v, vlen);
-    }
-    put_u32(b, (uint32_t)msg_ntags(m));
-    for (i = 0; i < msg_ntags(m); i++) {
-        const char *t = tag_name(msg_tag_at(m, i), &len);
-        put_bytes(b, t, len);
-    }
-}
-
-static int
-write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static int
 by_firing_order(const void *a, const void *b)
 {
@@ -1142,10 +1075,9 @@ by_firing_order(const void *a, const void *b)
 int
 corr_save(const struct corr *c, const char *path)
 {
-    struct buf b = BUF_INIT, tmp = BUF_INIT;
+    struct buf b = BUF_INIT;
     size_t i, j, n = 0;
-    int fd, saved;
-    char *dir, *slash;
+    int rc, saved;
     struct ctx *x, **all;
 
     all = xcalloc(c->ncontexts + c->ndetached + 1, sizeof(*all));
@@ -1172,51 +1104,16 @@ corr_save(const struct corr *c, const char *path)
         put_u64(&b, x->timer.order);
         put_u32(&b, x->detached ? STATE_DETACHED : 0);
         put_u32(&b, (uint32_t)x->nmsgs);
-        for (j = 0; j < x->nmsgs; j++) put_msg(&b, x->msgs[j]);
+        for (j = 0; j < x->nmsgs; j++) msg_encode(x->msgs[j], &b);
     }
     free(all);
-    put_u32(&b, crc32(0, (const unsigned char *)b.p, b.len));
+    put_u32(&b, durable_crc32(0, b.p, b.len));
 
-    buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-    fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) goto fail;
-    if (write_all(fd, b.p, b.len) < 0 || fsync(fd) < 0) {
-        saved = errno;
-        close(fd);
-        unlink(buf_str(&tmp));
-        errno = saved;
-        goto fail;
-    }
-    if (close(fd) < 0 || rename(buf_str(&tmp), path) < 0) {
-        saved = errno;
-        unlink(buf_str(&tmp));
-        errno = saved;
-        goto fail;
-    }
-    /* make the rename itself durable */
-    dir = xstrdup(path);
-    slash = strrchr(dir, '/');
-    if (slash == dir)
-        slash[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        strcpy(dir, ".");
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(dir);
-    buf_free(&b);
-    buf_free(&tmp);
-    return 0;
-fail:
+    rc = durable_replace(path, b.p, b.len);
     saved = errno;
     buf_free(&b);
-    buf_free(&tmp);
     errno = saved;
-    return -1;
+    return rc;
 }
 
 struct reader {
@@ -1263,40 +1160,16 @@ get_bytes(struct reader *r, size_t *len)
     return s;
 }
 
-static void
-get_time(struct reader *r, struct msg_time *t)
-{
-    t->sec = (int64_t)get_u64(r);
-    t->usec = (int32_t)get_u32(r);
-    t->gmtoff = (int32_t)get_u32(r);
-}
-
 static struct msg *
 get_msg(struct reader *r)
 {
     struct msg *m = msg_new();
-    struct msg_time t;
-    uint32_t n, i;
+    size_t used = r->bad ? 0 : msg_decode(m, (const char *)r->p, (size_t)(r->end - r->p));
 
-    msg_set_pri(m, (int)get_u32(r));
-    msg_set_flags(m, get_u32(r));
-    get_time(r, &t);
-    msg_set_stamp(m, &t);
-    get_time(r, &t);
-    msg_set_recvd(m, &t);
-    n = get_u32(r);
-    for (i = 0; i < n && !r->bad; i++) {
-        size_t nlen, vlen;
-        const char *name = get_bytes(r, &nlen), *v = get_bytes(r, &vlen);
-        nv_handle h = nlen ? nv_intern(name, nlen) : 0;
-        if (h) msg_set(m, h, v, vlen);
-    }
-    n = get_u32(r);
-    for (i = 0; i < n && !r->bad; i++) {
-        size_t len;
-        const char *t2 = get_bytes(r, &len);
-        msg_tag_set(m, tag_intern(t2, len));
-    }
+    if (!used)
+        r->bad = true;
+    else
+        r->p += used;
     return m;
 }
 
@@ -1339,7 +1212,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
     r.end = r.p + 4;
     r.bad = false;
     crc = get_u32(&r);
-    if (crc != crc32(0, (const unsigned char *)b.p, b.len - 4)) goto invalid;
+    if (crc != durable_crc32(0, b.p, b.len - 4)) goto invalid;
     r.p = (const unsigned char *)b.p + 8;
     r.end = (const unsigned char *)b.p + b.len - 4;
     version = get_u32(&r);

@@ -7,6 +7,7 @@
 
 #include "cmd.h"
 #include "conf.h"
+#include "durable.h"
 #include "pdb.h"
 
 #include <errno.h>
@@ -24,21 +25,6 @@
 #ifndef CORRAL_SCHEMA
 #define CORRAL_SCHEMA "/usr/share/corral/corrald.xsd"
 #endif
-
-static int
-send_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 /* Copies everything the peer sends to out; returns 0 or -1. */
 static int
@@ -73,8 +59,8 @@ ask_socket(const char *path, const char *command, struct buf *out)
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        send_all(fd, command, strlen(command)) == 0 && send_all(fd, "\n", 1) == 0 &&
-        copy_answer(fd, out) == 0)
+        durable_write_all(fd, command, strlen(command)) == 0 &&
+        durable_write_all(fd, "\n", 1) == 0 && copy_answer(fd, out) == 0)
         rc = 0;
     close(fd);
     return rc;
@@ -114,7 +100,7 @@ ask_http(const char *hostport, struct buf *out)
     freeaddrinfo(ai);
     if (fd < 0) return -1;
     buf_printf(&req, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", hostport);
-    if (send_all(fd, req.p, req.len) == 0 && copy_answer(fd, &raw) == 0) {
+    if (durable_write_all(fd, req.p, req.len) == 0 && copy_answer(fd, &raw) == 0) {
         body = strstr(buf_str(&raw), "\r\n\r\n");
         if (body && strncmp(buf_str(&raw), "HTTP/1.0 200", 12) == 0) {
             buf_puts(out, body + 4);
@@ -220,7 +206,7 @@ cmd_check_config(int argc, char **argv)
     const char *schema = getenv("CORRAL_SCHEMA");
     struct buf err = BUF_INIT;
     struct conf *c;
-    size_t i, rules = 0;
+    size_t rules = 0;
     int rc = 0;
 
     if (argc != 2 || argv[1][0] == '-') {
@@ -236,13 +222,7 @@ cmd_check_config(int argc, char **argv)
         buf_free(&err);
         return 1;
     }
-    for (i = 0; i < c->nrules; i++) {
-        struct pdb *db = pdb_new();
-        if (pdb_load(db, c->rules[i]) < 0) rc = 1;
-        pdb_print_diags(db, stderr);
-        rules += pdb_nrules(db);
-        pdb_free(db);
-    }
+    if (conf_check_rules(c, &rules) < 0) rc = 1;
     if (!rc)
         printf("%s: OK (%zu inputs, %zu outputs, %zu rules)\n", argv[1], c->ninputs, c->noutputs,
                rules);

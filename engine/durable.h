@@ -1,0 +1,23 @@
+/*
+ * durable: writing files that must survive a crash: the state file, executor
+ * spools and dead letters.  A whole write or none, a checksum to tell a torn
+ * record, and a replace that is atomic on disk.
+ */
+#ifndef CORRAL_DURABLE_H
+#define CORRAL_DURABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* CRC-32 (IEEE), continuing from crc (0 to start). */
+uint32_t durable_crc32(uint32_t crc, const void *data, size_t len);
+/* Writes all of data, retrying short writes and EINTR; 0 or -1 with errno. */
+int durable_write_all(int fd, const void *data, size_t len);
+/*
+ * Replaces path with data atomically: a temporary file beside it, fsync,
+ * rename, fsync of the directory.  After a crash the file is either the old
+ * or the new one, never a mix.  0 or -1 with errno.
+ */
+int durable_replace(const char *path, const void *data, size_t len);
+
+#endif
