@@ -59,6 +59,11 @@ struct ctx {
     enum pdb_scope scope;
     uint32_t hostlen, proglen, pidlen, idlen;
     char *key; /* host, program, pid and id, back to back */
+    /* The live messages are msgs[0..nmsgs), a window into base[0..capmsgs):
+     * dropping the oldest moves msgs forward instead of shifting the array,
+     * and one slot past the window is always free so ctx_env can lend the
+     * array to templates with the message being built appended, uncopied. */
+    struct msg **base;
     struct msg **msgs;
     size_t nmsgs, capmsgs;
     const struct pdb_rule *rule; /* the last rule that matched: its timeout actions run */
@@ -175,7 +180,7 @@ ctx_free(struct ctx *x)
     size_t i;
 
     for (i = 0; i < x->nmsgs; i++) msg_unref(x->msgs[i]);
-    free(x->msgs);
+    free(x->base);
     free(x->key);
     free(x);
 }
@@ -456,28 +461,56 @@ ctx_key(const struct ctx *x, struct key *k)
     k->idlen = x->idlen;
 }
 
+/* Drop the oldest message (the newest are kept: back-references count from
+ * the end) and return the memory it held. */
+static size_t
+ctx_drop_oldest(struct ctx *x)
+{
+    size_t freed = msg_memory(x->msgs[0]);
+
+    msg_unref(x->msgs[0]);
+    x->msgs++;
+    x->nmsgs--;
+    return freed;
+}
+
+/* Append m, keeping the spare slot; returns how many bytes the array grew. */
+static size_t
+ctx_push(struct ctx *x, struct msg *m)
+{
+    size_t head = (size_t)(x->msgs - x->base), before = x->capmsgs;
+
+    if (head + x->nmsgs + 2 > x->capmsgs) {
+        if (head >= x->capmsgs / 4 && x->nmsgs + 2 <= x->capmsgs) {
+            /* a quarter of the array is dead: compacting costs at most
+             * three pointer moves per message appended since the last one */
+            memmove(x->base, x->msgs, x->nmsgs * sizeof(*x->msgs));
+        } else {
+            /* most contexts hold a few messages: start small */
+            if (head) memmove(x->base, x->msgs, x->nmsgs * sizeof(*x->msgs));
+            x->capmsgs = x->capmsgs ? x->capmsgs * 2 : 4;
+            x->base = xrealloc(x->base, x->capmsgs * sizeof(*x->base));
+        }
+        x->msgs = x->base;
+    }
+    x->msgs[x->nmsgs++] = m;
+    return (x->capmsgs - before) * sizeof(*x->base);
+}
+
 static void
 ctx_append(struct corr *c, struct ctx *x, struct msg *m)
 {
-    size_t before = x->capmsgs;
+    size_t grown;
 
     if (x->nmsgs >= c->opts.max_context_msgs) {
-        /* keep the newest: back-references count from the end */
-        c->stats.context_bytes -= msg_memory(x->msgs[0]);
-        x->bytes -= msg_memory(x->msgs[0]);
-        msg_unref(x->msgs[0]);
-        memmove(x->msgs, x->msgs + 1, (x->nmsgs - 1) * sizeof(*x->msgs));
-        x->nmsgs--;
+        size_t freed = ctx_drop_oldest(x);
+        c->stats.context_bytes -= freed;
+        x->bytes -= freed;
         c->stats.messages_dropped++;
     }
-    if (x->nmsgs == x->capmsgs) {
-        /* most contexts hold a few messages: start small */
-        x->capmsgs = x->capmsgs ? x->capmsgs * 2 : 2;
-        x->msgs = xrealloc(x->msgs, x->capmsgs * sizeof(*x->msgs));
-    }
-    x->msgs[x->nmsgs++] = m;
-    x->bytes += msg_memory(m) + (x->capmsgs - before) * sizeof(*x->msgs);
-    c->stats.context_bytes += msg_memory(m) + (x->capmsgs - before) * sizeof(*x->msgs);
+    grown = ctx_push(x, m);
+    x->bytes += msg_memory(m) + grown;
+    c->stats.context_bytes += msg_memory(m) + grown;
 }
 
 /* The time actions see: the correlation time, or a firing context's target. */
@@ -493,14 +526,21 @@ static struct tpl_env
 ctx_env(struct corr *c, struct ctx *x, struct msg *extra)
 {
     struct tpl_env env;
-    size_t n = x->nmsgs + (extra ? 1 : 0);
 
-    c->env = xgrow(c->env, &c->capenv, n, sizeof(*c->env));
-    if (x->nmsgs) memcpy(c->env, x->msgs, x->nmsgs * sizeof(*c->env));
-    if (extra) c->env[x->nmsgs] = extra;
     memset(&env, 0, sizeof(env));
-    env.msgs = c->env;
-    env.nmsgs = n;
+    if (!x->base) {
+        /* a context just created holds nothing yet */
+        c->env = xgrow(c->env, &c->capenv, 1, sizeof(*c->env));
+        c->env[0] = extra;
+        env.msgs = c->env;
+        env.nmsgs = extra ? 1 : 0;
+    } else {
+        /* the spare slot past the window takes extra: a borrowed pointer
+         * that is never counted as a context message */
+        if (extra) x->msgs[x->nmsgs] = extra;
+        env.msgs = x->msgs;
+        env.nmsgs = x->nmsgs + (extra ? 1 : 0);
+    }
     env.context_id = x->key + x->hostlen + x->proglen + x->pidlen;
     env.context_id_len = x->idlen;
     return env;
@@ -1274,14 +1314,9 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         l[nl++].expires = expires;
         for (j = 0; j < nmsgs && !r.bad; j++) {
             struct msg *m = get_msg(&r);
-            if (x->nmsgs >= c->opts.max_context_msgs) {
-                /* the newest are kept, as ctx_append would */
-                msg_unref(x->msgs[0]);
-                memmove(x->msgs, x->msgs + 1, (x->nmsgs - 1) * sizeof(*x->msgs));
-                x->nmsgs--;
-            }
-            x->msgs = xgrow(x->msgs, &x->capmsgs, x->nmsgs + 1, sizeof(*x->msgs));
-            x->msgs[x->nmsgs++] = m;
+            /* the newest are kept, as ctx_append would */
+            if (x->nmsgs >= c->opts.max_context_msgs) x->bytes -= ctx_drop_oldest(x);
+            ctx_push(x, m);
             x->bytes += msg_memory(m);
         }
     }
@@ -1305,7 +1340,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
             d++;
             continue;
         }
-        x->bytes += x->capmsgs * sizeof(*x->msgs);
+        x->bytes += x->capmsgs * sizeof(*x->base);
         c->stats.contexts_created++;
         c->stats.context_bytes += x->bytes;
         if (x->detached) {

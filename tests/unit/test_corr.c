@@ -554,6 +554,64 @@ START_TEST(test_limits)
 }
 END_TEST
 
+/* A full context over many messages: the window slides, the array is
+ * compacted now and then, and back-references always see the newest. */
+START_TEST(test_full_context_slides)
+{
+    struct fixture f, g;
+    struct corr_stats st;
+    char buf[256], text[64], want[128];
+    const char *path = tmpname(buf, sizeof(buf), "slide");
+    int i;
+
+    setup(&f,
+          "<rule id='r1' provider='t' context-id='k' context-timeout='500'>"
+          "<patterns><pattern>a @NUMBER:s@</pattern></patterns>"
+          "<values><value name='n'>$(context-length) ${s}@1 ${s}@2 ${s}@3 ${s}@4</value></values>"
+          "</rule>\n",
+          "${n}");
+    corr_free(f.corr);
+    f.corr = new_corr(&f, 0, 4);
+    for (i = 1; i <= 300; i++) {
+        int k, len = i - 1 < 4 ? i : 5;
+
+        snprintf(text, sizeof(text), "a %d", i);
+        feed(&f, 0, text);
+        snprintf(want, sizeof(want), "I %d", len);
+        for (k = 1; k <= 4; k++) {
+            size_t w = strlen(want);
+            if (i - k >= 1)
+                snprintf(want + w, sizeof(want) - w, " %d", i - k);
+            else
+                snprintf(want + w, sizeof(want) - w, " ");
+        }
+        strcat(want, "\n");
+        ck_assert_str_eq(take(&f), want);
+        if (i == 150) {
+            /* a state file holds the window, not the dead slots before it */
+            ck_assert_int_eq(corr_save(f.corr, path), 0);
+        }
+    }
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.messages_dropped, 296);
+
+    setup(&g,
+          "<rule id='r1' provider='t' context-id='k' context-timeout='500'>"
+          "<patterns><pattern>a @NUMBER:s@</pattern></patterns>"
+          "<values><value name='n'>$(context-length) ${s}@1 ${s}@2 ${s}@3 ${s}@4</value></values>"
+          "</rule>\n",
+          "${n}");
+    corr_free(g.corr);
+    g.corr = new_corr(&g, 0, 4);
+    ck_assert_int_eq(corr_load(g.corr, path, NULL), 1);
+    feed(&g, 0, "a 151");
+    ck_assert_str_eq(take(&g), "I 5 150 149 148 147\n");
+    teardown(&f);
+    teardown(&g);
+    unlink(path);
+}
+END_TEST
+
 /* ---- state files ---- */
 
 static const char *
@@ -752,6 +810,7 @@ main(void)
     tcase_add_test(tc, test_timeout_zero_chain);
     tcase_add_test(tc, test_create_context_detaches);
     tcase_add_test(tc, test_limits);
+    tcase_add_test(tc, test_full_context_slides);
     tcase_add_test(tc, test_save_load_round_trip);
     tcase_add_test(tc, test_load_refuses_bad_files);
     tcase_add_test(tc, test_rules_gone);
