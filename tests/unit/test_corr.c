@@ -138,6 +138,13 @@ feed(struct fixture *f, int sec, const char *text)
 
 /* The output so far, then forgotten. */
 static const char *
+tmpname(char *path, size_t size, const char *tag)
+{
+    snprintf(path, size, "/tmp/test_corr.%ld.%s", (long)getpid(), tag);
+    return path;
+}
+
+static const char *
 take(struct fixture *f)
 {
     static char copy[8192];
@@ -613,13 +620,6 @@ START_TEST(test_full_context_slides)
 END_TEST
 
 /* ---- state files ---- */
-
-static const char *
-tmpname(char *path, size_t size, const char *tag)
-{
-    snprintf(path, size, "/tmp/test_corr.%ld.%s", (long)getpid(), tag);
-    return path;
-}
 
 static const char *state_rules =
     "<rule id='r1' provider='t' context-id='${k}' context-timeout='5'>"
