@@ -20,6 +20,7 @@ import collections
 import datetime
 import json
 import os
+import pickle
 import platform
 import re
 import signal
@@ -31,6 +32,33 @@ import time
 
 HZ = os.sysconf("SC_CLK_TCK")
 A = None  # the parsed arguments
+STARTED = {}  # pid -> Popen of every process started here and not yet reaped
+
+
+def started(p):
+    STARTED[p.pid] = p
+    return p
+
+
+def reaped(p):
+    STARTED.pop(p.pid, None)
+
+
+def stop_all():
+    """On the way out, however it goes: SIGTERM, then SIGKILL, to each process
+    this script started that is still there, by its pid."""
+    for pid, p in list(STARTED.items()):
+        try:
+            if p.poll() is None:
+                os.kill(pid, signal.SIGTERM)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.kill(pid, signal.SIGKILL)
+                    p.wait()
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        reaped(p)
 
 CORRALD_CONF = """<?xml version="1.0"?>
 <!-- corral bench/daemon.sh -->
@@ -50,7 +78,7 @@ CORRALD_CONF = """<?xml version="1.0"?>
 
 SYSLOG_NG_CONF = """@version: 3.38
 # corral bench/daemon.sh
-options {{ stats-freq(0); }};
+options {{ stats-freq(0); keep-hostname(yes); }};
 source s_tcp {{ network(ip("127.0.0.1") port({port}) transport("tcp")); }};
 source s_udp {{ network(ip("127.0.0.1") port({port}) transport("udp") so-rcvbuf(8388608)); }};
 parser p_db {{ db-parser(file("{rules}")); }};
@@ -63,6 +91,7 @@ SNG_CHECK_BODY = """destination d_all {{ file("{all}" template("${{.classifier.c
 log {{ source(s_tcp); source(s_udp); parser(p_db);
       if (tags("corral.correlated")) {{ destination(d_gen); }} else {{ destination(d_all); }}; }};"""
 
+TIME_RE = re.compile(r"[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d")
 LOGGEN_RE = re.compile(r"average rate = ([0-9.]+) msg/sec, count=([0-9]+), time=([0-9.]+)")
 TCP_FLOOD = 10000000  # loggen -r for "as fast as it goes"
 
@@ -174,8 +203,8 @@ class Daemon:
         self.log.write(("\n=== %s %s port %d\n" % (datetime.datetime.now().isoformat(timespec="seconds"),
                                                    self.tag, self.port)).encode())
         self.log.flush()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=self.log, preexec_fn=pin(A.cpu))
+        self.proc = started(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
+                                             stderr=self.log, preexec_fn=pin(A.cpu)))
         self.pid = self.proc.pid
         deadline = time.monotonic() + 20
         while True:
@@ -220,6 +249,7 @@ class Daemon:
             if note is None and self.proc.returncode not in (0, -signal.SIGTERM):
                 note = "%s (%s) exited with status %d on SIGTERM" % (self.kind, self.tag,
                                                                      self.proc.returncode)
+        reaped(self.proc)
         self.log.close()
         return note
 
@@ -326,8 +356,8 @@ def loggen(args, port, secs):
     f = open(path, "wb")
     secs = max(1, int(round(secs)))  # loggen takes whole seconds
     argv = [A.loggen, "--inet"] + args + ["-I", str(secs), "127.0.0.1", str(port)]
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
-                         preexec_fn=pin(A.load_cpu))
+    p = started(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
+                                 preexec_fn=pin(A.load_cpu)))
     p.outfile, p.outpath, p.argv, p.secs = f, path, argv, secs
     return p
 
@@ -345,6 +375,7 @@ def loggen_wait(p):
             break
         time.sleep(0.05)
     p.returncode = os.waitstatus_to_exitcode(status)
+    reaped(p)
     p.outfile.close()
     with open(p.outpath, errors="replace") as f:
         out = f.read()
@@ -444,6 +475,7 @@ class Bench:
             "hwm_mb": hwm / 1024.0, "sent": sent, "received": k["tcp"],
             "loggen_rate": sent / lsecs, "loggen_cpu": lcpu / lsecs,
             "cpu0_other": max(0.0, (c1[A.cpu][0] - c0[A.cpu][0]) / HZ / dt - (cpu1 - cpu0) / dt),
+            "cpu1_busy": (c1[A.load_cpu][0] - c0[A.load_cpu][0]) / HZ / dt,
             "steal": (c1[A.cpu][1] - c0[A.cpu][1]) / HZ / dt,
             "counters": k,
         }
@@ -474,8 +506,8 @@ class Bench:
                 "    while c.recv_into(b): pass\n"
                 "while True:\n"
                 "    c,_=s.accept(); threading.Thread(target=h,args=(c,),daemon=True).start()\n")
-        sink = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                                preexec_fn=pin(A.cpu))
+        sink = started(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                        preexec_fn=pin(A.cpu)))
         try:
             port = int(sink.stdout.readline())
             secs = A.window
@@ -488,6 +520,7 @@ class Bench:
         finally:
             os.kill(sink.pid, signal.SIGTERM)
             sink.wait()
+            reaped(sink)
         r = {"test": "sink", "daemon": "null sink", "conns": conns, "rate": sent / lsecs,
              "cpu": scpu, "loggen_cpu": lcpu / lsecs, "sent": sent}
         print("  sink conns %d: loggen %9.0f msg/s, loggen cpu %.0f%%, sink cpu %.0f%%" % (
@@ -510,12 +543,14 @@ class Bench:
         p = loggen(["--dgram", "-l", "-R", A.corpus, "-r", str(int(rate))], d.port, A.udp_seconds)
         time.sleep(A.udp_settle)
         _, drops_a = udp_socket(d.port)
+        c_a = cpu_times()
         cpu_a, t_a = proc_cpu(d.pid), time.monotonic()
         sent, lsecs, lcpu, _ = loggen_wait(p)
         alive = d.proc.poll() is None
         _, drops_b = udp_socket(d.port)
         t_b = time.monotonic()
         cpu_b = proc_cpu(d.pid) if alive else cpu_a
+        c_b = cpu_times()
         k = drain(d, "udp", sent) if alive else {"udp": 0}
         _, drops1 = udp_socket(d.port)
         self.note(d.stop())
@@ -525,15 +560,17 @@ class Bench:
              "received": k["udp"], "loss": sent - k["udp"], "drops": (drops1 or 0) - (drops0 or 0),
              "steady_loss": (drops_b or 0) - (drops_a or 0), "actual": sent / lsecs,
              "cpu": (cpu_b - cpu_a) / (t_b - t_a), "rcvbuf": rcvbuf,
+             "cpu0_other": max(0.0, (c_b[A.cpu][0] - c_a[A.cpu][0]) / HZ / (t_b - t_a)
+                               - (cpu_b - cpu_a) / (t_b - t_a)),
              "loggen_cpu": lcpu / lsecs, "tag": tag,
              "limited": sent < 0.95 * rate * A.udp_seconds}
         if r["loss"] != r["drops"]:
             self.note("UDP %s at %d msg/s: sent - received = %d, but the socket's drop counter "
                       "(/proc/net/udp) says %d" % (kind, rate, r["loss"], r["drops"]))
         print("  udp %-9s -r %7d (%7.0f sent/s): sent %8d received %8d loss %7d (kernel drops %d), "
-              "steady loss %d, cpu %3.0f%%" % (kind, rate, r["actual"], sent, r["received"],
-                                               r["loss"], r["drops"], r["steady_loss"],
-                                               100 * r["cpu"]), flush=True)
+              "steady loss %d, cpu %3.0f%% (others on cpu%d %.0f%%)" % (
+                  kind, rate, r["actual"], sent, r["received"], r["loss"], r["drops"],
+                  r["steady_loss"], 100 * r["cpu"], A.cpu, 100 * r["cpu0_other"]), flush=True)
         self.runs.append(r)
         return r
 
@@ -600,6 +637,7 @@ class Bench:
     # -- the lot -------------------------------------------------------------
 
     def measure(self):
+        self.when = datetime.datetime.now()
         self.load("start")
         print("classification check", flush=True)
         self.check()
@@ -635,6 +673,15 @@ class Bench:
                   flush=True)
             for i in range(A.runs):
                 self.at_sng.append(self.udp_step("corrald", self.at_sng_rate, tag="udp-at-sng"))
+        sng = [s["steady"][0]["rate_asked"] for s in self.udp["syslog-ng"] if s["steady"][0]]
+        self.at_sng_steady = []
+        if sng:
+            self.at_sng_steady_rate = max(sng)
+            print("UDP: corrald at syslog-ng's best steady lossless rate, -r %d" %
+                  self.at_sng_steady_rate, flush=True)
+            for i in range(A.runs):
+                self.at_sng_steady.append(self.udp_step("corrald", self.at_sng_steady_rate,
+                                                        tag="udp-at-sng-steady"))
         self.load("end")
         self.scan_logs()
 
@@ -657,7 +704,7 @@ class Bench:
     def report(self):
         L = []
         w = L.append
-        now = datetime.datetime.now()
+        now = getattr(self, "when", None) or datetime.datetime.now()
         w("# corrald daemon benchmark, %s" % now.strftime("%Y-%m-%d %H:%M"))
         w("")
         w("Produced by `bench/daemon.sh` (see bench/README.md).  corrald and syslog-ng 3.38 "
@@ -710,15 +757,25 @@ class Bench:
         for c in A.conns:
             for kind in DAEMONS:
                 sat[kind, c] = med([r["cpu"] for r in self.tcp[kind, c]])
-        w("- A daemon well under 100%% of its core was not the bottleneck: loggen was (one "
-          "`send()` per message, and on loopback the kernel's receive path runs on the sender's "
-          "CPU).  Its msg/s is then a lower bound and msg per CPU-second estimates its capacity.  "
-          "Median CPU: %s." % "; ".join("%s %d conn. %s" % (k, c, pc(v)) for (k, c), v in sat.items()))
+        w("- A daemon well under 100%% of its core was not the bottleneck itself: it waited for "
+          "loggen (one `send()` per message, and on loopback the kernel's receive path runs on "
+          "the sender's CPU), or other processes of the machine took CPU %d from it (\"other "
+          "load\": CPU %d's busy time minus the daemon's).  Its msg/s is then a lower bound, and "
+          "msg per CPU-second estimates its capacity.  Median CPU: %s." % (
+              A.cpu, A.cpu, "; ".join("%s %d conn. %s" % (k, c, pc(v)) for (k, c), v in sat.items())))
         if A.context_variant:
-            w("- `corrald mcm=%d`: corrald with `<limits max-context-messages=\"%d\"/>` instead of "
-              "the default 10,000 (see the notes: with this corpus a few correlation contexts are "
-              "always full, and each message into a full context costs corrald a copy of the "
-              "whole context)." % (A.context_variant, A.context_variant))
+            label = "corrald mcm=%d" % A.context_variant
+            v = P.get((label, A.conns[0]))
+            ratio = ""
+            if v and P["syslog-ng", A.conns[0]][0]:
+                ratio = ("; by msg per CPU-second it is **%.2fx** / %.2fx syslog-ng's (%d "
+                         "connection)" % (v[0] / P["syslog-ng", A.conns[0]][0],
+                                          v[1] / P["syslog-ng", A.conns[0]][1], A.conns[0]))
+            w("- `%s`: corrald with `<limits max-context-messages=\"%d\"/>` instead of the "
+              "default 10,000.  Under this replay a few brute-force contexts are always full, so "
+              "this row shows what holding 10,000 messages a context costs (before commit "
+              "490f550, corrald moved all of a full context's message pointers for every "
+              "message added to it)%s." % (label, A.context_variant, ratio))
         w("")
         # UDP
         w("## UDP: highest lossless rate")
@@ -770,6 +827,13 @@ class Bench:
                         r["sent"], r["received"], r["loss"], r["steady_loss"], pc(r["cpu"]))
                     for r in self.at_sng)))
             w("")
+        if self.at_sng_steady:
+            w("corrald at syslog-ng's best steady lossless rate (`-r %d`), %d runs: %s." % (
+                self.at_sng_steady_rate, len(self.at_sng_steady), "; ".join(
+                    "**steady loss %d**, whole step %d of %d, CPU %s" % (
+                        r["steady_loss"], r["loss"], r["sent"], pc(r["cpu"]))
+                    for r in self.at_sng_steady)))
+            w("")
         w("The receive buffer is what the kernel granted (`ss -m`: rb, twice what was set, "
           "Linux's bookkeeping): corrald sets 8 MiB with SO_RCVBUFFORCE (it runs as root "
           "here), syslog-ng asks `so-rcvbuf(8388608)` with SO_RCVBUF, which "
@@ -798,6 +862,12 @@ class Bench:
                                   med(losses), yes(med(losses) == 0)))
             w("| (worst of the %d runs) | loss %d | %s | | |" % (
                 len(losses), losses[-1], yes(losses[-1] == 0)))
+        if self.at_sng_steady:
+            losses = sorted(r["steady_loss"] for r in self.at_sng_steady)
+            w("| the same in the steady part, at syslog-ng's max steady lossless rate (`-r %d`) | "
+              "loss %d | %s | loss %d | %s |" % (self.at_sng_steady_rate, losses[0],
+                                                 yes(losses[0] == 0), med(losses),
+                                                 yes(med(losses) == 0)))
         w("")
         # checks
         w("## Checks")
@@ -822,13 +892,15 @@ class Bench:
                 "the same counts in both (%s)" % ", ".join(
                     "%s %d" % kv for kv in sorted(collections.Counter(ev(a["generated"])).items()))
                 if not edif else "**differ**: " + edif))
-            mdif = [(x, y) for x, y in zip(sorted(a["generated"]), sorted(b["generated"])) if x != y]
+            # the two daemons ran one after the other: their time stamps differ
+            notime = lambda g: sorted(TIME_RE.sub("TIME", x) for x in g)
+            mdif = [(x, y) for x, y in zip(notime(a["generated"]), notime(b["generated"])) if x != y]
             if mdif:
-                w("  - their texts (`corral.event|MESSAGE`, sorted) differ in %d of %d, e.g. "
-                  "corrald `%s`, syslog-ng `%s`" % (len(mdif), len(a["generated"]),
-                                                    mdif[0][0][:240], mdif[0][1][:240]))
+                w("  - their texts (`corral.event|MESSAGE`, time stamps masked, sorted) differ in "
+                  "%d of %d, e.g. corrald `%s`, syslog-ng `%s`" % (
+                      len(mdif), len(a["generated"]), mdif[0][0][:240], mdif[0][1][:240]))
             elif a["generated"]:
-                w("  - their texts (`corral.event|MESSAGE`): the same in both")
+                w("  - their texts (`corral.event|MESSAGE`, time stamps masked): the same in both")
         tc = [r for r in self.runs if r["test"] == "tcp"]
         bad = [r for r in tc if r["received"] != r["sent"]]
         w("- TCP runs: loggen's sent count and the daemon's received count after draining "
@@ -839,10 +911,12 @@ class Bench:
         w("- UDP steps: sent - received equals the socket's kernel drop counter "
           "(/proc/net/udp) %s" % ("in all %d steps" % len(uc) if not badu else
                                   "**except in %d of %d steps** (see the notes)" % (len(badu), len(uc))))
-        cr = [r for r in tc if r["daemon"].startswith("corrald")]
-        if cr:
+        for cr in ([r for r in tc if r["daemon"] == "corrald"],
+                   [r for r in tc if r["daemon"].startswith("corrald mcm")]):
+            if not cr:
+                continue
             k = cr[-1]["counters"]
-            w("- corrald, last TCP run: %d messages, %d matched, %d unknown, %d generated, %d "
+            w("- " + cr[-1]["daemon"] + ", last TCP run: %d messages, %d matched, %d unknown, %d generated, %d "
               "written to the output; %d open contexts holding %.0f MB; %d messages dropped "
               "from full contexts (`context_full`), %d generated messages held back by rate "
               "limits" % (k["received"], k["matched"], k["unknown"], k["generated"], k["written"],
@@ -877,7 +951,7 @@ class Bench:
           "otherwise (max-context-messages 10,000)" % A.corral_desc)
         w("- syslog-ng: `%s`, `syslog-ng -F --no-caps -f CONF -R PERSIST -p PID -c CTL`; CONF: "
           "`network()` sources, `transport(\"tcp\")` and `transport(\"udp\") so-rcvbuf(8388608)`, "
-          "default flags (RFC 3164), `db-parser(file(RULES))`, a `file()` destination for "
+          "default flags (RFC 3164), `keep-hostname(yes)`, `db-parser(file(RULES))`, a `file()` destination for "
           "messages tagged `corral.correlated` (the generated ones); counters from "
           "`syslog-ng-ctl stats`" % A.syslog_ng_version)
         w("- loggen: %s; `-R` parses each `<38>` line as RFC 3164 and sends it with the current "
@@ -891,6 +965,13 @@ class Bench:
         # raw
         w("## Raw runs")
         w("")
+        w("TCP rows: msg/s and CPU over the window, from the daemon's counter and /proc.  "
+          "Null-sink rows: loggen's own average.  UDP rows: msg/s is loggen's average send "
+          "rate over the step (opening burst included), CPU the daemon's in the steady part; "
+          "loss is sent - received over the step, steady the kernel drops after the burst.  "
+          "Other on CPU %d: its busy time not spent in the daemon (other processes of the "
+          "machine, interrupts)." % A.cpu)
+        w("")
         w("| test | daemon | conns / rate asked | msg/s | CPU | peak RSS (MB) | sent | received | "
           "loss | kernel drops | loggen CPU | other on CPU %d |" % A.cpu)
         w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -903,9 +984,10 @@ class Bench:
                 w("| tcp | null sink | %d | %s | %s | | %d | | | | %s | |" % (
                     r["conns"], fr(r["rate"]), pc(r["cpu"]), r["sent"], pc(r["loggen_cpu"])))
             else:
-                w("| %s | %s | %s | %s | %s | | %d | %d | %d | %d | %s | |" % (
+                w("| %s | %s | %s | %s | %s | | %d | %d | %d (steady %d) | %d | %s | %s |" % (
                     r["tag"], r["daemon"], fr(r["rate_asked"]), fr(r["actual"]), pc(r["cpu"]),
-                    r["sent"], r["received"], r["loss"], r["drops"], pc(r["loggen_cpu"])))
+                    r["sent"], r["received"], r["loss"], r["steady_loss"], r["drops"],
+                    pc(r["loggen_cpu"]), pc(r["cpu0_other"])))
         w("")
         text = "\n".join(L)
         with open(A.out, "w") as f:
@@ -1010,8 +1092,24 @@ def main():
     ap.add_argument("--conns", default="1,4")
     ap.add_argument("--context-variant", type=int, default=100,
                     help="also measure corrald with this max-context-messages (0: not)")
+    # --report-from RESULTS.pickle [--out REPORT.md]: only write the report again, from
+    # the saved results of a run kept with daemon.sh -k (scratch/run/results.pickle)
     ap.add_argument("--cpu", type=int, default=0)
     ap.add_argument("--load-cpu", type=int, default=None)
+    if "--report-from" in sys.argv:
+        # the report of an earlier run, from its saved results (with its options)
+        path = sys.argv[sys.argv.index("--report-from") + 1]
+        with open(path, "rb") as f:
+            saved_args, state = pickle.load(f)
+        out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else saved_args.out
+        A = saved_args
+        A.out = out
+        b = Bench()
+        b.__dict__.update(state)
+        if "when" not in state:
+            b.when = datetime.datetime.fromtimestamp(os.path.getmtime(path))
+        b.report()
+        return
     A = ap.parse_args()
     A.conns = [int(x) for x in A.conns.split(",")]
     if A.udp_settle is None:
@@ -1019,10 +1117,19 @@ def main():
     if A.load_cpu is None:
         A.load_cpu = 1 if os.cpu_count() > 1 and A.cpu == 0 else 0
     os.makedirs(os.path.join(A.scratch, "run"), exist_ok=True)
+    def on_signal(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
     b = Bench()
     print("%d runs; TCP window %g s; UDP steps of %g s; connections %s" % (
         A.runs, A.window, A.udp_seconds, A.conns), flush=True)
-    b.measure()
+    try:
+        b.measure()
+    finally:
+        stop_all()
+    with open(os.path.join(A.scratch, "run", "results.pickle"), "wb") as f:
+        pickle.dump((A, b.__dict__), f)
     b.report()
 
 

@@ -74,7 +74,6 @@ cleanup() {
     if [ -z "$keep" ]; then rm -rf "$scratch"; else echo "scratch kept in $scratch"; fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # Private copies of the binaries and the schema: a rebuild of the tree during
 # the run does not change what is measured.
@@ -111,6 +110,8 @@ cp "$top/tests/data/loghub/LICENSE" "$scratch/LICENSE.loghub"
 mkdir -p "$here/results"
 out="$here/results/daemon-$(date +%Y-%m-%d)$quick.md"
 
+# In the background, so that a SIGTERM or SIGINT to this script reaches it: it
+# then stops the daemons and loggens it started.
 python3 "$here/daemon.py" --scratch "$scratch" --corrald "$scratch/corrald" \
     --corral "$scratch/corral" --schema "$scratch/corrald.xsd" \
     --syslog-ng "$SYSLOG_NG" --syslog-ng-ctl "$SYSLOG_NG_CTL" --loggen "$LOGGEN" \
@@ -119,4 +120,7 @@ python3 "$here/daemon.py" --scratch "$scratch" --corrald "$scratch/corrald" \
     --rules-desc "corral's rule library, the $nfiles files rules/*.xml, $nrules rules, merged with pdbtool merge" \
     --corral-desc "$corral_desc" \
     --syslog-ng-version "$("$SYSLOG_NG" --version | head -1)" \
-    --loggen-version "$(dpkg-query -W -f '${Package} ${Version}' syslog-ng-core 2>/dev/null || echo '?')"
+    --loggen-version "$(dpkg-query -W -f '${Package} ${Version}' syslog-ng-core 2>/dev/null || echo '?')" &
+py=$!
+trap 'kill -TERM $py 2>/dev/null; wait $py; cleanup; trap - EXIT; exit 130' INT TERM
+wait $py
