@@ -249,9 +249,16 @@ msg_clone_kept(const struct msg *src, const unsigned char *keep)
 void
 msg_tag_set(struct msg *m, tag_id t)
 {
+    size_t i;
+
     if (t == TAG_NONE || msg_tag_has(m, t)) return;
+    /* Kept in id order, which is the order the tags were first registered:
+     * that is how syslog-ng lists $TAGS, and a message has only a few. */
     m->tags = xgrow(m->tags, &m->captags, m->ntags + 1, sizeof(*m->tags));
-    m->tags[m->ntags++] = t;
+    for (i = m->ntags; i > 0 && m->tags[i - 1] > t; i--)
+        m->tags[i] = m->tags[i - 1];
+    m->tags[i] = t;
+    m->ntags++;
 }
 
 void

@@ -115,6 +115,30 @@ START_TEST(test_tags)
 }
 END_TEST
 
+/* $TAGS lists tags in the order they were registered, whatever order a
+ * message got them in: syslog-ng 3.38 does the same (tests/compat/corr_diff). */
+START_TEST(test_tags_in_registration_order)
+{
+    struct msg *m = msg_new();
+    struct buf out = BUF_INIT;
+    tag_id z = tag_intern("ord-z", 5), y = tag_intern("ord-y", 5), x = tag_intern("ord-x", 5);
+
+    msg_tag_set(m, x);
+    msg_tag_set(m, z);
+    msg_tag_set(m, y);
+    msg_tag_set(m, TAG_CLASSIFIER_SYSTEM);
+    ck_assert_uint_eq(msg_ntags(m), 4);
+    ck_assert_uint_eq(msg_tag_at(m, 0), TAG_CLASSIFIER_SYSTEM);
+    ck_assert_uint_eq(msg_tag_at(m, 1), z);
+    ck_assert_uint_eq(msg_tag_at(m, 2), y);
+    ck_assert_uint_eq(msg_tag_at(m, 3), x);
+    json_format_msg(m, &out);
+    ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"TAGS\":\".classifier.system,ord-z,ord-y,ord-x\""));
+    buf_free(&out);
+    msg_unref(m);
+}
+END_TEST
+
 START_TEST(test_clone_is_compact_and_independent)
 {
     struct msg *m = msg_new(), *c;
@@ -211,6 +235,7 @@ main(void)
     tcase_add_test(tc, test_references_survive_arena_growth);
     tcase_add_test(tc, test_reset_reuses);
     tcase_add_test(tc, test_tags);
+    tcase_add_test(tc, test_tags_in_registration_order);
     tcase_add_test(tc, test_clone_is_compact_and_independent);
     tcase_add_test(tc, test_clone_kept);
     tcase_add_test(tc, test_buf_reserve_terminates);
