@@ -149,6 +149,7 @@ conf_free(struct conf *c)
         free(c->inputs[i].name);
         free(c->inputs[i].listen);
         free(c->inputs[i].path);
+        free(c->inputs[i].position_file);
     }
     free(c->inputs);
     for (i = 0; i < c->noutputs; i++) {
@@ -431,6 +432,7 @@ read_input(struct reader *r, struct conf *c, const xmlNode *n)
     if (attr_is(n, "framing", "octet-counting")) in->framing = FRAMING_OCTET_COUNTING;
     if (attr_is(n, "framing", "newline")) in->framing = FRAMING_NEWLINE;
     in->from_start = attr_is(n, "from", "start");
+    in->position_file = attr(n, "position-file");
     if ((v = attr(n, "mode"))) {
         char *end;
         unsigned long m = strtoul(v, &end, 8);
@@ -721,6 +723,47 @@ validate(struct reader *r, xmlDocPtr doc, const char *schema)
     return rc == 0;
 }
 
+/*
+ * Where a followed file's read position is kept when the configuration does
+ * not say: beside the state file, which lives in a directory corrald can
+ * still write after dropping privileges ("<state dir>/<path, / and % escaped>.pos");
+ * without a state file, beside the followed file ("<path>.corral-pos").
+ */
+static void
+default_positions(struct conf *c)
+{
+    size_t i;
+
+    for (i = 0; i < c->ninputs; i++) {
+        struct conf_input *in = &c->inputs[i];
+        struct buf b = BUF_INIT;
+        const char *p, *slash;
+
+        if (in->type != IN_FILE || in->position_file || !in->path) continue;
+        if (c->state_file && (slash = strrchr(c->state_file, '/'))) {
+            buf_append(&b, c->state_file, (size_t)(slash - c->state_file + 1));
+        } else if (c->state_file) {
+            buf_puts(&b, "./");
+        } else {
+            buf_printf(&b, "%s.corral-pos", in->path);
+            in->position_file = xstrdup(buf_str(&b));
+            buf_free(&b);
+            continue;
+        }
+        for (p = in->path; *p; p++) {
+            if (*p == '/')
+                buf_puts(&b, "%2F");
+            else if (*p == '%')
+                buf_puts(&b, "%25");
+            else
+                buf_putc(&b, *p);
+        }
+        buf_puts(&b, ".pos");
+        in->position_file = xstrdup(buf_str(&b));
+        buf_free(&b);
+    }
+}
+
 struct conf *
 conf_load(const char *path, const char *schema, struct buf *err)
 {
@@ -744,6 +787,7 @@ conf_load(const char *path, const char *schema, struct buf *err)
     c->file = xstrdup(path);
     read_tree(&r, c, xmlDocGetRootElement(doc));
     xmlFreeDoc(doc);
+    default_positions(c);
     if (r.errors) {
         conf_free(c);
         return NULL;

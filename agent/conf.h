@@ -37,6 +37,7 @@ struct conf_input {
     enum conf_framing framing;
     uint32_t mode;   /* unix socket permissions */
     bool from_start; /* file: read a new file from its start (else from its end) */
+    char *position_file; /* file: where its read position is kept (never NULL for a file) */
     int line;
 };
 

@@ -15,8 +15,8 @@
  * a moment; a file deleted outright is let go.
  *
  * The position (device, inode, offset of the first byte not yet delivered)
- * is kept in a small file, "<path>.corral-pos", or in $CORRAL_POS_DIR when
- * that is set.  At start a file whose device and inode match its record
+ * is kept in a small file, the input's position-file (by default beside the
+ * state file, see conf.c).  At start a file whose device and inode match its record
  * continues from the recorded offset; a file that does not match was rotated
  * while corrald was away and is read from its start; a file never seen
  * before starts at its end, or at its start with from="start".  Files that
@@ -77,32 +77,25 @@ static void start_open(struct file_input *f);
 
 /* ---- the position file ---- */
 
-/* "$CORRAL_POS_DIR/<path with % and / escaped>.pos", or "<path>.corral-pos". */
+/* The position file named by the configuration (conf.c chooses the default),
+ * and its temporary twin. */
 static void
-pos_paths(struct file_input *f)
+pos_paths(struct file_input *f, const char *position_file)
 {
-    const char *dir = getenv("CORRAL_POS_DIR");
-    struct buf b = BUF_INIT;
-    const char *p;
+    size_t n;
 
-    if (dir && *dir) {
-        buf_printf(&b, "%s/", dir);
-        for (p = f->base.path; *p; p++) {
-            if (*p == '/')
-                buf_puts(&b, "%2F");
-            else if (*p == '%')
-                buf_puts(&b, "%25");
-            else
-                buf_putc(&b, *p);
-        }
-        buf_puts(&b, ".pos");
+    if (position_file) {
+        f->pos_path = xstrdup(position_file);
     } else {
+        struct buf b = BUF_INIT;
         buf_printf(&b, "%s.corral-pos", f->base.path);
+        f->pos_path = xstrdup(buf_str(&b));
+        buf_free(&b);
     }
-    f->pos_path = xstrdup(buf_str(&b));
-    buf_puts(&b, ".tmp");
-    f->pos_tmp = xstrdup(buf_str(&b));
-    buf_free(&b);
+    n = strlen(f->pos_path);
+    f->pos_tmp = xmalloc(n + 5);
+    memcpy(f->pos_tmp, f->pos_path, n);
+    memcpy(f->pos_tmp + n, ".tmp", 5);
 }
 
 static void
@@ -500,7 +493,7 @@ in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     }
     f->rbuf = xmalloc(READ_BUF_SIZE);
     framer_init(&f->fr, FRAMING_NEWLINE, f->base.max_message_size, file_message, f);
-    pos_paths(f);
+    pos_paths(f, ci->position_file);
     pos_load(f);
 
     uv_fs_event_init(loop, &f->watch); /* cannot fail on Linux */

@@ -6,16 +6,15 @@
 #   pieces arrives once, whole; rotation by rename and re-creation (with the
 #   writer still appending to the renamed file for a moment) loses nothing
 #   and keeps the order; truncation starts over from the start; a restart
-#   resumes where the last run stopped (position in $CORRAL_POS_DIR), reading
+#   resumes where the last run stopped (positions beside the state file by
+#   default, or in the input's position-file), reading
 #   the lines written meanwhile exactly once; a file rotated while corrald
 #   was stopped is read from its start; a file deleted and created again is
 #   picked up.
 
 . "$(dirname "$0")/lib_inputs.sh"
 
-CORRAL_POS_DIR=$tmp/pos
-export CORRAL_POS_DIR
-mkdir -p "$CORRAL_POS_DIR" "$tmp/logs"
+mkdir -p "$tmp/state" "$tmp/pos" "$tmp/logs"
 APP=$tmp/logs/app.log
 START=$tmp/logs/start.log
 
@@ -32,7 +31,8 @@ lines 99 0 9 > "$APP"   # before corrald: not to be read (from the end)
 lines 2 0 4 > "$START"  # read from the start
 write_config "$tmp/corrald.conf" 'max-message-size="1k"' "
     <file path=\"$APP\" name=\"app\"/>
-    <file path=\"$START\" from=\"start\" name=\"start\"/>"
+    <file path=\"$START\" from=\"start\" name=\"start\" position-file=\"$tmp/pos/start.pos\"/>" \
+    "<state file=\"$tmp/state/corral.state\"/>"
 start_corrald "$tmp/corrald.conf"
 wait_lines 5 || fail "from=\"start\" file not read"
 
@@ -63,7 +63,10 @@ wait_lines 32 || fail "lines after the truncation"
 
 # restart: lines written while corrald is stopped arrive once, after the others
 stop_corrald
-ls "$CORRAL_POS_DIR" | grep -q . || fail "no position file in $CORRAL_POS_DIR"
+app_pos=$tmp/state/$(printf '%s' "$APP" | sed 's,%,%25,g; s,/,%2F,g').pos
+[ -s "$app_pos" ] || fail "no position file $app_pos beside the state file: $(ls "$tmp/state")"
+[ -s "$tmp/pos/start.pos" ] || fail "no position file $tmp/pos/start.pos (position-file)"
+[ ! -e "$APP.corral-pos" ] && [ ! -e "$START.corral-pos" ] || fail "a position file beside a followed file"
 lines 1 27 29 >> "$APP"
 start_corrald "$tmp/corrald.conf"
 lines 1 30 31 >> "$APP"

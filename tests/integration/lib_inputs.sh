@@ -97,14 +97,15 @@ have_ipv6() {
 
 STATS_PORT=$(free_port)
 
-# write_config FILE LIMITS INPUTS: a configuration with the test rules, the
-# stats endpoint and a JSON file output of every message
+# write_config FILE LIMITS INPUTS [ELEMENTS]: a configuration with the test
+# rules, the stats endpoint, a JSON file output of every message, and ELEMENTS
 write_config() {
     cat > "$1" <<EOF
 <corrald>
   <rules path="$RULES"/>
   <log level="debug"/>
   <stats listen="127.0.0.1:$STATS_PORT"/>
+${4:-}
   <limits $2/>
   <inputs>
 $3
