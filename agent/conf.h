@@ -35,8 +35,8 @@ struct conf_input {
     char *listen; /* udp, tcp: host:port */
     char *path;   /* unix sockets, file */
     enum conf_framing framing;
-    uint32_t mode;   /* unix socket permissions */
-    bool from_start; /* file: read a new file from its start (else from its end) */
+    uint32_t mode;       /* unix socket permissions */
+    bool from_start;     /* file: read a new file from its start (else from its end) */
     char *position_file; /* file: where its read position is kept (never NULL for a file) */
     int line;
 };

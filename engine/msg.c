@@ -255,8 +255,7 @@ msg_tag_set(struct msg *m, tag_id t)
     /* Kept in id order, which is the order the tags were first registered:
      * that is how syslog-ng lists $TAGS, and a message has only a few. */
     m->tags = xgrow(m->tags, &m->captags, m->ntags + 1, sizeof(*m->tags));
-    for (i = m->ntags; i > 0 && m->tags[i - 1] > t; i--)
-        m->tags[i] = m->tags[i - 1];
+    for (i = m->ntags; i > 0 && m->tags[i - 1] > t; i--) m->tags[i] = m->tags[i - 1];
     m->tags[i] = t;
     m->ntags++;
 }

@@ -133,7 +133,8 @@ START_TEST(test_tags_in_registration_order)
     ck_assert_uint_eq(msg_tag_at(m, 2), y);
     ck_assert_uint_eq(msg_tag_at(m, 3), x);
     json_format_msg(m, &out);
-    ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"TAGS\":\".classifier.system,ord-z,ord-y,ord-x\""));
+    ck_assert_ptr_nonnull(
+        strstr(buf_str(&out), "\"TAGS\":\".classifier.system,ord-z,ord-y,ord-x\""));
     buf_free(&out);
     msg_unref(m);
 }
