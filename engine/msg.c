@@ -301,10 +301,37 @@ msg_stamp(const struct msg *m)
     return &m->stamp;
 }
 
+/*
+ * Times are kept within years 1 to 9999 (what the date macros can print),
+ * microseconds within a second and offsets within a day, so that no later
+ * arithmetic on them (time zones, timeouts, formatting) can overflow.
+ */
+#define MSG_SEC_MIN (-62135596800LL) /* 0001-01-01T00:00:00Z */
+#define MSG_SEC_MAX 253402300799LL   /* 9999-12-31T23:59:59Z */
+
+static bool
+time_valid(const struct msg_time *t)
+{
+    return t->sec >= MSG_SEC_MIN && t->sec <= MSG_SEC_MAX && t->usec >= 0 && t->usec <= 999999 &&
+           t->gmtoff > -86400 && t->gmtoff < 86400;
+}
+
+static struct msg_time
+time_clamped(const struct msg_time *t)
+{
+    struct msg_time c = *t;
+
+    if (c.sec < MSG_SEC_MIN) c.sec = MSG_SEC_MIN;
+    if (c.sec > MSG_SEC_MAX) c.sec = MSG_SEC_MAX;
+    if (c.usec < 0 || c.usec > 999999) c.usec = 0;
+    if (c.gmtoff <= -86400 || c.gmtoff >= 86400) c.gmtoff = 0;
+    return c;
+}
+
 void
 msg_set_stamp(struct msg *m, const struct msg_time *t)
 {
-    m->stamp = *t;
+    m->stamp = time_valid(t) ? *t : time_clamped(t);
 }
 
 const struct msg_time *
@@ -316,7 +343,7 @@ msg_recvd(const struct msg *m)
 void
 msg_set_recvd(struct msg *m, const struct msg_time *t)
 {
-    m->recvd = *t;
+    m->recvd = time_valid(t) ? *t : time_clamped(t);
 }
 
 int
@@ -451,6 +478,7 @@ msg_decode(struct msg *m, const char *data, size_t len)
     m->flags = get32(&r);
     get_time(&r, &m->stamp);
     get_time(&r, &m->recvd);
+    if (!time_valid(&m->stamp) || !time_valid(&m->recvd)) r.bad = true;
     n = get32(&r);
     for (i = 0; i < n && !r.bad; i++) {
         size_t nlen, vlen;

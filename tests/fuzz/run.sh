@@ -15,7 +15,10 @@ libs="$(pkg-config --cflags --libs libxml-2.0 libpcre2-8) -lm"
 engine=$(ls "$src"/engine/*.c)
 
 # seed corpora from the test data
-mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing"
+mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing" \
+    "$out/corpus-template" "$out/corpus-decode"
+printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
+printf 'x' > "$out/corpus-decode/seed1"
 printf '12 <13>hello\n5 abcde\nplain line\r\n' > "$out/corpus-framing/seed1"
 for f in $(find "$src/tests/data/patterndb" "$src/rules" -name '*.xml' -o -name '*.pdb'); do
     cp "$f" "$out/corpus-loader/$(basename "$f")"
@@ -26,7 +29,7 @@ printf 'Accepted @ESTRING:m: @for @ESTRING:u: @from @IPvANY:ip@ port @NUMBER:p@\
 printf '@IPv6:a@:@NUMBER:p@\0@MACADDR:m@ @LLADDR:l:3@ @EMAIL:e:<>@ @HOSTNAME:h@\0\0fe80::1:443' > "$out/corpus-matcher/seed2"
 
 status=0
-for h in matcher loader syslog framing; do
+for h in matcher loader syslog framing template decode; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="-I$src/agent $src/agent/framing.c"

@@ -1,5 +1,6 @@
 /* Unit tests: messages (values, references into the arena, tags, clone) and JSON output. */
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,33 @@ START_TEST(test_tags_in_registration_order)
 }
 END_TEST
 
+/* Times stay within years 1 to 9999, so that no date macro or timeout
+ * arithmetic can overflow; a stored message with a time outside is refused. */
+START_TEST(test_times_are_bounded)
+{
+    struct msg *m = msg_new(), *d = msg_new();
+    struct msg_time far = {INT64_MAX, 2000000, 90000}, early = {INT64_MIN, -1, -90000};
+    struct buf enc = BUF_INIT;
+
+    msg_set_stamp(m, &far);
+    ck_assert_int_eq(msg_stamp(m)->sec, 253402300799LL); /* 9999-12-31T23:59:59Z */
+    ck_assert_int_eq(msg_stamp(m)->usec, 0);
+    ck_assert_int_eq(msg_stamp(m)->gmtoff, 0);
+    msg_set_recvd(m, &early);
+    ck_assert_int_eq(msg_recvd(m)->sec, -62135596800LL); /* 0001-01-01T00:00:00Z */
+
+    msg_encode(m, &enc);
+    ck_assert_uint_eq(msg_decode(d, enc.p, enc.len), enc.len);
+    ck_assert_int_eq(msg_stamp(d)->sec, 253402300799LL);
+    /* the stamp's seconds, little-endian after priority and flags: INT64_MAX */
+    memcpy(enc.p + 8, "\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
+    ck_assert_uint_eq(msg_decode(d, enc.p, enc.len), 0);
+    buf_free(&enc);
+    msg_unref(m);
+    msg_unref(d);
+}
+END_TEST
+
 START_TEST(test_clone_is_compact_and_independent)
 {
     struct msg *m = msg_new(), *c;
@@ -237,6 +265,7 @@ main(void)
     tcase_add_test(tc, test_reset_reuses);
     tcase_add_test(tc, test_tags);
     tcase_add_test(tc, test_tags_in_registration_order);
+    tcase_add_test(tc, test_times_are_bounded);
     tcase_add_test(tc, test_clone_is_compact_and_independent);
     tcase_add_test(tc, test_clone_kept);
     tcase_add_test(tc, test_buf_reserve_terminates);
