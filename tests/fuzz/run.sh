@@ -16,7 +16,8 @@ engine=$(ls "$src"/engine/*.c)
 
 # seed corpora from the test data
 mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing" \
-    "$out/corpus-template" "$out/corpus-decode"
+    "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail"
+printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
 printf '12 <13>hello\n5 abcde\nplain line\r\n' > "$out/corpus-framing/seed1"
@@ -29,10 +30,11 @@ printf 'Accepted @ESTRING:m: @for @ESTRING:u: @from @IPvANY:ip@ port @NUMBER:p@\
 printf '@IPv6:a@:@NUMBER:p@\0@MACADDR:m@ @LLADDR:l:3@ @EMAIL:e:<>@ @HOSTNAME:h@\0\0fe80::1:443' > "$out/corpus-matcher/seed2"
 
 status=0
-for h in matcher loader syslog framing template decode; do
+for h in matcher loader syslog framing template decode mail; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="-I$src/agent $src/agent/framing.c"
+    [ "$h" = mail ] && extra="-I$src/agent -I$src/actions $(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
     echo "== fuzz_$h: running ${seconds}s"
     if ! (cd "$out" && "./fuzz_$h" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
