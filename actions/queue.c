@@ -10,6 +10,7 @@
 #include "log.h"
 #include "macros.h"
 #include "template.h"
+#include "wire.h"
 #include "xalloc.h"
 
 #include <errno.h>
@@ -88,21 +89,6 @@ now_ms(void)
     return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
-static void
-put32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16);
-    p[3] = (unsigned char)(v >> 24);
-}
-
-static uint32_t
-get32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* ---- the spool file ---- */
 
 /* A record: u32 length of the rest, u32 CRC of the rest, type, u64 sequence, payload. */
@@ -114,14 +100,14 @@ frame(struct buf *out, char type, uint64_t seq, const char *payload, size_t len)
 
     buf_append(out, head, 8); /* length and CRC, filled in below */
     buf_putc(out, type);
-    put32(head, (uint32_t)seq);
+    wire_store32(head, (uint32_t)seq);
     buf_append(out, head, 4);
-    put32(head, (uint32_t)(seq >> 32));
+    wire_store32(head, (uint32_t)(seq >> 32));
     buf_append(out, head, 4);
     buf_append(out, payload, len);
-    put32((unsigned char *)out->p + start, (uint32_t)(out->len - start - 8));
-    put32((unsigned char *)out->p + start + 4,
-          durable_crc32(0, out->p + start + 8, out->len - start - 8));
+    wire_store32((unsigned char *)out->p + start, (uint32_t)(out->len - start - 8));
+    wire_store32((unsigned char *)out->p + start + 4,
+                 durable_crc32(0, out->p + start + 8, out->len - start - 8));
 }
 
 static void
@@ -211,11 +197,11 @@ spool_replay(struct queue *q, struct buf *err)
     }
     while (pos + 8 <= data.len) {
         const unsigned char *p = (const unsigned char *)data.p + pos;
-        uint32_t len = get32(p), crc = get32(p + 4);
+        uint32_t len = wire_load32(p), crc = wire_load32(p + 4);
         uint64_t seq;
         if (len < 9 || pos + 8 + len > data.len || durable_crc32(0, p + 8, len) != crc)
             break; /* torn tail */
-        seq = (uint64_t)get32(p + 9) | (uint64_t)get32(p + 13) << 32;
+        seq = (uint64_t)wire_load32(p + 9) | (uint64_t)wire_load32(p + 13) << 32;
         if (seq >= q->next_seq) q->next_seq = seq + 1;
         if (p[8] == REC_ALERT) {
             alerts = xgrow(alerts, &cap, nalerts + 1, sizeof(*alerts));

@@ -36,6 +36,7 @@
 #include "durable.h"
 #include "filter.h"
 #include "timerwheel.h"
+#include "wire.h"
 #include "xalloc.h"
 
 #include <errno.h>
@@ -1080,28 +1081,6 @@ corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *, 
 #define STATE_VERSION  2
 #define STATE_DETACHED 1u
 
-static void
-put_u32(struct buf *b, uint32_t v)
-{
-    unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                          (unsigned char)(v >> 24)};
-    buf_append(b, x, 4);
-}
-
-static void
-put_u64(struct buf *b, uint64_t v)
-{
-    put_u32(b, (uint32_t)v);
-    put_u32(b, (uint32_t)(v >> 32));
-}
-
-static void
-put_bytes(struct buf *b, const void *p, size_t n)
-{
-    put_u32(b, (uint32_t)n);
-    buf_append(b, p, n);
-}
-
 static int
 by_firing_order(const void *a, const void *b)
 {
@@ -1128,26 +1107,26 @@ corr_save(const struct corr *c, const char *path)
     qsort(all, n, sizeof(*all), by_firing_order);
 
     buf_append(&b, STATE_MAGIC, 8);
-    put_u32(&b, STATE_VERSION);
-    put_u64(&b, tw_now(c->wheel));
-    put_u64(&b, n);
+    wire_put32(&b, STATE_VERSION);
+    wire_put64(&b, tw_now(c->wheel));
+    wire_put64(&b, n);
     for (i = 0; i < n; i++) {
         x = all[i];
-        put_u32(&b, (uint32_t)x->scope);
-        put_bytes(&b, x->key, x->hostlen);
-        put_bytes(&b, x->key + x->hostlen, x->proglen);
-        put_bytes(&b, x->key + x->hostlen + x->proglen, x->pidlen);
-        put_bytes(&b, x->key + x->hostlen + x->proglen + x->pidlen, x->idlen);
-        put_bytes(&b, x->rule ? x->rule->id : "", x->rule ? strlen(x->rule->id) : 0);
-        put_u64(&b, x->timer.expires);
-        put_u64(&b, x->target);
-        put_u64(&b, x->timer.order);
-        put_u32(&b, x->detached ? STATE_DETACHED : 0);
-        put_u32(&b, (uint32_t)x->nmsgs);
+        wire_put32(&b, (uint32_t)x->scope);
+        wire_put_bytes(&b, x->key, x->hostlen);
+        wire_put_bytes(&b, x->key + x->hostlen, x->proglen);
+        wire_put_bytes(&b, x->key + x->hostlen + x->proglen, x->pidlen);
+        wire_put_bytes(&b, x->key + x->hostlen + x->proglen + x->pidlen, x->idlen);
+        wire_put_bytes(&b, x->rule ? x->rule->id : "", x->rule ? strlen(x->rule->id) : 0);
+        wire_put64(&b, x->timer.expires);
+        wire_put64(&b, x->target);
+        wire_put64(&b, x->timer.order);
+        wire_put32(&b, x->detached ? STATE_DETACHED : 0);
+        wire_put32(&b, (uint32_t)x->nmsgs);
         for (j = 0; j < x->nmsgs; j++) msg_encode(x->msgs[j], &b);
     }
     free(all);
-    put_u32(&b, durable_crc32(0, b.p, b.len));
+    wire_put32(&b, durable_crc32(0, b.p, b.len));
 
     rc = durable_replace(path, b.p, b.len);
     saved = errno;
@@ -1156,52 +1135,8 @@ corr_save(const struct corr *c, const char *path)
     return rc;
 }
 
-struct reader {
-    const unsigned char *p, *end;
-    bool bad;
-};
-
-static uint32_t
-get_u32(struct reader *r)
-{
-    uint32_t v;
-
-    if (r->end - r->p < 4) {
-        r->bad = true;
-        return 0;
-    }
-    v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 |
-        (uint32_t)r->p[3] << 24;
-    r->p += 4;
-    return v;
-}
-
-static uint64_t
-get_u64(struct reader *r)
-{
-    uint64_t lo = get_u32(r);
-
-    return lo | (uint64_t)get_u32(r) << 32;
-}
-
-static const char *
-get_bytes(struct reader *r, size_t *len)
-{
-    const char *s;
-
-    *len = get_u32(r);
-    if (r->bad || (size_t)(r->end - r->p) < *len) {
-        r->bad = true;
-        *len = 0;
-        return "";
-    }
-    s = (const char *)r->p;
-    r->p += *len;
-    return s;
-}
-
 static struct msg *
-get_msg(struct reader *r)
+get_msg(struct wire_reader *r)
 {
     struct msg *m = msg_new();
     size_t used = r->bad ? 0 : msg_decode(m, (const char *)r->p, (size_t)(r->end - r->p));
@@ -1228,7 +1163,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
 {
     FILE *f = fopen(path, "rb");
     struct buf b = BUF_INIT;
-    struct reader r;
+    struct wire_reader r;
     char chunk[65536];
     size_t n, d = 0, nl = 0, capl = 0;
     struct loaded *l = NULL;
@@ -1248,17 +1183,13 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         return -1;
     }
     if (b.len < 8 + 4 + 8 + 8 + 4 || memcmp(b.p, STATE_MAGIC, 8) != 0) goto invalid;
-    r.p = (const unsigned char *)b.p + b.len - 4;
-    r.end = r.p + 4;
-    r.bad = false;
-    crc = get_u32(&r);
+    crc = wire_load32((const unsigned char *)b.p + b.len - 4);
     if (crc != durable_crc32(0, b.p, b.len - 4)) goto invalid;
-    r.p = (const unsigned char *)b.p + 8;
-    r.end = (const unsigned char *)b.p + b.len - 4;
-    version = get_u32(&r);
+    wire_reader_init(&r, b.p + 8, b.len - 8 - 4);
+    version = wire_get32(&r);
     if (version < 1 || version > STATE_VERSION) goto invalid;
-    saved_now = get_u64(&r);
-    count = get_u64(&r);
+    saved_now = wire_get64(&r);
+    count = wire_get64(&r);
     for (i = 0; i < count && !r.bad; i++) {
         struct key k;
         size_t rlen, j;
@@ -1270,22 +1201,22 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         char *id;
 
         memset(&k, 0, sizeof(k));
-        k.scope = (enum pdb_scope)get_u32(&r);
-        k.host = get_bytes(&r, &k.hostlen);
-        k.prog = get_bytes(&r, &k.proglen);
-        k.pid = get_bytes(&r, &k.pidlen);
-        k.id = get_bytes(&r, &k.idlen);
-        rid = get_bytes(&r, &rlen);
-        expires = get_u64(&r);
+        k.scope = (enum pdb_scope)wire_get32(&r);
+        k.host = wire_get_bytes(&r, &k.hostlen);
+        k.prog = wire_get_bytes(&r, &k.proglen);
+        k.pid = wire_get_bytes(&r, &k.pidlen);
+        k.id = wire_get_bytes(&r, &k.idlen);
+        rid = wire_get_bytes(&r, &rlen);
+        expires = wire_get64(&r);
         /* version 1 lacks the target: whole seconds are by far the most common */
         if (version >= 2) {
-            target = get_u64(&r);
-            order = get_u64(&r);
-            flags = get_u32(&r);
+            target = wire_get64(&r);
+            order = wire_get64(&r);
+            flags = wire_get32(&r);
         } else {
             target = expires % 1000 ? expires - 1 : expires - 1000;
         }
-        nmsgs = get_u32(&r);
+        nmsgs = wire_get32(&r);
         if (r.bad || k.scope > PDB_SCOPE_GLOBAL || flags & ~STATE_DETACHED) goto invalid;
         id = xstrndup(rid, rlen);
         rule = pdb_rule_by_id(c->db, id);

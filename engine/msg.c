@@ -6,6 +6,7 @@
  * tens of values a message carries) falls back to a scan of the entries.
  */
 #include "msg.h"
+#include "wire.h"
 #include "xalloc.h"
 
 #include <stdlib.h>
@@ -376,24 +377,14 @@ msg_memory(const struct msg *m)
     return sizeof(*m) + m->acap + m->capent * sizeof(struct entry) + m->captags * sizeof(tag_id);
 }
 
-/* ---- binary form: little-endian integers, length-prefixed strings ---- */
-
-static void
-put32(struct buf *b, uint32_t v)
-{
-    unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                          (unsigned char)(v >> 24)};
-
-    buf_append(b, x, 4);
-}
+/* ---- binary form (wire.h) ---- */
 
 static void
 put_time(struct buf *b, const struct msg_time *t)
 {
-    put32(b, (uint32_t)(uint64_t)t->sec);
-    put32(b, (uint32_t)((uint64_t)t->sec >> 32));
-    put32(b, (uint32_t)t->usec);
-    put32(b, (uint32_t)t->gmtoff);
+    wire_put64(b, (uint64_t)t->sec);
+    wire_put32(b, (uint32_t)t->usec);
+    wire_put32(b, (uint32_t)t->gmtoff);
 }
 
 void
@@ -401,95 +392,55 @@ msg_encode(const struct msg *m, struct buf *out)
 {
     size_t i, len;
 
-    put32(out, (uint32_t)m->pri);
-    put32(out, m->flags);
+    wire_put32(out, (uint32_t)m->pri);
+    wire_put32(out, m->flags);
     put_time(out, &m->stamp);
     put_time(out, &m->recvd);
-    put32(out, (uint32_t)m->nent);
+    wire_put32(out, (uint32_t)m->nent);
     for (i = 0; i < m->nent; i++) {
         const char *name = nv_name(m->ent[i].h, &len);
-        put32(out, (uint32_t)len);
-        buf_append(out, name, len);
-        put32(out, m->ent[i].len);
-        buf_append(out, m->arena + m->ent[i].off, m->ent[i].len);
+        wire_put_bytes(out, name, len);
+        wire_put_bytes(out, m->arena + m->ent[i].off, m->ent[i].len);
     }
-    put32(out, (uint32_t)m->ntags);
+    wire_put32(out, (uint32_t)m->ntags);
     for (i = 0; i < m->ntags; i++) {
         const char *t = tag_name(m->tags[i], &len);
-        put32(out, (uint32_t)len);
-        buf_append(out, t, len);
+        wire_put_bytes(out, t, len);
     }
-}
-
-struct rd {
-    const unsigned char *p, *end;
-    bool bad;
-};
-
-static uint32_t
-get32(struct rd *r)
-{
-    uint32_t v;
-
-    if (r->end - r->p < 4) {
-        r->bad = true;
-        return 0;
-    }
-    v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 |
-        (uint32_t)r->p[3] << 24;
-    r->p += 4;
-    return v;
-}
-
-static const char *
-get_str(struct rd *r, size_t *len)
-{
-    const char *s;
-
-    *len = get32(r);
-    if (r->bad || (size_t)(r->end - r->p) < *len) {
-        r->bad = true;
-        *len = 0;
-        return "";
-    }
-    s = (const char *)r->p;
-    r->p += *len;
-    return s;
 }
 
 static void
-get_time(struct rd *r, struct msg_time *t)
+get_time(struct wire_reader *r, struct msg_time *t)
 {
-    uint64_t lo = get32(r), hi = get32(r);
-
-    t->sec = (int64_t)(lo | hi << 32);
-    t->usec = (int32_t)get32(r);
-    t->gmtoff = (int32_t)get32(r);
+    t->sec = (int64_t)wire_get64(r);
+    t->usec = (int32_t)wire_get32(r);
+    t->gmtoff = (int32_t)wire_get32(r);
 }
 
 size_t
 msg_decode(struct msg *m, const char *data, size_t len)
 {
-    struct rd r = {(const unsigned char *)data, (const unsigned char *)data + len, false};
+    struct wire_reader r;
     uint32_t n, i;
 
+    wire_reader_init(&r, data, len);
     msg_reset(m);
-    m->pri = (int)get32(&r);
-    m->flags = get32(&r);
+    m->pri = (int)wire_get32(&r);
+    m->flags = wire_get32(&r);
     get_time(&r, &m->stamp);
     get_time(&r, &m->recvd);
     if (!time_valid(&m->stamp) || !time_valid(&m->recvd)) r.bad = true;
-    n = get32(&r);
+    n = wire_get32(&r);
     for (i = 0; i < n && !r.bad; i++) {
         size_t nlen, vlen;
-        const char *name = get_str(&r, &nlen), *v = get_str(&r, &vlen);
+        const char *name = wire_get_bytes(&r, &nlen), *v = wire_get_bytes(&r, &vlen);
         nv_handle h = !r.bad && nlen ? nv_intern(name, nlen) : 0;
         if (h) msg_set(m, h, v, vlen);
     }
-    n = get32(&r);
+    n = wire_get32(&r);
     for (i = 0; i < n && !r.bad; i++) {
         size_t tlen;
-        const char *t = get_str(&r, &tlen);
+        const char *t = wire_get_bytes(&r, &tlen);
         if (!r.bad) msg_tag_set(m, tag_intern(t, tlen));
     }
     if (r.bad) {

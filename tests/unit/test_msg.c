@@ -168,6 +168,29 @@ START_TEST(test_times_are_bounded)
 }
 END_TEST
 
+/* A stored message cut short anywhere (a torn write) is refused, never half read. */
+START_TEST(test_truncated_encoding_refused)
+{
+    struct msg *m = msg_new(), *d = msg_new();
+    struct msg_time t = {1764756000, 250000, 3600};
+    struct buf enc = BUF_INIT;
+    size_t n;
+
+    msg_set_stamp(m, &t);
+    msg_set(m, nv_intern_str("MESSAGE"), "Accepted password for root", 26);
+    msg_set(m, nv_intern_str("user"), "root", 4);
+    msg_tag_set(m, tag_intern("t1", 2));
+    msg_encode(m, &enc);
+    for (n = 0; n < enc.len; n++) ck_assert_uint_eq(msg_decode(d, enc.p, n), 0);
+    ck_assert_uint_eq(msg_decode(d, enc.p, enc.len), enc.len);
+    ck_assert_int_eq(msg_stamp(d)->gmtoff, 3600);
+    ck_assert_uint_eq(msg_ntags(d), 1);
+    buf_free(&enc);
+    msg_unref(m);
+    msg_unref(d);
+}
+END_TEST
+
 START_TEST(test_clone_is_compact_and_independent)
 {
     struct msg *m = msg_new(), *c;
@@ -266,6 +289,7 @@ main(void)
     tcase_add_test(tc, test_tags);
     tcase_add_test(tc, test_tags_in_registration_order);
     tcase_add_test(tc, test_times_are_bounded);
+    tcase_add_test(tc, test_truncated_encoding_refused);
     tcase_add_test(tc, test_clone_is_compact_and_independent);
     tcase_add_test(tc, test_clone_kept);
     tcase_add_test(tc, test_buf_reserve_terminates);
