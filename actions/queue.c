@@ -487,6 +487,51 @@ hash64(const char *s, size_t n)
     return h ? h : 1;
 }
 
+static int
+newest_first(const void *a, const void *b)
+{
+    const struct dedupe_entry *x = a, *y = b;
+
+    return x->when > y->when ? -1 : x->when < y->when;
+}
+
+/*
+ * Rebuilds the dedupe table, forgetting keys older than the window, and the
+ * oldest ones beyond QUEUE_DEDUPE_MAX: a flood of distinct alerts must not
+ * grow the table without end (a duplicate of a forgotten key gets through).
+ * Called when the table is half full or holds 1.5 times QUEUE_DEDUPE_MAX
+ * keys, so it never takes more than 4 * QUEUE_DEDUPE_MAX slots (4 MiB).
+ */
+static void
+dedupe_rebuild(struct queue *q, uint64_t now, uint64_t window)
+{
+    struct dedupe_entry *old = q->seen;
+    size_t oldcap = q->capseen, live = 0, i;
+
+    for (i = 0; i < oldcap; i++)
+        if (old[i].hash && now - old[i].when < window) old[live++] = old[i];
+    if (live > QUEUE_DEDUPE_MAX) {
+        qsort(old, live, sizeof(*old), newest_first);
+        q->st.dedupe_forgotten += live - QUEUE_DEDUPE_MAX;
+        live = QUEUE_DEDUPE_MAX;
+        corrald_log(LOG_WARNING,
+                    "executor %s: more than %d distinct dedupe keys within the window: the oldest "
+                    "forgotten early (%llu so far)",
+                    q->name, QUEUE_DEDUPE_MAX, (unsigned long long)q->st.dedupe_forgotten);
+    }
+    q->capseen = 1024;
+    while (q->capseen < live * 4) q->capseen *= 2;
+    q->seen = xcalloc(q->capseen, sizeof(*q->seen));
+    q->nseen = 0;
+    for (i = 0; i < live; i++) {
+        size_t j = old[i].hash & (q->capseen - 1);
+        while (q->seen[j].hash) j = (j + 1) & (q->capseen - 1);
+        q->seen[j] = old[i];
+        q->nseen++;
+    }
+    free(old);
+}
+
 /* True when the same key was seen within the window (and records it). */
 static bool
 duplicate(struct queue *q, const struct msg *m)
@@ -501,25 +546,8 @@ duplicate(struct queue *q, const struct msg *m)
     tpl_env_single(&env, &mm);
     tpl_eval(q->dedupe_key, &env, &q->scratch);
     h = hash64(q->scratch.p ? q->scratch.p : "", q->scratch.len);
-    if (q->nseen * 2 >= q->capseen) {
-        /* rebuild, forgetting keys older than the window; grow if still crowded */
-        struct dedupe_entry *old = q->seen;
-        size_t oldcap = q->capseen, live = 0;
-        for (i = 0; i < oldcap; i++)
-            if (old[i].hash && now - old[i].when < window) live++;
-        q->capseen = 1024;
-        while (q->capseen < live * 4) q->capseen *= 2;
-        q->seen = xcalloc(q->capseen, sizeof(*q->seen));
-        q->nseen = 0;
-        for (i = 0; i < oldcap; i++)
-            if (old[i].hash && now - old[i].when < window) {
-                size_t j = old[i].hash & (q->capseen - 1);
-                while (q->seen[j].hash) j = (j + 1) & (q->capseen - 1);
-                q->seen[j] = old[i];
-                q->nseen++;
-            }
-        free(old);
-    }
+    if (q->nseen * 2 >= q->capseen || q->nseen >= QUEUE_DEDUPE_MAX + QUEUE_DEDUPE_MAX / 2)
+        dedupe_rebuild(q, now, window);
     mask = q->capseen - 1;
     for (i = h & mask; q->seen[i].hash; i = (i + 1) & mask)
         if (q->seen[i].hash == h) {

@@ -31,17 +31,22 @@
 
 struct queue;
 
+/* Dedupe keys an executor always remembers (the newest); from 1.5 times as
+ * many, the oldest are forgotten early. */
+#define QUEUE_DEDUPE_MAX 65536
+
 struct queue_stats {
-    uint64_t submitted;    /* alerts routed here */
-    uint64_t delivered;    /* delivered successfully */
-    uint64_t retries;      /* delivery attempts that failed for now */
-    uint64_t dead;         /* written to the dead-letter file */
-    uint64_t dropped_full; /* refused: queue full */
-    uint64_t deduplicated; /* dropped: same dedupe key within the window */
-    uint64_t rate_limited; /* dropped: over the rate */
-    uint64_t queued;       /* waiting now (including retries) */
-    uint64_t inflight;     /* being delivered now */
-    uint64_t recovered;    /* taken over from the spool at start */
+    uint64_t submitted;        /* alerts routed here */
+    uint64_t delivered;        /* delivered successfully */
+    uint64_t retries;          /* delivery attempts that failed for now */
+    uint64_t dead;             /* written to the dead-letter file */
+    uint64_t dropped_full;     /* refused: queue full */
+    uint64_t deduplicated;     /* dropped: same dedupe key within the window */
+    uint64_t dedupe_forgotten; /* keys forgotten early: more than QUEUE_DEDUPE_MAX in the window */
+    uint64_t rate_limited;     /* dropped: over the rate */
+    uint64_t queued;           /* waiting now (including retries) */
+    uint64_t inflight;         /* being delivered now */
+    uint64_t recovered;        /* taken over from the spool at start */
 };
 
 /*

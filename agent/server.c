@@ -796,6 +796,9 @@ server_metrics(struct server *s, struct buf *out)
                      offsetof(struct queue_stats, dropped_full));
         queue_metric(out, s, "corral_executor_deduplicated_total", "Alerts dropped as duplicates.",
                      offsetof(struct queue_stats, deduplicated));
+        queue_metric(out, s, "corral_executor_dedupe_forgotten_total",
+                     "Dedupe keys forgotten before their window ended (too many keys).",
+                     offsetof(struct queue_stats, dedupe_forgotten));
         queue_metric(out, s, "corral_executor_rate_limited_total", "Alerts dropped over the rate.",
                      offsetof(struct queue_stats, rate_limited));
         queue_metric(out, s, "corral_executor_queued", "Alerts waiting, per executor.",

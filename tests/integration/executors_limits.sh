@@ -1,0 +1,122 @@
+#!/bin/sh
+# Per-executor limits that keep a flood of events from flooding a receiver:
+# dedupe (an alert whose key was seen within the window is dropped; after
+# the window it goes through again) and rate (a token bucket: N alerts, then
+# one per SECONDS/N).  Checked with real scripts that record what they get,
+# and with the counters of `corral ctl stats`.
+. "$(dirname "$0")/corrald_lib.sh"
+need python3
+
+port=$(free_port)
+mkdir -p "$WORK/rules"
+cat > "$WORK/rules/alerts.xml" <<'XML'
+<patterndb version="5" pub_date="2026-12-03">
+  <ruleset name="app" id="limits-app"><patterns><pattern>app</pattern></patterns><rules>
+    <rule provider="test" id="limits.alert" class="violation">
+      <patterns><pattern>alert @NUMBER:n@ key @STRING:k@</pattern></patterns>
+      <actions><action route="deduped,limited,window"><message>
+        <values>
+          <value name="MESSAGE">alert ${n}@1</value>
+          <value name="key">${k}@1</value>
+        </values>
+      </message></action></actions>
+    </rule>
+    <rule provider="test" id="limits.flood" class="violation">
+      <patterns><pattern>flood @NUMBER:n@</pattern></patterns>
+      <actions><action route="flood"><message>
+        <values><value name="MESSAGE">flood ${n}@1</value></values>
+      </message></action></actions>
+    </rule>
+  </rules></ruleset>
+</patterndb>
+XML
+for name in deduped limited window flood; do
+    cat > "$WORK/$name.sh" <<SH
+#!/bin/sh
+echo "\$CORRAL_MESSAGE \$CORRAL_KEY" >> "$WORK/$name.out"
+SH
+    chmod +x "$WORK/$name.sh"
+done
+cat > "$WORK/corrald.conf" <<XML
+<corrald>
+  <rules path="$WORK/rules"/>
+  <control socket="$WORK/control.sock"/>
+  <inputs><udp listen="127.0.0.1:$port"/><tcp listen="127.0.0.1:$port"/></inputs>
+  <executors>
+    <exec name="deduped" program="$WORK/deduped.sh" dedupe="1h" dedupe-key="\${key}"/>
+    <exec name="limited" program="$WORK/limited.sh" rate="3/3600"/>
+    <exec name="window" program="$WORK/window.sh" dedupe="2s" dedupe-key="\${key}"/>
+    <exec name="flood" program="$WORK/flood.sh" dedupe="1h" queue="5"/>
+  </executors>
+</corrald>
+XML
+
+stat() { "$CORRAL" ctl -s "$WORK/control.sock" stats | grep "^$1{executor=\"$2\"}" | awk '{print $2}'; }
+lines() { if [ -f "$WORK/$1.out" ]; then sort "$WORK/$1.out" | tr '\n' ','; fi; }
+
+start_corrald corrald "$WORK/corrald.conf"
+send_udp "$port" \
+    "<13>Dec  3 10:00:00 web1 app: alert 1 key k1" \
+    "<13>Dec  3 10:00:00 web1 app: alert 2 key k2" \
+    "<13>Dec  3 10:00:00 web1 app: alert 3 key k1" \
+    "<13>Dec  3 10:00:00 web1 app: alert 4 key k3" \
+    "<13>Dec  3 10:00:00 web1 app: alert 5 key k2" \
+    "<13>Dec  3 10:00:00 web1 app: alert 6 key k1" \
+    "<13>Dec  3 10:00:00 web1 app: alert 7 key k4" \
+    "<13>Dec  3 10:00:00 web1 app: alert 8 key k1" \
+    "<13>Dec  3 10:00:00 web1 app: alert 9 key k2" \
+    "<13>Dec  3 10:00:00 web1 app: alert 10 key k5"
+all_seen() { [ "$(stat corral_executor_submitted_total window)" = 10 ]; }
+wait_until 10 all_seen || fail "not all 10 alerts reached the executors"
+delivered() { [ "$(stat corral_executor_delivered_total "$1")" = "$2" ]; }
+wait_until 10 delivered deduped 5 || fail "deduped: $(lines deduped)"
+wait_until 10 delivered limited 3 || fail "limited: $(lines limited)"
+wait_until 10 delivered window 5 || fail "window: $(lines window)"
+
+# dedupe: the first alert of each key, and only that
+[ "$(lines deduped)" = "alert 1 k1,alert 10 k5,alert 2 k2,alert 4 k3,alert 7 k4," ] ||
+    fail "deduped executor ran for: $(lines deduped)"
+[ "$(stat corral_executor_deduplicated_total deduped)" = 5 ] ||
+    fail "deduplicated counter: $(stat corral_executor_deduplicated_total deduped)"
+# rate 3/3600: the first three, the other seven dropped and counted
+[ "$(lines limited)" = "alert 1 k1,alert 2 k2,alert 3 k1," ] || fail "limited executor ran for: $(lines limited)"
+[ "$(stat corral_executor_rate_limited_total limited)" = 7 ] ||
+    fail "rate-limited counter: $(stat corral_executor_rate_limited_total limited)"
+[ "$(stat corral_executor_rate_limited_total deduped)" = 0 ] || fail "deduped executor rate-limited"
+
+# after its window, a key goes through again
+sleep 3
+send_udp "$port" "<13>Dec  3 10:00:00 web1 app: alert 11 key k1" "<13>Dec  3 10:00:00 web1 app: alert 12 key k1"
+wait_until 10 delivered window 6 || fail "window: after 3 s, k1 did not go through again: $(lines window)"
+wait_until 10 delivered deduped 5 || fail "deduped"
+sleep 0.5
+[ "$(grep -c ' k1$' "$WORK/window.out")" = 2 ] || fail "window executor, k1: $(lines window)"
+[ "$(stat corral_executor_deduplicated_total window)" = 6 ] ||
+    fail "window deduplicated counter: $(stat corral_executor_deduplicated_total window)"
+[ "$(grep -c ' k1$' "$WORK/deduped.out")" = 1 ] || fail "deduped executor let k1 through within its hour"
+
+# a flood of distinct alerts: the dedupe memory stays bounded (the newest
+# 65,536 keys kept, at most 98,304), the oldest keys forgotten early and counted
+i=0
+while [ $i -lt 100000 ]; do
+    echo "<13>Dec  3 10:00:00 web1 app: flood $i"
+    i=$((i + 1))
+done > "$WORK/flood.log.txt"
+send_tcp_file "$port" "$WORK/flood.log.txt"
+flooded() { [ "$(stat corral_executor_submitted_total flood)" -eq 100000 ]; }
+wait_until 30 flooded || fail "flood: only $(stat corral_executor_submitted_total flood) of 100000 alerts submitted"
+submitted=100000
+forgotten=$(stat corral_executor_dedupe_forgotten_total flood)
+[ "$forgotten" -gt 0 ] && [ "$forgotten" -le $((submitted - 65536)) ] ||
+    fail "flood: $submitted distinct alerts, $forgotten dedupe keys forgotten"
+grep -q "executor flood: more than 65536 distinct dedupe keys" "$WORK/corrald.log" ||
+    fail "the early forgetting was not logged"
+# every metric served is documented in corrald(8)
+documented=0
+for name in $("$CORRAL" ctl -s "$WORK/control.sock" stats | sed -n 's/^# HELP \([a-z_]*\) .*/\1/p'); do
+    grep -q "^\.B $name\$" "$top_srcdir/doc/corrald.8" || fail "metric $name is not in doc/corrald.8"
+    documented=$((documented + 1))
+done
+[ "$documented" -ge 30 ] || fail "only $documented metrics served"
+stop_corrald "$CORRALD_PID"
+echo "ok: dedupe by key within a window and after it, rate 3/3600, counted; dedupe memory bounded"
