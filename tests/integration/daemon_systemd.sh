@@ -44,7 +44,9 @@ send_udp "$port" "<13>Dec  3 10:00:00 web1 app: seq 1"
 wait_until 5 grep -q '"seq":"1"' "$WORK/out.json" || fail "not serving after the drop"
 kill -HUP "$CORRALD_PID"
 wait_until 5 grep -q '^RELOADING=1' "$WORK/notify.log" || fail "no RELOADING=1"
-wait_until 5 test "$(grep -c '^READY=1' "$WORK/notify.log")" -ge 2 || fail "no READY=1 after reload"
+# a function, so that every try counts again
+ready_again() { [ "$(grep -c '^READY=1' "$WORK/notify.log")" -ge 2 ]; }
+wait_until 5 ready_again || fail "no READY=1 after reload"
 stop_corrald "$CORRALD_PID"
 grep -q '^STOPPING=1' "$WORK/notify.log" || fail "no STOPPING=1"
 if command -v systemd-analyze > /dev/null 2>&1; then
