@@ -16,10 +16,11 @@ import collections
 import datetime
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
+
+from benchlib import count_lines, cpu_model, med, mem_gb, yes
 
 SYSLOG_NG_CONF = """@version: 3.38
 # corral bench/classify.sh: classification only, no destination
@@ -100,8 +101,6 @@ def best(xs):
     return min(xs)
 
 
-def med(xs):
-    return statistics.median(xs)
 
 
 class Bench:
@@ -420,38 +419,16 @@ def compare(c_out, s_out, n):
     return res
 
 
-def count_lines(path):
-    n = 0
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(1 << 20)
-            if not b:
-                return n
-            n += b.count(b"\n")
 
 
 def fmt_rate(x):
     return "{:,.0f}".format(x)
 
 
-def yes(b):
-    return "yes" if b else "**no**"
 
 
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
-def mem_gb():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) / 1024.0 / 1024.0
-    return 0.0
 
 
 def main():

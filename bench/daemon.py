@@ -25,10 +25,11 @@ import platform
 import re
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import time
+
+from benchlib import count_lines, cpu_model, med, mem_gb, yes
 
 HZ = os.sysconf("SC_CLK_TCK")
 A = None  # the parsed arguments
@@ -1025,13 +1026,8 @@ def diff_counts(a, b, top=5):
         ("; ... %d more" % (len(ks) - top) if len(ks) > top else "")
 
 
-def count_lines(path):
-    with open(path, "rb") as f:
-        return sum(1 for _ in f)
 
 
-def med(xs):
-    return statistics.median(xs) if xs else 0
 
 
 def fr(x):
@@ -1042,8 +1038,6 @@ def pc(x):
     return "%.0f%%" % (100 * x)
 
 
-def yes(b):
-    return "yes" if b else "**no**"
 
 
 def read_sysctl(name):
@@ -1054,20 +1048,8 @@ def read_sysctl(name):
         return "?"
 
 
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
-def mem_gb():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) / 1024.0 / 1024.0
-    return 0.0
 
 
 def main():
