@@ -35,9 +35,9 @@
 #include "msg.h"
 #include "nv.h"
 #include "tags.h"
+#include "unitlib.h"
 
 static char workdir[256];
-static int conf_count;
 
 /* ---- corrald_log, recorded ---- */
 
@@ -93,26 +93,6 @@ log_find(int level, const char *text)
 
 /* ---- files and configuration ---- */
 
-static const char *
-schema_path(void)
-{
-    static char path[512];
-    const char *top = getenv("top_srcdir");
-
-    snprintf(path, sizeof(path), "%s/etc/corrald.xsd", top ? top : ".");
-    return path;
-}
-
-static void
-write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* Reads a whole file into b; false if it does not exist. */
 static bool
 read_file(const char *path, struct buf *b)
@@ -147,7 +127,7 @@ script(const char *name, const char *body)
     struct buf b = BUF_INIT;
 
     buf_printf(&b, "#!/bin/sh\n%s", body);
-    write_file(p, buf_str(&b));
+    ul_write_file(p, buf_str(&b));
     ck_assert_int_eq(chmod(p, 0755), 0);
     buf_free(&b);
     return p;
@@ -157,33 +137,10 @@ script(const char *name, const char *body)
 static struct conf *
 load(const char *executors, char *file, size_t filesize)
 {
-    struct buf text = BUF_INIT, err = BUF_INIT;
-    struct conf *c;
-
-    snprintf(file, filesize, "%s/corrald%d.conf", workdir, conf_count++);
-    buf_printf(&text,
-               "<?xml version=\"1.0\"?>\n<corrald><rules path=\"rules\"/><executors>\n%s\n"
-               "</executors></corrald>\n",
-               executors);
-    write_file(file, buf_str(&text));
-    c = conf_load(file, schema_path(), &err);
-    if (!c) fprintf(stderr, "%s", buf_str(&err));
-    ck_assert_ptr_nonnull(c);
-    buf_free(&text);
-    buf_free(&err);
-    return c;
+    return ul_load_executors(workdir, executors, file, filesize);
 }
 
 /* ---- the loop ---- */
-
-static double
-now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 struct outcome {
     bool called;
@@ -206,7 +163,7 @@ on_done(void *token, enum deliver_result r, const char *reason)
     ck_assert_msg(!o->called, "done() called twice");
     o->called = true;
     o->r = r;
-    o->at = now_s() - o->started;
+    o->at = ul_now() - o->started;
     o->order = ++events;
     snprintf(o->reason, sizeof(o->reason), "%s", reason ? reason : "");
 }
@@ -261,17 +218,17 @@ must_open(struct harness *h, const char *executors)
 static void
 run_until(struct harness *h, const bool *flag, double seconds)
 {
-    double end = now_s() + seconds;
+    double end = ul_now() + seconds;
 
-    while (!*flag && now_s() < end) uv_run(&h->loop, UV_RUN_ONCE);
+    while (!*flag && ul_now() < end) uv_run(&h->loop, UV_RUN_ONCE);
 }
 
 static void
 run_for(struct harness *h, double seconds)
 {
-    double end = now_s() + seconds;
+    double end = ul_now() + seconds;
 
-    while (now_s() < end) uv_run(&h->loop, UV_RUN_ONCE);
+    while (ul_now() < end) uv_run(&h->loop, UV_RUN_ONCE);
 }
 
 static void
@@ -284,11 +241,11 @@ static void
 harness_close(struct harness *h)
 {
     int closed = 0;
-    double end = now_s() + 15;
+    double end = ul_now() + 15;
 
     if (h->x) {
         exec_executor.close(h->x, close_cb, &closed);
-        while (!closed && now_s() < end) uv_run(&h->loop, UV_RUN_ONCE);
+        while (!closed && ul_now() < end) uv_run(&h->loop, UV_RUN_ONCE);
         ck_assert_msg(closed, "close() never finished");
         h->x = NULL;
     }
@@ -302,7 +259,7 @@ static void
 deliver(struct harness *h, const struct alert *a, struct outcome *o)
 {
     memset(o, 0, sizeof(*o));
-    o->started = now_s();
+    o->started = ul_now();
     exec_executor.deliver(h->x, a, on_done, o);
 }
 
@@ -454,7 +411,7 @@ START_TEST(t_config_errors)
                  "3: executor e: program=\"bin/true\" must be an absolute path");
     expect_error("<exec name=\"e\" program=\"/nonexistent/x\"/>",
                  "3: executor e: program /nonexistent/x:");
-    write_file(wpath("notexec"), "#!/bin/sh\n");
+    ul_write_file(wpath("notexec"), "#!/bin/sh\n");
     snprintf(xml, sizeof(xml), "<exec name=\"e\" program=\"%s\"/>", wpath("notexec"));
     expect_error(xml, "3: executor e: program");
     snprintf(xml, sizeof(xml), "<exec name=\"e\" program=\"%s\"/>", workdir);
@@ -818,9 +775,9 @@ read_pid(const char *name)
 static bool
 wait_gone(int pid, double seconds)
 {
-    double end = now_s() + seconds;
+    double end = ul_now() + seconds;
 
-    while (!process_gone(pid) && now_s() < end) usleep(20000);
+    while (!process_gone(pid) && ul_now() < end) usleep(20000);
     return process_gone(pid);
 }
 
@@ -1091,12 +1048,12 @@ START_TEST(t_close_running)
     p1 = read_pid("slow.plain.pid");
     p2 = read_pid("slow.trap.pid");
     ck_assert(p1 > 0 && p2 > 0);
-    t0 = now_s();
+    t0 = ul_now();
     exec_executor.close(h.x, close_cb, &closed);
     h.x = NULL;
     ck_assert(o3.called); /* the waiting one at once */
     ck_assert_int_eq(o3.r, DELIVER_RETRY);
-    while (!closed && now_s() < t0 + 10) uv_run(&h.loop, UV_RUN_ONCE);
+    while (!closed && ul_now() < t0 + 10) uv_run(&h.loop, UV_RUN_ONCE);
     ck_assert(closed);
     ck_assert(o1.called && o2.called);
     ck_assert_int_eq(o1.r, DELIVER_RETRY);
@@ -1104,7 +1061,7 @@ START_TEST(t_close_running)
     ck_assert_msg(strstr(o1.reason, "stopped"), "%s", o1.reason);
     ck_assert_int_lt(o1.order, closed);
     ck_assert_int_lt(o2.order, closed);
-    ck_assert_msg(now_s() - t0 >= 0.45, "the TERM-proof child needed SIGKILL after kill-after");
+    ck_assert_msg(ul_now() - t0 >= 0.45, "the TERM-proof child needed SIGKILL after kill-after");
     ck_assert(process_gone(p1) || wait_gone(p1, 2));
     ck_assert(process_gone(p2) || wait_gone(p2, 2));
     msg_unref(m);

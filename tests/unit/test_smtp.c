@@ -39,6 +39,7 @@
 #include "msg.h"
 #include "nv.h"
 #include "smtp_int.h"
+#include "unitlib.h"
 
 #define PYTHON "/usr/bin/python3"
 
@@ -317,24 +318,6 @@ server_stop(struct server *s)
     close(s->in_fd);
     waitpid(s->pid, &st, 0);
     rm_tree(s->dir);
-}
-
-/* A port nothing listens on (it was free a moment ago). */
-static int
-free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
 }
 
 static int
@@ -1194,7 +1177,7 @@ send_one(int port, const char *const *more, const char *body, struct msg *m)
 
 START_TEST(test_stock_aiosmtpd)
 {
-    int port = free_port(), i, st;
+    int port = ul_free_port(SOCK_STREAM), i, st;
     char listen[64];
     pid_t pid;
     struct msg *m = alert_msg("web1", "disk full");
@@ -1490,7 +1473,7 @@ END_TEST
 START_TEST(test_server_down)
 {
     struct msg *m = alert_msg("web1", "disk full");
-    struct outcome o = send_one(free_port(), NULL, NULL, m);
+    struct outcome o = send_one(ul_free_port(SOCK_STREAM), NULL, NULL, m);
 
     ck_assert_int_eq(o.r, DELIVER_RETRY);
     ck_assert_msg(strstr(o.reason, "onnect"), "%s", o.reason);
@@ -1957,7 +1940,7 @@ START_TEST(test_group_failure)
     int i;
 
     /* nobody listens: one mail for all three fails, each alert hears RETRY */
-    x = open_ok(loop, plain_kv(free_port(), more), NULL);
+    x = open_ok(loop, plain_kv(ul_free_port(SOCK_STREAM), more), NULL);
     memset(o, 0, sizeof(o));
     for (i = 0; i < 3; i++) deliver(x, m, "id", &o[i]);
     run_until(loop, 3, 10);
@@ -1976,7 +1959,7 @@ START_TEST(test_group_close_pending)
     struct msg *m = alert_msg("web1", "disk full");
     void *x;
 
-    x = open_ok(loop, plain_kv(free_port(), more), NULL);
+    x = open_ok(loop, plain_kv(ul_free_port(SOCK_STREAM), more), NULL);
     memset(&o, 0, sizeof(o));
     deliver(x, m, "id", &o);
     run_until(loop, -1, 0.1);

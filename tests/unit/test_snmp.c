@@ -33,23 +33,13 @@
 #include "executor.h"
 #include "msg.h"
 #include "nv.h"
+#include "unitlib.h"
 
 #define BASE ".1.3.6.1.4.1.32473"
 
 static char workdir[256];
-static int conf_count;
 
 /* ---- helpers: configuration ---- */
-
-static const char *
-schema_path(void)
-{
-    static char path[512];
-    const char *top = getenv("top_srcdir");
-
-    snprintf(path, sizeof(path), "%s/etc/corrald.xsd", top ? top : ".");
-    return path;
-}
 
 static void
 make_workdir(void)
@@ -60,36 +50,12 @@ make_workdir(void)
     ck_assert_ptr_nonnull(mkdtemp(workdir));
 }
 
-static void
-write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* Loads "<corrald><executors>EXECUTORS</executors></corrald>" (EXECUTORS from line 3). */
 static struct conf *
 load(const char *executors, char *file, size_t filesize)
 {
-    struct buf text = BUF_INIT, err = BUF_INIT;
-    struct conf *c;
-
     make_workdir();
-    snprintf(file, filesize, "%s/corrald%d.conf", workdir, conf_count++);
-    buf_printf(&text,
-               "<?xml version=\"1.0\"?>\n<corrald><rules path=\"rules\"/><executors>\n%s\n"
-               "</executors></corrald>\n",
-               executors);
-    write_file(file, buf_str(&text));
-    c = conf_load(file, schema_path(), &err);
-    if (!c) fprintf(stderr, "%s", buf_str(&err));
-    ck_assert_ptr_nonnull(c);
-    buf_free(&text);
-    buf_free(&err);
-    return c;
+    return ul_load_executors(workdir, executors, file, filesize);
 }
 
 static void
@@ -113,15 +79,6 @@ struct outcome {
     double at; /* seconds after deliver() */
 };
 
-static double
-now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static double delivered_at;
 
 static void
@@ -132,7 +89,7 @@ on_done(void *token, enum deliver_result r, const char *reason)
     ck_assert_msg(!o->called, "done() called twice");
     o->called = true;
     o->r = r;
-    o->at = now_s() - delivered_at;
+    o->at = ul_now() - delivered_at;
     snprintf(o->reason, sizeof(o->reason), "%s", reason ? reason : "");
 }
 
@@ -169,9 +126,9 @@ harness_open(struct harness *h, const char *executors, struct buf *err)
 static void
 run_until(struct harness *h, const bool *flag, double seconds)
 {
-    double end = now_s() + seconds;
+    double end = ul_now() + seconds;
 
-    while (!*flag && now_s() < end) uv_run(&h->loop, UV_RUN_ONCE);
+    while (!*flag && ul_now() < end) uv_run(&h->loop, UV_RUN_ONCE);
 }
 
 static void
@@ -193,7 +150,7 @@ static void
 deliver(struct harness *h, const struct alert *a, struct outcome *o)
 {
     memset(o, 0, sizeof(*o));
-    delivered_at = now_s();
+    delivered_at = ul_now();
     h->kind->deliver(h->x, a, on_done, o);
 }
 
@@ -246,24 +203,6 @@ have_snmptrapd(void)
     return false;
 }
 
-static int
-free_udp_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_DGRAM, 0), port;
-
-    ck_assert_int_ge(fd, 0);
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 static char *
 read_all(const char *path)
 {
@@ -313,7 +252,7 @@ trapd_start(struct trapd *t, int port, const char *extra)
                "format2 BEGIN %%P\\n%%v\\nEND\\n\n"
                "%s\n",
                extra ? extra : "");
-    write_file(conf, buf_str(&text));
+    ul_write_file(conf, buf_str(&text));
     buf_free(&text);
     t->pid = fork();
     ck_assert_int_ge(t->pid, 0);
@@ -332,8 +271,8 @@ trapd_start(struct trapd *t, int port, const char *extra)
                "-Ot", listen, (char *)NULL);
         _exit(127);
     }
-    end = now_s() + 10;
-    while (now_s() < end) {
+    end = ul_now() + 10;
+    while (ul_now() < end) {
         char *all = read_all(t->out);
         bool up = strstr(all, "NET-SNMP version") != NULL;
         free(all);
@@ -357,12 +296,12 @@ trapd_stop(struct trapd *t)
 static char *
 trapd_wait(struct trapd *t, int n)
 {
-    double end = now_s() + 10;
+    double end = ul_now() + 10;
     char *all;
 
     for (;;) {
         all = read_all(t->out);
-        if (count_of(all, "\nEND\n") >= n || now_s() > end) break;
+        if (count_of(all, "\nEND\n") >= n || ul_now() > end) break;
         free(all);
         usleep(20000);
     }
@@ -856,7 +795,7 @@ START_TEST(test_v2c_trap)
 
     NEED_SNMPTRAPD();
     setenv("TEST_SNMP_COMMUNITY", "public", 1);
-    trapd_start(&t, free_udp_port(), NULL);
+    trapd_start(&t, ul_free_port(SOCK_DGRAM), NULL);
     harness_init(&h);
     ck_assert_ptr_nonnull(harness_open(&h, v2c_conf(conf, sizeof(conf), t.port, ""), &err));
     deliver(&h, &a, &o);
@@ -896,7 +835,7 @@ START_TEST(test_v2c_inform)
 
     NEED_SNMPTRAPD();
     setenv("TEST_SNMP_COMMUNITY", "public", 1);
-    trapd_start(&t, free_udp_port(), NULL);
+    trapd_start(&t, ul_free_port(SOCK_DGRAM), NULL);
     harness_init(&h);
     ck_assert_ptr_nonnull(harness_open(
         &h, v2c_conf(conf, sizeof(conf), t.port, "inform=\"yes\" timeout=\"2s\""), &err));
@@ -939,7 +878,7 @@ START_TEST(test_inform_nobody_listens)
     setenv("TEST_SNMP_COMMUNITY", "public", 1);
     harness_init(&h);
     ck_assert_ptr_nonnull(harness_open(&h,
-                                       v2c_conf(conf, sizeof(conf), free_udp_port(),
+                                       v2c_conf(conf, sizeof(conf), ul_free_port(SOCK_DGRAM),
                                                 "inform=\"yes\" timeout=\"500ms\" retries=\"1\""),
                                        &err));
     deliver(&h, &a, &o);
@@ -975,9 +914,9 @@ START_TEST(test_v3_trap)
     NEED_SNMPTRAPD();
     make_workdir();
     snprintf(auth_file, sizeof(auth_file), "%s/auth-password", workdir);
-    write_file(auth_file, "authpass1\nsecond line is ignored\n");
+    ul_write_file(auth_file, "authpass1\nsecond line is ignored\n");
     setenv("TEST_SNMP_PRIV", "privpass1", 1);
-    port = free_udp_port();
+    port = ul_free_port(SOCK_DGRAM);
 
     /* executor 1: an explicit engine id, SHA-256 */
     harness_init(&h);
@@ -1053,7 +992,7 @@ START_TEST(test_v3_reload)
     NEED_SNMPTRAPD();
     setenv("TEST_SNMP_OLD", "oldpassword", 1);
     setenv("TEST_SNMP_NEW", "newpassword", 1);
-    port = free_udp_port();
+    port = ul_free_port(SOCK_DGRAM);
     harness_init(&h_old);
     snprintf(conf, sizeof(conf),
              "<snmp name=\"nms\" target=\"udp:127.0.0.1:%d\" version=\"3\" user=\"corral\" "
@@ -1118,7 +1057,7 @@ START_TEST(test_v3_inform)
     setenv("TEST_SNMP_AUTH", "authpass1", 1);
     setenv("TEST_SNMP_PRIV", "privpass1", 1);
     /* the receiver is the authoritative engine: a user of its own engine id */
-    trapd_start(&t, free_udp_port(),
+    trapd_start(&t, ul_free_port(SOCK_DGRAM),
                 "createUser corral SHA-512 authpass1 AES privpass1\nauthUser log corral priv\n");
     harness_init(&h);
     snprintf(conf, sizeof(conf),
@@ -1148,7 +1087,7 @@ START_TEST(test_v3_inform)
 
     /* the wrong password: the receiver refuses, the alert is retried later */
     setenv("TEST_SNMP_AUTH", "wrongpass", 1);
-    trapd_start(&t, free_udp_port(),
+    trapd_start(&t, ul_free_port(SOCK_DGRAM),
                 "createUser corral SHA-512 authpass1 AES privpass1\nauthUser log corral priv\n");
     harness_init(&h);
     snprintf(conf, sizeof(conf),
@@ -1170,7 +1109,7 @@ START_TEST(test_v3_inform)
              "<snmp name=\"v3i\" target=\"udp:127.0.0.1:%d\" version=\"3\" inform=\"yes\" "
              "user=\"corral\" auth-password-env=\"TEST_SNMP_AUTH\" "
              "priv-password-env=\"TEST_SNMP_PRIV\" timeout=\"300ms\" retries=\"0\"/>",
-             free_udp_port());
+             ul_free_port(SOCK_DGRAM));
     if (!harness_open(&h, conf, &err)) ck_abort_msg("open: %s", buf_str(&err));
     deliver(&h, &a, &o[0]);
     run_until(&h, &o[0].called, 10);
@@ -1208,7 +1147,7 @@ START_TEST(test_hostile_values)
     for (i = 0; i < 50 * 1024; i++) buf_puts(&big, "\xc3\xa9"); /* é */
     set(m, "big", big.p);
 
-    trapd_start(&t, free_udp_port(), NULL);
+    trapd_start(&t, ul_free_port(SOCK_DGRAM), NULL);
     harness_init(&h);
     ck_assert_ptr_nonnull(
         harness_open(&h, v2c_conf(conf, sizeof(conf), t.port, "inform=\"yes\""), &err));
@@ -1267,7 +1206,7 @@ START_TEST(test_biggest)
         snprintf(name, sizeof(name), "value%d", i);
         set(m, name, big.p);
     }
-    trapd_start(&t, free_udp_port(), NULL);
+    trapd_start(&t, ul_free_port(SOCK_DGRAM), NULL);
     buf_printf(&conf,
                "<snmp name=\"nms\" target=\"udp:127.0.0.1:%d\" inform=\"yes\" "
                "community-env=\"TEST_SNMP_COMMUNITY\">\n",
@@ -1304,7 +1243,7 @@ START_TEST(test_receiver_restart)
     struct alert a = {1, "ssh-brute/web1", "major", m, 0};
     struct outcome o;
     char conf[1024], *log;
-    int port = free_udp_port();
+    int port = ul_free_port(SOCK_DGRAM);
 
     NEED_SNMPTRAPD();
     setenv("TEST_SNMP_COMMUNITY", "public", 1);

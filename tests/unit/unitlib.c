@@ -1,0 +1,83 @@
+/*
+ * unitlib: helpers shared by the executor unit tests (see unitlib.h).
+ */
+#include "unitlib.h"
+
+#include <check.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+
+const char *
+ul_schema_path(void)
+{
+    static char path[512];
+    const char *top = getenv("top_srcdir");
+
+    snprintf(path, sizeof(path), "%s/etc/corrald.xsd", top ? top : ".");
+    return path;
+}
+
+void
+ul_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+struct conf *
+ul_load_executors(const char *dir, const char *executors, char *file, size_t filesize)
+{
+    static int count;
+    struct buf text = BUF_INIT, err = BUF_INIT;
+    struct conf *c;
+
+    snprintf(file, filesize, "%s/corrald%d.conf", dir, count++);
+    buf_printf(&text,
+               "<?xml version=\"1.0\"?>\n<corrald><rules path=\"rules\"/><executors>\n%s\n"
+               "</executors></corrald>\n",
+               executors);
+    ul_write_file(file, buf_str(&text));
+    c = conf_load(file, ul_schema_path(), &err);
+    if (!c) fprintf(stderr, "%s", buf_str(&err));
+    ck_assert_ptr_nonnull(c);
+    buf_free(&text);
+    buf_free(&err);
+    return c;
+}
+
+double
+ul_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int
+ul_free_port(int socktype)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, socktype, 0), port;
+
+    ck_assert_int_ge(fd, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
