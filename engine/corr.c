@@ -1035,15 +1035,18 @@ corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped)
 static void
 ctx_info(const struct ctx *x, struct corr_context_info *ci)
 {
-    ci->scope = x->scope;
-    ci->host = x->key;
-    ci->hostlen = x->hostlen;
-    ci->program = x->key + x->hostlen;
-    ci->programlen = x->proglen;
-    ci->pid = ci->program + x->proglen;
-    ci->pidlen = x->pidlen;
-    ci->id = ci->pid + x->pidlen;
-    ci->idlen = x->idlen;
+    struct key k;
+
+    ctx_key(x, &k);
+    ci->scope = k.scope;
+    ci->host = k.host;
+    ci->hostlen = k.hostlen;
+    ci->program = k.prog;
+    ci->programlen = k.proglen;
+    ci->pid = k.pid;
+    ci->pidlen = k.pidlen;
+    ci->id = k.id;
+    ci->idlen = k.idlen;
     ci->rule_id = x->rule ? x->rule->id : "";
     ci->nmsgs = x->nmsgs;
     ci->expires = x->timer.expires;
@@ -1098,6 +1101,7 @@ corr_save(const struct corr *c, const char *path)
     size_t i, j, n = 0;
     int rc, saved;
     struct ctx *x, **all;
+    struct key k;
 
     all = xcalloc(c->ncontexts + c->ndetached + 1, sizeof(*all));
     for (i = 0; i < c->nbuckets; i++)
@@ -1112,11 +1116,12 @@ corr_save(const struct corr *c, const char *path)
     wire_put64(&b, n);
     for (i = 0; i < n; i++) {
         x = all[i];
-        wire_put32(&b, (uint32_t)x->scope);
-        wire_put_bytes(&b, x->key, x->hostlen);
-        wire_put_bytes(&b, x->key + x->hostlen, x->proglen);
-        wire_put_bytes(&b, x->key + x->hostlen + x->proglen, x->pidlen);
-        wire_put_bytes(&b, x->key + x->hostlen + x->proglen + x->pidlen, x->idlen);
+        ctx_key(x, &k);
+        wire_put32(&b, (uint32_t)k.scope);
+        wire_put_bytes(&b, k.host, k.hostlen);
+        wire_put_bytes(&b, k.prog, k.proglen);
+        wire_put_bytes(&b, k.pid, k.pidlen);
+        wire_put_bytes(&b, k.id, k.idlen);
         wire_put_bytes(&b, x->rule ? x->rule->id : "", x->rule ? strlen(x->rule->id) : 0);
         wire_put64(&b, x->timer.expires);
         wire_put64(&b, x->target);
