@@ -412,27 +412,10 @@ severity_number(const char *s)
 
 /* ---- configuration ---- */
 
+/* The attributes of every version; v3_attrs are known too. */
 static const char *const known_attrs[] = {
-    "target",
-    "version",
-    "inform",
-    "community-file",
-    "community-env",
-    "timeout",
-    "retries",
-    "user",
-    "security-level",
-    "auth-protocol",
-    "auth-password-file",
-    "auth-password-env",
-    "priv-protocol",
-    "priv-password-file",
-    "priv-password-env",
-    "engine-id",
-    "trap-oid",
-    "clear-trap-oid",
-    "base-oid",
-    "values",
+    "target",  "version",  "inform",         "community-file", "community-env", "timeout",
+    "retries", "trap-oid", "clear-trap-oid", "base-oid",       "values",
 };
 
 static const char *const v3_attrs[] = {
@@ -863,6 +846,8 @@ exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, st
         bool known = executor_common_attr(a);
         for (j = 0; !known && j < sizeof(known_attrs) / sizeof(known_attrs[0]); j++)
             known = strcmp(a, known_attrs[j]) == 0;
+        for (j = 0; !known && j < sizeof(v3_attrs) / sizeof(v3_attrs[0]); j++)
+            known = strcmp(a, v3_attrs[j]) == 0;
         if (!known) CONF_ERR("unknown attribute %s", a);
     }
     for (i = 0; i < cfg->nchildren; i++) {
