@@ -77,14 +77,15 @@
  * then SIGKILL) and reports them when they are gone, so every done() is
  * called before close()'s own callback.
  */
-#include "executor.h"
-#include "json.h"
-#include "log.h"
-#include "macros.h"
-#include "nv.h"
-#include "tags.h"
-#include "template.h"
-#include "xalloc.h"
+#include "actions/executor.h"
+#include "engine/json.h"
+#include "engine/log.h"
+#include "engine/macros.h"
+#include "engine/nv.h"
+#include "engine/tags.h"
+#include "engine/template.h"
+#include "engine/units.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -545,7 +546,7 @@ log_line(struct child *c, struct out_stream *s, const char *p, size_t n)
     }
     c->logged += n;
     put_visible(&b, p, n);
-    corrald_log(s->level, "executor %s[%d]: %s", c->x->name, c->pid, buf_str(&b));
+    log_msg(s->level, "executor %s[%d]: %s", c->x->name, c->pid, buf_str(&b));
     if (s == &c->out[1]) {
         size_t keep = b.len < sizeof(c->last_err) ? b.len : sizeof(c->last_err) - 1;
         if (keep) {
@@ -611,8 +612,8 @@ on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
     }
     if (nread == 0) return;
     if (nread != UV_EOF)
-        corrald_log(LOG_DEBUG, "executor %s[%d]: reading output: %s", c->x->name, c->pid,
-                    uv_strerror((int)nread));
+        log_msg(LOG_DEBUG, "executor %s[%d]: reading output: %s", c->x->name, c->pid,
+                uv_strerror((int)nread));
     stream_close(c, s);
     if (c->exited && !c->out[0].open && !c->out[1].open) finish(c);
 }
@@ -624,8 +625,8 @@ on_written(uv_write_t *w, int status)
 
     /* EPIPE: the child closed its stdin or exited without reading all of it; its business */
     if (status < 0 && status != UV_ECANCELED)
-        corrald_log(LOG_DEBUG, "executor %s[%d]: writing stdin: %s", c->x->name, c->pid,
-                    uv_strerror(status));
+        log_msg(LOG_DEBUG, "executor %s[%d]: writing stdin: %s", c->x->name, c->pid,
+                uv_strerror(status));
     buf_free(&c->input);
     if (c->in_open) {
         c->in_open = false;
@@ -650,16 +651,15 @@ on_timer(uv_timer_t *t)
     case P_RUNNING:
         c->timed_out = true;
         c->phase = P_TERM;
-        corrald_log(LOG_WARNING, "executor %s[%d]: still running after %gs; sending SIGTERM",
-                    x->name, c->pid, x->timeout);
+        log_msg(LOG_WARNING, "executor %s[%d]: still running after %gs; sending SIGTERM", x->name,
+                c->pid, x->timeout);
         signal_group(c, SIGTERM);
         uv_timer_start(&c->timer, on_timer, (uint64_t)(x->kill_after * 1000), 0);
         break;
     case P_TERM:
         c->phase = P_KILL;
-        corrald_log(LOG_WARNING,
-                    "executor %s[%d]: still running %gs after SIGTERM; sending SIGKILL", x->name,
-                    c->pid, x->kill_after);
+        log_msg(LOG_WARNING, "executor %s[%d]: still running %gs after SIGTERM; sending SIGKILL",
+                x->name, c->pid, x->kill_after);
         signal_group(c, SIGKILL);
         break;
     case P_KILL: break;
@@ -734,8 +734,8 @@ outcome(struct child *c, char *reason, size_t size)
         snprintf(reason, size, "exit %d", (int)c->status);
         r = x->fail_on_exit ? DELIVER_FAIL : DELIVER_OK;
         if (r == DELIVER_OK)
-            corrald_log(LOG_INFO, "executor %s[%d]: exit %d counted as delivered (fail-on-exit=no)",
-                        x->name, c->pid, (int)c->status);
+            log_msg(LOG_INFO, "executor %s[%d]: exit %d counted as delivered (fail-on-exit=no)",
+                    x->name, c->pid, (int)c->status);
     }
     n = (int)strlen(reason);
     if (c->last_err[0] && (size_t)n + 12 < size)
@@ -760,14 +760,14 @@ finish(struct child *c)
         close_handle((uv_handle_t *)&c->in); /* a pending write ends with UV_ECANCELED */
     }
     if (c->dropped)
-        corrald_log(LOG_WARNING, "executor %s[%d]: %zu more bytes of output not logged (limit %u)",
-                    x->name, c->pid, c->dropped, LOG_MAX);
+        log_msg(LOG_WARNING, "executor %s[%d]: %zu more bytes of output not logged (limit %u)",
+                x->name, c->pid, c->dropped, LOG_MAX);
     r = outcome(c, reason, sizeof(reason));
-    corrald_log(LOG_DEBUG, "executor %s[%d]: done: %s%s%s", x->name, c->pid,
-                r == DELIVER_OK      ? "delivered"
-                : r == DELIVER_RETRY ? "retry"
-                                     : "failed",
-                reason[0] ? ", " : "", reason);
+    log_msg(LOG_DEBUG, "executor %s[%d]: done: %s%s%s", x->name, c->pid,
+            r == DELIVER_OK      ? "delivered"
+            : r == DELIVER_RETRY ? "retry"
+                                 : "failed",
+            reason[0] ? ", " : "", reason);
     close_handle((uv_handle_t *)&c->timer);
     close_handle((uv_handle_t *)&c->proc);
     x->running--;
@@ -843,7 +843,7 @@ start(struct exec_x *x, const struct alert *a, deliver_done_fn done, void *token
     if (err) {
         char reason[256];
         snprintf(reason, sizeof(reason), "cannot run %s: %s", x->program, uv_strerror(err));
-        corrald_log(LOG_WARNING, "executor %s: %s", x->name, reason);
+        log_msg(LOG_WARNING, "executor %s: %s", x->name, reason);
         c->reported = true;
         c->exited = true;
         stream_close(c, &c->out[0]);
@@ -859,8 +859,8 @@ start(struct exec_x *x, const struct alert *a, deliver_done_fn done, void *token
     }
     c->pid = c->proc.pid;
     x->running++;
-    corrald_log(LOG_DEBUG, "executor %s[%d]: started %s for alert %s (attempt %u)", x->name, c->pid,
-                x->program, a->id ? a->id : "", a->attempts + 1);
+    log_msg(LOG_DEBUG, "executor %s[%d]: started %s for alert %s (attempt %u)", x->name, c->pid,
+            x->program, a->id ? a->id : "", a->attempts + 1);
     for (i = 0; i < 2; i++) uv_read_start((uv_stream_t *)&c->out[i].pipe, on_alloc, on_read);
     if (x->stdin_json) {
         uv_buf_t b;
@@ -1074,9 +1074,9 @@ valid_var_name(const char *s, size_t n)
 }
 
 static void
-conf_env_pass(struct exec_x *x, const struct conf_executor *cfg, const char *file, struct buf *err)
+conf_env_pass(struct exec_x *x, const struct exconf *cfg, const char *file, struct buf *err)
 {
-    const char *list = conf_executor_attr(cfg, "env-pass");
+    const char *list = exconf_attr(cfg, "env-pass");
     const char *s;
     bool path = false;
     size_t capn = 0, capp = 0, i;
@@ -1132,14 +1132,14 @@ conf_env_pass(struct exec_x *x, const struct conf_executor *cfg, const char *fil
 }
 
 static bool
-conf_duration(const struct conf_executor *cfg, const char *name, double *out, const char *file,
+conf_duration(const struct exconf *cfg, const char *name, double *out, const char *file,
               struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, name);
+    const char *v = exconf_attr(cfg, name);
     double d;
 
     if (!v) return true;
-    d = conf_parse_duration(v);
+    d = units_duration(v);
     if (d <= 0 || d > 86400 * 7) {
         buf_printf(err, "%s:%d: executor %s: bad %s=\"%s\" (a duration: 30, 5s, 250ms, 10m, 2h)\n",
                    file, cfg->line, cfg->name, name, v);
@@ -1150,10 +1150,10 @@ conf_duration(const struct conf_executor *cfg, const char *name, double *out, co
 }
 
 static void
-conf_yes_no(const struct conf_executor *cfg, const char *name, const char *yes, const char *no,
-            bool *out, const char *file, struct buf *err)
+conf_yes_no(const struct exconf *cfg, const char *name, const char *yes, const char *no, bool *out,
+            const char *file, struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, name);
+    const char *v = exconf_attr(cfg, name);
 
     if (!v) return;
     if (strcmp(v, yes) == 0)
@@ -1166,10 +1166,9 @@ conf_yes_no(const struct conf_executor *cfg, const char *name, const char *yes, 
 }
 
 static void
-conf_path(const struct conf_executor *cfg, const char *name, bool dir, const char *file,
-          struct buf *err)
+conf_path(const struct exconf *cfg, const char *name, bool dir, const char *file, struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, name);
+    const char *v = exconf_attr(cfg, name);
     struct stat st;
 
     if (!v) {
@@ -1197,7 +1196,7 @@ conf_path(const struct conf_executor *cfg, const char *name, bool dir, const cha
 }
 
 static void *
-exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, struct buf *err)
+exec_open(uv_loop_t *loop, const struct exconf *cfg, const char *file, struct buf *err)
 {
     static const char *const known[] = {
         "program", "timeout", "kill-after", "max-children",
@@ -1223,11 +1222,11 @@ exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, st
     }
     conf_path(cfg, "program", false, file, err);
     conf_path(cfg, "cwd", true, file, err);
-    x->program = xstrdup((v = conf_executor_attr(cfg, "program")) ? v : "");
-    x->cwd = xstrdup((v = conf_executor_attr(cfg, "cwd")) ? v : "/");
+    x->program = xstrdup((v = exconf_attr(cfg, "program")) ? v : "");
+    x->cwd = xstrdup((v = exconf_attr(cfg, "cwd")) ? v : "/");
     conf_duration(cfg, "timeout", &x->timeout, file, err);
     conf_duration(cfg, "kill-after", &x->kill_after, file, err);
-    if ((v = conf_executor_attr(cfg, "max-children"))) {
+    if ((v = exconf_attr(cfg, "max-children"))) {
         char *end;
         unsigned long n = strtoul(v, &end, 10);
         if (*end || end == v || n == 0 || n > CHILDREN_MAX)
@@ -1240,7 +1239,7 @@ exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, st
     conf_yes_no(cfg, "fail-on-exit", "yes", "no", &x->fail_on_exit, file, err);
     conf_env_pass(x, cfg, file, err);
     for (i = 0; i < cfg->nchildren; i++) {
-        const struct conf_node *n = &cfg->children[i];
+        const struct exconf_node *n = &cfg->children[i];
         struct buf e = BUF_INIT;
         struct tpl *t;
         if (strcmp(n->name, "arg") != 0) {

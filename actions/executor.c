@@ -1,11 +1,25 @@
-/* executor: what every executor kind shares: common attributes and secrets. */
-#include "executor.h"
-#include "xalloc.h"
+/* executor: what every executor kind shares: the registry of kinds, common attributes, secrets. */
+#include "actions/executor.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Every executor kind corrald knows; a new kind is added here, in its own file and in the schema.
+ */
+static const struct executor_kind *const kinds[] = {&snmp_executor, &smtp_executor, &exec_executor};
+
+const struct executor_kind *
+executor_kind_find(const char *name)
+{
+    size_t i;
+
+    for (i = 0; name && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (strcmp(kinds[i]->name, name) == 0) return kinds[i];
+    return NULL;
+}
 
 bool
 executor_common_attr(const char *name)
@@ -22,8 +36,7 @@ executor_common_attr(const char *name)
 }
 
 char *
-executor_secret(const struct conf_executor *cfg, const char *attr, const char *conf_file,
-                struct buf *err)
+executor_secret(const struct exconf *cfg, const char *attr, const char *conf_file, struct buf *err)
 {
     char key[64], line[4096];
     const char *path, *var;
@@ -31,9 +44,9 @@ executor_secret(const struct conf_executor *cfg, const char *attr, const char *c
     size_t n;
 
     snprintf(key, sizeof(key), "%s-file", attr);
-    path = conf_executor_attr(cfg, key);
+    path = exconf_attr(cfg, key);
     snprintf(key, sizeof(key), "%s-env", attr);
-    var = conf_executor_attr(cfg, key);
+    var = exconf_attr(cfg, key);
     if (path && var) {
         buf_printf(err, "%s:%d: %s: give %s-file or %s-env, not both\n", conf_file, cfg->line,
                    cfg->name, attr, attr);

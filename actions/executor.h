@@ -19,9 +19,9 @@
 
 #include <uv.h>
 
-#include "buf.h"
-#include "conf.h"
-#include "msg.h"
+#include "engine/buf.h"
+#include "actions/exconf.h"
+#include "engine/msg.h"
 
 struct alert {
     uint64_t seq;         /* position in the executor's spool */
@@ -49,7 +49,7 @@ struct executor_kind {
      * queue's, not the kind's, and must be accepted silently.  Returns the
      * executor, or NULL.
      */
-    void *(*open)(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_file,
+    void *(*open)(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file,
                   struct buf *err);
     /* Starts delivering; done(token, ...) is called exactly once, possibly before returning. */
     void (*deliver)(void *impl, const struct alert *a, deliver_done_fn done, void *token);
@@ -69,6 +69,9 @@ extern const struct executor_kind snmp_executor;
 extern const struct executor_kind smtp_executor;
 extern const struct executor_kind exec_executor;
 
+/* The kind of that name ("snmp", "smtp", "exec"), or NULL. */
+const struct executor_kind *executor_kind_find(const char *name);
+
 /*
  * Attributes every executor accepts, handled by the queue:
  *   name, queue (max alerts waiting), attempts (max deliveries), backoff and
@@ -84,7 +87,7 @@ bool executor_common_attr(const char *name);
  * line of the file) or ATTR-env="VARIABLE".  Never from argv or the
  * configuration itself.  Returns a malloc'ed string or NULL (err says why).
  */
-char *executor_secret(const struct conf_executor *cfg, const char *attr, const char *conf_file,
+char *executor_secret(const struct exconf *cfg, const char *attr, const char *conf_file,
                       struct buf *err);
 
 #endif

@@ -4,14 +4,15 @@
  * starts the oldest ready ones up to the executor's max_inflight, and a
  * timer wakes the queue when the next retry is due.
  */
-#include "queue.h"
-#include "durable.h"
-#include "json.h"
-#include "log.h"
-#include "macros.h"
-#include "template.h"
-#include "wire.h"
-#include "xalloc.h"
+#include "actions/queue.h"
+#include "engine/durable.h"
+#include "engine/json.h"
+#include "engine/log.h"
+#include "engine/macros.h"
+#include "engine/template.h"
+#include "engine/wire.h"
+#include "engine/units.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,8 +120,8 @@ spool_append(struct queue *q, char type, uint64_t seq, const struct msg *m)
     if (m) msg_encode(m, &payload);
     frame(&rec, type, seq, payload.p, payload.len);
     if (durable_write_all(q->spool_fd, rec.p, rec.len) < 0)
-        corrald_log(LOG_ERR, "executor %s: writing spool %s: %s", q->name, q->spool_path,
-                    strerror(errno));
+        log_msg(LOG_ERR, "executor %s: writing spool %s: %s", q->name, q->spool_path,
+                strerror(errno));
     q->dirty = true;
     q->spool_records++;
     if (type == REC_DONE) q->spool_done++;
@@ -153,8 +154,8 @@ spool_compact(struct queue *q)
         q->spool_done = 0;
         rc = 0;
     } else {
-        corrald_log(LOG_ERR, "executor %s: compacting spool %s: %s", q->name, q->spool_path,
-                    strerror(errno));
+        log_msg(LOG_ERR, "executor %s: compacting spool %s: %s", q->name, q->spool_path,
+                strerror(errno));
         if (fd >= 0) close(fd);
         unlink(buf_str(&tmp));
     }
@@ -190,8 +191,8 @@ spool_replay(struct queue *q, struct buf *err)
     fclose(f);
     pos = strlen(SPOOL_MAGIC);
     if (data.len < pos || memcmp(data.p, SPOOL_MAGIC, pos) != 0) {
-        corrald_log(LOG_ERR, "executor %s: %s is not a spool; starting a new one", q->name,
-                    q->spool_path);
+        log_msg(LOG_ERR, "executor %s: %s is not a spool; starting a new one", q->name,
+                q->spool_path);
         buf_free(&data);
         return 0;
     }
@@ -220,8 +221,8 @@ spool_replay(struct queue *q, struct buf *err)
         pos += 8 + len;
     }
     if (pos < data.len)
-        corrald_log(LOG_WARNING, "executor %s: spool %s: %zu bytes of a torn record cut off",
-                    q->name, q->spool_path, data.len - pos);
+        log_msg(LOG_WARNING, "executor %s: spool %s: %zu bytes of a torn record cut off", q->name,
+                q->spool_path, data.len - pos);
     for (i = 0; i < nalerts; i++) {
         struct msg *m;
         if (alerts[i].done) continue;
@@ -260,8 +261,8 @@ spool_open(struct queue *q, const char *dir, struct buf *err)
         return -1;
     }
     if (q->st.recovered)
-        corrald_log(LOG_INFO, "executor %s: %llu alerts from the spool will be delivered", q->name,
-                    (unsigned long long)q->st.recovered);
+        log_msg(LOG_INFO, "executor %s: %llu alerts from the spool will be delivered", q->name,
+                (unsigned long long)q->st.recovered);
     return 0;
 }
 
@@ -287,13 +288,13 @@ dead_letter(struct queue *q, struct item *it, const char *reason)
     buf_puts(&line, ",\"message\":");
     json_format_msg(it->msg, &line);
     buf_puts(&line, "}\n");
-    corrald_log(LOG_WARNING, "executor %s: alert %s given up after %u attempts: %s", q->name,
-                it->id, it->attempts, reason ? reason : "");
+    log_msg(LOG_WARNING, "executor %s: alert %s given up after %u attempts: %s", q->name, it->id,
+            it->attempts, reason ? reason : "");
     if (q->dead_path) {
         fd = open(q->dead_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0 || durable_write_all(fd, line.p, line.len) < 0 || fdatasync(fd) < 0)
-            corrald_log(LOG_ERR, "executor %s: writing dead letters to %s: %s", q->name,
-                        q->dead_path, strerror(errno));
+            log_msg(LOG_ERR, "executor %s: writing dead letters to %s: %s", q->name, q->dead_path,
+                    strerror(errno));
         if (fd >= 0) close(fd);
     }
     buf_free(&line);
@@ -354,8 +355,8 @@ on_done(void *token, enum deliver_result r, const char *reason)
         delay *= 0.5 + 0.5 * ((double)rand() / RAND_MAX);
         it->not_before = now_ms() + (uint64_t)(delay * 1000);
         q->st.retries++;
-        corrald_log(LOG_INFO, "executor %s: alert %s attempt %u failed (%s); retry in %.1fs",
-                    q->name, it->id, it->attempts, reason ? reason : "", delay);
+        log_msg(LOG_INFO, "executor %s: alert %s attempt %u failed (%s); retry in %.1fs", q->name,
+                it->id, it->attempts, reason ? reason : "", delay);
     }
     if (!q->closing) kick(q);
 }
@@ -422,7 +423,7 @@ queue_sync(struct queue *q)
 {
     if (!q->dirty || q->spool_fd < 0) return;
     if (fdatasync(q->spool_fd) < 0)
-        corrald_log(LOG_ERR, "executor %s: syncing spool: %s", q->name, strerror(errno));
+        log_msg(LOG_ERR, "executor %s: syncing spool: %s", q->name, strerror(errno));
     q->dirty = false;
 }
 
@@ -514,10 +515,10 @@ dedupe_rebuild(struct queue *q, uint64_t now, uint64_t window)
         qsort(old, live, sizeof(*old), newest_first);
         q->st.dedupe_forgotten += live - QUEUE_DEDUPE_MAX;
         live = QUEUE_DEDUPE_MAX;
-        corrald_log(LOG_WARNING,
-                    "executor %s: more than %d distinct dedupe keys within the window: the oldest "
-                    "forgotten early (%llu so far)",
-                    q->name, QUEUE_DEDUPE_MAX, (unsigned long long)q->st.dedupe_forgotten);
+        log_msg(LOG_WARNING,
+                "executor %s: more than %d distinct dedupe keys within the window: the oldest "
+                "forgotten early (%llu so far)",
+                q->name, QUEUE_DEDUPE_MAX, (unsigned long long)q->st.dedupe_forgotten);
     }
     q->capseen = 1024;
     while (q->capseen < live * 4) q->capseen *= 2;
@@ -569,11 +570,11 @@ log_drop(struct queue *q, const char *why)
     /* at most one line a minute: a flood must not become a flood of log lines */
     if (now - q->last_drop_log < 60000) return;
     q->last_drop_log = now;
-    corrald_log(LOG_WARNING,
-                "executor %s: dropping alerts (%s); so far %llu over the rate, %llu duplicates, "
-                "%llu with the queue full",
-                q->name, why, (unsigned long long)q->st.rate_limited,
-                (unsigned long long)q->st.deduplicated, (unsigned long long)q->st.dropped_full);
+    log_msg(LOG_WARNING,
+            "executor %s: dropping alerts (%s); so far %llu over the rate, %llu duplicates, "
+            "%llu with the queue full",
+            q->name, why, (unsigned long long)q->st.rate_limited,
+            (unsigned long long)q->st.deduplicated, (unsigned long long)q->st.dropped_full);
 }
 
 void
@@ -625,14 +626,14 @@ queue_render(struct queue *q, const struct msg *m, struct buf *out)
 /* ---- setup ---- */
 
 static bool
-attr_duration(const struct conf_executor *cfg, const char *name, double *out, const char *file,
+attr_duration(const struct exconf *cfg, const char *name, double *out, const char *file,
               struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, name);
+    const char *v = exconf_attr(cfg, name);
     double d;
 
     if (!v) return true;
-    d = conf_parse_duration(v);
+    d = units_duration(v);
     if (d < 0) {
         buf_printf(err, "%s:%d: executor %s: bad %s=\"%s\"\n", file, cfg->line, cfg->name, name, v);
         return false;
@@ -642,10 +643,10 @@ attr_duration(const struct conf_executor *cfg, const char *name, double *out, co
 }
 
 static bool
-attr_number(const struct conf_executor *cfg, const char *name, unsigned long *out, const char *file,
+attr_number(const struct exconf *cfg, const char *name, unsigned long *out, const char *file,
             struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, name);
+    const char *v = exconf_attr(cfg, name);
     char *end;
     unsigned long n;
 
@@ -660,10 +661,10 @@ attr_number(const struct conf_executor *cfg, const char *name, unsigned long *ou
 }
 
 static struct tpl *
-attr_template(const struct conf_executor *cfg, const char *name, const char *def, const char *file,
+attr_template(const struct exconf *cfg, const char *name, const char *def, const char *file,
               struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, name);
+    const char *v = exconf_attr(cfg, name);
     struct buf e = BUF_INIT;
     struct tpl *t = tpl_compile_str(v ? v : def, &e);
 
@@ -693,8 +694,8 @@ handle_closed(uv_handle_t *h)
 }
 
 struct queue *
-queue_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_file,
-           const char *spool_dir, struct buf *err)
+queue_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, const char *spool_dir,
+           struct buf *err)
 {
     struct queue *q = xcalloc(1, sizeof(*q));
     size_t before = err->len;
@@ -703,9 +704,13 @@ queue_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fi
 
     q->loop = loop;
     q->name = xstrdup(cfg->name);
-    q->kind = cfg->type == EXEC_SNMP   ? &snmp_executor
-              : cfg->type == EXEC_SMTP ? &smtp_executor
-                                       : &exec_executor;
+    q->kind = executor_kind_find(cfg->kind);
+    if (!q->kind) {
+        buf_printf(err, "%s:%d: unknown executor kind <%s>\n", conf_file, cfg->line, cfg->kind);
+        free(q->name);
+        free(q);
+        return NULL;
+    }
     q->backoff = 1;
     q->max_backoff = 600;
     q->spool_fd = -1;
@@ -716,7 +721,7 @@ queue_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fi
     attr_duration(cfg, "backoff", &q->backoff, conf_file, err);
     attr_duration(cfg, "max-backoff", &q->max_backoff, conf_file, err);
     attr_duration(cfg, "dedupe", &q->dedupe, conf_file, err);
-    if ((v = conf_executor_attr(cfg, "rate"))) {
+    if ((v = exconf_attr(cfg, "rate"))) {
         char *end;
         long a = strtol(v, &end, 10), b = 1;
         if (*end == '/') b = strtol(end + 1, &end, 10);
@@ -735,7 +740,7 @@ queue_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fi
         "$(or ${corral.alert_id} \"${.classifier.rule_id}/${HOST}/${.classifier.context_id}\")",
         conf_file, err);
     q->severity = attr_template(cfg, "severity", "${corral.severity:-warning}", conf_file, err);
-    if ((v = conf_executor_attr(cfg, "dead-letter")))
+    if ((v = exconf_attr(cfg, "dead-letter")))
         q->dead_path = xstrdup(v);
     else if (spool_dir) {
         struct buf p = BUF_INIT;

@@ -24,10 +24,9 @@
 
 #include <uv.h>
 
-#include "buf.h"
-#include "conf.h"
-#include "executor.h"
-#include "msg.h"
+#include "engine/buf.h"
+#include "actions/executor.h"
+#include "engine/msg.h"
 
 struct queue;
 
@@ -54,7 +53,7 @@ struct queue_stats {
  * spool (NULL: no spool, alerts live in memory only).  Returns NULL with
  * "FILE:LINE: message" lines in err.
  */
-struct queue *queue_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_file,
+struct queue *queue_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file,
                          const char *spool_dir, struct buf *err);
 /* Routes a generated message to this executor (copied). */
 void queue_submit(struct queue *q, const struct msg *m);

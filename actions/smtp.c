@@ -45,13 +45,14 @@
  */
 #include <config.h>
 
-#include "executor.h"
-#include "macros.h"
-#include "nv.h"
-#include "smtp_int.h"
-#include "tags.h"
-#include "template.h"
-#include "xalloc.h"
+#include "actions/executor.h"
+#include "engine/macros.h"
+#include "engine/nv.h"
+#include "actions/smtp_int.h"
+#include "engine/tags.h"
+#include "engine/template.h"
+#include "engine/units.h"
+#include "engine/xalloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -256,14 +257,14 @@ compile(const char *src, const char *what, const char *file, int line, const cha
 }
 
 static bool
-read_duration(const struct conf_executor *cfg, const char *attr, uint64_t *out, const char *file,
+read_duration(const struct exconf *cfg, const char *attr, uint64_t *out, const char *file,
               struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, attr);
+    const char *v = exconf_attr(cfg, attr);
     double d;
 
     if (!v) return true;
-    d = conf_parse_duration(v);
+    d = units_duration(v);
     if (d < 0 || d > 365 * 86400.0) {
         conf_error(err, file, cfg->line, cfg->name, "bad %s=\"%s\" (a duration: 30s, 5m, 4h)", attr,
                    v);
@@ -274,9 +275,9 @@ read_duration(const struct conf_executor *cfg, const char *attr, uint64_t *out, 
 }
 
 static void
-read_url(struct smtp *x, const struct conf_executor *cfg, const char *file, struct buf *err)
+read_url(struct smtp *x, const struct exconf *cfg, const char *file, struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, "url");
+    const char *v = exconf_attr(cfg, "url");
     CURLU *u;
     char *scheme = NULL, *host = NULL, *user = NULL, *pass = NULL;
 
@@ -310,9 +311,9 @@ read_url(struct smtp *x, const struct conf_executor *cfg, const char *file, stru
 }
 
 static void
-read_recipients(struct smtp *x, const struct conf_executor *cfg, const char *file, struct buf *err)
+read_recipients(struct smtp *x, const struct exconf *cfg, const char *file, struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, "to"), *p;
+    const char *v = exconf_attr(cfg, "to"), *p;
     size_t cap = 0;
 
     if (!v) {
@@ -346,15 +347,15 @@ read_recipients(struct smtp *x, const struct conf_executor *cfg, const char *fil
 }
 
 static void
-read_grouping(struct smtp *x, const struct conf_executor *cfg, const char *file, struct buf *err)
+read_grouping(struct smtp *x, const struct exconf *cfg, const char *file, struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, "group-by"), *p;
+    const char *v = exconf_attr(cfg, "group-by"), *p;
     size_t cap = 0;
 
     x->group_wait = 30000;
     x->group_interval = 300000;
     if (!v) {
-        if (conf_executor_attr(cfg, "group-wait") || conf_executor_attr(cfg, "group-interval"))
+        if (exconf_attr(cfg, "group-wait") || exconf_attr(cfg, "group-interval"))
             conf_error(err, file, cfg->line, cfg->name,
                        "group-wait and group-interval need group-by");
         return;
@@ -380,12 +381,12 @@ read_grouping(struct smtp *x, const struct conf_executor *cfg, const char *file,
 }
 
 static void
-read_body(struct smtp *x, const struct conf_executor *cfg, const char *file, struct buf *err)
+read_body(struct smtp *x, const struct exconf *cfg, const char *file, struct buf *err)
 {
     size_t i;
 
     for (i = 0; i < cfg->nchildren; i++) {
-        const struct conf_node *n = &cfg->children[i];
+        const struct exconf_node *n = &cfg->children[i];
         char *text;
         if (strcmp(n->name, "body") != 0) {
             conf_error(err, file, n->line, cfg->name, "unknown element <%s> (only <body>)",
@@ -410,7 +411,7 @@ read_body(struct smtp *x, const struct conf_executor *cfg, const char *file, str
 }
 
 static void *
-smtp_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_file, struct buf *err)
+smtp_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, struct buf *err)
 {
     struct smtp *x = xcalloc(1, sizeof(*x));
     size_t before = err->len, i, j;
@@ -432,7 +433,7 @@ smtp_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fil
     read_url(x, cfg, conf_file, err);
 
     x->tls = SMTP_TLS_REQUIRED;
-    if ((v = conf_executor_attr(cfg, "tls"))) {
+    if ((v = exconf_attr(cfg, "tls"))) {
         if (strcmp(v, "required") == 0)
             x->tls = SMTP_TLS_REQUIRED;
         else if (strcmp(v, "optional") == 0)
@@ -446,17 +447,17 @@ smtp_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fil
             conf_error(err, conf_file, cfg->line, cfg->name,
                        "tls=\"%s\" with smtps://, which is always TLS: use smtp:// for that", v);
     }
-    if ((v = conf_executor_attr(cfg, "tls-verify"))) {
+    if ((v = exconf_attr(cfg, "tls-verify"))) {
         if (strcmp(v, "no") == 0)
             verify = false;
         else if (strcmp(v, "yes") != 0)
             conf_error(err, conf_file, cfg->line, cfg->name, "bad tls-verify=\"%s\" (yes or no)",
                        v);
     }
-    if ((ca_file = conf_executor_attr(cfg, "ca-file")) && access(ca_file, R_OK) != 0)
+    if ((ca_file = exconf_attr(cfg, "ca-file")) && access(ca_file, R_OK) != 0)
         conf_error(err, conf_file, cfg->line, cfg->name, "cannot read ca-file %s", ca_file);
 
-    if (!(v = conf_executor_attr(cfg, "from")))
+    if (!(v = exconf_attr(cfg, "from")))
         conf_error(err, conf_file, cfg->line, cfg->name, "from is missing (an address)");
     else if (!smtp_parse_mailbox(v, &x->from_name, &x->from_addr))
         conf_error(err, conf_file, cfg->line, cfg->name,
@@ -465,7 +466,7 @@ smtp_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fil
         x->domain = xstrdup(strrchr(x->from_addr, '@') + 1);
     read_recipients(x, cfg, conf_file, err);
 
-    if ((v = conf_executor_attr(cfg, "user"))) {
+    if ((v = exconf_attr(cfg, "user"))) {
         for (i = 0; v[i]; i++)
             if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) break;
         if (!v[0] || v[i]) conf_error(err, conf_file, cfg->line, cfg->name, "bad user=");
@@ -474,8 +475,8 @@ smtp_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fil
     password = executor_secret(cfg, "password", conf_file, err);
     if (password && !x->user)
         conf_error(err, conf_file, cfg->line, cfg->name, "a password without user=");
-    if (x->user && !password && !conf_executor_attr(cfg, "password-file") &&
-        !conf_executor_attr(cfg, "password-env"))
+    if (x->user && !password && !exconf_attr(cfg, "password-file") &&
+        !exconf_attr(cfg, "password-env"))
         conf_error(err, conf_file, cfg->line, cfg->name,
                    "user= without password-file= or password-env=");
     if (x->user && x->tls == SMTP_TLS_OPTIONAL)
@@ -483,19 +484,19 @@ smtp_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *conf_fil
                    "user= with tls=\"optional\" would send the password in the clear to a "
                    "server without STARTTLS: use tls=\"required\" (or \"none\" to mean it)");
 
-    v = conf_executor_attr(cfg, "subject");
+    v = exconf_attr(cfg, "subject");
     x->subject =
         compile(v ? v : "[corral] $MESSAGE", "subject", conf_file, cfg->line, cfg->name, err);
     read_body(x, cfg, conf_file, err);
     read_grouping(x, cfg, conf_file, err);
     if (read_duration(cfg, "repeat-interval", &x->repeat_interval, conf_file, err) &&
         x->repeat_interval) {
-        v = conf_executor_attr(cfg, "dedupe-key");
+        v = exconf_attr(cfg, "dedupe-key");
         x->repeat_tpl = compile(v ? v : "${.classifier.rule_id}|${HOST}|${MESSAGE}", "dedupe-key",
                                 conf_file, cfg->line, cfg->name, err);
     }
     x->connections = 4;
-    if ((v = conf_executor_attr(cfg, "connections"))) {
+    if ((v = exconf_attr(cfg, "connections"))) {
         char *end;
         unsigned long n = strtoul(v, &end, 10);
         if (*end || end == v || n == 0 || n > SMTP_MAX_CONNECTIONS)

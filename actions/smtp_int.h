@@ -17,8 +17,8 @@
 
 #include <uv.h>
 
-#include "buf.h"
-#include "executor.h"
+#include "engine/buf.h"
+#include "actions/executor.h"
 
 /* ---- smtp_mime.c ---- */
 

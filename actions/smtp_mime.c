@@ -12,8 +12,8 @@
  * goes as encoded-words in headers and quoted-printable in the body, which
  * needs no 8BITMIME from the server.
  */
-#include "smtp_int.h"
-#include "xalloc.h"
+#include "actions/smtp_int.h"
+#include "engine/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -20,8 +20,8 @@
  * FIFO.  Connections are not kept for reuse: alert mail is rare, and an idle
  * connection would only be dropped by the server and hold a socket here.
  */
-#include "smtp_int.h"
-#include "xalloc.h"
+#include "actions/smtp_int.h"
+#include "engine/xalloc.h"
 
 #include <signal.h>
 #include <stdio.h>

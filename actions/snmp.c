@@ -18,10 +18,11 @@
  * Every value is sent as UTF-8 text without control characters and at most
  * VALUE_MAX octets (see put_text); the MIB's CorralText documents the same.
  */
-#include "executor.h"
-#include "nv.h"
-#include "template.h"
-#include "xalloc.h"
+#include "actions/executor.h"
+#include "engine/nv.h"
+#include "engine/template.h"
+#include "engine/units.h"
+#include "engine/xalloc.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -444,10 +445,9 @@ struct auth_proto {
     } while (0)
 
 static bool
-conf_yes_no(const struct conf_executor *cfg, const char *attr, bool def, const char *file,
-            struct buf *err)
+conf_yes_no(const struct exconf *cfg, const char *attr, bool def, const char *file, struct buf *err)
 {
-    const char *v = conf_executor_attr(cfg, attr);
+    const char *v = exconf_attr(cfg, attr);
 
     if (!v) return def;
     if (strcmp(v, "yes") == 0) return true;
@@ -474,11 +474,11 @@ static const char *varbind_error(char type, const char *s, size_t n, struct vb *
 
 /* A <varbind oid="..." type="s" value="TEMPLATE"/> child. */
 static void
-conf_varbind(struct snmp_exec *x, const struct conf_node *n, const char *file, struct buf *err)
+conf_varbind(struct snmp_exec *x, const struct exconf_node *n, const char *file, struct buf *err)
 {
     struct vb_conf *c;
-    const char *o = conf_node_attr(n, "oid"), *t = conf_node_attr(n, "type");
-    const char *v = conf_node_attr(n, "value");
+    const char *o = exconf_node_attr(n, "oid"), *t = exconf_node_attr(n, "type");
+    const char *v = exconf_node_attr(n, "value");
     size_t i;
 
     for (i = 0; i < n->nattrs; i++)
@@ -538,7 +538,7 @@ conf_varbind(struct snmp_exec *x, const struct conf_node *n, const char *file, s
 }
 
 static char *
-conf_password(const struct conf_executor *cfg, const char *attr, const char *file, struct buf *err)
+conf_password(const struct exconf *cfg, const char *attr, const char *file, struct buf *err)
 {
     size_t before = err->len;
     char *p = executor_secret(cfg, attr, file, err);
@@ -698,9 +698,9 @@ usm_release(struct snmp_exec *x)
 static void exec_free(struct snmp_exec *x);
 
 static bool
-open_session(struct snmp_exec *x, const struct conf_executor *cfg, const char *file,
-             struct buf *err, char *community, char *auth_pass, char *priv_pass,
-             const struct auth_proto *auth, const oid *priv, size_t priv_len)
+open_session(struct snmp_exec *x, const struct exconf *cfg, const char *file, struct buf *err,
+             char *community, char *auth_pass, char *priv_pass, const struct auth_proto *auth,
+             const oid *priv, size_t priv_len)
 {
     netsnmp_session s;
     netsnmp_transport *t;
@@ -804,7 +804,7 @@ open_session(struct snmp_exec *x, const struct conf_executor *cfg, const char *f
 }
 
 static void *
-exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, struct buf *err)
+exec_open(uv_loop_t *loop, const struct exconf *cfg, const char *file, struct buf *err)
 {
     static const struct auth_proto auths[] = {
         {"MD5", usmHMACMD5AuthProtocol, OID_LENGTH(usmHMACMD5AuthProtocol)},
@@ -858,11 +858,11 @@ exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, st
                        cfg->children[i].line, x->name, cfg->children[i].name);
     }
 
-    if ((v = conf_executor_attr(cfg, "target")))
+    if ((v = exconf_attr(cfg, "target")))
         x->target = xstrdup(v);
     else
         CONF_ERR("target=\"udp:HOST:PORT\" is required");
-    if ((v = conf_executor_attr(cfg, "version"))) {
+    if ((v = exconf_attr(cfg, "version"))) {
         if (strcmp(v, "2c") == 0)
             x->version = SNMP_VERSION_2c;
         else if (strcmp(v, "3") == 0)
@@ -872,14 +872,14 @@ exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, st
     }
     x->inform = conf_yes_no(cfg, "inform", false, file, err);
     x->values = conf_yes_no(cfg, "values", true, file, err);
-    if ((v = conf_executor_attr(cfg, "timeout"))) {
-        x->timeout = conf_parse_duration(v);
+    if ((v = exconf_attr(cfg, "timeout"))) {
+        x->timeout = units_duration(v);
         if (x->timeout <= 0 || x->timeout > 3600) {
             CONF_ERR("timeout=\"%s\": a duration above 0 and up to 1h", v);
             x->timeout = 5;
         }
     }
-    if ((v = conf_executor_attr(cfg, "retries"))) {
+    if ((v = exconf_attr(cfg, "retries"))) {
         char *end;
         long r = strtol(v, &end, 10);
         if (*end || end == v || r < 0 || r > 20)
@@ -887,30 +887,30 @@ exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, st
         else
             x->retries = (int)r;
     }
-    if ((v = conf_executor_attr(cfg, "base-oid")) &&
+    if ((v = exconf_attr(cfg, "base-oid")) &&
         (!parse_oid(v, strlen(v), x->base, &x->base_len) || x->base_len > MAX_OID_LEN - 8))
         CONF_ERR("base-oid=\"%s\": a numeric OID such as 1.3.6.1.4.1.32473", v);
-    if ((v = conf_executor_attr(cfg, "trap-oid")))
+    if ((v = exconf_attr(cfg, "trap-oid")))
         x->trap_oid = conf_template(v, "trap-oid", file, cfg->line, x->name, err);
-    if ((v = conf_executor_attr(cfg, "clear-trap-oid")))
+    if ((v = exconf_attr(cfg, "clear-trap-oid")))
         x->clear_oid = conf_template(v, "clear-trap-oid", file, cfg->line, x->name, err);
 
     if (x->version == SNMP_VERSION_2c) {
         for (j = 0; j < sizeof(v3_attrs) / sizeof(v3_attrs[0]); j++)
-            if (conf_executor_attr(cfg, v3_attrs[j]))
+            if (exconf_attr(cfg, v3_attrs[j]))
                 CONF_ERR("%s is an SNMPv3 setting (add version=\"3\")", v3_attrs[j]);
-        if (!conf_executor_attr(cfg, "community-file") && !conf_executor_attr(cfg, "community-env"))
+        if (!exconf_attr(cfg, "community-file") && !exconf_attr(cfg, "community-env"))
             CONF_ERR("community-file or community-env is required for SNMPv2c");
         else
             community = executor_secret(cfg, "community", file, err);
     } else {
-        if (conf_executor_attr(cfg, "community-file") || conf_executor_attr(cfg, "community-env"))
+        if (exconf_attr(cfg, "community-file") || exconf_attr(cfg, "community-env"))
             CONF_ERR("SNMPv3 uses user and passwords, not a community");
-        if ((v = conf_executor_attr(cfg, "user")) && *v)
+        if ((v = exconf_attr(cfg, "user")) && *v)
             x->user = xstrdup(v);
         else
             CONF_ERR("user is required for SNMPv3");
-        if ((v = conf_executor_attr(cfg, "security-level"))) {
+        if ((v = exconf_attr(cfg, "security-level"))) {
             if (strcmp(v, "noAuthNoPriv") == 0)
                 x->seclevel = SNMP_SEC_LEVEL_NOAUTH;
             else if (strcmp(v, "authNoPriv") == 0)
@@ -920,7 +920,7 @@ exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, st
             else
                 CONF_ERR("security-level=\"%s\": use noAuthNoPriv, authNoPriv or authPriv", v);
         }
-        if ((v = conf_executor_attr(cfg, "auth-protocol"))) {
+        if ((v = exconf_attr(cfg, "auth-protocol"))) {
             for (j = 0; j < sizeof(auths) / sizeof(auths[0]); j++)
                 if (strcasecmp(v, auths[j].name) == 0) break;
             if (j == sizeof(auths) / sizeof(auths[0]))
@@ -930,7 +930,7 @@ exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, st
                 auth = &auths[j];
             x->auth_name = auth->name;
         }
-        if ((v = conf_executor_attr(cfg, "priv-protocol"))) {
+        if ((v = exconf_attr(cfg, "priv-protocol"))) {
             if (strcasecmp(v, "AES") == 0 || strcasecmp(v, "AES-128") == 0 ||
                 strcasecmp(v, "AES128") == 0) {
                 x->priv_name = "AES";
@@ -944,15 +944,13 @@ exec_open(uv_loop_t *loop, const struct conf_executor *cfg, const char *file, st
         }
         if (x->seclevel >= SNMP_SEC_LEVEL_AUTHNOPRIV)
             auth_pass = conf_password(cfg, "auth-password", file, err);
-        else if (conf_executor_attr(cfg, "auth-password-file") ||
-                 conf_executor_attr(cfg, "auth-password-env"))
+        else if (exconf_attr(cfg, "auth-password-file") || exconf_attr(cfg, "auth-password-env"))
             CONF_ERR("auth-password is not used with security-level=\"noAuthNoPriv\"");
         if (x->seclevel == SNMP_SEC_LEVEL_AUTHPRIV)
             priv_pass = conf_password(cfg, "priv-password", file, err);
-        else if (conf_executor_attr(cfg, "priv-password-file") ||
-                 conf_executor_attr(cfg, "priv-password-env"))
+        else if (exconf_attr(cfg, "priv-password-file") || exconf_attr(cfg, "priv-password-env"))
             CONF_ERR("priv-password is only used with security-level=\"authPriv\"");
-        if ((v = conf_executor_attr(cfg, "engine-id"))) {
+        if ((v = exconf_attr(cfg, "engine-id"))) {
             struct buf id = BUF_INIT;
             if (!parse_hex(v, strlen(v), &id, sizeof(x->engine_id) + 1) || id.len < 5 ||
                 id.len > 32)

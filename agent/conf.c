@@ -4,9 +4,10 @@
  * missing attributes and malformed values with their line numbers; then the
  * tree is copied into struct conf, with the checks a schema cannot express.
  */
-#include "conf.h"
-#include "pdb.h"
-#include "xalloc.h"
+#include "agent/conf.h"
+#include "engine/pdb.h"
+#include "engine/units.h"
+#include "engine/xalloc.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -81,18 +82,6 @@ add_rules(struct conf *c, const char *path)
 }
 
 static void
-free_attrs(struct conf_attr *a, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        free(a[i].name);
-        free(a[i].value);
-    }
-    free(a);
-}
-
-static void
 free_route(struct conf_route *r)
 {
     size_t i;
@@ -163,56 +152,12 @@ conf_free(struct conf *c)
         free(c->silences[i].program);
     }
     free(c->silences);
-    for (i = 0; i < c->nexecutors; i++) {
-        struct conf_executor *e = &c->executors[i];
-        size_t k;
-        free(e->name);
-        free_attrs(e->attrs, e->nattrs);
-        for (k = 0; k < e->nchildren; k++) {
-            free(e->children[k].name);
-            free(e->children[k].text);
-            free_attrs(e->children[k].attrs, e->children[k].nattrs);
-        }
-        free(e->children);
-    }
+    for (i = 0; i < c->nexecutors; i++) exconf_free(&c->executors[i]);
     free(c->executors);
     for (i = 0; i < c->nroutes; i++) free_route(&c->routes[i]);
     free(c->routes);
     free(c->spool_dir);
     free(c);
-}
-
-const char *
-conf_executor_type_name(enum conf_executor_type t)
-{
-    switch (t) {
-    case EXEC_SNMP: return "snmp";
-    case EXEC_SMTP: return "smtp";
-    case EXEC_EXEC: return "exec";
-    }
-    return "?";
-}
-
-static const char *
-find_attr(const struct conf_attr *a, size_t n, const char *name)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        if (strcmp(a[i].name, name) == 0) return a[i].value;
-    return NULL;
-}
-
-const char *
-conf_executor_attr(const struct conf_executor *e, const char *name)
-{
-    return find_attr(e->attrs, e->nattrs, name);
-}
-
-const char *
-conf_node_attr(const struct conf_node *n, const char *name)
-{
-    return find_attr(n->attrs, n->nattrs, name);
 }
 
 int
@@ -230,50 +175,6 @@ conf_check_rules(const struct conf *c, size_t *nrules)
         pdb_free(db);
     }
     return rc;
-}
-
-double
-conf_parse_duration(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-
-    if (end == s || v < 0) return -1;
-    if (!*end || strcmp(end, "s") == 0) return v;
-    if (strcmp(end, "ms") == 0) return v / 1000;
-    if (strcmp(end, "m") == 0) return v * 60;
-    if (strcmp(end, "h") == 0) return v * 3600;
-    if (strcmp(end, "d") == 0) return v * 86400;
-    return -1;
-}
-
-size_t
-conf_parse_size(const char *s)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-
-    if (end == s) return 0;
-    switch (*end) {
-    case '\0': break;
-    case 'k':
-    case 'K':
-        v <<= 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        v <<= 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        v <<= 30;
-        end++;
-        break;
-    default: return 0;
-    }
-    return *end ? 0 : (size_t)v;
 }
 
 bool
@@ -378,7 +279,7 @@ duration_attr(struct reader *r, const xmlNode *n, const char *name, double def)
     double d;
 
     if (!v) return def;
-    d = conf_parse_duration(v);
+    d = units_duration(v);
     if (d < 0) error(r, n, "bad duration %s=\"%s\" (examples: 30, 5s, 250ms, 10m, 2h)", name, v);
     free(v);
     return d < 0 ? def : d;
@@ -391,7 +292,7 @@ number_attr(struct reader *r, const xmlNode *n, const char *name, size_t def, bo
     size_t x;
 
     if (!v) return def;
-    x = size_units ? conf_parse_size(v) : (size_t)strtoull(v, NULL, 10);
+    x = size_units ? units_size(v) : (size_t)strtoull(v, NULL, 10);
     if (!x) error(r, n, "bad value %s=\"%s\"", name, v);
     free(v);
     return x ? x : def;
@@ -494,11 +395,11 @@ read_output(struct reader *r, struct conf *c, const xmlNode *n)
 }
 
 /* Every attribute of an element, in document order. */
-static struct conf_attr *
+static struct exconf_attr *
 all_attrs(const xmlNode *n, size_t *count)
 {
     const xmlAttr *a;
-    struct conf_attr *out = NULL;
+    struct exconf_attr *out = NULL;
     size_t cap = 0;
 
     *count = 0;
@@ -516,7 +417,7 @@ all_attrs(const xmlNode *n, size_t *count)
 static void
 read_executor(struct reader *r, struct conf *c, const xmlNode *n)
 {
-    struct conf_executor *e;
+    struct exconf *e;
     const xmlNode *k;
     size_t cap = c->nexecutors, i, ccap = 0;
 
@@ -527,12 +428,12 @@ read_executor(struct reader *r, struct conf *c, const xmlNode *n)
     c->executors = xgrow(c->executors, &cap, c->nexecutors + 1, sizeof(*c->executors));
     e = &c->executors[c->nexecutors++];
     memset(e, 0, sizeof(*e));
-    e->type = is(n, "snmp") ? EXEC_SNMP : is(n, "smtp") ? EXEC_SMTP : EXEC_EXEC;
+    e->kind = xstrdup((const char *)n->name);
     e->name = attr(n, "name");
     e->line = (int)xmlGetLineNo(n);
     e->attrs = all_attrs(n, &e->nattrs);
     for (k = n->children; k; k = k->next) {
-        struct conf_node *cn;
+        struct exconf_node *cn;
         xmlChar *text;
         if (k->type != XML_ELEMENT_NODE) continue;
         e->children = xgrow(e->children, &ccap, e->nchildren + 1, sizeof(*e->children));

@@ -11,7 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "actions/exconf.h"
+#include "engine/buf.h"
 
 enum conf_input_type {
     IN_UDP,
@@ -63,33 +64,6 @@ struct conf_silence {
     int line;
 };
 
-/* An attribute or a child element of an executor, kept generic: each executor
- * kind reads and checks its own settings (see actions/). */
-struct conf_attr {
-    char *name;
-    char *value;
-};
-
-struct conf_node {
-    char *name; /* element name */
-    char *text; /* element text, NULL if none */
-    struct conf_attr *attrs;
-    size_t nattrs;
-    int line;
-};
-
-enum conf_executor_type { EXEC_SNMP, EXEC_SMTP, EXEC_EXEC };
-
-struct conf_executor {
-    enum conf_executor_type type;
-    char *name;
-    struct conf_attr *attrs; /* every attribute as written, name included */
-    size_t nattrs;
-    struct conf_node *children;
-    size_t nchildren;
-    int line;
-};
-
 /*
  * A route: generated messages that match go to executors.  Matchers are
  * all optional and all must hold; nested routes refine their parent.
@@ -128,17 +102,12 @@ struct conf {
     size_t noutputs;
     struct conf_silence *silences;
     size_t nsilences;
-    struct conf_executor *executors;
+    struct exconf *executors;
     size_t nexecutors;
     struct conf_route *routes;
     size_t nroutes;
     char *spool_dir; /* <executors spool="..."> : where executor queues live */
 };
-
-/* The value of an executor attribute, or NULL. */
-const char *conf_executor_attr(const struct conf_executor *e, const char *name);
-const char *conf_node_attr(const struct conf_node *n, const char *name);
-const char *conf_executor_type_name(enum conf_executor_type t);
 
 /* The built-in configuration; rules_dir is where the shipped rules are. */
 struct conf *conf_default(const char *rules_dir);
@@ -155,10 +124,6 @@ void conf_free(struct conf *c);
  */
 int conf_check_rules(const struct conf *c, size_t *nrules);
 
-/* Parses "300", "5s", "250ms", "10m", "2h", "1d" into seconds; -1 if malformed. */
-double conf_parse_duration(const char *s);
-/* Parses "65536", "64k", "10M", "1G" into bytes; 0 if malformed. */
-size_t conf_parse_size(const char *s);
 /* Splits "host:port", "[v6]:port" or ":port"; returns false if malformed. */
 bool conf_split_address(const char *addr, char *host, size_t hostlen, int *port);
 

@@ -3,10 +3,10 @@
  * memory, so each connection is: read one line (bounded), answer, close.
  * The socket is created owner-only (0600): it can reload the daemon.
  */
-#include "control.h"
-#include "log.h"
-#include "server.h"
-#include "xalloc.h"
+#include "agent/control.h"
+#include "engine/log.h"
+#include "agent/server.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
 
 #include <uv.h>
 
-#include "buf.h"
+#include "engine/buf.h"
 
 struct server;
 struct control;

@@ -10,12 +10,12 @@
  */
 #include <config.h>
 
-#include "control.h"
-#include "log.h"
-#include "metrics.h"
-#include "pdb.h"
-#include "server.h"
-#include "xalloc.h"
+#include "agent/control.h"
+#include "engine/log.h"
+#include "agent/metrics.h"
+#include "engine/pdb.h"
+#include "agent/server.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,7 +103,7 @@ sd_notify(const char *state)
     if (fd < 0) return;
     if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
-        corrald_log(LOG_WARNING, "cannot notify systemd: %s", strerror(errno));
+        log_msg(LOG_WARNING, "cannot notify systemd: %s", strerror(errno));
     close(fd);
 }
 
@@ -191,7 +191,7 @@ drop_privileges(const struct conf *c, struct buf *err)
         buf_printf(err, "privileges could be regained after dropping them\n");
         return -1;
     }
-    corrald_log(LOG_INFO, "running as user %s", c->user);
+    log_msg(LOG_INFO, "running as user %s", c->user);
     return 0;
 }
 
@@ -238,7 +238,7 @@ on_sighup(uv_signal_t *h, int sig)
     (void)sig;
     rc = do_reload(h->data, &report);
     for (line = strtok_r(report.p, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        corrald_log(rc < 0 ? LOG_ERR : LOG_INFO, "reload: %s", line);
+        log_msg(rc < 0 ? LOG_ERR : LOG_INFO, "reload: %s", line);
     buf_free(&report);
 }
 
@@ -270,7 +270,7 @@ on_sigterm(uv_signal_t *h, int sig)
 {
     struct daemon *d = h->data;
 
-    corrald_log(LOG_INFO, "signal %d: stopping", sig);
+    log_msg(LOG_INFO, "signal %d: stopping", sig);
     sd_notify("STOPPING=1");
     uv_signal_stop(&d->sigterm);
     uv_signal_stop(&d->sigint);
@@ -290,10 +290,10 @@ on_sigusr1(uv_signal_t *h, int sig)
     buf_printf(&path, "%s/corrald-contexts.%ld.json", dir ? dir : "/tmp", (long)getpid());
     f = fopen(buf_str(&path), "w");
     if (f && fwrite(json.p, 1, json.len, f) == json.len && fclose(f) == 0) {
-        corrald_log(LOG_INFO, "open contexts written to %s", buf_str(&path));
+        log_msg(LOG_INFO, "open contexts written to %s", buf_str(&path));
     } else {
         if (f) fclose(f);
-        corrald_log(LOG_ERR, "cannot write %s: %s", buf_str(&path), strerror(errno));
+        log_msg(LOG_ERR, "cannot write %s: %s", buf_str(&path), strerror(errno));
     }
     buf_free(&json);
     buf_free(&path);
@@ -305,7 +305,7 @@ on_sigusr2(uv_signal_t *h, int sig)
     struct daemon *d = h->data;
 
     (void)sig;
-    corrald_log(LOG_INFO, "reopening output files");
+    log_msg(LOG_INFO, "reopening output files");
     server_reopen_outputs(d->srv);
 }
 
@@ -410,10 +410,10 @@ main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    corrald_log_setup(c->log_level, c->log_syslog);
+    log_setup("corrald", c->log_level, c->log_syslog);
     if (!d.pidfile && c->pidfile) d.pidfile = d.pidfile_buf = xstrdup(c->pidfile);
     if (!foreground && daemonize() < 0) {
-        corrald_log(LOG_ERR, "cannot detach: %s", strerror(errno));
+        log_msg(LOG_ERR, "cannot detach: %s", strerror(errno));
         conf_free(c);
         rc = 1;
         goto out;
@@ -425,7 +425,7 @@ main(int argc, char **argv)
     d.srv = server_new(d.loop);
     if (server_start(d.srv, c, &err) < 0) {
         fputs(buf_str(&err), stderr);
-        corrald_log(LOG_ERR, "not started");
+        log_msg(LOG_ERR, "not started");
         rc = 1;
         goto out;
     }
@@ -434,15 +434,15 @@ main(int argc, char **argv)
         const struct conf *cur = server_conf(d.srv);
         if (cur->control_socket) {
             d.control = control_open(d.loop, cur->control_socket, d.srv, do_reload, &d, &err);
-            if (!d.control) corrald_log(LOG_ERR, "%s", buf_str(&err));
+            if (!d.control) log_msg(LOG_ERR, "%s", buf_str(&err));
         }
         if (cur->stats_listen) {
             buf_reset(&err);
             d.metrics = metrics_open(d.loop, cur->stats_listen, d.srv, &err);
             if (!d.metrics)
-                corrald_log(LOG_ERR, "%s", buf_str(&err));
+                log_msg(LOG_ERR, "%s", buf_str(&err));
             else
-                corrald_log(LOG_INFO, "metrics at http://%s/metrics", cur->stats_listen);
+                log_msg(LOG_INFO, "metrics at http://%s/metrics", cur->stats_listen);
         }
         buf_reset(&err);
         if (drop_privileges(cur, &err) < 0) {
@@ -452,19 +452,19 @@ main(int argc, char **argv)
         }
     }
     if (d.pidfile && write_pidfile(d.pidfile) < 0)
-        corrald_log(LOG_WARNING, "cannot write pidfile %s: %s", d.pidfile, strerror(errno));
+        log_msg(LOG_WARNING, "cannot write pidfile %s: %s", d.pidfile, strerror(errno));
     start_signal(&d, &d.sighup, on_sighup, SIGHUP);
     start_signal(&d, &d.sigterm, on_sigterm, SIGTERM);
     start_signal(&d, &d.sigint, on_sigterm, SIGINT);
     start_signal(&d, &d.sigusr1, on_sigusr1, SIGUSR1);
     start_signal(&d, &d.sigusr2, on_sigusr2, SIGUSR2);
     sd_notify("READY=1");
-    corrald_log(LOG_INFO, "started");
+    log_msg(LOG_INFO, "started");
 
     uv_run(d.loop, UV_RUN_DEFAULT);
 
     if (d.pidfile) unlink(d.pidfile);
-    corrald_log(LOG_INFO, "stopped");
+    log_msg(LOG_INFO, "stopped");
     uv_loop_close(d.loop);
     rc = d.exit_code;
 out:

@@ -5,8 +5,8 @@
  * without copying; only a message split across reads is copied, into a
  * buffer bounded by max-message-size.
  */
-#include "framing.h"
-#include "xalloc.h"
+#include "agent/framing.h"
+#include "engine/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "conf.h"
+#include "agent/conf.h"
 
 /*
  * One message: data is valid only during the call.  truncated: the message

@@ -15,9 +15,9 @@
 
 #include <uv.h>
 
-#include "buf.h"
-#include "conf.h"
-#include "input.h"
+#include "engine/buf.h"
+#include "agent/conf.h"
+#include "agent/input.h"
 
 /* The first member of every module's input structure. */
 struct input {

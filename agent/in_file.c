@@ -22,10 +22,10 @@
  * before starts at its end, or at its start with from="start".  Files that
  * appear while corrald runs are read from their start.
  */
-#include "framing.h"
-#include "in_common.h"
-#include "log.h"
-#include "xalloc.h"
+#include "agent/framing.h"
+#include "agent/in_common.h"
+#include "engine/log.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -107,8 +107,8 @@ pos_load(struct file_input *f)
 
     if (!fp) {
         if (errno != ENOENT)
-            corrald_log(LOG_WARNING, "%s: cannot read %s: %s", f->base.name, f->pos_path,
-                        strerror(errno));
+            log_msg(LOG_WARNING, "%s: cannot read %s: %s", f->base.name, f->pos_path,
+                    strerror(errno));
         return;
     }
     if (fscanf(fp, "corral-pos 1 %llu %llu %lld", &dev, &ino, &off) == 3 && off >= 0) {
@@ -117,7 +117,7 @@ pos_load(struct file_input *f)
         f->pos_ino = ino;
         f->pos_off = off;
     } else {
-        corrald_log(LOG_WARNING, "%s: %s is malformed, ignored", f->base.name, f->pos_path);
+        log_msg(LOG_WARNING, "%s: %s is malformed, ignored", f->base.name, f->pos_path);
     }
     fclose(fp);
 }
@@ -147,9 +147,9 @@ pos_save(struct file_input *f)
     if (ok && rename(f->pos_tmp, f->pos_path) < 0) ok = false;
     if (!ok) {
         if (!f->pos_warned)
-            corrald_log(LOG_WARNING,
-                        "%s: cannot write the position to %s: %s (a restart will not resume)",
-                        f->base.name, f->pos_path, strerror(errno));
+            log_msg(LOG_WARNING,
+                    "%s: cannot write the position to %s: %s (a restart will not resume)",
+                    f->base.name, f->pos_path, strerror(errno));
         f->pos_warned = true;
         unlink(f->pos_tmp);
     } else {
@@ -207,7 +207,7 @@ started(struct file_input *f, int rc, const char *what)
 {
     if (rc >= 0) return true;
     f->base.stats.errors++;
-    corrald_log(LOG_ERR, "%s: %s: %s", f->base.name, what, uv_strerror(rc));
+    log_msg(LOG_ERR, "%s: %s: %s", f->base.name, what, uv_strerror(rc));
     idle(f);
     return false;
 }
@@ -228,7 +228,7 @@ on_stat(uv_fs_t *req)
     if (rc < 0) {
         /* the name is gone: renamed away (keep reading, writers lag) or deleted (let go) */
         if (fstat(f->fd, &old) == 0 && old.st_nlink == 0) {
-            corrald_log(LOG_INFO, "%s: %s was deleted", f->base.name, f->base.path);
+            log_msg(LOG_INFO, "%s: %s was deleted", f->base.name, f->base.path);
             framer_eof(&f->fr);
             close_file(f);
         }
@@ -236,15 +236,14 @@ on_stat(uv_fs_t *req)
         return;
     }
     if (st.st_dev != f->dev || st.st_ino != f->ino) {
-        corrald_log(LOG_INFO, "%s: %s was rotated: finishing the old file", f->base.name,
-                    f->base.path);
+        log_msg(LOG_INFO, "%s: %s was rotated: finishing the old file", f->base.name, f->base.path);
         f->draining = true;
         start_read(f);
         return;
     }
     if ((int64_t)st.st_size < f->offset) {
-        corrald_log(LOG_INFO, "%s: %s was truncated: reading from its start", f->base.name,
-                    f->base.path);
+        log_msg(LOG_INFO, "%s: %s was truncated: reading from its start", f->base.name,
+                f->base.path);
         framer_eof(&f->fr); /* a line cut by the truncation is still a line */
         f->offset = 0;
         f->pos_dirty = true;
@@ -278,7 +277,7 @@ on_read(uv_fs_t *req)
     }
     if (n < 0) {
         f->base.stats.errors++;
-        corrald_log(LOG_ERR, "%s: read %s: %s", f->base.name, f->base.path, uv_strerror((int)n));
+        log_msg(LOG_ERR, "%s: read %s: %s", f->base.name, f->base.path, uv_strerror((int)n));
         close_file(f);
         idle(f);
         return;
@@ -321,7 +320,7 @@ on_fstat(uv_fs_t *req)
     }
     if (rc < 0) {
         f->base.stats.errors++;
-        corrald_log(LOG_ERR, "%s: fstat %s: %s", f->base.name, f->base.path, uv_strerror(rc));
+        log_msg(LOG_ERR, "%s: fstat %s: %s", f->base.name, f->base.path, uv_strerror(rc));
         close_file(f);
         idle(f);
         return;
@@ -345,8 +344,8 @@ on_fstat(uv_fs_t *req)
     f->seen = true;
     f->pos_dirty = true;
     framer_reset(&f->fr);
-    corrald_log(LOG_INFO, "%s: following %s from offset %" PRId64 " (%s)", f->base.name,
-                f->base.path, f->offset, why);
+    log_msg(LOG_INFO, "%s: following %s from offset %" PRId64 " (%s)", f->base.name, f->base.path,
+            f->offset, why);
     start_read(f);
 }
 
@@ -365,12 +364,12 @@ on_open(uv_fs_t *req)
     if (rc < 0) {
         if (rc != f->last_open_error) {
             if (rc == UV_ENOENT) {
-                corrald_log(LOG_INFO, "%s: %s does not exist (yet): waiting for it", f->base.name,
-                            f->base.path);
+                log_msg(LOG_INFO, "%s: %s does not exist (yet): waiting for it", f->base.name,
+                        f->base.path);
             } else {
                 f->base.stats.errors++;
-                corrald_log(LOG_WARNING, "%s: cannot open %s: %s", f->base.name, f->base.path,
-                            uv_strerror(rc));
+                log_msg(LOG_WARNING, "%s: cannot open %s: %s", f->base.name, f->base.path,
+                        uv_strerror(rc));
             }
         }
         f->last_open_error = rc;
@@ -417,7 +416,7 @@ on_change(uv_fs_event_t *h, const char *filename, int events, int status)
 
     (void)events;
     if (status < 0) {
-        corrald_log(LOG_WARNING, "%s: watching %s: %s", f->base.name, f->dir, uv_strerror(status));
+        log_msg(LOG_WARNING, "%s: watching %s: %s", f->base.name, f->dir, uv_strerror(status));
         return;
     }
     /* the directory reports every file in it: only ours matters */
@@ -501,8 +500,8 @@ in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     f->handles++;
     rc = uv_fs_event_start(&f->watch, on_change, f->dir, 0);
     if (rc < 0)
-        corrald_log(LOG_WARNING, "%s: cannot watch %s (%s): checking every %d ms instead",
-                    f->base.name, f->dir, uv_strerror(rc), TICK_MS);
+        log_msg(LOG_WARNING, "%s: cannot watch %s (%s): checking every %d ms instead", f->base.name,
+                f->dir, uv_strerror(rc), TICK_MS);
     uv_timer_init(loop, &f->tick);
     f->tick.data = f;
     f->handles++;

@@ -9,10 +9,10 @@
  * is read with uv_fs_read on libuv's thread pool, which keeps the loop free
  * while the disk works.
  */
-#include "framing.h"
-#include "in_common.h"
-#include "log.h"
-#include "xalloc.h"
+#include "agent/framing.h"
+#include "agent/in_common.h"
+#include "engine/log.h"
+#include "engine/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +72,8 @@ stdin_finish(struct stdin_input *s)
     if (s->base.finished) return;
     framer_eof(&s->fr);
     s->base.finished = true;
-    corrald_log(LOG_INFO, "%s: end of input after %llu messages", s->base.name,
-                (unsigned long long)s->base.stats.received);
+    log_msg(LOG_INFO, "%s: end of input after %llu messages", s->base.name,
+            (unsigned long long)s->base.stats.received);
     if (s->handle_open && !uv_is_closing(&s->h.handle)) uv_close(&s->h.handle, handle_closed);
 }
 
@@ -101,7 +101,7 @@ stream_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0) return;
     if (nread != UV_EOF) {
         s->base.stats.errors++;
-        corrald_log(LOG_ERR, "%s: read error: %s", s->base.name, uv_strerror((int)nread));
+        log_msg(LOG_ERR, "%s: read error: %s", s->base.name, uv_strerror((int)nread));
     }
     stdin_finish(s);
 }
@@ -129,7 +129,7 @@ file_done(uv_fs_t *req)
     }
     if (n < 0) {
         s->base.stats.errors++;
-        corrald_log(LOG_ERR, "%s: read error: %s", s->base.name, uv_strerror((int)n));
+        log_msg(LOG_ERR, "%s: read error: %s", s->base.name, uv_strerror((int)n));
     }
     stdin_finish(s);
 }
@@ -144,7 +144,7 @@ file_read(struct stdin_input *s)
     rc = uv_fs_read(s->base.loop, &s->req, 0, &b, 1, -1, file_done);
     if (rc < 0) {
         s->base.stats.errors++;
-        corrald_log(LOG_ERR, "%s: read error: %s", s->base.name, uv_strerror(rc));
+        log_msg(LOG_ERR, "%s: read error: %s", s->base.name, uv_strerror(rc));
         stdin_finish(s);
         return;
     }

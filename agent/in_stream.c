@@ -11,10 +11,10 @@
  * activity, oldest first, so that one timer finds the idle ones without
  * scanning them all.
  */
-#include "framing.h"
-#include "in_common.h"
-#include "log.h"
-#include "xalloc.h"
+#include "agent/framing.h"
+#include "agent/in_common.h"
+#include "engine/log.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -158,8 +158,8 @@ conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         if (framer_feed(&c->fr, buf->base, (size_t)nread) < 0) {
             s->base.stats.errors++;
             if (input_log_allowed(&s->last_frame_log, uv_now(st->loop), LOG_EVERY_MS))
-                corrald_log(LOG_WARNING, "%s: malformed octet count from %s, connection closed",
-                            s->base.name, c->peer[0] ? c->peer : "a client");
+                log_msg(LOG_WARNING, "%s: malformed octet count from %s, connection closed",
+                        s->base.name, c->peer[0] ? c->peer : "a client");
             conn_close(c, false);
         }
         return;
@@ -167,8 +167,8 @@ conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0) return; /* EAGAIN */
     if (nread != UV_EOF) {
         s->base.stats.errors++;
-        corrald_log(LOG_DEBUG, "%s: read from %s: %s", s->base.name,
-                    c->peer[0] ? c->peer : "a client", uv_strerror((int)nread));
+        log_msg(LOG_DEBUG, "%s: read from %s: %s", s->base.name, c->peer[0] ? c->peer : "a client",
+                uv_strerror((int)nread));
     }
     conn_close(c, true);
 }
@@ -182,8 +182,8 @@ idle_check(uv_timer_t *t)
     while (s->head && now - s->head->last >= idle) {
         struct conn *c = s->head;
         s->base.stats.idle_closed++;
-        corrald_log(LOG_DEBUG, "%s: closing %s, silent for %.1f s", s->base.name,
-                    c->peer[0] ? c->peer : "a client", (double)(now - c->last) / 1000.0);
+        log_msg(LOG_DEBUG, "%s: closing %s, silent for %.1f s", s->base.name,
+                c->peer[0] ? c->peer : "a client", (double)(now - c->last) / 1000.0);
         conn_close(c, true);
     }
     if (s->head) uv_timer_start(&s->idle, idle_check, s->head->last + idle - now, 0);
@@ -207,7 +207,7 @@ on_connection(uv_stream_t *server, int status)
         /* EMFILE and the like: libuv has already shed the connection */
         s->base.stats.errors++;
         if (input_log_allowed(&s->last_error_log, uv_now(server->loop), LOG_EVERY_MS))
-            corrald_log(LOG_WARNING, "%s: cannot accept: %s", s->base.name, uv_strerror(status));
+            log_msg(LOG_WARNING, "%s: cannot accept: %s", s->base.name, uv_strerror(status));
         return;
     }
     c = xcalloc(1, sizeof(*c));
@@ -216,7 +216,7 @@ on_connection(uv_stream_t *server, int status)
     rc = conn_init_handle(s, c);
     if (rc < 0) {
         s->base.stats.errors++;
-        corrald_log(LOG_ERR, "%s: %s", s->base.name, uv_strerror(rc));
+        log_msg(LOG_ERR, "%s: %s", s->base.name, uv_strerror(rc));
         free(c);
         return;
     }
@@ -226,7 +226,7 @@ on_connection(uv_stream_t *server, int status)
     if (rc < 0) {
         s->base.stats.errors++;
         if (input_log_allowed(&s->last_error_log, uv_now(server->loop), LOG_EVERY_MS))
-            corrald_log(LOG_WARNING, "%s: cannot accept: %s", s->base.name, uv_strerror(rc));
+            log_msg(LOG_WARNING, "%s: cannot accept: %s", s->base.name, uv_strerror(rc));
         conn_close(c, false);
         return;
     }
@@ -239,16 +239,16 @@ on_connection(uv_stream_t *server, int status)
     if (s->base.max_connections && s->base.stats.active >= s->base.max_connections) {
         s->base.stats.rejected++;
         if (input_log_allowed(&s->last_reject_log, uv_now(server->loop), LOG_EVERY_MS))
-            corrald_log(LOG_WARNING, "%s: %zu connections open, refusing %s (max-connections)",
-                        s->base.name, s->base.max_connections, c->peer[0] ? c->peer : "a client");
+            log_msg(LOG_WARNING, "%s: %zu connections open, refusing %s (max-connections)",
+                    s->base.name, s->base.max_connections, c->peer[0] ? c->peer : "a client");
         conn_close(c, false);
         return;
     }
     rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
     if (rc < 0) {
         s->base.stats.errors++;
-        corrald_log(LOG_WARNING, "%s: cannot read from %s: %s", s->base.name,
-                    c->peer[0] ? c->peer : "a client", uv_strerror(rc));
+        log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.name,
+                c->peer[0] ? c->peer : "a client", uv_strerror(rc));
         conn_close(c, false);
         return;
     }
@@ -327,15 +327,15 @@ reserve_fds(struct stream_input *s)
     old = rl.rlim_cur;
     rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) ? need : rl.rlim_max;
     if (rl.rlim_cur > old && setrlimit(RLIMIT_NOFILE, &rl) == 0)
-        corrald_log(LOG_INFO, "%s: open files limit raised from %llu to %llu", s->base.name,
-                    (unsigned long long)old, (unsigned long long)rl.rlim_cur);
+        log_msg(LOG_INFO, "%s: open files limit raised from %llu to %llu", s->base.name,
+                (unsigned long long)old, (unsigned long long)rl.rlim_cur);
     else
         rl.rlim_cur = old;
     if (rl.rlim_cur < need)
-        corrald_log(LOG_WARNING,
-                    "%s: max-connections %zu needs about %llu open files, the limit is %llu",
-                    s->base.name, s->base.max_connections, (unsigned long long)need,
-                    (unsigned long long)rl.rlim_cur);
+        log_msg(LOG_WARNING,
+                "%s: max-connections %zu needs about %llu open files, the limit is %llu",
+                s->base.name, s->base.max_connections, (unsigned long long)need,
+                (unsigned long long)rl.rlim_cur);
 }
 
 static int

@@ -6,9 +6,9 @@
  * is allocated per message; the socket gets a large receive buffer so that
  * bursts wait in the kernel instead of being dropped while the loop is busy.
  */
-#include "in_common.h"
-#include "log.h"
-#include "xalloc.h"
+#include "agent/in_common.h"
+#include "engine/log.h"
+#include "engine/xalloc.h"
 
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -89,8 +89,7 @@ udp_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct sockaddr 
     if (nread < 0) {
         u->base.stats.errors++;
         if (input_log_allowed(&u->last_error_log, uv_now(h->loop), 10000))
-            corrald_log(LOG_WARNING, "%s: receive error: %s", u->base.name,
-                        uv_strerror((int)nread));
+            log_msg(LOG_WARNING, "%s: receive error: %s", u->base.name, uv_strerror((int)nread));
         return;
     }
     if (!addr) return; /* nothing more to read now */
@@ -178,8 +177,7 @@ in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
         udp_close(&u->base);
         return NULL;
     }
-    corrald_log(LOG_DEBUG, "%s: %s", u->base.name,
-                uv_udp_using_recvmmsg(&u->udp) ? "batched reads (recvmmsg)"
-                                               : "one read per datagram");
+    log_msg(LOG_DEBUG, "%s: %s", u->base.name,
+            uv_udp_using_recvmmsg(&u->udp) ? "batched reads (recvmmsg)" : "one read per datagram");
     return &u->base;
 }

@@ -9,9 +9,9 @@
  * configured mode, replacing a socket file left by an earlier run (never a
  * file of another kind), and removed at close.
  */
-#include "in_common.h"
-#include "log.h"
-#include "xalloc.h"
+#include "agent/in_common.h"
+#include "engine/log.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -51,7 +51,7 @@ dgram_readable(uv_poll_t *h, int status, int events)
     if (status < 0) {
         u->base.stats.errors++;
         if (input_log_allowed(&u->last_error_log, uv_now(h->loop), 10000))
-            corrald_log(LOG_WARNING, "%s: %s", u->base.name, uv_strerror(status));
+            log_msg(LOG_WARNING, "%s: %s", u->base.name, uv_strerror(status));
         return;
     }
     for (i = 0; i < BATCH; i++) {
@@ -62,7 +62,7 @@ dgram_readable(uv_poll_t *h, int status, int events)
             if (errno == EAGAIN || errno == EWOULDBLOCK) return;
             u->base.stats.errors++;
             if (input_log_allowed(&u->last_error_log, uv_now(h->loop), 10000))
-                corrald_log(LOG_WARNING, "%s: receive error: %s", u->base.name, strerror(errno));
+                log_msg(LOG_WARNING, "%s: receive error: %s", u->base.name, strerror(errno));
             return;
         }
         len = (size_t)n;

@@ -5,10 +5,10 @@
  * resolving listen addresses, naming peers, socket buffers and unix socket
  * files.
  */
-#include "in_common.h"
-#include "log.h"
-#include "server.h"
-#include "xalloc.h"
+#include "agent/in_common.h"
+#include "engine/log.h"
+#include "agent/server.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -263,22 +263,20 @@ input_set_rcvbuf(int fd, int want, const char *name)
     if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0) {
         forced = false;
         if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want)) < 0)
-            corrald_log(LOG_WARNING, "%s: cannot set the receive buffer: %s", name,
-                        strerror(errno));
+            log_msg(LOG_WARNING, "%s: cannot set the receive buffer: %s", name, strerror(errno));
     }
     if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &len) < 0) {
-        corrald_log(LOG_WARNING, "%s: cannot read the receive buffer size: %s", name,
-                    strerror(errno));
+        log_msg(LOG_WARNING, "%s: cannot read the receive buffer size: %s", name, strerror(errno));
         return;
     }
     /* Linux reports twice the size asked for (the other half is its bookkeeping) */
     if (got / 2 >= want)
-        corrald_log(LOG_INFO, "%s: receive buffer %d KiB", name, got / 2 / 1024);
+        log_msg(LOG_INFO, "%s: receive buffer %d KiB", name, got / 2 / 1024);
     else
-        corrald_log(LOG_WARNING,
-                    "%s: receive buffer %d KiB, not the %d KiB asked for%s: bursts may be "
-                    "dropped by the kernel (raise net.core.rmem_max)",
-                    name, got / 2 / 1024, want / 1024, forced ? "" : " (not privileged)");
+        log_msg(LOG_WARNING,
+                "%s: receive buffer %d KiB, not the %d KiB asked for%s: bursts may be "
+                "dropped by the kernel (raise net.core.rmem_max)",
+                name, got / 2 / 1024, want / 1024, forced ? "" : " (not privileged)");
 }
 
 /* ---- unix socket files ---- */
@@ -307,7 +305,7 @@ input_unix_prepare(const char *path, struct buf *err)
             buf_printf(err, "%s: cannot remove the old socket: %s", path, strerror(errno));
             return -1;
         }
-        corrald_log(LOG_DEBUG, "%s: removed an old socket", path);
+        log_msg(LOG_DEBUG, "%s: removed an old socket", path);
     } else if (errno != ENOENT) {
         buf_printf(err, "%s: %s", path, strerror(errno));
         return -1;

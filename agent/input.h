@@ -12,8 +12,8 @@
 
 #include <uv.h>
 
-#include "buf.h"
-#include "conf.h"
+#include "engine/buf.h"
+#include "agent/conf.h"
 
 struct server;
 struct input;

@@ -4,11 +4,11 @@
  * anything else with 404, close.  Enough for Prometheus and curl; it is not a
  * general web server.
  */
-#include "metrics.h"
-#include "conf.h"
-#include "log.h"
-#include "server.h"
-#include "xalloc.h"
+#include "agent/metrics.h"
+#include "agent/conf.h"
+#include "engine/log.h"
+#include "agent/server.h"
+#include "engine/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 
 #include <uv.h>
 
-#include "buf.h"
+#include "engine/buf.h"
 
 struct server;
 struct metrics;

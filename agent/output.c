@@ -28,11 +28,11 @@
  * down, a pipe nobody reads): what is left is counted as dropped.  The memory
  * is freed once libuv has returned every handle and request.
  */
-#include "output.h"
-#include "json.h"
-#include "log.h"
-#include "macros.h"
-#include "xalloc.h"
+#include "agent/output.h"
+#include "engine/json.h"
+#include "engine/log.h"
+#include "engine/macros.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -336,7 +336,7 @@ write_error(struct output *o, int err, const char *what)
     o->last_err = err;
     o->err_ms = now;
     o->err_reported = true;
-    corrald_log(LOG_ERR, "output %s: %s: %s", o->name, what, uv_strerror(err));
+    log_msg(LOG_ERR, "output %s: %s: %s", o->name, what, uv_strerror(err));
 }
 
 static void
@@ -344,7 +344,7 @@ write_ok(struct output *o)
 {
     if (!o->err_reported) return;
     o->err_reported = false;
-    corrald_log(LOG_INFO, "output %s: writing again", o->name);
+    log_msg(LOG_INFO, "output %s: writing again", o->name);
 }
 
 /* ---- closing ---- */
@@ -395,7 +395,7 @@ close_fd(struct output *o, uv_file fd)
     req->data = o;
     r = uv_fs_close(o->loop, req, fd, on_fd_closed);
     if (r < 0) {
-        corrald_log(LOG_WARNING, "output %s: close: %s", o->name, uv_strerror(r));
+        log_msg(LOG_WARNING, "output %s: close: %s", o->name, uv_strerror(r));
         uv_fs_req_cleanup(req);
         free(req);
         return;
@@ -457,8 +457,8 @@ on_deadline(uv_timer_t *t)
 {
     struct output *o = t->data;
 
-    corrald_log(LOG_WARNING, "output %s: %zu messages not delivered in %d s, dropped", o->name,
-                o->npend + o->nfly, CLOSE_TIMEOUT_MS / 1000);
+    log_msg(LOG_WARNING, "output %s: %zu messages not delivered in %d s, dropped", o->name,
+            o->npend + o->nfly, CLOSE_TIMEOUT_MS / 1000);
     teardown(o);
 }
 
@@ -599,13 +599,13 @@ on_reopened(uv_fs_t *req)
     o->busy = false;
     if (r < 0) {
         o->stats.errors++;
-        corrald_log(LOG_ERR, "output %s: cannot reopen %s, still writing to the old file: %s",
-                    o->name, o->path, uv_strerror((int)r));
+        log_msg(LOG_ERR, "output %s: cannot reopen %s, still writing to the old file: %s", o->name,
+                o->path, uv_strerror((int)r));
     } else {
         uv_file old = o->fd;
         o->fd = (uv_file)r;
         close_fd(o, old);
-        corrald_log(LOG_INFO, "output %s: reopened %s", o->name, o->path);
+        log_msg(LOG_INFO, "output %s: reopened %s", o->name, o->path);
     }
     progress(o);
 }
@@ -621,7 +621,7 @@ start_reopen(struct output *o)
                    on_reopened);
     if (r < 0) {
         o->stats.errors++;
-        corrald_log(LOG_ERR, "output %s: cannot reopen %s: %s", o->name, o->path, uv_strerror(r));
+        log_msg(LOG_ERR, "output %s: cannot reopen %s: %s", o->name, o->path, uv_strerror(r));
         return;
     }
     o->busy = true;
@@ -780,17 +780,17 @@ fwd_wait(struct output *o)
     o->sink = SINK_NONE;
     if (!o->down_noted) {
         o->down_noted = true;
-        corrald_log(LOG_WARNING, "output %s: cannot reach %s: %s; retrying every %d..%d s", o->name,
-                    o->to, uv_strerror(o->conn_err), BACKOFF_MIN_MS / 1000, BACKOFF_MAX_MS / 1000);
+        log_msg(LOG_WARNING, "output %s: cannot reach %s: %s; retrying every %d..%d s", o->name,
+                o->to, uv_strerror(o->conn_err), BACKOFF_MIN_MS / 1000, BACKOFF_MAX_MS / 1000);
     } else {
-        corrald_log(LOG_DEBUG, "output %s: %s: %s; next attempt in %llu s", o->name, o->to,
-                    uv_strerror(o->conn_err), (unsigned long long)(delay / 1000));
+        log_msg(LOG_DEBUG, "output %s: %s: %s; next attempt in %llu s", o->name, o->to,
+                uv_strerror(o->conn_err), (unsigned long long)(delay / 1000));
     }
     o->backoff = o->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : o->backoff * 2;
     r = uv_timer_start(&o->retry, on_retry, delay, 0);
     if (r < 0) {
         /* cannot happen with an initialised timer; stay down rather than spin */
-        corrald_log(LOG_ERR, "output %s: retry timer: %s", o->name, uv_strerror(r));
+        log_msg(LOG_ERR, "output %s: retry timer: %s", o->name, uv_strerror(r));
     }
 }
 
@@ -832,8 +832,8 @@ static void
 fwd_lost(struct output *o, int err, const char *what)
 {
     if (o->state != FWD_UP) return;
-    corrald_log(LOG_WARNING, "output %s: connection to %s lost (%s: %s); %zu messages queued",
-                o->name, o->to, what, uv_strerror(err), o->npend + o->nfly);
+    log_msg(LOG_WARNING, "output %s: connection to %s lost (%s: %s); %zu messages queued", o->name,
+            o->to, what, uv_strerror(err), o->npend + o->nfly);
     o->down_noted = true;
     o->backoff = BACKOFF_MIN_MS;
     fwd_drop(o, err);
@@ -885,12 +885,12 @@ on_connect(uv_connect_t *req, int status)
     }
     /* a peer that vanished without a word is noticed within minutes, not never */
     r = uv_tcp_keepalive(&o->u.tcp, 1, 60);
-    if (r < 0) corrald_log(LOG_DEBUG, "output %s: keepalive: %s", o->name, uv_strerror(r));
+    if (r < 0) log_msg(LOG_DEBUG, "output %s: keepalive: %s", o->name, uv_strerror(r));
     o->state = FWD_UP;
     o->sink = SINK_STREAM;
     o->backoff = BACKOFF_MIN_MS;
-    corrald_log(o->down_noted ? LOG_WARNING : LOG_INFO, "output %s: connected to %s%s", o->name,
-                o->to, o->was_up ? " again" : "");
+    log_msg(o->down_noted ? LOG_WARNING : LOG_INFO, "output %s: connected to %s%s", o->name, o->to,
+            o->was_up ? " again" : "");
     o->was_up = true;
     o->down_noted = false;
     progress(o);
@@ -928,7 +928,7 @@ fwd_connect(struct output *o)
     }
     o->pending++;
     r = uv_timer_start(&o->retry, on_retry, CONNECT_TIMEOUT_MS, 0);
-    if (r < 0) corrald_log(LOG_DEBUG, "output %s: connect timer: %s", o->name, uv_strerror(r));
+    if (r < 0) log_msg(LOG_DEBUG, "output %s: connect timer: %s", o->name, uv_strerror(r));
 }
 
 static void
@@ -954,7 +954,7 @@ on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         uv_freeaddrinfo(res);
         o->state = FWD_UP;
         o->sink = SINK_UDP;
-        if (o->down_noted) corrald_log(LOG_WARNING, "output %s: resolved %s", o->name, o->to);
+        if (o->down_noted) log_msg(LOG_WARNING, "output %s: resolved %s", o->name, o->to);
         o->down_noted = false;
         progress(o);
         return;

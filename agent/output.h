@@ -11,9 +11,9 @@
 
 #include <uv.h>
 
-#include "buf.h"
-#include "conf.h"
-#include "msg.h"
+#include "engine/buf.h"
+#include "agent/conf.h"
+#include "engine/msg.h"
 
 struct output;
 

@@ -2,10 +2,10 @@
  * route: the routing tree, compiled from the configuration: executor names
  * become indexes, filters are compiled once, tags interned once.
  */
-#include "route.h"
-#include "filter.h"
-#include "log.h"
-#include "xalloc.h"
+#include "agent/route.h"
+#include "engine/filter.h"
+#include "engine/log.h"
+#include "engine/xalloc.h"
 
 #include <stdlib.h>
 #include <sys/types.h>
@@ -225,8 +225,8 @@ router_route(struct router *r, const struct msg *m, const struct pdb_action *act
             for (k = 0; k < r->nunknown_logged; k++)
                 if (strcmp(r->unknown_logged[k], action->routes[i]) == 0) break;
             if (k == r->nunknown_logged && r->nunknown_logged < 100) {
-                corrald_log(LOG_WARNING, "a rule routes to executor '%s', which is not configured",
-                            action->routes[i]);
+                log_msg(LOG_WARNING, "a rule routes to executor '%s', which is not configured",
+                        action->routes[i]);
                 r->unknown_logged = xgrow(r->unknown_logged, &r->capunknown, r->nunknown_logged + 1,
                                           sizeof(char *));
                 r->unknown_logged[r->nunknown_logged++] = xstrdup(action->routes[i]);

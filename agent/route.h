@@ -14,10 +14,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
-#include "conf.h"
-#include "msg.h"
-#include "pdb.h"
+#include "engine/buf.h"
+#include "agent/conf.h"
+#include "engine/msg.h"
+#include "engine/pdb.h"
 
 struct router;
 

@@ -9,18 +9,18 @@
  * one-second timer moves correlation time on while the inputs are idle, and
  * another saves the correlation state periodically.
  */
-#include "server.h"
-#include "corr.h"
-#include "input.h"
-#include "json.h"
-#include "log.h"
-#include "output.h"
-#include "pdb.h"
-#include "queue.h"
-#include "route.h"
-#include "silence.h"
-#include "syslogfmt.h"
-#include "xalloc.h"
+#include "agent/server.h"
+#include "engine/corr.h"
+#include "agent/input.h"
+#include "engine/json.h"
+#include "engine/log.h"
+#include "agent/output.h"
+#include "engine/pdb.h"
+#include "actions/queue.h"
+#include "agent/route.h"
+#include "agent/silence.h"
+#include "engine/syslogfmt.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -158,7 +158,7 @@ static void
 on_corr_log(void *arg, const char *text)
 {
     (void)arg;
-    corrald_log(LOG_WARNING, "%s", text);
+    log_msg(LOG_WARNING, "%s", text);
 }
 
 void
@@ -190,7 +190,7 @@ server_save_state(struct server *s)
     if (!s->conf || !s->conf->state_file || !s->corr) return 0;
     if (corr_save(s->corr, s->conf->state_file) < 0) {
         s->state_save_failures++;
-        corrald_log(LOG_ERR, "cannot save state to %s: %s", s->conf->state_file, strerror(errno));
+        log_msg(LOG_ERR, "cannot save state to %s: %s", s->conf->state_file, strerror(errno));
         return -1;
     }
     s->state_saves++;
@@ -236,7 +236,7 @@ load_rules(const struct conf *c, struct buf *err)
         if (d->level == PDB_ERROR) {
             buf_printf(err, "%s:%d: %s\n", d->file, d->line, d->text);
         } else {
-            corrald_log(LOG_WARNING, "%s:%d: %s", d->file, d->line, d->text);
+            log_msg(LOG_WARNING, "%s:%d: %s", d->file, d->line, d->text);
         }
     }
     if (pdb_nerrors(db)) {
@@ -287,31 +287,6 @@ spool_dir(const struct conf *c)
     return out;
 }
 
-static bool
-same_executor(const struct conf_executor *a, const struct conf_executor *b)
-{
-    size_t i, k;
-
-    if (a->type != b->type || strcmp(a->name, b->name) || a->nattrs != b->nattrs ||
-        a->nchildren != b->nchildren)
-        return false;
-    for (i = 0; i < a->nattrs; i++)
-        if (strcmp(a->attrs[i].name, b->attrs[i].name) ||
-            strcmp(a->attrs[i].value, b->attrs[i].value))
-            return false;
-    for (i = 0; i < a->nchildren; i++) {
-        const struct conf_node *x = &a->children[i], *y = &b->children[i];
-        if (strcmp(x->name, y->name) || x->nattrs != y->nattrs ||
-            strcmp(x->text ? x->text : "", y->text ? y->text : ""))
-            return false;
-        for (k = 0; k < x->nattrs; k++)
-            if (strcmp(x->attrs[k].name, y->attrs[k].name) ||
-                strcmp(x->attrs[k].value, y->attrs[k].value))
-                return false;
-    }
-    return true;
-}
-
 static void
 queue_closed(void *arg)
 {
@@ -334,10 +309,10 @@ open_executors(struct server *s, const struct conf *conf, const struct conf *old
     int rc = 0;
 
     for (i = 0; i < conf->nexecutors && rc == 0; i++) {
-        const struct conf_executor *e = &conf->executors[i];
+        const struct exconf *e = &conf->executors[i];
         ns[i] = e->name;
         for (j = 0; old && j < s->nqueues; j++)
-            if (!reused[j] && same_executor(e, &old->executors[j])) {
+            if (!reused[j] && exconf_equal(e, &old->executors[j])) {
                 qs[i] = s->queues[j];
                 reused[j] = true;
                 break;
@@ -382,7 +357,7 @@ server_start(struct server *s, struct conf *conf, struct buf *err)
     s->conf = conf;
     s->db = load_rules(conf, err);
     if (!s->db) return -1;
-    corrald_log(LOG_INFO, "loaded %zu rules from %zu files", pdb_nrules(s->db), pdb_nfiles(s->db));
+    log_msg(LOG_INFO, "loaded %zu rules from %zu files", pdb_nrules(s->db), pdb_nfiles(s->db));
     copts.emit = on_emit;
     copts.log = on_corr_log;
     copts.arg = s;
@@ -395,17 +370,17 @@ server_start(struct server *s, struct conf *conf, struct buf *err)
     if (conf->state_file) {
         loaded = corr_load(s->corr, conf->state_file, &dropped);
         if (loaded >= 0) {
-            corrald_log(LOG_INFO, "state %s: %ld open contexts restored, %zu dropped (rules gone)",
-                        conf->state_file, loaded, dropped);
+            log_msg(LOG_INFO, "state %s: %ld open contexts restored, %zu dropped (rules gone)",
+                    conf->state_file, loaded, dropped);
         } else if (errno == ENOENT) {
-            corrald_log(LOG_INFO, "state %s: none yet, starting afresh", conf->state_file);
+            log_msg(LOG_INFO, "state %s: none yet, starting afresh", conf->state_file);
         } else {
             /* keep the bad file for inspection; never refuse to start over it */
             struct buf bad = BUF_INIT;
             buf_printf(&bad, "%s.corrupt", conf->state_file);
             rename(conf->state_file, buf_str(&bad));
-            corrald_log(LOG_ERR, "state %s unusable (%s), moved to %s; starting afresh",
-                        conf->state_file, strerror(errno), buf_str(&bad));
+            log_msg(LOG_ERR, "state %s unusable (%s), moved to %s; starting afresh",
+                    conf->state_file, strerror(errno), buf_str(&bad));
             buf_free(&bad);
         }
     }
@@ -413,13 +388,13 @@ server_start(struct server *s, struct conf *conf, struct buf *err)
     if (open_outputs(s, conf, &s->outputs, &s->noutputs, err) < 0) return -1;
     if (open_executors(s, conf, NULL, &s->queues, &s->qnames, &s->router, err) < 0) return -1;
     s->nqueues = conf->nexecutors;
-    for (i = 0; i < s->nqueues; i++) corrald_log(LOG_INFO, "executor: %s", s->qnames[i]);
+    for (i = 0; i < s->nqueues; i++) log_msg(LOG_INFO, "executor: %s", s->qnames[i]);
     s->inputs = xcalloc(conf->ninputs + 1, sizeof(*s->inputs));
     for (i = 0; i < conf->ninputs; i++) {
         struct input *in = input_open(s, s->loop, &conf->inputs[i], conf, err);
         if (!in) return -1;
         s->inputs[s->ninputs++] = in;
-        corrald_log(LOG_INFO, "listening: %s", input_name(in));
+        log_msg(LOG_INFO, "listening: %s", input_name(in));
     }
     start_timers(s);
     return 0;

@@ -4,11 +4,11 @@
  * engine's timer wheel keeps this O(1) per message however many sources
  * there are.
  */
-#include "silence.h"
-#include "macros.h"
-#include "strtab.h"
-#include "timerwheel.h"
-#include "xalloc.h"
+#include "agent/silence.h"
+#include "engine/macros.h"
+#include "engine/strtab.h"
+#include "engine/timerwheel.h"
+#include "engine/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

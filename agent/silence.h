@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conf.h"
-#include "msg.h"
+#include "agent/conf.h"
+#include "engine/msg.h"
 
 struct silence;
 

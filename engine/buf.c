@@ -1,6 +1,6 @@
 /* buf: growable byte strings used for template output, JSON and I/O. */
-#include "buf.h"
-#include "xalloc.h"
+#include "engine/buf.h"
+#include "engine/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -32,12 +32,12 @@
  * A difference of corral's own: generated messages from a context carry its
  * .classifier.context_id (run_actions()).
  */
-#include "corr.h"
-#include "durable.h"
-#include "filter.h"
-#include "timerwheel.h"
-#include "wire.h"
-#include "xalloc.h"
+#include "engine/corr.h"
+#include "engine/durable.h"
+#include "engine/filter.h"
+#include "engine/timerwheel.h"
+#include "engine/wire.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>

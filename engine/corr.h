@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "msg.h"
-#include "pdb.h"
+#include "engine/msg.h"
+#include "engine/pdb.h"
 
 struct corr;
 

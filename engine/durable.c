@@ -1,7 +1,7 @@
 /* durable: crash-safe file writing (see durable.h). */
-#include "durable.h"
-#include "buf.h"
-#include "xalloc.h"
+#include "engine/durable.h"
+#include "engine/buf.h"
+#include "engine/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,9 +7,9 @@
  *   unary  := "not" unary | "(" expr ")" | func "(" args ")" | operand op operand
  *   operand:= "quoted template" | bare-word template
  */
-#include "filter.h"
-#include "macros.h"
-#include "xalloc.h"
+#include "engine/filter.h"
+#include "engine/macros.h"
+#include "engine/xalloc.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

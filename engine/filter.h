@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
-#include "template.h"
+#include "engine/buf.h"
+#include "engine/template.h"
 
 struct filter;
 

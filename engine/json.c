@@ -1,6 +1,6 @@
 /* json: JSON rendering of messages; see json.h for the format. */
-#include "json.h"
-#include "macros.h"
+#include "engine/json.h"
+#include "engine/macros.h"
 
 #include <string.h>
 

@@ -14,8 +14,8 @@
 
 #include <stddef.h>
 
-#include "buf.h"
-#include "msg.h"
+#include "engine/buf.h"
+#include "engine/msg.h"
 
 /* Appends the message as a JSON object (no trailing newline). */
 void json_format_msg(const struct msg *m, struct buf *out);

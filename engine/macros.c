@@ -3,7 +3,7 @@
  * Time is broken down in the zone the message was written in (its gmtoff),
  * without consulting the process time zone, so output does not depend on TZ.
  */
-#include "macros.h"
+#include "engine/macros.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -9,9 +9,9 @@
 
 #include <stddef.h>
 
-#include "buf.h"
-#include "msg.h"
-#include "template.h"
+#include "engine/buf.h"
+#include "engine/msg.h"
+#include "engine/template.h"
 
 /* Returns the macro id for a name, or -1 if the name is not a macro. */
 int macro_lookup(const char *name, size_t len);

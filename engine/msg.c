@@ -5,9 +5,9 @@
  * the handle: no hashing, and a slot taken by another handle (rare with the
  * tens of values a message carries) falls back to a scan of the entries.
  */
-#include "msg.h"
-#include "wire.h"
-#include "xalloc.h"
+#include "engine/msg.h"
+#include "engine/wire.h"
+#include "engine/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,9 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "nv.h"
-#include "tags.h"
+#include "engine/buf.h"
+#include "engine/nv.h"
+#include "engine/tags.h"
 
 struct msg;
 

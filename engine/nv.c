@@ -1,6 +1,6 @@
 /* nv: process-wide registry of value names; see nv.h. */
-#include "nv.h"
-#include "strtab.h"
+#include "engine/nv.h"
+#include "engine/strtab.h"
 
 #include <string.h>
 

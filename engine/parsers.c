@@ -8,8 +8,8 @@
  * Unlike syslog-ng, which works on NUL-terminated strings, every parser here
  * is bounded by the subject length, so NUL bytes in a message are just data.
  */
-#include "parsers.h"
-#include "xalloc.h"
+#include "engine/parsers.h"
+#include "engine/xalloc.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "nv.h"
+#include "engine/buf.h"
+#include "engine/nv.h"
 
 enum parser_type {
     PARSER_STRING,

@@ -7,11 +7,11 @@
  * program tree, so it serves every program no specific set claims, exactly
  * as in syslog-ng.
  */
-#include "pdb.h"
-#include "filter.h"
-#include "radix.h"
-#include "strtab.h"
-#include "xalloc.h"
+#include "engine/pdb.h"
+#include "engine/filter.h"
+#include "engine/radix.h"
+#include "engine/strtab.h"
+#include "engine/xalloc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "msg.h"
-#include "template.h"
+#include "engine/msg.h"
+#include "engine/template.h"
 
 struct pdb;
 struct filter;

@@ -9,10 +9,10 @@
  * stops at the first problem, every problem in the file is reported with its
  * line.  A pattern that does not compile drops only that pattern.
  */
-#include "filter.h"
-#include "pdb.h"
-#include "radix.h"
-#include "xalloc.h"
+#include "engine/filter.h"
+#include "engine/pdb.h"
+#include "engine/radix.h"
+#include "engine/xalloc.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>

@@ -8,9 +8,9 @@
  * search order in find() below, is what makes corral pick the same rule as
  * syslog-ng when several patterns could match.
  */
-#include "radix.h"
-#include "parsers.h"
-#include "xalloc.h"
+#include "engine/radix.h"
+#include "engine/parsers.h"
+#include "engine/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "buf.h"
-#include "nv.h"
+#include "engine/buf.h"
+#include "engine/nv.h"
 
 struct radix;
 

@@ -3,8 +3,8 @@
  * The table stores ids; strings live in their own allocations so that the
  * pointers handed out by strtab_str() stay valid while the table grows.
  */
-#include "strtab.h"
-#include "xalloc.h"
+#include "engine/strtab.h"
+#include "engine/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>

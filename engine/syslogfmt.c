@@ -13,9 +13,9 @@
  * copy.  Only structured-data values that had escapes in them and the text
  * made up for an unparsable line are copied separately.
  */
-#include "syslogfmt.h"
-#include "buf.h"
-#include "nv.h"
+#include "engine/syslogfmt.h"
+#include "engine/buf.h"
+#include "engine/nv.h"
 
 #include <errno.h>
 #include <stdbool.h>

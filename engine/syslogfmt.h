@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "msg.h"
+#include "engine/msg.h"
 
 struct syslog_opts {
     /*

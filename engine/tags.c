@@ -1,6 +1,6 @@
 /* tags: process-wide registry of tag names; see tags.h. */
-#include "tags.h"
-#include "strtab.h"
+#include "engine/tags.h"
+#include "engine/strtab.h"
 
 #include <string.h>
 

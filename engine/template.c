@@ -12,10 +12,10 @@
  * literal, function arguments split like a shell command line but keep
  * parenthesised groups together.
  */
-#include "template.h"
-#include "macros.h"
-#include "tfunc.h"
-#include "xalloc.h"
+#include "engine/template.h"
+#include "engine/macros.h"
+#include "engine/tfunc.h"
+#include "engine/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
-#include "msg.h"
+#include "engine/buf.h"
+#include "engine/msg.h"
 
 struct tpl;
 

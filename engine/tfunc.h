@@ -6,8 +6,8 @@
 #ifndef CORRAL_TFUNC_H
 #define CORRAL_TFUNC_H
 
-#include "buf.h"
-#include "template.h"
+#include "engine/buf.h"
+#include "engine/template.h"
 
 struct tfunc;
 

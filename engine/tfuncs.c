@@ -15,10 +15,10 @@
  *  - Output added by one call is capped at TF_MAX_OUTPUT, so a template
  *    cannot make memory use explode (a list map, an iterate chain).
  */
-#include "tfunc.h"
-#include "filter.h"
-#include "macros.h"
-#include "xalloc.h"
+#include "engine/tfunc.h"
+#include "engine/filter.h"
+#include "engine/macros.h"
+#include "engine/xalloc.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

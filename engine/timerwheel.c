@@ -10,8 +10,8 @@
  * never skip a timer, and a jump never invalidates where other timers sit,
  * because it never passes the start of an occupied slot.
  */
-#include "timerwheel.h"
-#include "xalloc.h"
+#include "engine/timerwheel.h"
+#include "engine/xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>

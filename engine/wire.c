@@ -1,7 +1,7 @@
 /*
  * wire: little-endian integers and length-prefixed strings (see wire.h).
  */
-#include "wire.h"
+#include "engine/wire.h"
 
 void
 wire_store32(unsigned char *p, uint32_t v)

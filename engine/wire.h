@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "engine/buf.h"
 
 void wire_put32(struct buf *b, uint32_t v);
 void wire_put64(struct buf *b, uint64_t v);

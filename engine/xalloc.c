@@ -1,5 +1,5 @@
 /* xalloc: allocation wrappers that abort on exhaustion (see xalloc.h for why). */
-#include "xalloc.h"
+#include "engine/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

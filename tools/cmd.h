@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "pdb.h"
+#include "engine/pdb.h"
 
 int cmd_test(int argc, char **argv);
 int cmd_match(int argc, char **argv);

@@ -5,10 +5,10 @@
  */
 #include <config.h>
 
-#include "cmd.h"
-#include "conf.h"
-#include "durable.h"
-#include "pdb.h"
+#include "tools/cmd.h"
+#include "agent/conf.h"
+#include "engine/durable.h"
+#include "engine/pdb.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -2,7 +2,7 @@
  * corral dump: prints the program tree and the pattern trees of a rule set,
  * the way the matcher sees them, for debugging rules.
  */
-#include "cmd.h"
+#include "tools/cmd.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -4,15 +4,15 @@
  * NAME=value form by default, one JSON object a message with --json (a
  * stable contract, see json.h), or a template with -T.
  */
-#include "cmd.h"
-#include "conf.h"
-#include "corr.h"
-#include "queue.h"
-#include "route.h"
-#include "json.h"
-#include "syslogfmt.h"
-#include "template.h"
-#include "xalloc.h"
+#include "tools/cmd.h"
+#include "agent/conf.h"
+#include "engine/corr.h"
+#include "actions/queue.h"
+#include "agent/route.h"
+#include "engine/json.h"
+#include "engine/syslogfmt.h"
+#include "engine/template.h"
+#include "engine/xalloc.h"
 
 #ifndef CORRAL_SCHEMA
 #define CORRAL_SCHEMA "/usr/share/corral/corrald.xsd"
@@ -141,7 +141,7 @@ render_to(size_t index, void *arg)
     struct dryrun *d = r->mt->dry;
 
     buf_printf(&r->mt->out, "--- would send through executor %s (%s):\n", d->names[index],
-               conf_executor_type_name(d->conf->executors[index].type));
+               d->conf->executors[index].kind);
     queue_render(d->queues[index], r->m, &r->mt->out);
     buf_puts(&r->mt->out, "---\n");
 }

@@ -7,11 +7,11 @@
  * loaded as one database, the way corrald loads it, so that rules of
  * different files that steal each other's messages show up as failures.
  */
-#include "cmd.h"
-#include "json.h"
-#include "macros.h"
-#include "template.h"
-#include "xalloc.h"
+#include "tools/cmd.h"
+#include "engine/json.h"
+#include "engine/macros.h"
+#include "engine/template.h"
+#include "engine/xalloc.h"
 
 #include <getopt.h>
 #include <stdio.h>

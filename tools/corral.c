@@ -9,7 +9,7 @@
  */
 #include <config.h>
 
-#include "cmd.h"
+#include "tools/cmd.h"
 
 #include <stdarg.h>
 #include <stdio.h>

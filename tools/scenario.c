@@ -28,10 +28,10 @@
  * guessing, the clamp on message times); keep-open="yes" skips the final
  * expiry.
  */
-#include "cmd.h"
-#include "corr.h"
-#include "syslogfmt.h"
-#include "xalloc.h"
+#include "tools/cmd.h"
+#include "engine/corr.h"
+#include "engine/syslogfmt.h"
+#include "engine/xalloc.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>

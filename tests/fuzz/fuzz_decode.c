@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "msg.h"
+#include "engine/msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "framing.h"
+#include "agent/framing.h"
 
 struct record {
     unsigned char out[1 << 16];

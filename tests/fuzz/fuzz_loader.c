@@ -9,7 +9,7 @@
 
 #include <libxml/parser.h>
 
-#include "pdb.h"
+#include "engine/pdb.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "smtp_int.h"
+#include "actions/smtp_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "radix.h"
+#include "engine/radix.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

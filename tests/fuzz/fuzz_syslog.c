@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "json.h"
-#include "syslogfmt.h"
+#include "engine/json.h"
+#include "engine/syslogfmt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

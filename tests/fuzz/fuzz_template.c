@@ -15,8 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "filter.h"
-#include "template.h"
+#include "engine/filter.h"
+#include "engine/template.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

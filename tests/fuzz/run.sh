@@ -10,7 +10,7 @@ seconds=${FUZZ_SECONDS:-30}
 CC=${FUZZ_CC:-clang}
 mkdir -p "$out"
 
-flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -I$src/engine"
+flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -I$src"
 libs="$(pkg-config --cflags --libs libxml-2.0 libpcre2-8) -lm"
 engine=$(ls "$src"/engine/*.c)
 
@@ -33,8 +33,8 @@ status=0
 for h in matcher loader syslog framing template decode mail; do
     echo "== fuzz_$h: building"
     extra=""
-    [ "$h" = framing ] && extra="-I$src/agent $src/agent/framing.c"
-    [ "$h" = mail ] && extra="-I$src/agent -I$src/actions $(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
+    [ "$h" = framing ] && extra="$src/agent/framing.c"
+    [ "$h" = mail ] && extra="$(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
     echo "== fuzz_$h: running ${seconds}s"
     if ! (cd "$out" && "./fuzz_$h" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "corr.h"
-#include "pdb.h"
-#include "template.h"
+#include "engine/corr.h"
+#include "engine/pdb.h"
+#include "engine/template.h"
 
 #define HEAD                                                                                       \
     "<?xml version='1.0'?>\n<patterndb version='4' pub_date='2026-01-01'>\n"                       \

@@ -11,7 +11,7 @@
  * here is a child of the executor under test, or of its children; the test
  * never signals anything by name.
  *
- * corrald_log is defined here: it records what the executor logs.
+ * A log sink set here records what the executor logs.
  */
 #include <check.h>
 #include <errno.h>
@@ -27,19 +27,19 @@
 
 #include <uv.h>
 
-#include "buf.h"
-#include "conf.h"
-#include "executor.h"
-#include "json.h"
-#include "log.h"
-#include "msg.h"
-#include "nv.h"
-#include "tags.h"
-#include "unitlib.h"
+#include "engine/buf.h"
+#include "agent/conf.h"
+#include "actions/executor.h"
+#include "engine/json.h"
+#include "engine/log.h"
+#include "engine/msg.h"
+#include "engine/nv.h"
+#include "engine/tags.h"
+#include "tests/unit/unitlib.h"
 
 static char workdir[256];
 
-/* ---- corrald_log, recorded ---- */
+/* ---- the log, recorded ---- */
 
 struct logged {
     int level;
@@ -49,24 +49,18 @@ struct logged {
 static struct logged *logs;
 static size_t nlogs, caplogs;
 
-void
-corrald_log(int level, const char *fmt, ...)
+static void
+record_log(void *arg, int level, const char *text)
 {
-    struct buf b = BUF_INIT;
-    va_list ap;
-
-    va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    if (getenv("TEST_EXEC_VERBOSE")) fprintf(stderr, "log %d: %s\n", level, buf_str(&b));
+    (void)arg;
+    if (getenv("TEST_EXEC_VERBOSE")) fprintf(stderr, "log %d: %s\n", level, text);
     if (nlogs == caplogs) {
         caplogs = caplogs ? caplogs * 2 : 64;
         logs = realloc(logs, caplogs * sizeof(*logs));
     }
     logs[nlogs].level = level;
-    logs[nlogs].text = strdup(buf_str(&b));
+    logs[nlogs].text = strdup(text);
     nlogs++;
-    buf_free(&b);
 }
 
 static void
@@ -1121,6 +1115,9 @@ int
 main(void)
 {
     Suite *s = suite_create("exec");
+
+    log_setup(NULL, "debug", false);
+    log_set_sink(record_log, NULL);
     TCase *tc = tcase_create("exec");
     SRunner *sr;
     int failed;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "filter.h"
+#include "engine/filter.h"
 
 static struct msg *msg;
 

@@ -10,7 +10,7 @@
  * messages are skipped, over-long messages are cut at max and their rest
  * skipped, a malformed count is an error, and EOF delivers a last line.
  */
-#include "framing.h"
+#include "agent/framing.h"
 
 #include <check.h>
 #include <stdio.h>

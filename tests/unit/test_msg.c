@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "msg.h"
+#include "engine/json.h"
+#include "engine/msg.h"
 
 static const char *
 get(struct msg *m, const char *name, size_t *len)

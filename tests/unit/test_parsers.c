@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "parsers.h"
+#include "engine/buf.h"
+#include "engine/parsers.h"
 
 struct row {
     const char *spec;   /* the text between the '@'s */

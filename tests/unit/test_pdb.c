@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pdb.h"
+#include "engine/pdb.h"
 
 #define HEAD "<?xml version='1.0'?>\n<patterndb version='4' pub_date='2026-01-01'>\n"
 #define TAIL "</patterndb>\n"

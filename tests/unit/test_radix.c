@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "nv.h"
-#include "radix.h"
+#include "engine/buf.h"
+#include "engine/nv.h"
+#include "engine/radix.h"
 
 #define MAX_PATTERNS 4
 #define MAX_CAPS     3

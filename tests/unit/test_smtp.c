@@ -33,13 +33,13 @@
 
 #include <uv.h>
 
-#include "buf.h"
-#include "conf.h"
-#include "executor.h"
-#include "msg.h"
-#include "nv.h"
-#include "smtp_int.h"
-#include "unitlib.h"
+#include "engine/buf.h"
+#include "agent/conf.h"
+#include "actions/executor.h"
+#include "engine/msg.h"
+#include "engine/nv.h"
+#include "actions/smtp_int.h"
+#include "tests/unit/unitlib.h"
 
 #define PYTHON "/usr/bin/python3"
 
@@ -50,14 +50,14 @@ static bool have_server, have_tls;
 /* ---- helpers: configuration ---- */
 
 /* kv: name, value pairs ending with NULL; body: <body> text or NULL. */
-static struct conf_executor *
+static struct exconf *
 make_cfg(const char *const *kv, const char *body)
 {
-    struct conf_executor *e = calloc(1, sizeof(*e));
+    struct exconf *e = calloc(1, sizeof(*e));
     size_t n = 0, i;
 
     while (kv[2 * n]) n++;
-    e->type = EXEC_SMTP;
+    e->kind = (char *)"smtp";
     e->name = (char *)"admins";
     e->line = 7;
     e->attrs = calloc(n + 1, sizeof(*e->attrs));
@@ -79,7 +79,7 @@ make_cfg(const char *const *kv, const char *body)
 }
 
 static void
-free_cfg(struct conf_executor *e)
+free_cfg(struct exconf *e)
 {
     free(e->attrs);
     free(e->children);
@@ -90,7 +90,7 @@ static void *
 open_ok(uv_loop_t *loop, const char *const *kv, const char *body)
 {
     struct buf err = BUF_INIT;
-    struct conf_executor *e = make_cfg(kv, body);
+    struct exconf *e = make_cfg(kv, body);
     void *x = smtp_executor.open(loop, e, "test.conf", &err);
 
     ck_assert_msg(x != NULL, "open failed: %s", buf_str(&err));
@@ -105,7 +105,7 @@ static char *
 open_err(uv_loop_t *loop, const char *const *kv, const char *body)
 {
     struct buf err = BUF_INIT;
-    struct conf_executor *e = make_cfg(kv, body);
+    struct exconf *e = make_cfg(kv, body);
     void *x = smtp_executor.open(loop, e, "test.conf", &err);
     char *s;
 
@@ -695,9 +695,9 @@ START_TEST(test_conf_children)
 {
     uv_loop_t *loop = new_loop();
     struct buf err = BUF_INIT;
-    struct conf_executor *e = make_cfg(BASE, NULL);
-    struct conf_node kids[2];
-    struct conf_attr a = {(char *)"format", (char *)"html"};
+    struct exconf *e = make_cfg(BASE, NULL);
+    struct exconf_node kids[2];
+    struct exconf_attr a = {(char *)"format", (char *)"html"};
 
     memset(kids, 0, sizeof(kids));
     kids[0].name = (char *)"html";
@@ -711,7 +711,7 @@ START_TEST(test_conf_children)
     e->children = NULL;
     e->nchildren = 2;
     {
-        struct conf_node *saved = e->children;
+        struct exconf_node *saved = e->children;
         e->children = kids;
         ck_assert_ptr_null(smtp_executor.open(loop, e, "test.conf", &err));
         e->children = saved;

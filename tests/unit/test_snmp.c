@@ -28,12 +28,12 @@
 
 #include <uv.h>
 
-#include "buf.h"
-#include "conf.h"
-#include "executor.h"
-#include "msg.h"
-#include "nv.h"
-#include "unitlib.h"
+#include "engine/buf.h"
+#include "agent/conf.h"
+#include "actions/executor.h"
+#include "engine/msg.h"
+#include "engine/nv.h"
+#include "tests/unit/unitlib.h"
 
 #define BASE ".1.3.6.1.4.1.32473"
 

@@ -8,9 +8,9 @@
  * TZ=Europe/Budapest.  Checked against syslog-ng 3.38.1 (Debian).  The
  * hand-written tests further down say where their expectations come from.
  */
-#include "msg.h"
-#include "nv.h"
-#include "syslogfmt.h"
+#include "engine/msg.h"
+#include "engine/nv.h"
+#include "engine/syslogfmt.h"
 
 #include <check.h>
 #include <stdint.h>

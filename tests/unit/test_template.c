@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "msg.h"
-#include "nv.h"
-#include "template.h"
-#include "tfunc.h"
+#include "engine/buf.h"
+#include "engine/msg.h"
+#include "engine/nv.h"
+#include "engine/template.h"
+#include "engine/tfunc.h"
 
 #define ERR NULL /* the template must not compile */
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timerwheel.h"
+#include "engine/timerwheel.h"
 
 #define N 2000
 

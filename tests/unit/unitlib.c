@@ -1,7 +1,7 @@
 /*
  * unitlib: helpers shared by the executor unit tests (see unitlib.h).
  */
-#include "unitlib.h"
+#include "tests/unit/unitlib.h"
 
 #include <check.h>
 #include <netinet/in.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "engine/buf.h"
 
 const char *
 ul_schema_path(void)

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "conf.h"
+#include "agent/conf.h"
 
 /* etc/corrald.xsd under $top_srcdir (or the current directory). */
 const char *ul_schema_path(void);
