@@ -1,4 +1,4 @@
-/* durable: crash-safe file writing (see durable.h). */
+/* durable: crash-safe file writing, and reading files back whole (see durable.h). */
 #include "engine/durable.h"
 #include "engine/buf.h"
 #include "engine/xalloc.h"
@@ -9,6 +9,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+char *
+durable_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    struct buf b = BUF_INIT;
+    char chunk[65536];
+    size_t n;
+    int err;
+
+    if (!f) return NULL;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) buf_append(&b, chunk, n);
+    if (ferror(f)) {
+        err = errno ? errno : EIO;
+        fclose(f);
+        buf_free(&b);
+        errno = err;
+        return NULL;
+    }
+    fclose(f);
+    *len = b.len;
+    buf_reserve(&b, 1);
+    b.p[b.len] = '\0';
+    return b.p;
+}
 
 uint32_t
 durable_crc32(uint32_t crc, const void *data, size_t len)

@@ -1,7 +1,7 @@
 /*
- * durable: writing files that must survive a crash: the state file, executor
- * spools and dead letters.  A whole write or none, a checksum to tell a torn
- * record, and a replace that is atomic on disk.
+ * durable: files that must survive a crash: the state file, executor spools
+ * and dead letters, and reading such files (and rule files) back whole.  A whole write or none, a
+ * checksum to tell a torn record, and a replace that is atomic on disk.
  */
 #ifndef CORRAL_DURABLE_H
 #define CORRAL_DURABLE_H
@@ -9,6 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * Reads a whole file into a malloc'ed buffer with a NUL after its len bytes
+ * (so text can be parsed in place).  NULL with errno on failure.
+ */
+char *durable_read_file(const char *path, size_t *len);
 /* CRC-32 (IEEE), continuing from crc (0 to start). */
 uint32_t durable_crc32(uint32_t crc, const void *data, size_t len);
 /* Writes all of data, retrying short writes and EINTR; 0 or -1 with errno. */

@@ -1,0 +1,13 @@
+/* clock: the wall clock in milliseconds. */
+#include "engine/clock.h"
+
+#include <time.h>
+
+uint64_t
+clock_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
