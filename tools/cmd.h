@@ -1,5 +1,6 @@
 /*
- * cmd: the verbs of the corral command and what they share.
+ * cmd: the verbs of the corral command (one cmd_*.c each) and what they
+ * share (cmd.c).
  */
 #ifndef CORRAL_CMD_H
 #define CORRAL_CMD_H
@@ -21,12 +22,6 @@ int cmd_check_config(int argc, char **argv);
  * strict set, any error counts as a failure.
  */
 struct pdb *cmd_load_rules(char **paths, int npaths, bool strict);
-
-/*
- * Runs the correlation scenarios of a .scenario file (see scenario.c),
- * counting them; -1 if the file itself is unusable.
- */
-int scenario_run_file(const char *file, bool verbose, unsigned long *passed, unsigned long *failed);
 
 /* Prints "corral VERB: " and the message to stderr. */
 void cmd_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

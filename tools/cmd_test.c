@@ -8,6 +8,7 @@
  * different files that steal each other's messages show up as failures.
  */
 #include "tools/cmd.h"
+#include "tools/scenario.h"
 #include "engine/json.h"
 #include "engine/macros.h"
 #include "engine/template.h"

@@ -11,7 +11,6 @@
 
 #include "tools/cmd.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,34 +29,6 @@ usage(FILE *out)
           "\n"
           "Run `corral VERB --help` for the options of a verb; see corral(1).\n",
           out);
-}
-
-void
-cmd_error(const char *verb, const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "corral %s: ", verb);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-struct pdb *
-cmd_load_rules(char **paths, int npaths, bool strict)
-{
-    struct pdb *db = pdb_new();
-    int i, rc = 0;
-
-    for (i = 0; i < npaths; i++)
-        if (pdb_load(db, paths[i]) < 0) rc = -1;
-    pdb_print_diags(db, stderr);
-    if (rc < 0 && (strict || pdb_nrules(db) == 0)) {
-        pdb_free(db);
-        return NULL;
-    }
-    return db;
 }
 
 int

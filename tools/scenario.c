@@ -28,7 +28,7 @@
  * guessing, the clamp on message times); keep-open="yes" skips the final
  * expiry.
  */
-#include "tools/cmd.h"
+#include "tools/scenario.h"
 #include "engine/corr.h"
 #include "engine/syslogfmt.h"
 #include "engine/xalloc.h"

@@ -1,0 +1,33 @@
+/* cmd: what the verbs of the corral command share: error messages and rule loading. */
+#include "tools/cmd.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void
+cmd_error(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "corral %s: ", verb);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+struct pdb *
+cmd_load_rules(char **paths, int npaths, bool strict)
+{
+    struct pdb *db = pdb_new();
+    int i, rc = 0;
+
+    for (i = 0; i < npaths; i++)
+        if (pdb_load(db, paths[i]) < 0) rc = -1;
+    pdb_print_diags(db, stderr);
+    if (rc < 0 && (strict || pdb_nrules(db) == 0)) {
+        pdb_free(db);
+        return NULL;
+    }
+    return db;
+}
