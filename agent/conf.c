@@ -604,13 +604,16 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
 static bool
 validate(struct reader *r, xmlDocPtr doc, const char *schema)
 {
-    xmlSchemaParserCtxtPtr pctx = xmlSchemaNewParserCtxt(schema);
+    xmlSchemaParserCtxtPtr pctx =
+        schema ? xmlSchemaNewParserCtxt(schema)
+               : xmlSchemaNewMemParserCtxt(conf_schema_xsd, (int)conf_schema_xsd_len);
     xmlSchemaPtr s = pctx ? xmlSchemaParse(pctx) : NULL;
     xmlSchemaValidCtxtPtr vctx;
     int rc;
 
     if (!s) {
-        buf_printf(r->err, "%s: cannot load the configuration schema\n", schema);
+        buf_printf(r->err, "%s: cannot load the configuration schema\n",
+                   schema ? schema : "built-in");
         if (pctx) xmlSchemaFreeParserCtxt(pctx);
         r->errors++;
         return false;

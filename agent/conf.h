@@ -109,11 +109,17 @@ struct conf {
     char *spool_dir; /* <executors spool="..."> : where executor queues live */
 };
 
+/* etc/corrald.xsd, built into the program (conf_xsd.c is generated from it by make). */
+extern const char conf_schema_xsd[];
+extern const size_t conf_schema_xsd_len;
+
 /* The built-in configuration; rules_dir is where the shipped rules are. */
 struct conf *conf_default(const char *rules_dir);
 /*
- * Reads and validates a configuration file.  On error returns NULL and
- * writes "file:line: message" lines to err.
+ * Reads and validates a configuration file against schema (a file name, or
+ * NULL for the schema built into the program, so that validation does not
+ * depend on where the program runs or is installed).  On error returns NULL
+ * and writes "file:line: message" lines to err.
  */
 struct conf *conf_load(const char *path, const char *schema, struct buf *err);
 void conf_free(struct conf *c);

@@ -32,10 +32,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#ifndef CORRAL_SCHEMA
-#define CORRAL_SCHEMA "/usr/share/corral/corrald.xsd"
-#endif
-
 struct daemon {
     uv_loop_t *loop;
     struct server *srv;
@@ -329,7 +325,7 @@ usage(FILE *out)
           "  -F, --foreground    do not detach\n"
           "  -t, --test          check the configuration and rules, then exit 0 or 1\n"
           "  -p, --pidfile FILE  write the process id to FILE\n"
-          "      --schema FILE   the configuration schema (default: installed corrald.xsd)\n",
+          "      --schema FILE   validate against this schema instead of the built-in one\n",
           out);
 }
 
@@ -398,7 +394,6 @@ main(int argc, char **argv)
         goto out;
     }
     d.rules_dir = find_file(CORRAL_RULESDIR, "../rules");
-    if (!d.schema) d.schema = find_file(CORRAL_SCHEMA, "../etc/corrald.xsd");
     if (test) {
         rc = check_only(&d);
         goto out;

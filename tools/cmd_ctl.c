@@ -22,10 +22,6 @@
 
 #define DEFAULT_SOCKET "/run/corrald/control.sock"
 
-#ifndef CORRAL_SCHEMA
-#define CORRAL_SCHEMA "/usr/share/corral/corrald.xsd"
-#endif
-
 /* Copies everything the peer sends to out; returns 0 or -1. */
 static int
 copy_answer(int fd, struct buf *out)
@@ -203,7 +199,7 @@ cmd_stats(int argc, char **argv)
 int
 cmd_check_config(int argc, char **argv)
 {
-    const char *schema = getenv("CORRAL_SCHEMA");
+    const char *schema = getenv("CORRAL_SCHEMA"); /* NULL: the built-in schema */
     struct buf err = BUF_INIT;
     struct conf *c;
     size_t rules = 0;
@@ -215,7 +211,6 @@ cmd_check_config(int argc, char **argv)
              "file:line.  Exits 0 when corrald would start with it.");
         return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
-    if (!schema) schema = access(CORRAL_SCHEMA, R_OK) == 0 ? CORRAL_SCHEMA : "etc/corrald.xsd";
     c = conf_load(argv[1], schema, &err);
     if (!c) {
         fputs(buf_str(&err), stderr);

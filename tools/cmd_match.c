@@ -14,10 +14,6 @@
 #include "engine/template.h"
 #include "engine/xalloc.h"
 
-#ifndef CORRAL_SCHEMA
-#define CORRAL_SCHEMA "/usr/share/corral/corrald.xsd"
-#endif
-
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -162,11 +158,10 @@ static struct dryrun *
 dryrun_open(const char *config)
 {
     struct dryrun *d = xcalloc(1, sizeof(*d));
-    const char *schema = getenv("CORRAL_SCHEMA");
+    const char *schema = getenv("CORRAL_SCHEMA"); /* NULL: the built-in schema */
     struct buf err = BUF_INIT;
     size_t i;
 
-    if (!schema) schema = access(CORRAL_SCHEMA, R_OK) == 0 ? CORRAL_SCHEMA : "etc/corrald.xsd";
     uv_loop_init(&d->loop);
     d->conf = conf_load(config, schema, &err);
     if (!d->conf) goto fail;
