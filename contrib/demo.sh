@@ -2,11 +2,16 @@
 # Starts corrald with its built-in configuration (UDP and TCP on
 # 127.0.0.1:5514, the shipped rules, generated messages to stdout), sends it
 # the sample log over TCP, shows what it generated, and stops it.
-#   sh contrib/demo.sh            (from a built source tree)
+#   bash contrib/demo.sh          (after building in build/, as README.md says)
+# It needs bash (for /dev/tcp).
 set -eu
 cd "$(dirname "$0")/.."
-corrald=./agent/corrald
-[ -x "$corrald" ] || { echo "build first: ./autogen.sh && ./configure && make" >&2; exit 1; }
+corrald=./build/agent/corrald
+[ -x "$corrald" ] || corrald=./agent/corrald
+[ -x "$corrald" ] || {
+    echo "build first: ./autogen.sh && mkdir -p build && (cd build && ../configure && make)" >&2
+    exit 1
+}
 
 out=$(mktemp)
 trap 'kill "$pid" 2>/dev/null; rm -f "$out"' EXIT

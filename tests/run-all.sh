@@ -7,6 +7,12 @@ set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 cd "$src"
+if [ -f config.status ]; then
+    # configured in the source tree (by hand): autoconf refuses out-of-tree
+    # builds beside it, so clean it first
+    echo "=== the source tree was configured in place: make distclean first"
+    make distclean >/dev/null
+fi
 ./autogen.sh
 
 echo "=== build and check (-Werror)"
