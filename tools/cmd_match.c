@@ -6,6 +6,7 @@
  */
 #include "tools/cmd.h"
 #include "agent/conf.h"
+#include "engine/clock.h"
 #include "engine/corr.h"
 #include "actions/queue.h"
 #include "agent/route.h"
@@ -257,6 +258,19 @@ match_file(struct matcher *mt, const char *path)
     return rc;
 }
 
+/* The time of the single message (-M): --now, or the wall clock in the local zone. */
+static struct msg_time
+single_message_time(const struct matcher *mt)
+{
+    uint64_t ms = mt->fixed_now ? (uint64_t)mt->fixed_now : clock_wall_ms();
+    struct msg_time t = {(int64_t)(ms / 1000), 0, 0}; /* whole seconds, as a syslog header has */
+    time_t sec = (time_t)t.sec;
+    struct tm tm;
+
+    if (!mt->fixed_now && localtime_r(&sec, &tm)) t.gmtoff = (int32_t)tm.tm_gmtoff;
+    return t;
+}
+
 /* --now: seconds since the epoch, or an ISO-8601 UTC time (2026-12-03T10:00:00). */
 static int64_t
 parse_now(const char *s)
@@ -405,6 +419,10 @@ cmd_match(int argc, char **argv)
         rc = match_file(&mt, file);
     } else {
         struct msg *m = msg_new();
+        struct msg_time t = single_message_time(&mt);
+        /* dated now, as pdbtool does: a timeout it starts is then dated now too, not 1970 */
+        msg_set_stamp(m, &t);
+        msg_set_recvd(m, &t);
         msg_set(m, NV_MESSAGE, message, strlen(message));
         if (program && program[0]) msg_set(m, NV_PROGRAM, program, strlen(program));
         corr_process(mt.corr, m);
