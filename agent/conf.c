@@ -134,6 +134,7 @@ conf_free(struct conf *c)
     free(c->control_socket);
     free(c->stats_listen);
     free(c->log_level);
+    free(c->log_to);
     for (i = 0; i < c->ninputs; i++) {
         free(c->inputs[i].name);
         free(c->inputs[i].listen);
@@ -546,7 +547,8 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
                 free(c->log_level);
                 c->log_level = v;
             }
-            c->log_syslog = attr_is(n, "to", "syslog");
+            free(c->log_to);
+            c->log_to = attr(n, "to");
         } else if (is(n, "control")) {
             c->control_socket = attr(n, "socket");
         } else if (is(n, "stats")) {

@@ -90,7 +90,7 @@ struct conf {
     char *control_socket;
     char *stats_listen; /* host:port of the Prometheus endpoint, NULL: none */
     char *log_level;    /* error, warning, info, debug */
-    bool log_syslog;    /* corrald's own log to syslog instead of stderr */
+    char *log_to;       /* corrald's own log: stderr, journal, syslog; NULL: journal or stderr */
     size_t max_message_size;
     size_t max_connections;
     double idle_timeout;

@@ -203,14 +203,21 @@ write_pidfile(const char *path)
 
 /* ---- signals ---- */
 
+/*
+ * Reloads the configuration and the rules, and logs the outcome line by
+ * line, whoever asked (SIGHUP or `corral ctl reload`); report also gets the
+ * lines, for the control socket's answer.
+ */
 static int
-do_reload(void *arg, struct buf *report)
+reload(struct daemon *d, const char *by, struct buf *report)
 {
-    struct daemon *d = arg;
     struct buf err = BUF_INIT;
     struct conf *c;
+    char *copy, *line, *save = NULL;
+    size_t start = report->len;
     int rc;
 
+    log_msg(LOG_INFO, "reload: requested by %s", by);
     sd_notify("RELOADING=1");
     c = read_conf(d, &err);
     if (!c) {
@@ -221,20 +228,26 @@ do_reload(void *arg, struct buf *report)
     }
     buf_free(&err);
     sd_notify("READY=1");
+    copy = xstrdup(report->p ? report->p + start : "");
+    for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        log_msg(rc < 0 ? LOG_ERR : LOG_INFO, "reload: %s", line);
+    free(copy);
     return rc;
+}
+
+static int
+reload_from_control(void *arg, struct buf *report)
+{
+    return reload(arg, "the control socket", report);
 }
 
 static void
 on_sighup(uv_signal_t *h, int sig)
 {
     struct buf report = BUF_INIT;
-    char *line, *save = NULL;
-    int rc;
 
     (void)sig;
-    rc = do_reload(h->data, &report);
-    for (line = strtok_r(report.p, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        log_msg(rc < 0 ? LOG_ERR : LOG_INFO, "reload: %s", line);
+    reload(h->data, "SIGHUP", &report);
     buf_free(&report);
 }
 
@@ -371,6 +384,7 @@ main(int argc, char **argv)
     int opt, rc = 0;
 
     memset(&d, 0, sizeof(d));
+    log_setup("corrald", NULL, NULL); /* journal or terminal format from the first line on */
     d.extra_rules = xcalloc((size_t)argc, sizeof(char *));
     while ((opt = getopt_long(argc, argv, "f:r:Ftp:h", longopts, NULL)) != -1) {
         switch (opt) {
@@ -405,7 +419,7 @@ main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    log_setup("corrald", c->log_level, c->log_syslog);
+    log_setup("corrald", c->log_level, c->log_to);
     if (!d.pidfile && c->pidfile) d.pidfile = d.pidfile_buf = xstrdup(c->pidfile);
     if (!foreground && daemonize() < 0) {
         log_msg(LOG_ERR, "cannot detach: %s", strerror(errno));
@@ -428,7 +442,8 @@ main(int argc, char **argv)
     {
         const struct conf *cur = server_conf(d.srv);
         if (cur->control_socket) {
-            d.control = control_open(d.loop, cur->control_socket, d.srv, do_reload, &d, &err);
+            d.control =
+                control_open(d.loop, cur->control_socket, d.srv, reload_from_control, &d, &err);
             if (!d.control) log_msg(LOG_ERR, "%s", buf_str(&err));
         }
         if (cur->stats_listen) {

@@ -1,41 +1,85 @@
 /*
- * log: corral's own diagnostics, one line each, to stderr, syslog(3) or a
- * sink the program sets.  Kept in the engine so that every layer reports the
+ * log: corral's own diagnostics, one line each, to stderr, the journal,
+ * syslog(3) or a sink the program sets.  Kept in the engine so that every layer reports the
  * same way without knowing which program it runs in.
  */
 #include "engine/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/buf.h"
 
+enum target { TO_STDERR, TO_JOURNAL, TO_SYSLOG };
+
 static int max_level = LOG_INFO;
-static bool use_syslog;
+static enum target target = TO_STDERR;
 static const char *log_ident = "corral";
 static log_sink_fn log_sink;
 static void *log_sink_arg;
 
-bool
-log_setup(const char *ident, const char *level, bool to_syslog)
+/* Whether stderr is the stream systemd connected to the journal ($JOURNAL_STREAM is "dev:inode").
+ */
+static bool
+stderr_is_journal(void)
+{
+    const char *v = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+
+    if (!v || sscanf(v, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+        return false;
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+static int
+level_of(const char *name)
 {
     static const char *const names[] = {"error", "warning", "info", "debug"};
     static const int levels[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
-    bool known = level == NULL;
     size_t i;
 
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(name, names[i]) == 0) return levels[i];
+    return -1;
+}
+
+bool
+log_setup(const char *ident, const char *level, const char *to)
+{
+    enum target want;
+    struct stat st;
+    int lvl = level ? level_of(level) : max_level;
+
+    if (!to)
+        want = stderr_is_journal() ? TO_JOURNAL : TO_STDERR;
+    else if (strcmp(to, "stderr") == 0)
+        want = TO_STDERR;
+    else if (strcmp(to, "journal") == 0)
+        want = TO_JOURNAL;
+    else if (strcmp(to, "syslog") == 0)
+        want = TO_SYSLOG;
+    else
+        return false;
+    if (lvl < 0) return false;
     if (ident) log_ident = ident;
-    for (i = 0; level && i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcmp(level, names[i]) == 0) {
-            max_level = levels[i];
-            known = true;
-        }
-    if (to_syslog && !use_syslog) openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
-    if (!to_syslog && use_syslog) closelog();
-    use_syslog = to_syslog;
-    return known;
+    max_level = lvl;
+    if (want == TO_SYSLOG && (stat("/dev/log", &st) < 0 || !S_ISSOCK(st.st_mode))) {
+        /* syslog(3) would drop every line without a word: say so where someone can see it */
+        fprintf(stderr, "%s: logging to syslog, but /dev/log is not a socket: logging to stderr\n",
+                log_ident);
+        want = stderr_is_journal() ? TO_JOURNAL : TO_STDERR;
+    }
+    if (want == TO_SYSLOG && target != TO_SYSLOG)
+        openlog(log_ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+    if (want != TO_SYSLOG && target == TO_SYSLOG) closelog();
+    target = want;
+    return true;
 }
 
 void
@@ -62,8 +106,13 @@ log_msg(int level, const char *fmt, ...)
         buf_vprintf(&b, fmt, ap);
         log_sink(log_sink_arg, level, buf_str(&b));
         buf_free(&b);
-    } else if (use_syslog) {
+    } else if (target == TO_SYSLOG) {
         vsyslog(level, fmt, ap);
+    } else if (target == TO_JOURNAL) {
+        /* journald takes the priority from the prefix and adds time and name itself */
+        fprintf(stderr, "<%d>", level & 7);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
     } else {
         now = time(NULL);
         localtime_r(&now, &tm);

@@ -1116,7 +1116,7 @@ main(void)
 {
     Suite *s = suite_create("exec");
 
-    log_setup(NULL, "debug", false);
+    log_setup(NULL, "debug", "stderr");
     log_set_sink(record_log, NULL);
     TCase *tc = tcase_create("exec");
     SRunner *sr;
