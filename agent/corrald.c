@@ -11,6 +11,7 @@
 #include <config.h>
 
 #include "agent/control.h"
+#include "engine/durable.h"
 #include "engine/log.h"
 #include "agent/metrics.h"
 #include "engine/pdb.h"
@@ -286,26 +287,66 @@ on_sigterm(uv_signal_t *h, int sig)
     server_shutdown(d->srv, shutdown_done, d);
 }
 
+/*
+ * Where SIGUSR1's dump goes: $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=),
+ * else the state file's directory: directories of corrald's own.  Never a
+ * shared directory such as /tmp, where another user could plant a link.
+ */
+static bool
+dump_dir(const struct conf *c, struct buf *dir)
+{
+    const char *rt = getenv("RUNTIME_DIRECTORY"), *slash;
+
+    if (rt && rt[0]) {
+        buf_printf(dir, "%.*s", (int)strcspn(rt, ":"), rt); /* the first of several */
+        return true;
+    }
+    if (c->state_file && (slash = strrchr(c->state_file, '/'))) {
+        buf_append(dir, c->state_file, (size_t)(slash - c->state_file));
+        if (!dir->len) buf_putc(dir, '/');
+        return true;
+    }
+    return false;
+}
+
+/*
+ * SIGUSR1: the open contexts as JSON, written to a new file (O_EXCL and
+ * O_NOFOLLOW, mode 0600) and renamed into place, so that no planted link or
+ * existing file of another user is followed or overwritten.
+ */
 static void
 on_sigusr1(uv_signal_t *h, int sig)
 {
     struct daemon *d = h->data;
-    struct buf json = BUF_INIT, path = BUF_INIT;
-    const char *dir = getenv("RUNTIME_DIRECTORY");
-    FILE *f;
+    struct buf json = BUF_INIT, path = BUF_INIT, tmp = BUF_INIT;
+    int fd = -1;
 
     (void)sig;
-    server_contexts_json(d->srv, &json);
-    buf_printf(&path, "%s/corrald-contexts.%ld.json", dir ? dir : "/tmp", (long)getpid());
-    f = fopen(buf_str(&path), "w");
-    if (f && fwrite(json.p, 1, json.len, f) == json.len && fclose(f) == 0) {
-        log_msg(LOG_INFO, "open contexts written to %s", buf_str(&path));
-    } else {
-        if (f) fclose(f);
-        log_msg(LOG_ERR, "cannot write %s: %s", buf_str(&path), strerror(errno));
+    if (!dump_dir(server_conf(d->srv), &path)) {
+        log_msg(LOG_ERR, "SIGUSR1: no directory of corrald's own to write the contexts to: run "
+                         "under systemd with RuntimeDirectory=, or configure a <state file>");
+        goto out;
     }
+    buf_printf(&path, "/corrald-contexts.%ld.json", (long)getpid());
+    buf_printf(&tmp, "%s.tmp", buf_str(&path));
+    server_contexts_json(d->srv, &json);
+    fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) {
+        /* a leftover of an interrupted dump: ours to remove (unlink never follows a link) */
+        unlink(buf_str(&tmp));
+        fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    }
+    if (fd < 0 || durable_write_all(fd, json.p, json.len) < 0 || close(fd) < 0 ||
+        rename(buf_str(&tmp), buf_str(&path)) < 0) {
+        log_msg(LOG_ERR, "cannot write %s: %s", buf_str(&path), strerror(errno));
+        if (fd >= 0) unlink(buf_str(&tmp));
+        goto out;
+    }
+    log_msg(LOG_INFO, "open contexts written to %s", buf_str(&path));
+out:
     buf_free(&json);
     buf_free(&path);
+    buf_free(&tmp);
 }
 
 static void
