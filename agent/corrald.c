@@ -146,8 +146,8 @@ check_only(struct daemon *d)
     }
     if (conf_check_rules(c, &rules) < 0) rc = 1;
     if (rc == 0)
-        printf("%s: configuration OK, %zu rules\n", d->config_path ? d->config_path : "(built-in)",
-               rules);
+        printf("%s: configuration OK, %zu rule%s\n", d->config_path ? d->config_path : "(built-in)",
+               rules, rules == 1 ? "" : "s");
     conf_free(c);
     buf_free(&err);
     return rc;
@@ -319,7 +319,8 @@ on_sigusr1(uv_signal_t *h, int sig)
 {
     struct daemon *d = h->data;
     struct buf json = BUF_INIT, path = BUF_INIT, tmp = BUF_INIT;
-    int fd = -1;
+    int fd = -1, err = 0;
+    bool ok;
 
     (void)sig;
     if (!dump_dir(server_conf(d->srv), &path)) {
@@ -336,9 +337,18 @@ on_sigusr1(uv_signal_t *h, int sig)
         unlink(buf_str(&tmp));
         fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     }
-    if (fd < 0 || durable_write_all(fd, json.p, json.len) < 0 || close(fd) < 0 ||
-        rename(buf_str(&tmp), buf_str(&path)) < 0) {
-        log_msg(LOG_ERR, "cannot write %s: %s", buf_str(&path), strerror(errno));
+    ok = fd >= 0 && durable_write_all(fd, json.p, json.len) == 0;
+    err = errno;
+    if (fd >= 0 && close(fd) < 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (ok && rename(buf_str(&tmp), buf_str(&path)) < 0) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok) {
+        log_msg(LOG_ERR, "cannot write %s: %s", buf_str(&path), strerror(err));
         if (fd >= 0) unlink(buf_str(&tmp));
         goto out;
     }
@@ -379,7 +389,8 @@ usage(FILE *out)
           "  -F, --foreground    do not detach\n"
           "  -t, --test          check the configuration and rules, then exit 0 or 1\n"
           "  -p, --pidfile FILE  write the process id to FILE\n"
-          "      --schema FILE   validate against this schema instead of the built-in one\n",
+          "      --schema FILE   validate against this schema instead of the built-in one\n"
+          "  -V, --version       print the version and exit\n",
           out);
 }
 
@@ -427,7 +438,7 @@ main(int argc, char **argv)
     memset(&d, 0, sizeof(d));
     log_setup("corrald", NULL, NULL); /* journal or terminal format from the first line on */
     d.extra_rules = xcalloc((size_t)argc, sizeof(char *));
-    while ((opt = getopt_long(argc, argv, "f:r:Ftp:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "f:r:Ftp:Vh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'f': d.config_path = optarg; break;
         case 'r': d.extra_rules[d.nextra_rules++] = optarg; break;

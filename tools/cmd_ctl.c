@@ -62,6 +62,22 @@ ask_socket(const char *path, const char *command, struct buf *out)
     return rc;
 }
 
+/* Says why the control socket could not be reached, with a hint where one helps. */
+static void
+socket_error(const char *verb, const char *path)
+{
+    int err = errno;
+
+    cmd_error(verb, "%s: %s", path, strerror(err));
+    if (err == ENOENT || err == ECONNREFUSED)
+        fprintf(stderr,
+                "  is corrald running, with <control socket=\"%s\"/> in its configuration?"
+                " Another socket: -s PATH%s\n",
+                path, strcmp(verb, "stats") == 0 ? "; the metrics listener: -u HOST:PORT" : "");
+    else if (err == EACCES)
+        fprintf(stderr, "  the socket is owner-only: run as corrald's user or root\n");
+}
+
 /* GET /metrics from host:port (plain HTTP on loopback; no TLS, no redirects). */
 static int
 ask_http(const char *hostport, struct buf *out)
@@ -138,7 +154,7 @@ cmd_ctl(int argc, char **argv)
         return 2;
     }
     if (ask_socket(path, argv[optind], &out) < 0) {
-        cmd_error("ctl", "%s: %s", path, strerror(errno));
+        socket_error("ctl", path);
         return 1;
     }
     fwrite(out.p, 1, out.len, stdout);
@@ -178,8 +194,12 @@ cmd_stats(int argc, char **argv)
         }
     }
     if (url && strncmp(url, "http://", 7) == 0) url += 7;
-    if ((url ? ask_http(url, &out) : ask_socket(path, "stats", &out)) < 0) {
-        cmd_error("stats", "%s: %s", url ? url : path, strerror(errno));
+    if (url && ask_http(url, &out) < 0) {
+        cmd_error("stats", "%s: %s", url, strerror(errno));
+        return 1;
+    }
+    if (!url && ask_socket(path, "stats", &out) < 0) {
+        socket_error("stats", path);
         return 1;
     }
     if (raw) {
@@ -219,8 +239,9 @@ cmd_check_config(int argc, char **argv)
     }
     if (conf_check_rules(c, &rules) < 0) rc = 1;
     if (!rc)
-        printf("%s: OK (%zu inputs, %zu outputs, %zu rules)\n", argv[1], c->ninputs, c->noutputs,
-               rules);
+        printf("%s: OK (%zu input%s, %zu output%s, %zu rule%s)\n", argv[1], c->ninputs,
+               c->ninputs == 1 ? "" : "s", c->noutputs, c->noutputs == 1 ? "" : "s", rules,
+               rules == 1 ? "" : "s");
     conf_free(c);
     buf_free(&err);
     return rc;

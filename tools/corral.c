@@ -26,6 +26,7 @@ usage(FILE *out)
           "  check-config FILE                     check a corrald configuration\n"
           "  ctl [-s SOCKET] stats|contexts|reload|save   talk to a running corrald\n"
           "  stats [-s SOCKET | -u HOST:PORT]      show a running corrald's counters\n"
+          "  --version                             print the version\n"
           "\n"
           "Run `corral VERB --help` for the options of a verb; see corral(1).\n",
           out);
