@@ -1,8 +1,9 @@
 #!/bin/sh
 # The whole test suite, as CI runs it: a warnings-as-errors build and `make
 # check`, the same suite again under AddressSanitizer and
-# UndefinedBehaviorSanitizer, `make distcheck`, and a short libFuzzer run of
-# every harness.  Builds go to build/ and build-san/ beside the sources.
+# UndefinedBehaviorSanitizer, `make distcheck`, coverage with floors per
+# layer, and a short libFuzzer run of every harness.  Builds go to build/,
+# build-san/ and build/build-cov/ beside the sources.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -35,6 +36,9 @@ cd "$src"
 
 echo "=== distcheck"
 (cd build && make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror)
+
+echo "=== coverage (gcovr; a floor per layer)"
+(cd build && make -j"$jobs" coverage)
 
 if command -v clang >/dev/null 2>&1; then
     echo "=== fuzz (${FUZZ_SECONDS:-30}s per harness)"

@@ -210,22 +210,6 @@ must_open(struct harness *h, const char *executors)
 }
 
 static void
-run_until(struct harness *h, const bool *flag, double seconds)
-{
-    double end = ul_now() + seconds;
-
-    while (!*flag && ul_now() < end) uv_run(&h->loop, UV_RUN_ONCE);
-}
-
-static void
-run_for(struct harness *h, double seconds)
-{
-    double end = ul_now() + seconds;
-
-    while (ul_now() < end) uv_run(&h->loop, UV_RUN_ONCE);
-}
-
-static void
 close_cb(void *arg)
 {
     *(int *)arg = ++events;
@@ -262,7 +246,7 @@ static void
 deliver_wait(struct harness *h, const struct alert *a, struct outcome *o, double seconds)
 {
     deliver(h, a, o);
-    run_until(h, &o->called, seconds);
+    ul_run_until(&h->loop, ul_flag_set, &o->called, seconds);
     ck_assert_msg(o->called, "no outcome within %g s", seconds);
 }
 
@@ -921,7 +905,7 @@ START_TEST(t_max_children)
     for (i = 0; i < 7; i++) deliver(&h, &a, &o[i]);
     msg_unref(m); /* waiting deliveries hold their own reference */
     while (!all) {
-        run_for(&h, 0.05);
+        ul_run_until(&h.loop, NULL, NULL, 0.05);
         all = true;
         for (i = 0; i < 7; i++) all = all && o[i].called;
     }
@@ -1037,7 +1021,7 @@ START_TEST(t_close_running)
     set(m, "mode", "trap");
     deliver(&h, &a, &o2);
     deliver(&h, &a, &o3); /* waits for a free slot */
-    run_for(&h, 0.3);
+    ul_run_until(&h.loop, NULL, NULL, 0.3);
     ck_assert(!o1.called && !o2.called && !o3.called);
     p1 = read_pid("slow.plain.pid");
     p2 = read_pid("slow.trap.pid");

@@ -169,28 +169,11 @@ deliver(void *x, struct msg *m, const char *id, struct outcome *o)
     smtp_executor.deliver(x, &a, on_done, o);
 }
 
-static bool timed_out;
-
-static void
-on_guard(uv_timer_t *t)
+/* For ul_run_until: true once *arg deliveries are done. */
+static bool
+ndone_reached(void *arg)
 {
-    (void)t;
-    timed_out = true;
-}
-
-/* Runs the loop until `want` deliveries are done, or `secs` pass (want < 0: just wait). */
-static void
-run_until(uv_loop_t *loop, int want, double secs)
-{
-    uv_timer_t guard;
-
-    timed_out = false;
-    uv_update_time(loop); /* the loop may have been idle while a server started */
-    uv_timer_init(loop, &guard);
-    uv_timer_start(&guard, on_guard, (uint64_t)(secs * 1000), 0);
-    while ((want < 0 || ndone < want) && !timed_out) uv_run(loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&guard, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
+    return ndone >= *(const int *)arg;
 }
 
 static bool closed;
@@ -206,17 +189,9 @@ on_closed(void *arg)
 static void
 close_x(uv_loop_t *loop, void *x)
 {
-    uv_timer_t guard;
-
     closed = false;
     smtp_executor.close(x, on_closed, NULL);
-    timed_out = false;
-    uv_timer_init(loop, &guard);
-    uv_timer_start(&guard, on_guard, 20000, 0);
-    while (!closed && !timed_out) uv_run(loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&guard, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    ck_assert_msg(closed, "close did not finish");
+    ck_assert_msg(ul_run_until(loop, ul_flag_set, &closed, 20), "close did not finish");
     ck_assert_int_eq(uv_loop_close(loop), 0);
 }
 
@@ -1168,7 +1143,7 @@ send_one(int port, const char *const *more, const char *body, struct msg *m)
 
     memset(&o, 0, sizeof(o));
     deliver(x, m, "r-disk/web1/", &o);
-    run_until(loop, 1, 30);
+    ul_run_until(loop, ndone_reached, &(int){1}, 30);
     ck_assert_msg(o.n == 1, "done called %d times", o.n);
     close_x(loop, x);
     free(loop);
@@ -1473,8 +1448,10 @@ END_TEST
 START_TEST(test_server_down)
 {
     struct msg *m = alert_msg("web1", "disk full");
-    struct outcome o = send_one(ul_free_port(SOCK_STREAM), NULL, NULL, m);
+    int port, fd = ul_reserve_port(SOCK_STREAM, &port); /* bound, not listening */
+    struct outcome o = send_one(port, NULL, NULL, m);
 
+    close(fd);
     ck_assert_int_eq(o.r, DELIVER_RETRY);
     ck_assert_msg(strstr(o.reason, "onnect"), "%s", o.reason);
     msg_unref(m);
@@ -1531,7 +1508,7 @@ START_TEST(test_loop_not_blocked)
     tick_last = tick_gap = 0;
     memset(&o, 0, sizeof(o));
     deliver(x, m, "id", &o);
-    run_until(loop, 1, 15);
+    ul_run_until(loop, ndone_reached, &(int){1}, 15);
     uv_close((uv_handle_t *)&tick, NULL);
     ck_assert_int_eq(o.r, DELIVER_OK);
     ck_assert_msg(tick_gap < 500, "the loop stalled for %llu ms", (unsigned long long)tick_gap);
@@ -1563,7 +1540,7 @@ START_TEST(test_connections_bound)
         m[i] = alert_msg("web1", text);
         deliver(x, m[i], "id", &o[i]);
     }
-    run_until(loop, 6, 30);
+    ul_run_until(loop, ndone_reached, &(int){6}, 30);
     for (i = 0; i < 6; i++)
         ck_assert_msg(o[i].n == 1 && o[i].r == DELIVER_OK, "%d: %s", i, o[i].reason);
     ck_assert_int_eq(count_msgs(&s), 6);
@@ -1592,7 +1569,7 @@ START_TEST(test_close_inflight)
     x = open_ok(loop, plain_kv(s.port, more), NULL);
     memset(o, 0, sizeof(o));
     for (i = 0; i < 3; i++) deliver(x, m, "id", &o[i]);
-    run_until(loop, -1, 0.3);
+    ul_run_until(loop, NULL, NULL, 0.3);
     t0 = uv_hrtime();
     close_x(loop, x);
     /* the session under way ran into its timeout and said so; the waiting ones were dropped */
@@ -1689,7 +1666,7 @@ START_TEST(test_default_is_starttls)
     x = open_ok(loop, kv, NULL); /* no tls=: STARTTLS required */
     memset(&o, 0, sizeof(o));
     deliver(x, m, "id", &o);
-    run_until(loop, 1, 15);
+    ul_run_until(loop, ndone_reached, &(int){1}, 15);
     ck_assert_int_eq(o.r, DELIVER_RETRY);
     ck_assert_int_eq(count_msgs(&s), 0);
     close_x(loop, x);
@@ -1811,7 +1788,7 @@ START_TEST(test_group_one)
         m[i] = alert_msg("web1", text);
         deliver(x, m[i], "id", &o[i]);
     }
-    run_until(loop, 5, 15);
+    ul_run_until(loop, ndone_reached, &(int){5}, 15);
     for (i = 0; i < 5; i++) {
         ck_assert_msg(o[i].n == 1 && o[i].r == DELIVER_OK, "%d: %s", i, o[i].reason);
         ck_assert_msg(o[i].at - t0 >= 450, "mailed after %llu ms, before group-wait",
@@ -1861,7 +1838,7 @@ START_TEST(test_group_two)
         m[i] = alert_msg(i % 2 ? "web2" : "web1", i % 2 ? "on web2" : "on web1");
         deliver(x, m[i], "id", &o[i]);
     }
-    run_until(loop, 5, 15);
+    ul_run_until(loop, ndone_reached, &(int){5}, 15);
     for (i = 0; i < 5; i++) ck_assert_msg(o[i].n == 1 && o[i].r == DELIVER_OK, "%d", i);
     ck_assert_int_eq(count_msgs(&s), 2);
     {
@@ -1904,23 +1881,23 @@ START_TEST(test_group_interval)
     x = open_ok(loop, plain_kv(s.port, more), NULL);
     memset(o, 0, sizeof(o));
     deliver(x, m, "id", &o[0]);
-    run_until(loop, 1, 10);
+    ul_run_until(loop, ndone_reached, &(int){1}, 10);
     ck_assert_int_eq(o[0].r, DELIVER_OK);
     first = o[0].at;
     /* the group was mailed: more alerts wait until group-interval after that mail */
     deliver(x, m, "id", &o[1]);
     deliver(x, m, "id", &o[2]);
-    run_until(loop, 3, 10);
+    ul_run_until(loop, ndone_reached, &(int){3}, 10);
     ck_assert_int_eq(o[1].r, DELIVER_OK);
     ck_assert_msg(o[1].at - first >= 1200, "second mail %llu ms after the first",
                   (unsigned long long)(o[1].at - first));
     ck_assert_int_eq(count_msgs(&s), 2);
     ck_assert(check_msg(&s, 2, (const char *const[]){"--header", "X-Corral-Alerts=2", NULL}));
     /* after a quiet group-interval the group is forgotten: group-wait again */
-    run_until(loop, -1, 1.8);
+    ul_run_until(loop, NULL, NULL, 1.8);
     first = uv_now(loop);
     deliver(x, m, "id", &o[3]);
-    run_until(loop, 4, 10);
+    ul_run_until(loop, ndone_reached, &(int){4}, 10);
     ck_assert_msg(o[3].at - first < 1000, "new group took %llu ms",
                   (unsigned long long)(o[3].at - first));
     close_x(loop, x);
@@ -1937,15 +1914,16 @@ START_TEST(test_group_failure)
     struct outcome o[3];
     struct msg *m = alert_msg("web1", "disk full");
     void *x;
-    int i;
+    int i, port, fd = ul_reserve_port(SOCK_STREAM, &port);
 
     /* nobody listens: one mail for all three fails, each alert hears RETRY */
-    x = open_ok(loop, plain_kv(ul_free_port(SOCK_STREAM), more), NULL);
+    x = open_ok(loop, plain_kv(port, more), NULL);
     memset(o, 0, sizeof(o));
     for (i = 0; i < 3; i++) deliver(x, m, "id", &o[i]);
-    run_until(loop, 3, 10);
+    ul_run_until(loop, ndone_reached, &(int){3}, 10);
     for (i = 0; i < 3; i++) ck_assert_msg(o[i].n == 1 && o[i].r == DELIVER_RETRY, "%d", i);
     close_x(loop, x);
+    close(fd);
     free(loop);
     msg_unref(m);
 }
@@ -1958,12 +1936,14 @@ START_TEST(test_group_close_pending)
     struct outcome o;
     struct msg *m = alert_msg("web1", "disk full");
     void *x;
+    int port, fd = ul_reserve_port(SOCK_STREAM, &port);
 
-    x = open_ok(loop, plain_kv(ul_free_port(SOCK_STREAM), more), NULL);
+    x = open_ok(loop, plain_kv(port, more), NULL);
     memset(&o, 0, sizeof(o));
     deliver(x, m, "id", &o);
-    run_until(loop, -1, 0.1);
+    ul_run_until(loop, NULL, NULL, 0.1);
     close_x(loop, x); /* abandoned: the queue keeps it in the spool */
+    close(fd);
     ck_assert_int_eq(o.n, 0);
     free(loop);
     msg_unref(m);
@@ -1990,10 +1970,10 @@ START_TEST(test_repeat_interval)
     deliver(x, a, "id", &o[1]); /* folded into the first, which waits in its group */
     ck_assert_int_eq(o[1].n, 1);
     deliver(x, b, "id", &o[2]); /* another host: another alert */
-    run_until(loop, 3, 10);
+    ul_run_until(loop, ndone_reached, &(int){3}, 10);
     deliver(x, a, "id", &o[3]); /* mailed less than repeat-interval ago: held back */
     ck_assert_int_eq(o[3].n, 1);
-    run_until(loop, -1, 0.6);
+    ul_run_until(loop, NULL, NULL, 0.6);
     for (i = 0; i < 4; i++) ck_assert_msg(o[i].n == 1 && o[i].r == DELIVER_OK, "%d", i);
     ck_assert_int_eq(count_msgs(&s), 2);
     {
@@ -2012,7 +1992,7 @@ START_TEST(test_repeat_interval)
     deliver(x, b, "id", &o[4]);
     deliver(x, b, "id", &o[5]);
     ck_assert_int_eq(o[5].n, 1);
-    run_until(loop, 2, 10);
+    ul_run_until(loop, ndone_reached, &(int){2}, 10);
     ck_assert_int_eq(o[4].r, DELIVER_OK);
     ck_assert_int_eq(count_msgs(&s), 3);
     close_x(loop, x);
@@ -2025,7 +2005,7 @@ END_TEST
 
 /* ---- curl's own dot stuffing, which the executor does not rely on ---- */
 
-static int tx_done;
+static bool tx_done;
 static enum deliver_result tx_r;
 
 static void
@@ -2034,7 +2014,7 @@ on_tx_done(void *arg, enum deliver_result r, const char *reason)
     (void)arg;
     (void)reason;
     tx_r = r;
-    tx_done++;
+    tx_done = true;
 }
 
 START_TEST(test_curl_dot_stuffing)
@@ -2045,7 +2025,6 @@ START_TEST(test_curl_dot_stuffing)
     struct smtp_tx_conf c;
     struct smtp_tx *tx;
     struct buf msg = BUF_INIT;
-    uv_timer_t guard;
     const char *body = "Subject: dots\r\n\r\n.first\r\n..second\r\n.\r\nafter\r\n";
 
     server_start(&s, NULL);
@@ -2060,12 +2039,9 @@ START_TEST(test_curl_dot_stuffing)
     c.connections = 1;
     tx = smtp_tx_new(loop, &c);
     buf_puts(&msg, body);
-    tx_done = 0;
+    tx_done = false;
     smtp_tx_send(tx, &msg, on_tx_done, NULL);
-    timed_out = false;
-    uv_timer_init(loop, &guard);
-    uv_timer_start(&guard, on_guard, 10000, 0);
-    while (!tx_done && !timed_out) uv_run(loop, UV_RUN_ONCE);
+    ul_run_until(loop, ul_flag_set, &tx_done, 10);
     ck_assert_int_eq(tx_r, DELIVER_OK);
     /* the server got every line back as sent: curl stuffed the dots and the server removed them */
     {
@@ -2080,10 +2056,7 @@ START_TEST(test_curl_dot_stuffing)
     }
     closed = false;
     smtp_tx_close(tx, on_closed, NULL);
-    while (!closed && !timed_out) uv_run(loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&guard, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    ck_assert(closed);
+    ck_assert(ul_run_until(loop, ul_flag_set, &closed, 10));
     ck_assert_int_eq(uv_loop_close(loop), 0);
     free(loop);
     server_stop(&s);

@@ -124,21 +124,13 @@ harness_open(struct harness *h, const char *executors, struct buf *err)
 }
 
 static void
-run_until(struct harness *h, const bool *flag, double seconds)
-{
-    double end = ul_now() + seconds;
-
-    while (!*flag && ul_now() < end) uv_run(&h->loop, UV_RUN_ONCE);
-}
-
-static void
 harness_close(struct harness *h)
 {
     bool closed = false;
 
     if (h->x) {
         h->kind->close(h->x, close_cb, &closed);
-        run_until(h, &closed, 10);
+        ul_run_until(&h->loop, ul_flag_set, &closed, 10);
         ck_assert_msg(closed, "close() never finished");
     }
     uv_close((uv_handle_t *)&h->ticker, NULL);
@@ -841,7 +833,7 @@ START_TEST(test_v2c_inform)
         &h, v2c_conf(conf, sizeof(conf), t.port, "inform=\"yes\" timeout=\"2s\""), &err));
     deliver(&h, &a, &o[0]);
     ck_assert(!o[0].called); /* done only once acknowledged */
-    run_until(&h, &o[0].called, 10);
+    ul_run_until(&h.loop, ul_flag_set, &o[0].called, 10);
     ck_assert_msg(o[0].called && o[0].r == DELIVER_OK, "inform: %d %s", o[0].r, o[0].reason);
     log = trapd_wait(&t, 1);
     parse_record(log, 0, &r);
@@ -853,7 +845,7 @@ START_TEST(test_v2c_inform)
     /* many at once: each acknowledged on its own */
     for (i = 0; i < 20; i++) deliver(&h, &a, &o[i]);
     for (i = 0; i < 20; i++) {
-        run_until(&h, &o[i].called, 10);
+        ul_run_until(&h.loop, ul_flag_set, &o[i].called, 10);
         ck_assert_msg(o[i].called && o[i].r == DELIVER_OK, "inform %d: %s", i, o[i].reason);
     }
     log = trapd_wait(&t, 21);
@@ -874,16 +866,16 @@ START_TEST(test_inform_nobody_listens)
     struct alert a = {1, "ssh-brute/web1", "major", m, 0};
     struct outcome o;
     char conf[1024];
+    int port, fd = ul_reserve_port(SOCK_DGRAM, &port); /* bound, never answers */
 
     setenv("TEST_SNMP_COMMUNITY", "public", 1);
     harness_init(&h);
-    ck_assert_ptr_nonnull(harness_open(&h,
-                                       v2c_conf(conf, sizeof(conf), ul_free_port(SOCK_DGRAM),
-                                                "inform=\"yes\" timeout=\"500ms\" retries=\"1\""),
-                                       &err));
+    ck_assert_ptr_nonnull(harness_open(
+        &h, v2c_conf(conf, sizeof(conf), port, "inform=\"yes\" timeout=\"500ms\" retries=\"1\""),
+        &err));
     deliver(&h, &a, &o);
     ck_assert(!o.called);
-    run_until(&h, &o.called, 10);
+    ul_run_until(&h.loop, ul_flag_set, &o.called, 10);
     ck_assert(o.called);
     ck_assert_int_eq(o.r, DELIVER_RETRY);
     /* two tries of 0.5 s each */
@@ -894,6 +886,7 @@ START_TEST(test_inform_nobody_listens)
     deliver(&h, &a, &o);
     harness_close(&h);
     ck_assert(!o.called);
+    close(fd);
     msg_unref(m);
     buf_free(&err);
 }
@@ -1021,7 +1014,7 @@ START_TEST(test_v3_reload)
              engine);
     trapd_start(&t, port, trapd_conf);
     h_old.kind->close(h_old.x, close_cb, &closed);
-    run_until(&h_old, &closed, 10);
+    ul_run_until(&h_old.loop, ul_flag_set, &closed, 10);
     ck_assert(closed);
     h_old.x = NULL;
     deliver(&h_new, &a, &o);
@@ -1031,7 +1024,7 @@ START_TEST(test_v3_reload)
     free(log);
     closed = false;
     h_new.kind->close(h_new.x, close_cb, &closed);
-    run_until(&h_old, &closed, 10);
+    ul_run_until(&h_old.loop, ul_flag_set, &closed, 10);
     h_old.x = NULL;
     harness_close(&h_old);
     trapd_stop(&t);
@@ -1049,6 +1042,7 @@ START_TEST(test_v3_inform)
     struct msg *m = sample_msg();
     struct alert a = {1, "ssh-brute/web1", "warning", m, 0};
     struct outcome o[5];
+    int silent, fd = ul_reserve_port(SOCK_DGRAM, &silent); /* bound, never answers */
     struct record r;
     char conf[2048], *log;
     int i;
@@ -1069,12 +1063,12 @@ START_TEST(test_v3_inform)
     /* these wait for the engine id discovery, then go together */
     for (i = 0; i < 5; i++) deliver(&h, &a, &o[i]);
     for (i = 0; i < 5; i++) {
-        run_until(&h, &o[i].called, 10);
+        ul_run_until(&h.loop, ul_flag_set, &o[i].called, 10);
         ck_assert_msg(o[i].called && o[i].r == DELIVER_OK, "inform %d: %d %s", i, o[i].r,
                       o[i].reason);
     }
     deliver(&h, &a, &o[0]);
-    run_until(&h, &o[0].called, 10);
+    ul_run_until(&h.loop, ul_flag_set, &o[0].called, 10);
     ck_assert_msg(o[0].r == DELIVER_OK, "%s", o[0].reason);
     log = trapd_wait(&t, 6);
     ck_assert_int_eq(count_of(log, "BEGIN INFORM, SNMP v3, user corral"), 6);
@@ -1097,7 +1091,7 @@ START_TEST(test_v3_inform)
              t.port);
     if (!harness_open(&h, conf, &err)) ck_abort_msg("open: %s", buf_str(&err));
     deliver(&h, &a, &o[0]);
-    run_until(&h, &o[0].called, 10);
+    ul_run_until(&h.loop, ul_flag_set, &o[0].called, 10);
     ck_assert(o[0].called);
     ck_assert_int_eq(o[0].r, DELIVER_RETRY);
     harness_close(&h);
@@ -1109,14 +1103,15 @@ START_TEST(test_v3_inform)
              "<snmp name=\"v3i\" target=\"udp:127.0.0.1:%d\" version=\"3\" inform=\"yes\" "
              "user=\"corral\" auth-password-env=\"TEST_SNMP_AUTH\" "
              "priv-password-env=\"TEST_SNMP_PRIV\" timeout=\"300ms\" retries=\"0\"/>",
-             ul_free_port(SOCK_DGRAM));
+             silent);
     if (!harness_open(&h, conf, &err)) ck_abort_msg("open: %s", buf_str(&err));
     deliver(&h, &a, &o[0]);
-    run_until(&h, &o[0].called, 10);
+    ul_run_until(&h.loop, ul_flag_set, &o[0].called, 10);
     ck_assert(o[0].called);
     ck_assert_int_eq(o[0].r, DELIVER_RETRY);
     ck_assert_msg(strstr(o[0].reason, "engine discovery"), "reason: %s", o[0].reason);
     harness_close(&h);
+    close(fd);
     msg_unref(m);
     buf_free(&err);
 }
@@ -1152,7 +1147,7 @@ START_TEST(test_hostile_values)
     ck_assert_ptr_nonnull(
         harness_open(&h, v2c_conf(conf, sizeof(conf), t.port, "inform=\"yes\""), &err));
     deliver(&h, &a, &o);
-    run_until(&h, &o.called, 10);
+    ul_run_until(&h.loop, ul_flag_set, &o.called, 10);
     ck_assert_msg(o.called && o.r == DELIVER_OK, "%s", o.reason);
     log = trapd_wait(&t, 1);
     parse_record(log, 0, &r);
@@ -1217,7 +1212,7 @@ START_TEST(test_biggest)
     harness_init(&h);
     if (!harness_open(&h, buf_str(&conf), &err)) ck_abort_msg("open: %s", buf_str(&err));
     deliver(&h, &a, &o);
-    run_until(&h, &o.called, 10);
+    ul_run_until(&h.loop, ul_flag_set, &o.called, 10);
     ck_assert_msg(o.called && o.r == DELIVER_OK, "%d %s", o.r, o.reason);
     log = trapd_wait(&t, 1);
     parse_record(log, 0, &r);
@@ -1252,11 +1247,11 @@ START_TEST(test_receiver_restart)
         &h, v2c_conf(conf, sizeof(conf), port, "inform=\"yes\" timeout=\"300ms\" retries=\"0\""),
         &err));
     deliver(&h, &a, &o);
-    run_until(&h, &o.called, 10);
+    ul_run_until(&h.loop, ul_flag_set, &o.called, 10);
     ck_assert_int_eq(o.r, DELIVER_RETRY);
     trapd_start(&t, port, NULL);
     deliver(&h, &a, &o);
-    run_until(&h, &o.called, 10);
+    ul_run_until(&h.loop, ul_flag_set, &o.called, 10);
     ck_assert_msg(o.r == DELIVER_OK, "%s", o.reason);
     log = trapd_wait(&t, 1);
     ck_assert_int_eq(count_of(log, "BEGIN INFORM"), 1);

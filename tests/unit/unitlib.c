@@ -64,12 +64,41 @@ ul_now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static void
+on_guard(uv_timer_t *t)
+{
+    *(bool *)t->data = true;
+}
+
+bool
+ul_run_until(uv_loop_t *loop, bool (*done)(void *arg), void *arg, double seconds)
+{
+    uv_timer_t guard;
+    bool timed_out = false, ok;
+
+    uv_update_time(loop); /* the loop may have been idle while a server started */
+    uv_timer_init(loop, &guard);
+    guard.data = &timed_out;
+    uv_timer_start(&guard, on_guard, (uint64_t)(seconds * 1000), 0);
+    while (!(done && done(arg)) && !timed_out) uv_run(loop, UV_RUN_ONCE);
+    ok = done && done(arg);
+    uv_close((uv_handle_t *)&guard, NULL);
+    uv_run(loop, UV_RUN_NOWAIT); /* lets the guard's close finish */
+    return ok;
+}
+
+bool
+ul_flag_set(void *arg)
+{
+    return *(const bool *)arg;
+}
+
 int
-ul_free_port(int socktype)
+ul_reserve_port(int socktype, int *port)
 {
     struct sockaddr_in a;
     socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, socktype, 0), port;
+    int fd = socket(AF_INET, socktype | SOCK_CLOEXEC, 0);
 
     ck_assert_int_ge(fd, 0);
     memset(&a, 0, sizeof(a));
@@ -77,7 +106,15 @@ ul_free_port(int socktype)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+int
+ul_free_port(int socktype)
+{
+    int port, fd = ul_reserve_port(socktype, &port);
+
     close(fd);
     return port;
 }

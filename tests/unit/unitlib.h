@@ -1,13 +1,16 @@
 /*
  * unitlib: what the executor unit tests (test_exec, test_snmp, test_smtp)
  * share: writing files, loading an <executors> snippet through the real
- * configuration loader and schema, a monotonic clock, free loopback ports.
- * Failures are Check assertions.
+ * configuration loader and schema, a monotonic clock, running a libuv loop
+ * until something happened, loopback ports.  Failures are Check assertions.
  */
 #ifndef CORRAL_UNITLIB_H
 #define CORRAL_UNITLIB_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include <uv.h>
 
 #include "agent/conf.h"
 
@@ -21,7 +24,27 @@ void ul_write_file(const char *path, const char *text);
 struct conf *ul_load_executors(const char *dir, const char *executors, char *file, size_t filesize);
 /* Seconds on the monotonic clock. */
 double ul_now(void);
-/* A port on 127.0.0.1 free a moment ago, for SOCK_STREAM or SOCK_DGRAM. */
+/*
+ * Runs loop until done(arg) is true or `seconds` pass, whichever comes
+ * first; returns done's last answer.  done NULL: just runs for `seconds`.
+ * The loop needs no timer of its own: a guard timer wakes it at the end.
+ */
+bool ul_run_until(uv_loop_t *loop, bool (*done)(void *arg), void *arg, double seconds);
+/* For ul_run_until: true once the bool at arg is. */
+bool ul_flag_set(void *arg);
+/*
+ * A socket bound to 127.0.0.1 on a port of the kernel's choosing, for
+ * SOCK_STREAM or SOCK_DGRAM, kept open so that nothing else can take the
+ * port; *port gets the number.  Not listening: a TCP connect to it is
+ * refused, a UDP datagram to it is never answered.  Close it when done.
+ */
+int ul_reserve_port(int socktype, int *port);
+/*
+ * A port on 127.0.0.1 free a moment ago, for a server in another program
+ * (snmptrapd, aiosmtpd) that can neither take a socket nor tell which port
+ * it bound.  Racy: something may take the port before that server does;
+ * prefer ul_reserve_port, or a server of the test's own that binds port 0.
+ */
 int ul_free_port(int socktype);
 
 #endif
