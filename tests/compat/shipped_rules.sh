@@ -34,6 +34,37 @@ if [ -n "$PDBTOOL" ] && [ -x "$PDBTOOL" ]; then
             echo "pdbtool test $(basename "$f"): ok"
         fi
     done
+
+    # The shipped rules on real logs: corral and syslog-ng read the same
+    # rule, user, address, port and key from every line (the user-name
+    # patterns use PCRE lookaheads, so both engines must run them alike),
+    # generate the same messages, and every OpenSSH line is classified.
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/shipped_rules.XXXXXX") || exit 1
+    trap 'rm -rf "$tmp"' EXIT HUP INT TERM
+    "$PDBTOOL" merge -D "$top_srcdir/rules" -G '*.xml' -p "$tmp/rules.pdb" || status=1
+    tpl='${.classifier.class}|${.classifier.rule_id}|${usracct.username}|${usracct.device}|${usracct.port}|${usracct.authmethod}|${sshd.key_type}|${sshd.key_fingerprint}|${su.target_user}|${corral.event}|${MESSAGE}\n'
+    for log in "$top_srcdir/tests/data/loghub/OpenSSH_2k.log" "$top_srcdir/tests/data/loghub/Linux_2k.log" \
+               "$top_srcdir/contrib/samples/auth.log"; do
+        name=$(basename "$log")
+        "$PDBTOOL" match -p "$tmp/rules.pdb" -f "$log" -T "$tpl" > "$tmp/pdbtool" 2>/dev/null
+        "$CORRAL" match -r "$top_srcdir/rules" -f "$log" -T "$tpl" > "$tmp/corral" || status=1
+        if [ -s "$tmp/pdbtool" ] && cmp -s "$tmp/pdbtool" "$tmp/corral"; then
+            echo "shipped rules on $name: corral and pdbtool agree ($(grep -vc '^unknown|' "$tmp/corral") classified or generated of $(wc -l < "$tmp/corral"))"
+        else
+            echo "shipped rules on $name: corral differs from pdbtool:"
+            diff "$tmp/pdbtool" "$tmp/corral" | head -20
+            status=1
+        fi
+    done
+    lines=$(awk 'END { print NR }' "$top_srcdir/tests/data/loghub/OpenSSH_2k.log")
+    got=$("$CORRAL" match -r "$top_srcdir/rules" --keep-open -f "$top_srcdir/tests/data/loghub/OpenSSH_2k.log" \
+        -T '${.classifier.class}\n' | grep -v '^$' | grep -vc '^unknown$')
+    if [ "$got" -eq "$lines" ]; then
+        echo "shipped rules classify $got of $lines lines of OpenSSH_2k.log"
+    else
+        echo "shipped rules classify only $got of $lines lines of OpenSSH_2k.log"
+        status=1
+    fi
 else
     echo "no pdbtool: syslog-ng side not checked"
 fi
