@@ -83,11 +83,16 @@ const struct executor_kind *executor_kind_find(const char *name);
 bool executor_common_attr(const char *name);
 
 /*
- * Reads a secret named by an attribute pair: ATTR-file="/path" (the first
- * line of the file) or ATTR-env="VARIABLE".  Never from argv or the
- * configuration itself.  Returns a malloc'ed string or NULL (err says why).
+ * The severity scale of alerts, written once: CORRAL-MIB's CorralSeverity
+ * numbers it from clear(1) to critical(6), and a mail is titled after its
+ * worst alert.  An alert without a known severity counts as
+ * EXECUTOR_SEVERITY_DEFAULT (the queue's severity template says the same).
  */
-char *executor_secret(const struct exconf *cfg, const char *attr, const char *conf_file,
-                      struct buf *err);
+#define EXECUTOR_SEVERITY_DEFAULT "warning"
+#define EXECUTOR_SEVERITY_MAX     6
+/* 1 (clear) to 6 (critical), compared without case; the default's for anything else. */
+int executor_severity_number(const char *name);
+/* "clear" to "critical" for 1 to 6; NULL for anything else. */
+const char *executor_severity_name(int number);
 
 #endif
