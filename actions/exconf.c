@@ -310,6 +310,29 @@ exconf_path(const struct exconf_reader *r, const char *attr, const char **out)
     return true;
 }
 
+bool
+exconf_list_next(const char **pos, const char **item, size_t *len)
+{
+    static const char space[] = " \t\r\n";
+    const char *p = *pos, *s, *e;
+
+    while (*p) {
+        s = p;
+        e = s + strcspn(s, ",");
+        p = *e ? e + 1 : e;
+        s += strspn(s, space);
+        while (e > s && strchr(space, e[-1])) e--;
+        if (s < e) {
+            *pos = p;
+            *item = s;
+            *len = (size_t)(e - s);
+            return true;
+        }
+    }
+    *pos = p;
+    return false;
+}
+
 /* ---- templates ---- */
 
 struct tpl *

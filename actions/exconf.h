@@ -112,6 +112,13 @@ bool exconf_uint(const struct exconf_reader *r, const char *attr, unsigned long 
 bool exconf_path(const struct exconf_reader *r, const char *attr, const char **out);
 
 /*
+ * The next item of a comma-separated list ("a@b.org, c@d.org"), white space
+ * around it dropped and empty items skipped; false at the end:
+ *     for (p = value; exconf_list_next(&p, &item, &len);)
+ */
+bool exconf_list_next(const char **pos, const char **item, size_t *len);
+
+/*
  * A template: the attribute's value, or def when it is absent (NULL def:
  * NULL is returned, no error).  NULL after reporting a template that does
  * not compile.

@@ -248,25 +248,17 @@ read_url(struct smtp *x, const struct exconf_reader *r)
 static void
 read_recipients(struct smtp *x, const struct exconf_reader *r)
 {
-    const char *v = exconf_attr(r->cfg, "to"), *p;
-    size_t cap = 0;
+    const char *v = exconf_attr(r->cfg, "to"), *p, *s;
+    size_t cap = 0, n;
 
     if (!v) {
         exconf_error(r, "to is missing (comma-separated addresses)");
         return;
     }
-    for (p = v; *p;) {
-        const char *s = p, *e;
-        size_t n = strcspn(p, ",");
-        p += n;
-        if (*p) p++;
-        e = s + n;
-        while (s < e && (*s == ' ' || *s == '\t' || *s == '\n')) s++;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n')) e--;
-        if (s == e) continue;
-        if (!smtp_addr_valid(s, (size_t)(e - s))) {
-            exconf_error(r, "to: \"%.*s\" is not an address (user@host, no display names)",
-                         (int)(e - s), s);
+    for (p = v; exconf_list_next(&p, &s, &n);) {
+        if (!smtp_addr_valid(s, n)) {
+            exconf_error(r, "to: \"%.*s\" is not an address (user@host, no display names)", (int)n,
+                         s);
             continue;
         }
         if (x->nto == SMTP_MAX_RECIPIENTS) {
@@ -274,7 +266,7 @@ read_recipients(struct smtp *x, const struct exconf_reader *r)
             return;
         }
         x->to = xgrow(x->to, &cap, x->nto + 1, sizeof(*x->to));
-        x->to[x->nto++] = xstrndup(s, (size_t)(e - s));
+        x->to[x->nto++] = xstrndup(s, n);
     }
     if (!x->nto) exconf_error(r, "to names no recipient");
 }
@@ -282,8 +274,8 @@ read_recipients(struct smtp *x, const struct exconf_reader *r)
 static void
 read_grouping(struct smtp *x, const struct exconf_reader *r)
 {
-    const char *v = exconf_attr(r->cfg, "group-by"), *p;
-    size_t cap = 0;
+    const char *v = exconf_attr(r->cfg, "group-by"), *p, *s;
+    size_t cap = 0, n;
 
     x->group_wait = 30000;
     x->group_interval = 300000;
@@ -293,17 +285,9 @@ read_grouping(struct smtp *x, const struct exconf_reader *r)
         return;
     }
     x->grouping = true;
-    for (p = v; *p;) {
-        const char *s = p, *e;
-        size_t n = strcspn(p, ",");
-        p += n;
-        if (*p) p++;
-        e = s + n;
-        while (s < e && (*s == ' ' || *s == '\t')) s++;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
-        if (s == e) continue;
+    for (p = v; exconf_list_next(&p, &s, &n);) {
         x->group_by = xgrow(x->group_by, &cap, x->ngroup_by + 1, sizeof(*x->group_by));
-        x->group_by[x->ngroup_by] = nv_intern(s, (size_t)(e - s));
+        x->group_by[x->ngroup_by] = nv_intern(s, n);
         if (!x->group_by[x->ngroup_by]) exconf_error(r, "group-by: too many value names");
         x->ngroup_by++;
     }
