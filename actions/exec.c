@@ -78,6 +78,7 @@
  * called before close()'s own callback.
  */
 #include "actions/executor.h"
+#include "engine/hash.h"
 #include "engine/json.h"
 #include "engine/log.h"
 #include "engine/macros.h"
@@ -234,22 +235,9 @@ struct envb {
     struct strv vars;
     size_t bytes, limit;
     bool truncated;
-    struct name_slot *set; /* names taken, open addressing */
+    struct name_slot *set; /* names taken, open addressing: one array, no allocation per name */
     size_t setcap;
 };
-
-static uint64_t
-hash_name(const char *s, size_t n)
-{
-    uint64_t h = 14695981039346656037ULL;
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 static void
 env_init(struct envb *e, size_t names)
@@ -272,7 +260,7 @@ env_free(struct envb *e)
 static bool
 env_taken(const struct envb *e, const char *name, size_t len)
 {
-    size_t mask = e->setcap - 1, i = hash_name(name, len) & mask;
+    size_t mask = e->setcap - 1, i = hash_string(name, len) & mask;
 
     for (; e->set[i].name; i = (i + 1) & mask)
         if (e->set[i].len == len && memcmp(e->set[i].name, name, len) == 0) return true;
@@ -283,7 +271,7 @@ env_taken(const struct envb *e, const char *name, size_t len)
 static void
 env_claim(struct envb *e, const char *name, size_t len)
 {
-    size_t mask = e->setcap - 1, i = hash_name(name, len) & mask;
+    size_t mask = e->setcap - 1, i = hash_string(name, len) & mask;
 
     while (e->set[i].name) i = (i + 1) & mask;
     e->set[i].name = name;
@@ -1073,10 +1061,11 @@ valid_var_name(const char *s, size_t n)
     return true;
 }
 
+/* env-pass: the variables of corrald's environment the child gets (see the top of the file). */
 static void
-conf_env_pass(struct exec_x *x, const struct exconf *cfg, const char *file, struct buf *err)
+read_env_pass(struct exec_x *x, const struct exconf_reader *r)
 {
-    const char *list = exconf_attr(cfg, "env-pass");
+    const char *list = exconf_attr(r->cfg, "env-pass");
     const char *s;
     bool path = false;
     size_t capn = 0, capp = 0, i;
@@ -1090,8 +1079,7 @@ conf_env_pass(struct exec_x *x, const struct exconf *cfg, const char *file, stru
         len = strcspn(s, ", ");
         if (!len) break;
         if (!valid_var_name(s, len)) {
-            buf_printf(err, "%s:%d: executor %s: env-pass: '%.*s' is not a variable name\n", file,
-                       cfg->line, cfg->name, (int)len, s);
+            exconf_error(r, "env-pass: '%.*s' is not a variable name", (int)len, s);
             s += len;
             continue;
         }
@@ -1099,8 +1087,7 @@ conf_env_pass(struct exec_x *x, const struct exconf *cfg, const char *file, stru
         s += len;
         for (i = 0; i < sizeof(own_vars) / sizeof(own_vars[0]); i++)
             if (strcmp(name, own_vars[i]) == 0)
-                buf_printf(err, "%s:%d: executor %s: env-pass: %s is set by corrald itself\n", file,
-                           cfg->line, cfg->name, name);
+                exconf_error(r, "env-pass: %s is set by corrald itself", name);
         for (i = 0; i < x->npass_names; i++)
             if (strcmp(name, x->pass_names[i]) == 0) break;
         if (i < x->npass_names) {
@@ -1131,135 +1118,79 @@ conf_env_pass(struct exec_x *x, const struct exconf *cfg, const char *file, stru
     }
 }
 
-static bool
-conf_duration(const struct exconf *cfg, const char *name, double *out, const char *file,
-              struct buf *err)
-{
-    const char *v = exconf_attr(cfg, name);
-    double d;
-
-    if (!v) return true;
-    d = units_duration(v);
-    if (d <= 0 || d > 86400 * 7) {
-        buf_printf(err, "%s:%d: executor %s: bad %s=\"%s\" (a duration: 30, 5s, 250ms, 10m, 2h)\n",
-                   file, cfg->line, cfg->name, name, v);
-        return false;
-    }
-    *out = d;
-    return true;
-}
-
+/* program: an executable file; cwd: a directory (both absolute, checked now). */
 static void
-conf_yes_no(const struct exconf *cfg, const char *name, const char *yes, const char *no, bool *out,
-            const char *file, struct buf *err)
+read_paths(struct exec_x *x, const struct exconf_reader *r)
 {
-    const char *v = exconf_attr(cfg, name);
-
-    if (!v) return;
-    if (strcmp(v, yes) == 0)
-        *out = true;
-    else if (strcmp(v, no) == 0)
-        *out = false;
-    else
-        buf_printf(err, "%s:%d: executor %s: bad %s=\"%s\" (%s or %s)\n", file, cfg->line,
-                   cfg->name, name, v, yes, no);
-}
-
-static void
-conf_path(const struct exconf *cfg, const char *name, bool dir, const char *file, struct buf *err)
-{
-    const char *v = exconf_attr(cfg, name);
+    const char *program = NULL, *cwd = "/";
     struct stat st;
 
-    if (!v) {
-        if (!dir)
-            buf_printf(err, "%s:%d: executor %s: exec needs program=\"/absolute/path\"\n", file,
-                       cfg->line, cfg->name);
-        return;
+    if (!exconf_attr(r->cfg, "program")) exconf_error(r, "exec needs program=\"/absolute/path\"");
+    if (exconf_path(r, "program", &program) && program) {
+        if (stat(program, &st) < 0)
+            exconf_error(r, "program %s: %s", program, strerror(errno));
+        else if (!S_ISREG(st.st_mode) || access(program, X_OK) < 0)
+            exconf_error(r, "program %s is not an executable file", program);
     }
-    if (v[0] != '/') {
-        buf_printf(err, "%s:%d: executor %s: %s=\"%s\" must be an absolute path\n", file, cfg->line,
-                   cfg->name, name, v);
-        return;
+    if (exconf_path(r, "cwd", &cwd) && exconf_attr(r->cfg, "cwd")) {
+        if (stat(cwd, &st) < 0)
+            exconf_error(r, "cwd %s: %s", cwd, strerror(errno));
+        else if (!S_ISDIR(st.st_mode))
+            exconf_error(r, "cwd %s is not a directory", cwd);
     }
-    if (stat(v, &st) < 0) {
-        buf_printf(err, "%s:%d: executor %s: %s %s: %s\n", file, cfg->line, cfg->name, name, v,
-                   strerror(errno));
-        return;
+    x->program = xstrdup(program ? program : "");
+    x->cwd = xstrdup(cwd);
+}
+
+/* The <arg> children, each a template. */
+static void
+read_args(struct exec_x *x, const struct exconf_reader *r)
+{
+    size_t i, cap = 0;
+
+    for (i = 0; i < r->cfg->nchildren; i++) {
+        const struct exconf_node *n = &r->cfg->children[i];
+        struct tpl *t;
+        if (!exconf_child_is(r, n, "arg")) continue;
+        exconf_check_node_attrs(r, n, NULL);
+        t = exconf_compile(r, n->line, "<arg>", n->text ? n->text : "");
+        if (t) {
+            x->args = xgrow(x->args, &cap, x->nargs + 1, sizeof(*x->args));
+            x->args[x->nargs++] = t;
+        }
     }
-    if (dir && !S_ISDIR(st.st_mode))
-        buf_printf(err, "%s:%d: executor %s: cwd %s is not a directory\n", file, cfg->line,
-                   cfg->name, v);
-    if (!dir && (!S_ISREG(st.st_mode) || access(v, X_OK) < 0))
-        buf_printf(err, "%s:%d: executor %s: program %s is not an executable file\n", file,
-                   cfg->line, cfg->name, v);
 }
 
 static void *
 exec_open(uv_loop_t *loop, const struct exconf *cfg, const char *file, struct buf *err)
 {
     static const char *const known[] = {
-        "program", "timeout", "kill-after", "max-children",
-        "stdin",   "cwd",     "env-pass",   "fail-on-exit",
+        "program", "timeout",  "kill-after",   "max-children", "stdin",
+        "cwd",     "env-pass", "fail-on-exit", NULL,
     };
+    static const char *const stdin_kinds[] = {"json", "none", NULL};
+    const struct exconf_reader r = {cfg, file, err};
     struct exec_x *x = xcalloc(1, sizeof(*x));
-    size_t before = err->len, i, j, cap = 0;
-    const char *v;
+    size_t before = err->len;
+    unsigned long max_children = 4;
+    int stdin_kind = 1;
 
     x->loop = loop;
     x->name = xstrdup(cfg->name ? cfg->name : "exec");
     x->timeout = 30;
     x->kill_after = 5;
-    x->max_children = 4;
     x->fail_on_exit = true;
-    for (i = 0; i < cfg->nattrs; i++) {
-        const char *a = cfg->attrs[i].name;
-        for (j = 0; j < sizeof(known) / sizeof(known[0]); j++)
-            if (strcmp(a, known[j]) == 0) break;
-        if (j == sizeof(known) / sizeof(known[0]) && !executor_common_attr(a))
-            buf_printf(err, "%s:%d: executor %s: unknown attribute '%s' for exec\n", file,
-                       cfg->line, x->name, a);
-    }
-    conf_path(cfg, "program", false, file, err);
-    conf_path(cfg, "cwd", true, file, err);
-    x->program = xstrdup((v = exconf_attr(cfg, "program")) ? v : "");
-    x->cwd = xstrdup((v = exconf_attr(cfg, "cwd")) ? v : "/");
-    conf_duration(cfg, "timeout", &x->timeout, file, err);
-    conf_duration(cfg, "kill-after", &x->kill_after, file, err);
-    if ((v = exconf_attr(cfg, "max-children"))) {
-        char *end;
-        unsigned long n = strtoul(v, &end, 10);
-        if (*end || end == v || n == 0 || n > CHILDREN_MAX)
-            buf_printf(err, "%s:%d: executor %s: bad max-children=\"%s\" (1 to %d)\n", file,
-                       cfg->line, x->name, v, CHILDREN_MAX);
-        else
-            x->max_children = (unsigned)n;
-    }
-    conf_yes_no(cfg, "stdin", "json", "none", &x->stdin_json, file, err);
-    conf_yes_no(cfg, "fail-on-exit", "yes", "no", &x->fail_on_exit, file, err);
-    conf_env_pass(x, cfg, file, err);
-    for (i = 0; i < cfg->nchildren; i++) {
-        const struct exconf_node *n = &cfg->children[i];
-        struct buf e = BUF_INIT;
-        struct tpl *t;
-        if (strcmp(n->name, "arg") != 0) {
-            buf_printf(err, "%s:%d: executor %s: unknown element <%s> in exec (only <arg>)\n", file,
-                       n->line, x->name, n->name);
-            continue;
-        }
-        if (n->nattrs)
-            buf_printf(err, "%s:%d: executor %s: <arg> takes no attributes ('%s')\n", file, n->line,
-                       x->name, n->attrs[0].name);
-        t = tpl_compile_str(n->text ? n->text : "", &e);
-        if (!t) {
-            buf_printf(err, "%s:%d: executor %s: bad <arg> template: %s\n", file, n->line, x->name,
-                       buf_str(&e));
-        } else {
-            x->args = xgrow(x->args, &cap, x->nargs + 1, sizeof(*x->args));
-            x->args[x->nargs++] = t;
-        }
-        buf_free(&e);
-    }
+    exconf_check_attrs(&r, known, NULL);
+    read_paths(x, &r);
+    exconf_duration(&r, "timeout", false, 86400 * 7, &x->timeout);
+    exconf_duration(&r, "kill-after", false, 86400 * 7, &x->kill_after);
+    exconf_uint(&r, "max-children", 1, CHILDREN_MAX, &max_children);
+    x->max_children = (unsigned)max_children;
+    exconf_enum(&r, "stdin", stdin_kinds, &stdin_kind);
+    x->stdin_json = stdin_kind == 0;
+    exconf_bool(&r, "fail-on-exit", &x->fail_on_exit);
+    read_env_pass(x, &r);
+    read_args(x, &r);
     if (err->len != before) {
         closed_done(x);
         return NULL;

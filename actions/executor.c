@@ -1,11 +1,9 @@
-/* executor: what every executor kind shares: the registry of kinds, common attributes, secrets. */
+/* executor: what every executor kind shares: the registry of kinds, common attributes, severities.
+ */
 #include "actions/executor.h"
-#include "engine/xalloc.h"
 
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Every executor kind corrald knows; a new kind is added here, in its own file and in the schema.
  */
@@ -35,42 +33,22 @@ executor_common_attr(const char *name)
     return false;
 }
 
-char *
-executor_secret(const struct exconf *cfg, const char *attr, const char *conf_file, struct buf *err)
-{
-    char key[64], line[4096];
-    const char *path, *var;
-    FILE *f;
-    size_t n;
+static const char *const severities[EXECUTOR_SEVERITY_MAX] = {
+    "clear", "info", "warning", "minor", "major", "critical",
+};
 
-    snprintf(key, sizeof(key), "%s-file", attr);
-    path = exconf_attr(cfg, key);
-    snprintf(key, sizeof(key), "%s-env", attr);
-    var = exconf_attr(cfg, key);
-    if (path && var) {
-        buf_printf(err, "%s:%d: %s: give %s-file or %s-env, not both\n", conf_file, cfg->line,
-                   cfg->name, attr, attr);
-        return NULL;
-    }
-    if (var) {
-        const char *v = getenv(var);
-        if (!v) {
-            buf_printf(err, "%s:%d: %s: environment variable %s (%s-env) is not set\n", conf_file,
-                       cfg->line, cfg->name, var, attr);
-            return NULL;
-        }
-        return xstrdup(v);
-    }
-    if (!path) return NULL;
-    f = fopen(path, "r");
-    if (!f) {
-        buf_printf(err, "%s:%d: %s: cannot read %s-file %s: %s\n", conf_file, cfg->line, cfg->name,
-                   attr, path, strerror(errno));
-        return NULL;
-    }
-    if (!fgets(line, sizeof(line), f)) line[0] = '\0';
-    fclose(f);
-    n = strcspn(line, "\r\n");
-    line[n] = '\0';
-    return xstrdup(line);
+int
+executor_severity_number(const char *name)
+{
+    int i;
+
+    for (i = 0; name && i < EXECUTOR_SEVERITY_MAX; i++)
+        if (strcasecmp(name, severities[i]) == 0) return i + 1;
+    return executor_severity_number(EXECUTOR_SEVERITY_DEFAULT);
+}
+
+const char *
+executor_severity_name(int number)
+{
+    return number >= 1 && number <= EXECUTOR_SEVERITY_MAX ? severities[number - 1] : NULL;
 }

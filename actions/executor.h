@@ -43,11 +43,12 @@ typedef void (*deliver_done_fn)(void *token, enum deliver_result r, const char *
 struct executor_kind {
     const char *name; /* "snmp", "smtp", "exec" */
     /*
-     * Reads and checks the executor's own settings.  Errors go to err as
-     * "FILE:LINE: message" lines (conf_file is the configuration file's name);
-     * attributes every executor has (see executor_common_attr) are the
-     * queue's, not the kind's, and must be accepted silently.  Returns the
-     * executor, or NULL.
+     * Reads and checks the executor's own settings with the exconf_*
+     * readers, which put errors in err as "FILE:LINE: executor NAME: message"
+     * lines (conf_file is the configuration file's name); attributes every
+     * executor has (see executor_common_attr) are the queue's, not the
+     * kind's, and exconf_check_attrs accepts them.  Returns the executor, or
+     * NULL.
      */
     void *(*open)(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file,
                   struct buf *err);
@@ -65,6 +66,10 @@ struct executor_kind {
     unsigned (*max_inflight)(void *impl);
 };
 
+/*
+ * The kinds.  A new kind is its own file defining one of these, a line
+ * here and in executor.c's kinds[], and its element in etc/corrald.xsd.
+ */
 extern const struct executor_kind snmp_executor;
 extern const struct executor_kind smtp_executor;
 extern const struct executor_kind exec_executor;
@@ -83,11 +88,16 @@ const struct executor_kind *executor_kind_find(const char *name);
 bool executor_common_attr(const char *name);
 
 /*
- * Reads a secret named by an attribute pair: ATTR-file="/path" (the first
- * line of the file) or ATTR-env="VARIABLE".  Never from argv or the
- * configuration itself.  Returns a malloc'ed string or NULL (err says why).
+ * The severity scale of alerts, written once: CORRAL-MIB's CorralSeverity
+ * numbers it from clear(1) to critical(6), and a mail is titled after its
+ * worst alert.  An alert without a known severity counts as
+ * EXECUTOR_SEVERITY_DEFAULT (the queue's severity template says the same).
  */
-char *executor_secret(const struct exconf *cfg, const char *attr, const char *conf_file,
-                      struct buf *err);
+#define EXECUTOR_SEVERITY_DEFAULT "warning"
+#define EXECUTOR_SEVERITY_MAX     6
+/* 1 (clear) to 6 (critical), compared without case; the default's for anything else. */
+int executor_severity_number(const char *name);
+/* "clear" to "critical" for 1 to 6; NULL for anything else. */
+const char *executor_severity_name(int number);
 
 #endif

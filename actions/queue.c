@@ -5,13 +5,14 @@
  * timer wakes the queue when the next retry is due.
  */
 #include "actions/queue.h"
+#include "engine/clock.h"
 #include "engine/durable.h"
+#include "engine/hash.h"
 #include "engine/json.h"
 #include "engine/log.h"
 #include "engine/macros.h"
 #include "engine/template.h"
 #include "engine/wire.h"
-#include "engine/units.h"
 #include "engine/xalloc.h"
 
 #include <errno.h>
@@ -21,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #define REC_ALERT   'A'
@@ -80,15 +80,6 @@ struct queue {
     struct buf scratch;
     uint64_t last_drop_log;
 };
-
-static uint64_t
-now_ms(void)
-{
-    struct timeval tv;
-
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
 
 /* ---- the spool file ---- */
 
@@ -171,36 +162,33 @@ static void enqueue(struct queue *q, struct msg *m, uint64_t seq);
 static int
 spool_replay(struct queue *q, struct buf *err)
 {
-    FILE *f = fopen(q->spool_path, "rb");
-    struct buf data = BUF_INIT;
-    char chunk[65536];
-    size_t n, pos, nalerts = 0, cap = 0, i;
+    char *data;
+    size_t size, pos, nalerts = 0, cap = 0, i;
     struct {
         uint64_t seq;
         size_t off, len;
         bool done;
     } *alerts = NULL;
 
-    if (!f) {
+    data = durable_read_file(q->spool_path, &size);
+    if (!data) {
         if (errno == ENOENT) return 0;
         buf_printf(err, "executor %s: cannot read spool %s: %s\n", q->name, q->spool_path,
                    strerror(errno));
         return -1;
     }
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) buf_append(&data, chunk, n);
-    fclose(f);
     pos = strlen(SPOOL_MAGIC);
-    if (data.len < pos || memcmp(data.p, SPOOL_MAGIC, pos) != 0) {
+    if (size < pos || memcmp(data, SPOOL_MAGIC, pos) != 0) {
         log_msg(LOG_ERR, "executor %s: %s is not a spool; starting a new one", q->name,
                 q->spool_path);
-        buf_free(&data);
+        free(data);
         return 0;
     }
-    while (pos + 8 <= data.len) {
-        const unsigned char *p = (const unsigned char *)data.p + pos;
+    while (pos + 8 <= size) {
+        const unsigned char *p = (const unsigned char *)data + pos;
         uint32_t len = wire_load32(p), crc = wire_load32(p + 4);
         uint64_t seq;
-        if (len < 9 || pos + 8 + len > data.len || durable_crc32(0, p + 8, len) != crc)
+        if (len < 9 || pos + 8 + len > size || durable_crc32(0, p + 8, len) != crc)
             break; /* torn tail */
         seq = (uint64_t)wire_load32(p + 9) | (uint64_t)wire_load32(p + 13) << 32;
         if (seq >= q->next_seq) q->next_seq = seq + 1;
@@ -220,21 +208,21 @@ spool_replay(struct queue *q, struct buf *err)
         }
         pos += 8 + len;
     }
-    if (pos < data.len)
+    if (pos < size)
         log_msg(LOG_WARNING, "executor %s: spool %s: %zu bytes of a torn record cut off", q->name,
-                q->spool_path, data.len - pos);
+                q->spool_path, size - pos);
     for (i = 0; i < nalerts; i++) {
         struct msg *m;
         if (alerts[i].done) continue;
         m = msg_new();
-        if (msg_decode(m, data.p + alerts[i].off, alerts[i].len)) {
+        if (msg_decode(m, data + alerts[i].off, alerts[i].len)) {
             enqueue(q, m, alerts[i].seq);
             q->st.recovered++;
         }
         msg_unref(m);
     }
     free(alerts);
-    buf_free(&data);
+    free(data);
     return 0;
 }
 
@@ -272,7 +260,7 @@ static void
 dead_letter(struct queue *q, struct item *it, const char *reason)
 {
     struct buf line = BUF_INIT, when = BUF_INIT;
-    struct msg_time t = {(int64_t)(now_ms() / 1000), 0, 0};
+    struct msg_time t = {(int64_t)(clock_wall_ms() / 1000), 0, 0};
     int fd;
 
     q->st.dead++;
@@ -353,7 +341,7 @@ on_done(void *token, enum deliver_result r, const char *reason)
         double delay = q->backoff * pow(2, it->attempts - 1);
         if (delay > q->max_backoff) delay = q->max_backoff;
         delay *= 0.5 + 0.5 * ((double)rand() / RAND_MAX);
-        it->not_before = now_ms() + (uint64_t)(delay * 1000);
+        it->not_before = clock_wall_ms() + (uint64_t)(delay * 1000);
         q->st.retries++;
         log_msg(LOG_INFO, "executor %s: alert %s attempt %u failed (%s); retry in %.1fs", q->name,
                 it->id, it->attempts, reason ? reason : "", delay);
@@ -370,7 +358,7 @@ on_timer(uv_timer_t *t)
 static void
 kick(struct queue *q)
 {
-    uint64_t now = now_ms(), next = UINT64_MAX;
+    uint64_t now = clock_wall_ms(), next = UINT64_MAX;
     struct item *it, *nextit;
     unsigned max = q->kind->max_inflight(q->impl);
 
@@ -464,7 +452,7 @@ enqueue(struct queue *q, struct msg *m, uint64_t seq)
 static bool
 rate_allows(struct queue *q)
 {
-    uint64_t now = now_ms();
+    uint64_t now = clock_wall_ms();
 
     if (!q->rate_n) return true;
     q->tokens += (double)(now - q->refilled) / 1000.0 * q->rate_n / q->rate_s;
@@ -473,19 +461,6 @@ rate_allows(struct queue *q)
     if (q->tokens < 1) return false;
     q->tokens -= 1;
     return true;
-}
-
-static uint64_t
-hash64(const char *s, size_t n)
-{
-    uint64_t h = 14695981039346656037ULL;
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h ? h : 1;
 }
 
 static int
@@ -537,7 +512,7 @@ dedupe_rebuild(struct queue *q, uint64_t now, uint64_t window)
 static bool
 duplicate(struct queue *q, const struct msg *m)
 {
-    uint64_t now = now_ms(), h, window = (uint64_t)(q->dedupe * 1000);
+    uint64_t now = clock_wall_ms(), h, window = (uint64_t)(q->dedupe * 1000);
     struct tpl_env env;
     struct msg *mm = (struct msg *)m;
     size_t i, mask;
@@ -546,7 +521,8 @@ duplicate(struct queue *q, const struct msg *m)
     buf_reset(&q->scratch);
     tpl_env_single(&env, &mm);
     tpl_eval(q->dedupe_key, &env, &q->scratch);
-    h = hash64(q->scratch.p ? q->scratch.p : "", q->scratch.len);
+    h = hash_string(q->scratch.p ? q->scratch.p : "", q->scratch.len);
+    if (!h) h = 1; /* 0 marks an empty slot */
     if (q->nseen * 2 >= q->capseen || q->nseen >= QUEUE_DEDUPE_MAX + QUEUE_DEDUPE_MAX / 2)
         dedupe_rebuild(q, now, window);
     mask = q->capseen - 1;
@@ -565,7 +541,7 @@ duplicate(struct queue *q, const struct msg *m)
 static void
 log_drop(struct queue *q, const char *why)
 {
-    uint64_t now = now_ms();
+    uint64_t now = clock_wall_ms();
 
     /* at most one line a minute: a flood must not become a flood of log lines */
     if (now - q->last_drop_log < 60000) return;
@@ -625,56 +601,6 @@ queue_render(struct queue *q, const struct msg *m, struct buf *out)
 
 /* ---- setup ---- */
 
-static bool
-attr_duration(const struct exconf *cfg, const char *name, double *out, const char *file,
-              struct buf *err)
-{
-    const char *v = exconf_attr(cfg, name);
-    double d;
-
-    if (!v) return true;
-    d = units_duration(v);
-    if (d < 0) {
-        buf_printf(err, "%s:%d: executor %s: bad %s=\"%s\"\n", file, cfg->line, cfg->name, name, v);
-        return false;
-    }
-    *out = d;
-    return true;
-}
-
-static bool
-attr_number(const struct exconf *cfg, const char *name, unsigned long *out, const char *file,
-            struct buf *err)
-{
-    const char *v = exconf_attr(cfg, name);
-    char *end;
-    unsigned long n;
-
-    if (!v) return true;
-    n = strtoul(v, &end, 10);
-    if (*end || end == v || n == 0) {
-        buf_printf(err, "%s:%d: executor %s: bad %s=\"%s\"\n", file, cfg->line, cfg->name, name, v);
-        return false;
-    }
-    *out = n;
-    return true;
-}
-
-static struct tpl *
-attr_template(const struct exconf *cfg, const char *name, const char *def, const char *file,
-              struct buf *err)
-{
-    const char *v = exconf_attr(cfg, name);
-    struct buf e = BUF_INIT;
-    struct tpl *t = tpl_compile_str(v ? v : def, &e);
-
-    if (!t)
-        buf_printf(err, "%s:%d: executor %s: bad %s template: %s\n", file, cfg->line, cfg->name,
-                   name, buf_str(&e));
-    buf_free(&e);
-    return t;
-}
-
 static void
 handle_closed(uv_handle_t *h)
 {
@@ -693,14 +619,53 @@ handle_closed(uv_handle_t *h)
     free(q);
 }
 
+/* The queue's own attributes (executor_common_attr lists them). */
+static void
+read_settings(struct queue *q, const struct exconf_reader *r, const char *spool_dir)
+{
+    unsigned long n = 10000, attempts = 10;
+    const char *v;
+
+    exconf_uint(r, "queue", 1, 0, &n);
+    exconf_uint(r, "attempts", 1, UINT32_MAX, &attempts);
+    q->max_queued = n;
+    q->max_attempts = (uint32_t)attempts;
+    exconf_duration(r, "backoff", true, 0, &q->backoff);
+    exconf_duration(r, "max-backoff", true, 0, &q->max_backoff);
+    exconf_duration(r, "dedupe", true, 0, &q->dedupe);
+    if ((v = exconf_attr(r->cfg, "rate"))) {
+        char *end;
+        long a = strtol(v, &end, 10), b = 1;
+        if (*end == '/') b = strtol(end + 1, &end, 10);
+        if (a <= 0 || b <= 0 || *end) exconf_error(r, "bad rate=\"%s\" (N or N/SECONDS)", v);
+        q->rate_n = (uint32_t)(a > 0 ? a : 0);
+        q->rate_s = (uint32_t)(b > 0 ? b : 1);
+        q->tokens = q->rate_n;
+        q->refilled = clock_wall_ms();
+    }
+    q->dedupe_key = exconf_template(r, "dedupe-key", "${.classifier.rule_id}|${HOST}|${MESSAGE}");
+    q->alert_id = exconf_template(
+        r, "alert-id",
+        "$(or ${corral.alert_id} \"${.classifier.rule_id}/${HOST}/${.classifier.context_id}\")");
+    q->severity =
+        exconf_template(r, "severity", "${corral.severity:-" EXECUTOR_SEVERITY_DEFAULT "}");
+    if ((v = exconf_attr(r->cfg, "dead-letter")))
+        q->dead_path = xstrdup(v);
+    else if (spool_dir) {
+        struct buf p = BUF_INIT;
+        buf_printf(&p, "%s/%s.dead.jsonl", spool_dir, r->cfg->name);
+        q->dead_path = xstrdup(buf_str(&p));
+        buf_free(&p);
+    }
+}
+
 struct queue *
 queue_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, const char *spool_dir,
            struct buf *err)
 {
+    const struct exconf_reader r = {cfg, conf_file, err};
     struct queue *q = xcalloc(1, sizeof(*q));
     size_t before = err->len;
-    unsigned long n = 10000, attempts = 10;
-    const char *v;
 
     q->loop = loop;
     q->name = xstrdup(cfg->name);
@@ -714,40 +679,7 @@ queue_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, con
     q->backoff = 1;
     q->max_backoff = 600;
     q->spool_fd = -1;
-    attr_number(cfg, "queue", &n, conf_file, err);
-    attr_number(cfg, "attempts", &attempts, conf_file, err);
-    q->max_queued = n;
-    q->max_attempts = (uint32_t)attempts;
-    attr_duration(cfg, "backoff", &q->backoff, conf_file, err);
-    attr_duration(cfg, "max-backoff", &q->max_backoff, conf_file, err);
-    attr_duration(cfg, "dedupe", &q->dedupe, conf_file, err);
-    if ((v = exconf_attr(cfg, "rate"))) {
-        char *end;
-        long a = strtol(v, &end, 10), b = 1;
-        if (*end == '/') b = strtol(end + 1, &end, 10);
-        if (a <= 0 || b <= 0 || *end)
-            buf_printf(err, "%s:%d: executor %s: bad rate=\"%s\" (N or N/SECONDS)\n", conf_file,
-                       cfg->line, cfg->name, v);
-        q->rate_n = (uint32_t)(a > 0 ? a : 0);
-        q->rate_s = (uint32_t)(b > 0 ? b : 1);
-        q->tokens = q->rate_n;
-        q->refilled = now_ms();
-    }
-    q->dedupe_key = attr_template(cfg, "dedupe-key", "${.classifier.rule_id}|${HOST}|${MESSAGE}",
-                                  conf_file, err);
-    q->alert_id = attr_template(
-        cfg, "alert-id",
-        "$(or ${corral.alert_id} \"${.classifier.rule_id}/${HOST}/${.classifier.context_id}\")",
-        conf_file, err);
-    q->severity = attr_template(cfg, "severity", "${corral.severity:-warning}", conf_file, err);
-    if ((v = exconf_attr(cfg, "dead-letter")))
-        q->dead_path = xstrdup(v);
-    else if (spool_dir) {
-        struct buf p = BUF_INIT;
-        buf_printf(&p, "%s/%s.dead.jsonl", spool_dir, cfg->name);
-        q->dead_path = xstrdup(buf_str(&p));
-        buf_free(&p);
-    }
+    read_settings(q, &r, spool_dir);
     if (err->len == before) q->impl = q->kind->open(loop, cfg, conf_file, err);
     if (err->len != before || !q->impl || spool_open(q, spool_dir, err) < 0) {
         if (q->impl) q->kind->close(q->impl, NULL, NULL);

@@ -46,6 +46,7 @@
 #include <config.h>
 
 #include "actions/executor.h"
+#include "engine/hash.h"
 #include "engine/macros.h"
 #include "engine/nv.h"
 #include "actions/smtp_int.h"
@@ -54,7 +55,6 @@
 #include "engine/units.h"
 #include "engine/xalloc.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +74,8 @@
 #define SMTP_REPEAT_MAX      4096
 #define SMTP_MAX_RECIPIENTS  100
 #define SMTP_MAX_CONNECTIONS 64
+/* The longest duration any setting takes. */
+#define DURATION_MAX (365 * 86400.0)
 
 /* An alert on its way: waiting in a group, or in a mail being sent. */
 struct held {
@@ -150,33 +152,10 @@ static const char *const known_attrs[] = {
     "url",      "tls",        "ca-file",        "tls-verify",      "from",
     "to",       "user",       "password-file",  "password-env",    "subject",
     "group-by", "group-wait", "group-interval", "repeat-interval", "connections",
-    "timeout",
+    "timeout",  NULL,
 };
 
 /* ---- small helpers ---- */
-
-static uint64_t
-fnv64(const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    size_t i;
-
-    for (i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
-    return h ? h : 1;
-}
-
-static void __attribute__((format(printf, 5, 6)))
-conf_error(struct buf *err, const char *file, int line, const char *name, const char *fmt, ...)
-{
-    va_list ap;
-
-    buf_printf(err, "%s:%d: executor %s: ", file, line, name ? name : "?");
-    va_start(ap, fmt);
-    buf_vprintf(err, fmt, ap);
-    va_end(ap);
-    buf_putc(err, '\n');
-}
 
 static void
 format_duration(uint64_t ms, struct buf *out)
@@ -191,17 +170,6 @@ format_duration(uint64_t ms, struct buf *out)
         buf_printf(out, "%llus", (unsigned long long)(ms / 1000));
     else
         buf_printf(out, "%llums", (unsigned long long)ms);
-}
-
-static int
-severity_rank(const char *s)
-{
-    static const char *const order[] = {"clear", "info", "warning", "minor", "major", "critical"};
-    int i;
-
-    for (i = 0; i < 6; i++)
-        if (s && strcmp(s, order[i]) == 0) return i;
-    return 2;
 }
 
 /*
@@ -244,61 +212,28 @@ dedent(const char *s)
 
 static void smtp_free(struct smtp *x);
 
-static struct tpl *
-compile(const char *src, const char *what, const char *file, int line, const char *name,
-        struct buf *err)
-{
-    struct buf e = BUF_INIT;
-    struct tpl *t = tpl_compile_str(src, &e);
-
-    if (!t) conf_error(err, file, line, name, "bad %s template: %s", what, buf_str(&e));
-    buf_free(&e);
-    return t;
-}
-
-static bool
-read_duration(const struct exconf *cfg, const char *attr, uint64_t *out, const char *file,
-              struct buf *err)
-{
-    const char *v = exconf_attr(cfg, attr);
-    double d;
-
-    if (!v) return true;
-    d = units_duration(v);
-    if (d < 0 || d > 365 * 86400.0) {
-        conf_error(err, file, cfg->line, cfg->name, "bad %s=\"%s\" (a duration: 30s, 5m, 4h)", attr,
-                   v);
-        return false;
-    }
-    *out = (uint64_t)(d * 1000 + 0.5);
-    return true;
-}
-
 static void
-read_url(struct smtp *x, const struct exconf *cfg, const char *file, struct buf *err)
+read_url(struct smtp *x, const struct exconf_reader *r)
 {
-    const char *v = exconf_attr(cfg, "url");
+    const char *v = exconf_attr(r->cfg, "url");
     CURLU *u;
     char *scheme = NULL, *host = NULL, *user = NULL, *pass = NULL;
 
     if (!v) {
-        conf_error(err, file, cfg->line, cfg->name,
-                   "url is missing (smtp://HOST:587 for STARTTLS, smtps://HOST:465)");
+        exconf_error(r, "url is missing (smtp://HOST:587 for STARTTLS, smtps://HOST:465)");
         return;
     }
     u = curl_url();
     if (!u || curl_url_set(u, CURLUPART_URL, v, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0]) {
-        conf_error(err, file, cfg->line, cfg->name, "bad url=\"%s\"", v);
+        exconf_error(r, "bad url=\"%s\"", v);
     } else if (strcmp(scheme, "smtp") != 0 && strcmp(scheme, "smtps") != 0) {
-        conf_error(err, file, cfg->line, cfg->name, "url=\"%s\": the scheme must be smtp or smtps",
-                   v);
+        exconf_error(r, "url=\"%s\": the scheme must be smtp or smtps", v);
     } else if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK ||
                curl_url_get(u, CURLUPART_PASSWORD, &pass, 0) == CURLUE_OK) {
         /* the configuration file may be world-readable: secrets go in password-file */
-        conf_error(err, file, cfg->line, cfg->name,
-                   "url=\"...\" must not hold credentials: use user= and password-file=");
+        exconf_error(r, "url=\"...\" must not hold credentials: use user= and password-file=");
     } else {
         x->url = xstrdup(v);
         x->implicit_tls = strcmp(scheme, "smtps") == 0;
@@ -311,210 +246,159 @@ read_url(struct smtp *x, const struct exconf *cfg, const char *file, struct buf 
 }
 
 static void
-read_recipients(struct smtp *x, const struct exconf *cfg, const char *file, struct buf *err)
+read_recipients(struct smtp *x, const struct exconf_reader *r)
 {
-    const char *v = exconf_attr(cfg, "to"), *p;
-    size_t cap = 0;
+    const char *v = exconf_attr(r->cfg, "to"), *p, *s;
+    size_t cap = 0, n;
 
     if (!v) {
-        conf_error(err, file, cfg->line, cfg->name, "to is missing (comma-separated addresses)");
+        exconf_error(r, "to is missing (comma-separated addresses)");
         return;
     }
-    for (p = v; *p;) {
-        const char *s = p, *e;
-        size_t n = strcspn(p, ",");
-        p += n;
-        if (*p) p++;
-        e = s + n;
-        while (s < e && (*s == ' ' || *s == '\t' || *s == '\n')) s++;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n')) e--;
-        if (s == e) continue;
-        if (!smtp_addr_valid(s, (size_t)(e - s))) {
-            conf_error(err, file, cfg->line, cfg->name,
-                       "to: \"%.*s\" is not an address (user@host, no display names)", (int)(e - s),
-                       s);
+    for (p = v; exconf_list_next(&p, &s, &n);) {
+        if (!smtp_addr_valid(s, n)) {
+            exconf_error(r, "to: \"%.*s\" is not an address (user@host, no display names)", (int)n,
+                         s);
             continue;
         }
         if (x->nto == SMTP_MAX_RECIPIENTS) {
-            conf_error(err, file, cfg->line, cfg->name, "to: more than %d recipients",
-                       SMTP_MAX_RECIPIENTS);
+            exconf_error(r, "to: more than %d recipients", SMTP_MAX_RECIPIENTS);
             return;
         }
         x->to = xgrow(x->to, &cap, x->nto + 1, sizeof(*x->to));
-        x->to[x->nto++] = xstrndup(s, (size_t)(e - s));
+        x->to[x->nto++] = xstrndup(s, n);
     }
-    if (!x->nto) conf_error(err, file, cfg->line, cfg->name, "to names no recipient");
+    if (!x->nto) exconf_error(r, "to names no recipient");
 }
 
 static void
-read_grouping(struct smtp *x, const struct exconf *cfg, const char *file, struct buf *err)
+read_grouping(struct smtp *x, const struct exconf_reader *r)
 {
-    const char *v = exconf_attr(cfg, "group-by"), *p;
-    size_t cap = 0;
+    const char *v = exconf_attr(r->cfg, "group-by"), *p, *s;
+    size_t cap = 0, n;
 
     x->group_wait = 30000;
     x->group_interval = 300000;
     if (!v) {
-        if (exconf_attr(cfg, "group-wait") || exconf_attr(cfg, "group-interval"))
-            conf_error(err, file, cfg->line, cfg->name,
-                       "group-wait and group-interval need group-by");
+        if (exconf_attr(r->cfg, "group-wait") || exconf_attr(r->cfg, "group-interval"))
+            exconf_error(r, "group-wait and group-interval need group-by");
         return;
     }
     x->grouping = true;
-    for (p = v; *p;) {
-        const char *s = p, *e;
-        size_t n = strcspn(p, ",");
-        p += n;
-        if (*p) p++;
-        e = s + n;
-        while (s < e && (*s == ' ' || *s == '\t')) s++;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
-        if (s == e) continue;
+    for (p = v; exconf_list_next(&p, &s, &n);) {
         x->group_by = xgrow(x->group_by, &cap, x->ngroup_by + 1, sizeof(*x->group_by));
-        x->group_by[x->ngroup_by] = nv_intern(s, (size_t)(e - s));
-        if (!x->group_by[x->ngroup_by])
-            conf_error(err, file, cfg->line, cfg->name, "group-by: too many value names");
+        x->group_by[x->ngroup_by] = nv_intern(s, n);
+        if (!x->group_by[x->ngroup_by]) exconf_error(r, "group-by: too many value names");
         x->ngroup_by++;
     }
-    read_duration(cfg, "group-wait", &x->group_wait, file, err);
-    read_duration(cfg, "group-interval", &x->group_interval, file, err);
+    exconf_duration_ms(r, "group-wait", true, DURATION_MAX, &x->group_wait);
+    exconf_duration_ms(r, "group-interval", true, DURATION_MAX, &x->group_interval);
 }
 
 static void
-read_body(struct smtp *x, const struct exconf *cfg, const char *file, struct buf *err)
+read_body(struct smtp *x, const struct exconf_reader *r)
 {
     size_t i;
 
-    for (i = 0; i < cfg->nchildren; i++) {
-        const struct exconf_node *n = &cfg->children[i];
+    for (i = 0; i < r->cfg->nchildren; i++) {
+        const struct exconf_node *n = &r->cfg->children[i];
         char *text;
-        if (strcmp(n->name, "body") != 0) {
-            conf_error(err, file, n->line, cfg->name, "unknown element <%s> (only <body>)",
-                       n->name);
-            continue;
-        }
-        if (n->nattrs)
-            conf_error(err, file, n->line, cfg->name, "<body> takes no attribute (%s=)",
-                       n->attrs[0].name);
+        if (!exconf_child_is(r, n, "body")) continue;
+        exconf_check_node_attrs(r, n, NULL);
         if (x->body) {
-            conf_error(err, file, n->line, cfg->name, "a second <body>");
+            exconf_error_at(r, n->line, "a second <body>");
             continue;
         }
         text = n->text ? dedent(n->text) : NULL;
         if (!text || !text[0])
-            conf_error(err, file, n->line, cfg->name,
-                       "empty <body> (leave it out for the default)");
+            exconf_error_at(r, n->line, "empty <body> (leave it out for the default)");
         else
-            x->body = compile(text, "body", file, n->line, cfg->name, err);
+            x->body = exconf_compile(r, n->line, "body", text);
         free(text);
     }
+}
+
+/* tls, tls-verify, ca-file: how the server is talked to. */
+static void
+read_tls(struct smtp *x, const struct exconf_reader *r, struct smtp_tx_conf *c)
+{
+    /* in the order of enum smtp_tls */
+    static const char *const modes[] = {"required", "optional", "none", NULL};
+    int tls = SMTP_TLS_REQUIRED;
+
+    exconf_enum(r, "tls", modes, &tls);
+    x->tls = (enum smtp_tls)tls;
+    if (x->implicit_tls && x->tls != SMTP_TLS_REQUIRED)
+        exconf_error(r, "tls=\"%s\" with smtps://, which is always TLS: use smtp:// for that",
+                     modes[tls]);
+    c->verify = true;
+    exconf_bool(r, "tls-verify", &c->verify);
+    if ((c->ca_file = exconf_attr(r->cfg, "ca-file")) && access(c->ca_file, R_OK) != 0)
+        exconf_error(r, "cannot read ca-file %s", c->ca_file);
+}
+
+/* from, user, password: who sends. */
+static void
+read_sender(struct smtp *x, const struct exconf_reader *r, char **password)
+{
+    const char *v;
+    size_t i;
+
+    if (!(v = exconf_attr(r->cfg, "from")))
+        exconf_error(r, "from is missing (an address)");
+    else if (!smtp_parse_mailbox(v, &x->from_name, &x->from_addr))
+        exconf_error(r, "from=\"%s\" is not an address (user@host or Name <user@host>)", v);
+    else
+        x->domain = xstrdup(strrchr(x->from_addr, '@') + 1);
+    if ((v = exconf_attr(r->cfg, "user"))) {
+        for (i = 0; v[i]; i++)
+            if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) break;
+        if (!v[0] || v[i]) exconf_error(r, "bad user=");
+        x->user = xstrdup(v);
+    }
+    *password = exconf_secret(r, "password");
+    if (*password && !x->user) exconf_error(r, "a password without user=");
+    if (x->user && !*password && !exconf_secret_given(r, "password"))
+        exconf_error(r, "user= without password-file= or password-env=");
+    if (x->user && x->tls == SMTP_TLS_OPTIONAL)
+        exconf_error(r, "user= with tls=\"optional\" would send the password in the clear to a "
+                        "server without STARTTLS: use tls=\"required\" (or \"none\" to mean it)");
 }
 
 static void *
 smtp_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, struct buf *err)
 {
+    const struct exconf_reader r = {cfg, conf_file, err};
     struct smtp *x = xcalloc(1, sizeof(*x));
-    size_t before = err->len, i, j;
-    const char *v, *ca_file;
+    struct smtp_tx_conf c;
+    size_t before = err->len;
     char *password = NULL;
     uint64_t timeout = 30000;
-    bool verify = true;
+    unsigned long connections = 4;
 
+    memset(&c, 0, sizeof(c));
     x->loop = loop;
     x->name = xstrdup(cfg->name ? cfg->name : "smtp");
-    for (i = 0; i < cfg->nattrs; i++) {
-        const char *a = cfg->attrs[i].name;
-        if (executor_common_attr(a)) continue;
-        for (j = 0; j < sizeof(known_attrs) / sizeof(known_attrs[0]); j++)
-            if (strcmp(a, known_attrs[j]) == 0) break;
-        if (j == sizeof(known_attrs) / sizeof(known_attrs[0]))
-            conf_error(err, conf_file, cfg->line, cfg->name, "unknown attribute %s=", a);
-    }
-    read_url(x, cfg, conf_file, err);
-
-    x->tls = SMTP_TLS_REQUIRED;
-    if ((v = exconf_attr(cfg, "tls"))) {
-        if (strcmp(v, "required") == 0)
-            x->tls = SMTP_TLS_REQUIRED;
-        else if (strcmp(v, "optional") == 0)
-            x->tls = SMTP_TLS_OPTIONAL;
-        else if (strcmp(v, "none") == 0)
-            x->tls = SMTP_TLS_NONE;
-        else
-            conf_error(err, conf_file, cfg->line, cfg->name,
-                       "bad tls=\"%s\" (required, optional or none)", v);
-        if (x->implicit_tls && x->tls != SMTP_TLS_REQUIRED)
-            conf_error(err, conf_file, cfg->line, cfg->name,
-                       "tls=\"%s\" with smtps://, which is always TLS: use smtp:// for that", v);
-    }
-    if ((v = exconf_attr(cfg, "tls-verify"))) {
-        if (strcmp(v, "no") == 0)
-            verify = false;
-        else if (strcmp(v, "yes") != 0)
-            conf_error(err, conf_file, cfg->line, cfg->name, "bad tls-verify=\"%s\" (yes or no)",
-                       v);
-    }
-    if ((ca_file = exconf_attr(cfg, "ca-file")) && access(ca_file, R_OK) != 0)
-        conf_error(err, conf_file, cfg->line, cfg->name, "cannot read ca-file %s", ca_file);
-
-    if (!(v = exconf_attr(cfg, "from")))
-        conf_error(err, conf_file, cfg->line, cfg->name, "from is missing (an address)");
-    else if (!smtp_parse_mailbox(v, &x->from_name, &x->from_addr))
-        conf_error(err, conf_file, cfg->line, cfg->name,
-                   "from=\"%s\" is not an address (user@host or Name <user@host>)", v);
-    else
-        x->domain = xstrdup(strrchr(x->from_addr, '@') + 1);
-    read_recipients(x, cfg, conf_file, err);
-
-    if ((v = exconf_attr(cfg, "user"))) {
-        for (i = 0; v[i]; i++)
-            if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) break;
-        if (!v[0] || v[i]) conf_error(err, conf_file, cfg->line, cfg->name, "bad user=");
-        x->user = xstrdup(v);
-    }
-    password = executor_secret(cfg, "password", conf_file, err);
-    if (password && !x->user)
-        conf_error(err, conf_file, cfg->line, cfg->name, "a password without user=");
-    if (x->user && !password && !exconf_attr(cfg, "password-file") &&
-        !exconf_attr(cfg, "password-env"))
-        conf_error(err, conf_file, cfg->line, cfg->name,
-                   "user= without password-file= or password-env=");
-    if (x->user && x->tls == SMTP_TLS_OPTIONAL)
-        conf_error(err, conf_file, cfg->line, cfg->name,
-                   "user= with tls=\"optional\" would send the password in the clear to a "
-                   "server without STARTTLS: use tls=\"required\" (or \"none\" to mean it)");
-
-    v = exconf_attr(cfg, "subject");
-    x->subject =
-        compile(v ? v : "[corral] $MESSAGE", "subject", conf_file, cfg->line, cfg->name, err);
-    read_body(x, cfg, conf_file, err);
-    read_grouping(x, cfg, conf_file, err);
-    if (read_duration(cfg, "repeat-interval", &x->repeat_interval, conf_file, err) &&
-        x->repeat_interval) {
-        v = exconf_attr(cfg, "dedupe-key");
-        x->repeat_tpl = compile(v ? v : "${.classifier.rule_id}|${HOST}|${MESSAGE}", "dedupe-key",
-                                conf_file, cfg->line, cfg->name, err);
-    }
-    x->connections = 4;
-    if ((v = exconf_attr(cfg, "connections"))) {
-        char *end;
-        unsigned long n = strtoul(v, &end, 10);
-        if (*end || end == v || n == 0 || n > SMTP_MAX_CONNECTIONS)
-            conf_error(err, conf_file, cfg->line, cfg->name, "bad connections=\"%s\" (1..%d)", v,
-                       SMTP_MAX_CONNECTIONS);
-        else
-            x->connections = (unsigned)n;
-    }
-    if (read_duration(cfg, "timeout", &timeout, conf_file, err) && timeout < 1000)
-        conf_error(err, conf_file, cfg->line, cfg->name, "timeout= below 1s");
+    exconf_check_attrs(&r, known_attrs, NULL);
+    read_url(x, &r);
+    read_tls(x, &r, &c);
+    read_sender(x, &r, &password);
+    read_recipients(x, &r);
+    x->subject = exconf_template(&r, "subject", "[corral] $MESSAGE");
+    read_body(x, &r);
+    read_grouping(x, &r);
+    if (exconf_duration_ms(&r, "repeat-interval", true, DURATION_MAX, &x->repeat_interval) &&
+        x->repeat_interval)
+        x->repeat_tpl =
+            exconf_template(&r, "dedupe-key", "${.classifier.rule_id}|${HOST}|${MESSAGE}");
+    exconf_uint(&r, "connections", 1, SMTP_MAX_CONNECTIONS, &connections);
+    x->connections = (unsigned)connections;
+    if (exconf_duration_ms(&r, "timeout", true, DURATION_MAX, &timeout) && timeout < 1000)
+        exconf_error(&r, "timeout= below 1s");
 
     if (err->len == before) {
-        struct smtp_tx_conf c;
-        memset(&c, 0, sizeof(c));
         c.url = x->url;
         c.tls = x->implicit_tls ? SMTP_TLS_REQUIRED : x->tls;
-        c.ca_file = ca_file;
-        c.verify = verify;
         c.user = x->user;
         c.password = password;
         c.mail_from = x->from_addr;
@@ -524,10 +408,7 @@ smtp_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, stru
         c.connections = x->connections;
         x->tx = smtp_tx_new(loop, &c);
     }
-    if (password) {
-        explicit_bzero(password, strlen(password));
-        free(password);
-    }
+    exconf_secret_free(password);
     if (err->len != before) {
         smtp_free(x);
         return NULL;
@@ -656,7 +537,8 @@ compose(struct smtp *x, const struct group *g, const struct held *alerts, struct
     for (h = alerts; h && n < total && (!n || used < SMTP_BODY_SOFT_MAX); h = h->next) {
         alert_text(x, h, &parts[n]);
         used += parts[n++].len;
-        if (severity_rank(h->severity) > severity_rank(worst->severity)) worst = h;
+        if (executor_severity_number(h->severity) > executor_severity_number(worst->severity))
+            worst = h;
     }
     if (n > 1) {
         buf_printf(&text, "%zu alerts", n);
@@ -768,7 +650,8 @@ repeat_suppress(struct smtp *x, struct held *h)
     buf_reset(&x->scratch);
     tpl_env_single(&env, &h->msg);
     tpl_eval(x->repeat_tpl, &env, &x->scratch);
-    key = fnv64(x->scratch.p ? x->scratch.p : "", x->scratch.len);
+    key = hash_string(x->scratch.p ? x->scratch.p : "", x->scratch.len);
+    if (!key) key = 1; /* 0 means repeat-interval is off */
     if (!(r = repeat_find(x, key))) {
         if (x->nrepeats >= SMTP_REPEAT_MAX) repeat_prune(x, now);
         x->repeats = xgrow(x->repeats, &x->caprepeats, x->nrepeats + 1, sizeof(*x->repeats));
@@ -1003,7 +886,7 @@ group_add(struct smtp *x, struct held *h)
 
     buf_reset(&x->scratch);
     group_key(x, h->msg, &x->scratch);
-    hash = fnv64(x->scratch.p ? x->scratch.p : "", x->scratch.len);
+    hash = hash_string(x->scratch.p ? x->scratch.p : "", x->scratch.len);
     for (g = x->groups; g; g = g->next)
         if (g->hash == hash && g->key.len == x->scratch.len &&
             memcmp(g->key.p ? g->key.p : "", x->scratch.p ? x->scratch.p : "", g->key.len) == 0)

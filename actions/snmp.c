@@ -17,11 +17,12 @@
  *
  * Every value is sent as UTF-8 text without control characters and at most
  * VALUE_MAX octets (see put_text); the MIB's CorralText documents the same.
+ *
+ * This file holds the session and the notifications; snmp_conf.c reads the
+ * configuration (snmp_int.h is what the two share).
  */
-#include "actions/executor.h"
-#include "engine/nv.h"
+#include "actions/snmp_int.h"
 #include "engine/template.h"
-#include "engine/units.h"
 #include "engine/xalloc.h"
 
 #include <arpa/inet.h>
@@ -32,37 +33,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
-#include <net-snmp/net-snmp-config.h>
-#include <net-snmp/net-snmp-includes.h>
 #include <net-snmp/library/keytools.h>
 #include <net-snmp/library/large_fd_set.h>
 #include <net-snmp/library/lcd_time.h>
-#include <net-snmp/library/scapi.h>
 #include <net-snmp/library/snmpusm.h>
-#include <net-snmp/library/transform_oids.h>
-
-/* Longest value sent in one OCTET STRING, the truncation marker included. */
-#define VALUE_MAX  1024
-#define TRUNC_MARK "...[truncated]"
-/*
- * At most this many of the message's other values go into corralAlertValue,
- * and at most this many octets of them: with the fixed objects and every
- * <varbind> at their longest the notification still fits in one UDP
- * datagram (7 + 32 + 16 KiB and the encoding), so no alert is too big to send.
- */
-#define VALUES_MAX       32
-#define VALUES_BYTES_MAX (16 * 1024)
-/* At most this many <varbind> elements. */
-#define VARBINDS_MAX 32
-/* Deliveries in flight; informs are the ones that stay in flight for long. */
-#define INFLIGHT_MAX 64
-/* The documentation PEN of RFC 5612, under which CORRAL-MIB is registered. */
-#define DEFAULT_PEN 32473
-/* SNMPv3 engine boots are counted from here (see trap_engine_time). */
-#define BOOTS_EPOCH 1577836800 /* 2020-01-01T00:00:00Z */
 
 /* The objects of CORRAL-MIB, as sub-identifiers below corralObjects (base.1). */
 enum field {
@@ -89,97 +66,24 @@ static const char *const field_label[] = {
     "corralAlertSeverity",
 };
 
-/* CorralSeverity, in enumeration order from clear(1). */
-static const char *const severities[] = {"clear", "info", "warning", "minor", "major", "critical"};
-
 /* snmpUDPDomain (RFC 3417) and transportDomainUdpIpv6 (RFC 3419) */
 static const oid udp4_domain[] = {1, 3, 6, 1, 6, 1, 1};
 static const oid udp6_domain[] = {1, 3, 6, 1, 2, 1, 100, 1, 2};
 static const oid sys_uptime_oid[] = {1, 3, 6, 1, 2, 1, 1, 3, 0};
 static const oid trap_oid_oid[] = {1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0};
 
-/* A <varbind> element: adds a varbind, or replaces the default one with its OID. */
-struct vb_conf {
-    oid name[MAX_OID_LEN];
-    size_t len;
-    char type; /* s i u c a o t x, as snmptrap(1) spells them */
-    struct tpl *value;
-};
-
-/* One varbind of a notification being built. */
-struct vb {
-    oid name[MAX_OID_LEN];
-    size_t len;
-    char type;
-    const char *label;     /* MIB name for render(), or NULL */
-    unsigned index;        /* instance suffix shown with the label (corralAlertValue.N) */
-    struct buf bytes;      /* s, x: the octets */
-    long num;              /* i, u, c, t */
-    oid oval[MAX_OID_LEN]; /* o */
-    size_t olen;
-    in_addr_t ip; /* a, network order */
-};
-
 enum pending_state { P_WAITING, P_SENT, P_DONE };
 
 /* An inform between deliver() and done(). */
 struct pending {
     struct pending *next, *prev;
-    struct snmp_exec *x;
+    struct snmp_x *x;
     enum pending_state state;
     netsnmp_pdu *pdu; /* P_WAITING: built, held until the engine id is known */
     deliver_done_fn done;
     void *token;
     enum deliver_result result;
     char *reason;
-};
-
-struct snmp_exec {
-    uv_loop_t *loop;
-    char *name;
-    char *target;
-    long version; /* SNMP_VERSION_2c or SNMP_VERSION_3 */
-    bool inform;
-    double timeout;
-    int retries;
-    bool values; /* send the other values as corralAlertValue */
-
-    /* SNMPv3 */
-    char *user;
-    int seclevel;
-    const char *auth_name, *priv_name;
-    u_char engine_id[32];
-    size_t engine_id_len; /* 0: discovered from the receiver (informs) */
-    const char *engine_id_origin;
-    struct usm_ref *usm; /* our share of the USM entry for (engine id, user) */
-
-    oid base[MAX_OID_LEN]; /* corralMIB */
-    size_t base_len;
-    struct tpl *trap_oid, *clear_oid; /* NULL: the MIB's notifications */
-    struct vb_conf *vbs;
-    size_t nvbs;
-    nv_handle h_alert_id, h_severity;
-
-    void *sess;
-    int fd;
-    uv_poll_t poll;
-    uv_timer_t timer;
-    bool polling;
-    int handles;
-
-    /* informs: sent and unanswered; held for discovery; finished, done() not yet called */
-    struct pending *sent, *waiting, *completed, *completed_tail;
-    bool engine_known;
-    bool probing;      /* the engine id discovery is under way */
-    char *probe_error; /* why it failed */
-
-    bool in_after, again, closing;
-    void (*closed)(void *);
-    void *closed_arg;
-
-    struct vb *vb;
-    size_t nvb, capvb;
-    struct buf scratch;
 };
 
 static uint64_t started_ns;
@@ -227,10 +131,10 @@ library_init(void)
     free(ctype);
 }
 
-/* ---- small parsers ---- */
+/* ---- values: parsed from the configuration and from template output ---- */
 
-static bool
-parse_oid(const char *s, size_t n, oid *out, size_t *len)
+bool
+snmp_oid_parse(const char *s, size_t n, oid *out, size_t *len)
 {
     size_t i = 0, count = 0;
 
@@ -273,9 +177,8 @@ hexval(int c)
     return -1;
 }
 
-/* Hex digits, optionally "0x"-prefixed and separated by spaces, ':' or '-'. */
-static bool
-parse_hex(const char *s, size_t n, struct buf *out, size_t max)
+bool
+snmp_hex_parse(const char *s, size_t n, struct buf *out, size_t max)
 {
     size_t i = 0;
     int hi = -1;
@@ -401,206 +304,6 @@ put_text(struct buf *out, const char *s, size_t n)
     truncate_text(out, start);
 }
 
-static long
-severity_number(const char *s)
-{
-    size_t i;
-
-    for (i = 0; s && i < sizeof(severities) / sizeof(severities[0]); i++)
-        if (strcasecmp(s, severities[i]) == 0) return (long)i + 1;
-    return 3; /* warning: what the queue assumes when a rule says nothing */
-}
-
-/* ---- configuration ---- */
-
-/* The attributes of every version; v3_attrs are known too. */
-static const char *const known_attrs[] = {
-    "target",  "version",  "inform",         "community-file", "community-env", "timeout",
-    "retries", "trap-oid", "clear-trap-oid", "base-oid",       "values",
-};
-
-static const char *const v3_attrs[] = {
-    "user",
-    "security-level",
-    "auth-protocol",
-    "auth-password-file",
-    "auth-password-env",
-    "priv-protocol",
-    "priv-password-file",
-    "priv-password-env",
-    "engine-id",
-};
-
-struct auth_proto {
-    const char *name;
-    const oid *proto;
-    size_t len;
-};
-
-#define CONF_ERR(...)                                                                              \
-    do {                                                                                           \
-        buf_printf(err, "%s:%d: executor %s: ", file, cfg->line, cfg->name);                       \
-        buf_printf(err, __VA_ARGS__);                                                              \
-        buf_putc(err, '\n');                                                                       \
-    } while (0)
-
-static bool
-conf_yes_no(const struct exconf *cfg, const char *attr, bool def, const char *file, struct buf *err)
-{
-    const char *v = exconf_attr(cfg, attr);
-
-    if (!v) return def;
-    if (strcmp(v, "yes") == 0) return true;
-    if (strcmp(v, "no") == 0) return false;
-    CONF_ERR("%s=\"%s\": use yes or no", attr, v);
-    return def;
-}
-
-static struct tpl *
-conf_template(const char *src, const char *what, const char *file, int line, const char *name,
-              struct buf *err)
-{
-    struct buf e = BUF_INIT;
-    struct tpl *t = tpl_compile_str(src, &e);
-
-    if (!t)
-        buf_printf(err, "%s:%d: executor %s: bad %s template: %s\n", file, line, name, what,
-                   buf_str(&e));
-    buf_free(&e);
-    return t;
-}
-
-static const char *varbind_error(char type, const char *s, size_t n, struct vb *v);
-
-/* A <varbind oid="..." type="s" value="TEMPLATE"/> child. */
-static void
-conf_varbind(struct snmp_exec *x, const struct exconf_node *n, const char *file, struct buf *err)
-{
-    struct vb_conf *c;
-    const char *o = exconf_node_attr(n, "oid"), *t = exconf_node_attr(n, "type");
-    const char *v = exconf_node_attr(n, "value");
-    size_t i;
-
-    for (i = 0; i < n->nattrs; i++)
-        if (strcmp(n->attrs[i].name, "oid") && strcmp(n->attrs[i].name, "type") &&
-            strcmp(n->attrs[i].name, "value"))
-            buf_printf(err, "%s:%d: executor %s: <varbind> has no attribute %s\n", file, n->line,
-                       x->name, n->attrs[i].name);
-    if (x->nvbs == VARBINDS_MAX) {
-        buf_printf(err, "%s:%d: executor %s: more than %d <varbind> elements\n", file, n->line,
-                   x->name, VARBINDS_MAX);
-        return;
-    }
-    c = &x->vbs[x->nvbs];
-    memset(c, 0, sizeof(*c));
-    if (!o || !parse_oid(o, strlen(o), c->name, &c->len)) {
-        buf_printf(err, "%s:%d: executor %s: <varbind> needs oid=\"1.3.6.1...\" (numeric)%s%s\n",
-                   file, n->line, x->name, o ? ", not " : "", o ? o : "");
-        return;
-    }
-    c->type = 's';
-    if (t) {
-        if (strlen(t) != 1 || !strchr("siucaotx", t[0])) {
-            buf_printf(err,
-                       "%s:%d: executor %s: <varbind> type=\"%s\": use s, i, u, c, a, o, t or x\n",
-                       file, n->line, x->name, t);
-            return;
-        }
-        c->type = t[0];
-    }
-    if (!v) v = n->text;
-    if (!v) {
-        buf_printf(err, "%s:%d: executor %s: <varbind> needs value=\"TEMPLATE\"\n", file, n->line,
-                   x->name);
-        return;
-    }
-    c->value = conf_template(v, "<varbind> value", file, n->line, x->name, err);
-    if (!c->value) return;
-    {
-        /* A literal value is checked now rather than at every delivery. */
-        const char *text;
-        size_t len;
-        if (tpl_is_literal(c->value, &text, &len)) {
-            struct vb tmp;
-            const char *why;
-            memset(&tmp, 0, sizeof(tmp));
-            why = varbind_error(c->type, text, len, &tmp);
-            buf_free(&tmp.bytes);
-            if (why) {
-                buf_printf(err, "%s:%d: executor %s: <varbind> value \"%s\": %s\n", file, n->line,
-                           x->name, v, why);
-                tpl_free(c->value);
-                return;
-            }
-        }
-    }
-    x->nvbs++;
-}
-
-static char *
-conf_password(const struct exconf *cfg, const char *attr, const char *file, struct buf *err)
-{
-    size_t before = err->len;
-    char *p = executor_secret(cfg, attr, file, err);
-
-    if (!p && err->len == before) CONF_ERR("%s-file or %s-env is required", attr, attr);
-    if (p && strlen(p) < USM_LENGTH_P_MIN) {
-        CONF_ERR("the %s is shorter than %d characters (SNMPv3 requires at least %d)", attr,
-                 USM_LENGTH_P_MIN, USM_LENGTH_P_MIN);
-        memset(p, 0, strlen(p));
-        free(p);
-        p = NULL;
-    }
-    return p;
-}
-
-/*
- * The engine id of traps when engine-id is not given: the RFC 3411 form
- * "enterprise number, 5 (octets), 12 octets", the enterprise being the
- * one of base-oid (32473 by default) and the octets the first 12 of
- * SHA-1("HOSTNAME/EXECUTOR").  The same executor on the same host keeps
- * its id across restarts, and two hosts running the same configuration
- * get different ones, as SNMPv3 requires of two engines.
- */
-static void
-derive_engine_id(struct snmp_exec *x)
-{
-    char host[256];
-    struct buf in = BUF_INIT;
-    u_char md[64];
-    size_t mdlen = sizeof(md);
-    uint32_t pen = DEFAULT_PEN;
-    static const oid enterprises[] = {1, 3, 6, 1, 4, 1};
-
-    if (x->base_len > 6 && memcmp(x->base, enterprises, sizeof(enterprises)) == 0)
-        pen = (uint32_t)x->base[6];
-    if (gethostname(host, sizeof(host)) != 0) strcpy(host, "localhost");
-    host[sizeof(host) - 1] = '\0';
-    buf_printf(&in, "%s/%s", host, x->name);
-    if (sc_hash(usmHMACSHA1AuthProtocol, OID_LENGTH(usmHMACSHA1AuthProtocol), (const u_char *)in.p,
-                in.len, md, &mdlen) != SNMPERR_SUCCESS ||
-        mdlen < 12) {
-        /* no SHA-1 in this net-snmp: any stable mixing of the same input does */
-        uint64_t h = 1469598103934665603ull;
-        size_t i;
-        for (i = 0; i < 12; i++) {
-            size_t j;
-            for (j = 0; j < in.len; j++) h = (h ^ (unsigned char)in.p[j]) * 1099511628211ull;
-            h = (h ^ i) * 1099511628211ull;
-            md[i] = (u_char)(h >> 56);
-        }
-    }
-    x->engine_id[0] = (u_char)(0x80 | ((pen >> 24) & 0x7f));
-    x->engine_id[1] = (u_char)(pen >> 16);
-    x->engine_id[2] = (u_char)(pen >> 8);
-    x->engine_id[3] = (u_char)pen;
-    x->engine_id[4] = 5;
-    memcpy(x->engine_id + 5, md, 12);
-    x->engine_id_len = 17;
-    x->engine_id_origin = "derived from the host and executor names";
-    buf_free(&in);
-}
-
 /*
  * Boots and time of our engine, for traps: an SNMPv3 receiver drops a
  * message whose (boots, time) goes backwards, so a restart must raise
@@ -609,7 +312,7 @@ derive_engine_id(struct snmp_exec *x)
  * a larger one while the clock is sane) and time counts from there.
  */
 static void
-trap_engine_time(struct snmp_exec *x)
+trap_engine_time(struct snmp_x *x)
 {
     u_int boots = 0, etime = 0;
     time_t now = time(NULL);
@@ -631,15 +334,15 @@ trap_engine_time(struct snmp_exec *x)
  * has closed) share the entry: each acquire replaces its keys with the
  * opening executor's, and the last release removes it.
  */
-struct usm_ref {
-    struct usm_ref *next;
+struct snmp_usm {
+    struct snmp_usm *next;
     u_char engine[32];
     size_t len;
     char *user;
     unsigned refs;
 };
 
-static struct usm_ref *usm_refs;
+static struct snmp_usm *usms;
 
 static void
 usm_entry_remove(const u_char *engine, size_t len, const char *user)
@@ -654,13 +357,13 @@ usm_entry_remove(const u_char *engine, size_t len, const char *user)
 
 /* Makes the session's USM entry (creating or re-keying it) and takes a share of it. */
 static void
-usm_acquire(struct snmp_exec *x)
+usm_acquire(struct snmp_x *x)
 {
     netsnmp_session *s = snmp_sess_session(x->sess);
-    struct usm_ref *r;
+    struct snmp_usm *r;
 
     if (x->usm || !s->securityEngineIDLen || s->securityEngineIDLen > sizeof(r->engine)) return;
-    for (r = usm_refs; r; r = r->next)
+    for (r = usms; r; r = r->next)
         if (r->len == s->securityEngineIDLen &&
             memcmp(r->engine, s->securityEngineID, r->len) == 0 && strcmp(r->user, x->user) == 0)
             break;
@@ -669,8 +372,8 @@ usm_acquire(struct snmp_exec *x)
         memcpy(r->engine, s->securityEngineID, s->securityEngineIDLen);
         r->len = s->securityEngineIDLen;
         r->user = xstrdup(x->user);
-        r->next = usm_refs;
-        usm_refs = r;
+        r->next = usms;
+        usms = r;
     }
     r->refs++;
     x->usm = r;
@@ -681,26 +384,26 @@ usm_acquire(struct snmp_exec *x)
 }
 
 static void
-usm_release(struct snmp_exec *x)
+usm_release(struct snmp_x *x)
 {
-    struct usm_ref **p, *r = x->usm;
+    struct snmp_usm **p, *r = x->usm;
 
     if (!r) return;
     x->usm = NULL;
     if (--r->refs) return;
     usm_entry_remove(r->engine, r->len, r->user);
-    for (p = &usm_refs; *p != r; p = &(*p)->next) continue;
+    for (p = &usms; *p != r; p = &(*p)->next) continue;
     *p = r->next;
     free(r->user);
     free(r);
 }
 
-static void exec_free(struct snmp_exec *x);
-
+/*
+ * Opens the session to the target with the keys derived from k's
+ * passwords; only UDP, so that nothing connects (and blocks) here.
+ */
 static bool
-open_session(struct snmp_exec *x, const struct exconf *cfg, const char *file, struct buf *err,
-             char *community, char *auth_pass, char *priv_pass, const struct auth_proto *auth,
-             const oid *priv, size_t priv_len)
+session_open(struct snmp_x *x, const struct exconf_reader *r, const struct snmp_keys *k)
 {
     netsnmp_session s;
     netsnmp_transport *t;
@@ -714,13 +417,13 @@ open_session(struct snmp_exec *x, const struct exconf *cfg, const char *file, st
     for (i = 0; i < sizeof(stream) / sizeof(stream[0]); i++)
         if (x->target[plen] == ':' && strlen(stream[i]) == plen &&
             strncasecmp(x->target, stream[i], plen) == 0) {
-            CONF_ERR("target=\"%s\": only UDP transports are supported", x->target);
+            exconf_error(r, "target=\"%s\": only UDP transports are supported", x->target);
             return false;
         }
     t = netsnmp_tdomain_transport_full("snmptrap", x->target, 0, NULL, NULL);
     if (!t) {
-        CONF_ERR("target=\"%s\": cannot open it (an address, host:port or udp6:[addr]:port)",
-                 x->target);
+        exconf_error(r, "target=\"%s\": cannot open it (an address, host:port or udp6:[addr]:port)",
+                     x->target);
         return false;
     }
     if (netsnmp_oid_equals(t->domain, t->domain_length, udp4_domain, OID_LENGTH(udp4_domain)) ==
@@ -730,7 +433,7 @@ open_session(struct snmp_exec *x, const struct exconf *cfg, const char *file, st
     if (!udp) {
         t->f_close(t);
         netsnmp_transport_free(t);
-        CONF_ERR("target=\"%s\": only UDP transports are supported", x->target);
+        exconf_error(r, "target=\"%s\": only UDP transports are supported", x->target);
         return false;
     }
 
@@ -739,35 +442,36 @@ open_session(struct snmp_exec *x, const struct exconf *cfg, const char *file, st
     s.retries = x->retries;
     s.timeout = (long)(x->timeout * 1000000.0);
     if (x->version == SNMP_VERSION_2c) {
-        s.community = (u_char *)community;
-        s.community_len = strlen(community);
+        s.community = (u_char *)k->community;
+        s.community_len = strlen(k->community);
     } else {
         s.securityName = x->user;
         s.securityNameLen = strlen(x->user);
         s.securityModel = SNMP_SEC_MODEL_USM;
         s.securityLevel = x->seclevel;
         if (x->seclevel >= SNMP_SEC_LEVEL_AUTHNOPRIV) {
-            s.securityAuthProto = (oid *)auth->proto;
-            s.securityAuthProtoLen = auth->len;
+            s.securityAuthProto = (oid *)k->auth_proto;
+            s.securityAuthProtoLen = k->auth_len;
             s.securityAuthKeyLen = USM_AUTH_KU_LEN;
-            if (generate_Ku(auth->proto, (u_int)auth->len, (const u_char *)auth_pass,
-                            strlen(auth_pass), s.securityAuthKey,
+            if (generate_Ku(k->auth_proto, (u_int)k->auth_len, (const u_char *)k->auth_pass,
+                            strlen(k->auth_pass), s.securityAuthKey,
                             &s.securityAuthKeyLen) != SNMPERR_SUCCESS) {
-                CONF_ERR("cannot derive the SNMPv3 authentication key (%s)", x->auth_name);
+                exconf_error(r, "cannot derive the SNMPv3 authentication key (%s)", x->auth_name);
                 t->f_close(t);
                 netsnmp_transport_free(t);
                 return false;
             }
         }
         if (x->seclevel == SNMP_SEC_LEVEL_AUTHPRIV) {
-            s.securityPrivProto = (oid *)priv;
-            s.securityPrivProtoLen = priv_len;
+            s.securityPrivProto = (oid *)k->priv_proto;
+            s.securityPrivProtoLen = k->priv_len;
             s.securityPrivKeyLen = USM_PRIV_KU_LEN;
             /* RFC 3414/3826: the privacy key comes from the authentication hash */
-            if (generate_Ku(auth->proto, (u_int)auth->len, (const u_char *)priv_pass,
-                            strlen(priv_pass), s.securityPrivKey,
+            if (generate_Ku(k->auth_proto, (u_int)k->auth_len, (const u_char *)k->priv_pass,
+                            strlen(k->priv_pass), s.securityPrivKey,
                             &s.securityPrivKeyLen) != SNMPERR_SUCCESS) {
-                CONF_ERR("cannot derive the SNMPv3 privacy key (%s)", x->priv_name);
+                exconf_error(r, "cannot derive the SNMPv3 privacy key (%s)", x->priv_name);
+                explicit_bzero(s.securityAuthKey, sizeof(s.securityAuthKey));
                 t->f_close(t);
                 netsnmp_transport_free(t);
                 return false;
@@ -782,11 +486,11 @@ open_session(struct snmp_exec *x, const struct exconf *cfg, const char *file, st
         }
     }
     x->sess = snmp_sess_add(&s, t, NULL, NULL);
-    memset(s.securityAuthKey, 0, sizeof(s.securityAuthKey));
-    memset(s.securityPrivKey, 0, sizeof(s.securityPrivKey));
+    explicit_bzero(s.securityAuthKey, sizeof(s.securityAuthKey));
+    explicit_bzero(s.securityPrivKey, sizeof(s.securityPrivKey));
     if (!x->sess) {
-        CONF_ERR("cannot open an SNMP session to %s: %s", x->target,
-                 snmp_api_errstring(s.s_snmp_errno ? s.s_snmp_errno : snmp_errno));
+        exconf_error(r, "cannot open an SNMP session to %s: %s", x->target,
+                     snmp_api_errstring(s.s_snmp_errno ? s.s_snmp_errno : snmp_errno));
         return false;
     }
     /* our own asynchronous discovery replaces net-snmp's synchronous one */
@@ -803,190 +507,33 @@ open_session(struct snmp_exec *x, const struct exconf *cfg, const char *file, st
     return true;
 }
 
+static void snmp_free(struct snmp_x *x);
+
+/* The executor's methods are snmp_executor_*: net-snmp has snmp_open and snmp_close. */
 static void *
-exec_open(uv_loop_t *loop, const struct exconf *cfg, const char *file, struct buf *err)
+snmp_executor_open(uv_loop_t *loop, const struct exconf *cfg, const char *file, struct buf *err)
 {
-    static const struct auth_proto auths[] = {
-        {"MD5", usmHMACMD5AuthProtocol, OID_LENGTH(usmHMACMD5AuthProtocol)},
-        {"SHA", usmHMACSHA1AuthProtocol, OID_LENGTH(usmHMACSHA1AuthProtocol)},
-        {"SHA-1", usmHMACSHA1AuthProtocol, OID_LENGTH(usmHMACSHA1AuthProtocol)},
-        {"SHA-224", usmHMAC128SHA224AuthProtocol, OID_LENGTH(usmHMAC128SHA224AuthProtocol)},
-        {"SHA-256", usmHMAC192SHA256AuthProtocol, OID_LENGTH(usmHMAC192SHA256AuthProtocol)},
-        {"SHA-384", usmHMAC256SHA384AuthProtocol, OID_LENGTH(usmHMAC256SHA384AuthProtocol)},
-        {"SHA-512", usmHMAC384SHA512AuthProtocol, OID_LENGTH(usmHMAC384SHA512AuthProtocol)},
-    };
-    struct snmp_exec *x;
-    size_t before = err->len, i, j;
-    const char *v;
-    char *community = NULL, *auth_pass = NULL, *priv_pass = NULL;
-    const struct auth_proto *auth = &auths[1];
-    const oid *priv = usmAESPrivProtocol;
-    size_t priv_len = OID_LENGTH(usmAESPrivProtocol);
-    static const oid default_base[] = {1, 3, 6, 1, 4, 1, DEFAULT_PEN};
+    const struct exconf_reader r = {cfg, file, err};
+    struct snmp_keys keys;
+    struct snmp_x *x;
+    bool ok;
 
     library_init();
     x = xcalloc(1, sizeof(*x));
+    memset(&keys, 0, sizeof(keys));
     x->loop = loop;
-    x->name = xstrdup(cfg->name ? cfg->name : "snmp");
     x->fd = -1;
-    x->version = SNMP_VERSION_2c;
-    x->timeout = 5;
-    x->retries = 2;
-    x->seclevel = SNMP_SEC_LEVEL_AUTHPRIV;
-    x->auth_name = "SHA";
-    x->priv_name = "AES";
     x->h_alert_id = nv_intern_str("corral.alert_id");
     x->h_severity = nv_intern_str("corral.severity");
-    memcpy(x->base, default_base, sizeof(default_base));
-    x->base_len = OID_LENGTH(default_base);
-    x->vbs = xcalloc(VARBINDS_MAX, sizeof(*x->vbs));
-
-    for (i = 0; i < cfg->nattrs; i++) {
-        const char *a = cfg->attrs[i].name;
-        bool known = executor_common_attr(a);
-        for (j = 0; !known && j < sizeof(known_attrs) / sizeof(known_attrs[0]); j++)
-            known = strcmp(a, known_attrs[j]) == 0;
-        for (j = 0; !known && j < sizeof(v3_attrs) / sizeof(v3_attrs[0]); j++)
-            known = strcmp(a, v3_attrs[j]) == 0;
-        if (!known) CONF_ERR("unknown attribute %s", a);
-    }
-    for (i = 0; i < cfg->nchildren; i++) {
-        if (strcmp(cfg->children[i].name, "varbind") == 0)
-            conf_varbind(x, &cfg->children[i], file, err);
-        else
-            buf_printf(err, "%s:%d: executor %s: unknown element <%s> (only <varbind>)\n", file,
-                       cfg->children[i].line, x->name, cfg->children[i].name);
-    }
-
-    if ((v = exconf_attr(cfg, "target")))
-        x->target = xstrdup(v);
-    else
-        CONF_ERR("target=\"udp:HOST:PORT\" is required");
-    if ((v = exconf_attr(cfg, "version"))) {
-        if (strcmp(v, "2c") == 0)
-            x->version = SNMP_VERSION_2c;
-        else if (strcmp(v, "3") == 0)
-            x->version = SNMP_VERSION_3;
-        else
-            CONF_ERR("version=\"%s\": use 2c or 3", v);
-    }
-    x->inform = conf_yes_no(cfg, "inform", false, file, err);
-    x->values = conf_yes_no(cfg, "values", true, file, err);
-    if ((v = exconf_attr(cfg, "timeout"))) {
-        x->timeout = units_duration(v);
-        if (x->timeout <= 0 || x->timeout > 3600) {
-            CONF_ERR("timeout=\"%s\": a duration above 0 and up to 1h", v);
-            x->timeout = 5;
-        }
-    }
-    if ((v = exconf_attr(cfg, "retries"))) {
-        char *end;
-        long r = strtol(v, &end, 10);
-        if (*end || end == v || r < 0 || r > 20)
-            CONF_ERR("retries=\"%s\": a number from 0 to 20", v);
-        else
-            x->retries = (int)r;
-    }
-    if ((v = exconf_attr(cfg, "base-oid")) &&
-        (!parse_oid(v, strlen(v), x->base, &x->base_len) || x->base_len > MAX_OID_LEN - 8))
-        CONF_ERR("base-oid=\"%s\": a numeric OID such as 1.3.6.1.4.1.32473", v);
-    if ((v = exconf_attr(cfg, "trap-oid")))
-        x->trap_oid = conf_template(v, "trap-oid", file, cfg->line, x->name, err);
-    if ((v = exconf_attr(cfg, "clear-trap-oid")))
-        x->clear_oid = conf_template(v, "clear-trap-oid", file, cfg->line, x->name, err);
-
-    if (x->version == SNMP_VERSION_2c) {
-        for (j = 0; j < sizeof(v3_attrs) / sizeof(v3_attrs[0]); j++)
-            if (exconf_attr(cfg, v3_attrs[j]))
-                CONF_ERR("%s is an SNMPv3 setting (add version=\"3\")", v3_attrs[j]);
-        if (!exconf_attr(cfg, "community-file") && !exconf_attr(cfg, "community-env"))
-            CONF_ERR("community-file or community-env is required for SNMPv2c");
-        else
-            community = executor_secret(cfg, "community", file, err);
-    } else {
-        if (exconf_attr(cfg, "community-file") || exconf_attr(cfg, "community-env"))
-            CONF_ERR("SNMPv3 uses user and passwords, not a community");
-        if ((v = exconf_attr(cfg, "user")) && *v)
-            x->user = xstrdup(v);
-        else
-            CONF_ERR("user is required for SNMPv3");
-        if ((v = exconf_attr(cfg, "security-level"))) {
-            if (strcmp(v, "noAuthNoPriv") == 0)
-                x->seclevel = SNMP_SEC_LEVEL_NOAUTH;
-            else if (strcmp(v, "authNoPriv") == 0)
-                x->seclevel = SNMP_SEC_LEVEL_AUTHNOPRIV;
-            else if (strcmp(v, "authPriv") == 0)
-                x->seclevel = SNMP_SEC_LEVEL_AUTHPRIV;
-            else
-                CONF_ERR("security-level=\"%s\": use noAuthNoPriv, authNoPriv or authPriv", v);
-        }
-        if ((v = exconf_attr(cfg, "auth-protocol"))) {
-            for (j = 0; j < sizeof(auths) / sizeof(auths[0]); j++)
-                if (strcasecmp(v, auths[j].name) == 0) break;
-            if (j == sizeof(auths) / sizeof(auths[0]))
-                CONF_ERR("auth-protocol=\"%s\": use SHA, SHA-224, SHA-256, SHA-384, SHA-512 or MD5",
-                         v);
-            else
-                auth = &auths[j];
-            x->auth_name = auth->name;
-        }
-        if ((v = exconf_attr(cfg, "priv-protocol"))) {
-            if (strcasecmp(v, "AES") == 0 || strcasecmp(v, "AES-128") == 0 ||
-                strcasecmp(v, "AES128") == 0) {
-                x->priv_name = "AES";
-            } else if (strcasecmp(v, "DES") == 0) {
-                priv = usmDESPrivProtocol;
-                priv_len = OID_LENGTH(usmDESPrivProtocol);
-                x->priv_name = "DES";
-            } else {
-                CONF_ERR("priv-protocol=\"%s\": use AES (AES-128) or DES", v);
-            }
-        }
-        if (x->seclevel >= SNMP_SEC_LEVEL_AUTHNOPRIV)
-            auth_pass = conf_password(cfg, "auth-password", file, err);
-        else if (exconf_attr(cfg, "auth-password-file") || exconf_attr(cfg, "auth-password-env"))
-            CONF_ERR("auth-password is not used with security-level=\"noAuthNoPriv\"");
-        if (x->seclevel == SNMP_SEC_LEVEL_AUTHPRIV)
-            priv_pass = conf_password(cfg, "priv-password", file, err);
-        else if (exconf_attr(cfg, "priv-password-file") || exconf_attr(cfg, "priv-password-env"))
-            CONF_ERR("priv-password is only used with security-level=\"authPriv\"");
-        if ((v = exconf_attr(cfg, "engine-id"))) {
-            struct buf id = BUF_INIT;
-            if (!parse_hex(v, strlen(v), &id, sizeof(x->engine_id) + 1) || id.len < 5 ||
-                id.len > 32)
-                CONF_ERR("engine-id=\"%s\": 5 to 32 octets in hex, such as 0x80007ed904...", v);
-            else {
-                memcpy(x->engine_id, id.p, id.len);
-                x->engine_id_len = id.len;
-                x->engine_id_origin = "engine-id";
-            }
-            buf_free(&id);
-        } else if (!x->inform) {
-            derive_engine_id(x);
-        }
-    }
-
-    if (err->len == before)
-        open_session(x, cfg, file, err, community, auth_pass, priv_pass, auth, priv, priv_len);
-    if (community) {
-        memset(community, 0, strlen(community));
-        free(community);
-    }
-    if (auth_pass) {
-        memset(auth_pass, 0, strlen(auth_pass));
-        free(auth_pass);
-    }
-    if (priv_pass) {
-        memset(priv_pass, 0, strlen(priv_pass));
-        free(priv_pass);
-    }
-    if (err->len != before) {
-        exec_free(x);
+    ok = snmp_conf_read(x, &r, &keys) && session_open(x, &r, &keys);
+    snmp_keys_free(&keys);
+    if (!ok) {
+        snmp_free(x);
         return NULL;
     }
     if (x->fd < 0 || uv_poll_init_socket(loop, &x->poll, x->fd) != 0) {
-        CONF_ERR("cannot watch the SNMP socket to %s", x->target);
-        exec_free(x);
+        exconf_error(&r, "cannot watch the SNMP socket to %s", x->target);
+        snmp_free(x);
         return NULL;
     }
     uv_timer_init(loop, &x->timer);
@@ -998,7 +545,7 @@ exec_open(uv_loop_t *loop, const struct exconf *cfg, const char *file, struct bu
 /* ---- building a notification ---- */
 
 static struct vb *
-vb_add(struct snmp_exec *x, const oid *name, size_t len, char type, const char *label)
+vb_add(struct snmp_x *x, const oid *name, size_t len, char type, const char *label)
 {
     struct vb *v;
 
@@ -1019,18 +566,19 @@ vb_add(struct snmp_exec *x, const oid *name, size_t len, char type, const char *
     return v;
 }
 
-/* Converts template output s into v's value; returns why it cannot, or NULL. */
-static const char *
-varbind_error(char type, const char *s, size_t n, struct vb *v)
+const char *
+snmp_vb_set(char type, const char *s, size_t n, struct vb *v)
 {
     switch (type) {
     case 's': put_text(&v->bytes, s, n); return NULL;
-    case 'x': return parse_hex(s, n, &v->bytes, VALUE_MAX) ? NULL : "not hex octets";
+    case 'x': return snmp_hex_parse(s, n, &v->bytes, VALUE_MAX) ? NULL : "not hex octets";
     case 'i': return parse_long(s, n, true, &v->num) ? NULL : "not a 32-bit integer";
     case 'u':
     case 'c':
     case 't': return parse_long(s, n, false, &v->num) ? NULL : "not an unsigned 32-bit number";
-    case 'o': trim(&s, &n); return parse_oid(s, n, v->oval, &v->olen) ? NULL : "not a numeric OID";
+    case 'o':
+        trim(&s, &n);
+        return snmp_oid_parse(s, n, v->oval, &v->olen) ? NULL : "not a numeric OID";
     case 'a': {
         char tmp[INET_ADDRSTRLEN];
         struct in_addr a;
@@ -1048,7 +596,7 @@ varbind_error(char type, const char *s, size_t n, struct vb *v)
 
 /* Evaluates a trap-oid template into the trap OID; returns an error or NULL. */
 static const char *
-eval_trap_oid(struct snmp_exec *x, const struct tpl *t, const struct tpl_env *env, struct vb *v)
+eval_trap_oid(struct snmp_x *x, const struct tpl *t, const struct tpl_env *env, struct vb *v)
 {
     const char *s;
     size_t n;
@@ -1058,12 +606,13 @@ eval_trap_oid(struct snmp_exec *x, const struct tpl *t, const struct tpl_env *en
     s = x->scratch.p;
     n = x->scratch.len;
     trim(&s, &n);
-    if (!parse_oid(s, n, v->oval, &v->olen)) return "the trap-oid template gives no numeric OID";
+    if (!snmp_oid_parse(s, n, v->oval, &v->olen))
+        return "the trap-oid template gives no numeric OID";
     return NULL;
 }
 
 static void
-add_text_field(struct snmp_exec *x, enum field f, const char *s, size_t n)
+add_text_field(struct snmp_x *x, enum field f, const char *s, size_t n)
 {
     oid name[MAX_OID_LEN];
     struct vb *v;
@@ -1077,7 +626,7 @@ add_text_field(struct snmp_exec *x, enum field f, const char *s, size_t n)
 }
 
 static bool
-is_fixed(const struct snmp_exec *x, nv_handle h)
+is_fixed(const struct snmp_x *x, nv_handle h)
 {
     return h == NV_MESSAGE || h == NV_HOST || h == NV_PROGRAM || h == NV_CLASS || h == NV_RULE_ID ||
            h == NV_CONTEXT_ID || h == x->h_alert_id || h == x->h_severity;
@@ -1090,7 +639,7 @@ is_fixed(const struct snmp_exec *x, nv_handle h)
  * coming last.  Returns an error (the alert can never be sent) or NULL.
  */
 static const char *
-build(struct snmp_exec *x, const struct alert *a)
+build(struct snmp_x *x, const struct alert *a)
 {
     struct tpl_env env;
     struct msg *m = a->msg;
@@ -1136,7 +685,7 @@ build(struct snmp_exec *x, const struct alert *a)
     name[x->base_len + 1] = F_SEVERITY;
     name[x->base_len + 2] = 0;
     v = vb_add(x, name, x->base_len + 3, 'i', field_label[F_SEVERITY]);
-    v->num = severity_number(a->severity);
+    v->num = executor_severity_number(a->severity);
 
     for (i = 0, count = 0, total = 0; x->values && i < msg_nvalues(m) && count < VALUES_MAX; i++) {
         nv_handle h = msg_value_at(m, i, &s, &n);
@@ -1177,7 +726,7 @@ build(struct snmp_exec *x, const struct alert *a)
         }
         buf_reset(&x->scratch);
         tpl_eval(c->value, &env, &x->scratch);
-        if ((why = varbind_error(c->type, x->scratch.p ? x->scratch.p : "", x->scratch.len, v))) {
+        if ((why = snmp_vb_set(c->type, x->scratch.p ? x->scratch.p : "", x->scratch.len, v))) {
             buf_reset(&x->scratch);
             buf_puts(&x->scratch, "<varbind oid=\"");
             put_oid(&x->scratch, c->name, c->len);
@@ -1189,7 +738,7 @@ build(struct snmp_exec *x, const struct alert *a)
 }
 
 static netsnmp_pdu *
-make_pdu(struct snmp_exec *x)
+make_pdu(struct snmp_x *x)
 {
     netsnmp_pdu *pdu = snmp_pdu_create(x->inform ? SNMP_MSG_INFORM : SNMP_MSG_TRAP2);
     size_t i;
@@ -1227,7 +776,7 @@ make_pdu(struct snmp_exec *x)
 
 /* ---- the loop side ---- */
 
-static void after(struct snmp_exec *x);
+static void after(struct snmp_x *x);
 
 static void
 list_remove(struct pending **head, struct pending *p)
@@ -1265,7 +814,7 @@ pending_free(struct pending *p)
 static void
 finish(struct pending *p, enum deliver_result r, const char *reason)
 {
-    struct snmp_exec *x = p->x;
+    struct snmp_x *x = p->x;
 
     if (p->state == P_DONE) return;
     list_remove(p->state == P_SENT ? &x->sent : &x->waiting, p);
@@ -1281,7 +830,7 @@ finish(struct pending *p, enum deliver_result r, const char *reason)
 }
 
 static const char *
-error_text(struct snmp_exec *x, char *buf, size_t size, const char *what, int snmp_err)
+error_text(struct snmp_x *x, char *buf, size_t size, const char *what, int snmp_err)
 {
     netsnmp_session *s = snmp_sess_session(x->sess);
     int e = snmp_err ? snmp_err : s->s_snmp_errno;
@@ -1298,7 +847,7 @@ static int
 on_inform(int op, netsnmp_session *sp, int reqid, netsnmp_pdu *pdu, void *magic)
 {
     struct pending *p = magic;
-    struct snmp_exec *x = p->x;
+    struct snmp_x *x = p->x;
     char why[256];
 
     (void)reqid;
@@ -1345,7 +894,7 @@ on_inform(int op, netsnmp_session *sp, int reqid, netsnmp_pdu *pdu, void *magic)
 
 /* Sends a built inform; the outcome arrives in on_inform(). */
 static void
-send_inform(struct snmp_exec *x, struct pending *p)
+send_inform(struct snmp_x *x, struct pending *p)
 {
     netsnmp_pdu *pdu = p->pdu;
     char why[256];
@@ -1364,7 +913,7 @@ send_inform(struct snmp_exec *x, struct pending *p)
 }
 
 static void
-fail_waiting(struct snmp_exec *x, const char *why)
+fail_waiting(struct snmp_x *x, const char *why)
 {
     while (x->waiting) finish(x->waiting, DELIVER_RETRY, why);
 }
@@ -1379,7 +928,7 @@ fail_waiting(struct snmp_exec *x, const char *why)
 static int
 on_probe(int op, netsnmp_session *sp, int reqid, netsnmp_pdu *pdu, void *magic)
 {
-    struct snmp_exec *x = magic;
+    struct snmp_x *x = magic;
     char why[256];
 
     (void)reqid;
@@ -1413,7 +962,7 @@ on_probe(int op, netsnmp_session *sp, int reqid, netsnmp_pdu *pdu, void *magic)
 
 /* RFC 3414 4: an unauthenticated request with an empty engine id; the Report names it. */
 static void
-start_probe(struct snmp_exec *x)
+start_probe(struct snmp_x *x)
 {
     netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GET);
     netsnmp_session *s = snmp_sess_session(x->sess);
@@ -1448,7 +997,7 @@ static void on_readable(uv_poll_t *h, int status, int events);
 static void on_timer(uv_timer_t *t);
 
 static void
-reschedule(struct snmp_exec *x)
+reschedule(struct snmp_x *x)
 {
     netsnmp_large_fd_set fds;
     struct timeval tv = {0, 0};
@@ -1480,7 +1029,7 @@ reschedule(struct snmp_exec *x)
  * engine id, reports what finished, and re-arms the poll and the timer.
  */
 static void
-after(struct snmp_exec *x)
+after(struct snmp_x *x)
 {
     struct pending *p;
 
@@ -1521,7 +1070,7 @@ after(struct snmp_exec *x)
 static void
 on_readable(uv_poll_t *h, int status, int events)
 {
-    struct snmp_exec *x = h->data;
+    struct snmp_x *x = h->data;
     netsnmp_large_fd_set fds;
 
     (void)status;
@@ -1537,7 +1086,7 @@ on_readable(uv_poll_t *h, int status, int events)
 static void
 on_timer(uv_timer_t *t)
 {
-    struct snmp_exec *x = t->data;
+    struct snmp_x *x = t->data;
 
     if (x->closing) return;
     snmp_sess_timeout(x->sess); /* resends, or OP_TIMED_OUT once retries are spent */
@@ -1545,9 +1094,9 @@ on_timer(uv_timer_t *t)
 }
 
 static void
-exec_deliver(void *impl, const struct alert *a, deliver_done_fn done, void *token)
+snmp_executor_deliver(void *impl, const struct alert *a, deliver_done_fn done, void *token)
 {
-    struct snmp_exec *x = impl;
+    struct snmp_x *x = impl;
     const char *why;
     netsnmp_pdu *pdu;
     struct pending *p;
@@ -1610,9 +1159,9 @@ put_engine_id(struct buf *out, const u_char *id, size_t len)
 }
 
 static void
-exec_render(void *impl, const struct alert *a, struct buf *out)
+snmp_executor_render(void *impl, const struct alert *a, struct buf *out)
 {
-    struct snmp_exec *x = impl;
+    struct snmp_x *x = impl;
     const char *why;
     size_t i;
 
@@ -1652,8 +1201,8 @@ exec_render(void *impl, const struct alert *a, struct buf *out)
         }
         case 'i':
             buf_printf(out, "%ld", v->num);
-            if (v->label == field_label[F_SEVERITY] && v->num >= 1 && v->num <= 6)
-                buf_printf(out, " (%s)", severities[v->num - 1]);
+            if (v->label == field_label[F_SEVERITY] && executor_severity_name((int)v->num))
+                buf_printf(out, " (%s)", executor_severity_name((int)v->num));
             break;
         case 'u':
         case 'c': buf_printf(out, "%lu", (unsigned long)v->num); break;
@@ -1693,7 +1242,7 @@ exec_render(void *impl, const struct alert *a, struct buf *out)
 /* ---- close ---- */
 
 static void
-exec_free(struct snmp_exec *x)
+snmp_free(struct snmp_x *x)
 {
     size_t i;
 
@@ -1734,20 +1283,20 @@ exec_free(struct snmp_exec *x)
 static void
 handle_closed(uv_handle_t *h)
 {
-    struct snmp_exec *x = h->data;
+    struct snmp_x *x = h->data;
     void (*done)(void *) = x->closed;
     void *arg = x->closed_arg;
 
     if (--x->handles > 0) return;
-    exec_free(x);
+    snmp_free(x);
     if (done) done(arg);
 }
 
 /* Informs not yet acknowledged are abandoned: they stay in the queue's spool. */
 static void
-exec_close(void *impl, void (*done)(void *arg), void *arg)
+snmp_executor_close(void *impl, void (*done)(void *arg), void *arg)
 {
-    struct snmp_exec *x = impl;
+    struct snmp_x *x = impl;
 
     x->closing = true;
     x->closed = done;
@@ -1758,12 +1307,17 @@ exec_close(void *impl, void (*done)(void *arg), void *arg)
 }
 
 static unsigned
-exec_max_inflight(void *impl)
+snmp_executor_max_inflight(void *impl)
 {
     (void)impl;
     return INFLIGHT_MAX;
 }
 
 const struct executor_kind snmp_executor = {
-    "snmp", exec_open, exec_deliver, exec_render, exec_close, exec_max_inflight,
+    "snmp",
+    snmp_executor_open,
+    snmp_executor_deliver,
+    snmp_executor_render,
+    snmp_executor_close,
+    snmp_executor_max_inflight,
 };

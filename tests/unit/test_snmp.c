@@ -466,7 +466,7 @@ START_TEST(test_config_errors)
     expect_open_error("<snmp name=\"a\" community-env=\"TEST_SNMP_COMMUNITY\"/>", "target");
     expect_open_error("<snmp name=\"a\" target=\"127.0.0.1\" version=\"1\" "
                       "community-env=\"TEST_SNMP_COMMUNITY\"/>",
-                      "version=\"1\": use 2c or 3");
+                      "bad version=\"1\" (2c or 3)");
     expect_open_error(
         "<snmp name=\"a\" target=\"127.0.0.1\" user=\"u\" community-env=\"TEST_SNMP_COMMUNITY\"/>",
         "user is an SNMPv3 setting");
