@@ -74,8 +74,11 @@ version=$(dpkg-deb -f "$new" Version)
 echo "built $(basename "$new")"
 
 echo "=== lintian"
-lintian --fail-on error,warning --suppress-tags running-with-root-privileges "$changes" ||
-    fail "lintian reports errors or warnings"
+# (lintian says on stderr that it would rather not run as root: CI is root)
+rc=0
+lintian --fail-on error,warning "$changes" > "$work/lintian" 2>&1 || rc=$?
+grep -v "running with root privileges" "$work/lintian" || true
+[ "$rc" = 0 ] || fail "lintian reports errors or warnings"
 echo "lintian: no error, no warning"
 
 # The previous build: the same package with a lower Debian revision.
