@@ -97,8 +97,9 @@ echo "=== install $old_version"
 installed=1
 apt-get install -y "$old" > "$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "install $old_version"; }
 getent passwd corral >/dev/null || fail "no user corral after install"
-for d in /var/lib/corral /var/log/corral /run/corrald; do
-    [ "$(stat -c %U "$d" 2>/dev/null)" = corral ] || fail "$d missing or not owned by corral"
+for d in /var/lib/corral:750 /var/log/corral:750 /run/corrald:755; do
+    [ "$(stat -c %n:%U:%a "${d%:*}" 2>/dev/null)" = "${d%:*}:corral:${d#*:}" ] ||
+        fail "${d%:*} missing or not corral's with mode ${d#*:}"
 done
 dpkg-query -W -f '${Conffiles}\n' corral | grep -q /etc/corral/corrald.conf ||
     fail "/etc/corral/corrald.conf is not a conffile"
