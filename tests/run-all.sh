@@ -2,8 +2,9 @@
 # The whole test suite, as CI runs it: a warnings-as-errors build and `make
 # check`, the same suite again under AddressSanitizer and
 # UndefinedBehaviorSanitizer, `make distcheck`, coverage with floors per
-# layer, and a short libFuzzer run of every harness.  Builds go to build/,
-# build-san/ and build/build-cov/ beside the sources.
+# layer, a short libFuzzer run of every harness, then the Debian package
+# built, installed, run and purged (tests/package/deb.sh).  Builds go to
+# build/, build-san/ and build/build-cov/ beside the sources.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -44,4 +45,6 @@ if command -v clang >/dev/null 2>&1; then
     echo "=== fuzz (${FUZZ_SECONDS:-30}s per harness)"
     FUZZ_OUT="$src/build/fuzz" sh tests/fuzz/run.sh
 fi
+echo "=== the Debian package (tests/package/deb.sh)"
+sh tests/package/deb.sh
 echo "=== all tests passed"
