@@ -397,6 +397,12 @@ stream_bind(struct stream_input *s, const struct conf_input *ci, struct buf *err
                    uv_strerror(rc));
         return -1;
     }
+    if (!s->is_unix) {
+        uv_os_fd_t fd;
+        char where[INET6_ADDRSTRLEN + 8];
+        if (uv_fileno(&s->listener.handle, &fd) == 0 && input_bound_name(fd, where, sizeof(where)))
+            log_msg(LOG_INFO, "input %s: listening on %s", s->base.name, where);
+    }
     return 0;
 }
 

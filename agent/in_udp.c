@@ -165,8 +165,12 @@ in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
         udp_close(&u->base);
         return NULL;
     }
-    if (uv_fileno((uv_handle_t *)&u->udp, &fd) == 0)
+    if (uv_fileno((uv_handle_t *)&u->udp, &fd) == 0) {
+        char where[INET6_ADDRSTRLEN + 8];
+        if (input_bound_name(fd, where, sizeof(where)))
+            log_msg(LOG_INFO, "input %s: listening on %s", u->base.name, where);
         input_set_rcvbuf(fd, CORRAL_UDP_RCVBUF, u->base.name);
+    }
 
     /* recvmmsg needs one 64 KiB slot per datagram of the batch; without it one slot */
     u->rbuflen = uv_udp_using_recvmmsg(&u->udp) ? UDP_SLOT * UDP_SLOTS : UDP_SLOT;

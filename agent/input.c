@@ -252,6 +252,23 @@ input_peer_name(const struct sockaddr *sa, char *out, size_t outlen)
     if (rc != 0) out[0] = '\0';
 }
 
+bool
+input_bound_name(uv_os_fd_t fd, char *out, size_t outlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN];
+    unsigned port;
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) return false;
+    input_peer_name((const struct sockaddr *)&ss, host, sizeof(host));
+    if (!host[0]) return false;
+    port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                          : ((struct sockaddr_in *)&ss)->sin_port);
+    snprintf(out, outlen, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+    return true;
+}
+
 void
 input_set_rcvbuf(int fd, int want, const char *name)
 {

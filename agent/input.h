@@ -46,5 +46,12 @@ void input_set_limits(struct input *in, const struct conf *conf);
 bool input_finished(const struct input *in);
 /* True when the input is configured as ci says (kept across a reload). */
 int input_same(const struct input *in, const struct conf_input *ci);
+/*
+ * The address a socket is bound to, as "host:port" or "[v6-host]:port".
+ * With port 0 in the configuration the kernel picks the port; the
+ * "listening on" lines logged with it are how one learns it.  False if the
+ * socket has no address.
+ */
+bool input_bound_name(uv_os_fd_t fd, char *out, size_t outlen);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include "agent/metrics.h"
 #include "agent/conf.h"
+#include "agent/input.h"
 #include "engine/log.h"
 #include "agent/server.h"
 #include "engine/xalloc.h"
@@ -166,6 +167,13 @@ metrics_open(uv_loop_t *loop, const char *listen, struct server *srv, struct buf
         buf_printf(err, "stats listener %s: %s\n", listen, uv_strerror(rc));
         uv_close((uv_handle_t *)&m->listener, metrics_closed);
         return NULL;
+    }
+    {
+        uv_os_fd_t fd;
+        char where[INET6_ADDRSTRLEN + 8];
+        if (uv_fileno((uv_handle_t *)&m->listener, &fd) == 0 &&
+            input_bound_name(fd, where, sizeof(where)))
+            log_msg(LOG_INFO, "stats: listening on %s", where);
     }
     return m;
 }

@@ -1,100 +1,311 @@
-# Shared helpers for the daemon integration tests (sourced, not run).
-# Each test starts its own corrald on free loopback ports in a private
-# directory, and stops only the processes it started.
+# corrald_lib.sh: the harness of the integration tests (sourced, not run).
+#
+# Each test gets a private directory $WORK, starts corrald and its peers in
+# it, and stops on exit the processes it started, and only those.  Nothing
+# here sleeps to wait for something: a wait polls a condition (a log line, a
+# file, a counter) every 0.1 s and fails the test, with the logs, when it is
+# not met within $WAIT_TIMEOUT seconds (default 60).
+#
+# Ports are never picked in advance: configurations say port 0 and the test
+# reads the port the kernel gave from corrald's log ("input NAME: listening
+# on HOST:PORT", "stats: listening on HOST:PORT"); peers bind port 0 and
+# report it (listening_ports, held_port.py, smtp_server.py).
+#
+#   need TOOL...                 skip the test (77) without TOOL
+#   fail MESSAGE                 fail, with the tail of every $WORK/*.log
+#   track PID / untrack PID      a process the test started / has reaped
+#   start_corrald [-p] NAME CONFIG [STDIN [STDOUT]]
+#                                corrald -F; log $WORK/NAME.log; waits until
+#                                it has started; -p: STDIN through a pipe
+#   stop_corrald [PID]           SIGTERM; it must exit 0 within 10 s
+#   kill_corrald                 kill -9 (a crash), reaped
+#   corrald_alive                fail unless corrald is still running
+#   input_port NAME, stats_port  ports corrald was given (from its log)
+#   metric NAME [LABEL=VALUE]    a counter, from the control socket $CONTROL
+#                                if set, else the stats endpoint; -1 if absent
+#   wait_until COMMAND...        until COMMAND succeeds; 1 on timeout
+#   wait_log PATTERN [N]         until corrald's log has N lines matching
+#   wait_grep FILE PATTERN [N]   until FILE has N lines matching (grep BRE)
+#   wait_lines FILE N            until FILE has N lines
+#   wait_metric NAME [LABEL=VALUE] OP N   until [ metric OP N ]
+#   wait_exit PID                until PID exits; its status
+#   listening_ports PID udp|tcp  the ports a peer bound itself (from /proc)
+#   send_udp PORT LINE..., send_tcp_file PORT FILE
+#
+# The input tests (inputs_*.sh) also use inputs_config, check, check_has
+# and the test rules in inputs_rules.xml (see below).
+#
+# Environment: top_srcdir, top_builddir (set by `make check`), KEEP=1 keeps
+# $WORK, WAIT_TIMEOUT.
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
 CORRALD=$top_builddir/agent/corrald
 CORRAL=$top_builddir/tools/corral
 SCHEMA=$top_srcdir/etc/corrald.xsd
+HERE=$top_srcdir/tests/integration
+TEST=$(basename "$0" .sh)
+WAIT_TIMEOUT=${WAIT_TIMEOUT:-60}
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/corrald-test.XXXXXX") || exit 1
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/$TEST.XXXXXX") || exit 1
 PIDS=""
+CORRALD_PID=
+CORRALD_LOG=
+CONTROL=
+
+# alive PID: running (a zombie, exited but not reaped, is not)
+alive() {
+    _state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+    [ -n "$_state" ] && [ "$_state" != Z ]
+}
+
+exited() {
+    ! alive "$1"
+}
+
+track() {
+    PIDS="$PIDS $1"
+}
+
+# after the test has reaped PID: its number may be reused, never signal it again
+untrack() {
+    _new=""
+    for _p in $PIDS; do [ "$_p" = "$1" ] || _new="$_new $_p"; done
+    PIDS=$_new
+}
 
 cleanup() {
-    for p in $PIDS; do kill "$p" 2>/dev/null; done
-    sleep 0.2
-    for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
-    if [ -n "${KEEP_WORK:-}" ]; then echo "work dir kept: $WORK"; else rm -rf "$WORK"; fi
+    for _p in $PIDS; do kill -TERM "$_p" 2>/dev/null; done
+    _i=0
+    for _p in $PIDS; do
+        while alive "$_p" && [ $_i -lt 50 ]; do sleep 0.1; _i=$((_i + 1)); done
+    done
+    for _p in $PIDS; do
+        alive "$_p" && kill -KILL "$_p" 2>/dev/null
+        wait "$_p" 2>/dev/null
+    done
+    if [ -n "${KEEP:-}" ]; then echo "$TEST: kept $WORK"; else rm -rf "$WORK"; fi
 }
-trap cleanup EXIT HUP INT TERM
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
 
 fail() {
-    echo "FAIL: $*" >&2
+    echo "$TEST: FAIL: $*" >&2
     for f in "$WORK"/*.log; do
-        [ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; } >&2
+        [ -f "$f" ] && { echo "--- $f (last 30 lines)"; tail -n 30 "$f"; } >&2
     done
     exit 1
 }
 
 need() {
     for tool in "$@"; do
-        command -v "$tool" >/dev/null 2>&1 || { echo "skipped: $tool not installed"; exit 77; }
+        command -v "$tool" >/dev/null 2>&1 || { echo "$TEST: $tool not installed, skipped"; exit 77; }
     done
 }
 
-# A free TCP and UDP port on 127.0.0.1.
-free_port() {
-    python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", p))
-print(p)'
-}
+# ---- waiting
 
-# wait_until SECONDS COMMAND...: retries COMMAND every 0.1 s.
+# wait_until COMMAND...: retries COMMAND every 0.1 s until it succeeds, for
+# $WAIT_TIMEOUT s of wall-clock time at most
 wait_until() {
-    limit=$1
-    shift
-    i=0
-    while [ "$i" -lt $((limit * 10)) ]; do
-        "$@" >/dev/null 2>&1 && return 0
+    _end=$(($(date +%s) + WAIT_TIMEOUT))
+    until "$@" >/dev/null 2>&1; do
+        if [ "$(date +%s)" -gt "$_end" ]; then
+            echo "$TEST: timed out after $WAIT_TIMEOUT s waiting for: $*" >&2
+            return 1
+        fi
         sleep 0.1
-        i=$((i + 1))
     done
-    return 1
 }
 
-port_open() {
-    python3 -c 'import socket, sys
-s = socket.socket(); s.settimeout(0.5); s.connect(("127.0.0.1", int(sys.argv[1])))' "$1"
-}
-
-# start_corrald NAME CONFIG: runs corrald in the foreground in the background;
-# its log goes to $WORK/NAME.log, its pid to $CORRALD_PID.
-start_corrald() {
-    "$CORRALD" -F -f "$2" --schema "$SCHEMA" > "$WORK/$1.out" 2> "$WORK/$1.log" &
-    CORRALD_PID=$!
-    PIDS="$PIDS $CORRALD_PID"
-    wait_until 10 grep -q "started" "$WORK/$1.log" || fail "corrald $1 did not start"
-}
-
-# forget a pid once it is gone, so that cleanup never signals a reused pid
-forget_pid() {
-    new=""
-    for p in $PIDS; do [ "$p" = "$1" ] || new="$new $p"; done
-    PIDS=$new
-}
-
-stop_corrald() {
-    kill -TERM "$1" 2>/dev/null
-    i=0
-    while kill -0 "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-    kill -0 "$1" 2>/dev/null && fail "corrald $1 did not stop within 10 s"
-    wait "$1" 2>/dev/null
-    forget_pid "$1"
-    return 0
-}
-
-# count_lines FILE PATTERN
+# count_matching FILE PATTERN: lines of FILE matching PATTERN (0 without FILE)
 count_matching() {
     if [ -f "$1" ]; then grep -c -- "$2" "$1"; else echo 0; fi
 }
 
-# send_udp PORT LINE... : one datagram per line
+has_matching() {
+    [ "$(count_matching "$1" "$2")" -ge "${3:-1}" ]
+}
+
+wait_grep() {
+    wait_until has_matching "$1" "$2" "${3:-1}"
+}
+
+wait_log() {
+    wait_grep "$CORRALD_LOG" "$1" "${2:-1}"
+}
+
+has_lines() {
+    [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]
+}
+
+wait_lines() {
+    wait_until has_lines "$1" "$2"
+}
+
+# wait_exit PID: until PID (a child) exits by itself; returns its status
+wait_exit() {
+    wait_until exited "$1" || return 255
+    wait "$1"
+    _st=$?
+    untrack "$1"
+    return $_st
+}
+
+# ---- corrald
+
+# start_corrald [-p] NAME CONFIG [STDIN [STDOUT]]: corrald in the foreground,
+# in the background; stderr (its log) to $WORK/NAME.log, appended, stdout to
+# STDOUT (default $WORK/NAME.out).  Returns once corrald has logged
+# "started": its inputs and endpoints are open then.  -p feeds STDIN through
+# a pipe rather than a redirection.
+start_corrald() {
+    [ -x "$CORRALD" ] || fail "$CORRALD not built"
+    _pipe=
+    if [ "$1" = -p ]; then _pipe=1; shift; fi
+    CORRALD_LOG=$WORK/$1.log
+    _before=$(count_matching "$CORRALD_LOG" ']: started$')
+    if [ -n "$_pipe" ]; then
+        cat "$3" | "$CORRALD" -F -f "$2" --schema "$SCHEMA" > "${4:-$WORK/$1.out}" 2>> "$CORRALD_LOG" &
+    else
+        "$CORRALD" -F -f "$2" --schema "$SCHEMA" < "${3:-/dev/null}" > "${4:-$WORK/$1.out}" \
+            2>> "$CORRALD_LOG" &
+    fi
+    CORRALD_PID=$!
+    track "$CORRALD_PID"
+    _end=$(($(date +%s) + WAIT_TIMEOUT))
+    until has_matching "$CORRALD_LOG" ']: started$' $((_before + 1)); do
+        if ! alive "$CORRALD_PID"; then
+            has_matching "$CORRALD_LOG" ']: started$' $((_before + 1)) && break
+            wait "$CORRALD_PID"
+            _st=$?
+            untrack "$CORRALD_PID"
+            CORRALD_PID=
+            fail "corrald $1 exited with $_st before it started"
+        fi
+        [ "$(date +%s)" -le "$_end" ] || fail "corrald $1 not started after $WAIT_TIMEOUT s"
+        sleep 0.1
+    done
+}
+
+# stop_corrald [PID]: SIGTERM; corrald must exit, with 0, within 10 s
+stop_corrald() {
+    _pid=${1:-$CORRALD_PID}
+    [ -n "$_pid" ] || return 0
+    kill -TERM "$_pid" 2>/dev/null
+    _i=0
+    while alive "$_pid"; do
+        _i=$((_i + 1))
+        [ $_i -le 100 ] || fail "corrald $_pid did not stop within 10 s of SIGTERM"
+        sleep 0.1
+    done
+    wait "$_pid"
+    _st=$?
+    untrack "$_pid"
+    [ "$_pid" = "$CORRALD_PID" ] && CORRALD_PID=
+    [ $_st -eq 0 ] || fail "corrald $_pid exited with $_st on SIGTERM"
+}
+
+# kill_corrald: kill -9, as a crash would
+kill_corrald() {
+    kill -KILL "$CORRALD_PID"
+    wait "$CORRALD_PID" 2>/dev/null
+    untrack "$CORRALD_PID"
+    CORRALD_PID=
+}
+
+corrald_alive() {
+    alive "$CORRALD_PID" || fail "corrald died"
+}
+
+# listen_addr PREFIX: the address after "PREFIX: listening on " in the
+# current corrald's log (the last one: a reload may open an input anew)
+listen_addr() {
+    sed -n "s/.*]: $1: listening on //p" "$CORRALD_LOG" | tail -n 1
+}
+
+# input_port NAME: the port input NAME listens on
+input_port() {
+    _a=$(listen_addr "input $1")
+    [ -n "$_a" ] || fail "no port logged for input $1"
+    echo "${_a##*:}"
+}
+
+stats_port() {
+    _a=$(listen_addr stats)
+    [ -n "$_a" ] || fail "no stats endpoint logged"
+    echo "${_a##*:}"
+}
+
+# metrics_text: Prometheus text, from the control socket $CONTROL if the
+# test set it, else from the stats endpoint
+metrics_text() {
+    if [ -n "$CONTROL" ]; then
+        "$CORRAL" ctl -s "$CONTROL" stats
+    else
+        python3 -c 'import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read().decode())' \
+            "$(stats_port)"
+    fi
+}
+
+# metric NAME [LABEL=VALUE]: the value of NAME{LABEL="VALUE"}, -1 if absent
+metric() {
+    _series=$1
+    if [ -n "${2:-}" ]; then _series="$1{${2%%=*}=\"${2#*=}\"}"; fi
+    metrics_text | awk -v s="$_series" '$1 == s {v = $2} END {print (v == "" ? -1 : v)}'
+}
+
+metric_is() {
+    if [ $# -eq 4 ]; then
+        test "$(metric "$1" "$2")" "$3" "$4"
+    else
+        test "$(metric "$1")" "$2" "$3"
+    fi
+}
+
+# wait_metric NAME [LABEL=VALUE] OP N, OP as test(1)'s: -eq, -ge, ...
+wait_metric() {
+    wait_until metric_is "$@"
+}
+
+# ---- peers
+
+# listening_ports PID udp|tcp: the ports PID has bound (UDP) or listens on
+# (TCP), for a peer told to bind port 0 that does not say which it got
+listening_ports() {
+    python3 - "$1" "$2" <<'PY'
+import os, sys
+pid, proto = sys.argv[1], sys.argv[2]
+inodes = set()
+for fd in os.listdir("/proc/%s/fd" % pid):
+    try:
+        link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+    except OSError:
+        continue
+    if link.startswith("socket:["):
+        inodes.add(link[8:-1])
+ports = set()
+for table in (proto, proto + "6"):
+    try:
+        rows = open("/proc/net/" + table).read().splitlines()[1:]
+    except OSError:
+        continue
+    for row in rows:
+        f = row.split()
+        if f[9] in inodes and (proto == "udp" or f[3] == "0A"):  # 0A: LISTEN
+            ports.add(int(f[1].rsplit(":", 1)[1], 16))
+print(" ".join(str(p) for p in sorted(ports)))
+PY
+}
+
+have_ipv6() {
+    python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null
+}
+
+# send_udp PORT LINE...: one datagram per line, to 127.0.0.1
 send_udp() {
-    port=$1
-    shift
-    python3 - "$port" "$@" <<'PY'
+    python3 - "$@" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for line in sys.argv[2:]:
@@ -102,7 +313,7 @@ for line in sys.argv[2:]:
 PY
 }
 
-# send_tcp PORT FILE : the file's lines over one TCP connection, newline framed
+# send_tcp_file PORT FILE: the file over one TCP connection to 127.0.0.1
 send_tcp_file() {
     python3 - "$1" "$2" <<'PY'
 import socket, sys
@@ -111,4 +322,44 @@ with open(sys.argv[2], "rb") as f:
     s.sendall(f.read())
 s.close()
 PY
+}
+
+# ---- the input tests
+
+RULES=$HERE/inputs_rules.xml
+OUT=$WORK/out.json
+
+# inputs_config FILE LIMITS INPUTS [ELEMENTS]: a configuration with the test
+# rules, a stats endpoint, a JSON file output ($OUT) of every message, and
+# ELEMENTS
+inputs_config() {
+    cat > "$1" <<EOF
+<corrald>
+  <rules path="$RULES"/>
+  <log level="debug"/>
+  <stats listen="127.0.0.1:0"/>
+${4:-}
+  <limits $2/>
+  <inputs>
+$3
+  </inputs>
+  <outputs>
+    <file path="$OUT" format="json" select="all"/>
+  </outputs>
+</corrald>
+EOF
+}
+
+# check WHAT FILE ...: tests/integration/inputs_check.py
+check() {
+    python3 "$HERE/inputs_check.py" "$@"
+}
+
+# check_has FILE REGEX [N]: at least N messages of FILE match REGEX
+check_has() {
+    [ "$(check count "$1" "$2")" -ge "${3:-1}" ]
+}
+
+rss_kb() {
+    awk '/^VmRSS:/ {print $2}' "/proc/$CORRALD_PID/status"
 }

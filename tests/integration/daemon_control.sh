@@ -5,15 +5,13 @@
 . "$(dirname "$0")/corrald_lib.sh"
 need python3 curl
 
-port=$(free_port)
-mport=$(free_port)
 cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$top_srcdir/tests/integration/session_rules.xml"/>
   <state file="$WORK/state" interval="1h"/>
   <control socket="$WORK/control.sock"/>
-  <stats listen="127.0.0.1:$mport"/>
-  <inputs><udp listen="127.0.0.1:$port" name="udp-in"/></inputs>
+  <stats listen="127.0.0.1:0"/>
+  <inputs><udp listen="127.0.0.1:0" name="udp-in"/></inputs>
   <outputs><file path="$WORK/out.json" format="json" select="all"/></outputs>
 </corrald>
 XML
@@ -34,9 +32,11 @@ if "$CORRALD" -t -f "$WORK/bad3.conf" --schema "$SCHEMA" > "$WORK/bad3.out" 2>&1
 grep -q "r.xml:3" "$WORK/bad3.out" || fail "-t rule error without file:line"
 
 start_corrald corrald "$WORK/corrald.conf"
+port=$(input_port udp-in)
+mport=$(stats_port)
 now=$(date '+%b %e %H:%M:%S')
 send_udp "$port" "$now web1 sshd[7]: Accepted password for alice from 10.0.0.1 port 1 ssh2" "$now web1 app: seq 1" "junk"
-wait_until 5 grep -q 'junk' "$WORK/out.json" || fail "messages did not arrive"
+wait_grep "$WORK/out.json" 'junk' || fail "messages did not arrive"
 
 "$CORRAL" ctl -s "$WORK/control.sock" stats > "$WORK/stats" || fail "ctl stats failed"
 grep -q '^corral_messages_received_total 3$' "$WORK/stats" || fail "received counter wrong: $(grep received "$WORK/stats")"
@@ -54,7 +54,7 @@ grep -q '^# TYPE corral_messages_received_total counter' "$WORK/metrics" || fail
 grep -q "contexts: 1 kept" "$WORK/reload" || fail "ctl reload report wrong: $(cat "$WORK/reload")"
 if "$CORRAL" ctl -s "$WORK/control.sock" frobnicate > /dev/null; then fail "unknown command accepted"; fi
 kill -USR1 "$CORRALD_PID"
-wait_until 5 grep -q "open contexts written to" "$WORK/corrald.log" || fail "SIGUSR1 dump not logged"
+wait_log "open contexts written to" || fail "SIGUSR1 dump not logged"
 dump=$(sed -n 's/.*open contexts written to //p' "$WORK/corrald.log" | tail -n 1)
 python3 -c 'import json,sys; assert len(json.load(open(sys.argv[1]))) == 1' "$dump" || fail "SIGUSR1 dump wrong"
 rm -f "$dump"

@@ -6,12 +6,13 @@
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 
-port=$(free_port)
+CONTROL=$WORK/control.sock
 cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$top_srcdir/tests/integration/session_rules.xml"/>
   <state file="$WORK/state" interval="1s"/>
-  <inputs><udp listen="127.0.0.1:$port"/></inputs>
+  <control socket="$CONTROL"/>
+  <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <outputs><file path="$WORK/out.json" format="json" select="generated"/></outputs>
 </corrald>
 XML
@@ -20,29 +21,30 @@ line() { printf '%s web1 sshd[%s]: %s' "$now" "$1" "$2"; }
 
 # --- SIGTERM in the middle of open sessions
 start_corrald first "$WORK/corrald.conf"
-send_udp "$port" "$(line 101 'Accepted password for alice from 10.0.0.1 port 1 ssh2')" \
+send_udp "$(input_port udp)" "$(line 101 'Accepted password for alice from 10.0.0.1 port 1 ssh2')" \
                  "$(line 102 'Accepted password for bob from 10.0.0.2 port 2 ssh2')"
-sleep 0.5
+wait_metric corral_contexts_open -eq 2 || fail "the two sessions were not opened"
 stop_corrald "$CORRALD_PID"
 [ -s "$WORK/state" ] || fail "no state file written at shutdown"
 
 start_corrald second "$WORK/corrald.conf"
 grep -q "2 open contexts restored" "$WORK/second.log" || fail "contexts not restored"
-send_udp "$port" "$(line 101 'pam_unix(sshd:session): session closed for user alice')"
-wait_until 5 grep -q 'session of alice from 10.0.0.1 closed' "$WORK/out.json" || fail "no event after restart"
+send_udp "$(input_port udp)" "$(line 101 'pam_unix(sshd:session): session closed for user alice')"
+wait_grep "$WORK/out.json" 'session of alice from 10.0.0.1 closed' || fail "no event after restart"
 
 # --- kill -9: the periodic save (every second) keeps bob's and carol's sessions
-send_udp "$port" "$(line 103 'Accepted password for carol from 10.0.0.3 port 3 ssh2')"
-sleep 2.5
-kill -9 "$CORRALD_PID"
-wait "$CORRALD_PID" 2>/dev/null
-forget_pid "$CORRALD_PID"
+send_udp "$(input_port udp)" "$(line 103 'Accepted password for carol from 10.0.0.3 port 3 ssh2')"
+wait_metric corral_contexts_open -eq 3 || fail "carol's session was not opened"
+# a periodic save counted after carol's session was opened has it
+saves=$(metric corral_state_saves_total)
+wait_metric corral_state_saves_total -gt "$saves" || fail "no periodic state save"
+kill_corrald
 start_corrald third "$WORK/corrald.conf"
 # alice's context stays open after her close message (it only ends at its timeout)
 grep -q "3 open contexts restored" "$WORK/third.log" || fail "contexts lost by kill -9"
-send_udp "$port" "$(line 102 'pam_unix(sshd:session): session closed for user bob')" \
+send_udp "$(input_port udp)" "$(line 102 'pam_unix(sshd:session): session closed for user bob')" \
                  "$(line 103 'pam_unix(sshd:session): session closed for user carol')"
-wait_until 5 grep -q 'session of carol from 10.0.0.3 closed' "$WORK/out.json" || fail "carol's event missing"
+wait_grep "$WORK/out.json" 'session of carol from 10.0.0.3 closed' || fail "carol's event missing"
 grep -q 'session of bob from 10.0.0.2 closed' "$WORK/out.json" || fail "bob's event missing"
 stop_corrald "$CORRALD_PID"
 

@@ -5,25 +5,36 @@
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 
-port=$(free_port)
 cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$top_srcdir/tests/integration/session_rules.xml"/>
-  <inputs><udp listen="127.0.0.1:$port"/></inputs>
+  <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <outputs><file path="$WORK/out.json" format="json" select="generated"/></outputs>
   <silence after="2s"/>
   <silence host="db1" program="postgres" after="1s"/>
 </corrald>
 XML
 start_corrald corrald "$WORK/corrald.conf"
+port=$(input_port udp)
 now() { date '+%b %e %H:%M:%S'; }
 send_udp "$port" "$(now) web1 app: seq 1" "$(now) db1 postgres[3]: checkpoint"
-for i in 1 2 3 4 5 6; do sleep 0.5; send_udp "$port" "$(now) web2 app: seq $i"; done
-wait_until 5 grep -q 'web1 has been silent for' "$WORK/out.json" || fail "web1 silence not reported"
+# web2 keeps sending, every half second, until web1 and db1 are reported
+# silent (2 s and 1 s), or for $WAIT_TIMEOUT s
+both_silent() {
+    grep -q 'web1 has been silent for' "$WORK/out.json" 2>/dev/null &&
+        grep -q 'db1 postgres has been silent for' "$WORK/out.json"
+}
+i=1
+until both_silent || [ $i -gt $((WAIT_TIMEOUT * 2)) ]; do
+    sleep 0.5
+    send_udp "$port" "$(now) web2 app: seq $i"
+    i=$((i + 1))
+done
+grep -q 'web1 has been silent for' "$WORK/out.json" || fail "web1 silence not reported"
 grep -q 'db1 postgres has been silent for' "$WORK/out.json" || fail "db1 postgres silence not reported"
 grep -q 'web2 has been silent' "$WORK/out.json" && fail "web2 reported silent while sending"
 send_udp "$port" "$(now) web1 app: seq 2"
-wait_until 5 grep -q 'web1 is sending again' "$WORK/out.json" || fail "web1 return not reported"
+wait_grep "$WORK/out.json" 'web1 is sending again' || fail "web1 return not reported"
 python3 - "$WORK/out.json" <<'PY' || fail "silence messages lack their values"
 import json, sys
 msgs = [json.loads(l) for l in open(sys.argv[1])]

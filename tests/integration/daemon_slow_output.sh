@@ -3,31 +3,27 @@
 # receiving and classifying, the output's queue stays bounded and counts what
 # it drops, and memory stays bounded.
 . "$(dirname "$0")/corrald_lib.sh"
-need python3 curl
+need python3
 
-port=$(free_port)
-mport=$(free_port)
 mkfifo "$WORK/stuck"
 cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$top_srcdir/tests/integration/session_rules.xml"/>
-  <stats listen="127.0.0.1:$mport"/>
-  <inputs><udp listen="127.0.0.1:$port"/></inputs>
+  <stats listen="127.0.0.1:0"/>
+  <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <outputs>
     <stdout format="json" select="all"/>
     <file path="$WORK/out.json" format="json" select="all"/>
   </outputs>
 </corrald>
 XML
-# stdout is a pipe to a reader that holds it open and never reads
-sleep 300 < "$WORK/stuck" &
-PIDS="$PIDS $!"
-"$CORRALD" -F -f "$WORK/corrald.conf" --schema "$SCHEMA" > "$WORK/stuck" 2> "$WORK/corrald.log" &
-CORRALD_PID=$!
-PIDS="$PIDS $CORRALD_PID"
-wait_until 10 grep -q started "$WORK/corrald.log" || fail "corrald did not start"
-rss() { awk '/^VmRSS:/ {print $2}' "/proc/$CORRALD_PID/status"; }
-before=$(rss)
+# stdout is a pipe to a reader that holds it open and never reads (sleep:
+# it only holds the pipe, and is stopped at the end)
+sleep 3600 < "$WORK/stuck" &
+track $!
+start_corrald corrald "$WORK/corrald.conf" /dev/null "$WORK/stuck"
+port=$(input_port udp)
+before=$(rss_kb)
 python3 - "$port" <<'PY'
 import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -36,12 +32,28 @@ for i in range(200000):
     if i % 2000 == 0:
         time.sleep(0.01)
 PY
-sleep 2
-metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
-dropped=$(metric 'corral_output_dropped_total{output="stdout"}')
-written=$(metric 'corral_output_written_total{output="file:'"$WORK"'/out.json"}')
+# everything sent is in: corrald has emptied its socket's receive queue (the
+# kernel dropped what did not fit), and the file output has written all
+# corrald received (it did not keep up otherwise)
+udp_queue() {
+    python3 - "$1" <<'PY'
+import sys
+port = "%04X" % int(sys.argv[1])
+for row in open("/proc/net/udp").read().splitlines()[1:]:
+    f = row.split()
+    if f[1] == "0100007F:" + port:
+        print(int(f[4].split(":")[1], 16))
+PY
+}
+queue_empty() { [ "$(udp_queue "$port")" = 0 ]; }
+wait_until queue_empty || fail "corrald did not read its input: $(udp_queue "$port") bytes queued"
+file_output="output=file:$WORK/out.json"
+kept_up() { [ "$(metric corral_output_written_total "$file_output")" = "$(metric corral_messages_received_total)" ]; }
+wait_until kept_up || true
+dropped=$(metric corral_output_dropped_total output=stdout)
+written=$(metric corral_output_written_total "$file_output")
 received=$(metric corral_messages_received_total)
-after=$(rss)
+after=$(rss_kb)
 echo "received $received, file output wrote $written, stdout dropped $dropped, RSS $before -> $after kB"
 [ "${dropped:-0}" -gt 0 ] || fail "the stuck stdout dropped nothing"
 [ "$written" = "$received" ] || fail "the file output did not keep up: $written of $received"

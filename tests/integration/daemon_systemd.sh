@@ -9,13 +9,12 @@ need python3
 [ "$(id -u)" = 0 ] || { echo "skipped: needs root to test the privilege drop"; exit 77; }
 id nobody > /dev/null 2>&1 || { echo "skipped: no user nobody"; exit 77; }
 
-port=$(free_port)
 chmod 755 "$WORK"
 cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$top_srcdir/tests/integration/session_rules.xml"/>
   <daemon user="nobody"/>
-  <inputs><udp listen="127.0.0.1:$port"/></inputs>
+  <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <outputs><file path="$WORK/out.json" format="json" select="all"/></outputs>
 </corrald>
 XML
@@ -31,24 +30,23 @@ try:
 except socket.timeout:
     pass
 PY
-PIDS="$PIDS $!"
-wait_until 5 test -S "$WORK/notify.sock" || fail "notify listener did not start"
+track $!
+wait_until test -S "$WORK/notify.sock" || fail "notify listener did not start"
 chmod 777 "$WORK/notify.sock"
 NOTIFY_SOCKET=$WORK/notify.sock start_corrald corrald "$WORK/corrald.conf"
-wait_until 5 grep -q '^READY=1' "$WORK/notify.log" || fail "no READY=1"
+wait_grep "$WORK/notify.log" '^READY=1' || fail "no READY=1"
 uid=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$CORRALD_PID/status")
 [ "$uid" = "65534 65534 65534 65534" ] || fail "privileges not dropped: Uid $uid"
 capeff=$(awk '/^CapEff:/ {print $2}' "/proc/$CORRALD_PID/status")
 [ "$capeff" = "0000000000000000" ] || fail "capabilities left: $capeff"
-send_udp "$port" "<13>Dec  3 10:00:00 web1 app: seq 1"
-wait_until 5 grep -q '"seq":"1"' "$WORK/out.json" || fail "not serving after the drop"
+send_udp "$(input_port udp)" "<13>Dec  3 10:00:00 web1 app: seq 1"
+wait_grep "$WORK/out.json" '"seq":"1"' || fail "not serving after the drop"
 kill -HUP "$CORRALD_PID"
-wait_until 5 grep -q '^RELOADING=1' "$WORK/notify.log" || fail "no RELOADING=1"
-# a function, so that every try counts again
-ready_again() { [ "$(grep -c '^READY=1' "$WORK/notify.log")" -ge 2 ]; }
-wait_until 5 ready_again || fail "no READY=1 after reload"
+wait_grep "$WORK/notify.log" '^RELOADING=1' || fail "no RELOADING=1"
+wait_grep "$WORK/notify.log" '^READY=1' 2 || fail "no READY=1 after reload"
 stop_corrald "$CORRALD_PID"
-grep -q '^STOPPING=1' "$WORK/notify.log" || fail "no STOPPING=1"
+# the listener writes what it receives as it comes: STOPPING=1 was sent before corrald exited
+wait_grep "$WORK/notify.log" '^STOPPING=1' || fail "no STOPPING=1"
 if command -v systemd-analyze > /dev/null 2>&1; then
     abs=$(cd "$(dirname "$CORRALD")" && pwd)/corrald
     sed "s|/usr/sbin/corrald|$abs|" "$top_srcdir/etc/corrald.service" > "$WORK/corrald.service"

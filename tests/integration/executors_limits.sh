@@ -7,7 +7,6 @@
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 
-port=$(free_port)
 mkdir -p "$WORK/rules"
 cat > "$WORK/rules/alerts.xml" <<'XML'
 <patterndb version="5" pub_date="2026-12-03">
@@ -41,7 +40,7 @@ cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$WORK/rules"/>
   <control socket="$WORK/control.sock"/>
-  <inputs><udp listen="127.0.0.1:$port"/><tcp listen="127.0.0.1:$port"/></inputs>
+  <inputs><udp listen="127.0.0.1:0" name="udp"/><tcp listen="127.0.0.1:0" name="tcp"/></inputs>
   <executors>
     <exec name="deduped" program="$WORK/deduped.sh" dedupe="1h" dedupe-key="\${key}"/>
     <exec name="limited" program="$WORK/limited.sh" rate="3/3600"/>
@@ -51,11 +50,12 @@ cat > "$WORK/corrald.conf" <<XML
 </corrald>
 XML
 
-stat() { "$CORRAL" ctl -s "$WORK/control.sock" stats | grep "^$1{executor=\"$2\"}" | awk '{print $2}'; }
+CONTROL=$WORK/control.sock
+stat() { metric "$1" "executor=$2"; }
 lines() { if [ -f "$WORK/$1.out" ]; then sort "$WORK/$1.out" | tr '\n' ','; fi; }
 
 start_corrald corrald "$WORK/corrald.conf"
-send_udp "$port" \
+send_udp "$(input_port udp)" \
     "<13>Dec  3 10:00:00 web1 app: alert 1 key k1" \
     "<13>Dec  3 10:00:00 web1 app: alert 2 key k2" \
     "<13>Dec  3 10:00:00 web1 app: alert 3 key k1" \
@@ -67,11 +67,11 @@ send_udp "$port" \
     "<13>Dec  3 10:00:00 web1 app: alert 9 key k2" \
     "<13>Dec  3 10:00:00 web1 app: alert 10 key k5"
 all_seen() { [ "$(stat corral_executor_submitted_total window)" = 10 ]; }
-wait_until 10 all_seen || fail "not all 10 alerts reached the executors"
+wait_until all_seen || fail "not all 10 alerts reached the executors"
 delivered() { [ "$(stat corral_executor_delivered_total "$1")" = "$2" ]; }
-wait_until 10 delivered deduped 5 || fail "deduped: $(lines deduped)"
-wait_until 10 delivered limited 3 || fail "limited: $(lines limited)"
-wait_until 10 delivered window 5 || fail "window: $(lines window)"
+wait_until delivered deduped 5 || fail "deduped: $(lines deduped)"
+wait_until delivered limited 3 || fail "limited: $(lines limited)"
+wait_until delivered window 5 || fail "window: $(lines window)"
 
 # dedupe: the first alert of each key, and only that
 [ "$(lines deduped)" = "alert 1 k1,alert 10 k5,alert 2 k2,alert 4 k3,alert 7 k4," ] ||
@@ -84,12 +84,14 @@ wait_until 10 delivered window 5 || fail "window: $(lines window)"
     fail "rate-limited counter: $(stat corral_executor_rate_limited_total limited)"
 [ "$(stat corral_executor_rate_limited_total deduped)" = 0 ] || fail "deduped executor rate-limited"
 
-# after its window, a key goes through again
+# after its window, a key goes through again: the test lets the 2 s window
+# pass (time is what it is about, not a wait for corrald)
 sleep 3
-send_udp "$port" "<13>Dec  3 10:00:00 web1 app: alert 11 key k1" "<13>Dec  3 10:00:00 web1 app: alert 12 key k1"
-wait_until 10 delivered window 6 || fail "window: after 3 s, k1 did not go through again: $(lines window)"
-wait_until 10 delivered deduped 5 || fail "deduped"
-sleep 0.5
+send_udp "$(input_port udp)" "<13>Dec  3 10:00:00 web1 app: alert 11 key k1" "<13>Dec  3 10:00:00 web1 app: alert 12 key k1"
+twelve_seen() { [ "$(stat corral_executor_submitted_total window)" = 12 ]; }
+wait_until twelve_seen || fail "alerts 11 and 12 did not reach the executors"
+wait_until delivered window 6 || fail "window: after 3 s, k1 did not go through again: $(lines window)"
+wait_until delivered deduped 5 || fail "deduped"
 [ "$(grep -c ' k1$' "$WORK/window.out")" = 2 ] || fail "window executor, k1: $(lines window)"
 [ "$(stat corral_executor_deduplicated_total window)" = 6 ] ||
     fail "window deduplicated counter: $(stat corral_executor_deduplicated_total window)"
@@ -102,9 +104,9 @@ while [ $i -lt 100000 ]; do
     echo "<13>Dec  3 10:00:00 web1 app: flood $i"
     i=$((i + 1))
 done > "$WORK/flood.log.txt"
-send_tcp_file "$port" "$WORK/flood.log.txt"
+send_tcp_file "$(input_port tcp)" "$WORK/flood.log.txt"
 flooded() { [ "$(stat corral_executor_submitted_total flood)" -eq 100000 ]; }
-wait_until 30 flooded || fail "flood: only $(stat corral_executor_submitted_total flood) of 100000 alerts submitted"
+wait_until flooded || fail "flood: only $(stat corral_executor_submitted_total flood) of 100000 alerts submitted"
 submitted=100000
 forgotten=$(stat corral_executor_dedupe_forgotten_total flood)
 [ "$forgotten" -gt 0 ] && [ "$forgotten" -le $((submitted - 65536)) ] ||

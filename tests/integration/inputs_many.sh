@@ -8,7 +8,8 @@
 # its open-files limit to what max-connections needs; the test is skipped
 # when the hard limit cannot allow 2000 connections.
 
-. "$(dirname "$0")/lib_inputs.sh"
+. "$(dirname "$0")/corrald_lib.sh"
+need python3
 SEND="python3 $HERE/inputs_send.py"
 
 hard=$(ulimit -Hn)
@@ -17,26 +18,22 @@ if [ "$hard" != unlimited ] && [ "$hard" -lt 2600 ]; then
     exit 77
 fi
 
-PORT=$(free_port)
-write_config "$tmp/corrald.conf" 'max-message-size="64k" max-connections="3000" idle-timeout="2m"' "
-    <tcp listen=\"127.0.0.1:$PORT\" name=\"tcp\"/>
-    <unix-stream path=\"$tmp/stream.sock\" name=\"unix\"/>"
-start_corrald "$tmp/corrald.conf"
+inputs_config "$WORK/corrald.conf" 'max-message-size="64k" max-connections="3000" idle-timeout="2m"' "
+    <tcp listen=\"127.0.0.1:0\" name=\"tcp\"/>
+    <unix-stream path=\"$WORK/stream.sock\" name=\"unix\"/>"
+start_corrald corrald "$WORK/corrald.conf"
+PORT=$(input_port tcp)
 
-$SEND stream "tcp:127.0.0.1:$PORT" --conns 1-2000 --per 5 --expect-active "$STATS_PORT" tcp ||
+$SEND stream "tcp:127.0.0.1:$PORT" --conns 1-2000 --per 5 --expect-active "$(stats_port)" tcp ||
     fail "2000 TCP connections"
-$SEND stream "unix:$tmp/stream.sock" --conns 3001-3500 --per 5 --framing octet --expect-active "$STATS_PORT" unix ||
+$SEND stream "unix:$WORK/stream.sock" --conns 3001-3500 --per 5 --framing octet --expect-active "$(stats_port)" unix ||
     fail "500 unix-stream connections"
-wait_lines 12500 60 || fail "messages missing"
+wait_lines "$OUT" 12500 || fail "only $(check lines "$OUT") of 12500 messages"
 check seq "$OUT" --conns 1-2000 --per 5 || fail "TCP messages"
 check seq "$OUT" --conns 3001-3500 --per 5 || fail "unix-stream messages"
-[ "$(metric corral_input_connections_total tcp)" -eq 2000 ] || fail "connections counter"
-[ "$(metric corral_input_rejected_total tcp)" -eq 0 ] || fail "connections rejected"
-i=0
-while [ "$(metric corral_input_connections_active tcp)" -ne 0 ]; do
-    i=$((i + 1))
-    [ $i -lt 50 ] || fail "connections still counted open: $(metric corral_input_connections_active tcp)"
-    sleep 0.1
-done
+[ "$(metric corral_input_connections_total input=tcp)" -eq 2000 ] || fail "connections counter"
+[ "$(metric corral_input_rejected_total input=tcp)" -eq 0 ] || fail "connections rejected"
+wait_metric corral_input_connections_active input=tcp -eq 0 ||
+    fail "connections still counted open: $(metric corral_input_connections_active input=tcp)"
 stop_corrald
 echo "$TEST: ok ($(check lines "$OUT") messages)"

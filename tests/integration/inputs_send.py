@@ -80,7 +80,7 @@ def stream(args):
     if '--expect-active' in args:
         i = args.index('--expect-active')
         port, name = args[i + 1], args[i + 2]
-        deadline = time.time() + 20
+        deadline = time.time() + 60
         while active(port, name) != len(conns):
             if time.time() > deadline:
                 sys.exit('corrald reports %d connections open, want %d' % (active(port, name), len(conns)))

@@ -5,9 +5,10 @@
 # delivered at end of input.  Whether corrald then exits or keeps running is
 # not tested here; if it keeps running it must stop on SIGTERM.
 
-. "$(dirname "$0")/lib_inputs.sh"
+. "$(dirname "$0")/corrald_lib.sh"
+need python3
 
-python3 - "$tmp/input.log" <<'EOF' || fail "input file"
+python3 - "$WORK/input.log" <<'EOF' || fail "input file"
 import sys
 with open(sys.argv[1], 'wb') as f:
     for s in range(2000):
@@ -18,33 +19,21 @@ with open(sys.argv[1], 'wb') as f:
     f.write(b'Jan  1 00:00:00 stdinhost inputtest: conn=1 seq=2000 no newline at the end')
 EOF
 
-write_config "$tmp/corrald.conf" 'max-message-size="1k"' "
+inputs_config "$WORK/corrald.conf" 'max-message-size="1k"' "
     <stdin name=\"stdin\"/>"
 
 # run_stdin HOW: feeds the file as a redirection ("file") or through a pipe ("pipe")
 run_stdin() {
     rm -f "$OUT"
     if [ "$1" = file ]; then
-        "$CORRALD" -F -f "$tmp/corrald.conf" --schema "$top_srcdir/etc/corrald.xsd" \
-            < "$tmp/input.log" >> "$LOG" 2>&1 &
+        start_corrald "corrald-$1" "$WORK/corrald.conf" "$WORK/input.log"
     else
-        cat "$tmp/input.log" | "$CORRALD" -F -f "$tmp/corrald.conf" \
-            --schema "$top_srcdir/etc/corrald.xsd" >> "$LOG" 2>&1 &
+        start_corrald -p "corrald-$1" "$WORK/corrald.conf" "$WORK/input.log"
     fi
-    CORRALD_PID=$!
-    i=0
-    while [ "$(check lines "$OUT")" -lt 2021 ]; do
-        i=$((i + 1))
-        if ! kill -0 "$CORRALD_PID" 2>/dev/null; then
-            wait "$CORRALD_PID" || { CORRALD_PID=; fail "corrald exited with $? ($1)"; }
-            CORRALD_PID=
-            break
-        fi
-        [ $i -lt 200 ] || fail "only $(check lines "$OUT") messages after 20 s ($1)"
-        sleep 0.1
-    done
-    settle
-    if [ -n "$CORRALD_PID" ]; then stop_corrald; fi
+    # all of the input has been read and handed on when the stdin input says
+    # so; then corrald, stopped or exited by itself (with 0), has written it
+    wait_log 'stdin: end of input' || fail "end of input not reached ($1)"
+    stop_corrald
     check seq "$OUT" --conns 1-1 --per 2001 --host stdinhost || fail "messages from stdin ($1)"
     [ "$(check field "$OUT" '^conn=1 seq=0 ' MESSAGE)" = "conn=1 seq=0 from stdin" ] || fail "CRLF kept ($1)"
     [ "$(check lines "$OUT")" -eq 2021 ] || fail "$(check lines "$OUT") messages, want 2021 ($1)"

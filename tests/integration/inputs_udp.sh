@@ -9,27 +9,27 @@
 #   once, classified by tests/integration/inputs_rules.xml, with the sender's
 #   address in SOURCEIP.
 
-. "$(dirname "$0")/lib_inputs.sh"
-need logger loggen
+. "$(dirname "$0")/corrald_lib.sh"
+need python3 logger loggen
 
-PORT=$(free_port)
-INPUTS="    <udp listen=\"127.0.0.1:$PORT\" name=\"udp4\"/>"
+INPUTS="    <udp listen=\"127.0.0.1:0\" name=\"udp4\"/>"
 V6=
 if have_ipv6; then
     V6=1
     INPUTS="$INPUTS
-    <udp listen=\"[::1]:$PORT\" name=\"udp6\"/>"
+    <udp listen=\"[::1]:0\" name=\"udp6\"/>"
 fi
-write_config "$tmp/corrald.conf" 'max-message-size="1k"' "$INPUTS"
-start_corrald "$tmp/corrald.conf"
-grep -q "udp4: receive buffer" "$LOG" || fail "no receive buffer size logged"
+inputs_config "$WORK/corrald.conf" 'max-message-size="1k"' "$INPUTS"
+start_corrald corrald "$WORK/corrald.conf"
+grep -q "udp4: receive buffer" "$CORRALD_LOG" || fail "no receive buffer size logged"
+PORT=$(input_port udp4)
 
 # logger: conn 0, one message in each syslog format
 logger -n 127.0.0.1 -P "$PORT" -d --rfc3164 -t inputtest "conn=0 seq=0 logger rfc3164" || fail "logger"
 logger -n 127.0.0.1 -P "$PORT" -d --rfc5424 -t inputtest "conn=0 seq=1 logger rfc5424" || fail "logger"
 n=2
 if [ -n "$V6" ]; then
-    logger -n ::1 -P "$PORT" -d -t inputtest "conn=7 seq=0 over IPv6" || fail "logger -n ::1"
+    logger -n ::1 -P "$(input_port udp6)" -d -t inputtest "conn=7 seq=0 over IPv6" || fail "logger -n ::1"
     n=$((n + 1))
 fi
 
@@ -55,7 +55,7 @@ n=$((n + 1500 + 2))
 # loggen: 400 datagrams
 loggen --inet --dgram -n 400 -r 2000 -Q 127.0.0.1 "$PORT" >/dev/null 2>&1 || fail "loggen"
 n=$((n + 400))
-wait_lines $n || fail "messages missing"
+wait_lines "$OUT" $n || fail "only $(check lines "$OUT") of $n messages"
 
 # garbage: random bytes, NULs, empty datagrams, lone newlines; then a marker
 python3 - "$PORT" <<'EOF' || fail "garbage sender"
@@ -69,8 +69,9 @@ for d in (b'', b'\n', b'\0', b'\0\0\n\r', b'\xff\xfe\xfd', b'<', b'<999>', b'<13
 time.sleep(0.2)
 s.sendto(b'<13>Jan  1 00:00:00 testhost inputtest: conn=9 seq=0 after garbage', ('127.0.0.1', port))
 EOF
-settle
-alive
+# the marker comes last from one socket: once it is out, so is everything before it
+wait_until check_has "$OUT" '^conn=9 seq=0 ' || fail "no message after the garbage"
+corrald_alive
 
 check seq "$OUT" --conns 0-0 --per 2 --sourceip 127.0.0.1 || fail "logger messages"
 check seq "$OUT" --conns 1-5 --per 300 --unordered --host testhost --sourceip 127.0.0.1 || fail "python messages"
@@ -83,8 +84,8 @@ fi
     fail "trailing newline/NULs kept: $(check field "$OUT" '^conn=6 seq=0' MESSAGE)"
 len=$(check field "$OUT" '^conn=8 seq=0' MESSAGE-LEN)
 [ "$len" != "<none>" ] && [ "$len" -lt 1024 ] && [ "$len" -gt 900 ] || fail "over-long datagram: MESSAGE length $len"
-[ "$(metric corral_input_truncated_total udp4)" -ge 1 ] || fail "truncated counter"
-received=$(metric corral_input_messages_total udp4)
+[ "$(metric corral_input_truncated_total input=udp4)" -ge 1 ] || fail "truncated counter"
+received=$(metric corral_input_messages_total input=udp4)
 [ "$received" -ge 1904 ] || fail "corral_input_messages_total{input=udp4} is $received"
 
 stop_corrald

@@ -8,21 +8,21 @@
 #   a regular file is refused (corrald does not start) and the file is left
 #   alone.
 
-. "$(dirname "$0")/lib_inputs.sh"
-need logger stat
+. "$(dirname "$0")/corrald_lib.sh"
+need python3 logger stat
 SEND="python3 $HERE/inputs_send.py"
 
-DLOG=$tmp/log.sock
-SLOG=$tmp/stream.sock
+DLOG=$WORK/log.sock
+SLOG=$WORK/stream.sock
 # a socket file left behind by a process that died: bound, never unlinked
 python3 -c "import socket, sys; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).bind(sys.argv[1])" "$DLOG" ||
     fail "stale socket"
 [ -S "$DLOG" ] || fail "no stale socket made"
 
-write_config "$tmp/corrald.conf" 'max-message-size="1k"' "
+inputs_config "$WORK/corrald.conf" 'max-message-size="1k"' "
     <unix-dgram path=\"$DLOG\" mode=\"0620\" name=\"dgram\"/>
     <unix-stream path=\"$SLOG\" mode=\"0600\" name=\"stream\"/>"
-start_corrald "$tmp/corrald.conf"
+start_corrald corrald "$WORK/corrald.conf"
 [ "$(stat -c %a "$DLOG")" = 620 ] || fail "mode of $DLOG: $(stat -c %a "$DLOG")"
 [ "$(stat -c %a "$SLOG")" = 600 ] || fail "mode of $SLOG: $(stat -c %a "$SLOG")"
 
@@ -40,32 +40,29 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.sendto(b'<13>Jan  1 00:00:00 testhost inputtest: conn=60 seq=0 long ' + b'y' * 4000, sys.argv[1])
 s.sendto(b'<13>Jan  1 00:00:00 testhost inputtest: conn=61 seq=0 nul-ended\0', sys.argv[1])
 EOF
-wait_lines $((4 + 1000 + 2000 + 2)) || fail "messages missing"
+wait_lines "$OUT" $((4 + 1000 + 2000 + 2)) || fail "messages missing"
 check seq "$OUT" --conns 0-1 --per 2 || fail "logger messages"
 check seq "$OUT" --conns 10-14 --per 200 --host testhost || fail "datagram messages"
 check seq "$OUT" --conns 20-59 --per 50 --host testhost || fail "stream messages"
 len=$(check field "$OUT" '^conn=60 seq=0' MESSAGE-LEN)
 [ "$len" != "<none>" ] && [ "$len" -lt 1024 ] || fail "long datagram not cut: $len"
 [ "$(check field "$OUT" '^conn=61 seq=0' MESSAGE)" = "conn=61 seq=0 nul-ended" ] || fail "trailing NUL kept"
-[ "$(metric corral_input_truncated_total dgram)" -eq 1 ] || fail "truncated counter"
+[ "$(metric corral_input_truncated_total input=dgram)" -eq 1 ] || fail "truncated counter"
 
 # reload with other modes: the inputs are opened anew before the old ones
 # close, and closing the old ones must not remove the new sockets
-write_config "$tmp/corrald.conf" 'max-message-size="1k"' "
+inputs_config "$WORK/corrald.conf" 'max-message-size="1k"' "
     <unix-dgram path=\"$DLOG\" mode=\"0640\" name=\"dgram\"/>
     <unix-stream path=\"$SLOG\" mode=\"0660\" name=\"stream\"/>"
 kill -HUP "$CORRALD_PID"
-i=0
-until [ "$(stat -c %a "$DLOG" 2>/dev/null)" = 640 ] && [ "$(stat -c %a "$SLOG" 2>/dev/null)" = 660 ]; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "modes after reload: $(stat -c %a "$DLOG" "$SLOG" 2>&1)"
-    sleep 0.1
-done
-sleep 0.5
+# the reload report is logged once the new inputs are open and the old ones closed
+wait_log ']: reload: ' || fail "reload not reported"
+[ "$(stat -c %a "$DLOG" 2>/dev/null)" = 640 ] && [ "$(stat -c %a "$SLOG" 2>/dev/null)" = 660 ] ||
+    fail "modes after reload: $(stat -c %a "$DLOG" "$SLOG" 2>&1)"
 [ -S "$DLOG" ] && [ -S "$SLOG" ] || fail "a socket is gone after the reload"
 logger -u "$DLOG" -d --socket-errors=on -t inputtest "conn=62 seq=0 after reload" || fail "logger -u -d after reload"
 logger -u "$SLOG" -T --socket-errors=on -t inputtest "conn=62 seq=1 after reload" || fail "logger -u -T after reload"
-wait_lines $((4 + 1000 + 2000 + 2 + 2)) || fail "messages after the reload"
+wait_lines "$OUT" $((4 + 1000 + 2000 + 2 + 2)) || fail "messages after the reload"
 check seq "$OUT" --conns 62-62 --per 2 || fail "messages after the reload"
 stop_corrald
 [ -e "$DLOG" ] && fail "$DLOG left behind"
@@ -73,21 +70,13 @@ stop_corrald
 
 # a regular file where the socket should be: refused, and kept
 echo "precious" > "$DLOG"
-write_config "$tmp/bad.conf" 'max-message-size="1k"' "
+inputs_config "$WORK/bad.conf" 'max-message-size="1k"' "
     <unix-dgram path=\"$DLOG\" name=\"dgram\"/>"
-"$CORRALD" -F -f "$tmp/bad.conf" --schema "$top_srcdir/etc/corrald.xsd" > "$tmp/bad.log" 2>&1 < /dev/null &
+"$CORRALD" -F -f "$WORK/bad.conf" --schema "$SCHEMA" > "$WORK/bad.log" 2>&1 < /dev/null &
 pid=$!
-i=0
-while kill -0 $pid 2>/dev/null; do
-    i=$((i + 1))
-    if [ $i -gt 50 ]; then
-        kill -TERM $pid
-        wait $pid
-        fail "corrald started over a regular file at $DLOG"
-    fi
-    sleep 0.1
-done
-wait $pid && fail "corrald exited 0 over a regular file at $DLOG"
-grep -q "not a socket" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "no error message about $DLOG"; }
+track $pid
+wait_exit $pid && fail "corrald exited 0 over a regular file at $DLOG"
+grep -q "]: started$" "$WORK/bad.log" && fail "corrald started over a regular file at $DLOG"
+grep -q "not a socket" "$WORK/bad.log" || fail "no error message about $DLOG"
 [ "$(cat "$DLOG")" = precious ] || fail "$DLOG was touched"
 echo "$TEST: ok ($(check lines "$OUT") messages)"

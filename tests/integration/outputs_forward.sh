@@ -12,69 +12,26 @@
 # (skipped) without syslog-ng or python3, 1 on a failure.  Starts and stops
 # only its own processes.
 
-top_srcdir=${top_srcdir:-$(dirname "$0")/../..}
-top_builddir=${top_builddir:-$top_srcdir}
-CORRALD=$top_builddir/agent/corrald
+. "$(dirname "$0")/corrald_lib.sh"
+need python3
 SYSLOGNG=${SYSLOGNG:-$(command -v syslog-ng || echo /usr/sbin/syslog-ng)}
+[ -x "$SYSLOGNG" ] || { echo "$TEST: no syslog-ng, skipped"; exit 77; }
 N=50
 
-if [ ! -x "$SYSLOGNG" ]; then
-    echo "outputs_forward: no syslog-ng, skipped"
-    exit 77
-fi
-if ! command -v python3 >/dev/null 2>&1; then
-    echo "outputs_forward: no python3, skipped"
-    exit 77
-fi
-if [ ! -x "$CORRALD" ]; then
-    echo "outputs_forward: $CORRALD not built" >&2
-    exit 1
-fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/outputs_forward.XXXXXX") || exit 1
-corrald_pid=
-sng_pid=
-cleanup() {
-    [ -n "$corrald_pid" ] && kill "$corrald_pid" 2>/dev/null && wait "$corrald_pid" 2>/dev/null
-    [ -n "$sng_pid" ] && kill "$sng_pid" 2>/dev/null && wait "$sng_pid" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' HUP INT TERM
-
-fail() {
-    echo "outputs_forward: $*" >&2
-    for f in corrald.log syslog-ng.log; do
-        [ -f "$tmp/$f" ] && { echo "--- $f" >&2; tail -n 30 "$tmp/$f" >&2; }
-    done
-    exit 1
-}
-
-# Three free loopback ports: syslog-ng UDP, syslog-ng TCP, corrald's UDP input.
-set -- $(python3 -c '
-import socket
-socks = []
-for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM, socket.SOCK_DGRAM):
-    s = socket.socket(socket.AF_INET, kind)
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-') || fail "cannot pick ports"
-SNG_UDP=$1 SNG_TCP=$2 IN_UDP=$3
-
-cat > "$tmp/syslog-ng.conf" <<EOC
+# syslog-ng and corrald listen on ports the kernel picks (port 0)
+cat > "$WORK/syslog-ng.conf" <<EOC
 @version: 3.38
 options { keep-hostname(yes); chain-hostnames(no); use-dns(no); dns-cache(no); stats-freq(0); };
-source s_udp { network(ip("127.0.0.1") port($SNG_UDP) transport("udp")); };
-source s_tcp { network(ip("127.0.0.1") port($SNG_TCP) transport("framed")); };
-destination d_udp { file("$tmp/udp.json" template("\$(format-json HOST=\$HOST PROGRAM=\$PROGRAM PID=\$PID MESSAGE=\$MSG)\n")); };
-destination d_tcp { file("$tmp/tcp.json" template("\$(format-json HOST=\$HOST PROGRAM=\$PROGRAM PID=\$PID MESSAGE=\$MSG)\n")); };
+source s_udp { network(ip("127.0.0.1") port(0) transport("udp")); };
+source s_tcp { network(ip("127.0.0.1") port(0) transport("framed")); };
+destination d_udp { file("$WORK/udp.json" template("\$(format-json HOST=\$HOST PROGRAM=\$PROGRAM PID=\$PID MESSAGE=\$MSG)\n")); };
+destination d_tcp { file("$WORK/tcp.json" template("\$(format-json HOST=\$HOST PROGRAM=\$PROGRAM PID=\$PID MESSAGE=\$MSG)\n")); };
 log { source(s_udp); destination(d_udp); };
 log { source(s_tcp); destination(d_tcp); };
 EOC
 
 # One rule whose action generates a message without HOST or PROGRAM.
-cat > "$tmp/rules.xml" <<'EOC'
+cat > "$WORK/rules.xml" <<'EOC'
 <?xml version='1.0'?>
 <patterndb version='4' pub_date='2026-01-01'>
   <ruleset name='app' id='outputs-forward-app'>
@@ -95,13 +52,23 @@ cat > "$tmp/rules.xml" <<'EOC'
 </patterndb>
 EOC
 
-cat > "$tmp/corrald.conf" <<EOC
+"$SYSLOGNG" -F -f "$WORK/syslog-ng.conf" --no-caps -R "$WORK/syslog-ng.persist" \
+    -p "$WORK/syslog-ng.pid" -c "$WORK/syslog-ng.ctl" >"$WORK/syslog-ng.log" 2>&1 &
+sng_pid=$!
+track $sng_pid
+sng_ready() { [ -n "$(listening_ports $sng_pid udp)" ] && [ -n "$(listening_ports $sng_pid tcp)" ]; }
+wait_until sng_ready || fail "syslog-ng did not start"
+SNG_UDP=$(listening_ports $sng_pid udp)
+SNG_TCP=$(listening_ports $sng_pid tcp)
+
+cat > "$WORK/corrald.conf" <<EOC
 <?xml version="1.0"?>
 <corrald>
-  <rules path="$tmp/rules.xml"/>
+  <rules path="$WORK/rules.xml"/>
   <log level="debug" to="stderr"/>
+  <stats listen="127.0.0.1:0"/>
   <inputs>
-    <udp listen="127.0.0.1:$IN_UDP"/>
+    <udp listen="127.0.0.1:0" name="udp"/>
   </inputs>
   <outputs>
     <forward name="to-udp" to="127.0.0.1:$SNG_UDP" protocol="udp" format="syslog" select="all"/>
@@ -109,26 +76,11 @@ cat > "$tmp/corrald.conf" <<EOC
   </outputs>
 </corrald>
 EOC
+start_corrald corrald "$WORK/corrald.conf"
+IN_UDP=$(input_port udp)
 
-"$SYSLOGNG" -F -f "$tmp/syslog-ng.conf" --no-caps -R "$tmp/syslog-ng.persist" \
-    -p "$tmp/syslog-ng.pid" -c "$tmp/syslog-ng.ctl" >"$tmp/syslog-ng.log" 2>&1 &
-sng_pid=$!
-i=0
-until [ -S "$tmp/syslog-ng.ctl" ]; do
-    kill -0 "$sng_pid" 2>/dev/null || { sng_pid=; fail "syslog-ng did not start"; }
-    i=$((i + 1))
-    [ $i -gt 100 ] && fail "syslog-ng did not start in 10 s"
-    sleep 0.1
-done
-
-"$CORRALD" -F -f "$tmp/corrald.conf" --schema "$top_srcdir/etc/corrald.xsd" \
-    >"$tmp/corrald.out" 2>"$tmp/corrald.log" &
-corrald_pid=$!
-sleep 1
-kill -0 "$corrald_pid" 2>/dev/null || { corrald_pid=; fail "corrald did not start"; }
-
-# Send, wait for both files to hold everything, compare.
-python3 - "$IN_UDP" "$N" "$tmp" <<'EOP' || fail "messages differ"
+# Send; wait until everything sent is written by syslog-ng; compare.
+python3 - "$IN_UDP" "$N" "$WORK" <<'EOP' || fail "sender"
 import json, os, socket, sys, time
 
 port, n, tmp = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -145,10 +97,32 @@ lines.append("<13>Jan  5 10:00:02 db1 app[8]: trigger 42")
 # generated by the rule: this host's name, PROGRAM corral, no PID
 want.append({"HOST": socket.gethostname(), "PROGRAM": "corral", "PID": "", "MESSAGE": "the trigger was seen"})
 
+with open(os.path.join(tmp, "want.json"), "w") as f:
+    json.dump(want, f)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for line in lines:
     s.sendto(line.encode(), ("127.0.0.1", port))
     time.sleep(0.002)  # loopback UDP drops what a receiver cannot take at once
+EOP
+
+# corrald has received everything and sent all it will send; syslog-ng has
+# written as many messages as corrald sent it (no more can come then)
+wait_metric corral_input_messages_total input=udp -eq $((N + 2)) ||
+    fail "corrald received $(metric corral_input_messages_total input=udp) of $((N + 2)) messages"
+for out in to-udp to-tcp; do
+    wait_metric corral_output_queued output=$out -eq 0 || fail "output $out still has messages queued"
+done
+wait_lines "$WORK/udp.json" "$(metric corral_output_written_total output=to-udp)" ||
+    fail "syslog-ng did not write all corrald sent over UDP"
+wait_lines "$WORK/tcp.json" "$(metric corral_output_written_total output=to-tcp)" ||
+    fail "syslog-ng did not write all corrald sent over TCP"
+
+python3 - "$WORK" <<'EOP' || fail "messages differ"
+import json, os, sys
+
+tmp = sys.argv[1]
+with open(os.path.join(tmp, "want.json")) as f:
+    want = json.load(f)
 
 def load(name):
     path = os.path.join(tmp, name)
@@ -157,12 +131,6 @@ def load(name):
     with open(path) as f:
         return [json.loads(l) for l in f if l.strip()]
 
-deadline = time.time() + 15
-while time.time() < deadline:
-    if len(load("udp.json")) >= len(want) and len(load("tcp.json")) >= len(want):
-        break
-    time.sleep(0.1)
-time.sleep(0.3)  # anything extra (a duplicate) shows up now
 ok = True
 key = lambda r: (r["HOST"], r["PROGRAM"], r["PID"], r["MESSAGE"])
 for name in ("udp.json", "tcp.json"):
@@ -180,8 +148,6 @@ for name in ("udp.json", "tcp.json"):
 sys.exit(0 if ok else 1)
 EOP
 
-kill "$corrald_pid"
-wait "$corrald_pid" || fail "corrald exited with status $? on SIGTERM"
-corrald_pid=
+stop_corrald
 echo "outputs_forward: $((N + 3)) messages over UDP and TCP received by syslog-ng"
 exit 0

@@ -61,16 +61,29 @@ app sh "$APPEND" > /dev/null 2>&1
 [ $? -eq 64 ] || fail "no file: not 64"
 app sh "$APPEND" "$WORK/no/such/dir/file" x 2> /dev/null
 [ $? -eq 75 ] || fail "missing directory: not 75"
-# The lock: taken by someone else for a second, append.sh waits for it.
+# The lock: taken by someone else, append.sh waits for it; it is let go once
+# the kernel lists append.sh's flock as blocked on it (/proc/locks).
 # (Linux makes each append of one write() atomic anyway, so the test above
 # would pass without a lock; this one would not.)
-flock -x "$OUT" sh -c 'sleep 1; echo holder-done >> "$1"' sh "$OUT" &
+flock -x "$OUT" sh -c '
+    touch "$1.held"
+    i=0
+    while [ ! -e "$1.release" ] && [ $i -lt $(($2 * 20)) ]; do sleep 0.05; i=$((i + 1)); done
+    echo holder-done >> "$1"' sh "$OUT" "$WAIT_TIMEOUT" &
 holder=$!
-PIDS="$PIDS $holder"
-sleep 0.3
-app CORRAL_MESSAGE=after-lock sh "$APPEND" "$OUT" || fail "waiting for the lock: exit $?"
+track $holder
+wait_until test -e "$OUT.held" || fail "the lock holder did not start"
+app CORRAL_MESSAGE=after-lock sh "$APPEND" "$OUT" &
+appender=$!
+track $appender
+inode=$(stat -c %i "$OUT")
+blocked() { grep -q -- "-> FLOCK .*:$inode " /proc/locks; }
+wait_until blocked || fail "append.sh did not wait for the lock"
+touch "$OUT.release"
+wait "$appender" || fail "waiting for the lock: exit $?"
+untrack "$appender"
 wait "$holder"
-PIDS=${PIDS% "$holder"} # reaped: its pid may belong to someone else by the end
+untrack "$holder"
 [ "$(tail -n 2 "$OUT" | head -n 1)" = holder-done ] || fail "did not wait for the lock"
 tail -n 1 "$OUT" | grep -q ' after-lock$' || fail "line after the lock is missing"
 

@@ -9,13 +9,15 @@ need curl python3
 
 HOOK=$top_srcdir/contrib/scripts/webhook.sh
 [ -x "$HOOK" ] || fail "no $HOOK"
-PORT=$(free_port)
 
 # The server: /status/N answers N; /slow answers after 3 s; every request's
 # body and headers are kept in $WORK/req.N.body and $WORK/req.N.headers.
+# It listens on a port the kernel picks, and holds another one bound but
+# not listening, where connections are refused; it writes both to
+# $WORK/ports once it serves.
 cat > "$WORK/server.py" <<'PY'
-import http.server, sys, time, os
-work = sys.argv[2]
+import http.server, os, socket, sys, time
+work = sys.argv[1]
 count = [0]
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
@@ -39,11 +41,18 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"answer for %d\n" % code)
     def log_message(self, *a):
         pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+server = http.server.HTTPServer(("127.0.0.1", 0), H)
+closed = socket.socket()
+closed.bind(("127.0.0.1", 0))
+with open(os.path.join(work, "ports.tmp"), "w") as f:
+    f.write("%d %d\n" % (server.server_address[1], closed.getsockname()[1]))
+os.rename(os.path.join(work, "ports.tmp"), os.path.join(work, "ports"))
+server.serve_forever()
 PY
-python3 "$WORK/server.py" "$PORT" "$WORK" 2> "$WORK/server.log" &
-PIDS="$PIDS $!"
-wait_until 10 port_open "$PORT" || fail "the test server did not start"
+python3 "$WORK/server.py" "$WORK" 2> "$WORK/server.log" &
+track $!
+wait_until test -s "$WORK/ports" || fail "the test server did not start"
+read PORT closed < "$WORK/ports"
 URL=http://127.0.0.1:$PORT
 
 # runs webhook.sh with only the given environment (as the exec executor would)
@@ -124,7 +133,6 @@ expect 1 "$URL/status/400"
 expect 1 "$URL/status/404"
 expect 1 "$URL/status/301"
 expect 75 --timeout 1 "$URL/slow"
-closed=$(free_port)
 expect 75 "http://127.0.0.1:$closed/"
 expect 64 "ftp://127.0.0.1/"
 expect 64 -- "-K/etc/passwd"

@@ -14,15 +14,16 @@ need python3
 mkdir -p "$WORK/mail" "$WORK/spool"
 /usr/bin/python3 "$top_srcdir/tests/integration/smtp_server.py" --dir "$WORK/mail" \
     --reject-rcpt gone@example.com > "$WORK/smtp.port" 2> "$WORK/smtp.log" &
-PIDS="$PIDS $!"
-wait_until 10 grep -q PORT "$WORK/smtp.port" || fail "the SMTP server did not start"
+track $!
+wait_grep "$WORK/smtp.port" PORT || fail "the SMTP server did not start"
 sport=$(sed -n 's/^PORT //p' "$WORK/smtp.port")
 
-port=$(free_port)
+CONTROL=$WORK/control.sock
 cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$top_srcdir/tests/integration/session_rules.xml"/>
-  <inputs><udp listen="127.0.0.1:$port"/></inputs>
+  <control socket="$CONTROL"/>
+  <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <silence after="1s"/>
   <executors spool="$WORK/spool">
     <smtp name="mail" url="smtp://127.0.0.1:$sport" tls="none" from="Corral &lt;corral@example.com&gt;"
@@ -41,10 +42,17 @@ cat > "$WORK/corrald.conf" <<XML
 XML
 start_corrald corrald "$WORK/corrald.conf"
 now() { date '+%b %e %H:%M:%S'; }
-send_udp "$port" "$(now) web1 app: hello" "$(now) web2 app: hello"
+send_udp "$(input_port udp)" "$(now) web1 app: hello" "$(now) web2 app: hello"
 
-wait_until 15 test -f "$WORK/mail/msg-0001.json" || fail "no mail arrived"
-sleep 1 # a second mail, if the grouping failed, would be here by now
+wait_until test -f "$WORK/mail/msg-0001.json" || fail "no mail arrived"
+# both alerts delivered, none waiting: a second mail, had the grouping
+# failed, would be stored by now
+mail_done() {
+    [ "$(metric corral_executor_delivered_total executor=mail)" -eq 2 ] &&
+        [ "$(metric corral_executor_queued executor=mail)" -eq 0 ] &&
+        [ "$(metric corral_executor_inflight executor=mail)" -eq 0 ]
+}
+wait_until mail_done || fail "the mail executor did not deliver both alerts: $(metrics_text | grep 'executor="mail"')"
 [ -f "$WORK/mail/msg-0002.json" ] && fail "the two alerts were not grouped into one mail"
 /usr/bin/python3 "$top_srcdir/tests/integration/smtp_check.py" "$WORK/mail/msg-0001.json" \
     --mail-from corral@example.com --rcpt ops@example.com --rcpt oncall@example.com \
@@ -54,8 +62,8 @@ sleep 1 # a second mail, if the grouping failed, would be here by now
     --body-contains "2 alerts." || fail "the grouped mail is not right"
 
 dead="$WORK/spool/gone.dead.jsonl"
-wait_until 10 test -s "$dead" || fail "the rejected alerts did not reach the dead-letter file"
-wait_until 5 sh -c "[ \$(grep -c . '$dead') -ge 2 ]" || fail "not both alerts are dead letters"
+wait_until test -s "$dead" || fail "the rejected alerts did not reach the dead-letter file"
+wait_grep "$dead" . 2 || fail "not both alerts are dead letters"
 grep -q "550 5.1.1 <gone@example.com>: Recipient address rejected" "$dead" ||
     fail "the dead letters lack the server's reply: $(head -c 400 "$dead")"
 [ "$(grep -c '^RCPT gone@example.com' "$WORK/mail/events.log")" -eq 2 ] ||

@@ -3,8 +3,9 @@
 smtp_server: a throw-away SMTP server for the smtp executor's tests, built on
 aiosmtpd (Debian's python3-aiosmtpd).
 
-It listens on 127.0.0.1 on a port the kernel picks and prints "PORT n" on
-standard output once it accepts connections.  Every accepted message is
+It listens on 127.0.0.1 on a port the kernel picks, or on the listening
+socket it is handed as fd 3 (LISTEN_FDS=1, as from held_port.py or systemd),
+and prints "PORT n" on standard output once it accepts connections.  Every accepted message is
 stored as DIR/msg-NNNN.json: the envelope, whether the session used TLS and
 who authenticated, and the raw DATA (base64, after the transparent dot has
 been removed, exactly as the server received it).  What the client did is
@@ -136,10 +137,14 @@ async def main(opts):
     if opts.cert:
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(opts.cert, opts.key)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", opts.port))
-    sock.listen(16)
+    if os.environ.get("LISTEN_FDS") == "1" and os.environ.get("LISTEN_PID") == str(os.getpid()):
+        # handed a listening socket (held_port.py, or systemd socket activation)
+        sock = socket.socket(fileno=3)
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
     port = sock.getsockname()[1]
 
     if opts.hang:
@@ -187,7 +192,6 @@ async def main(opts):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
-    ap.add_argument("--port", type=int, default=0, help="listen on this port (default: any free one)")
     ap.add_argument("--cert")
     ap.add_argument("--key")
     ap.add_argument("--require-starttls", action="store_true")
