@@ -21,7 +21,7 @@ pid=$CORRALD_PID
 ln -s "$WORK/victim" "$WORK/state/corrald-contexts.$pid.json.tmp"
 ln -s "$WORK/victim" "$WORK/state/corrald-contexts.$pid.json"
 kill -USR1 "$pid"
-wait_until 20 grep -q "open contexts written to $WORK/state/corrald-contexts.$pid.json" \
+wait_until grep -q "open contexts written to $WORK/state/corrald-contexts.$pid.json" \
     "$WORK/corrald.log" || fail "SIGUSR1 dump not written to the state directory"
 [ "$(cat "$WORK/victim")" = precious ] || fail "the dump followed a planted link"
 [ -f "$WORK/state/corrald-contexts.$pid.json" ] && [ ! -L "$WORK/state/corrald-contexts.$pid.json" ] ||
@@ -34,10 +34,10 @@ stop_corrald "$pid"
 # $RUNTIME_DIRECTORY first
 RUNTIME_DIRECTORY=$WORK/rt "$CORRALD" -F -f "$WORK/corrald.conf" > "$WORK/rt.out" 2> "$WORK/rt.log" &
 pid=$!
-PIDS="$PIDS $pid"
-wait_until 20 grep -q started "$WORK/rt.log" || fail "corrald did not start"
+track "$pid"
+wait_until grep -q started "$WORK/rt.log" || fail "corrald did not start"
 kill -USR1 "$pid"
-wait_until 20 grep -q "open contexts written to $WORK/rt/corrald-contexts.$pid.json" "$WORK/rt.log" ||
+wait_until grep -q "open contexts written to $WORK/rt/corrald-contexts.$pid.json" "$WORK/rt.log" ||
     fail "SIGUSR1 dump not written to \$RUNTIME_DIRECTORY"
 stop_corrald "$pid"
 
@@ -45,10 +45,10 @@ stop_corrald "$pid"
 sed '/<state /d' "$WORK/corrald.conf" > "$WORK/nostate.conf"
 "$CORRALD" -F -f "$WORK/nostate.conf" > "$WORK/ns.out" 2> "$WORK/ns.log" &
 pid=$!
-PIDS="$PIDS $pid"
-wait_until 20 grep -q started "$WORK/ns.log" || fail "corrald did not start"
+track "$pid"
+wait_until grep -q started "$WORK/ns.log" || fail "corrald did not start"
 kill -USR1 "$pid"
-wait_until 20 grep -q "no directory of corrald's own" "$WORK/ns.log" ||
+wait_until grep -q "no directory of corrald's own" "$WORK/ns.log" ||
     fail "a dump without a directory of corrald's own was not refused"
 [ ! -e "/tmp/corrald-contexts.$pid.json" ] || fail "the dump went to /tmp"
 stop_corrald "$pid"

@@ -17,13 +17,13 @@ XML
 stream=$(stat -c '%d:%i' "$WORK/journal.log")
 JOURNAL_STREAM=$stream "$CORRALD" -F -f "$WORK/corrald.conf" > "$WORK/out" 2>> "$WORK/journal.log" &
 pid=$!
-PIDS="$PIDS $pid"
-wait_until 20 grep -q "started" "$WORK/journal.log" || fail "corrald did not start"
+track "$pid"
+wait_until grep -q "started" "$WORK/journal.log" || fail "corrald did not start"
 "$CORRAL" ctl -s "$WORK/ctl.sock" reload > "$WORK/reload.out" 2>&1 || fail "ctl reload failed"
-wait_until 20 grep -q "reload: requested by the control socket" "$WORK/journal.log" ||
+wait_until grep -q "reload: requested by the control socket" "$WORK/journal.log" ||
     fail "a reload through the control socket left no trace in the log"
 kill -HUP "$pid"
-wait_until 20 grep -q "reload: requested by SIGHUP" "$WORK/journal.log" ||
+wait_until grep -q "reload: requested by SIGHUP" "$WORK/journal.log" ||
     fail "a SIGHUP reload left no trace in the log"
 stop_corrald "$pid"
 # every line: <N>text, N a syslog priority, and no stamp of our own
@@ -46,8 +46,8 @@ if [ ! -S /dev/log ]; then
     sed 's|<corrald>|<corrald><log to="syslog"/>|' "$WORK/corrald.conf" > "$WORK/syslog.conf"
     "$CORRALD" -F -f "$WORK/syslog.conf" > "$WORK/out2" 2> "$WORK/syslog.log" &
     pid=$!
-    PIDS="$PIDS $pid"
-    wait_until 20 grep -q "started" "$WORK/syslog.log" ||
+    track "$pid"
+    wait_until grep -q "started" "$WORK/syslog.log" ||
         fail "with to=syslog and no /dev/log, corrald's log fell silent"
     grep -q "/dev/log is not a socket: logging to stderr" "$WORK/syslog.log" ||
         fail "no word that /dev/log is missing"
