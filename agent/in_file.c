@@ -15,8 +15,9 @@
  * a moment; a file deleted outright is let go.
  *
  * The position (device, inode, offset of the first byte not yet delivered)
- * is kept in a small file, the input's position-file (by default beside the
- * state file, see conf.c).  At start a file whose device and inode match its record
+ * is kept in a small file, the input's position-file (by default in the state
+ * file's directory, or beside the followed file without a state file: see
+ * conf.c).  At start a file whose device and inode match its record
  * continues from the recorded offset; a file that does not match was rotated
  * while corrald was away and is read from its start; a file never seen
  * before starts at its end, or at its start with from="start".  Files that

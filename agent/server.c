@@ -41,7 +41,7 @@ struct server {
     struct queue **queues; /* one per executor, in configuration order */
     const char **qnames;
     size_t nqueues;
-    struct router *router;
+    struct route_table *router;
     struct msg *msg; /* reused for every incoming message */
     uv_timer_t tick, save;
     bool timers_started;
@@ -96,7 +96,7 @@ server_free(struct server *s)
     free(s->outputs);
     free(s->queues);
     free(s->qnames);
-    router_free(s->router);
+    route_free(s->router);
     free(s);
 }
 
@@ -134,7 +134,7 @@ route(struct server *s, const struct msg *m, const struct pdb_action *action)
 {
     struct routed r = {s, m};
 
-    if (s->router) router_route(s->router, m, action, to_queue, &r);
+    if (s->router) route_message(s->router, m, action, to_queue, &r);
 }
 
 static void
@@ -299,7 +299,8 @@ queue_closed(void *arg)
  */
 static int
 open_executors(struct server *s, const struct conf *conf, const struct conf *old,
-               struct queue ***out, const char ***names, struct router **router, struct buf *err)
+               struct queue ***out, const char ***names, struct route_table **router,
+               struct buf *err)
 {
     char *dir = spool_dir(conf);
     struct queue **qs = xcalloc(conf->nexecutors + 1, sizeof(*qs));
@@ -323,7 +324,7 @@ open_executors(struct server *s, const struct conf *conf, const struct conf *old
         }
     }
     if (rc == 0) {
-        *router = router_new(conf, ns, conf->nexecutors, err);
+        *router = route_new(conf, ns, conf->nexecutors, err);
         if (!*router) rc = -1;
     }
     if (rc < 0) {
@@ -479,7 +480,7 @@ server_reload(struct server *s, struct conf *conf, struct buf *report)
     struct output **outputs = NULL;
     struct queue **queues = NULL;
     const char **qnames = NULL;
-    struct router *router = NULL;
+    struct route_table *router = NULL;
     size_t ninputs = 0, noutputs = 0, i, j, kept = 0, dropped = 0;
     bool outputs_changed = conf->noutputs != s->conf->noutputs;
 
@@ -501,7 +502,7 @@ server_reload(struct server *s, struct conf *conf, struct buf *report)
         pdb_free(db);
         goto fail;
     }
-    router_free(s->router);
+    route_free(s->router);
     free(s->queues);
     free(s->qnames);
     s->router = router;
