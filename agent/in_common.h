@@ -21,14 +21,8 @@
 
 /* The first member of every module's input structure. */
 struct input {
-    /* the configuration it was opened with, for input_same() */
-    enum conf_input_type type;
-    char *name;
-    char *listen;
-    char *path;
-    enum conf_framing framing;
-    uint32_t mode;
-    bool from_start;
+    /* a copy of the configuration it was opened with (always named), for input_conf() */
+    struct conf_input conf;
 
     struct server *srv;
     uv_loop_t *loop;
@@ -57,7 +51,7 @@ struct input *in_file_open(struct server *srv, uv_loop_t *loop, const struct con
 struct input *in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
                             const struct conf *conf, struct buf *err);
 
-/* Fills the common head from the configuration (copies the strings). */
+/* Fills the common head from the configuration (copies ci). */
 void input_init(struct input *in, struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
                 const struct conf *conf);
 /* Frees what input_init() allocated (not in itself). */

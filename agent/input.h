@@ -45,7 +45,7 @@ const struct input_stats *input_get_stats(const struct input *in);
 void input_set_limits(struct input *in, const struct conf *conf);
 /* True when the input has ended for good (stdin at its end). */
 bool input_finished(const struct input *in);
-/* True when the input is configured as ci says (kept across a reload). */
-int input_same(const struct input *in, const struct conf_input *ci);
+/* The configuration the input runs with (conf_input_equal() tells whether a reload keeps it). */
+const struct conf_input *input_conf(const struct input *in);
 
 #endif
