@@ -1,8 +1,9 @@
 /*
  * in_common: what the input modules (in_udp.c, in_stream.c, in_unix.c,
  * in_file.c, in_stdin.c) share: the common head of every input, delivery of
- * a message to the server with its counters, and socket helpers.  Private to
- * the inputs; the rest of corrald sees only input.h.
+ * a message to the server with its counters, where a datagram's message
+ * ends, and socket helpers.  Private to the inputs; the rest of corrald sees
+ * only input.h.
  */
 #ifndef CORRAL_IN_COMMON_H
 #define CORRAL_IN_COMMON_H
@@ -60,6 +61,15 @@ void input_fini(struct input *in);
 /* One message to the server: counts it (received, bytes, truncated) and submits it. */
 void input_deliver(struct input *in, const char *data, size_t len, bool truncated,
                    const char *peer);
+
+/*
+ * The length of a datagram's message (UDP, unix-dgram): what senders end a
+ * datagram with (a newline, NULs, or both) is not part of it, unless the
+ * datagram was already cut (*truncated: its end is not there); a message
+ * longer than max-message-size is cut and *truncated set.  0: nothing to
+ * deliver.
+ */
+size_t input_datagram_len(const struct input *in, const char *p, size_t n, bool *truncated);
 
 /*
  * Resolves a "host:port" listen address for bind().  An empty host, "*",

@@ -95,19 +95,9 @@ udp_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct sockaddr 
     }
     if (!addr) return; /* nothing more to read now */
 
-    n = (size_t)nread;
     truncated = (flags & UV_UDP_PARTIAL) != 0;
-    /* senders end datagrams with a newline, NULs, or both: none of it is the message */
-    while (n && p[n - 1] == '\0') n--;
-    if (n && p[n - 1] == '\n') n--;
-    if (n && p[n - 1] == '\r') n--;
-    while (n && p[n - 1] == '\0') n--;
-    if (n > u->base.max_message_size) {
-        n = u->base.max_message_size;
-        truncated = true;
-    }
-    if (n == 0) return;
-    input_deliver(&u->base, p, n, truncated, peer_of(u, addr));
+    n = input_datagram_len(&u->base, p, (size_t)nread, &truncated);
+    if (n) input_deliver(&u->base, p, n, truncated, peer_of(u, addr));
 }
 
 static void

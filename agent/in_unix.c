@@ -65,23 +65,9 @@ dgram_readable(uv_poll_t *h, int status, int events)
                 log_msg(LOG_WARNING, "%s: receive error: %s", u->base.conf.name, strerror(errno));
             return;
         }
-        len = (size_t)n;
-        truncated = false;
-        if (len > u->rbuflen) {
-            len = u->rbuflen;
-            truncated = true;
-        }
         /* syslog(3) implementations end datagrams with a newline or a NUL, or neither */
-        if (!truncated) {
-            while (len && u->rbuf[len - 1] == '\0') len--;
-            if (len && u->rbuf[len - 1] == '\n') len--;
-            if (len && u->rbuf[len - 1] == '\r') len--;
-            while (len && u->rbuf[len - 1] == '\0') len--;
-        }
-        if (len > u->base.max_message_size) {
-            len = u->base.max_message_size;
-            truncated = true;
-        }
+        truncated = (size_t)n > u->rbuflen;
+        len = input_datagram_len(&u->base, u->rbuf, truncated ? u->rbuflen : (size_t)n, &truncated);
         if (len) input_deliver(&u->base, u->rbuf, len, truncated, NULL);
     }
 }

@@ -2,8 +2,8 @@
  * input: opens an input by type (the modules are in_udp.c, in_stream.c for
  * TCP and unix-stream, in_unix.c for unix-dgram, in_file.c, in_stdin.c), and
  * the helpers they share (in_common.h): counting and submitting messages,
- * resolving listen addresses, naming peers, socket buffers and unix socket
- * files.
+ * where a datagram's message ends, resolving listen addresses, naming peers,
+ * socket buffers and unix socket files.
  */
 #include "agent/in_common.h"
 #include "engine/log.h"
@@ -115,6 +115,22 @@ input_deliver(struct input *in, const char *data, size_t len, bool truncated, co
     in->stats.bytes += len;
     if (truncated) in->stats.truncated++;
     server_submit(in->srv, in, data, len, peer);
+}
+
+size_t
+input_datagram_len(const struct input *in, const char *p, size_t n, bool *truncated)
+{
+    if (!*truncated) {
+        while (n && p[n - 1] == '\0') n--;
+        if (n && p[n - 1] == '\n') n--;
+        if (n && p[n - 1] == '\r') n--;
+        while (n && p[n - 1] == '\0') n--;
+    }
+    if (n > in->max_message_size) {
+        n = in->max_message_size;
+        *truncated = true;
+    }
+    return n;
 }
 
 bool

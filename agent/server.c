@@ -706,19 +706,31 @@ label_value(struct buf *out, const char *v)
     }
 }
 
+/* One sample of a per-input, per-output or per-executor counter: name{label="value"} N. */
+static void
+sample(struct buf *out, const char *name, const char *label, const char *value, const void *stats,
+       size_t field)
+{
+    buf_printf(out, "%s{%s=\"", name, label);
+    label_value(out, value);
+    buf_printf(out, "\"} %llu\n",
+               (unsigned long long)*(const uint64_t *)((const char *)stats + field));
+}
+
+static const char *
+metric_type(const char *name)
+{
+    return strstr(name, "_total") ? "counter" : "gauge";
+}
+
 static void
 input_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
 {
     size_t i;
 
-    metric(out, name, help, strstr(name, "_total") ? "counter" : "gauge");
-    for (i = 0; i < s->ninputs; i++) {
-        const struct input_stats *st = input_get_stats(s->inputs[i]);
-        buf_printf(out, "%s{input=\"", name);
-        label_value(out, input_name(s->inputs[i]));
-        buf_printf(out, "\"} %llu\n",
-                   (unsigned long long)*(const uint64_t *)((const char *)st + field));
-    }
+    metric(out, name, help, metric_type(name));
+    for (i = 0; i < s->ninputs; i++)
+        sample(out, name, "input", input_name(s->inputs[i]), input_get_stats(s->inputs[i]), field);
 }
 
 static void
@@ -726,14 +738,10 @@ output_metric(struct buf *out, struct server *s, const char *name, const char *h
 {
     size_t i;
 
-    metric(out, name, help, strstr(name, "_total") ? "counter" : "gauge");
-    for (i = 0; i < s->noutputs; i++) {
-        const struct output_stats *st = output_get_stats(s->outputs[i]);
-        buf_printf(out, "%s{output=\"", name);
-        label_value(out, output_name(s->outputs[i]));
-        buf_printf(out, "\"} %llu\n",
-                   (unsigned long long)*(const uint64_t *)((const char *)st + field));
-    }
+    metric(out, name, help, metric_type(name));
+    for (i = 0; i < s->noutputs; i++)
+        sample(out, name, "output", output_name(s->outputs[i]), output_get_stats(s->outputs[i]),
+               field);
 }
 
 static void
@@ -741,14 +749,10 @@ queue_metric(struct buf *out, struct server *s, const char *name, const char *he
 {
     size_t i;
 
-    metric(out, name, help, strstr(name, "_total") ? "counter" : "gauge");
-    for (i = 0; i < s->nqueues; i++) {
-        const struct queue_stats *st = queue_get_stats(s->queues[i]);
-        buf_printf(out, "%s{executor=\"", name);
-        label_value(out, queue_name(s->queues[i]));
-        buf_printf(out, "\"} %llu\n",
-                   (unsigned long long)*(const uint64_t *)((const char *)st + field));
-    }
+    metric(out, name, help, metric_type(name));
+    for (i = 0; i < s->nqueues; i++)
+        sample(out, name, "executor", queue_name(s->queues[i]), queue_get_stats(s->queues[i]),
+               field);
 }
 
 void
