@@ -526,31 +526,17 @@ start_corr(struct server *s, const struct conf *conf)
 }
 
 /*
- * Swaps a prepared stage in.  At start (an empty server) it logs what runs;
- * on a reload it writes what changed to report.
+ * The inputs of a stage: those not reused close before the new ones open (on
+ * a reload), since these may want the same address.
  */
 static void
-stage_commit(struct server *s, struct stage *st, struct buf *report)
+commit_inputs(struct server *s, struct stage *st, struct buf *report)
 {
     const struct conf *c = st->conf;
     bool starting = s->conf == NULL;
     struct buf err = BUF_INIT;
-    size_t i, j, kept = 0, dropped = 0;
+    size_t i, j;
 
-    /* executors that are gone or changed stop; their spools keep what is pending */
-    for (j = 0; j < s->nqueues; j++)
-        if (!st->queue_taken[j]) queue_close(s->queues[j], queue_closed, NULL);
-    free(s->queues);
-    free(s->qnames);
-    route_free(s->routes);
-    s->queues = st->queues;
-    s->qnames = st->qnames;
-    s->nqueues = c->nexecutors;
-    s->routes = st->routes;
-    if (starting)
-        for (i = 0; i < s->nqueues; i++) log_msg(LOG_INFO, "executor: %s", s->qnames[i]);
-
-    /* inputs: those not reused close before new ones open, which may want the same address */
     for (j = 0; j < s->ninputs; j++)
         if (!st->input_taken[j]) {
             buf_printf(report, "input closed: %s\n", input_name(s->inputs[j]));
@@ -578,14 +564,39 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         s->inputs[s->ninputs++] = in;
     }
     buf_free(&err);
+}
+
+/*
+ * Swaps a prepared stage in.  At start (an empty server) it logs what runs;
+ * on a reload it writes what changed to report.
+ */
+static void
+stage_commit(struct server *s, struct stage *st, struct buf *report)
+{
+    const struct conf *c = st->conf;
+    bool starting = s->conf == NULL;
+    size_t i, j, kept = 0, dropped = 0;
+
+    /* executors that are gone or changed stop; their spools keep what is pending */
+    for (j = 0; j < s->nqueues; j++)
+        if (!st->queue_taken[j]) queue_close(s->queues[j], queue_closed, NULL);
+    free(s->queues);
+    free(s->qnames);
+    route_free(s->routes);
+    s->queues = st->queues;
+    s->qnames = st->qnames;
+    s->nqueues = c->nexecutors;
+    s->routes = st->routes;
+    if (starting)
+        for (i = 0; i < s->nqueues; i++) log_msg(LOG_INFO, "executor: %s", s->qnames[i]);
+
+    commit_inputs(s, st, report);
 
     if (st->new_outputs) {
         free_outputs(s->outputs, s->noutputs);
         s->outputs = st->outputs;
         s->noutputs = st->noutputs;
         if (!starting) buf_printf(report, "outputs reopened (%zu)\n", s->noutputs);
-    } else {
-        free(st->outputs);
     }
 
     if (starting) {
