@@ -3,6 +3,8 @@
  * against the schema (etc/corrald.xsd), which catches unknown elements,
  * missing attributes and malformed values with their line numbers; then the
  * tree is copied into struct conf, with the checks a schema cannot express.
+ * Also the built-in configuration (conf_default), and what a reload asks of
+ * the configuration: whether an input or output is configured as before.
  */
 #include "agent/conf.h"
 #include "engine/pdb.h"
@@ -42,6 +44,22 @@ conf_input_type_name(enum conf_input_type t)
     case IN_STDIN: return "stdin";
     }
     return "?";
+}
+
+/* "udp:127.0.0.1:514", "file:/var/log/x": what an input without a name is called. */
+static char *
+input_default_name(const struct conf_input *in)
+{
+    struct buf b = BUF_INIT;
+    char *name;
+
+    buf_printf(&b, "%s:%s", conf_input_type_name(in->type),
+               in->listen ? in->listen
+               : in->path ? in->path
+                          : "-");
+    name = xstrdup(buf_str(&b));
+    buf_free(&b);
+    return name;
 }
 
 static struct conf_input *
@@ -135,12 +153,7 @@ conf_free(struct conf *c)
     free(c->stats_listen);
     free(c->log_level);
     free(c->log_to);
-    for (i = 0; i < c->ninputs; i++) {
-        free(c->inputs[i].name);
-        free(c->inputs[i].listen);
-        free(c->inputs[i].path);
-        free(c->inputs[i].position_file);
-    }
+    for (i = 0; i < c->ninputs; i++) conf_input_clear(&c->inputs[i]);
     free(c->inputs);
     for (i = 0; i < c->noutputs; i++) {
         free(c->outputs[i].name);
@@ -159,6 +172,54 @@ conf_free(struct conf *c)
     free(c->routes);
     free(c->spool_dir);
     free(c);
+}
+
+static bool
+same_str(const char *a, const char *b)
+{
+    return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
+bool
+conf_input_equal(const struct conf_input *a, const struct conf_input *b)
+{
+    return a->type == b->type && same_str(a->name, b->name) && same_str(a->listen, b->listen) &&
+           same_str(a->path, b->path) && a->framing == b->framing && a->mode == b->mode &&
+           a->from_start == b->from_start;
+}
+
+bool
+conf_output_equal(const struct conf_output *a, const struct conf_output *b)
+{
+    return a->type == b->type && a->format == b->format && a->select == b->select &&
+           a->tcp == b->tcp && a->queue == b->queue && same_str(a->name, b->name) &&
+           same_str(a->path, b->path) && same_str(a->to, b->to);
+}
+
+static char *
+dup_or_null(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+void
+conf_input_copy(struct conf_input *dst, const struct conf_input *src)
+{
+    *dst = *src;
+    dst->listen = dup_or_null(src->listen);
+    dst->path = dup_or_null(src->path);
+    dst->position_file = dup_or_null(src->position_file);
+    dst->name = src->name ? xstrdup(src->name) : input_default_name(src);
+}
+
+void
+conf_input_clear(struct conf_input *ci)
+{
+    free(ci->name);
+    free(ci->listen);
+    free(ci->path);
+    free(ci->position_file);
+    ci->name = ci->listen = ci->path = ci->position_file = NULL;
 }
 
 int
@@ -345,15 +406,7 @@ read_input(struct reader *r, struct conf *c, const xmlNode *n)
         free(v);
     }
     in->name = attr(n, "name");
-    if (!in->name) {
-        struct buf b = BUF_INIT;
-        buf_printf(&b, "%s:%s", conf_input_type_name(in->type),
-                   in->listen ? in->listen
-                   : in->path ? in->path
-                              : "-");
-        in->name = xstrdup(buf_str(&b));
-        buf_free(&b);
-    }
+    if (!in->name) in->name = input_default_name(in);
 }
 
 static void

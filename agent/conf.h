@@ -135,4 +135,19 @@ bool conf_split_address(const char *addr, char *host, size_t hostlen, int *port)
 
 const char *conf_input_type_name(enum conf_input_type t);
 
+/*
+ * Whether a reload keeps a running input or output: true when the two are
+ * configured alike.  Where they were written (line) does not count, nor does
+ * a file input's position-file: a kept input goes on with the one it has.
+ */
+bool conf_input_equal(const struct conf_input *a, const struct conf_input *b);
+bool conf_output_equal(const struct conf_output *a, const struct conf_output *b);
+/*
+ * A deep copy of an input's configuration, for an input that outlives its
+ * struct conf; an input without a name is named after its type and address.
+ * conf_input_clear() frees the copy's strings (not ci itself).
+ */
+void conf_input_copy(struct conf_input *dst, const struct conf_input *src);
+void conf_input_clear(struct conf_input *ci);
+
 #endif

@@ -1,8 +1,9 @@
 /*
  * in_common: what the input modules (in_udp.c, in_stream.c, in_unix.c,
  * in_file.c, in_stdin.c) share: the common head of every input, delivery of
- * a message to the server with its counters, and socket helpers.  Private to
- * the inputs; the rest of corrald sees only input.h.
+ * a message to the server with its counters, where a datagram's message
+ * ends, and socket helpers.  Private to the inputs; the rest of corrald sees
+ * only input.h.
  */
 #ifndef CORRAL_IN_COMMON_H
 #define CORRAL_IN_COMMON_H
@@ -21,14 +22,8 @@
 
 /* The first member of every module's input structure. */
 struct input {
-    /* the configuration it was opened with, for input_same() */
-    enum conf_input_type type;
-    char *name;
-    char *listen;
-    char *path;
-    enum conf_framing framing;
-    uint32_t mode;
-    bool from_start;
+    /* a copy of the configuration it was opened with (always named), for input_conf() */
+    struct conf_input conf;
 
     struct server *srv;
     uv_loop_t *loop;
@@ -57,7 +52,7 @@ struct input *in_file_open(struct server *srv, uv_loop_t *loop, const struct con
 struct input *in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
                             const struct conf *conf, struct buf *err);
 
-/* Fills the common head from the configuration (copies the strings). */
+/* Fills the common head from the configuration (copies ci). */
 void input_init(struct input *in, struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
                 const struct conf *conf);
 /* Frees what input_init() allocated (not in itself). */
@@ -66,6 +61,15 @@ void input_fini(struct input *in);
 /* One message to the server: counts it (received, bytes, truncated) and submits it. */
 void input_deliver(struct input *in, const char *data, size_t len, bool truncated,
                    const char *peer);
+
+/*
+ * The length of a datagram's message (UDP, unix-dgram): what senders end a
+ * datagram with (a newline, NULs, or both) is not part of it, unless the
+ * datagram was already cut (*truncated: its end is not there); a message
+ * longer than max-message-size is cut and *truncated set.  0: nothing to
+ * deliver.
+ */
+size_t input_datagram_len(const struct input *in, const char *p, size_t n, bool *truncated);
 
 /*
  * Resolves a "host:port" listen address for bind().  An empty host, "*",

@@ -15,8 +15,9 @@
  * a moment; a file deleted outright is let go.
  *
  * The position (device, inode, offset of the first byte not yet delivered)
- * is kept in a small file, the input's position-file (by default beside the
- * state file, see conf.c).  At start a file whose device and inode match its record
+ * is kept in a small file, the input's position-file (by default in the state
+ * file's directory, or beside the followed file without a state file: see
+ * conf.c).  At start a file whose device and inode match its record
  * continues from the recorded offset; a file that does not match was rotated
  * while corrald was away and is read from its start; a file never seen
  * before starts at its end, or at its start with from="start".  Files that
@@ -88,7 +89,7 @@ pos_paths(struct file_input *f, const char *position_file)
         f->pos_path = xstrdup(position_file);
     } else {
         struct buf b = BUF_INIT;
-        buf_printf(&b, "%s.corral-pos", f->base.path);
+        buf_printf(&b, "%s.corral-pos", f->base.conf.path);
         f->pos_path = xstrdup(buf_str(&b));
         buf_free(&b);
     }
@@ -107,7 +108,7 @@ pos_load(struct file_input *f)
 
     if (!fp) {
         if (errno != ENOENT)
-            log_msg(LOG_WARNING, "%s: cannot read %s: %s", f->base.name, f->pos_path,
+            log_msg(LOG_WARNING, "%s: cannot read %s: %s", f->base.conf.name, f->pos_path,
                     strerror(errno));
         return;
     }
@@ -117,7 +118,7 @@ pos_load(struct file_input *f)
         f->pos_ino = ino;
         f->pos_off = off;
     } else {
-        log_msg(LOG_WARNING, "%s: %s is malformed, ignored", f->base.name, f->pos_path);
+        log_msg(LOG_WARNING, "%s: %s is malformed, ignored", f->base.conf.name, f->pos_path);
     }
     fclose(fp);
 }
@@ -149,7 +150,7 @@ pos_save(struct file_input *f)
         if (!f->pos_warned)
             log_msg(LOG_WARNING,
                     "%s: cannot write the position to %s: %s (a restart will not resume)",
-                    f->base.name, f->pos_path, strerror(errno));
+                    f->base.conf.name, f->pos_path, strerror(errno));
         f->pos_warned = true;
         unlink(f->pos_tmp);
     } else {
@@ -207,7 +208,7 @@ started(struct file_input *f, int rc, const char *what)
 {
     if (rc >= 0) return true;
     f->base.stats.errors++;
-    log_msg(LOG_ERR, "%s: %s: %s", f->base.name, what, uv_strerror(rc));
+    log_msg(LOG_ERR, "%s: %s: %s", f->base.conf.name, what, uv_strerror(rc));
     idle(f);
     return false;
 }
@@ -228,7 +229,7 @@ on_stat(uv_fs_t *req)
     if (rc < 0) {
         /* the name is gone: renamed away (keep reading, writers lag) or deleted (let go) */
         if (fstat(f->fd, &old) == 0 && old.st_nlink == 0) {
-            log_msg(LOG_INFO, "%s: %s was deleted", f->base.name, f->base.path);
+            log_msg(LOG_INFO, "%s: %s was deleted", f->base.conf.name, f->base.conf.path);
             framer_eof(&f->fr);
             close_file(f);
         }
@@ -236,14 +237,15 @@ on_stat(uv_fs_t *req)
         return;
     }
     if (st.st_dev != f->dev || st.st_ino != f->ino) {
-        log_msg(LOG_INFO, "%s: %s was rotated: finishing the old file", f->base.name, f->base.path);
+        log_msg(LOG_INFO, "%s: %s was rotated: finishing the old file", f->base.conf.name,
+                f->base.conf.path);
         f->draining = true;
         start_read(f);
         return;
     }
     if ((int64_t)st.st_size < f->offset) {
-        log_msg(LOG_INFO, "%s: %s was truncated: reading from its start", f->base.name,
-                f->base.path);
+        log_msg(LOG_INFO, "%s: %s was truncated: reading from its start", f->base.conf.name,
+                f->base.conf.path);
         framer_eof(&f->fr); /* a line cut by the truncation is still a line */
         f->offset = 0;
         f->pos_dirty = true;
@@ -277,7 +279,8 @@ on_read(uv_fs_t *req)
     }
     if (n < 0) {
         f->base.stats.errors++;
-        log_msg(LOG_ERR, "%s: read %s: %s", f->base.name, f->base.path, uv_strerror((int)n));
+        log_msg(LOG_ERR, "%s: read %s: %s", f->base.conf.name, f->base.conf.path,
+                uv_strerror((int)n));
         close_file(f);
         idle(f);
         return;
@@ -291,7 +294,7 @@ on_read(uv_fs_t *req)
         return;
     }
     f->step = STEP_STAT;
-    started(f, uv_fs_stat(f->base.loop, &f->req, f->base.path, on_stat), "stat");
+    started(f, uv_fs_stat(f->base.loop, &f->req, f->base.conf.path, on_stat), "stat");
 }
 
 static void
@@ -320,7 +323,7 @@ on_fstat(uv_fs_t *req)
     }
     if (rc < 0) {
         f->base.stats.errors++;
-        log_msg(LOG_ERR, "%s: fstat %s: %s", f->base.name, f->base.path, uv_strerror(rc));
+        log_msg(LOG_ERR, "%s: fstat %s: %s", f->base.conf.name, f->base.conf.path, uv_strerror(rc));
         close_file(f);
         idle(f);
         return;
@@ -338,14 +341,14 @@ on_fstat(uv_fs_t *req)
         f->offset = 0;
         why = "rotated while stopped";
     } else {
-        f->offset = f->base.from_start ? 0 : size;
-        why = f->base.from_start ? "first seen, from its start" : "first seen, from its end";
+        f->offset = f->base.conf.from_start ? 0 : size;
+        why = f->base.conf.from_start ? "first seen, from its start" : "first seen, from its end";
     }
     f->seen = true;
     f->pos_dirty = true;
     framer_reset(&f->fr);
-    log_msg(LOG_INFO, "%s: following %s from offset %" PRId64 " (%s)", f->base.name, f->base.path,
-            f->offset, why);
+    log_msg(LOG_INFO, "%s: following %s from offset %" PRId64 " (%s)", f->base.conf.name,
+            f->base.conf.path, f->offset, why);
     start_read(f);
 }
 
@@ -364,11 +367,11 @@ on_open(uv_fs_t *req)
     if (rc < 0) {
         if (rc != f->last_open_error) {
             if (rc == UV_ENOENT) {
-                log_msg(LOG_INFO, "%s: %s does not exist (yet): waiting for it", f->base.name,
-                        f->base.path);
+                log_msg(LOG_INFO, "%s: %s does not exist (yet): waiting for it", f->base.conf.name,
+                        f->base.conf.path);
             } else {
                 f->base.stats.errors++;
-                log_msg(LOG_WARNING, "%s: cannot open %s: %s", f->base.name, f->base.path,
+                log_msg(LOG_WARNING, "%s: cannot open %s: %s", f->base.conf.name, f->base.conf.path,
                         uv_strerror(rc));
             }
         }
@@ -388,7 +391,8 @@ start_open(struct file_input *f)
 {
     f->again = false;
     f->step = STEP_OPEN;
-    started(f, uv_fs_open(f->base.loop, &f->req, f->base.path, O_RDONLY | O_CLOEXEC, 0, on_open),
+    started(f,
+            uv_fs_open(f->base.loop, &f->req, f->base.conf.path, O_RDONLY | O_CLOEXEC, 0, on_open),
             "open");
 }
 
@@ -416,7 +420,7 @@ on_change(uv_fs_event_t *h, const char *filename, int events, int status)
 
     (void)events;
     if (status < 0) {
-        log_msg(LOG_WARNING, "%s: watching %s: %s", f->base.name, f->dir, uv_strerror(status));
+        log_msg(LOG_WARNING, "%s: watching %s: %s", f->base.conf.name, f->dir, uv_strerror(status));
         return;
     }
     /* the directory reports every file in it: only ours matters */
@@ -483,7 +487,7 @@ in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
         f->file = xstrdup(slash + 1);
     }
     if (!*f->file) {
-        buf_printf(err, "input %s: %s names a directory, not a file", f->base.name, ci->path);
+        buf_printf(err, "input %s: %s names a directory, not a file", f->base.conf.name, ci->path);
         free(f->dir);
         free(f->file);
         input_fini(&f->base);
@@ -500,8 +504,8 @@ in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     f->handles++;
     rc = uv_fs_event_start(&f->watch, on_change, f->dir, 0);
     if (rc < 0)
-        log_msg(LOG_WARNING, "%s: cannot watch %s (%s): checking every %d ms instead", f->base.name,
-                f->dir, uv_strerror(rc), TICK_MS);
+        log_msg(LOG_WARNING, "%s: cannot watch %s (%s): checking every %d ms instead",
+                f->base.conf.name, f->dir, uv_strerror(rc), TICK_MS);
     uv_timer_init(loop, &f->tick);
     f->tick.data = f;
     f->handles++;

@@ -72,7 +72,7 @@ stdin_finish(struct stdin_input *s)
     if (s->base.finished) return;
     framer_eof(&s->fr);
     s->base.finished = true;
-    log_msg(LOG_INFO, "%s: end of input after %llu messages", s->base.name,
+    log_msg(LOG_INFO, "%s: end of input after %llu messages", s->base.conf.name,
             (unsigned long long)s->base.stats.received);
     if (s->handle_open && !uv_is_closing(&s->h.handle)) uv_close(&s->h.handle, handle_closed);
 }
@@ -101,7 +101,7 @@ stream_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0) return;
     if (nread != UV_EOF) {
         s->base.stats.errors++;
-        log_msg(LOG_ERR, "%s: read error: %s", s->base.name, uv_strerror((int)nread));
+        log_msg(LOG_ERR, "%s: read error: %s", s->base.conf.name, uv_strerror((int)nread));
     }
     stdin_finish(s);
 }
@@ -129,7 +129,7 @@ file_done(uv_fs_t *req)
     }
     if (n < 0) {
         s->base.stats.errors++;
-        log_msg(LOG_ERR, "%s: read error: %s", s->base.name, uv_strerror((int)n));
+        log_msg(LOG_ERR, "%s: read error: %s", s->base.conf.name, uv_strerror((int)n));
     }
     stdin_finish(s);
 }
@@ -144,7 +144,7 @@ file_read(struct stdin_input *s)
     rc = uv_fs_read(s->base.loop, &s->req, 0, &b, 1, -1, file_done);
     if (rc < 0) {
         s->base.stats.errors++;
-        log_msg(LOG_ERR, "%s: read error: %s", s->base.name, uv_strerror(rc));
+        log_msg(LOG_ERR, "%s: read error: %s", s->base.conf.name, uv_strerror(rc));
         stdin_finish(s);
         return;
     }
@@ -194,7 +194,7 @@ in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     case UV_TCP: rc = uv_tcp_init(loop, &s->h.tcp); break;
     default:
         buf_printf(err, "input %s: standard input is not readable (closed, or a UDP socket)",
-                   s->base.name);
+                   s->base.conf.name);
         stdin_close(&s->base);
         return NULL;
     }
@@ -208,7 +208,7 @@ in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     return &s->base;
 
 fail:
-    buf_printf(err, "input %s: cannot read standard input: %s", s->base.name, uv_strerror(rc));
+    buf_printf(err, "input %s: cannot read standard input: %s", s->base.conf.name, uv_strerror(rc));
     stdin_close(&s->base);
     return NULL;
 }

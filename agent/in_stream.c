@@ -159,7 +159,7 @@ conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
             s->base.stats.errors++;
             if (input_log_allowed(&s->last_frame_log, uv_now(st->loop), LOG_EVERY_MS))
                 log_msg(LOG_WARNING, "%s: malformed octet count from %s, connection closed",
-                        s->base.name, c->peer[0] ? c->peer : "a client");
+                        s->base.conf.name, c->peer[0] ? c->peer : "a client");
             conn_close(c, false);
         }
         return;
@@ -167,8 +167,8 @@ conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0) return; /* EAGAIN */
     if (nread != UV_EOF) {
         s->base.stats.errors++;
-        log_msg(LOG_DEBUG, "%s: read from %s: %s", s->base.name, c->peer[0] ? c->peer : "a client",
-                uv_strerror((int)nread));
+        log_msg(LOG_DEBUG, "%s: read from %s: %s", s->base.conf.name,
+                c->peer[0] ? c->peer : "a client", uv_strerror((int)nread));
     }
     conn_close(c, true);
 }
@@ -182,7 +182,7 @@ idle_check(uv_timer_t *t)
     while (s->head && now - s->head->last >= idle) {
         struct conn *c = s->head;
         s->base.stats.idle_closed++;
-        log_msg(LOG_DEBUG, "%s: closing %s, silent for %.1f s", s->base.name,
+        log_msg(LOG_DEBUG, "%s: closing %s, silent for %.1f s", s->base.conf.name,
                 c->peer[0] ? c->peer : "a client", (double)(now - c->last) / 1000.0);
         conn_close(c, true);
     }
@@ -207,16 +207,16 @@ on_connection(uv_stream_t *server, int status)
         /* EMFILE and the like: libuv has already shed the connection */
         s->base.stats.errors++;
         if (input_log_allowed(&s->last_error_log, uv_now(server->loop), LOG_EVERY_MS))
-            log_msg(LOG_WARNING, "%s: cannot accept: %s", s->base.name, uv_strerror(status));
+            log_msg(LOG_WARNING, "%s: cannot accept: %s", s->base.conf.name, uv_strerror(status));
         return;
     }
     c = xcalloc(1, sizeof(*c));
     c->s = s;
-    framer_init(&c->fr, s->base.framing, s->base.max_message_size, conn_message, c);
+    framer_init(&c->fr, s->base.conf.framing, s->base.max_message_size, conn_message, c);
     rc = conn_init_handle(s, c);
     if (rc < 0) {
         s->base.stats.errors++;
-        log_msg(LOG_ERR, "%s: %s", s->base.name, uv_strerror(rc));
+        log_msg(LOG_ERR, "%s: %s", s->base.conf.name, uv_strerror(rc));
         free(c);
         return;
     }
@@ -226,7 +226,7 @@ on_connection(uv_stream_t *server, int status)
     if (rc < 0) {
         s->base.stats.errors++;
         if (input_log_allowed(&s->last_error_log, uv_now(server->loop), LOG_EVERY_MS))
-            log_msg(LOG_WARNING, "%s: cannot accept: %s", s->base.name, uv_strerror(rc));
+            log_msg(LOG_WARNING, "%s: cannot accept: %s", s->base.conf.name, uv_strerror(rc));
         conn_close(c, false);
         return;
     }
@@ -240,14 +240,14 @@ on_connection(uv_stream_t *server, int status)
         s->base.stats.rejected++;
         if (input_log_allowed(&s->last_reject_log, uv_now(server->loop), LOG_EVERY_MS))
             log_msg(LOG_WARNING, "%s: %zu connections open, refusing %s (max-connections)",
-                    s->base.name, s->base.max_connections, c->peer[0] ? c->peer : "a client");
+                    s->base.conf.name, s->base.max_connections, c->peer[0] ? c->peer : "a client");
         conn_close(c, false);
         return;
     }
     rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
     if (rc < 0) {
         s->base.stats.errors++;
-        log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.name,
+        log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.conf.name,
                 c->peer[0] ? c->peer : "a client", uv_strerror(rc));
         conn_close(c, false);
         return;
@@ -300,7 +300,7 @@ stream_close(struct input *in)
     s->closing = true;
     /* the socket file goes now, so that a restart or a reloaded input can take the path */
     if (s->unix_created) {
-        input_unix_remove(s->base.path, s->dev, s->ino);
+        input_unix_remove(s->base.conf.path, s->dev, s->ino);
         s->unix_created = false;
     }
     while (s->head) conn_close(s->head, true);
@@ -327,14 +327,14 @@ reserve_fds(struct stream_input *s)
     old = rl.rlim_cur;
     rl.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need) ? need : rl.rlim_max;
     if (rl.rlim_cur > old && setrlimit(RLIMIT_NOFILE, &rl) == 0)
-        log_msg(LOG_INFO, "%s: open files limit raised from %llu to %llu", s->base.name,
+        log_msg(LOG_INFO, "%s: open files limit raised from %llu to %llu", s->base.conf.name,
                 (unsigned long long)old, (unsigned long long)rl.rlim_cur);
     else
         rl.rlim_cur = old;
     if (rl.rlim_cur < need)
         log_msg(LOG_WARNING,
                 "%s: max-connections %zu needs about %llu open files, the limit is %llu",
-                s->base.name, s->base.max_connections, (unsigned long long)need,
+                s->base.conf.name, s->base.max_connections, (unsigned long long)need,
                 (unsigned long long)rl.rlim_cur);
 }
 
@@ -401,7 +401,7 @@ stream_bind(struct stream_input *s, const struct conf_input *ci, struct buf *err
         uv_os_fd_t fd;
         char where[INET6_ADDRSTRLEN + 8];
         if (uv_fileno(&s->listener.handle, &fd) == 0 && input_bound_name(fd, where, sizeof(where)))
-            log_msg(LOG_INFO, "input %s: listening on %s", s->base.name, where);
+            log_msg(LOG_INFO, "input %s: listening on %s", s->base.conf.name, where);
     }
     return 0;
 }
@@ -420,7 +420,7 @@ in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     rc =
         s->is_unix ? uv_pipe_init(loop, &s->listener.pipe, 0) : uv_tcp_init(loop, &s->listener.tcp);
     if (rc < 0) {
-        buf_printf(err, "input %s: %s", s->base.name, uv_strerror(rc));
+        buf_printf(err, "input %s: %s", s->base.conf.name, uv_strerror(rc));
         input_fini(&s->base);
         free(s);
         return NULL;
@@ -434,7 +434,7 @@ in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     s->rbuf = xmalloc(READ_BUF_SIZE);
     reserve_fds(s);
     if (stream_bind(s, ci, &e) < 0) {
-        buf_printf(err, "input %s: %s", s->base.name, buf_str(&e));
+        buf_printf(err, "input %s: %s", s->base.conf.name, buf_str(&e));
         buf_free(&e);
         stream_close(&s->base);
         return NULL;

@@ -89,24 +89,15 @@ udp_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct sockaddr 
     if (nread < 0) {
         u->base.stats.errors++;
         if (input_log_allowed(&u->last_error_log, uv_now(h->loop), 10000))
-            log_msg(LOG_WARNING, "%s: receive error: %s", u->base.name, uv_strerror((int)nread));
+            log_msg(LOG_WARNING, "%s: receive error: %s", u->base.conf.name,
+                    uv_strerror((int)nread));
         return;
     }
     if (!addr) return; /* nothing more to read now */
 
-    n = (size_t)nread;
     truncated = (flags & UV_UDP_PARTIAL) != 0;
-    /* senders end datagrams with a newline, NULs, or both: none of it is the message */
-    while (n && p[n - 1] == '\0') n--;
-    if (n && p[n - 1] == '\n') n--;
-    if (n && p[n - 1] == '\r') n--;
-    while (n && p[n - 1] == '\0') n--;
-    if (n > u->base.max_message_size) {
-        n = u->base.max_message_size;
-        truncated = true;
-    }
-    if (n == 0) return;
-    input_deliver(&u->base, p, n, truncated, peer_of(u, addr));
+    n = input_datagram_len(&u->base, p, (size_t)nread, &truncated);
+    if (n) input_deliver(&u->base, p, n, truncated, peer_of(u, addr));
 }
 
 static void
@@ -142,7 +133,7 @@ in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     input_init(&u->base, srv, loop, ci, conf);
     u->base.close = udp_close;
     if (input_resolve(ci->listen, SOCK_DGRAM, &ss, &e) < 0) {
-        buf_printf(err, "input %s: %s", u->base.name, buf_str(&e));
+        buf_printf(err, "input %s: %s", u->base.conf.name, buf_str(&e));
         buf_free(&e);
         input_fini(&u->base);
         free(u);
@@ -152,7 +143,7 @@ in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     rc = uv_udp_init_ex(loop, &u->udp, flags);
     if (rc < 0 && (flags & UV_UDP_RECVMMSG)) rc = uv_udp_init_ex(loop, &u->udp, AF_UNSPEC);
     if (rc < 0) {
-        buf_printf(err, "input %s: %s", u->base.name, uv_strerror(rc));
+        buf_printf(err, "input %s: %s", u->base.conf.name, uv_strerror(rc));
         input_fini(&u->base);
         free(u);
         return NULL;
@@ -161,15 +152,16 @@ in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     /* from here on the handle exists and must be closed, so errors go through udp_close */
     rc = uv_udp_bind(&u->udp, (const struct sockaddr *)&ss, 0);
     if (rc < 0) {
-        buf_printf(err, "input %s: cannot bind %s: %s", u->base.name, ci->listen, uv_strerror(rc));
+        buf_printf(err, "input %s: cannot bind %s: %s", u->base.conf.name, ci->listen,
+                   uv_strerror(rc));
         udp_close(&u->base);
         return NULL;
     }
     if (uv_fileno((uv_handle_t *)&u->udp, &fd) == 0) {
         char where[INET6_ADDRSTRLEN + 8];
         if (input_bound_name(fd, where, sizeof(where)))
-            log_msg(LOG_INFO, "input %s: listening on %s", u->base.name, where);
-        input_set_rcvbuf(fd, CORRAL_UDP_RCVBUF, u->base.name);
+            log_msg(LOG_INFO, "input %s: listening on %s", u->base.conf.name, where);
+        input_set_rcvbuf(fd, CORRAL_UDP_RCVBUF, u->base.conf.name);
     }
 
     /* recvmmsg needs one 64 KiB slot per datagram of the batch; without it one slot */
@@ -177,11 +169,11 @@ in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     u->rbuf = xmalloc(u->rbuflen);
     rc = uv_udp_recv_start(&u->udp, udp_alloc, udp_recv);
     if (rc < 0) {
-        buf_printf(err, "input %s: cannot receive: %s", u->base.name, uv_strerror(rc));
+        buf_printf(err, "input %s: cannot receive: %s", u->base.conf.name, uv_strerror(rc));
         udp_close(&u->base);
         return NULL;
     }
-    log_msg(LOG_DEBUG, "%s: %s", u->base.name,
+    log_msg(LOG_DEBUG, "%s: %s", u->base.conf.name,
             uv_udp_using_recvmmsg(&u->udp) ? "batched reads (recvmmsg)" : "one read per datagram");
     return &u->base;
 }

@@ -51,7 +51,7 @@ dgram_readable(uv_poll_t *h, int status, int events)
     if (status < 0) {
         u->base.stats.errors++;
         if (input_log_allowed(&u->last_error_log, uv_now(h->loop), 10000))
-            log_msg(LOG_WARNING, "%s: %s", u->base.name, uv_strerror(status));
+            log_msg(LOG_WARNING, "%s: %s", u->base.conf.name, uv_strerror(status));
         return;
     }
     for (i = 0; i < BATCH; i++) {
@@ -62,26 +62,12 @@ dgram_readable(uv_poll_t *h, int status, int events)
             if (errno == EAGAIN || errno == EWOULDBLOCK) return;
             u->base.stats.errors++;
             if (input_log_allowed(&u->last_error_log, uv_now(h->loop), 10000))
-                log_msg(LOG_WARNING, "%s: receive error: %s", u->base.name, strerror(errno));
+                log_msg(LOG_WARNING, "%s: receive error: %s", u->base.conf.name, strerror(errno));
             return;
         }
-        len = (size_t)n;
-        truncated = false;
-        if (len > u->rbuflen) {
-            len = u->rbuflen;
-            truncated = true;
-        }
         /* syslog(3) implementations end datagrams with a newline or a NUL, or neither */
-        if (!truncated) {
-            while (len && u->rbuf[len - 1] == '\0') len--;
-            if (len && u->rbuf[len - 1] == '\n') len--;
-            if (len && u->rbuf[len - 1] == '\r') len--;
-            while (len && u->rbuf[len - 1] == '\0') len--;
-        }
-        if (len > u->base.max_message_size) {
-            len = u->base.max_message_size;
-            truncated = true;
-        }
+        truncated = (size_t)n > u->rbuflen;
+        len = input_datagram_len(&u->base, u->rbuf, truncated ? u->rbuflen : (size_t)n, &truncated);
         if (len) input_deliver(&u->base, u->rbuf, len, truncated, NULL);
     }
 }
@@ -117,7 +103,7 @@ dgram_close(struct input *in)
 
     /* the socket file goes now, so that a restart or a reloaded input can take the path */
     if (u->created) {
-        input_unix_remove(u->base.path, u->dev, u->ino);
+        input_unix_remove(u->base.conf.path, u->dev, u->ino);
         u->created = false;
     }
     if (u->poll_init) {
@@ -159,7 +145,7 @@ in_unix_dgram_open(struct server *srv, uv_loop_t *loop, const struct conf_input 
         u->created = false;
         goto fail;
     }
-    input_set_rcvbuf(u->fd, UNIX_RCVBUF, u->base.name);
+    input_set_rcvbuf(u->fd, UNIX_RCVBUF, u->base.conf.name);
     /* two bytes over the limit: a message of exactly max bytes may come with CR LF */
     u->rbuflen = u->base.max_message_size + 2;
     u->rbuf = xmalloc(u->rbuflen);
@@ -179,7 +165,7 @@ in_unix_dgram_open(struct server *srv, uv_loop_t *loop, const struct conf_input 
     return &u->base;
 
 fail:
-    buf_printf(err, "input %s: %s", u->base.name, buf_str(&e));
+    buf_printf(err, "input %s: %s", u->base.conf.name, buf_str(&e));
     buf_free(&e);
     dgram_close(&u->base);
     return NULL;

@@ -2,8 +2,8 @@
  * input: opens an input by type (the modules are in_udp.c, in_stream.c for
  * TCP and unix-stream, in_unix.c for unix-dgram, in_file.c, in_stdin.c), and
  * the helpers they share (in_common.h): counting and submitting messages,
- * resolving listen addresses, naming peers, socket buffers and unix socket
- * files.
+ * where a datagram's message ends, resolving listen addresses, naming peers,
+ * socket buffers and unix socket files.
  */
 #include "agent/in_common.h"
 #include "engine/log.h"
@@ -56,7 +56,13 @@ input_close(struct input *in)
 const char *
 input_name(const struct input *in)
 {
-    return in->name;
+    return in->conf.name;
+}
+
+const struct conf_input *
+input_conf(const struct input *in)
+{
+    return &in->conf;
 }
 
 const struct input_stats *
@@ -71,45 +77,13 @@ input_finished(const struct input *in)
     return in->finished;
 }
 
-static bool
-same_str(const char *a, const char *b)
-{
-    if (!a || !b) return a == b;
-    return strcmp(a, b) == 0;
-}
-
-int
-input_same(const struct input *in, const struct conf_input *ci)
-{
-    return in->type == ci->type && same_str(in->name, ci->name) &&
-           same_str(in->listen, ci->listen) && same_str(in->path, ci->path) &&
-           in->framing == ci->framing && in->mode == ci->mode && in->from_start == ci->from_start;
-}
-
 /* ---- the common head ---- */
 
 void
 input_init(struct input *in, struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
            const struct conf *conf)
 {
-    in->type = ci->type;
-    in->listen = ci->listen ? xstrdup(ci->listen) : NULL;
-    in->path = ci->path ? xstrdup(ci->path) : NULL;
-    if (ci->name) {
-        in->name = xstrdup(ci->name);
-    } else {
-        /* conf always names inputs; this is for callers that build a conf_input themselves */
-        struct buf b = BUF_INIT;
-        buf_printf(&b, "%s:%s", conf_input_type_name(ci->type),
-                   ci->listen ? ci->listen
-                   : ci->path ? ci->path
-                              : "-");
-        in->name = xstrdup(buf_str(&b));
-        buf_free(&b);
-    }
-    in->framing = ci->framing;
-    in->mode = ci->mode;
-    in->from_start = ci->from_start;
+    conf_input_copy(&in->conf, ci);
     in->srv = srv;
     in->loop = loop;
     in->limits_changed = NULL;
@@ -131,10 +105,7 @@ input_set_limits(struct input *in, const struct conf *conf)
 void
 input_fini(struct input *in)
 {
-    free(in->name);
-    free(in->listen);
-    free(in->path);
-    in->name = in->listen = in->path = NULL;
+    conf_input_clear(&in->conf);
 }
 
 void
@@ -144,6 +115,22 @@ input_deliver(struct input *in, const char *data, size_t len, bool truncated, co
     in->stats.bytes += len;
     if (truncated) in->stats.truncated++;
     server_submit(in->srv, in, data, len, peer);
+}
+
+size_t
+input_datagram_len(const struct input *in, const char *p, size_t n, bool *truncated)
+{
+    if (!*truncated) {
+        while (n && p[n - 1] == '\0') n--;
+        if (n && p[n - 1] == '\n') n--;
+        if (n && p[n - 1] == '\r') n--;
+        while (n && p[n - 1] == '\0') n--;
+    }
+    if (n > in->max_message_size) {
+        n = in->max_message_size;
+        *truncated = true;
+    }
+    return n;
 }
 
 bool

@@ -1,7 +1,8 @@
 /*
  * input: where corrald's messages come from.  One module per kind (in_udp.c,
- * in_tcp.c, in_unix.c, in_file.c, in_stdin.c); each frames the bytes it
- * receives into messages and hands them to server_submit().  All run on the
+ * in_stream.c for TCP and unix-stream, in_unix.c for unix-dgram, in_file.c,
+ * in_stdin.c); each frames the bytes it receives into messages and hands them
+ * to server_submit().  All run on the
  * server's libuv loop and never block it.
  */
 #ifndef CORRAL_INPUT_H
@@ -44,8 +45,8 @@ const struct input_stats *input_get_stats(const struct input *in);
 void input_set_limits(struct input *in, const struct conf *conf);
 /* True when the input has ended for good (stdin at its end). */
 bool input_finished(const struct input *in);
-/* True when the input is configured as ci says (kept across a reload). */
-int input_same(const struct input *in, const struct conf_input *ci);
+/* The configuration the input runs with (conf_input_equal() tells whether a reload keeps it). */
+const struct conf_input *input_conf(const struct input *in);
 /*
  * The address a socket is bound to, as "host:port" or "[v6-host]:port".
  * With port 0 in the configuration the kernel picks the port; the

@@ -1,6 +1,7 @@
 /*
- * route: the routing tree, compiled from the configuration: executor names
- * become indexes, filters are compiled once, tags interned once.
+ * route: the routing tree (struct route_table), compiled from the
+ * configuration: executor names become indexes, filters are compiled once,
+ * tags interned once.
  */
 #include "agent/route.h"
 #include "engine/filter.h"
@@ -25,7 +26,7 @@ struct node {
     size_t nchildren;
 };
 
-struct router {
+struct route_table {
     struct node *routes;
     size_t nroutes;
     const char *const *names;
@@ -50,7 +51,7 @@ free_node(struct node *n)
 }
 
 static ssize_t
-index_of(const struct router *r, const char *name)
+index_of(const struct route_table *r, const char *name)
 {
     size_t i;
 
@@ -60,7 +61,7 @@ index_of(const struct router *r, const char *name)
 }
 
 static bool
-compile(struct router *r, struct node *n, const struct conf_route *cr, const char *file,
+compile(struct route_table *r, struct node *n, const struct conf_route *cr, const char *file,
         struct buf *err)
 {
     size_t i;
@@ -105,10 +106,10 @@ compile(struct router *r, struct node *n, const struct conf_route *cr, const cha
     return ok;
 }
 
-struct router *
-router_new(const struct conf *c, const char *const *names, size_t nnames, struct buf *err)
+struct route_table *
+route_new(const struct conf *c, const char *const *names, size_t nnames, struct buf *err)
 {
-    struct router *r = xcalloc(1, sizeof(*r));
+    struct route_table *r = xcalloc(1, sizeof(*r));
     const char *file = c->file ? c->file : "(built-in configuration)";
     size_t i;
     bool ok = true;
@@ -122,14 +123,14 @@ router_new(const struct conf *c, const char *const *names, size_t nnames, struct
         r->nroutes++;
     }
     if (!ok) {
-        router_free(r);
+        route_free(r);
         return NULL;
     }
     return r;
 }
 
 void
-router_free(struct router *r)
+route_free(struct route_table *r)
 {
     size_t i;
 
@@ -173,7 +174,7 @@ matches(const struct node *n, const struct msg *m)
 }
 
 struct target {
-    struct router *r;
+    struct route_table *r;
     void (*fn)(size_t, void *);
     void *arg;
 };
@@ -207,8 +208,8 @@ walk(struct target *t, const struct node *list, size_t n, const struct msg *m, c
 }
 
 void
-router_route(struct router *r, const struct msg *m, const struct pdb_action *action,
-             void (*fn)(size_t, void *), void *arg)
+route_message(struct route_table *r, const struct msg *m, const struct pdb_action *action,
+              void (*fn)(size_t, void *), void *arg)
 {
     struct target t = {r, fn, arg};
     size_t i, k;
@@ -237,7 +238,7 @@ router_route(struct router *r, const struct msg *m, const struct pdb_action *act
 }
 
 unsigned long
-router_unknown(const struct router *r)
+route_unknown(const struct route_table *r)
 {
     return r->unknown;
 }

@@ -19,21 +19,26 @@
 #include "engine/msg.h"
 #include "engine/pdb.h"
 
-struct router;
+/* The routes of one configuration, compiled: filters parsed, executor names resolved. */
+struct route_table;
 
-/* Executor names resolve to indexes 0..nnames-1. */
-struct router *router_new(const struct conf *c, const char *const *names, size_t nnames,
-                          struct buf *err);
-void router_free(struct router *r);
+/*
+ * Executor names resolve to indexes 0..nnames-1; names is kept, not copied,
+ * and must outlive the table.  Returns NULL with "file:line: message" lines
+ * in err when a route names an unknown executor or has a bad filter.
+ */
+struct route_table *route_new(const struct conf *c, const char *const *names, size_t nnames,
+                              struct buf *err);
+void route_free(struct route_table *r);
 
 /*
  * Calls fn(index) for every executor that gets m.  action is the rule
  * action that generated m (NULL for input messages and silence reports).
  * Rule routes naming an executor that does not exist are counted in
- * router_unknown() and logged once each.
+ * route_unknown() and logged once each.
  */
-void router_route(struct router *r, const struct msg *m, const struct pdb_action *action,
-                  void (*fn)(size_t index, void *arg), void *arg);
-unsigned long router_unknown(const struct router *r);
+void route_message(struct route_table *r, const struct msg *m, const struct pdb_action *action,
+                   void (*fn)(size_t index, void *arg), void *arg);
+unsigned long route_unknown(const struct route_table *r);
 
 #endif

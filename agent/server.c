@@ -1,15 +1,18 @@
 /*
  * server: corrald's state and its per-message path.
  *
- *   input --server_submit--> syslog_parse --> corr_process --emit--> outputs
- *                                                     \--> silence tracking
+ *   input --server_submit--> syslog_parse --> corr_process --emit--+--> outputs
+ *                                                                  +--> routes --> executors
+ *                                                                  \--> silence tracking
  *
  * Everything runs on one libuv loop.  A message is parsed into one reused
  * struct msg, so the steady-state path allocates nothing of its own.  A
  * one-second timer moves correlation time on while the inputs are idle, and
- * another saves the correlation state periodically.
+ * another saves the correlation state periodically.  Start and reload are
+ * one path: prepare everything that can fail, then commit (struct stage).
  */
 #include "agent/server.h"
+#include "engine/clock.h"
 #include "engine/corr.h"
 #include "agent/input.h"
 #include "engine/json.h"
@@ -26,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 struct server {
     uv_loop_t *loop;
@@ -41,7 +43,7 @@ struct server {
     struct queue **queues; /* one per executor, in configuration order */
     const char **qnames;
     size_t nqueues;
-    struct router *router;
+    struct route_table *routes;
     struct msg *msg; /* reused for every incoming message */
     uv_timer_t tick, save;
     bool timers_started;
@@ -54,15 +56,6 @@ struct server {
     size_t closing;
 };
 
-static uint64_t
-wall_ms(void)
-{
-    struct timeval tv;
-
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
 struct server *
 server_new(uv_loop_t *loop)
 {
@@ -70,7 +63,7 @@ server_new(uv_loop_t *loop)
 
     s->loop = loop;
     s->msg = msg_new();
-    s->started_ms = wall_ms();
+    s->started_ms = clock_wall_ms();
     return s;
 }
 
@@ -96,7 +89,7 @@ server_free(struct server *s)
     free(s->outputs);
     free(s->queues);
     free(s->qnames);
-    router_free(s->router);
+    route_free(s->routes);
     free(s);
 }
 
@@ -130,11 +123,11 @@ to_queue(size_t index, void *arg)
 }
 
 static void
-route(struct server *s, const struct msg *m, const struct pdb_action *action)
+to_executors(struct server *s, const struct msg *m, const struct pdb_action *action)
 {
     struct routed r = {s, m};
 
-    if (s->router) router_route(s->router, m, action, to_queue, &r);
+    if (s->routes) route_message(s->routes, m, action, to_queue, &r);
 }
 
 static void
@@ -142,16 +135,16 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 {
     struct server *s = arg;
 
-    if (kind == CORR_INPUT && s->silence) silence_seen(s->silence, m, wall_ms());
+    if (kind == CORR_INPUT && s->silence) silence_seen(s->silence, m, clock_wall_ms());
     to_outputs(s, m);
-    route(s, m, action);
+    to_executors(s, m, action);
 }
 
 static void
 on_silence(void *arg, struct msg *m)
 {
     to_outputs(arg, m);
-    route(arg, m, NULL);
+    to_executors(arg, m, NULL);
 }
 
 static void
@@ -181,7 +174,7 @@ on_tick(uv_timer_t *t)
     struct server *s = t->data;
 
     corr_tick(s->corr);
-    if (s->silence) silence_tick(s->silence, wall_ms());
+    if (s->silence) silence_tick(s->silence, clock_wall_ms());
 }
 
 int
@@ -222,187 +215,39 @@ start_timers(struct server *s)
     }
 }
 
-/* ---- loading ---- */
-
-static struct pdb *
-load_rules(const struct conf *c, struct buf *err)
-{
-    struct pdb *db = pdb_new();
-    size_t i;
-
-    for (i = 0; i < c->nrules; i++) pdb_load(db, c->rules[i]);
-    for (i = 0; i < pdb_ndiags(db); i++) {
-        const struct pdb_diag *d = pdb_diag_at(db, i);
-        if (d->level == PDB_ERROR) {
-            buf_printf(err, "%s:%d: %s\n", d->file, d->line, d->text);
-        } else {
-            log_msg(LOG_WARNING, "%s:%d: %s", d->file, d->line, d->text);
-        }
-    }
-    if (pdb_nerrors(db)) {
-        pdb_free(db);
-        return NULL;
-    }
-    return db;
-}
-
-static int
-open_outputs(struct server *s, const struct conf *c, struct output ***outs, size_t *n,
-             struct buf *err)
-{
-    size_t i;
-
-    *outs = xcalloc(c->noutputs + 1, sizeof(**outs));
-    *n = 0;
-    for (i = 0; i < c->noutputs; i++) {
-        struct output *o = output_open(s->loop, &c->outputs[i], err);
-        if (!o) {
-            free_outputs(*outs, *n);
-            *outs = NULL;
-            *n = 0;
-            return -1;
-        }
-        (*outs)[(*n)++] = o;
-    }
-    return 0;
-}
-
-/* Where executor spools live: configured, or beside the state file, or nowhere (memory only). */
-static char *
-spool_dir(const struct conf *c)
-{
-    struct buf b = BUF_INIT;
-    const char *slash;
-    char *out;
-
-    if (c->spool_dir) return xstrdup(c->spool_dir);
-    if (!c->state_file) return NULL;
-    slash = strrchr(c->state_file, '/');
-    if (slash)
-        buf_printf(&b, "%.*s/spool", (int)(slash - c->state_file), c->state_file);
-    else
-        buf_puts(&b, "spool");
-    out = xstrdup(buf_str(&b));
-    buf_free(&b);
-    return out;
-}
-
-static void
-queue_closed(void *arg)
-{
-    (void)arg;
-}
+/* ---- start and reload: prepare, then commit ---- */
 
 /*
- * Opens the executors of conf, reusing those of old (whose configuration is
- * unchanged) from the running server.  On failure nothing changes.
+ * A configuration made ready to run.  stage_prepare() does everything that
+ * can fail, without touching the running server: it loads the rules, opens
+ * the outputs (unless they are configured as before), the executors that
+ * are new or changed, compiles the routes, and at start opens the inputs.
+ * stage_commit() then swaps the stage in and cannot fail.  Start is both
+ * steps into an empty server; a reload is the same, reusing the inputs,
+ * executors and outputs of the running server that are configured alike,
+ * and when prepare fails the running configuration stays as it was.
+ *
+ * Inputs are the exception: on a reload, those that are new or changed are
+ * opened at commit, after the changed ones have closed, since they may want
+ * the same address (or, for a file, the position the closing one writes).
+ * One that cannot open then is reported and does not undo the reload.
  */
-static int
-open_executors(struct server *s, const struct conf *conf, const struct conf *old,
-               struct queue ***out, const char ***names, struct router **router, struct buf *err)
-{
-    char *dir = spool_dir(conf);
-    struct queue **qs = xcalloc(conf->nexecutors + 1, sizeof(*qs));
-    const char **ns = xcalloc(conf->nexecutors + 1, sizeof(*ns));
-    bool *reused = xcalloc(s->nqueues + 1, sizeof(*reused));
-    size_t i, j;
-    int rc = 0;
+struct stage {
+    struct conf *conf;
+    struct pdb *db;
+    bool new_outputs; /* false: the running outputs are configured alike and stay */
+    struct output **outputs;
+    size_t noutputs;
+    struct queue **queues; /* per executor: reused from the running server, or opened */
+    const char **qnames;
+    bool *queue_taken; /* per running queue: reused by the stage */
+    struct route_table *routes;
+    struct input **inputs; /* per input: reused, opened (at start), or NULL: opened at commit */
+    bool *input_taken;     /* per running input: reused by the stage */
+};
 
-    for (i = 0; i < conf->nexecutors && rc == 0; i++) {
-        const struct exconf *e = &conf->executors[i];
-        ns[i] = e->name;
-        for (j = 0; old && j < s->nqueues; j++)
-            if (!reused[j] && exconf_equal(e, &old->executors[j])) {
-                qs[i] = s->queues[j];
-                reused[j] = true;
-                break;
-            }
-        if (!qs[i]) {
-            qs[i] = queue_open(s->loop, e, conf->file ? conf->file : "(built-in)", dir, err);
-            if (!qs[i]) rc = -1;
-        }
-    }
-    if (rc == 0) {
-        *router = router_new(conf, ns, conf->nexecutors, err);
-        if (!*router) rc = -1;
-    }
-    if (rc < 0) {
-        for (i = 0; i < conf->nexecutors; i++) {
-            bool was_reused = false;
-            for (j = 0; j < s->nqueues; j++)
-                if (reused[j] && s->queues[j] == qs[i]) was_reused = true;
-            if (qs[i] && !was_reused) queue_close(qs[i], queue_closed, NULL);
-        }
-        free(qs);
-        free(ns);
-    } else {
-        /* executors that are gone or changed stop; their spools keep what is pending */
-        for (j = 0; j < s->nqueues; j++)
-            if (!reused[j]) queue_close(s->queues[j], queue_closed, NULL);
-        *out = qs;
-        *names = ns;
-    }
-    free(reused);
-    free(dir);
-    return rc;
-}
-
-int
-server_start(struct server *s, struct conf *conf, struct buf *err)
-{
-    struct corr_opts copts = {0};
-    size_t i, dropped = 0;
-    long loaded;
-
-    s->conf = conf;
-    s->db = load_rules(conf, err);
-    if (!s->db) return -1;
-    log_msg(LOG_INFO, "loaded %zu rules from %zu files", pdb_nrules(s->db), pdb_nfiles(s->db));
-    copts.emit = on_emit;
-    copts.log = on_corr_log;
-    copts.arg = s;
-    copts.max_contexts = conf->max_contexts;
-    copts.max_context_msgs = conf->max_context_messages;
-    s->corr = corr_new(s->db, &copts);
-    if (conf->nsilences)
-        s->silence = silence_new(conf->silences, conf->nsilences, 100000, wall_ms(), on_silence, s);
-
-    if (conf->state_file) {
-        loaded = corr_load(s->corr, conf->state_file, &dropped);
-        if (loaded >= 0) {
-            log_msg(LOG_INFO, "state %s: %ld open contexts restored, %zu dropped (rules gone)",
-                    conf->state_file, loaded, dropped);
-        } else if (errno == ENOENT) {
-            log_msg(LOG_INFO, "state %s: none yet, starting afresh", conf->state_file);
-        } else {
-            /* keep the bad file for inspection; never refuse to start over it */
-            struct buf bad = BUF_INIT;
-            buf_printf(&bad, "%s.corrupt", conf->state_file);
-            rename(conf->state_file, buf_str(&bad));
-            log_msg(LOG_ERR, "state %s unusable (%s), moved to %s; starting afresh",
-                    conf->state_file, strerror(errno), buf_str(&bad));
-            buf_free(&bad);
-        }
-    }
-
-    if (open_outputs(s, conf, &s->outputs, &s->noutputs, err) < 0) return -1;
-    if (open_executors(s, conf, NULL, &s->queues, &s->qnames, &s->router, err) < 0) return -1;
-    s->nqueues = conf->nexecutors;
-    for (i = 0; i < s->nqueues; i++) log_msg(LOG_INFO, "executor: %s", s->qnames[i]);
-    s->inputs = xcalloc(conf->ninputs + 1, sizeof(*s->inputs));
-    for (i = 0; i < conf->ninputs; i++) {
-        struct input *in = input_open(s, s->loop, &conf->inputs[i], conf, err);
-        if (!in) return -1;
-        s->inputs[s->ninputs++] = in;
-        log_msg(LOG_INFO, "listening: %s", input_name(in));
-    }
-    start_timers(s);
-    return 0;
-}
-
-/* ---- reload ---- */
-
-/* A fingerprint of what a rule does, to tell changed rules from unchanged ones. */
+/* What a reload reports of the rules.  A fingerprint of what a rule does tells changed rules
+ * from unchanged ones. */
 static void
 rule_fingerprint(const struct pdb_rule *r, struct buf *out)
 {
@@ -461,116 +306,339 @@ describe_changes(const struct pdb *old, const struct pdb *neu, struct buf *repor
     buf_free(&b);
 }
 
-static bool
-same_output(const struct conf_output *a, const struct conf_output *b)
+static struct pdb *
+load_rules(const struct conf *c, struct buf *err)
 {
-    return a->type == b->type && a->format == b->format && a->select == b->select &&
-           a->tcp == b->tcp && a->queue == b->queue && !strcmp(a->name, b->name) &&
-           !strcmp(a->path ? a->path : "", b->path ? b->path : "") &&
-           !strcmp(a->to ? a->to : "", b->to ? b->to : "");
+    struct pdb *db = pdb_new();
+    size_t i;
+
+    for (i = 0; i < c->nrules; i++) pdb_load(db, c->rules[i]);
+    for (i = 0; i < pdb_ndiags(db); i++) {
+        const struct pdb_diag *d = pdb_diag_at(db, i);
+        if (d->level == PDB_ERROR) {
+            buf_printf(err, "%s:%d: %s\n", d->file, d->line, d->text);
+        } else {
+            log_msg(LOG_WARNING, "%s:%d: %s", d->file, d->line, d->text);
+        }
+    }
+    if (pdb_nerrors(db)) {
+        pdb_free(db);
+        return NULL;
+    }
+    return db;
+}
+
+/* Outputs are reopened all together when any of them changed. */
+static bool
+outputs_alike(const struct conf *a, const struct conf *b)
+{
+    size_t i;
+
+    if (a->noutputs != b->noutputs) return false;
+    for (i = 0; i < a->noutputs; i++)
+        if (!conf_output_equal(&a->outputs[i], &b->outputs[i])) return false;
+    return true;
+}
+
+static int
+prepare_outputs(struct server *s, struct stage *st, struct buf *err)
+{
+    const struct conf *c = st->conf;
+    size_t i;
+
+    if (s->conf && outputs_alike(s->conf, c)) return 0;
+    st->new_outputs = true;
+    st->outputs = xcalloc(c->noutputs + 1, sizeof(*st->outputs));
+    for (i = 0; i < c->noutputs; i++) {
+        struct output *o = output_open(s->loop, &c->outputs[i], err);
+        if (!o) return -1;
+        st->outputs[st->noutputs++] = o;
+    }
+    return 0;
+}
+
+/* Where executor spools live: configured, or beside the state file, or nowhere (memory only). */
+static char *
+spool_dir(const struct conf *c)
+{
+    struct buf b = BUF_INIT;
+    const char *slash;
+    char *out;
+
+    if (c->spool_dir) return xstrdup(c->spool_dir);
+    if (!c->state_file) return NULL;
+    slash = strrchr(c->state_file, '/');
+    if (slash)
+        buf_printf(&b, "%.*s/spool", (int)(slash - c->state_file), c->state_file);
+    else
+        buf_puts(&b, "spool");
+    out = xstrdup(buf_str(&b));
+    buf_free(&b);
+    return out;
+}
+
+/* The executors, each reused from the running server when configured alike, and the routes. */
+static int
+prepare_executors(struct server *s, struct stage *st, struct buf *err)
+{
+    const struct conf *c = st->conf;
+    char *dir = spool_dir(c);
+    size_t i, j;
+    int rc = 0;
+
+    st->queues = xcalloc(c->nexecutors + 1, sizeof(*st->queues));
+    st->qnames = xcalloc(c->nexecutors + 1, sizeof(*st->qnames));
+    st->queue_taken = xcalloc(s->nqueues + 1, sizeof(*st->queue_taken));
+    for (i = 0; i < c->nexecutors && rc == 0; i++) {
+        const struct exconf *e = &c->executors[i];
+        st->qnames[i] = e->name;
+        for (j = 0; j < s->nqueues; j++)
+            if (!st->queue_taken[j] && exconf_equal(e, &s->conf->executors[j])) {
+                st->queues[i] = s->queues[j];
+                st->queue_taken[j] = true;
+                break;
+            }
+        if (!st->queues[i]) {
+            st->queues[i] = queue_open(s->loop, e, c->file ? c->file : "(built-in)", dir, err);
+            if (!st->queues[i]) rc = -1;
+        }
+    }
+    free(dir);
+    if (rc < 0) return -1;
+    st->routes = route_new(c, st->qnames, c->nexecutors, err);
+    return st->routes ? 0 : -1;
+}
+
+/* The running inputs configured alike are reused; at start, the inputs are opened. */
+static int
+prepare_inputs(struct server *s, struct stage *st, struct buf *err)
+{
+    const struct conf *c = st->conf;
+    size_t i, j;
+
+    st->inputs = xcalloc(c->ninputs + 1, sizeof(*st->inputs));
+    st->input_taken = xcalloc(s->ninputs + 1, sizeof(*st->input_taken));
+    for (i = 0; i < c->ninputs; i++) {
+        for (j = 0; j < s->ninputs; j++)
+            if (!st->input_taken[j] && conf_input_equal(input_conf(s->inputs[j]), &c->inputs[i])) {
+                st->inputs[i] = s->inputs[j];
+                st->input_taken[j] = true;
+                break;
+            }
+        if (!s->conf) {
+            /* at start nothing is running that could hold an input's address */
+            st->inputs[i] = input_open(s, s->loop, &c->inputs[i], c, err);
+            if (!st->inputs[i]) return -1;
+        }
+    }
+    return 0;
+}
+
+static void
+queue_closed(void *arg)
+{
+    (void)arg;
+}
+
+/* Undoes a stage that failed to prepare: closes what it opened, frees conf. */
+static void
+stage_discard(struct server *s, struct stage *st)
+{
+    size_t i, j;
+
+    for (i = 0; st->queues && i < st->conf->nexecutors; i++) {
+        bool running = false;
+        for (j = 0; j < s->nqueues; j++)
+            if (s->queues[j] == st->queues[i]) running = true;
+        if (st->queues[i] && !running) queue_close(st->queues[i], queue_closed, NULL);
+    }
+    for (i = 0; st->inputs && i < st->conf->ninputs; i++)
+        if (st->inputs[i] && !s->conf) input_close(st->inputs[i]); /* opened by prepare at start */
+    free_outputs(st->outputs, st->noutputs);
+    route_free(st->routes);
+    pdb_free(st->db);
+    conf_free(st->conf);
+    free(st->queues);
+    free(st->qnames);
+    free(st->queue_taken);
+    free(st->inputs);
+    free(st->input_taken);
+}
+
+/*
+ * Everything that can fail, into st; conf is owned by st from here on.
+ * Returns 0, or -1 with "file:line: message" lines in err and nothing changed.
+ */
+static int
+stage_prepare(struct server *s, struct stage *st, struct conf *conf, struct buf *err)
+{
+    memset(st, 0, sizeof(*st));
+    st->conf = conf;
+    st->db = load_rules(conf, err);
+    if (!st->db || prepare_outputs(s, st, err) < 0 || prepare_executors(s, st, err) < 0 ||
+        prepare_inputs(s, st, err) < 0) {
+        stage_discard(s, st);
+        return -1;
+    }
+    return 0;
+}
+
+/* The correlation engine at start: created, and the saved state restored. */
+static void
+start_corr(struct server *s, const struct conf *conf)
+{
+    struct corr_opts copts = {0};
+    size_t dropped = 0;
+    long loaded;
+
+    log_msg(LOG_INFO, "loaded %zu rules from %zu files", pdb_nrules(s->db), pdb_nfiles(s->db));
+    copts.emit = on_emit;
+    copts.log = on_corr_log;
+    copts.arg = s;
+    copts.max_contexts = conf->max_contexts;
+    copts.max_context_msgs = conf->max_context_messages;
+    s->corr = corr_new(s->db, &copts);
+    if (!conf->state_file) return;
+    loaded = corr_load(s->corr, conf->state_file, &dropped);
+    if (loaded >= 0) {
+        log_msg(LOG_INFO, "state %s: %ld open contexts restored, %zu dropped (rules gone)",
+                conf->state_file, loaded, dropped);
+    } else if (errno == ENOENT) {
+        log_msg(LOG_INFO, "state %s: none yet, starting afresh", conf->state_file);
+    } else {
+        /* keep the bad file for inspection; never refuse to start over it */
+        struct buf bad = BUF_INIT;
+        buf_printf(&bad, "%s.corrupt", conf->state_file);
+        rename(conf->state_file, buf_str(&bad));
+        log_msg(LOG_ERR, "state %s unusable (%s), moved to %s; starting afresh", conf->state_file,
+                strerror(errno), buf_str(&bad));
+        buf_free(&bad);
+    }
+}
+
+/*
+ * The inputs of a stage: those not reused close before the new ones open (on
+ * a reload), since these may want the same address.
+ */
+static void
+commit_inputs(struct server *s, struct stage *st, struct buf *report)
+{
+    const struct conf *c = st->conf;
+    bool starting = s->conf == NULL;
+    struct buf err = BUF_INIT;
+    size_t i, j;
+
+    for (j = 0; j < s->ninputs; j++)
+        if (!st->input_taken[j]) {
+            buf_printf(report, "input closed: %s\n", input_name(s->inputs[j]));
+            input_close(s->inputs[j]);
+        }
+    free(s->inputs);
+    s->inputs = st->inputs;
+    s->ninputs = 0;
+    for (i = 0; i < c->ninputs; i++) {
+        struct input *in = st->inputs[i];
+        if (starting) {
+            log_msg(LOG_INFO, "listening: %s", input_name(in));
+        } else if (in) {
+            input_set_limits(in, c);
+        } else {
+            buf_reset(&err);
+            in = input_open(s, s->loop, &c->inputs[i], c, &err);
+            if (!in) {
+                /* a new input that cannot open does not stop the rest of the reload */
+                buf_printf(report, "input %s not opened: %s", c->inputs[i].name, buf_str(&err));
+                continue;
+            }
+            buf_printf(report, "input opened: %s\n", input_name(in));
+        }
+        s->inputs[s->ninputs++] = in;
+    }
+    buf_free(&err);
+}
+
+/*
+ * Swaps a prepared stage in.  At start (an empty server) it logs what runs;
+ * on a reload it writes what changed to report.
+ */
+static void
+stage_commit(struct server *s, struct stage *st, struct buf *report)
+{
+    const struct conf *c = st->conf;
+    bool starting = s->conf == NULL;
+    size_t i, j, kept = 0, dropped = 0;
+
+    /* executors that are gone or changed stop; their spools keep what is pending */
+    for (j = 0; j < s->nqueues; j++)
+        if (!st->queue_taken[j]) queue_close(s->queues[j], queue_closed, NULL);
+    free(s->queues);
+    free(s->qnames);
+    route_free(s->routes);
+    s->queues = st->queues;
+    s->qnames = st->qnames;
+    s->nqueues = c->nexecutors;
+    s->routes = st->routes;
+    if (starting)
+        for (i = 0; i < s->nqueues; i++) log_msg(LOG_INFO, "executor: %s", s->qnames[i]);
+
+    commit_inputs(s, st, report);
+
+    if (st->new_outputs) {
+        free_outputs(s->outputs, s->noutputs);
+        s->outputs = st->outputs;
+        s->noutputs = st->noutputs;
+        if (!starting) buf_printf(report, "outputs reopened (%zu)\n", s->noutputs);
+    }
+
+    if (starting) {
+        s->db = st->db;
+        start_corr(s, c);
+    } else {
+        describe_changes(s->db, st->db, report);
+        corr_set_db(s->corr, st->db, &kept, &dropped);
+        buf_printf(report, "contexts: %zu kept, %zu dropped (their rule is gone)\n", kept, dropped);
+        pdb_free(s->db);
+        s->db = st->db;
+        syslog_tz_reset();
+    }
+    silence_free(s->silence);
+    s->silence = c->nsilences ? silence_new(c->silences, c->nsilences, 100000, clock_wall_ms(),
+                                            on_silence, s)
+                              : NULL;
+    conf_free(s->conf);
+    s->conf = st->conf;
+    free(st->queue_taken);
+    free(st->input_taken);
+    start_timers(s);
+}
+
+int
+server_start(struct server *s, struct conf *conf, struct buf *err)
+{
+    struct stage st;
+
+    if (stage_prepare(s, &st, conf, err) < 0) return -1;
+    stage_commit(s, &st, NULL);
+    return 0;
 }
 
 int
 server_reload(struct server *s, struct conf *conf, struct buf *report)
 {
     struct buf err = BUF_INIT;
-    struct pdb *db = load_rules(conf, &err);
-    struct input **inputs;
-    struct output **outputs = NULL;
-    struct queue **queues = NULL;
-    const char **qnames = NULL;
-    struct router *router = NULL;
-    size_t ninputs = 0, noutputs = 0, i, j, kept = 0, dropped = 0;
-    bool outputs_changed = conf->noutputs != s->conf->noutputs;
+    struct stage st;
+    int rc = 0;
 
     s->reloads++;
-    if (!db) {
+    if (stage_prepare(s, &st, conf, &err) < 0) {
         buf_printf(report, "reload failed, the running configuration stays:\n%s", buf_str(&err));
-        goto fail;
+        s->reload_failures++;
+        rc = -1;
+    } else {
+        stage_commit(s, &st, report);
     }
-    for (i = 0; i < conf->noutputs && !outputs_changed; i++)
-        if (!same_output(&conf->outputs[i], &s->conf->outputs[i])) outputs_changed = true;
-    if (outputs_changed && open_outputs(s, conf, &outputs, &noutputs, &err) < 0) {
-        buf_printf(report, "reload failed, the running configuration stays:\n%s", buf_str(&err));
-        pdb_free(db);
-        goto fail;
-    }
-    if (open_executors(s, conf, s->conf, &queues, &qnames, &router, &err) < 0) {
-        buf_printf(report, "reload failed, the running configuration stays:\n%s", buf_str(&err));
-        if (outputs) free_outputs(outputs, noutputs);
-        pdb_free(db);
-        goto fail;
-    }
-    router_free(s->router);
-    free(s->queues);
-    free(s->qnames);
-    s->router = router;
-    s->queues = queues;
-    s->qnames = qnames;
-    s->nqueues = conf->nexecutors;
-    /*
-     * inputs: keep those configured the same (they may hold privileged ports);
-     * close the others before opening new ones, which may want the same address
-     */
-    inputs = xcalloc(conf->ninputs + 1, sizeof(*inputs));
-    for (i = 0; i < conf->ninputs; i++)
-        for (j = 0; j < s->ninputs; j++)
-            if (s->inputs[j] && input_same(s->inputs[j], &conf->inputs[i])) {
-                inputs[i] = s->inputs[j];
-                s->inputs[j] = NULL;
-                input_set_limits(inputs[i], conf);
-                break;
-            }
-    for (j = 0; j < s->ninputs; j++)
-        if (s->inputs[j]) {
-            buf_printf(report, "input closed: %s\n", input_name(s->inputs[j]));
-            input_close(s->inputs[j]);
-        }
-    for (i = 0; i < conf->ninputs; i++) {
-        struct input *in = inputs[i];
-        if (!in) {
-            buf_reset(&err);
-            in = input_open(s, s->loop, &conf->inputs[i], conf, &err);
-            if (!in) {
-                /* a new input that cannot open does not stop the rest of the reload */
-                buf_printf(report, "input %s not opened: %s", conf->inputs[i].name, buf_str(&err));
-                continue;
-            }
-            buf_printf(report, "input opened: %s\n", input_name(in));
-        }
-        inputs[ninputs++] = in;
-    }
-    free(s->inputs);
-    s->inputs = inputs;
-    s->ninputs = ninputs;
-    if (outputs_changed) {
-        free_outputs(s->outputs, s->noutputs);
-        s->outputs = outputs;
-        s->noutputs = noutputs;
-        buf_printf(report, "outputs reopened (%zu)\n", noutputs);
-    }
-
-    describe_changes(s->db, db, report);
-    corr_set_db(s->corr, db, &kept, &dropped);
-    buf_printf(report, "contexts: %zu kept, %zu dropped (their rule is gone)\n", kept, dropped);
-    pdb_free(s->db);
-    s->db = db;
-    silence_free(s->silence);
-    s->silence = conf->nsilences ? silence_new(conf->silences, conf->nsilences, 100000, wall_ms(),
-                                               on_silence, s)
-                                 : NULL;
-    conf_free(s->conf);
-    s->conf = conf;
-    syslog_tz_reset();
-    start_timers(s);
     buf_free(&err);
-    return 0;
-
-fail:
-    s->reload_failures++;
-    conf_free(conf);
-    buf_free(&err);
-    return -1;
+    return rc;
 }
 
 void
@@ -640,19 +708,31 @@ label_value(struct buf *out, const char *v)
     }
 }
 
+/* One sample of a per-input, per-output or per-executor counter: name{label="value"} N. */
+static void
+sample(struct buf *out, const char *name, const char *label, const char *value, const void *stats,
+       size_t field)
+{
+    buf_printf(out, "%s{%s=\"", name, label);
+    label_value(out, value);
+    buf_printf(out, "\"} %llu\n",
+               (unsigned long long)*(const uint64_t *)((const char *)stats + field));
+}
+
+static const char *
+metric_type(const char *name)
+{
+    return strstr(name, "_total") ? "counter" : "gauge";
+}
+
 static void
 input_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
 {
     size_t i;
 
-    metric(out, name, help, strstr(name, "_total") ? "counter" : "gauge");
-    for (i = 0; i < s->ninputs; i++) {
-        const struct input_stats *st = input_get_stats(s->inputs[i]);
-        buf_printf(out, "%s{input=\"", name);
-        label_value(out, input_name(s->inputs[i]));
-        buf_printf(out, "\"} %llu\n",
-                   (unsigned long long)*(const uint64_t *)((const char *)st + field));
-    }
+    metric(out, name, help, metric_type(name));
+    for (i = 0; i < s->ninputs; i++)
+        sample(out, name, "input", input_name(s->inputs[i]), input_get_stats(s->inputs[i]), field);
 }
 
 static void
@@ -660,14 +740,10 @@ output_metric(struct buf *out, struct server *s, const char *name, const char *h
 {
     size_t i;
 
-    metric(out, name, help, strstr(name, "_total") ? "counter" : "gauge");
-    for (i = 0; i < s->noutputs; i++) {
-        const struct output_stats *st = output_get_stats(s->outputs[i]);
-        buf_printf(out, "%s{output=\"", name);
-        label_value(out, output_name(s->outputs[i]));
-        buf_printf(out, "\"} %llu\n",
-                   (unsigned long long)*(const uint64_t *)((const char *)st + field));
-    }
+    metric(out, name, help, metric_type(name));
+    for (i = 0; i < s->noutputs; i++)
+        sample(out, name, "output", output_name(s->outputs[i]), output_get_stats(s->outputs[i]),
+               field);
 }
 
 static void
@@ -675,14 +751,10 @@ queue_metric(struct buf *out, struct server *s, const char *name, const char *he
 {
     size_t i;
 
-    metric(out, name, help, strstr(name, "_total") ? "counter" : "gauge");
-    for (i = 0; i < s->nqueues; i++) {
-        const struct queue_stats *st = queue_get_stats(s->queues[i]);
-        buf_printf(out, "%s{executor=\"", name);
-        label_value(out, queue_name(s->queues[i]));
-        buf_printf(out, "\"} %llu\n",
-                   (unsigned long long)*(const uint64_t *)((const char *)st + field));
-    }
+    metric(out, name, help, metric_type(name));
+    for (i = 0; i < s->nqueues; i++)
+        sample(out, name, "executor", queue_name(s->queues[i]), queue_get_stats(s->queues[i]),
+               field);
 }
 
 void
@@ -697,7 +769,7 @@ server_metrics(struct server *s, struct buf *out)
         buf_printf(out, "%s %llu\n", name, (unsigned long long)(value));                           \
     } while (0)
     SIMPLE("corral_uptime_seconds", "gauge", "Seconds since corrald started.",
-           (wall_ms() - s->started_ms) / 1000);
+           (clock_wall_ms() - s->started_ms) / 1000);
     SIMPLE("corral_rules", "gauge", "Rules loaded.", pdb_nrules(s->db));
     SIMPLE("corral_messages_received_total", "counter", "Messages received from all inputs.",
            s->received);

@@ -1,8 +1,9 @@
 /*
- * server: the running corrald.  Owns the libuv loop's inputs and outputs,
- * the pattern database and the correlation engine, and the per-message path:
- * an input hands a framed message to server_submit(), which parses it,
- * correlates it and passes every resulting message to the outputs.
+ * server: the running corrald.  Owns the libuv loop's inputs, outputs and
+ * executors, the pattern database and the correlation engine, and the
+ * per-message path: an input hands a framed message to server_submit(),
+ * which parses it, correlates it and passes every resulting message to the
+ * outputs and, as the routes say, to the executors.
  */
 #ifndef CORRAL_SERVER_H
 #define CORRAL_SERVER_H
@@ -21,8 +22,9 @@ struct server *server_new(uv_loop_t *loop);
 void server_free(struct server *s);
 
 /*
- * Loads rules and state and opens inputs and outputs.  Takes ownership of
- * conf.  Returns 0, or -1 with "file:line: message" lines in err.
+ * Loads rules and state and opens inputs, outputs and executors, into a
+ * server that runs nothing yet.  Takes ownership of conf.  Returns 0, or -1
+ * with "file:line: message" lines in err (and the server still empty).
  */
 int server_start(struct server *s, struct conf *conf, struct buf *err);
 

@@ -32,7 +32,7 @@ struct dryrun {
     struct queue **queues;
     const char **names;
     size_t n;
-    struct router *router;
+    struct route_table *routes;
 };
 
 struct matcher {
@@ -151,7 +151,7 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 
     (void)kind;
     if (!mt->failed && emit(mt, m) < 0) mt->failed = true;
-    if (mt->dry && !mt->failed) router_route(mt->dry->router, m, action, render_to, &r);
+    if (mt->dry && !mt->failed) route_message(mt->dry->routes, m, action, render_to, &r);
 }
 
 /* Opens the executors and routes of a corrald configuration without sending anything. */
@@ -174,8 +174,8 @@ dryrun_open(const char *config)
         if (!d->queues[i]) goto fail;
         d->n++;
     }
-    d->router = router_new(d->conf, d->names, d->conf->nexecutors, &err);
-    if (!d->router) goto fail;
+    d->routes = route_new(d->conf, d->names, d->conf->nexecutors, &err);
+    if (!d->routes) goto fail;
     buf_free(&err);
     return d;
 fail:
@@ -200,7 +200,7 @@ dryrun_close(struct dryrun *d)
     for (i = 0; i < d->n; i++) queue_close(d->queues[i], NULL, NULL);
     uv_run(&d->loop, UV_RUN_DEFAULT);
     uv_loop_close(&d->loop);
-    router_free(d->router);
+    route_free(d->routes);
     conf_free(d->conf);
     free(d->queues);
     free(d->names);
