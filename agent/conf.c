@@ -36,12 +36,12 @@ const char *
 conf_input_type_name(enum conf_input_type t)
 {
     switch (t) {
-    case IN_UDP: return "udp";
-    case IN_TCP: return "tcp";
-    case IN_UNIX_DGRAM: return "unix-dgram";
-    case IN_UNIX_STREAM: return "unix-stream";
-    case IN_FILE: return "file";
-    case IN_STDIN: return "stdin";
+    case CONF_IN_UDP: return "udp";
+    case CONF_IN_TCP: return "tcp";
+    case CONF_IN_UNIX_DGRAM: return "unix-dgram";
+    case CONF_IN_UNIX_STREAM: return "unix-stream";
+    case CONF_IN_FILE: return "file";
+    case CONF_IN_STDIN: return "stdin";
     }
     return "?";
 }
@@ -123,16 +123,16 @@ conf_default(const char *rules_dir)
 
     conf_init(c);
     add_rules(c, rules_dir);
-    in = add_input(c, IN_UDP);
+    in = add_input(c, CONF_IN_UDP);
     in->listen = xstrdup(DEFAULT_LISTEN);
     in->name = xstrdup("udp:" DEFAULT_LISTEN);
-    in = add_input(c, IN_TCP);
+    in = add_input(c, CONF_IN_TCP);
     in->listen = xstrdup(DEFAULT_LISTEN);
     in->name = xstrdup("tcp:" DEFAULT_LISTEN);
-    out = add_output(c, OUT_STDOUT);
+    out = add_output(c, CONF_OUT_STDOUT);
     out->name = xstrdup("stdout");
-    out->format = FORMAT_JSON;
-    out->select = SELECT_GENERATED;
+    out->format = CONF_FORMAT_JSON;
+    out->select = CONF_SELECT_GENERATED;
     return c;
 }
 
@@ -377,23 +377,23 @@ read_input(struct reader *r, struct conf *c, const xmlNode *n)
     char *v;
 
     if (is(n, "udp"))
-        in = add_input(c, IN_UDP);
+        in = add_input(c, CONF_IN_UDP);
     else if (is(n, "tcp"))
-        in = add_input(c, IN_TCP);
+        in = add_input(c, CONF_IN_TCP);
     else if (is(n, "unix-dgram"))
-        in = add_input(c, IN_UNIX_DGRAM);
+        in = add_input(c, CONF_IN_UNIX_DGRAM);
     else if (is(n, "unix-stream"))
-        in = add_input(c, IN_UNIX_STREAM);
+        in = add_input(c, CONF_IN_UNIX_STREAM);
     else if (is(n, "file"))
-        in = add_input(c, IN_FILE);
+        in = add_input(c, CONF_IN_FILE);
     else
-        in = add_input(c, IN_STDIN);
+        in = add_input(c, CONF_IN_STDIN);
     in->line = (int)xmlGetLineNo(n);
     in->listen = attr(n, "listen");
     in->path = attr(n, "path");
     if (in->listen) check_address(r, n, in->listen);
-    if (attr_is(n, "framing", "octet-counting")) in->framing = FRAMING_OCTET_COUNTING;
-    if (attr_is(n, "framing", "newline")) in->framing = FRAMING_NEWLINE;
+    if (attr_is(n, "framing", "octet-counting")) in->framing = CONF_FRAMING_OCTET_COUNTING;
+    if (attr_is(n, "framing", "newline")) in->framing = CONF_FRAMING_NEWLINE;
     in->from_start = attr_is(n, "from", "start");
     in->position_file = attr(n, "position-file");
     if ((v = attr(n, "mode"))) {
@@ -416,24 +416,24 @@ read_output(struct reader *r, struct conf *c, const xmlNode *n)
     char *v;
 
     if (is(n, "stdout"))
-        out = add_output(c, OUT_STDOUT);
+        out = add_output(c, CONF_OUT_STDOUT);
     else if (is(n, "file"))
-        out = add_output(c, OUT_FILE);
+        out = add_output(c, CONF_OUT_FILE);
     else
-        out = add_output(c, OUT_FORWARD);
+        out = add_output(c, CONF_OUT_FORWARD);
     out->line = (int)xmlGetLineNo(n);
     out->path = attr(n, "path");
     out->to = attr(n, "to");
     if (out->to) check_address(r, n, out->to);
     out->tcp = attr_is(n, "protocol", "tcp");
-    out->format = out->type == OUT_FORWARD ? FORMAT_SYSLOG : FORMAT_JSON;
+    out->format = out->type == CONF_OUT_FORWARD ? CONF_FORMAT_SYSLOG : CONF_FORMAT_JSON;
     if ((v = attr(n, "format"))) {
-        out->format = strcmp(v, "syslog") == 0 ? FORMAT_SYSLOG : FORMAT_JSON;
+        out->format = strcmp(v, "syslog") == 0 ? CONF_FORMAT_SYSLOG : CONF_FORMAT_JSON;
         free(v);
     }
-    out->select = SELECT_ALL;
-    if (attr_is(n, "select", "classified")) out->select = SELECT_CLASSIFIED;
-    if (attr_is(n, "select", "generated")) out->select = SELECT_GENERATED;
+    out->select = CONF_SELECT_ALL;
+    if (attr_is(n, "select", "classified")) out->select = CONF_SELECT_CLASSIFIED;
+    if (attr_is(n, "select", "generated")) out->select = CONF_SELECT_GENERATED;
     out->queue = number_attr(r, n, "queue", out->queue, false);
     out->name = attr(n, "name");
     if (!out->name) {
@@ -537,9 +537,9 @@ read_route(struct reader *r, struct conf_route *rt, const xmlNode *n, int depth)
     rt->tag = attr(n, "tag");
     rt->filter = attr(n, "filter");
     rt->cont = attr_is(n, "continue", "yes");
-    rt->messages = SELECT_GENERATED;
-    if (attr_is(n, "messages", "classified")) rt->messages = SELECT_CLASSIFIED;
-    if (attr_is(n, "messages", "all")) rt->messages = SELECT_ALL;
+    rt->messages = CONF_SELECT_GENERATED;
+    if (attr_is(n, "messages", "classified")) rt->messages = CONF_SELECT_CLASSIFIED;
+    if (attr_is(n, "messages", "all")) rt->messages = CONF_SELECT_ALL;
     if (depth > 16) {
         error(r, n, "routes nested too deeply");
         return;
@@ -698,7 +698,7 @@ default_positions(struct conf *c)
         struct buf b = BUF_INIT;
         const char *p, *slash;
 
-        if (in->type != IN_FILE || in->position_file || !in->path) continue;
+        if (in->type != CONF_IN_FILE || in->position_file || !in->path) continue;
         if (c->state_file && (slash = strrchr(c->state_file, '/'))) {
             buf_append(&b, c->state_file, (size_t)(slash - c->state_file + 1));
         } else if (c->state_file) {

@@ -15,20 +15,20 @@
 #include "engine/buf.h"
 
 enum conf_input_type {
-    IN_UDP,
-    IN_TCP,
-    IN_UNIX_DGRAM,
-    IN_UNIX_STREAM,
-    IN_FILE,
-    IN_STDIN,
+    CONF_IN_UDP,
+    CONF_IN_TCP,
+    CONF_IN_UNIX_DGRAM,
+    CONF_IN_UNIX_STREAM,
+    CONF_IN_FILE,
+    CONF_IN_STDIN,
 };
 
-enum conf_framing { FRAMING_AUTO, FRAMING_OCTET_COUNTING, FRAMING_NEWLINE };
+enum conf_framing { CONF_FRAMING_AUTO, CONF_FRAMING_OCTET_COUNTING, CONF_FRAMING_NEWLINE };
 
-enum conf_format { FORMAT_JSON, FORMAT_SYSLOG };
+enum conf_format { CONF_FORMAT_JSON, CONF_FORMAT_SYSLOG };
 
 /* Which messages an output receives. */
-enum conf_select { SELECT_ALL, SELECT_CLASSIFIED, SELECT_GENERATED };
+enum conf_select { CONF_SELECT_ALL, CONF_SELECT_CLASSIFIED, CONF_SELECT_GENERATED };
 
 struct conf_input {
     enum conf_input_type type;
@@ -42,7 +42,7 @@ struct conf_input {
     int line;
 };
 
-enum conf_output_type { OUT_STDOUT, OUT_FILE, OUT_FORWARD };
+enum conf_output_type { CONF_OUT_STDOUT, CONF_OUT_FILE, CONF_OUT_FORWARD };
 
 struct conf_output {
     enum conf_output_type type;

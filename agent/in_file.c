@@ -23,7 +23,7 @@
  * before starts at its end, or at its start with from="start".  Files that
  * appear while corrald runs are read from their start.
  */
-#include "agent/framing.h"
+#include "agent/framer.h"
 #include "agent/in_common.h"
 #include "engine/log.h"
 #include "engine/xalloc.h"
@@ -495,7 +495,7 @@ in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
         return NULL;
     }
     f->rbuf = xmalloc(READ_BUF_SIZE);
-    framer_init(&f->fr, FRAMING_NEWLINE, f->base.max_message_size, file_message, f);
+    framer_init(&f->fr, CONF_FRAMING_NEWLINE, f->base.max_message_size, file_message, f);
     pos_paths(f, ci->position_file);
     pos_load(f);
 

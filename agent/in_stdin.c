@@ -9,7 +9,7 @@
  * is read with uv_fs_read on libuv's thread pool, which keeps the loop free
  * while the disk works.
  */
-#include "agent/framing.h"
+#include "agent/framer.h"
 #include "agent/in_common.h"
 #include "engine/log.h"
 #include "engine/xalloc.h"
@@ -176,7 +176,7 @@ in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     input_init(&s->base, srv, loop, ci, conf);
     s->base.close = stdin_close;
     /* always lines: auto framing would take a file of "12 apples" lines for octet counting */
-    framer_init(&s->fr, FRAMING_NEWLINE, s->base.max_message_size, stdin_message, s);
+    framer_init(&s->fr, CONF_FRAMING_NEWLINE, s->base.max_message_size, stdin_message, s);
     s->rbuf = xmalloc(READ_BUF_SIZE);
     s->req.data = s;
 

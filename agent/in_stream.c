@@ -11,7 +11,7 @@
  * activity, oldest first, so that one timer finds the idle ones without
  * scanning them all.
  */
-#include "agent/framing.h"
+#include "agent/framer.h"
 #include "agent/in_common.h"
 #include "engine/log.h"
 #include "engine/xalloc.h"
@@ -416,7 +416,7 @@ in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
 
     input_init(&s->base, srv, loop, ci, conf);
     s->base.close = stream_close;
-    s->is_unix = ci->type == IN_UNIX_STREAM;
+    s->is_unix = ci->type == CONF_IN_UNIX_STREAM;
     rc =
         s->is_unix ? uv_pipe_init(loop, &s->listener.pipe, 0) : uv_tcp_init(loop, &s->listener.tcp);
     if (rc < 0) {

@@ -28,12 +28,12 @@ input_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     struct buf e = BUF_INIT;
 
     switch (ci->type) {
-    case IN_UDP: in = in_udp_open(srv, loop, ci, conf, &e); break;
-    case IN_TCP:
-    case IN_UNIX_STREAM: in = in_stream_open(srv, loop, ci, conf, &e); break;
-    case IN_UNIX_DGRAM: in = in_unix_dgram_open(srv, loop, ci, conf, &e); break;
-    case IN_FILE: in = in_file_open(srv, loop, ci, conf, &e); break;
-    case IN_STDIN: in = in_stdin_open(srv, loop, ci, conf, &e); break;
+    case CONF_IN_UDP: in = in_udp_open(srv, loop, ci, conf, &e); break;
+    case CONF_IN_TCP:
+    case CONF_IN_UNIX_STREAM: in = in_stream_open(srv, loop, ci, conf, &e); break;
+    case CONF_IN_UNIX_DGRAM: in = in_unix_dgram_open(srv, loop, ci, conf, &e); break;
+    case CONF_IN_FILE: in = in_file_open(srv, loop, ci, conf, &e); break;
+    case CONF_IN_STDIN: in = in_stdin_open(srv, loop, ci, conf, &e); break;
     default: buf_printf(&e, "input %s: unknown type %d", ci->name ? ci->name : "?", (int)ci->type);
     }
     if (!in) {

@@ -228,7 +228,7 @@ format_syslog(const struct msg *m, bool one_line, struct buf *out)
 void
 output_format(const struct msg *m, enum conf_format f, struct buf *out)
 {
-    if (f == FORMAT_SYSLOG)
+    if (f == CONF_FORMAT_SYSLOG)
         format_syslog(m, true, out);
     else
         json_format_msg(m, out);
@@ -247,9 +247,9 @@ selected(const struct output *o, const struct msg *m)
     size_t len;
 
     switch (o->select) {
-    case SELECT_ALL: return true;
-    case SELECT_GENERATED: return (msg_flags(m) & MSG_F_GENERATED) != 0;
-    case SELECT_CLASSIFIED:
+    case CONF_SELECT_ALL: return true;
+    case CONF_SELECT_GENERATED: return (msg_flags(m) & MSG_F_GENERATED) != 0;
+    case CONF_SELECT_CLASSIFIED:
         if (msg_flags(m) & MSG_F_GENERATED) return false;
         c = msg_get(m, NV_CLASS, &len);
         return c && len && !(len == 7 && memcmp(c, "unknown", 7) == 0);
@@ -490,7 +490,7 @@ on_stream_written(uv_write_t *req, int status)
     } else if (o->tearing_down) {
         o->stats.dropped += o->nfly;
         end_batch(o);
-    } else if (o->type == OUT_FORWARD) {
+    } else if (o->type == CONF_OUT_FORWARD) {
         /*
          * Sent again on the next connection: the peer may see part of this
          * batch twice, but nothing the kernel refused is lost.
@@ -519,7 +519,7 @@ stream_write(struct output *o)
     b = uv_buf_init(o->fly.p, (unsigned int)o->fly.len);
     r = uv_write(&o->wreq, &o->u.s, &b, 1, on_stream_written);
     if (r < 0) {
-        if (o->type == OUT_FORWARD) {
+        if (o->type == CONF_OUT_FORWARD) {
             requeue_batch(o);
             fwd_lost(o, r, "write failed");
         } else {
@@ -631,7 +631,7 @@ start_reopen(struct output *o)
 void
 output_reopen(struct output *o)
 {
-    if (o->type != OUT_FILE || o->closing) return;
+    if (o->type != CONF_OUT_FILE || o->closing) return;
     o->reopen_wanted = true;
     kick(o);
 }
@@ -713,7 +713,7 @@ output_write(struct output *o, const struct msg *m)
         return;
     }
     buf_reset(&o->line);
-    if (o->format == FORMAT_SYSLOG)
+    if (o->format == CONF_FORMAT_SYSLOG)
         format_syslog(m, o->framing == FR_LINE, &o->line);
     else
         json_format_msg(m, &o->line);
@@ -1123,12 +1123,12 @@ output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err)
     o->max_msgs = co->queue ? co->queue : 1;
     o->fd = -1;
     o->path = co->path ? xstrdup(co->path) : NULL;
-    if (co->type != OUT_FORWARD)
+    if (co->type != CONF_OUT_FORWARD)
         o->framing = FR_LINE;
     else if (!co->tcp)
         o->framing = FR_DGRAM;
     else
-        o->framing = co->format == FORMAT_SYSLOG ? FR_OCTET : FR_LINE;
+        o->framing = co->format == CONF_FORMAT_SYSLOG ? FR_OCTET : FR_LINE;
     o->wreq.data = o;
     o->fsreq.data = o;
 
@@ -1149,9 +1149,9 @@ output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err)
     o->deadline.data = o;
 
     switch (co->type) {
-    case OUT_STDOUT: r = open_stdout(o, err); break;
-    case OUT_FILE: r = open_file(o, err); break;
-    case OUT_FORWARD: r = open_forward(o, co, err); break;
+    case CONF_OUT_STDOUT: r = open_stdout(o, err); break;
+    case CONF_OUT_FILE: r = open_file(o, err); break;
+    case CONF_OUT_FORWARD: r = open_forward(o, co, err); break;
     default:
         buf_printf(err, "output %s: unknown type\n", o->name);
         r = -1;
@@ -1175,7 +1175,7 @@ output_close(struct output *o, void (*done)(void *arg), void *arg)
     if (o->closing) return;
     o->closing = true;
     o->reopen_wanted = false;
-    if (o->type == OUT_FORWARD && o->state == FWD_WAITING && o->npend &&
+    if (o->type == CONF_OUT_FORWARD && o->state == FWD_WAITING && o->npend &&
         uv_is_active((uv_handle_t *)&o->retry)) {
         /* one more attempt now rather than after the backoff */
         uv_timer_stop(&o->retry);

@@ -27,10 +27,10 @@ struct output_stats {
 struct output *output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err);
 /*
  * Queues a message if the output selects it (conf_output.select):
- *   SELECT_ALL         every message, input and generated
- *   SELECT_CLASSIFIED  input messages a rule matched: .classifier.class is set
+ *   CONF_SELECT_ALL         every message, input and generated
+ *   CONF_SELECT_CLASSIFIED  input messages a rule matched: .classifier.class is set
  *                      and not "unknown" (generated messages are not included)
- *   SELECT_GENERATED   messages with MSG_F_GENERATED: rule actions, silence alerts
+ *   CONF_SELECT_GENERATED   messages with MSG_F_GENERATED: rule actions, silence alerts
  * Never blocks: a full queue drops the message and counts it.
  */
 void output_write(struct output *o, const struct msg *m);

@@ -159,8 +159,8 @@ matches(const struct node *n, const struct msg *m)
     struct tpl_env env;
     struct msg *mm = (struct msg *)m;
 
-    if (n->messages == SELECT_GENERATED && !generated) return false;
-    if (n->messages == SELECT_CLASSIFIED &&
+    if (n->messages == CONF_SELECT_GENERATED && !generated) return false;
+    if (n->messages == CONF_SELECT_CLASSIFIED &&
         (generated || value_is(m, NV_CLASS, "unknown") || !msg_get(m, NV_CLASS, NULL)))
         return false;
     if (n->class && !value_is(m, NV_CLASS, n->class)) return false;

@@ -33,7 +33,7 @@ status=0
 for h in matcher loader syslog framing template decode mail; do
     echo "== fuzz_$h: building"
     extra=""
-    [ "$h" = framing ] && extra="$src/agent/framing.c"
+    [ "$h" = framing ] && extra="$src/agent/framer.c"
     [ "$h" = mail ] && extra="$(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
     echo "== fuzz_$h: running ${seconds}s"

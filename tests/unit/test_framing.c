@@ -1,5 +1,5 @@
 /*
- * Unit tests of the stream framer (agent/framing.c): RFC 6587 octet
+ * Unit tests of the stream framer (agent/framer.c): RFC 6587 octet
  * counting, newline framing and auto detection.
  *
  * Every case is fed whole, byte by byte, and cut in two (and, for short
@@ -10,7 +10,7 @@
  * messages are skipped, over-long messages are cut at max and their rest
  * skipped, a malformed count is an error, and EOF delivers a last line.
  */
-#include "agent/framing.h"
+#include "agent/framer.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -118,9 +118,9 @@ check_case(enum conf_framing fr, size_t max, const char *in, size_t n, bool eof,
                   "byte by byte: rc %d got \"%s\", want rc %d \"%s\"", rc, g.out, want_rc, want);
 }
 
-#define NL FRAMING_NEWLINE
-#define OC FRAMING_OCTET_COUNTING
-#define AU FRAMING_AUTO
+#define NL CONF_FRAMING_NEWLINE
+#define OC CONF_FRAMING_OCTET_COUNTING
+#define AU CONF_FRAMING_AUTO
 
 START_TEST(test_newline)
 {

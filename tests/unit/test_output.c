@@ -250,7 +250,7 @@ START_TEST(test_format_json)
     struct buf a = BUF_INIT, b = BUF_INIT;
 
     msg_set(m, NV_CLASS, "system", 6);
-    output_format(m, FORMAT_JSON, &a);
+    output_format(m, CONF_FORMAT_JSON, &a);
     json_format_msg(m, &b);
     ck_assert_str_eq(buf_str(&a), buf_str(&b));
     ck_assert_ptr_null(strchr(buf_str(&a), '\n'));
@@ -276,7 +276,7 @@ START_TEST(test_format_syslog_input)
     for (i = 0; i < sizeof(lines) / sizeof(*lines); i++) {
         m = parse(lines[i]);
         buf_reset(&b);
-        output_format(m, FORMAT_SYSLOG, &b);
+        output_format(m, CONF_FORMAT_SYSLOG, &b);
         ck_assert_str_eq(buf_str(&b), lines[i]);
         msg_unref(m);
     }
@@ -285,7 +285,7 @@ START_TEST(test_format_syslog_input)
     m = parse("<13>Jan  5 10:00:00 web1 app[7]: x");
     msg_set(m, NV_MESSAGE, "one\ntwo\r\nthree", 14);
     buf_reset(&b);
-    output_format(m, FORMAT_SYSLOG, &b);
+    output_format(m, CONF_FORMAT_SYSLOG, &b);
     ck_assert_str_eq(buf_str(&b), "<13>Jan  5 10:00:00 web1 app[7]: one two  three");
     msg_unref(m);
 
@@ -297,7 +297,7 @@ START_TEST(test_format_syslog_input)
         msg_set_stamp(m, &t);
         msg_set(m, NV_MESSAGE, "just text", 9);
         buf_reset(&b);
-        output_format(m, FORMAT_SYSLOG, &b);
+        output_format(m, CONF_FORMAT_SYSLOG, &b);
         snprintf(want, sizeof(want), "<13>Jan  5 10:00:00 %s just text", hostname());
         ck_assert_str_eq(buf_str(&b), want);
         msg_unref(m);
@@ -309,7 +309,7 @@ START_TEST(test_format_syslog_input)
     msg_set(m, NV_PROGRAM, "p:q[r", 5);
     msg_set(m, NV_PID, "1 ]", 3);
     buf_reset(&b);
-    output_format(m, FORMAT_SYSLOG, &b);
+    output_format(m, CONF_FORMAT_SYSLOG, &b);
     ck_assert_str_eq(buf_str(&b), "<13>Jan  5 10:00:00 a_b p_q_r[1__]: x");
     msg_unref(m);
     buf_free(&b);
@@ -323,7 +323,7 @@ START_TEST(test_format_syslog_generated)
     char want[512];
 
     /* no HOST, no PROGRAM: this host, "corral" */
-    output_format(m, FORMAT_SYSLOG, &b);
+    output_format(m, CONF_FORMAT_SYSLOG, &b);
     snprintf(want, sizeof(want), "<13>Jan  5 10:00:00 %s corral: 3 failed logins for bob",
              hostname());
     ck_assert_str_eq(buf_str(&b), want);
@@ -334,7 +334,7 @@ START_TEST(test_format_syslog_generated)
     msg_set(m, NV_PID, "", 0);
     msg_set_pri(m, 4 * 8 + 4);
     buf_reset(&b);
-    output_format(m, FORMAT_SYSLOG, &b);
+    output_format(m, CONF_FORMAT_SYSLOG, &b);
     ck_assert_str_eq(buf_str(&b), "<36>Jan  5 10:00:00 web1 sshd: 3 failed logins for bob");
     buf_free(&b);
     msg_unref(m);
@@ -345,7 +345,8 @@ END_TEST
 
 START_TEST(test_select)
 {
-    static const enum conf_select sels[] = {SELECT_ALL, SELECT_CLASSIFIED, SELECT_GENERATED};
+    static const enum conf_select sels[] = {CONF_SELECT_ALL, CONF_SELECT_CLASSIFIED,
+                                            CONF_SELECT_GENERATED};
     static const char *want[] = {
         "a: matched\na: unknown\na: unclassified\ncorral: generated\n",
         "a: matched\n",
@@ -367,7 +368,7 @@ START_TEST(test_select)
     msg_set(ms[3], NV_HOST, "h", 1);
 
     for (i = 0; i < 3; i++) {
-        struct conf_output co = conf_out(OUT_FILE, FORMAT_SYSLOG, sels[i], 100);
+        struct conf_output co = conf_out(CONF_OUT_FILE, CONF_FORMAT_SYSLOG, sels[i], 100);
         struct buf err = BUF_INIT;
         struct output *o;
         char *text, *p;
@@ -404,7 +405,7 @@ END_TEST
 
 START_TEST(test_file_write_reopen)
 {
-    struct conf_output co = conf_out(OUT_FILE, FORMAT_JSON, SELECT_ALL, 100);
+    struct conf_output co = conf_out(CONF_OUT_FILE, CONF_FORMAT_JSON, CONF_SELECT_ALL, 100);
     struct buf err = BUF_INIT, want1 = BUF_INIT, want2 = BUF_INIT;
     struct msg *m = parse("<13>Jan  5 10:00:00 h app: before rotation");
     struct msg *n = parse("<13>Jan  5 10:00:01 h app: after rotation");
@@ -473,7 +474,7 @@ END_TEST
 
 START_TEST(test_queue_overflow)
 {
-    struct conf_output co = conf_out(OUT_FILE, FORMAT_SYSLOG, SELECT_ALL, 10);
+    struct conf_output co = conf_out(CONF_OUT_FILE, CONF_FORMAT_SYSLOG, CONF_SELECT_ALL, 10);
     struct msg *m = parse("<13>Jan  5 10:00:00 h app: line");
     struct buf err = BUF_INIT;
     const struct output_stats *st;
@@ -525,7 +526,7 @@ START_TEST(test_forward_udp)
         "<13>Jan  5 10:00:00 web1 app[1]: first",
         "<14>Jan  5 10:00:01 web1 app[1]: second",
     };
-    struct conf_output co = conf_out(OUT_FORWARD, FORMAT_SYSLOG, SELECT_ALL, 100);
+    struct conf_output co = conf_out(CONF_OUT_FORWARD, CONF_FORMAT_SYSLOG, CONF_SELECT_ALL, 100);
     struct buf err = BUF_INIT;
     struct output *o;
     struct msg *m;
@@ -600,8 +601,8 @@ write_numbered(struct output *o, int i, struct buf *want)
 
 START_TEST(test_forward_tcp)
 {
-    struct conf_output co = conf_out(OUT_FORWARD, FORMAT_SYSLOG, SELECT_ALL, 100);
-    struct conf_output cj = conf_out(OUT_FORWARD, FORMAT_JSON, SELECT_ALL, 100);
+    struct conf_output co = conf_out(CONF_OUT_FORWARD, CONF_FORMAT_SYSLOG, CONF_SELECT_ALL, 100);
+    struct conf_output cj = conf_out(CONF_OUT_FORWARD, CONF_FORMAT_JSON, CONF_SELECT_ALL, 100);
     struct buf err = BUF_INIT, want = BUF_INIT, got = BUF_INIT, wantj = BUF_INIT, gotj = BUF_INIT;
     const char *multi = "<13>Jan  5 10:00:01 web1 app[1]: first line\nsecond line\n";
     struct output *o, *oj;
@@ -670,7 +671,7 @@ END_TEST
 
 START_TEST(test_forward_tcp_reconnect)
 {
-    struct conf_output co = conf_out(OUT_FORWARD, FORMAT_SYSLOG, SELECT_ALL, 100);
+    struct conf_output co = conf_out(CONF_OUT_FORWARD, CONF_FORMAT_SYSLOG, CONF_SELECT_ALL, 100);
     struct buf err = BUF_INIT, want = BUF_INIT, got = BUF_INIT;
     const struct output_stats *st;
     struct output *o;
@@ -730,7 +731,7 @@ END_TEST
 
 START_TEST(test_forward_tcp_down)
 {
-    struct conf_output co = conf_out(OUT_FORWARD, FORMAT_SYSLOG, SELECT_ALL, 5);
+    struct conf_output co = conf_out(CONF_OUT_FORWARD, CONF_FORMAT_SYSLOG, CONF_SELECT_ALL, 5);
     struct buf err = BUF_INIT;
     const struct output_stats *st;
     struct output *o;
@@ -773,7 +774,7 @@ END_TEST
 
 START_TEST(test_stdout_pipe)
 {
-    struct conf_output co = conf_out(OUT_STDOUT, FORMAT_JSON, SELECT_ALL, 1000);
+    struct conf_output co = conf_out(CONF_OUT_STDOUT, CONF_FORMAT_JSON, CONF_SELECT_ALL, 1000);
     struct msg *m = parse("<13>Jan  5 10:00:00 web1 app[1]: a line of some length to fill the pipe "
                           "sooner rather than later, with a few more words");
     struct buf err = BUF_INIT, sink = BUF_INIT;
@@ -839,7 +840,8 @@ END_TEST
 
 START_TEST(test_stdout_file)
 {
-    struct conf_output co = conf_out(OUT_STDOUT, FORMAT_SYSLOG, SELECT_GENERATED, 100);
+    struct conf_output co =
+        conf_out(CONF_OUT_STDOUT, CONF_FORMAT_SYSLOG, CONF_SELECT_GENERATED, 100);
     struct msg *in = parse("<13>Jan  5 10:00:00 web1 app[1]: input");
     struct msg *gen = generated("alert\nwith two lines");
     struct buf err = BUF_INIT;

@@ -1,11 +1,11 @@
 /*
- * framing: RFC 6587 octet counting and newline framing, and the "auto"
+ * framer: RFC 6587 octet counting and newline framing, and the "auto"
  * detection between them, as a byte-at-a-time-safe state machine (see
- * framing.h).  Whole messages found in the fed buffer are delivered from it
+ * framer.h).  Whole messages found in the fed buffer are delivered from it
  * without copying; only a message split across reads is copied, into a
  * buffer bounded by max-message-size.
  */
-#include "agent/framing.h"
+#include "agent/framer.h"
 #include "engine/xalloc.h"
 
 #include <stdlib.h>
@@ -56,15 +56,15 @@ framer_reset(struct framer *f)
     f->want = f->count = 0;
     f->ndigits = 0;
     switch (f->framing) {
-    case FRAMING_OCTET_COUNTING:
+    case CONF_FRAMING_OCTET_COUNTING:
         f->mode = FR_OCTET;
         f->state = ST_LEN;
         break;
-    case FRAMING_NEWLINE:
+    case CONF_FRAMING_NEWLINE:
         f->mode = FR_NEWLINE;
         f->state = ST_LINE;
         break;
-    case FRAMING_AUTO:
+    case CONF_FRAMING_AUTO:
     default:
         f->mode = FR_DETECT;
         f->state = ST_LEN;

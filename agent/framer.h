@@ -1,5 +1,5 @@
 /*
- * framing: cuts a byte stream into syslog messages, RFC 6587 style.
+ * framer: cuts a byte stream into syslog messages, RFC 6587 style.
  *
  *   octet counting   "LEN SP MSG", LEN in decimal (RFC 5425, RFC 6587 3.4.1)
  *   newline          "MSG LF", a trailing CR is dropped (RFC 6587 3.4.2)
@@ -15,8 +15,8 @@
  * delivered once and the rest of it skipped, so a 10 MB line costs no more
  * memory than a long one.  Empty messages are dropped.
  */
-#ifndef CORRAL_FRAMING_H
-#define CORRAL_FRAMING_H
+#ifndef CORRAL_FRAMER_H
+#define CORRAL_FRAMER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,7 +31,7 @@ typedef void (*framer_cb)(void *arg, const char *data, size_t len, bool truncate
 
 struct framer {
     enum conf_framing framing; /* as configured */
-    int mode;                  /* what this stream turned out to use (FR_* in framing.c) */
+    int mode;                  /* what this stream turned out to use (FR_* in framer.c) */
     int state;
     size_t max; /* max-message-size */
     char *acc;  /* an incomplete message (octet counting: its first bytes) */
