@@ -16,8 +16,11 @@
 #include <libxml/xmlschemas.h>
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define DEFAULT_LISTEN "127.0.0.1:5514"
 
@@ -90,15 +93,35 @@ add_output(struct conf *c, enum conf_output_type type)
     return out;
 }
 
-static void
-add_rules(struct conf *c, const char *path)
+void
+conf_add_rules(struct conf *c, const char *path, int line)
 {
-    size_t cap = c->nrules;
+    size_t cap = c->nrules, lcap = c->nrules;
 
     c->rules = xgrow(c->rules, &cap, c->nrules + 1, sizeof(*c->rules));
+    c->rules_line = xgrow(c->rules_line, &lcap, c->nrules + 1, sizeof(*c->rules_line));
+    c->rules_line[c->nrules] = line;
     c->rules[c->nrules++] = xstrdup(path);
 }
 
+bool
+conf_rules_readable(const struct conf *c, size_t i, struct buf *err)
+{
+    const char *why;
+    struct stat st;
+
+    if (stat(c->rules[i], &st) < 0)
+        why = strerror(errno);
+    else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+        why = "not a file or a directory";
+    else if (access(c->rules[i], R_OK) < 0)
+        why = strerror(errno);
+    else
+        return true;
+    if (c->file && c->rules_line[i]) buf_printf(err, "%s:%d: ", c->file, c->rules_line[i]);
+    buf_printf(err, "rules path %s: %s\n", c->rules[i], why);
+    return false;
+}
 static void
 free_route(struct conf_route *r)
 {
@@ -122,7 +145,7 @@ conf_default(const char *rules_dir)
     struct conf_output *out;
 
     conf_init(c);
-    add_rules(c, rules_dir);
+    conf_add_rules(c, rules_dir, 0);
     in = add_input(c, CONF_IN_UDP);
     in->listen = xstrdup(DEFAULT_LISTEN);
     in->name = xstrdup("udp:" DEFAULT_LISTEN);
@@ -144,6 +167,7 @@ conf_free(struct conf *c)
     if (!c) return;
     free(c->file);
     for (i = 0; i < c->nrules; i++) free(c->rules[i]);
+    free(c->rules_line);
     free(c->rules);
     free(c->state_file);
     free(c->pidfile);
@@ -230,7 +254,15 @@ conf_check_rules(const struct conf *c, size_t *nrules)
 
     *nrules = 0;
     for (i = 0; i < c->nrules; i++) {
-        struct pdb *db = pdb_new();
+        struct pdb *db;
+        struct buf err = BUF_INIT;
+        if (!conf_rules_readable(c, i, &err)) {
+            fputs(buf_str(&err), stderr);
+            buf_free(&err);
+            rc = -1;
+            continue;
+        }
+        db = pdb_new();
         if (pdb_load(db, c->rules[i]) < 0) rc = -1;
         pdb_print_diags(db, stderr);
         *nrules += pdb_nrules(db);
@@ -584,7 +616,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
         if (n->type != XML_ELEMENT_NODE) continue;
         if (is(n, "rules")) {
             char *p = attr(n, "path");
-            add_rules(c, p);
+            conf_add_rules(c, p, (int)xmlGetLineNo(n));
             free(p);
         } else if (is(n, "state")) {
             free(c->state_file);

@@ -82,6 +82,7 @@ struct conf_route {
 struct conf {
     char *file; /* NULL for the built-in configuration */
     char **rules;
+    int *rules_line; /* where each <rules> is in the file; 0: built in or -r */
     size_t nrules;
     char *state_file;      /* NULL: no state kept */
     double state_interval; /* seconds between periodic saves; 0: only at shutdown */
@@ -124,6 +125,13 @@ struct conf *conf_default(const char *rules_dir);
 struct conf *conf_load(const char *path, const char *schema, struct buf *err);
 void conf_free(struct conf *c);
 
+/* Adds a rules path; line is the <rules> element's (0: built in or from -r). */
+void conf_add_rules(struct conf *c, const char *path, int line);
+/*
+ * Whether rules path i can be read (a readable file or directory); if not,
+ * writes "FILE:LINE: rules path P: why" (the <rules> element's line) to err.
+ */
+bool conf_rules_readable(const struct conf *c, size_t i, struct buf *err);
 /*
  * Loads every rule file the configuration names, printing their
  * diagnostics (file:line) to stderr.  Returns 0 when all load cleanly.

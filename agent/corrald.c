@@ -122,11 +122,7 @@ read_conf(struct daemon *d, struct buf *err)
         free(c->rules[0]);
         c->nrules = 0;
     }
-    for (i = 0; i < d->nextra_rules; i++) {
-        size_t cap = c->nrules;
-        c->rules = xgrow(c->rules, &cap, c->nrules + 1, sizeof(*c->rules));
-        c->rules[c->nrules++] = xstrdup(d->extra_rules[i]);
-    }
+    for (i = 0; i < d->nextra_rules; i++) conf_add_rules(c, d->extra_rules[i], 0);
     return c;
 }
 

@@ -312,7 +312,13 @@ load_rules(const struct conf *c, struct buf *err)
     struct pdb *db = pdb_new();
     size_t i;
 
-    for (i = 0; i < c->nrules; i++) pdb_load(db, c->rules[i]);
+    for (i = 0; i < c->nrules; i++) {
+        if (!conf_rules_readable(c, i, err)) {
+            pdb_free(db);
+            return NULL;
+        }
+        pdb_load(db, c->rules[i]);
+    }
     for (i = 0; i < pdb_ndiags(db); i++) {
         const struct pdb_diag *d = pdb_diag_at(db, i);
         if (d->level == PDB_ERROR) {

@@ -41,4 +41,11 @@ for dir in / "$WORK"; do
     fi
     grep -q "bad.conf:3:" "$WORK/out.txt" || fail "corrald -t: no file:line: $(cat "$WORK/out.txt")"
 done
+# a rules path that cannot be read is named with the configuration's file:line
+printf '<corrald>\n  <rules path="%s/none"/>\n</corrald>\n' "$WORK" > "$WORK/norules.conf"
+for check in "$CORRAL check-config" "$CORRALD -t -f"; do
+    if $check "$WORK/norules.conf" > "$WORK/out.txt" 2>&1; then fail "$check accepted a missing rules path"; fi
+    grep -q "norules.conf:2: rules path $WORK/none: No such file or directory" "$WORK/out.txt" ||
+        fail "$check: the missing rules path without file:line: $(cat "$WORK/out.txt")"
+done
 echo "ok: configurations checked alike from / and from a scratch directory"
