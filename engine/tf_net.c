@@ -3,6 +3,7 @@
  * $(dns-resolve-ip).
  */
 #include "engine/tfunc_int.h"
+#include "engine/resolver.h"
 #include "engine/tfargs.h"
 #include "engine/xalloc.h"
 
@@ -65,7 +66,7 @@ dns_opt(void *ctx, int id, const char *sval, int ival, struct buf *err)
     if (id == DNS_FQDN) st->use_fqdn = yesno(sval);
     if (id == DNS_USE) st->use_dns = yesno(sval);
     if (id == DNS_NORMALIZE) st->normalize = yesno(sval);
-    return true; /* there is no cache to switch: every call resolves */
+    return true; /* --dns-cache is accepted and ignored: caching is the resolver's (resolver.h) */
 }
 
 static bool
@@ -93,8 +94,10 @@ dns_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, struct b
 }
 
 /*
- * The host name of an address, or the address itself when it has none.  This
- * is slow: a blocking reverse DNS lookup on every evaluation, without a cache.
+ * The host name of an address, or the address itself when it has none, as
+ * 3.38.  The lookup goes through resolver.h: in the corral command a
+ * blocking lookup on every evaluation; in corrald a cache that gives the
+ * address itself until the first answer for it has arrived (deviation).
  */
 static void
 tf_dns_resolve_ip(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
@@ -122,8 +125,7 @@ tf_dns_resolve_ip(const struct tfunc_call *call, const struct tpl_env *env, stru
         return;
     }
     tpl_scratch_put(b);
-    if (st->use_dns &&
-        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), NULL, 0, NI_NAMEREQD) == 0) {
+    if (st->use_dns && resolver_name((struct sockaddr *)&ss, sl, host, sizeof(host)) == 0) {
         size_t n = strlen(host);
         if (!st->use_fqdn) {
             const char *dot = strchr(host, '.');
