@@ -1047,7 +1047,8 @@ corr_save(const struct corr *c, const char *path)
     struct key k;
 
     all = xcalloc(c->contexts.count + c->ndetached + 1, sizeof(*all));
-    for (node = hash_table_iter(&c->contexts, &i, NULL); node; node = hash_table_iter(&c->contexts, &i, node))
+    for (node = hash_table_iter(&c->contexts, &i, NULL); node;
+         node = hash_table_iter(&c->contexts, &i, node))
         all[n++] = ctx_of(node);
     for (x = c->detached; x; x = detached_next(x)) all[n++] = x;
     /* in firing order: loading arms them in file order, which keeps ties in order */

@@ -1,5 +1,5 @@
 /*
- * syslog: turns one syslog line into a message exactly as syslog-ng 3.38's
+ * syslogfmt: turns one syslog line into a message exactly as syslog-ng 3.38's
  * syslog-format module does when driven the way pdbtool drives it: the
  * syslog-protocol (RFC5424) parser, which falls back to the RFC3164 one when
  * the line has no "<PRI>1 " header, with hostnames expected and the legacy
