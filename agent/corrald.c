@@ -11,10 +11,12 @@
 #include <config.h>
 
 #include "agent/control.h"
+#include "agent/dnscache.h"
 #include "engine/durable.h"
 #include "engine/log.h"
 #include "agent/metrics.h"
 #include "engine/pdb.h"
+#include "engine/resolver.h"
 #include "agent/server.h"
 #include "engine/xalloc.h"
 
@@ -426,6 +428,7 @@ main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct daemon d;
+    struct dnscache *dns;
     struct buf err = BUF_INIT;
     struct conf *c;
     bool foreground = false, test = false;
@@ -519,7 +522,11 @@ main(int argc, char **argv)
     sd_notify("READY=1");
     log_msg(LOG_INFO, "started");
 
+    dns = dnscache_new(d.loop, NULL); /* $(dns-resolve-ip) must not block the loop */
+    resolver_set(dnscache_lookup, dns);
     uv_run(d.loop, UV_RUN_DEFAULT);
+    resolver_set(NULL, NULL);
+    dnscache_free(dns);
 
     if (d.pidfile) unlink(d.pidfile);
     log_msg(LOG_INFO, "stopped");

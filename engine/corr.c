@@ -8,7 +8,7 @@
  *      context, append the message and re-arm the context's timer
  *   3. emit the message, then run the rule's match actions
  *
- * Contexts live in a chained hash table keyed by scope fields and id; their
+ * Contexts live in a hash table (hash.c) keyed by scope fields and id; their
  * timers are embedded in them (timerwheel.c).  A context stores compact
  * copies of its messages.
  *
@@ -33,30 +33,27 @@
  * .classifier.context_id (run_actions()).
  */
 #include "engine/corr.h"
+#include "engine/clock.h"
 #include "engine/durable.h"
 #include "engine/filter.h"
+#include "engine/hash.h"
 #include "engine/timerwheel.h"
 #include "engine/wire.h"
 #include "engine/xalloc.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <math.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 struct ctx {
     struct tw_timer timer; /* first member: the timer callback gets the context back */
-    struct ctx *hnext;     /* hash chain, or the detached list */
-    struct ctx *dprev;     /* detached list */
-    bool detached;         /* replaced: no longer found by its key, still times out */
-    uint64_t hash;
+    /* in corr.contexts; a detached context is in no table and its node.next
+     * links the detached list instead */
+    struct hash_node node;
+    struct ctx *dprev; /* detached list */
+    bool detached;     /* replaced: no longer found by its key, still times out */
     enum pdb_scope scope;
     uint32_t hostlen, proglen, pidlen, idlen;
     char *key; /* host, program, pid and id, back to back */
@@ -74,8 +71,7 @@ struct ctx {
 
 /* rate="N/S" state for one (rule, action, scope fields) */
 struct bucket {
-    struct bucket *hnext;
-    uint64_t hash;
+    struct hash_node node; /* in corr.rates */
     char *key;
     size_t keylen;
     uint64_t last_check; /* seconds */
@@ -88,13 +84,11 @@ struct corr {
     struct tw *wheel;
     uint64_t last_tick; /* clock at the last message or tick */
 
-    struct ctx **table;
-    size_t nbuckets, ncontexts;
+    struct hash_table contexts;
     struct ctx *detached; /* see detach() */
     size_t ndetached;
 
-    struct bucket **rates;
-    size_t nrates_buckets, nrates;
+    struct hash_table rates;
 
     /*
      * While a timeout action runs: the expiring context's target.  syslog-ng
@@ -112,32 +106,23 @@ struct corr {
 };
 
 static uint64_t
-hash_bytes(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL; /* FNV-1a, 64 bit */
-    }
-    return h;
-}
-
-static uint64_t
-real_clock(void *arg)
-{
-    struct timeval tv;
-
-    (void)arg;
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
-static uint64_t
 clock_now(const struct corr *c)
 {
-    return c->opts.clock ? c->opts.clock(c->opts.arg) : real_clock(NULL);
+    return c->opts.clock ? c->opts.clock(c->opts.arg) : clock_wall_ms();
+}
+
+/* The context after x in the detached list. */
+static struct ctx *
+detached_next(const struct ctx *x)
+{
+    return x->node.next ? hash_entry(x->node.next, struct ctx, node) : NULL;
+}
+
+/* The context a node of corr.contexts belongs to (NULL for NULL). */
+static struct ctx *
+ctx_of(const struct hash_node *n)
+{
+    return n ? hash_entry(n, struct ctx, node) : NULL;
 }
 
 static void logf_(struct corr *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -168,10 +153,8 @@ corr_new(struct pdb *db, const struct corr_opts *opts)
     if (!c->opts.max_rate_buckets) c->opts.max_rate_buckets = 1000000;
     c->last_tick = clock_now(c);
     c->wheel = tw_new(0);
-    c->nbuckets = 1024;
-    c->table = xcalloc(c->nbuckets, sizeof(*c->table));
-    c->nrates_buckets = 256;
-    c->rates = xcalloc(c->nrates_buckets, sizeof(*c->rates));
+    hash_table_init(&c->contexts, 1024);
+    hash_table_init(&c->rates, 256);
     return c;
 }
 
@@ -190,29 +173,26 @@ void
 corr_free(struct corr *c)
 {
     size_t i;
-    struct ctx *x, *next;
+    struct hash_node *n, *next;
+    struct ctx *x, *xnext;
 
     if (!c) return;
-    for (i = 0; i < c->nbuckets; i++) {
-        for (x = c->table[i]; x; x = next) {
-            next = x->hnext;
-            ctx_free(x);
-        }
+    for (n = hash_table_iter(&c->contexts, &i, NULL); n; n = next) {
+        next = hash_table_iter(&c->contexts, &i, n);
+        ctx_free(ctx_of(n));
     }
-    for (x = c->detached; x; x = next) {
-        next = x->hnext;
+    for (x = c->detached; x; x = xnext) {
+        xnext = detached_next(x);
         ctx_free(x);
     }
-    free(c->table);
-    for (i = 0; i < c->nrates_buckets; i++) {
-        struct bucket *b = c->rates[i], *bnext;
-        for (; b; b = bnext) {
-            bnext = b->hnext;
-            free(b->key);
-            free(b);
-        }
+    hash_table_free(&c->contexts);
+    for (n = hash_table_iter(&c->rates, &i, NULL); n; n = next) {
+        struct bucket *b = hash_entry(n, struct bucket, node);
+        next = hash_table_iter(&c->rates, &i, n);
+        free(b->key);
+        free(b);
     }
-    free(c->rates);
+    hash_table_free(&c->rates);
     tw_free(c->wheel);
     free(c->env);
     buf_free(&c->id);
@@ -231,7 +211,7 @@ void
 corr_stats(const struct corr *c, struct corr_stats *out)
 {
     *out = c->stats;
-    out->contexts_open = c->ncontexts + c->ndetached;
+    out->contexts_open = c->contexts.count + c->ndetached;
 }
 
 /* ---- context keys ---- */
@@ -274,7 +254,7 @@ key_from_msg(struct key *k, enum pdb_scope scope, const struct msg *m, const cha
 static uint64_t
 key_hash(const struct key *k)
 {
-    uint64_t h = 14695981039346656037ULL;
+    uint64_t h = HASH_SEED;
     uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
                         (uint32_t)k->idlen};
 
@@ -306,52 +286,24 @@ key_equal(const struct ctx *x, const struct key *k)
 static struct ctx *
 ctx_lookup(struct corr *c, const struct key *k, uint64_t h)
 {
-    struct ctx *x;
+    struct hash_node *n;
 
-    for (x = c->table[h & (c->nbuckets - 1)]; x; x = x->hnext)
-        if (x->hash == h && key_equal(x, k)) return x;
+    for (n = hash_table_find(&c->contexts, h); n; n = hash_table_find_next(n))
+        if (key_equal(ctx_of(n), k)) return ctx_of(n);
     return NULL;
-}
-
-static void
-table_grow(struct corr *c)
-{
-    size_t n = c->nbuckets * 2, i;
-    struct ctx **t = xcalloc(n, sizeof(*t));
-
-    for (i = 0; i < c->nbuckets; i++) {
-        struct ctx *x = c->table[i], *next;
-        for (; x; x = next) {
-            next = x->hnext;
-            x->hnext = t[x->hash & (n - 1)];
-            t[x->hash & (n - 1)] = x;
-        }
-    }
-    free(c->table);
-    c->table = t;
-    c->nbuckets = n;
 }
 
 /* Takes a context out of the hash table; its timer keeps running. */
 static void
 table_remove(struct corr *c, struct ctx *x)
 {
-    struct ctx **p = &c->table[x->hash & (c->nbuckets - 1)];
-
-    while (*p && *p != x) p = &(*p)->hnext;
-    if (*p) {
-        *p = x->hnext;
-        c->ncontexts--;
-    }
+    hash_table_remove(&c->contexts, &x->node);
 }
 
 static void
 table_insert(struct corr *c, struct ctx *x)
 {
-    if (c->ncontexts >= c->nbuckets) table_grow(c);
-    x->hnext = c->table[x->hash & (c->nbuckets - 1)];
-    c->table[x->hash & (c->nbuckets - 1)] = x;
-    c->ncontexts++;
+    hash_table_add(&c->contexts, &x->node, x->node.hash);
 }
 
 static void
@@ -359,7 +311,7 @@ detached_push(struct corr *c, struct ctx *x)
 {
     x->detached = true;
     x->dprev = NULL;
-    x->hnext = c->detached;
+    x->node.next = c->detached ? &c->detached->node : NULL;
     if (c->detached) c->detached->dprev = x;
     c->detached = x;
     c->ndetached++;
@@ -389,11 +341,12 @@ static void
 ctx_destroy(struct corr *c, struct ctx *x)
 {
     if (x->detached) {
+        struct ctx *next = detached_next(x);
         if (x->dprev)
-            x->dprev->hnext = x->hnext;
+            x->dprev->node.next = x->node.next;
         else
-            c->detached = x->hnext;
-        if (x->hnext) x->hnext->dprev = x->dprev;
+            c->detached = next;
+        if (next) next->dprev = x->dprev;
         c->ndetached--;
     } else {
         table_remove(c, x);
@@ -410,7 +363,7 @@ ctx_alloc(struct corr *c, const struct key *k, uint64_t h)
     struct ctx *x;
     char *p;
 
-    if (c->ncontexts + c->ndetached >= c->opts.max_contexts) {
+    if (c->contexts.count + c->ndetached >= c->opts.max_contexts) {
         if (c->stats.contexts_refused++ == 0 || c->stats.contexts_refused % 10000 == 0)
             logf_(c, "correlation context limit (%zu) reached: %llu contexts not created so far",
                   c->opts.max_contexts, (unsigned long long)c->stats.contexts_refused);
@@ -418,7 +371,7 @@ ctx_alloc(struct corr *c, const struct key *k, uint64_t h)
     }
     x = xcalloc(1, sizeof(*x));
     tw_timer_init(&x->timer);
-    x->hash = h;
+    x->node.hash = h;
     x->scope = k->scope;
     x->hostlen = (uint32_t)k->hostlen;
     x->proglen = (uint32_t)k->proglen;
@@ -554,7 +507,8 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
             const struct msg *m)
 {
     struct key k;
-    struct bucket *b;
+    struct bucket *b = NULL;
+    struct hash_node *n;
     uint64_t h, now = action_now(c) / 1000;
     size_t idx = (size_t)(a - rule->actions);
 
@@ -571,36 +525,21 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
     buf_append(&c->id, k.prog, k.proglen);
     buf_append(&c->id, k.pid, k.pidlen);
     buf_append(&c->id, k.id, k.idlen);
-    for (b = c->rates[h & (c->nrates_buckets - 1)]; b; b = b->hnext)
-        if (b->hash == h && b->keylen == c->id.len && memcmp(b->key, c->id.p, b->keylen) == 0)
-            break;
-    if (!b) {
-        if (c->nrates >= c->opts.max_rate_buckets) {
+    for (n = hash_table_find(&c->rates, h); n; n = hash_table_find_next(n)) {
+        b = hash_entry(n, struct bucket, node);
+        if (b->keylen == c->id.len && memcmp(b->key, c->id.p, b->keylen) == 0) break;
+    }
+    if (!n) {
+        if (c->rates.count >= c->opts.max_rate_buckets) {
             c->stats.rate_limited++;
             return false;
         }
-        if (c->nrates >= c->nrates_buckets) {
-            size_t n = c->nrates_buckets * 2, i;
-            struct bucket **t = xcalloc(n, sizeof(*t)), *x, *next;
-            for (i = 0; i < c->nrates_buckets; i++)
-                for (x = c->rates[i]; x; x = next) {
-                    next = x->hnext;
-                    x->hnext = t[x->hash & (n - 1)];
-                    t[x->hash & (n - 1)] = x;
-                }
-            free(c->rates);
-            c->rates = t;
-            c->nrates_buckets = n;
-        }
         b = xcalloc(1, sizeof(*b));
-        b->hash = h;
         b->key = xmemdup(c->id.p, c->id.len);
         b->keylen = c->id.len;
         b->last_check = now;
         b->tokens = a->rate_n;
-        b->hnext = c->rates[h & (c->nrates_buckets - 1)];
-        c->rates[h & (c->nrates_buckets - 1)] = b;
-        c->nrates++;
+        hash_table_add(&c->rates, &b->node, h);
     } else {
         /*
          * syslog-ng's fixed-point refill: 8 bits of fraction, the clock moves
@@ -804,7 +743,7 @@ expire(struct tw_timer *t, void *arg)
     if (x->rule && x->nmsgs) run_actions(c, x->rule, PDB_TRIGGER_TIMEOUT, x, x->msgs[x->nmsgs - 1]);
     c->firing = saved;
     ctx_key(x, &k);
-    holder = ctx_lookup(c, &k, x->hash);
+    holder = ctx_lookup(c, &k, x->node.hash);
     if (holder && holder != x) detach(c, holder);
     ctx_destroy(c, x);
 }
@@ -923,8 +862,9 @@ corr_tick(struct corr *c)
 void
 corr_expire_all(struct corr *c)
 {
-    uint64_t limit = (uint64_t)(c->ncontexts + c->ndetached) + 100000;
+    uint64_t limit = (uint64_t)(c->contexts.count + c->ndetached) + 100000;
     uint64_t fired = c->stats.contexts_expired;
+    struct hash_node *n, *next;
     size_t i;
 
     while (tw_count(c->wheel) && c->stats.contexts_expired - fired < limit)
@@ -933,9 +873,11 @@ corr_expire_all(struct corr *c)
     logf_(c,
           "expiring all contexts: stopped after %llu expiries, dropping %zu contexts "
           "(timeout actions keep creating contexts)",
-          (unsigned long long)limit, c->ncontexts + c->ndetached);
-    for (i = 0; i < c->nbuckets; i++)
-        while (c->table[i]) ctx_destroy(c, c->table[i]);
+          (unsigned long long)limit, c->contexts.count + c->ndetached);
+    for (n = hash_table_iter(&c->contexts, &i, NULL); n; n = next) {
+        next = hash_table_iter(&c->contexts, &i, n);
+        ctx_destroy(c, ctx_of(n));
+    }
     while (c->detached) ctx_destroy(c, c->detached);
 }
 
@@ -1010,18 +952,18 @@ void
 corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped)
 {
     size_t i, k = 0, d = 0;
+    struct hash_node *n, *nnext;
     struct ctx *x, *next;
 
-    for (i = 0; i < c->nbuckets; i++)
-        for (x = c->table[i]; x; x = next) {
-            next = x->hnext;
-            if (rebind(c, x, db))
-                k++;
-            else
-                d++;
-        }
+    for (n = hash_table_iter(&c->contexts, &i, NULL); n; n = nnext) {
+        nnext = hash_table_iter(&c->contexts, &i, n);
+        if (rebind(c, ctx_of(n), db))
+            k++;
+        else
+            d++;
+    }
     for (x = c->detached; x; x = next) {
-        next = x->hnext;
+        next = detached_next(x);
         if (rebind(c, x, db))
             k++;
         else
@@ -1057,15 +999,15 @@ void
 corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *, void *), void *arg)
 {
     struct corr_context_info ci;
+    const struct hash_node *n;
     const struct ctx *x;
     size_t i;
 
-    for (i = 0; i < c->nbuckets; i++)
-        for (x = c->table[i]; x; x = x->hnext) {
-            ctx_info(x, &ci);
-            fn(&ci, arg);
-        }
-    for (x = c->detached; x; x = x->hnext) {
+    for (n = hash_table_iter(&c->contexts, &i, NULL); n; n = hash_table_iter(&c->contexts, &i, n)) {
+        ctx_info(ctx_of(n), &ci);
+        fn(&ci, arg);
+    }
+    for (x = c->detached; x; x = detached_next(x)) {
         ctx_info(x, &ci);
         fn(&ci, arg);
     }
@@ -1101,12 +1043,14 @@ corr_save(const struct corr *c, const char *path)
     size_t i, j, n = 0;
     int rc, saved;
     struct ctx *x, **all;
+    const struct hash_node *node;
     struct key k;
 
-    all = xcalloc(c->ncontexts + c->ndetached + 1, sizeof(*all));
-    for (i = 0; i < c->nbuckets; i++)
-        for (x = c->table[i]; x; x = x->hnext) all[n++] = x;
-    for (x = c->detached; x; x = x->hnext) all[n++] = x;
+    all = xcalloc(c->contexts.count + c->ndetached + 1, sizeof(*all));
+    for (node = hash_table_iter(&c->contexts, &i, NULL); node;
+         node = hash_table_iter(&c->contexts, &i, node))
+        all[n++] = ctx_of(node);
+    for (x = c->detached; x; x = detached_next(x)) all[n++] = x;
     /* in firing order: loading arms them in file order, which keeps ties in order */
     qsort(all, n, sizeof(*all), by_firing_order);
 
@@ -1166,31 +1110,21 @@ struct loaded {
 long
 corr_load(struct corr *c, const char *path, size_t *dropped)
 {
-    FILE *f = fopen(path, "rb");
-    struct buf b = BUF_INIT;
+    char *data;
+    size_t len;
     struct wire_reader r;
-    char chunk[65536];
-    size_t n, d = 0, nl = 0, capl = 0;
+    size_t d = 0, nl = 0, capl = 0;
     struct loaded *l = NULL;
     uint64_t count, i, saved_now;
     long loaded = 0;
     uint32_t crc, version;
-    int err;
 
     if (dropped) *dropped = 0;
-    if (!f) return -1;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) buf_append(&b, chunk, n);
-    err = ferror(f) ? EIO : 0;
-    fclose(f);
-    if (err) {
-        buf_free(&b);
-        errno = err;
-        return -1;
-    }
-    if (b.len < 8 + 4 + 8 + 8 + 4 || memcmp(b.p, STATE_MAGIC, 8) != 0) goto invalid;
-    crc = wire_load32((const unsigned char *)b.p + b.len - 4);
-    if (crc != durable_crc32(0, b.p, b.len - 4)) goto invalid;
-    wire_reader_init(&r, b.p + 8, b.len - 8 - 4);
+    if (!(data = durable_read_file(path, &len))) return -1;
+    if (len < 8 + 4 + 8 + 8 + 4 || memcmp(data, STATE_MAGIC, 8) != 0) goto invalid;
+    crc = wire_load32((const unsigned char *)data + len - 4);
+    if (crc != durable_crc32(0, data, len - 4)) goto invalid;
+    wire_reader_init(&r, data + 8, len - 8 - 4);
     version = wire_get32(&r);
     if (version < 1 || version > STATE_VERSION) goto invalid;
     saved_now = wire_get64(&r);
@@ -1229,7 +1163,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         /* not counted against the limit yet: that happens when it is taken in */
         x = xcalloc(1, sizeof(*x));
         tw_timer_init(&x->timer);
-        x->hash = key_hash(&k);
+        x->node.hash = key_hash(&k);
         x->scope = k.scope;
         x->hostlen = (uint32_t)k.hostlen;
         x->proglen = (uint32_t)k.proglen;
@@ -1265,12 +1199,12 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         struct key k;
 
         ctx_key(x, &k);
-        if (!x->rule || !x->nmsgs || (!x->detached && ctx_lookup(c, &k, x->hash))) {
+        if (!x->rule || !x->nmsgs || (!x->detached && ctx_lookup(c, &k, x->node.hash))) {
             ctx_free(x);
             d++;
             continue;
         }
-        if (c->ncontexts + c->ndetached >= c->opts.max_contexts) {
+        if (c->contexts.count + c->ndetached >= c->opts.max_contexts) {
             c->stats.contexts_refused++;
             ctx_free(x);
             d++;
@@ -1289,14 +1223,14 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         loaded++;
     }
     free(l);
-    buf_free(&b);
+    free(data);
     if (dropped) *dropped = d;
     return loaded;
 
 invalid:
     for (i = 0; i < nl; i++) ctx_free(l[i].x);
     free(l);
-    buf_free(&b);
+    free(data);
     errno = EINVAL;
     return -1;
 }

@@ -1,7 +1,8 @@
 /*
- * durable: files that must survive a crash: the state file, executor spools
- * and dead letters, and reading such files (and rule files) back whole.  A whole write or none, a
- * checksum to tell a torn record, and a replace that is atomic on disk.
+ * durable: files that must survive a crash (the state file, executor spools
+ * and dead letters): a whole write or none, a checksum to tell a torn
+ * record, and a replace that is atomic on disk.  Also reading such files,
+ * and rule files, back whole.
  */
 #ifndef CORRAL_DURABLE_H
 #define CORRAL_DURABLE_H

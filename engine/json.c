@@ -1,37 +1,9 @@
 /* json: JSON rendering of messages; see json.h for the format. */
 #include "engine/json.h"
 #include "engine/macros.h"
+#include "engine/utf8.h"
 
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence at s, or 0 if the bytes there are not one. */
-static size_t
-utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len, i;
-    unsigned int cp;
-
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-        len = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-        len = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (len > n) return 0;
-    for (i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    /* overlong forms, surrogates and values past U+10FFFF */
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
 
 void
 json_string(struct buf *out, const char *str, size_t len)
@@ -64,7 +36,8 @@ json_string(struct buf *out, const char *str, size_t len)
             }
             i++;
         } else {
-            size_t n = utf8_len(s + i, len - i);
+            uint32_t cp;
+            size_t n = utf8_char(s + i, len - i, &cp);
             if (n) {
                 buf_append(out, s + i, n);
                 i += n;

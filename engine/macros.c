@@ -4,6 +4,7 @@
  * without consulting the process time zone, so output does not depend on TZ.
  */
 #include "engine/macros.h"
+#include "engine/civil.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -196,21 +197,6 @@ macro_lookup(const char *name, size_t len)
     return -1;
 }
 
-/* Civil date from days since the epoch (Howard Hinnant's algorithm). */
-static void
-civil(int64_t days, int *y, int *m, int *d)
-{
-    int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = (int)(yoe + era * 400 + (*m <= 2));
-}
-
 struct broken {
     int year, mon, mday, hour, min, sec, wday, yday;
 };
@@ -221,11 +207,12 @@ breakdown(const struct msg_time *t, struct broken *b)
     int64_t local = t->sec + t->gmtoff;
     int64_t days = local >= 0 ? local / 86400 : (local - 86399) / 86400;
     int64_t secs = local - days * 86400;
-    int y, m, d;
+    int64_t y;
+    int m, d;
     static const int cum[12] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
 
-    civil(days, &y, &m, &d);
-    b->year = y;
+    civil_from_days(days, &y, &m, &d);
+    b->year = (int)y;
     b->mon = m - 1;
     b->mday = d;
     b->hour = (int)(secs / 3600);

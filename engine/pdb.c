@@ -8,6 +8,7 @@
  * as in syslog-ng.
  */
 #include "engine/pdb.h"
+#include "engine/durable.h"
 #include "engine/filter.h"
 #include "engine/radix.h"
 #include "engine/strtab.h"
@@ -380,37 +381,12 @@ insert_programs(struct pdb *db, const char *file)
     buf_free(&err);
 }
 
-static char *
-read_file(const char *path, size_t *len, int *err)
-{
-    FILE *f = fopen(path, "rb");
-    struct buf b = BUF_INIT;
-    char chunk[65536];
-    size_t n;
-
-    if (!f) {
-        *err = errno;
-        return NULL;
-    }
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) buf_append(&b, chunk, n);
-    if (ferror(f)) {
-        *err = errno ? errno : EIO;
-        fclose(f);
-        buf_free(&b);
-        return NULL;
-    }
-    fclose(f);
-    *len = b.len;
-    if (!b.p) buf_reserve(&b, 0);
-    return b.p;
-}
-
 static int
 load_file(struct pdb *db, const char *path)
 {
     size_t len = 0;
-    int err = 0, rc;
-    char *xml = read_file(path, &len, &err);
+    char *xml = durable_read_file(path, &len);
+    int err = errno, rc;
     const char *file = pdb_intern_file(db, path);
 
     if (!xml) {

@@ -141,10 +141,13 @@ size_t pdb_nfiles(const struct pdb *db);
 const char *pdb_file_at(const struct pdb *db, size_t i);
 
 /*
- * Classifies a message and applies the matching rule to it.  Returns the rule,
- * or NULL (class "unknown").  For a rule with values, env_msgs (may be NULL)
- * is the message set its templates see, ending with m; the correlation engine
- * passes the context here.
+ * Classification in two steps, so that the correlation engine can find a
+ * rule's context between them.  pdb_lookup() finds the rule of a message and
+ * sets its captures, .classifier.class and .classifier.rule_id; it returns
+ * the rule, or NULL (class "unknown", tag .classifier.unknown).
+ * pdb_apply() then sets the rule's tags and values; env is the message set
+ * its value templates see, ending with m (the correlation engine passes the
+ * context).  pdb_classify() is both, with m alone as the set.
  */
 const struct pdb_rule *pdb_lookup(struct pdb *db, struct msg *m);
 void pdb_apply(struct pdb *db, const struct pdb_rule *rule, struct msg *m,

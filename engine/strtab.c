@@ -4,6 +4,7 @@
  * pointers handed out by strtab_str() stay valid while the table grows.
  */
 #include "engine/strtab.h"
+#include "engine/hash.h"
 #include "engine/xalloc.h"
 
 #include <stdlib.h>
@@ -23,17 +24,11 @@ struct strtab {
     uint32_t max;
 };
 
+/* hash.h's hash, cut to the 32 bits an entry keeps (slots are far fewer). */
 static uint32_t
-hash_bytes(const char *s, size_t len)
+str_hash(const char *s, size_t len)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
+    return (uint32_t)hash_string(s, len);
 }
 
 struct strtab *
@@ -97,7 +92,7 @@ rehash(struct strtab *t)
 uint32_t
 strtab_intern(struct strtab *t, const char *s, size_t len)
 {
-    uint32_t h = hash_bytes(s, len), slot, id;
+    uint32_t h = str_hash(s, len), slot, id;
     struct entry *e;
 
     id = find(t, s, len, h, &slot);
@@ -119,7 +114,7 @@ strtab_lookup(const struct strtab *t, const char *s, size_t len)
 {
     uint32_t slot;
 
-    return find(t, s, len, hash_bytes(s, len), &slot);
+    return find(t, s, len, str_hash(s, len), &slot);
 }
 
 const char *

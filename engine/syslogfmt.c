@@ -1,5 +1,5 @@
 /*
- * syslog: turns one syslog line into a message exactly as syslog-ng 3.38's
+ * syslogfmt: turns one syslog line into a message exactly as syslog-ng 3.38's
  * syslog-format module does when driven the way pdbtool drives it: the
  * syslog-protocol (RFC5424) parser, which falls back to the RFC3164 one when
  * the line has no "<PRI>1 " header, with hostnames expected and the legacy
@@ -15,6 +15,7 @@
  */
 #include "engine/syslogfmt.h"
 #include "engine/buf.h"
+#include "engine/civil.h"
 #include "engine/nv.h"
 
 #include <errno.h>
@@ -218,36 +219,6 @@ floor_div(int64_t a, int64_t b)
     return a % b < 0 ? q - 1 : q;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (month 1..12). */
-static int64_t
-days_from_civil(int64_t y, int m, int d)
-{
-    int64_t era, yoe, doy, doe;
-
-    y -= m <= 2;
-    era = floor_div(y, 400);
-    yoe = y - era * 400;
-    doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static void
-civil_from_days(int64_t z, int64_t *y, int *m, int *d)
-{
-    int64_t era, doe, yoe, doy, mp;
-
-    z += 719468;
-    era = floor_div(z, 146097);
-    doe = z - era * 146097;
-    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
-
 /* The wall-clock fields as seconds on a zone-less time line, normalized as mktime() would. */
 static int64_t
 wall_seconds(const struct tfields *f)
@@ -255,7 +226,7 @@ wall_seconds(const struct tfields *f)
     int64_t y = f->year + floor_div(f->mon, 12);
     int m = (int)(f->mon - floor_div(f->mon, 12) * 12);
 
-    return (days_from_civil(y, m + 1, 1) + f->mday - 1) * DAY + (int64_t)f->hour * HOUR +
+    return (civil_to_days(y, m + 1, 1) + f->mday - 1) * DAY + (int64_t)f->hour * HOUR +
            (int64_t)f->min * 60 + f->sec;
 }
 

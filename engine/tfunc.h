@@ -1,6 +1,6 @@
 /*
  * tfunc: the interface between the template compiler (template.c) and the
- * template functions ($(echo ...), $(context-length), ...; tfuncs.c).
+ * template functions ($(echo ...), $(context-length), ...; tfuncs.c and tf_*.c).
  * Internal to the engine.
  */
 #ifndef CORRAL_TFUNC_H
@@ -31,6 +31,11 @@ struct tfunc {
     bool (*prepare)(struct tfunc_call *call, int argc, char **raw, char **rawq, struct buf *err);
     void (*eval)(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out);
     void (*free_state)(void *state);
+    /*
+     * Optional: for tfunc_refs(), whether what the state reads (a filter, a
+     * sub-template) is known, marking it in keep; false when it is not.
+     */
+    bool (*refs)(const struct tfunc_call *call, unsigned char *keep);
 };
 
 const struct tfunc *tfunc_lookup(const char *name, size_t len);

@@ -1,0 +1,255 @@
+/*
+ * tf_cond: conditions and the message set of a correlation context: $(if),
+ * $(or), $(grep), $(filter) and the context functions $(context-length),
+ * $(context-values), $(context-lookup).
+ */
+#include "engine/tfunc_int.h"
+#include "engine/filter.h"
+#include "engine/tfargs.h"
+#include "engine/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* $(or A B ...): the first non-empty argument. */
+static void
+tf_or(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+{
+    int i;
+
+    for (i = 0; i < call->argc; i++) {
+        size_t before = out->len;
+        tfunc_arg(call, i, env, out);
+        if (out->len > before) return;
+    }
+}
+
+/* Filter plus options shared by $(if), $(grep), $(context-lookup) and $(filter). */
+struct cond_state {
+    struct filter *f;
+    int max_count;
+};
+
+static void
+cond_free(void *p)
+{
+    struct cond_state *st = p;
+
+    filter_free(st->f);
+    free(st);
+}
+
+static bool
+cond_opt(void *ctx, int id, const char *sval, int ival, struct buf *err)
+{
+    struct cond_state *st = ctx;
+
+    (void)id;
+    (void)sval;
+    (void)err;
+    st->max_count = ival;
+    return true;
+}
+
+static const struct tfargs_opt grep_opts[] = {
+    {"max-count", 'm', TFARGS_INT, 0},
+    {NULL, 0, TFARGS_FLAG, 0},
+};
+
+/*
+ * Shared prepare: options (grep and context-lookup only), a filter
+ * expression, then nmin..nmax templates (nmax < 0: any number).
+ */
+static bool
+cond_prepare(struct tfunc_call *call, int argc, char **rawq, struct buf *err, const char *fname,
+             const struct tfargs_opt *opts, int nmin, int nmax, const char *usage)
+{
+    struct cond_state *st = xcalloc(1, sizeof(*st));
+    char **args = tfargs_unquote(argc, rawq);
+    int *pos = xcalloc((size_t)argc + 1, sizeof(int));
+    int npos, i;
+    bool ok = false;
+
+    call->state = st;
+    if (opts) {
+        npos = tfargs_parse(args, argc, opts, cond_opt, st, false, pos, err);
+    } else {
+        for (i = 0; i < argc; i++) pos[i] = i;
+        npos = argc;
+    }
+    if (npos < 0) goto out;
+    if (npos - 1 < nmin || (nmax >= 0 && npos - 1 > nmax)) {
+        buf_printf(err, usage, fname);
+        goto out;
+    }
+    st->f = tfargs_filter(fname, args[pos[0]], err);
+    ok = st->f && tfargs_compile_positionals(call, args, pos + 1, npos - 1, err);
+out:
+    free(pos);
+    tfargs_free(argc, args);
+    return ok;
+}
+
+static bool
+if_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, struct buf *err)
+{
+    (void)raw;
+    return cond_prepare(call, argc, rawq, err, "if", NULL, 2, 2, "$(%s) requires three arguments");
+}
+
+static bool
+grep_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, struct buf *err)
+{
+    (void)raw;
+    return cond_prepare(call, argc, rawq, err, "grep", grep_opts, 1, -1,
+                        "$(%s) requires at least two arguments");
+}
+
+static bool
+lookup_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, struct buf *err)
+{
+    (void)raw;
+    return cond_prepare(call, argc, rawq, err, "context-lookup", grep_opts, 1, -1,
+                        "$(%s) requires at least two arguments");
+}
+
+static bool
+filter_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, struct buf *err)
+{
+    (void)raw;
+    return cond_prepare(call, argc, rawq, err, "filter", NULL, 1, 1,
+                        "Wrong number of arguments. Example: $(%s expr list).");
+}
+
+/* $(if (FILTER) THEN ELSE): the filter sees the whole message set. */
+static void
+tf_if(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+{
+    const struct cond_state *st = call->state;
+
+    tfunc_arg(call, filter_eval(st->f, env) ? 0 : 1, env, out);
+}
+
+/*
+ * grep and context-lookup: for each message of the set, oldest first, whose
+ * filter holds (evaluated on that message alone, without a context id, as in
+ * 3.38), every template evaluated on that message.  grep joins the results
+ * with commas as they are; context-lookup makes a proper list.
+ */
+static void
+select_messages(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out,
+                bool encode)
+{
+    const struct cond_state *st = call->state;
+    struct buf *b = tpl_scratch_get();
+    size_t i, start = out->len;
+    int count = 0, k;
+    bool first = true;
+
+    for (i = 0; i < env->nmsgs; i++) {
+        struct tpl_env one, bare;
+        tfunc_env_one(&one, env, i);
+        bare = one;
+        bare.context_id = NULL;
+        bare.context_id_len = 0;
+        if (!filter_eval(st->f, &bare)) continue;
+        count++;
+        for (k = 0; k < call->argc; k++) {
+            if (!first) buf_putc(out, ',');
+            first = false;
+            if (encode) {
+                buf_reset(b);
+                tfunc_arg(call, k, &one, b);
+                tf_list_encode(out, b->p, b->len);
+            } else {
+                tfunc_arg(call, k, &one, out);
+            }
+        }
+        if (tfunc_over_cap(out, start)) break;
+        if (st->max_count && count >= st->max_count) break;
+    }
+    tpl_scratch_put(b);
+}
+
+static void
+tf_grep(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+{
+    select_messages(call, env, out, false);
+}
+
+static void
+tf_context_lookup(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+{
+    select_messages(call, env, out, true);
+}
+
+/* $(context-values T...): every template on every message of the set, oldest first, as a list. */
+static void
+tf_context_values(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+{
+    struct buf *b = tpl_scratch_get();
+    size_t i, start = out->len;
+    int k;
+
+    for (i = 0; i < env->nmsgs; i++) {
+        struct tpl_env one;
+        tfunc_env_one(&one, env, i);
+        for (k = 0; k < call->argc; k++) {
+            if (i || k) buf_putc(out, ',');
+            buf_reset(b);
+            tfunc_arg(call, k, &one, b);
+            tf_list_encode(out, b->p, b->len);
+        }
+        if (tfunc_over_cap(out, start)) break;
+    }
+    tpl_scratch_put(b);
+}
+
+static void
+tf_context_length(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+{
+    (void)call;
+    buf_printf(out, "%zu", env->nmsgs);
+}
+
+/* $(filter (EXPR) LIST): the items for which EXPR holds with $_ = the item, written raw (3.38). */
+static void
+tf_filter(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+{
+    const struct cond_state *st = call->state;
+    struct buf *list = tfunc_arg_get(call, 0, env);
+    struct tpl_env e = *env;
+    struct tf_list_scan s;
+    size_t start = out->len;
+
+    tf_list_scan_init(&s, &list, 1);
+    while (tf_list_scan_next(&s)) {
+        e.context_id = buf_str(s.val);
+        e.context_id_len = s.val->len;
+        if (!filter_eval(st->f, &e)) continue;
+        tf_list_comma(out, start);
+        buf_append(out, s.val->p, s.val->len);
+        if (tfunc_over_cap(out, start)) break;
+    }
+    tf_list_scan_done(&s);
+    tpl_scratch_put(list);
+}
+
+static bool
+cond_refs(const struct tfunc_call *call, unsigned char *keep)
+{
+    const struct cond_state *st = call->state;
+
+    return !st || filter_refs(st->f, keep);
+}
+
+const struct tfunc tf_cond_funcs[] = {
+    {"if", 0, -1, if_prepare, tf_if, cond_free, cond_refs},
+    {"or", 0, -1, NULL, tf_or, NULL, NULL},
+    {"grep", 0, -1, grep_prepare, tf_grep, cond_free, cond_refs},
+    {"filter", 0, -1, filter_prepare, tf_filter, cond_free, cond_refs},
+    {"context-length", 0, -1, NULL, tf_context_length, NULL, NULL},
+    {"context-values", 0, -1, NULL, tf_context_values, NULL, NULL},
+    {"context-lookup", 0, -1, lookup_prepare, tf_context_lookup, cond_free, cond_refs},
+    {NULL, 0, 0, NULL, NULL, NULL, NULL},
+};
