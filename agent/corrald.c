@@ -524,8 +524,10 @@ main(int argc, char **argv)
 
     dns = dnscache_new(d.loop, NULL); /* $(dns-resolve-ip) must not block the loop */
     resolver_set(dnscache_lookup, dns);
+    server_set_dnscache(d.srv, dns);
     uv_run(d.loop, UV_RUN_DEFAULT);
     resolver_set(NULL, NULL);
+    if (d.srv) server_set_dnscache(d.srv, NULL);
     dnscache_free(dns);
 
     if (d.pidfile) unlink(d.pidfile);

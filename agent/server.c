@@ -14,6 +14,7 @@
 #include "agent/server.h"
 #include "engine/clock.h"
 #include "engine/corr.h"
+#include "agent/dnscache.h"
 #include "agent/input.h"
 #include "engine/json.h"
 #include "engine/log.h"
@@ -50,6 +51,7 @@ struct server {
     uint64_t received, parsed, truncated_values, reloads, reload_failures, state_saves,
         state_save_failures;
     uint64_t started_ms;
+    struct dnscache *dns; /* $(dns-resolve-ip)'s cache, for its counters; may be NULL */
     /* shutdown */
     void (*done)(void *);
     void *done_arg;
@@ -764,6 +766,12 @@ queue_metric(struct buf *out, struct server *s, const char *name, const char *he
 }
 
 void
+server_set_dnscache(struct server *s, struct dnscache *dns)
+{
+    s->dns = dns;
+}
+
+void
 server_metrics(struct server *s, struct buf *out)
 {
     struct corr_stats cs;
@@ -809,6 +817,23 @@ server_metrics(struct server *s, struct buf *out)
         SIMPLE("corral_silence_sources", "gauge", "Sources watched for silence.",
                silence_tracked(s->silence));
         SIMPLE("corral_silence_silent", "gauge", "Sources silent now.", silence_silent(s->silence));
+    }
+    if (s->dns) {
+        struct dnscache_stats ds;
+        dnscache_stats(s->dns, &ds);
+        SIMPLE("corral_dns_hits_total", "counter", "$(dns-resolve-ip) answers from the cache.",
+               ds.hits);
+        SIMPLE("corral_dns_misses_total", "counter",
+               "$(dns-resolve-ip) addresses not in the cache (answered with the address).",
+               ds.misses);
+        SIMPLE("corral_dns_lookups_total", "counter", "Reverse lookups started.", ds.lookups);
+        SIMPLE("corral_dns_failures_total", "counter", "Reverse lookups that found no name.",
+               ds.failures);
+        SIMPLE("corral_dns_refused_total", "counter",
+               "Reverse lookups not started: too many in flight.", ds.refused);
+        SIMPLE("corral_dns_evicted_total", "counter", "Cache entries dropped for room.",
+               ds.evicted);
+        SIMPLE("corral_dns_entries", "gauge", "Names and failures cached now.", ds.entries);
     }
 #undef SIMPLE
     input_metric(out, s, "corral_input_messages_total", "Messages received, per input.",

@@ -50,6 +50,9 @@ const struct conf *server_conf(const struct server *s);
 
 /* Writes all counters in Prometheus text format. */
 void server_metrics(struct server *s, struct buf *out);
+struct dnscache;
+/* The cache $(dns-resolve-ip) uses, whose counters the metrics show (NULL: none). */
+void server_set_dnscache(struct server *s, struct dnscache *dns);
 /* Writes the open correlation contexts as a JSON array. */
 void server_contexts_json(struct server *s, struct buf *out);
 /* Reopens file outputs (after log rotation). */
