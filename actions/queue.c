@@ -179,9 +179,9 @@ scan_v1(const unsigned char *d, size_t size, size_t pos, queue_scan_fn *fn, void
     while (size - pos >= 8) {
         const unsigned char *p = d + pos;
         uint32_t len = wire_load32(p), crc = wire_load32(p + 4);
-        if (len < 17 || len > size - pos - 8 || durable_crc32(0, p + 8, len) != crc) break;
+        if (len < 9 || len > size - pos - 8 || durable_crc32(0, p + 8, len) != crc) break;
         fn(arg, (char)p[8], (uint64_t)wire_load32(p + 9) | (uint64_t)wire_load32(p + 13) << 32,
-           p + 25, len - 17);
+           p + 17, len - 9);
         res->records++;
         pos += 8 + len;
     }

@@ -95,15 +95,15 @@ v1 = data[:10] == b"CORRALSP1\n"
 assert v1 or data[:10] == b"CORRALSP2\n", data[:10]
 pos = 10
 for n in range(10):
-    start = pos
     if v1:  # u32 length of the rest, u32 CRC, type, u64 seq, payload
-        length = struct.unpack("<I", data[pos:pos + 4])[0] - 17
+        head, length = 17, struct.unpack("<I", data[pos:pos + 4])[0] - 9
     else:
         assert data[pos:pos + 4] == b"\xc0\x52\x4c\x9a"
-        length = struct.unpack("<I", data[pos + 13:pos + 17])[0]
-    pos += 25 + length
-payload = bytes(data[start + 25:pos])
-data[start + 25 + length // 2] ^= 0x01
+        head, length = 25, struct.unpack("<I", data[pos + 13:pos + 17])[0]
+    start = pos + head
+    pos = start + length
+payload = bytes(data[start:pos])
+data[start + length // 2] ^= 0x01
 open(sys.argv[1], "wb").write(data)
 print(re.search(rb"a-[0-9]+", payload).group().decode())
 PY
@@ -171,6 +171,7 @@ touch "$WORK/down"
 rm -f "$WORK/delivered"
 fill
 start_corrald fifth "$WORK/corrald.conf"
+grep -q "not started" "$WORK/fifth.log" && fail "corrald refused to start on a full disk"
 grep -q "kept in memory only" "$WORK/fifth.log" || fail "no warning about the full disk"
 send 1 10
 wait_until 60 metric_is corral_executor_unspooled 10 ||
