@@ -26,9 +26,9 @@
 
 #define REC_ALERT QUEUE_REC_ALERT
 #define REC_DONE  QUEUE_REC_DONE
-#define REC_HEAD  25     /* magic, type, seq, length, payload CRC, header CRC */
-#define RETRY_MS  1000   /* while the spool cannot be written: rewrite it this often */
-#define LOG_EVERY 60000  /* repeated errors: one line a minute */
+#define REC_HEAD  25    /* magic, type, seq, length, payload CRC, header CRC */
+#define RETRY_MS  1000  /* while the spool cannot be written: rewrite it this often */
+#define LOG_EVERY 60000 /* repeated errors: one line a minute */
 
 /* One line, then at most one a minute saying how many more there were. */
 struct ratelog {
@@ -76,10 +76,10 @@ struct queue {
     bool spool_failed; /* a write failed: nothing is appended until a rewrite works */
     off_t spool_size;  /* bytes of whole records: a failed append is cut back to this */
     uint64_t next_seq;
-    size_t spool_records;      /* records in the file, good or dead */
-    uint64_t compact_after;    /* ms: a rewrite failed, the next not before */
-    struct ratelog spool_log;  /* write errors */
-    uv_timer_t spool_timer;    /* retries the rewrite while spool_failed */
+    size_t spool_records;     /* records in the file, good or dead */
+    uint64_t compact_after;   /* ms: a rewrite failed, the next not before */
+    struct ratelog spool_log; /* write errors */
+    uv_timer_t spool_timer;   /* retries the rewrite while spool_failed */
 
     struct item *head, *tail;
     size_t nitems, ninflight;
@@ -171,7 +171,8 @@ next_magic(const unsigned char *d, size_t size, size_t pos)
     return m ? (size_t)(m - d) : size;
 }
 
-/* Version 1: u32 length of the rest, u32 CRC of the rest, type, u64 seq, payload; ends at the first bad record. */
+/* Version 1: u32 length of the rest, u32 CRC of the rest, type, u64 seq, payload; ends at the first
+ * bad record. */
 static size_t
 scan_v1(const unsigned char *d, size_t size, size_t pos, queue_scan_fn *fn, void *arg,
         struct queue_scan *res)
@@ -341,8 +342,7 @@ out:
     return rc;
 }
 
-static void
-on_spool_timer(uv_timer_t *t);
+static void on_spool_timer(uv_timer_t *t);
 
 /* A write failed: go on in memory only, and rewrite the spool once it works again. */
 static void
@@ -392,7 +392,7 @@ struct replay {
         uint64_t seq;
         const char *p;
         size_t len, order;
-    } *alerts;
+    } * alerts;
     size_t nalerts, capalerts;
     uint64_t *done;
     size_t ndone, capdone;

@@ -77,10 +77,10 @@ struct queue_stats {
     uint64_t queued;           /* waiting now (including retries) */
     uint64_t inflight;         /* being delivered now */
     uint64_t recovered;        /* taken over from the spool at start */
-    uint64_t spool_corrupt;    /* bad stretches of the spool skipped at start (torn tail included) */
-    uint64_t spool_errors;     /* spool writes, syncs and rewrites that failed */
-    uint64_t memory_only;      /* alerts accepted while the spool could not be written */
-    uint64_t unspooled;        /* alerts queued now that are in memory only */
+    uint64_t spool_corrupt; /* bad stretches of the spool skipped at start (torn tail included) */
+    uint64_t spool_errors;  /* spool writes, syncs and rewrites that failed */
+    uint64_t memory_only;   /* alerts accepted while the spool could not be written */
+    uint64_t unspooled;     /* alerts queued now that are in memory only */
 };
 
 /*

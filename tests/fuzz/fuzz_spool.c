@@ -88,8 +88,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         s.bytes + res.corrupt_bytes > size || (res.corrupt_bytes && !res.corrupt))
         __builtin_trap();
     queue_spool_scan(s.again.p, s.again.len, on_record2, &list2, &res2);
-    if (res2.version != 2 || res2.records != s.n || res2.corrupt ||
-        list2.len != s.list.len || (list2.len && memcmp(list2.p, s.list.p, list2.len) != 0))
+    if (res2.version != 2 || res2.records != s.n || res2.corrupt || list2.len != s.list.len ||
+        (list2.len && memcmp(list2.p, s.list.p, list2.len) != 0))
         __builtin_trap();
     buf_free(&s.again);
     buf_free(&s.list);

@@ -501,8 +501,8 @@ START_TEST(test_corrupt_every_byte)
         buf_reset(&want);
         for (i = 1; i <= 5; i++)
             if (i != lost) buf_printf(&want, "alert-%d\n", i);
-        ck_assert_msg(strcmp(buf_str(&out), buf_str(&want)) == 0, "offset %zu: delivered %s",
-                      off, buf_str(&out));
+        ck_assert_msg(strcmp(buf_str(&out), buf_str(&want)) == 0, "offset %zu: delivered %s", off,
+                      buf_str(&out));
     }
     buf_free(&spool);
     buf_free(&out);
