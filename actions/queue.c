@@ -24,9 +24,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define REC_ALERT   'A'
-#define REC_DONE    'D'
-#define SPOOL_MAGIC "CORRALSP1\n"
+#define REC_ALERT QUEUE_REC_ALERT
+#define REC_DONE  QUEUE_REC_DONE
+#define REC_HEAD  25    /* magic, type, seq, length, payload CRC, header CRC */
+#define RETRY_MS  1000  /* while the spool cannot be written: rewrite it this often */
+#define LOG_EVERY 60000 /* repeated errors: one line a minute */
+
+/* One line, then at most one a minute saying how many more there were. */
+struct ratelog {
+    uint64_t last; /* ms; 0: never */
+    uint64_t more; /* not logged since */
+};
 
 struct item {
     struct item *next;
@@ -35,6 +43,7 @@ struct item {
     uint32_t attempts;
     uint64_t not_before; /* ms */
     bool inflight;
+    bool spooled; /* false: in memory only (the spool could not be written) */
     struct msg *msg;
     char *id, *severity;
 };
@@ -64,8 +73,13 @@ struct queue {
     char *spool_path, *dead_path;
     int spool_fd;
     bool dirty;
+    bool spool_failed; /* a write failed: nothing is appended until a rewrite works */
+    off_t spool_size;  /* bytes of whole records: a failed append is cut back to this */
     uint64_t next_seq;
-    size_t spool_records, spool_done;
+    size_t spool_records;     /* records in the file, good or dead */
+    uint64_t compact_after;   /* ms: a rewrite failed, the next not before */
+    struct ratelog spool_log; /* write errors */
+    uv_timer_t spool_timer;   /* retries the rewrite while spool_failed */
 
     struct item *head, *tail;
     size_t nitems, ninflight;
@@ -83,92 +97,354 @@ struct queue {
 
 /* ---- the spool file ---- */
 
-/* A record: u32 length of the rest, u32 CRC of the rest, type, u64 sequence, payload. */
-static void
-frame(struct buf *out, char type, uint64_t seq, const char *payload, size_t len)
+/* True when a line may be logged now; *more: how many were held back since the last. */
+static bool
+ratelog_allow(struct ratelog *r, uint64_t *more)
 {
-    unsigned char head[8] = {0};
-    size_t start = out->len;
+    uint64_t now = clock_wall_ms();
 
-    buf_append(out, head, 8); /* length and CRC, filled in below */
-    buf_putc(out, type);
-    wire_store32(head, (uint32_t)seq);
-    buf_append(out, head, 4);
-    wire_store32(head, (uint32_t)(seq >> 32));
-    buf_append(out, head, 4);
-    buf_append(out, payload, len);
-    wire_store32((unsigned char *)out->p + start, (uint32_t)(out->len - start - 8));
-    wire_store32((unsigned char *)out->p + start + 4,
-                 durable_crc32(0, out->p + start + 8, out->len - start - 8));
+    if (r->last && now - r->last < LOG_EVERY) {
+        r->more++;
+        return false;
+    }
+    *more = r->more;
+    r->more = 0;
+    r->last = now;
+    return true;
 }
 
+/* A spool write, sync or rewrite failed with errno err: counted, logged (rate-limited). */
 static void
+spool_error(struct queue *q, const char *what, int err)
+{
+    uint64_t more;
+
+    q->st.spool_errors++;
+    if (ratelog_allow(&q->spool_log, &more))
+        log_msg(LOG_ERR, "executor %s: %s spool %s: %s (%llu spool errors in all, %llu not logged)",
+                q->name, what, q->spool_path, strerror(err), (unsigned long long)q->st.spool_errors,
+                (unsigned long long)more);
+}
+
+void
+queue_spool_frame(struct buf *out, char type, uint64_t seq, const void *payload, size_t len)
+{
+    unsigned char h[REC_HEAD];
+
+    memcpy(h, QUEUE_SPOOL_MAGIC, 4);
+    h[4] = (unsigned char)type;
+    wire_store32(h + 5, (uint32_t)seq);
+    wire_store32(h + 9, (uint32_t)(seq >> 32));
+    wire_store32(h + 13, (uint32_t)len);
+    wire_store32(h + 17, durable_crc32(0, payload, len));
+    wire_store32(h + 21, durable_crc32(0, h, 21));
+    buf_append(out, h, REC_HEAD);
+    buf_append(out, payload, len);
+}
+
+/*
+ * The record at pos: 1 when whole and good (*len: its payload's length), 0
+ * when its header checks out but its payload does not (skip it by *len), -1
+ * when there is no trustworthy header there.
+ */
+static int
+record_at(const unsigned char *d, size_t size, size_t pos, size_t *len)
+{
+    const unsigned char *p = d + pos;
+
+    if (size - pos < REC_HEAD || memcmp(p, QUEUE_SPOOL_MAGIC, 4) != 0 ||
+        durable_crc32(0, p, 21) != wire_load32(p + 21))
+        return -1;
+    *len = wire_load32(p + 13);
+    if (*len > size - pos - REC_HEAD) return -1; /* torn, or a header forged by chance */
+    return durable_crc32(0, p + REC_HEAD, *len) == wire_load32(p + 17) ? 1 : 0;
+}
+
+/* The next offset after pos where a record's magic begins (size: none). */
+static size_t
+next_magic(const unsigned char *d, size_t size, size_t pos)
+{
+    const unsigned char *m;
+
+    if (pos + 1 >= size) return size;
+    m = memmem(d + pos + 1, size - pos - 1, QUEUE_SPOOL_MAGIC, 4);
+    return m ? (size_t)(m - d) : size;
+}
+
+/* Version 1: u32 length of the rest, u32 CRC of the rest, type, u64 seq, payload; ends at the first
+ * bad record. */
+static size_t
+scan_v1(const unsigned char *d, size_t size, size_t pos, queue_scan_fn *fn, void *arg,
+        struct queue_scan *res)
+{
+    while (size - pos >= 8) {
+        const unsigned char *p = d + pos;
+        uint32_t len = wire_load32(p), crc = wire_load32(p + 4);
+        if (len < 9 || len > size - pos - 8 || durable_crc32(0, p + 8, len) != crc) break;
+        fn(arg, (char)p[8], (uint64_t)wire_load32(p + 9) | (uint64_t)wire_load32(p + 13) << 32,
+           p + 17, len - 9);
+        res->records++;
+        pos += 8 + len;
+    }
+    return pos;
+}
+
+void
+queue_spool_scan(const void *data, size_t size, queue_scan_fn *fn, void *arg,
+                 struct queue_scan *res)
+{
+    const unsigned char *d = data;
+    size_t hl = strlen(QUEUE_SPOOL_HEADER), pos = 0, bad = SIZE_MAX, len;
+
+    memset(res, 0, sizeof(*res));
+    if (size >= hl && memcmp(d, QUEUE_SPOOL_HEADER_V1, hl) == 0) {
+        res->version = 1;
+        pos = scan_v1(d, size, hl, fn, arg, res);
+        if (pos < size) res->corrupt = 1, res->corrupt_bytes = res->tail_bytes = size - pos;
+        return;
+    }
+    if (size >= hl && memcmp(d, QUEUE_SPOOL_HEADER, hl) == 0) {
+        res->version = 2;
+        pos = hl;
+    } else if (size > 0) {
+        bad = 0; /* a damaged header: look for records all the same */
+    }
+    while (pos < size) {
+        int r = record_at(d, size, pos, &len);
+        if (r < 0) { /* no header here: a bad stretch runs to the next record that checks out */
+            if (bad == SIZE_MAX) bad = pos;
+            pos = next_magic(d, size, pos);
+            continue;
+        }
+        if (bad != SIZE_MAX) {
+            res->corrupt++;
+            res->corrupt_bytes += pos - bad;
+            bad = SIZE_MAX;
+        }
+        if (r == 0) {
+            res->corrupt++;
+            res->corrupt_bytes += REC_HEAD + len;
+        } else {
+            fn(arg, (char)d[pos + 4],
+               (uint64_t)wire_load32(d + pos + 5) | (uint64_t)wire_load32(d + pos + 9) << 32,
+               d + pos + REC_HEAD, len);
+            res->records++;
+        }
+        pos += REC_HEAD + len;
+    }
+    if (bad != SIZE_MAX) {
+        res->corrupt++;
+        res->corrupt_bytes += size - bad;
+        res->tail_bytes = size - bad;
+    }
+}
+
+static void spool_fail(struct queue *q);
+
+/* Appends a record; false when the spool is not being written (none, or failed). */
+static bool
 spool_append(struct queue *q, char type, uint64_t seq, const struct msg *m)
 {
     struct buf rec = BUF_INIT, payload = BUF_INIT;
+    bool ok = true;
 
-    if (q->spool_fd < 0) return;
+    if (q->spool_fd < 0 || q->spool_failed) return false;
     if (m) msg_encode(m, &payload);
-    frame(&rec, type, seq, payload.p, payload.len);
-    if (durable_write_all(q->spool_fd, rec.p, rec.len) < 0)
-        log_msg(LOG_ERR, "executor %s: writing spool %s: %s", q->name, q->spool_path,
-                strerror(errno));
-    q->dirty = true;
-    q->spool_records++;
-    if (type == REC_DONE) q->spool_done++;
+    queue_spool_frame(&rec, type, seq, payload.p, payload.len);
+    if (durable_write_all(q->spool_fd, rec.p, rec.len) < 0) {
+        spool_error(q, "writing", errno);
+        /* no torn bytes may stay in front of later records */
+        if (ftruncate(q->spool_fd, q->spool_size) < 0) spool_error(q, "cutting back", errno);
+        spool_fail(q);
+        ok = false;
+    } else {
+        q->spool_size += (off_t)rec.len;
+        q->dirty = true;
+        q->spool_records++;
+    }
     buf_free(&rec);
     buf_free(&payload);
+    return ok;
 }
 
-/* Rewrites the spool with just the pending alerts (at start, and when mostly done records). */
+/* Makes a rename in dir durable. */
+static void
+sync_dir(const char *path)
+{
+    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+    int fd;
+
+    if (slash) *slash = '\0';
+    fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+/*
+ * Rewrites the spool with just the pending alerts, all of them, including
+ * those that were in memory only.  Written in chunks, so that on a full
+ * disk an attempt costs little.  On failure the old file stays as it was.
+ */
 static int
 spool_compact(struct queue *q)
 {
     struct buf tmp = BUF_INIT, data = BUF_INIT, payload = BUF_INIT;
     struct item *it;
-    int fd, rc = -1;
+    off_t size = 0;
+    int fd, rc = -1, err = 0;
+    bool written = true;
 
     buf_printf(&tmp, "%s.tmp", q->spool_path);
-    buf_append(&data, SPOOL_MAGIC, strlen(SPOOL_MAGIC));
-    for (it = q->head; it; it = it->next) {
-        buf_reset(&payload);
-        msg_encode(it->msg, &payload);
-        frame(&data, REC_ALERT, it->seq, payload.p, payload.len);
-    }
     fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0 && durable_write_all(fd, data.p, data.len) == 0 && fdatasync(fd) == 0 &&
-        rename(buf_str(&tmp), q->spool_path) == 0) {
-        if (q->spool_fd >= 0) close(q->spool_fd);
-        q->spool_fd = fd;
-        lseek(fd, 0, SEEK_END);
-        q->spool_records = q->nitems;
-        q->spool_done = 0;
-        rc = 0;
-    } else {
-        log_msg(LOG_ERR, "executor %s: compacting spool %s: %s", q->name, q->spool_path,
-                strerror(errno));
-        if (fd >= 0) close(fd);
-        unlink(buf_str(&tmp));
+    if (fd < 0) {
+        err = errno;
+        goto out;
     }
+    buf_append(&data, QUEUE_SPOOL_HEADER, strlen(QUEUE_SPOOL_HEADER));
+    for (it = q->head;; it = it->next) {
+        if (it) {
+            buf_reset(&payload);
+            msg_encode(it->msg, &payload);
+            queue_spool_frame(&data, REC_ALERT, it->seq, payload.p, payload.len);
+        }
+        if (data.len >= 65536 || (!it && data.len)) {
+            if (durable_write_all(fd, data.p, data.len) < 0) {
+                written = false;
+                break;
+            }
+            size += (off_t)data.len;
+            buf_reset(&data);
+        }
+        if (!it) break;
+    }
+    if (!written || fdatasync(fd) < 0 || rename(buf_str(&tmp), q->spool_path) < 0) {
+        err = errno;
+        close(fd);
+        unlink(buf_str(&tmp));
+        goto out;
+    }
+    sync_dir(q->spool_path);
+    if (q->spool_fd >= 0) close(q->spool_fd);
+    q->spool_fd = fd;
+    lseek(fd, 0, SEEK_END);
+    q->spool_size = size;
+    q->spool_records = q->nitems;
+    q->dirty = false;
+    rc = 0;
+out:
+    if (rc < 0) spool_error(q, "rewriting", err);
     buf_free(&tmp);
     buf_free(&data);
     buf_free(&payload);
     return rc;
 }
 
-static void enqueue(struct queue *q, struct msg *m, uint64_t seq);
+static void on_spool_timer(uv_timer_t *t);
 
-/* Reads the spool left by the previous run; pending alerts are queued again. */
+/* A write failed: go on in memory only, and rewrite the spool once it works again. */
+static void
+spool_fail(struct queue *q)
+{
+    if (!q->spool_failed)
+        log_msg(LOG_WARNING,
+                "executor %s: spool %s cannot be written: new alerts are kept in memory only "
+                "(at most queue=%zu) until it can",
+                q->name, q->spool_path, q->max_queued);
+    q->spool_failed = true;
+    q->dirty = false;
+    if (q->spool_fd >= 0) close(q->spool_fd);
+    q->spool_fd = -1;
+    if (q->handles && !q->closing && !uv_is_active((uv_handle_t *)&q->spool_timer))
+        uv_timer_start(&q->spool_timer, on_spool_timer, RETRY_MS, RETRY_MS);
+}
+
+/* While failed: tries to write the whole queue to the spool again. */
+static void
+spool_retry(struct queue *q)
+{
+    struct item *it;
+    uint64_t n = q->st.unspooled;
+
+    if (!q->spool_failed || spool_compact(q) < 0) return;
+    q->spool_failed = false;
+    for (it = q->head; it; it = it->next) it->spooled = true;
+    q->st.unspooled = 0;
+    if (q->handles) uv_timer_stop(&q->spool_timer);
+    log_msg(LOG_WARNING,
+            "executor %s: spool %s written again, with %llu alerts that were in memory only "
+            "(%llu spool errors in all)",
+            q->name, q->spool_path, (unsigned long long)n, (unsigned long long)q->st.spool_errors);
+}
+
+static void
+on_spool_timer(uv_timer_t *t)
+{
+    spool_retry(t->data);
+}
+
+static struct item *enqueue(struct queue *q, struct msg *m, uint64_t seq);
+
+struct replay {
+    struct rec {
+        uint64_t seq;
+        const char *p;
+        size_t len, order;
+    } * alerts;
+    size_t nalerts, capalerts;
+    uint64_t *done;
+    size_t ndone, capdone;
+    uint64_t max_seq;
+    bool any;
+};
+
+static void
+replay_record(void *arg, char type, uint64_t seq, const void *payload, size_t len)
+{
+    struct replay *r = arg;
+
+    if (!r->any || seq > r->max_seq) r->max_seq = seq;
+    r->any = true;
+    if (type == REC_ALERT) {
+        r->alerts = xgrow(r->alerts, &r->capalerts, r->nalerts + 1, sizeof(*r->alerts));
+        r->alerts[r->nalerts] = (struct rec){seq, payload, len, r->nalerts};
+        r->nalerts++;
+    } else if (type == REC_DONE) {
+        r->done = xgrow(r->done, &r->capdone, r->ndone + 1, sizeof(*r->done));
+        r->done[r->ndone++] = seq;
+    }
+}
+
+static int
+by_seq(const void *a, const void *b)
+{
+    const struct rec *x = a, *y = b;
+
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Reads the spool left by the previous run; pending alerts are queued
+ * again, in the order they were submitted (their seq), each once.
+ */
 static int
 spool_replay(struct queue *q, struct buf *err)
 {
+    struct replay r = {0};
+    struct queue_scan scan;
     char *data;
-    size_t size, pos, nalerts = 0, cap = 0, i;
-    struct {
-        uint64_t seq;
-        size_t off, len;
-        bool done;
-    } *alerts = NULL;
+    size_t size, i;
 
     data = durable_read_file(q->spool_path, &size);
     if (!data) {
@@ -177,51 +453,50 @@ spool_replay(struct queue *q, struct buf *err)
                    strerror(errno));
         return -1;
     }
-    pos = strlen(SPOOL_MAGIC);
-    if (size < pos || memcmp(data, SPOOL_MAGIC, pos) != 0) {
+    queue_spool_scan(data, size, replay_record, &r, &scan);
+    if (size && !scan.version && !scan.records) {
         log_msg(LOG_ERR, "executor %s: %s is not a spool; starting a new one", q->name,
                 q->spool_path);
-        free(data);
-        return 0;
-    }
-    while (pos + 8 <= size) {
-        const unsigned char *p = (const unsigned char *)data + pos;
-        uint32_t len = wire_load32(p), crc = wire_load32(p + 4);
-        uint64_t seq;
-        if (len < 9 || pos + 8 + len > size || durable_crc32(0, p + 8, len) != crc)
-            break; /* torn tail */
-        seq = (uint64_t)wire_load32(p + 9) | (uint64_t)wire_load32(p + 13) << 32;
-        if (seq >= q->next_seq) q->next_seq = seq + 1;
-        if (p[8] == REC_ALERT) {
-            alerts = xgrow(alerts, &cap, nalerts + 1, sizeof(*alerts));
-            alerts[nalerts].seq = seq;
-            alerts[nalerts].off = pos + 8 + 9;
-            alerts[nalerts].len = len - 9;
-            alerts[nalerts].done = false;
-            nalerts++;
-        } else if (p[8] == REC_DONE) {
-            for (i = nalerts; i-- > 0;)
-                if (alerts[i].seq == seq) {
-                    alerts[i].done = true;
-                    break;
-                }
+    } else if (scan.corrupt) {
+        struct buf keep = BUF_INIT;
+        size_t middle = scan.corrupt - (scan.tail_bytes > 0);
+        q->st.spool_corrupt += scan.corrupt;
+        if (scan.tail_bytes)
+            log_msg(LOG_WARNING, "executor %s: spool %s: %zu bytes of a torn record cut off",
+                    q->name, q->spool_path, scan.tail_bytes);
+        if (middle) {
+            /* keep what could not be read, for a look by hand: the rewrite drops it */
+            buf_printf(&keep, "%s.corrupt", q->spool_path);
+            unlink(buf_str(&keep));
+            if (link(q->spool_path, buf_str(&keep)) < 0) buf_reset(&keep);
+            log_msg(LOG_ERR,
+                    "executor %s: spool %s: %zu corrupt records (%zu bytes) skipped; the %zu "
+                    "good records after them are kept%s%s",
+                    q->name, q->spool_path, middle, scan.corrupt_bytes - scan.tail_bytes,
+                    scan.records, keep.len ? "; the file as it was is " : "", buf_str(&keep));
         }
-        pos += 8 + len;
+        buf_free(&keep);
     }
-    if (pos < size)
-        log_msg(LOG_WARNING, "executor %s: spool %s: %zu bytes of a torn record cut off", q->name,
-                q->spool_path, size - pos);
-    for (i = 0; i < nalerts; i++) {
+    if (r.any) q->next_seq = r.max_seq + 1;
+    qsort(r.alerts, r.nalerts, sizeof(*r.alerts), by_seq);
+    qsort(r.done, r.ndone, sizeof(*r.done), cmp_u64);
+    for (i = 0; i < r.nalerts; i++) {
         struct msg *m;
-        if (alerts[i].done) continue;
+        if (i && r.alerts[i].seq == r.alerts[i - 1].seq) continue; /* once */
+        if (bsearch(&r.alerts[i].seq, r.done, r.ndone, sizeof(*r.done), cmp_u64)) continue;
         m = msg_new();
-        if (msg_decode(m, data + alerts[i].off, alerts[i].len)) {
-            enqueue(q, m, alerts[i].seq);
+        if (msg_decode(m, r.alerts[i].p, r.alerts[i].len)) {
+            enqueue(q, m, r.alerts[i].seq)->spooled = true;
             q->st.recovered++;
+        } else {
+            q->st.spool_corrupt++; /* checks out, yet does not decode: written by a bug */
+            log_msg(LOG_ERR, "executor %s: spool %s: alert %llu does not decode; skipped", q->name,
+                    q->spool_path, (unsigned long long)r.alerts[i].seq);
         }
         msg_unref(m);
     }
-    free(alerts);
+    free(r.alerts);
+    free(r.done);
     free(data);
     return 0;
 }
@@ -242,12 +517,12 @@ spool_open(struct queue *q, const char *dir, struct buf *err)
     q->spool_path = xstrdup(buf_str(&path));
     buf_free(&path);
     if (spool_replay(q, err) < 0) return -1;
-    /* start from a compact file holding exactly the pending alerts */
-    if (spool_compact(q) < 0) {
-        buf_printf(err, "executor %s: cannot write spool %s: %s\n", q->name, q->spool_path,
-                   strerror(errno));
-        return -1;
-    }
+    /*
+     * Start from a compact file holding exactly the pending alerts.  When
+     * that cannot be written (a full disk), start all the same: the old file
+     * stays, and new alerts live in memory until the spool can be written.
+     */
+    if (spool_compact(q) < 0) spool_fail(q);
     if (q->st.recovered)
         log_msg(LOG_INFO, "executor %s: %llu alerts from the spool will be delivered", q->name,
                 (unsigned long long)q->st.recovered);
@@ -316,6 +591,7 @@ remove_item(struct queue *q, struct item *it)
     if (q->tail == it) q->tail = prev;
     q->nitems--;
     q->st.queued = q->nitems;
+    if (!it->spooled) q->st.unspooled--;
     spool_append(q, REC_DONE, it->seq, NULL);
     item_free(it);
 }
@@ -395,24 +671,36 @@ kick(struct queue *q)
         uv_timer_stop(&q->timer);
 }
 
-/* Make appended records durable before the loop reads more input. */
+/*
+ * Makes appended records durable before the loop reads more input, and
+ * rewrites the spool when mostly dead records: more than 1000, and 4 times
+ * the alerts pending (so it stays within 5 times what it must hold).
+ */
 static void
 on_check(uv_check_t *c)
 {
     struct queue *q = c->data;
+    size_t dead = q->spool_records > q->nitems ? q->spool_records - q->nitems : 0;
+    uint64_t now;
 
     queue_sync(q);
-    if (q->spool_done > 1000 && q->spool_done > 4 * (q->spool_records - q->spool_done))
-        spool_compact(q);
+    if (q->spool_fd < 0 || q->spool_failed || dead <= 1000 || dead <= 4 * q->nitems) return;
+    now = clock_wall_ms();
+    if (now < q->compact_after) return;
+    /* a failed rewrite leaves the old file, still good: try again later, not on every pass */
+    if (spool_compact(q) < 0) q->compact_after = now + LOG_EVERY;
 }
 
 void
 queue_sync(struct queue *q)
 {
     if (!q->dirty || q->spool_fd < 0) return;
-    if (fdatasync(q->spool_fd) < 0)
-        log_msg(LOG_ERR, "executor %s: syncing spool: %s", q->name, strerror(errno));
     q->dirty = false;
+    if (fdatasync(q->spool_fd) < 0) {
+        /* what was written may not be on disk (and the kernel may forget it): write it all again */
+        spool_error(q, "syncing", errno);
+        spool_fail(q);
+    }
 }
 
 /* ---- submission ---- */
@@ -430,7 +718,7 @@ eval(struct tpl *t, const struct msg *m, struct buf *b)
     return xstrndup(buf_str(b), b->len);
 }
 
-static void
+static struct item *
 enqueue(struct queue *q, struct msg *m, uint64_t seq)
 {
     struct item *it = xcalloc(1, sizeof(*it));
@@ -447,6 +735,7 @@ enqueue(struct queue *q, struct msg *m, uint64_t seq)
     q->tail = it;
     q->nitems++;
     q->st.queued = q->nitems;
+    return it;
 }
 
 static bool
@@ -558,6 +847,7 @@ queue_submit(struct queue *q, const struct msg *m)
 {
     struct msg *copy;
     uint64_t seq;
+    bool spooled;
 
     if (q->closing) return;
     q->st.submitted++;
@@ -577,8 +867,12 @@ queue_submit(struct queue *q, const struct msg *m)
     }
     copy = msg_clone(m);
     seq = q->next_seq++;
-    spool_append(q, REC_ALERT, seq, copy);
-    enqueue(q, copy, seq);
+    spooled = spool_append(q, REC_ALERT, seq, copy) || !q->spool_path;
+    enqueue(q, copy, seq)->spooled = spooled;
+    if (!spooled) {
+        q->st.memory_only++;
+        q->st.unspooled++;
+    }
     msg_unref(copy);
     kick(q);
 }
@@ -700,10 +994,12 @@ queue_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, con
         return NULL;
     }
     uv_timer_init(loop, &q->timer);
+    uv_timer_init(loop, &q->spool_timer);
     uv_check_init(loop, &q->check);
-    q->timer.data = q->check.data = q;
+    q->timer.data = q->spool_timer.data = q->check.data = q;
     uv_check_start(&q->check, on_check);
-    q->handles = 2;
+    q->handles = 3;
+    if (q->spool_failed) uv_timer_start(&q->spool_timer, on_spool_timer, RETRY_MS, RETRY_MS);
     kick(q);
     return q;
 }
@@ -716,6 +1012,10 @@ impl_closed(void *arg)
     struct item *it;
 
     queue_sync(q);
+    spool_retry(q); /* a last chance for alerts in memory only */
+    if (q->spool_failed && q->st.unspooled)
+        log_msg(LOG_ERR, "executor %s: %llu alerts were in memory only (spool not writable): lost",
+                q->name, (unsigned long long)q->st.unspooled);
     if (q->spool_fd >= 0) close(q->spool_fd);
     q->spool_fd = -1;
     while ((it = q->head)) {
@@ -723,6 +1023,7 @@ impl_closed(void *arg)
         item_free(it);
     }
     uv_close((uv_handle_t *)&q->timer, handle_closed);
+    uv_close((uv_handle_t *)&q->spool_timer, handle_closed);
     uv_close((uv_handle_t *)&q->check, handle_closed);
 }
 
@@ -734,6 +1035,7 @@ queue_close(struct queue *q, void (*done)(void *), void *arg)
     q->closed = done;
     q->closed_arg = arg;
     uv_timer_stop(&q->timer);
+    uv_timer_stop(&q->spool_timer);
     uv_check_stop(&q->check);
     q->kind->close(q->impl, impl_closed, q);
 }

@@ -8,14 +8,45 @@
  * a flood of events cannot flood an inbox or fork-bomb the host.
  *
  * Durability: the spool is an append-only file of records (an alert, or
- * "alert N is done"), each with a length and a CRC.  Records appended while
- * handling one batch of input are fdatasync'ed before corrald reads the next
- * batch.  At start, the spool is replayed: alerts without a done record are
- * delivered again (at least once), so after a crash an alert that was
- * delivered but whose done record was not yet on disk is delivered twice; at
- * most max_inflight such duplicates per executor.  A torn last record (the
- * crash happened while writing it) is cut off.  The file is compacted when
- * mostly done records.
+ * "alert N is done").  Records appended while handling one batch of input
+ * are fdatasync'ed before corrald reads the next batch.  At start, the spool
+ * is replayed: alerts without a done record are delivered again (at least
+ * once), so after a crash an alert that was delivered but whose done record
+ * was not yet on disk is delivered twice; at most max_inflight such
+ * duplicates per executor.  Then the spool is rewritten with just the
+ * pending alerts, and again while running when more than 1000 of its
+ * records, and 4 times as many as the alerts pending, are dead (delivered
+ * alerts and their done records).
+ *
+ * The file (version 2): the header "CORRALSP2\n", then records of
+ *   4 bytes  magic C0 52 4C 9A (QUEUE_SPOOL_MAGIC)
+ *   1        type: 'A' an alert, 'D' alert seq is done
+ *   8        seq, little-endian
+ *   4        payload length, little-endian
+ *   4        CRC-32 of the payload
+ *   4        CRC-32 of the 21 bytes above
+ *   payload  the alert (msg_encode), empty for a done record
+ * Recovery: a record counts only when both CRCs match.  A record whose
+ * header checks out but whose payload does not is skipped by its length;
+ * anywhere else the reader scans forward to the next magic whose record
+ * checks out.  So a damaged byte loses the one record holding it (or, in a
+ * damaged header, whatever stretch it makes unreadable, never a good record
+ * after it), and each bad stretch is logged and counted (spool_corrupt).  A
+ * bad stretch at the end is a torn record (a crash while writing it).  A
+ * spool in which anything was skipped is kept beside the new one as
+ * NAME.spool.corrupt before the rewrite, so nothing is compacted away unseen.
+ * A version 1 spool ("CORRALSP1\n", no resynchronisation: it ends at the
+ * first bad record) is still read, and rewritten as version 2 at start.
+ *
+ * Write errors (a full disk): a record that cannot be written is cut off
+ * again (ftruncate), so no torn bytes lie between good records, and the
+ * queue goes on in memory only: the alert is queued as usual (within
+ * queue=, counted in memory_only and unspooled), nothing more is appended,
+ * and once a second the whole spool is rewritten from memory until that
+ * works (also at close).  corrald starts on a full disk this way too.
+ * Alerts that were only in memory are lost in a crash meanwhile, and
+ * alerts delivered meanwhile may come back once.  Errors are logged once,
+ * then at most once a minute with the count.
  */
 #ifndef CORRAL_QUEUE_H
 #define CORRAL_QUEUE_H
@@ -46,6 +77,10 @@ struct queue_stats {
     uint64_t queued;           /* waiting now (including retries) */
     uint64_t inflight;         /* being delivered now */
     uint64_t recovered;        /* taken over from the spool at start */
+    uint64_t spool_corrupt; /* bad stretches of the spool skipped at start (torn tail included) */
+    uint64_t spool_errors;  /* spool writes, syncs and rewrites that failed */
+    uint64_t memory_only;   /* alerts accepted while the spool could not be written */
+    uint64_t unspooled;     /* alerts queued now that are in memory only */
 };
 
 /*
@@ -65,5 +100,31 @@ void queue_render(struct queue *q, const struct msg *m, struct buf *out);
 void queue_close(struct queue *q, void (*done)(void *arg), void *arg);
 const char *queue_name(const struct queue *q);
 const struct queue_stats *queue_get_stats(const struct queue *q);
+
+/* ---- the spool format, for tests and the fuzzer (see the top) ---- */
+
+#define QUEUE_SPOOL_HEADER    "CORRALSP2\n"
+#define QUEUE_SPOOL_HEADER_V1 "CORRALSP1\n"
+#define QUEUE_SPOOL_MAGIC     "\xc0\x52\x4c\x9a"
+#define QUEUE_REC_ALERT       'A'
+#define QUEUE_REC_DONE        'D'
+
+/* Appends one version 2 record to out. */
+void queue_spool_frame(struct buf *out, char type, uint64_t seq, const void *payload, size_t len);
+
+struct queue_scan {
+    int version;          /* 2, 1, or 0: no valid header (read as version 2 all the same) */
+    size_t records;       /* good records */
+    size_t corrupt;       /* bad stretches skipped, the torn tail included */
+    size_t corrupt_bytes; /* their bytes */
+    size_t tail_bytes;    /* of those, the torn tail's (no good record after it) */
+};
+
+/* Called for each good record; payload points into the scanned data. */
+typedef void queue_scan_fn(void *arg, char type, uint64_t seq, const void *payload, size_t len);
+
+/* Reads a whole spool file's contents: fn gets each good record in file order. */
+void queue_spool_scan(const void *data, size_t len, queue_scan_fn *fn, void *arg,
+                      struct queue_scan *res);
 
 #endif

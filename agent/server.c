@@ -883,6 +883,18 @@ server_metrics(struct server *s, struct buf *out)
                      offsetof(struct queue_stats, queued));
         queue_metric(out, s, "corral_executor_inflight", "Alerts being delivered now.",
                      offsetof(struct queue_stats, inflight));
+        queue_metric(out, s, "corral_executor_spool_corrupt_total",
+                     "Bad stretches of the spool skipped at start (records lost).",
+                     offsetof(struct queue_stats, spool_corrupt));
+        queue_metric(out, s, "corral_executor_spool_errors_total",
+                     "Spool writes, syncs and rewrites that failed.",
+                     offsetof(struct queue_stats, spool_errors));
+        queue_metric(out, s, "corral_executor_memory_only_total",
+                     "Alerts accepted while the spool could not be written.",
+                     offsetof(struct queue_stats, memory_only));
+        queue_metric(out, s, "corral_executor_unspooled",
+                     "Alerts queued in memory only now (spool not writable).",
+                     offsetof(struct queue_stats, unspooled));
     }
 }
 

@@ -16,10 +16,23 @@ engine=$(ls "$src"/engine/*.c)
 
 # seed corpora from the test data
 mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing" \
-    "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail"
+    "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool"
 printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
+# spools: version 2 (two alerts, a done record, a torn tail) and version 1 (actions/queue.h)
+python3 - "$out/corpus-spool" <<'PY' || true
+import struct, sys, zlib
+def v2(t, seq, p):
+    h = b"\xc0\x52\x4c\x9a" + t + struct.pack("<QII", seq, len(p), zlib.crc32(p))
+    return h + struct.pack("<I", zlib.crc32(h)) + p
+def v1(t, seq, p):
+    rest = t + struct.pack("<Q", seq) + p
+    return struct.pack("<II", len(rest), zlib.crc32(rest)) + rest
+d = sys.argv[1]
+open(d + "/v2", "wb").write(b"CORRALSP2\n" + v2(b"A", 1, b"one") + v2(b"A", 2, b"two") + v2(b"D", 1, b"") + v2(b"A", 3, b"torn")[:-2])
+open(d + "/v1", "wb").write(b"CORRALSP1\n" + v1(b"A", 1, b"one") + v1(b"D", 1, b""))
+PY
 printf '12 <13>hello\n5 abcde\nplain line\r\n' > "$out/corpus-framing/seed1"
 for f in $(find "$src/tests/data/patterndb" "$src/rules" -name '*.xml' -o -name '*.pdb'); do
     cp "$f" "$out/corpus-loader/$(basename "$f")"
@@ -30,11 +43,12 @@ printf 'Accepted @ESTRING:m: @for @ESTRING:u: @from @IPvANY:ip@ port @NUMBER:p@\
 printf '@IPv6:a@:@NUMBER:p@\0@MACADDR:m@ @LLADDR:l:3@ @EMAIL:e:<>@ @HOSTNAME:h@\0\0fe80::1:443' > "$out/corpus-matcher/seed2"
 
 status=0
-for h in matcher loader syslog framing template decode mail; do
+for h in matcher loader syslog framing template decode mail spool; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="$src/agent/framer.c"
     [ "$h" = mail ] && extra="$(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
+    [ "$h" = spool ] && extra="$src/actions/queue.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv)"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
     echo "== fuzz_$h: running ${seconds}s"
     if ! (cd "$out" && "./fuzz_$h" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
