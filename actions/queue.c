@@ -938,9 +938,15 @@ read_settings(struct queue *q, const struct exconf_reader *r, const char *spool_
         q->refilled = clock_wall_ms();
     }
     q->dedupe_key = exconf_template(r, "dedupe-key", "${.classifier.rule_id}|${HOST}|${MESSAGE}");
-    q->alert_id = exconf_template(
-        r, "alert-id",
-        "$(or ${corral.alert_id} \"${.classifier.rule_id}/${HOST}/${.classifier.context_id}\")");
+    /* rule id/host/context id, the empty ones left out with their '/' */
+    q->alert_id =
+        exconf_template(r, "alert-id",
+                        "$(or ${corral.alert_id} ${.classifier.rule_id}"
+                        "$(if (\"${.classifier.rule_id}\" ne \"\" and \"${HOST}\" ne \"\") / \"\")"
+                        "${HOST}"
+                        "$(if (\"${.classifier.context_id}\" ne \"\" and "
+                        "\"${.classifier.rule_id}${HOST}\" ne \"\") / \"\")"
+                        "${.classifier.context_id})");
     q->severity =
         exconf_template(r, "severity", "${corral.severity:-" EXECUTOR_SEVERITY_DEFAULT "}");
     if ((v = exconf_attr(r->cfg, "dead-letter")))

@@ -84,6 +84,7 @@ struct pending {
     void *token;
     enum deliver_result result;
     char *reason;
+    int report; /* P_SENT: the last Report the receiver answered with (SNMPERR_*), or 0 */
 };
 
 static uint64_t started_ns;
@@ -843,14 +844,48 @@ error_text(struct snmp_x *x, char *buf, size_t size, const char *what, int snmp_
     return buf;
 }
 
+/* What a Report (RFC 3414 3.2, snmpv3_get_report_type()) tells an operator. */
+static const char *
+report_text(int type)
+{
+    switch (type) {
+    case SNMPERR_UNKNOWN_ENG_ID: return "unknown engine id (the receiver's engine changed)";
+    case SNMPERR_NOT_IN_TIME_WINDOW: return "not in time window (the receiver restarted)";
+    case SNMPERR_UNKNOWN_USER_NAME: return "unknown user name";
+    case SNMPERR_AUTHENTICATION_FAILURE: return "wrong digest (the authentication password?)";
+    case SNMPERR_DECRYPTION_ERR: return "decryption error (the privacy password?)";
+    case SNMPERR_UNSUPPORTED_SEC_LEVEL: return "unsupported security level";
+    }
+    return snmp_api_errstring(type ? type : SNMPERR_UNKNOWN_REPORT);
+}
+
+/*
+ * After a failed inform, forgets what the executor knew of a discovered
+ * engine (its id and its boots and time), so that the next attempt
+ * discovers it again: a receiver that restarted or got a new engine id
+ * is found again without restarting corrald, as snmpinform(1) does on
+ * each run.  net-snmp alone would not: it keeps the old engine id and,
+ * when the receiver drops what it cannot place, no Report ever tells it.
+ */
+static void
+forget_engine(struct snmp_x *x)
+{
+    netsnmp_session *s = snmp_sess_session(x->sess);
+
+    if (x->version != SNMP_VERSION_3 || x->engine_id_len || !x->engine_known) return;
+    if (s->securityEngineIDLen) free_enginetime(s->securityEngineID, s->securityEngineIDLen);
+    x->engine_known = false;
+}
+
 static int
 on_inform(int op, netsnmp_session *sp, int reqid, netsnmp_pdu *pdu, void *magic)
 {
     struct pending *p = magic;
     struct snmp_x *x = p->x;
-    char why[256];
+    char why[384];
 
     (void)reqid;
+    (void)sp;
     if (x->closing) {
         /* snmp_sess_close() times out what is left; close() frees it */
         return 1;
@@ -859,8 +894,15 @@ on_inform(int op, netsnmp_session *sp, int reqid, netsnmp_pdu *pdu, void *magic)
     case NETSNMP_CALLBACK_OP_RESEND:
     case NETSNMP_CALLBACK_OP_CONNECT: return 1; /* news, not an outcome */
     case NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE:
-        /* a Report: net-snmp resends after notInTimeWindow, or calls back with OP_SEC_ERROR */
-        if (pdu->command == SNMP_MSG_REPORT) return 1;
+        /*
+         * A Report: net-snmp resends after notInTimeWindow, or calls back
+         * with OP_SEC_ERROR (not Debian's 5.9.3, see on_probe); kept to say
+         * why, should the inform time out.
+         */
+        if (pdu->command == SNMP_MSG_REPORT) {
+            p->report = snmpv3_get_report_type(pdu);
+            return 1;
+        }
         if (pdu->errstat == SNMP_ERR_NOERROR) {
             finish(p, DELIVER_OK, NULL);
         } else {
@@ -870,22 +912,28 @@ on_inform(int op, netsnmp_session *sp, int reqid, netsnmp_pdu *pdu, void *magic)
         }
         break;
     case NETSNMP_CALLBACK_OP_TIMED_OUT:
-        snprintf(why, sizeof(why), "inform to %s: no acknowledgement after %d tries of %gs",
-                 x->target, x->retries + 1, x->timeout);
+        if (p->report)
+            snprintf(why, sizeof(why),
+                     "inform to %s: no acknowledgement after %d tries of %gs; "
+                     "the receiver answered with a report: %s",
+                     x->target, x->retries + 1, x->timeout, report_text(p->report));
+        else
+            snprintf(why, sizeof(why),
+                     "inform to %s: no acknowledgement after %d tries of %gs (no answer)",
+                     x->target, x->retries + 1, x->timeout);
+        forget_engine(x);
         finish(p, DELIVER_RETRY, why);
         break;
     case NETSNMP_CALLBACK_OP_SEC_ERROR:
-        if (pdu && pdu->command == SNMP_MSG_REPORT) {
-            int type = snmpv3_get_report_type(pdu);
-            if (type == SNMPERR_UNKNOWN_ENG_ID && !x->engine_id_len) {
-                /* the receiver's engine changed: discover it again next time */
-                x->engine_known = false;
-            }
-            finish(p, DELIVER_RETRY, error_text(x, why, sizeof(why), "SNMPv3 inform", type));
-        } else {
-            finish(p, DELIVER_RETRY, error_text(x, why, sizeof(why), "SNMPv3 inform", 0));
-        }
-        (void)sp;
+        if (pdu && pdu->command == SNMP_MSG_REPORT)
+            snprintf(why, sizeof(why),
+                     "SNMPv3 inform to %s: the receiver answered with a report: %s", x->target,
+                     report_text(snmpv3_get_report_type(pdu)));
+        else
+            snprintf(why, sizeof(why), "SNMPv3 inform to %s: authentication error: %s", x->target,
+                     snmp_api_errstring(snmp_sess_session(x->sess)->s_snmp_errno));
+        forget_engine(x);
+        finish(p, DELIVER_RETRY, why);
         break;
     default: finish(p, DELIVER_RETRY, error_text(x, why, sizeof(why), "inform", 0)); break;
     }

@@ -1263,6 +1263,63 @@ START_TEST(test_receiver_restart)
 }
 END_TEST
 
+/*
+ * The receiver of SNMPv3 informs starts again with a new engine id (this
+ * snmptrapd reads no persistent file): the inform sent to the old engine
+ * gets no answer, the next attempt discovers the new engine and gets
+ * through, without reopening the executor.
+ */
+START_TEST(test_v3_receiver_restart)
+{
+    struct harness h;
+    struct trapd t;
+    struct buf err = BUF_INIT;
+    struct msg *m = sample_msg();
+    struct alert a = {1, "ssh-brute/web1", "major", m, 0};
+    struct outcome o;
+    char conf[1024], *log;
+    const char *user =
+        "createUser corral SHA-256 authpass1 AES privpass1\nauthUser log corral priv\n";
+    int port = ul_free_port(SOCK_DGRAM), i;
+
+    NEED_SNMPTRAPD();
+    setenv("TEST_SNMP_AUTH", "authpass1", 1);
+    setenv("TEST_SNMP_PRIV", "privpass1", 1);
+    trapd_start(&t, port, user);
+    harness_init(&h);
+    snprintf(conf, sizeof(conf),
+             "<snmp name=\"v3i\" target=\"udp:127.0.0.1:%d\" version=\"3\" inform=\"yes\" "
+             "user=\"corral\" auth-protocol=\"SHA-256\" auth-password-env=\"TEST_SNMP_AUTH\" "
+             "priv-password-env=\"TEST_SNMP_PRIV\" timeout=\"1s\" retries=\"0\"/>",
+             port);
+    if (!harness_open(&h, conf, &err)) ck_abort_msg("open: %s", buf_str(&err));
+    deliver(&h, &a, &o);
+    ul_run_until(&h.loop, ul_flag_set, &o.called, 10);
+    ck_assert_msg(o.r == DELIVER_OK, "%s", o.reason);
+    free(trapd_wait(&t, 1));
+    trapd_stop(&t);
+
+    trapd_start(&t, port, user);
+    /* at most one failed attempt, which says why */
+    for (i = 0; i < 2; i++) {
+        deliver(&h, &a, &o);
+        ul_run_until(&h.loop, ul_flag_set, &o.called, 10);
+        ck_assert(o.called);
+        if (o.r == DELIVER_OK) break;
+        ck_assert_msg(strstr(o.reason, "(no answer)") || strstr(o.reason, "report"), "reason: %s",
+                      o.reason);
+    }
+    ck_assert_msg(o.r == DELIVER_OK, "after the receiver's restart: %s", o.reason);
+    log = trapd_wait(&t, 1);
+    ck_assert_int_eq(count_of(log, "BEGIN INFORM, SNMP v3, user corral"), 1);
+    free(log);
+    harness_close(&h);
+    trapd_stop(&t);
+    msg_unref(m);
+    buf_free(&err);
+}
+END_TEST
+
 static void
 remove_workdir(void)
 {
@@ -1303,6 +1360,7 @@ snmp_suite(void)
     tcase_add_test(tc, test_hostile_values);
     tcase_add_test(tc, test_biggest);
     tcase_add_test(tc, test_receiver_restart);
+    tcase_add_test(tc, test_v3_receiver_restart);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
