@@ -14,8 +14,15 @@
 need python3 snmptrapd
 [ -x "$CORRALD" ] || { echo "skipped: $CORRALD not built"; exit 77; }
 
-port=$(free_port)
-trap_port=$(free_port)
+# snmptrapd's port: bound by held_port.py and handed to the first snmptrapd;
+# the restarts bind it again (it is free only between a stop and a start)
+mkdir -p "$WORK/nomibs"
+: > "$WORK/trapd.go"
+python3 "$HERE/held_port.py" udp "$WORK/trapd.port" "$WORK/trapd.go" sleep 100000 &
+HELD=$!
+track "$HELD"
+wait_until test -s "$WORK/trapd.port" || fail "no port for snmptrapd"
+trap_port=$(cat "$WORK/trapd.port")
 printf 'public\n' > "$WORK/community"
 printf 'authpass-rec\n' > "$WORK/auth"
 printf 'privpass-rec\n' > "$WORK/priv"
@@ -47,7 +54,7 @@ XML
 cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$WORK/rules.xml"/>
-  <inputs><udp listen="127.0.0.1:$port"/></inputs>
+  <inputs><udp listen="127.0.0.1:0" name="in"/></inputs>
   <executors spool="$WORK/spool">
     <snmp name="v3" target="udp:127.0.0.1:$trap_port" version="3" inform="yes" user="corral"
           auth-protocol="SHA-256" auth-password-file="$WORK/auth" priv-password-file="$WORK/priv"
@@ -91,14 +98,14 @@ start_trapd() {
         MIBDIRS=$WORK/nomibs MIBS= HOME=$WORK \
         snmptrapd -f -Lo -n -On -Oq -Ot "udp:127.0.0.1:$trap_port" > "$WORK/trapd$1.log" 2>&1 &
     TRAPD_PID=$!
-    PIDS="$PIDS $TRAPD_PID"
-    wait_until 10 grep -q "NET-SNMP version" "$WORK/trapd$1.log" || fail "snmptrapd $1 did not start"
+    track "$TRAPD_PID"
+    wait_until grep -q "NET-SNMP version" "$WORK/trapd$1.log" || fail "snmptrapd $1 did not start"
 }
 
 stop_trapd() {
     kill "$TRAPD_PID"
     wait "$TRAPD_PID" 2>/dev/null
-    forget_pid "$TRAPD_PID"
+    untrack "$TRAPD_PID"
 }
 
 boots() { sed -n 's/^engineBoots //p' "${1:-$WORK/persist}/snmptrapd.conf"; }
@@ -114,13 +121,18 @@ arrived() {
     grep -A1 -F "$head" "$1" | grep -q -F "\"hit number $3\""
 }
 
+# the port was held for the test, not for a receiver: let it go, then snmptrapd takes it
+kill "$HELD"
+wait "$HELD" 2>/dev/null
+untrack "$HELD"
 start_trapd 1
 start_corrald corrald "$WORK/corrald.conf"
+port=$(input_port in)
 
 now() { date '+%b %e %H:%M:%S'; }
 send_udp "$port" "$(now) web1 app[7]: hit 1"
-wait_until 20 arrived "$WORK/trapd1.log" v3 1 || fail "alert 1 never arrived as an SNMPv3 inform"
-wait_until 20 arrived "$WORK/trapd1.log" v2c 1 || fail "alert 1 never arrived as an SNMPv2c inform"
+WAIT_TIMEOUT=20 wait_until arrived "$WORK/trapd1.log" v3 1 || fail "alert 1 never arrived as an SNMPv3 inform"
+WAIT_TIMEOUT=20 wait_until arrived "$WORK/trapd1.log" v2c 1 || fail "alert 1 never arrived as an SNMPv2c inform"
 echo "ok: alert 1 arrived as SNMPv3 and SNMPv2c informs"
 
 # the receiver restarts: same engine id and user, one more boot, time from 0
@@ -131,9 +143,9 @@ before=$(boots)
 start_trapd 2
 
 send_udp "$port" "$(now) web1 app[7]: hit 2"
-wait_until 20 arrived "$WORK/trapd2.log" v3 2 ||
+WAIT_TIMEOUT=20 wait_until arrived "$WORK/trapd2.log" v3 2 ||
     fail "alert 2 did not arrive as an SNMPv3 inform within 20 s of the receiver's restart"
-wait_until 20 arrived "$WORK/trapd2.log" v2c 2 ||
+WAIT_TIMEOUT=20 wait_until arrived "$WORK/trapd2.log" v2c 2 ||
     fail "alert 2 did not arrive as an SNMPv2c inform within 20 s of the receiver's restart"
 stop_trapd
 after=$(boots)
@@ -144,9 +156,9 @@ echo "ok: after the receiver restarted (engine boots $before, then $after), aler
 mkdir -p "$WORK/persist3"
 start_trapd 3 "$WORK/persist3"
 send_udp "$port" "$(now) web1 app[7]: hit 3"
-wait_until 20 arrived "$WORK/trapd3.log" v3 3 ||
+WAIT_TIMEOUT=20 wait_until arrived "$WORK/trapd3.log" v3 3 ||
     fail "alert 3 did not arrive as an SNMPv3 inform within 20 s of the receiver's new engine id"
-wait_until 20 arrived "$WORK/trapd3.log" v2c 3 ||
+WAIT_TIMEOUT=20 wait_until arrived "$WORK/trapd3.log" v2c 3 ||
     fail "alert 3 did not arrive as an SNMPv2c inform within 20 s of the receiver's new engine id"
 stop_trapd
 [ "$(engine "$WORK/persist3")" != "$(engine)" ] || fail "snmptrapd kept its engine id"

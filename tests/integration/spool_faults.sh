@@ -12,7 +12,6 @@
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 
-port=$(free_port)
 mkdir -p "$WORK/rules"
 cat > "$WORK/rules/alerts.xml" <<'XML'
 <patterndb version="5" pub_date="2026-12-03">
@@ -43,7 +42,7 @@ config() {
 <corrald>
   <rules path="$WORK/rules"/>
   <control socket="$WORK/control.sock"/>
-  <inputs><tcp listen="127.0.0.1:$port"/></inputs>
+  <inputs><tcp listen="127.0.0.1:0" name="in"/></inputs>
   <executors spool="$1">
     <exec name="runner" program="$WORK/receiver.sh" backoff="1h" max-backoff="1h" attempts="1000"/>
   </executors>
@@ -67,7 +66,7 @@ send() {
         echo "<13>Dec  3 10:00:00 web1 app: alert $i" >> "$WORK/lines"
         i=$((i + 1))
     done
-    send_tcp_file "$port" "$WORK/lines"
+    send_tcp_file "$(input_port in)" "$WORK/lines"
 }
 
 # delivered_ok N: exactly a-1..a-N (but for $LOST) delivered, each once
@@ -82,7 +81,7 @@ config "$WORK/spool"
 touch "$WORK/down"
 start_corrald first "$WORK/corrald.conf"
 send 1 100
-wait_until 60 metric_is corral_executor_retries_total 100 ||
+wait_until metric_is corral_executor_retries_total 100 ||
     fail "alerts not all tried: $(metric corral_executor_retries_total) tries, $(metric corral_executor_queued) queued"
 stop_corrald "$CORRALD_PID"
 
@@ -113,7 +112,7 @@ PY
 rm -f "$WORK/down"
 start_corrald second "$WORK/corrald.conf"
 grep -q "99 alerts from the spool" "$WORK/second.log" || fail "not 99 alerts recovered"
-wait_until 60 metric_is corral_executor_delivered_total 99 ||
+wait_until metric_is corral_executor_delivered_total 99 ||
     fail "$(metric corral_executor_delivered_total) delivered, not 99"
 metric_is corral_executor_queued 0 || fail "still queued: $(metric corral_executor_queued)"
 metric_is corral_executor_spool_corrupt_total 1 ||
@@ -141,27 +140,27 @@ touch "$WORK/down"
 rm -f "$WORK/delivered"
 start_corrald third "$WORK/corrald.conf"
 send 1 20
-wait_until 60 metric_is corral_executor_queued 20 || fail "not queued: $(metric corral_executor_queued)"
+wait_until metric_is corral_executor_queued 20 || fail "not queued: $(metric corral_executor_queued)"
 fill
 send 21 80
 # (the spool's last page, up to 4 KiB, may still take a few dozen records)
-wait_until 60 metric_is corral_executor_queued 80 || fail "not queued: $(metric corral_executor_queued)"
+wait_until metric_is corral_executor_queued 80 || fail "not queued: $(metric corral_executor_queued)"
 metric_ge corral_executor_memory_only_total 20 ||
     fail "not in memory: $(metric corral_executor_memory_only_total)"
 [ "$(grep -c "writing spool" "$WORK/third.log")" -eq 1 ] ||
     fail "write errors not rate-limited: $(grep -c "writing spool" "$WORK/third.log") lines"
 rm -f "$MNT/filler"
 send 81 100
-wait_until 60 metric_is corral_executor_unspooled 0 ||
+wait_until metric_is corral_executor_unspooled 0 ||
     fail "not written again: $(metric corral_executor_unspooled) in memory only"
-wait_until 60 metric_is corral_executor_queued 100 || fail "not queued: $(metric corral_executor_queued)"
+wait_until metric_is corral_executor_queued 100 || fail "not queued: $(metric corral_executor_queued)"
 kill -9 "$CORRALD_PID"
 wait "$CORRALD_PID" 2>/dev/null
 forget_pid "$CORRALD_PID"
 rm -f "$WORK/down"
 start_corrald fourth "$WORK/corrald.conf"
 grep -q "100 alerts from the spool" "$WORK/fourth.log" || fail "not 100 alerts recovered after kill -9"
-wait_until 60 metric_is corral_executor_queued 0 || fail "still queued: $(metric corral_executor_queued)"
+wait_until metric_is corral_executor_queued 0 || fail "still queued: $(metric corral_executor_queued)"
 delivered_ok 100
 stop_corrald "$CORRALD_PID"
 echo "ok: disk full while running, then room, then kill -9: 100 of 100 delivered once"
@@ -174,10 +173,10 @@ start_corrald fifth "$WORK/corrald.conf"
 grep -q "not started" "$WORK/fifth.log" && fail "corrald refused to start on a full disk"
 grep -q "kept in memory only" "$WORK/fifth.log" || fail "no warning about the full disk"
 send 1 10
-wait_until 60 metric_is corral_executor_unspooled 10 ||
+wait_until metric_is corral_executor_unspooled 10 ||
     fail "not in memory: $(metric corral_executor_unspooled)"
 rm -f "$MNT/filler"
-wait_until 60 metric_is corral_executor_unspooled 0 ||
+wait_until metric_is corral_executor_unspooled 0 ||
     fail "not written once there was room: $(metric corral_executor_unspooled)"
 kill -9 "$CORRALD_PID"
 wait "$CORRALD_PID" 2>/dev/null
@@ -185,7 +184,7 @@ forget_pid "$CORRALD_PID"
 rm -f "$WORK/down"
 start_corrald sixth "$WORK/corrald.conf"
 grep -q "10 alerts from the spool" "$WORK/sixth.log" || fail "not 10 alerts recovered"
-wait_until 60 metric_is corral_executor_queued 0 || fail "still queued: $(metric corral_executor_queued)"
+wait_until metric_is corral_executor_queued 0 || fail "still queued: $(metric corral_executor_queued)"
 delivered_ok 10
 stop_corrald "$CORRALD_PID"
 echo "ok: started on a full disk, alerts kept in memory, spooled once there was room"
