@@ -335,18 +335,18 @@ exconf_list_next(const char **pos, const char **item, size_t *len)
 
 /* ---- templates ---- */
 
-struct tpl *
+struct template *
 exconf_compile(const struct exconf_reader *r, int line, const char *what, const char *src)
 {
     struct buf e = BUF_INIT;
-    struct tpl *t = tpl_compile_str(src, &e);
+    struct template *t = template_compile_str(src, &e);
 
     if (!t) exconf_error_at(r, line, "bad %s template: %s", what, buf_str(&e));
     buf_free(&e);
     return t;
 }
 
-struct tpl *
+struct template *
 exconf_template(const struct exconf_reader *r, const char *attr, const char *def)
 {
     const char *v = exconf_attr(r->cfg, attr);

@@ -17,7 +17,7 @@
 
 #include "engine/buf.h"
 
-struct tpl;
+struct template;
 
 struct exconf_attr {
     char *name;
@@ -123,10 +123,10 @@ bool exconf_list_next(const char **pos, const char **item, size_t *len);
  * NULL is returned, no error).  NULL after reporting a template that does
  * not compile.
  */
-struct tpl *exconf_template(const struct exconf_reader *r, const char *attr, const char *def);
+struct template *exconf_template(const struct exconf_reader *r, const char *attr, const char *def);
 /* A template written elsewhere (a child's text): what names it in the error, line is its line. */
-struct tpl *exconf_compile(const struct exconf_reader *r, int line, const char *what,
-                           const char *src);
+struct template *exconf_compile(const struct exconf_reader *r, int line, const char *what,
+                                const char *src);
 
 /*
  * A secret named by an attribute pair: ATTR-file="/path" (the first line

@@ -170,7 +170,7 @@ struct waiting {
 struct exec_x {
     uv_loop_t *loop;
     char *name, *program, *cwd;
-    struct tpl **args;
+    struct template **args;
     size_t nargs;
     double timeout, kill_after; /* seconds */
     unsigned max_children;
@@ -408,19 +408,19 @@ build_env(const struct exec_x *x, const struct alert *a, bool argv_truncated, st
 static void
 build_argv(const struct exec_x *x, const struct alert *a, struct strv *argv, bool *truncated)
 {
-    struct tpl_env env;
+    struct template_env env;
     struct buf b = BUF_INIT;
     size_t i, total = strlen(x->program) + 1;
 
     *truncated = false;
     memset(argv, 0, sizeof(*argv));
     strv_push(argv, xstrdup(x->program));
-    tpl_env_single(&env, &a->msg);
+    template_env_single(&env, &a->msg);
     for (i = 0; i < x->nargs; i++) {
         const char *nul;
         size_t len, max, room;
         buf_reset(&b);
-        tpl_eval(x->args[i], &env, &b);
+        template_eval(x->args[i], &env, &b);
         len = b.len;
         if ((nul = memchr(buf_str(&b), '\0', len))) {
             len = (size_t)(nul - b.p);
@@ -460,7 +460,7 @@ closed_done(struct exec_x *x)
     free(x->name);
     free(x->program);
     free(x->cwd);
-    for (i = 0; i < x->nargs; i++) tpl_free(x->args[i]);
+    for (i = 0; i < x->nargs; i++) template_free(x->args[i]);
     free(x->args);
     for (i = 0; i < x->npass; i++) free(x->pass[i]);
     free(x->pass);
@@ -1150,7 +1150,7 @@ read_args(struct exec_x *x, const struct exconf_reader *r)
 
     for (i = 0; i < r->cfg->nchildren; i++) {
         const struct exconf_node *n = &r->cfg->children[i];
-        struct tpl *t;
+        struct template *t;
         if (!exconf_child_is(r, n, "arg")) continue;
         exconf_check_node_attrs(r, n, NULL);
         t = exconf_compile(r, n->line, "<arg>", n->text ? n->text : "");

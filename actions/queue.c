@@ -68,7 +68,7 @@ struct queue {
     double dedupe;     /* seconds; 0: off */
     struct dedupe_entry *seen;
     size_t nseen, capseen;
-    struct tpl *dedupe_key, *alert_id, *severity;
+    struct template *dedupe_key, *alert_id, *severity;
 
     char *spool_path, *dead_path;
     int spool_fd;
@@ -706,14 +706,14 @@ queue_sync(struct queue *q)
 /* ---- submission ---- */
 
 static char *
-eval(struct tpl *t, const struct msg *m, struct buf *b)
+eval(struct template *t, const struct msg *m, struct buf *b)
 {
-    struct tpl_env env;
+    struct template_env env;
     struct msg *mm = (struct msg *)m;
 
     buf_reset(b);
-    tpl_env_single(&env, &mm);
-    tpl_eval(t, &env, b);
+    template_env_single(&env, &mm);
+    template_eval(t, &env, b);
     if (b->len > 256) buf_truncate(b, 256);
     return xstrndup(buf_str(b), b->len);
 }
@@ -802,14 +802,14 @@ static bool
 duplicate(struct queue *q, const struct msg *m)
 {
     uint64_t now = clock_wall_ms(), h, window = (uint64_t)(q->dedupe * 1000);
-    struct tpl_env env;
+    struct template_env env;
     struct msg *mm = (struct msg *)m;
     size_t i, mask;
 
     if (!q->dedupe) return false;
     buf_reset(&q->scratch);
-    tpl_env_single(&env, &mm);
-    tpl_eval(q->dedupe_key, &env, &q->scratch);
+    template_env_single(&env, &mm);
+    template_eval(q->dedupe_key, &env, &q->scratch);
     h = hash_string(q->scratch.p ? q->scratch.p : "", q->scratch.len);
     if (!h) h = 1; /* 0 marks an empty slot */
     if (q->nseen * 2 >= q->capseen || q->nseen >= QUEUE_DEDUPE_MAX + QUEUE_DEDUPE_MAX / 2)
@@ -906,9 +906,9 @@ handle_closed(uv_handle_t *h)
     free(q->spool_path);
     free(q->dead_path);
     free(q->seen);
-    tpl_free(q->dedupe_key);
-    tpl_free(q->alert_id);
-    tpl_free(q->severity);
+    template_free(q->dedupe_key);
+    template_free(q->alert_id);
+    template_free(q->severity);
     buf_free(&q->scratch);
     free(q);
 }
@@ -988,9 +988,9 @@ queue_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, con
         free(q->name);
         free(q->spool_path);
         free(q->dead_path);
-        tpl_free(q->dedupe_key);
-        tpl_free(q->alert_id);
-        tpl_free(q->severity);
+        template_free(q->dedupe_key);
+        template_free(q->alert_id);
+        template_free(q->severity);
         while (q->head) {
             struct item *it = q->head;
             q->head = it->next;

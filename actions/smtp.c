@@ -123,7 +123,7 @@ struct smtp {
     char *from_name, *from_addr, *domain;
     char **to;
     size_t nto;
-    struct tpl *subject, *body; /* body NULL: the built-in listing */
+    struct template *subject, *body; /* body NULL: the built-in listing */
     unsigned connections;
     struct smtp_tx *tx;
 
@@ -136,7 +136,7 @@ struct smtp {
     bool timer_init;
 
     uint64_t repeat_interval; /* ms; 0: off */
-    struct tpl *repeat_tpl;
+    struct template *repeat_tpl;
     struct repeat *repeats;
     size_t nrepeats, caprepeats;
 
@@ -496,9 +496,9 @@ alert_text(struct smtp *x, const struct held *h, struct buf *out)
     size_t start = out->len, cut;
 
     if (x->body) {
-        struct tpl_env env;
-        tpl_env_single(&env, &h->msg);
-        tpl_eval(x->body, &env, &raw);
+        struct template_env env;
+        template_env_single(&env, &h->msg);
+        template_eval(x->body, &env, &raw);
     } else {
         default_body(h, &raw);
     }
@@ -530,7 +530,7 @@ compose(struct smtp *x, const struct group *g, const struct held *alerts, struct
     const struct held *h, *worst = alerts;
     size_t n = 0, total = 0, used = 0, i;
     const char *cte;
-    struct tpl_env env;
+    struct template_env env;
 
     for (h = alerts; h && total < SMTP_GROUP_MAX; h = h->next) total++;
     parts = xcalloc(total, sizeof(*parts));
@@ -555,8 +555,8 @@ compose(struct smtp *x, const struct group *g, const struct held *alerts, struct
     free(parts);
 
     /* subject: the first alert's, and how many the mail carries */
-    tpl_env_single(&env, &alerts->msg);
-    tpl_eval(x->subject, &env, &body);
+    template_env_single(&env, &alerts->msg);
+    template_eval(x->subject, &env, &body);
     smtp_header_clean(body.p ? body.p : "", body.len, SMTP_SUBJECT_MAX, &hdr);
     if (!hdr.len) buf_puts(&hdr, "[corral] alert");
     if (n > 1) buf_printf(&hdr, " (%zu alerts)", n);
@@ -645,11 +645,11 @@ repeat_suppress(struct smtp *x, struct held *h)
 {
     uint64_t now = uv_now(x->loop), key;
     struct repeat *r;
-    struct tpl_env env;
+    struct template_env env;
 
     buf_reset(&x->scratch);
-    tpl_env_single(&env, &h->msg);
-    tpl_eval(x->repeat_tpl, &env, &x->scratch);
+    template_env_single(&env, &h->msg);
+    template_eval(x->repeat_tpl, &env, &x->scratch);
     key = hash_string(x->scratch.p ? x->scratch.p : "", x->scratch.len);
     if (!key) key = 1; /* 0 means repeat-interval is off */
     if (!(r = repeat_find(x, key))) {
@@ -1009,9 +1009,9 @@ smtp_free(struct smtp *x)
     free(x->domain);
     for (i = 0; i < x->nto; i++) free(x->to[i]);
     free(x->to);
-    tpl_free(x->subject);
-    tpl_free(x->body);
-    tpl_free(x->repeat_tpl);
+    template_free(x->subject);
+    template_free(x->body);
+    template_free(x->repeat_tpl);
     free(x->group_by);
     free(x->repeats);
     buf_free(&x->scratch);

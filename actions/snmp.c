@@ -597,13 +597,14 @@ snmp_vb_set(char type, const char *s, size_t n, struct vb *v)
 
 /* Evaluates a trap-oid template into the trap OID; returns an error or NULL. */
 static const char *
-eval_trap_oid(struct snmp_x *x, const struct tpl *t, const struct tpl_env *env, struct vb *v)
+eval_trap_oid(struct snmp_x *x, const struct template *t, const struct template_env *env,
+              struct vb *v)
 {
     const char *s;
     size_t n;
 
     buf_reset(&x->scratch);
-    tpl_eval(t, env, &x->scratch);
+    template_eval(t, env, &x->scratch);
     s = x->scratch.p;
     n = x->scratch.len;
     trim(&s, &n);
@@ -642,7 +643,7 @@ is_fixed(const struct snmp_x *x, nv_handle h)
 static const char *
 build(struct snmp_x *x, const struct alert *a)
 {
-    struct tpl_env env;
+    struct template_env env;
     struct msg *m = a->msg;
     const char *s, *why;
     size_t n, i, j, count, total;
@@ -651,7 +652,7 @@ build(struct snmp_x *x, const struct alert *a)
     bool clear = a->severity && strcasecmp(a->severity, "clear") == 0;
     uint64_t ticks = (uv_hrtime() - started_ns) / 10000000u;
 
-    tpl_env_single(&env, &a->msg);
+    template_env_single(&env, &a->msg);
     x->nvb = 0;
     v = vb_add(x, sys_uptime_oid, OID_LENGTH(sys_uptime_oid), 't', "sysUpTime.0");
     v->num = (long)(ticks & 0xffffffffu);
@@ -726,7 +727,7 @@ build(struct snmp_x *x, const struct alert *a)
             v = vb_add(x, c->name, c->len, c->type, NULL);
         }
         buf_reset(&x->scratch);
-        tpl_eval(c->value, &env, &x->scratch);
+        template_eval(c->value, &env, &x->scratch);
         if ((why = snmp_vb_set(c->type, x->scratch.p ? x->scratch.p : "", x->scratch.len, v))) {
             buf_reset(&x->scratch);
             buf_puts(&x->scratch, "<varbind oid=\"");
@@ -1314,12 +1315,12 @@ snmp_free(struct snmp_x *x)
         x->completed = p->next;
         pending_free(p);
     }
-    for (i = 0; i < x->nvbs; i++) tpl_free(x->vbs[i].value);
+    for (i = 0; i < x->nvbs; i++) template_free(x->vbs[i].value);
     free(x->vbs);
     for (i = 0; i < x->capvb; i++) buf_free(&x->vb[i].bytes);
     free(x->vb);
-    tpl_free(x->trap_oid);
-    tpl_free(x->clear_oid);
+    template_free(x->trap_oid);
+    template_free(x->clear_oid);
     buf_free(&x->scratch);
     free(x->probe_error);
     free(x->name);

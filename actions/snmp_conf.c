@@ -79,13 +79,13 @@ read_varbind(struct snmp_x *x, const struct exconf_reader *r, const struct excon
     c->value = exconf_compile(r, n->line, "<varbind> value", v);
     if (!c->value) return;
     /* A literal value is checked now rather than at every delivery. */
-    if (tpl_is_literal(c->value, &text, &len)) {
+    if (template_is_literal(c->value, &text, &len)) {
         memset(&tmp, 0, sizeof(tmp));
         why = snmp_vb_set(c->type, text, len, &tmp);
         buf_free(&tmp.bytes);
         if (why) {
             exconf_error_at(r, n->line, "<varbind> value \"%s\": %s", v, why);
-            tpl_free(c->value);
+            template_free(c->value);
             return;
         }
     }

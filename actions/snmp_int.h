@@ -44,7 +44,7 @@ struct vb_conf {
     oid name[MAX_OID_LEN];
     size_t len;
     char type; /* s i u c a o t x, as snmptrap(1) spells them */
-    struct tpl *value;
+    struct template *value;
 };
 
 /* One varbind of a notification being built. */
@@ -85,7 +85,7 @@ struct snmp_x {
 
     oid base[MAX_OID_LEN]; /* corralMIB */
     size_t base_len;
-    struct tpl *trap_oid, *clear_oid; /* NULL: the MIB's notifications */
+    struct template *trap_oid, *clear_oid; /* NULL: the MIB's notifications */
     struct vb_conf *vbs;
     size_t nvbs;
     nv_handle h_alert_id, h_severity;

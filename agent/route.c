@@ -156,7 +156,7 @@ static bool
 matches(const struct node *n, const struct msg *m)
 {
     bool generated = msg_flags(m) & MSG_F_GENERATED;
-    struct tpl_env env;
+    struct template_env env;
     struct msg *mm = (struct msg *)m;
 
     if (n->messages == CONF_SELECT_GENERATED && !generated) return false;
@@ -167,7 +167,7 @@ matches(const struct node *n, const struct msg *m)
     if (n->rule && !value_is(m, NV_RULE_ID, n->rule)) return false;
     if (n->has_tag && !msg_tag_has(m, n->tag)) return false;
     if (n->filter) {
-        tpl_env_single(&env, &mm);
+        template_env_single(&env, &mm);
         if (!filter_eval(n->filter, &env)) return false;
     }
     return true;

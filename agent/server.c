@@ -1,7 +1,7 @@
 /*
  * server: corrald's state and its per-message path.
  *
- *   input --server_submit--> syslog_parse --> corr_process --emit--+--> outputs
+ *   input --server_submit--> syslogfmt_parse --> corr_process --emit--+--> outputs
  *                                                                  +--> routes --> executors
  *                                                                  \--> silence tracking
  *
@@ -161,7 +161,7 @@ server_submit(struct server *s, struct input *in, const char *data, size_t len, 
 {
     (void)in;
     s->received++;
-    syslog_parse(s->msg, data, len, NULL);
+    syslogfmt_parse(s->msg, data, len, NULL);
     if (peer) msg_set(s->msg, NV_SOURCEIP, peer, strlen(peer));
     s->parsed++;
     if (msg_flags(s->msg) & MSG_F_TRUNCATED) s->truncated_values++;
@@ -257,11 +257,12 @@ rule_fingerprint(const struct pdb_rule *r, struct buf *out)
 
     buf_reset(out);
     buf_printf(out, "%s|%s|%d|%g|%s|", r->class ? r->class : "",
-               r->context_id ? tpl_source(r->context_id) : "", (int)r->scope, r->timeout, r->file);
+               r->context_id ? template_source(r->context_id) : "", (int)r->scope, r->timeout,
+               r->file);
     for (i = 0; i < r->npatterns; i++) buf_printf(out, "p:%s|", r->patterns[i]);
     for (i = 0; i < r->msg.nvalues; i++)
         buf_printf(out, "v:%s=%s|", nv_name(r->msg.values[i].name, NULL),
-                   tpl_source(r->msg.values[i].tpl));
+                   template_source(r->msg.values[i].tpl));
     for (i = 0; i < r->msg.ntags; i++) buf_printf(out, "t:%s|", tag_name(r->msg.tags[i], NULL));
     for (i = 0; i < r->nactions; i++) {
         size_t k;
@@ -271,7 +272,7 @@ rule_fingerprint(const struct pdb_rule *r, struct buf *out)
                    (int)a->message.inherit);
         for (k = 0; k < a->message.nvalues; k++)
             buf_printf(out, "%s=%s|", nv_name(a->message.values[k].name, NULL),
-                       tpl_source(a->message.values[k].tpl));
+                       template_source(a->message.values[k].tpl));
     }
 }
 
@@ -607,7 +608,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         buf_printf(report, "contexts: %zu kept, %zu dropped (their rule is gone)\n", kept, dropped);
         pdb_free(s->db);
         s->db = st->db;
-        syslog_tz_reset();
+        syslogfmt_tz_reset();
     }
     silence_free(s->silence);
     s->silence = c->nsilences ? silence_new(c->silences, c->nsilences, 100000, clock_wall_ms(),

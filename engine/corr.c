@@ -476,10 +476,10 @@ action_now(const struct corr *c)
 
 /* ---- evaluation environments ---- */
 
-static struct tpl_env
+static struct template_env
 ctx_env(struct corr *c, struct ctx *x, struct msg *extra)
 {
-    struct tpl_env env;
+    struct template_env env;
 
     memset(&env, 0, sizeof(env));
     if (!x->base) {
@@ -584,14 +584,15 @@ merge_context(struct msg *gen, struct ctx *x)
 }
 
 static void
-apply_synth(struct corr *c, const struct pdb_synth *s, struct msg *gen, const struct tpl_env *env)
+apply_synth(struct corr *c, const struct pdb_synth *s, struct msg *gen,
+            const struct template_env *env)
 {
     size_t i;
 
     for (i = 0; i < s->ntags; i++) msg_tag_set(gen, s->tags[i]);
     for (i = 0; i < s->nvalues; i++) {
         buf_reset(&c->value);
-        tpl_eval(s->values[i].tpl, env, &c->value);
+        template_eval(s->values[i].tpl, env, &c->value);
         msg_set(gen, s->values[i].name, c->value.p, c->value.len);
     }
 }
@@ -602,7 +603,7 @@ generate(struct corr *c, const struct pdb_synth *s, struct ctx *x, struct msg *t
     struct msg *gen, *last = x ? x->msgs[x->nmsgs - 1] : trigger;
     uint64_t t = action_now(c);
     struct msg_time now = {(int64_t)(t / 1000), (int32_t)(t % 1000) * 1000, 0};
-    struct tpl_env env;
+    struct template_env env;
 
     if (s->inherit == PDB_INHERIT_NONE) {
         gen = msg_new();
@@ -650,7 +651,7 @@ create_context(struct corr *c, const struct pdb_rule *rule, const struct pdb_act
                struct ctx *trigger_ctx, struct msg *trigger)
 {
     struct msg *m = generate(c, &a->message, trigger_ctx, trigger);
-    struct tpl_env env;
+    struct template_env env;
     struct key k;
     struct ctx *x, *old;
     uint64_t h;
@@ -661,9 +662,9 @@ create_context(struct corr *c, const struct pdb_rule *rule, const struct pdb_act
     if (trigger_ctx)
         env = ctx_env(c, trigger_ctx, NULL);
     else
-        tpl_env_single(&env, &trigger);
+        template_env_single(&env, &trigger);
     buf_reset(&c->id);
-    tpl_eval(a->cc_id, &env, &c->id);
+    template_eval(a->cc_id, &env, &c->id);
     id = xmemdup(buf_str(&c->id), c->id.len + 1);
     idlen = c->id.len;
     key_from_msg(&k, a->cc_scope, m, id, idlen);
@@ -695,14 +696,14 @@ run_actions(struct corr *c, const struct pdb_rule *rule, enum pdb_trigger trigge
 
     for (i = 0; i < rule->nactions; i++) {
         const struct pdb_action *a = &rule->actions[i];
-        struct tpl_env env;
+        struct template_env env;
 
         if (a->trigger != trigger) continue;
         if (a->condition) {
             if (x)
                 env = ctx_env(c, x, NULL);
             else
-                tpl_env_single(&env, &m);
+                template_env_single(&env, &m);
             if (!filter_eval(a->condition, &env)) continue;
         }
         if (!rate_allows(c, rule, a, x ? x->msgs[x->nmsgs - 1] : m)) continue;
@@ -890,7 +891,7 @@ corr_process(struct corr *c, struct msg *m)
     uint64_t clock = clock_now(c), stamp;
     const struct pdb_rule *rule;
     struct ctx *x = NULL;
-    struct tpl_env env;
+    struct template_env env;
 
     c->stats.processed++;
     c->last_tick = clock;
@@ -908,9 +909,9 @@ corr_process(struct corr *c, struct msg *m)
         struct key k;
         uint64_t h;
 
-        tpl_env_single(&env, &m);
+        template_env_single(&env, &m);
         buf_reset(&c->id);
-        tpl_eval(rule->context_id, &env, &c->id);
+        template_eval(rule->context_id, &env, &c->id);
         msg_set(m, NV_CONTEXT_ID, c->id.p, c->id.len);
         key_from_msg(&k, rule->scope, m, buf_str(&c->id), c->id.len);
         h = key_hash(&k);
@@ -925,7 +926,7 @@ corr_process(struct corr *c, struct msg *m)
         x->rule = rule;
         arm(c, x, rule->timeout);
     } else {
-        tpl_env_single(&env, &m);
+        template_env_single(&env, &m);
         pdb_apply(c->db, rule, m, &env);
     }
     emit(c, m, CORR_INPUT, NULL);

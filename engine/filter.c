@@ -27,7 +27,7 @@ struct filter {
     enum node_kind kind;
     struct filter *a, *b;
     /* F_CMP */
-    struct tpl *left, *right;
+    struct template *left, *right;
     enum cmp_op op;
     bool numeric;
     /* F_MATCH: regex against a value */
@@ -333,16 +333,16 @@ parse_op(const char *w, enum cmp_op *op, bool *numeric)
     return false;
 }
 
-static struct tpl *
+static struct template *
 operand(struct lexer *lx)
 {
-    struct tpl *t;
+    struct template *t;
 
     if (lx->kind != T_STRING && lx->kind != T_WORD) {
         fail(lx, "expected a value");
         return NULL;
     }
-    t = tpl_compile(buf_str(&lx->text), lx->text.len, lx->err);
+    t = template_compile(buf_str(&lx->text), lx->text.len, lx->err);
     if (!t) lx->failed = true;
     next(lx);
     return t;
@@ -456,8 +456,8 @@ filter_free(struct filter *f)
     if (!f) return;
     filter_free(f->a);
     filter_free(f->b);
-    tpl_free(f->left);
-    tpl_free(f->right);
+    template_free(f->left);
+    template_free(f->right);
     if (f->md) pcre2_match_data_free(f->md);
     if (f->re) pcre2_code_free(f->re);
     free(f->literal);
@@ -470,8 +470,8 @@ filter_refs(const struct filter *f, unsigned char *keep)
 {
     if (!f) return true;
     if (f->kind == F_MATCH) keep[f->value] = 1;
-    return filter_refs(f->a, keep) && filter_refs(f->b, keep) && tpl_refs(f->left, keep) &&
-           tpl_refs(f->right, keep);
+    return filter_refs(f->a, keep) && filter_refs(f->b, keep) && template_refs(f->left, keep) &&
+           template_refs(f->right, keep);
 }
 
 /* ---- evaluation ---- */
@@ -493,21 +493,21 @@ to_int(const char *s)
 }
 
 static bool
-compare(const struct filter *f, const struct tpl_env *env)
+compare(const struct filter *f, const struct template_env *env)
 {
-    struct buf *l = tpl_scratch_get(), *r = tpl_scratch_get();
+    struct buf *l = template_scratch_get(), *r = template_scratch_get();
     int c;
 
-    tpl_eval(f->left, env, l);
-    tpl_eval(f->right, env, r);
+    template_eval(f->left, env, l);
+    template_eval(f->right, env, r);
     if (f->numeric) {
         long long a = to_int(buf_str(l)), b = to_int(buf_str(r));
         c = a < b ? -1 : a > b;
     } else {
         c = strcmp(buf_str(l), buf_str(r));
     }
-    tpl_scratch_put(l);
-    tpl_scratch_put(r);
+    template_scratch_put(l);
+    template_scratch_put(r);
     switch (f->op) {
     case OP_EQ: return c == 0;
     case OP_NE: return c != 0;
@@ -520,7 +520,7 @@ compare(const struct filter *f, const struct tpl_env *env)
 }
 
 bool
-filter_eval(const struct filter *f, const struct tpl_env *env)
+filter_eval(const struct filter *f, const struct template_env *env)
 {
     const struct msg *m = env->nmsgs ? env->msgs[env->nmsgs - 1] : NULL;
     const char *v;

@@ -23,9 +23,9 @@ struct filter;
 /* Compiles an expression; NULL with a message in err on a syntax error. */
 struct filter *filter_compile(const char *src, size_t len, struct buf *err);
 void filter_free(struct filter *f);
-/* Marks the stored values the expression reads (see tpl_refs). */
+/* Marks the stored values the expression reads (see template_refs). */
 bool filter_refs(const struct filter *f, unsigned char *keep);
 /* Evaluates against env; functions such as match() look at the current message (@0). */
-bool filter_eval(const struct filter *f, const struct tpl_env *env);
+bool filter_eval(const struct filter *f, const struct template_env *env);
 
 #endif

@@ -372,7 +372,7 @@ macro_refs(int id, unsigned char *keep)
 }
 
 void
-macro_eval(int id, const struct tpl_env *env, const struct msg *m, struct buf *out)
+macro_eval(int id, const struct template_env *env, const struct msg *m, struct buf *out)
 {
     int pri;
 

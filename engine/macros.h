@@ -18,7 +18,7 @@ int macro_lookup(const char *name, size_t len);
 /* Marks the stored values a macro reads; false when it reads names at run time ($SDATA). */
 bool macro_refs(int id, unsigned char *keep);
 /* Appends the macro's value for message m (m may be NULL: only context macros expand). */
-void macro_eval(int id, const struct tpl_env *env, const struct msg *m, struct buf *out);
+void macro_eval(int id, const struct template_env *env, const struct msg *m, struct buf *out);
 
 /* 2024-01-05T10:00:00+01:00, with fractional digits when frac_digits > 0. */
 void macro_format_iso(const struct msg_time *t, int frac_digits, struct buf *out);

@@ -86,7 +86,7 @@ pdb_synth_free(struct pdb_synth *s)
 {
     size_t i;
 
-    for (i = 0; i < s->nvalues; i++) tpl_free(s->values[i].tpl);
+    for (i = 0; i < s->nvalues; i++) template_free(s->values[i].tpl);
     free(s->values);
     free(s->tags);
     memset(s, 0, sizeof(*s));
@@ -100,7 +100,7 @@ pdb_action_free(struct pdb_action *a)
     free(a->condition_src);
     filter_free(a->condition);
     pdb_synth_free(&a->message);
-    tpl_free(a->cc_id);
+    template_free(a->cc_id);
     for (i = 0; i < a->nroutes; i++) free(a->routes[i]);
     free(a->routes);
 }
@@ -116,7 +116,7 @@ pdb_rule_free(struct pdb_rule *r)
     free(r->provider);
     free(r->description);
     pdb_synth_free(&r->msg);
-    tpl_free(r->context_id);
+    template_free(r->context_id);
     for (i = 0; i < r->nactions; i++) pdb_action_free(&r->actions[i]);
     free(r->actions);
     for (i = 0; i < r->npatterns; i++) free(r->patterns[i]);
@@ -541,7 +541,7 @@ synth_refs(const struct pdb_synth *s, unsigned char *keep)
     /* a generated message that inherits copies values nobody names */
     if (s->inherit != PDB_INHERIT_NONE) return false;
     for (i = 0; i < s->nvalues; i++)
-        if (!tpl_refs(s->values[i].tpl, keep)) return false;
+        if (!template_refs(s->values[i].tpl, keep)) return false;
     return true;
 }
 
@@ -558,11 +558,11 @@ pdb_context_keep(struct pdb *db)
     db->keep[NV_HOST] = db->keep[NV_PROGRAM] = db->keep[NV_PID] = 1;
     for (i = 0; i < db->nrules && ok; i++) {
         const struct pdb_rule *r = db->rules[i];
-        ok = tpl_refs(r->context_id, db->keep) && synth_refs(&r->msg, db->keep);
+        ok = template_refs(r->context_id, db->keep) && synth_refs(&r->msg, db->keep);
         for (j = 0; j < r->nactions && ok; j++) {
             const struct pdb_action *a = &r->actions[j];
             ok = filter_refs(a->condition, db->keep) && synth_refs(&a->message, db->keep) &&
-                 tpl_refs(a->cc_id, db->keep);
+                 template_refs(a->cc_id, db->keep);
         }
     }
     db->keep_all = !ok;
@@ -622,7 +622,8 @@ pdb_lookup(struct pdb *db, struct msg *m)
 }
 
 void
-pdb_apply(struct pdb *db, const struct pdb_rule *rule, struct msg *m, const struct tpl_env *env)
+pdb_apply(struct pdb *db, const struct pdb_rule *rule, struct msg *m,
+          const struct template_env *env)
 {
     size_t i;
 
@@ -633,12 +634,12 @@ pdb_apply(struct pdb *db, const struct pdb_rule *rule, struct msg *m, const stru
         const struct pdb_value *v = &rule->msg.values[i];
         const char *lit;
         size_t len;
-        if (tpl_is_literal(v->tpl, &lit, &len)) {
+        if (template_is_literal(v->tpl, &lit, &len)) {
             msg_set(m, v->name, lit, len);
             continue;
         }
         buf_reset(&db->value);
-        tpl_eval(v->tpl, env, &db->value);
+        template_eval(v->tpl, env, &db->value);
         msg_set(m, v->name, db->value.p, db->value.len);
     }
 }
@@ -647,10 +648,10 @@ const struct pdb_rule *
 pdb_classify(struct pdb *db, struct msg *m)
 {
     const struct pdb_rule *rule = pdb_lookup(db, m);
-    struct tpl_env env;
+    struct template_env env;
 
     if (rule) {
-        tpl_env_single(&env, &m);
+        template_env_single(&env, &m);
         pdb_apply(db, rule, m, &env);
     }
     return rule;

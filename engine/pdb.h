@@ -31,7 +31,7 @@ enum pdb_inherit { PDB_INHERIT_NONE, PDB_INHERIT_LAST_MESSAGE, PDB_INHERIT_CONTE
 /* A <value name="...">template</value>. */
 struct pdb_value {
     nv_handle name;
-    struct tpl *tpl;
+    struct template *tpl;
 };
 
 /* The <message> of an action: how to build a generated message. */
@@ -55,7 +55,7 @@ struct pdb_action {
     uint32_t rate_s;
     struct pdb_synth message;
     /* create-context */
-    struct tpl *cc_id;
+    struct template *cc_id;
     enum pdb_scope cc_scope;
     double cc_timeout;
     /* corral extension: where generated messages go (route="a,b") */
@@ -88,7 +88,7 @@ struct pdb_rule {
     tag_id class_tag;     /* .classifier.<class> */
     struct pdb_synth msg; /* the rule's own values and tags */
     /* correlation */
-    struct tpl *context_id; /* NULL: the rule does not correlate */
+    struct template *context_id; /* NULL: the rule does not correlate */
     enum pdb_scope scope;
     double timeout; /* seconds; fractions are a corral extension */
     struct pdb_action *actions;
@@ -151,7 +151,7 @@ const char *pdb_file_at(const struct pdb *db, size_t i);
  */
 const struct pdb_rule *pdb_lookup(struct pdb *db, struct msg *m);
 void pdb_apply(struct pdb *db, const struct pdb_rule *rule, struct msg *m,
-               const struct tpl_env *env);
+               const struct template_env *env);
 const struct pdb_rule *pdb_classify(struct pdb *db, struct msg *m);
 
 /*

@@ -176,11 +176,11 @@ parse_timeout(struct loader *ld, const xmlNode *n, const char *s, double *out)
     return true;
 }
 
-static struct tpl *
+static struct template *
 compile_template(struct loader *ld, const xmlNode *n, const char *what, const char *src)
 {
     struct buf err = BUF_INIT;
-    struct tpl *t = tpl_compile_str(src, &err);
+    struct template *t = template_compile_str(src, &err);
 
     if (!t) error(ld, n, "bad template in %s '%s': %s", what, src, buf_str(&err));
     buf_free(&err);
@@ -193,7 +193,7 @@ add_value(struct loader *ld, const xmlNode *n, struct pdb_synth *s, const char *
     char *name = attr(n, "name"), *text;
     struct pdb_value *v;
     size_t cap = s->nvalues;
-    struct tpl *t;
+    struct template *t;
 
     if (!check_text_only(ld, n)) goto out;
     if (!name) {

@@ -237,7 +237,7 @@ wall_seconds(const struct tfields *f)
  * still hits them; each entry holds one day with a single UTC offset throughout, assuming, as holds
  * for the tz database, that no zone changes its offset twice within 32 hours or by more than 4
  * hours at once (except Samoa's date-line jump in 2011). Looking at TZ for every line costs more
- * than the parse, so a change of TZ takes effect at syslog_tz_reset().
+ * than the parse, so a change of TZ takes effect at syslogfmt_tz_reset().
  */
 static struct {
     bool init;
@@ -277,7 +277,7 @@ tz_check(void)
 }
 
 void
-syslog_tz_reset(void)
+syslogfmt_tz_reset(void)
 {
     tzc.init = false;
 }
@@ -1005,7 +1005,7 @@ store_error(struct msg *m, const char *line, size_t len, size_t pos)
 }
 
 static void
-current_time(const struct syslog_opts *opts, struct msg_time *now)
+current_time(const struct syslogfmt_opts *opts, struct msg_time *now)
 {
     struct timespec ts;
 
@@ -1024,7 +1024,7 @@ current_time(const struct syslog_opts *opts, struct msg_time *now)
 }
 
 void
-syslog_parse(struct msg *m, const char *line, size_t len, const struct syslog_opts *opts)
+syslogfmt_parse(struct msg *m, const char *line, size_t len, const struct syslogfmt_opts *opts)
 {
     /* Cached handles of the two Cisco values (nv handles never change). */
     static nv_handle h_seqid, h_synced;

@@ -20,7 +20,7 @@
 
 #include "engine/msg.h"
 
-struct syslog_opts {
+struct syslogfmt_opts {
     /*
      * The current time, used to guess the year of RFC3164 stamps (which have
      * none) and as the receive time.  NULL: the wall clock.
@@ -33,12 +33,13 @@ struct syslog_opts {
  * first.  Never fails: text that is not syslog becomes the MESSAGE of a
  * message stamped with the current time.
  */
-void syslog_parse(struct msg *m, const char *line, size_t len, const struct syslog_opts *opts);
+void syslogfmt_parse(struct msg *m, const char *line, size_t len,
+                     const struct syslogfmt_opts *opts);
 
 /*
  * Forgets the cached time-zone offsets.  Call after changing the TZ
  * environment variable (the daemon does on reload).
  */
-void syslog_tz_reset(void);
+void syslogfmt_tz_reset(void);
 
 #endif

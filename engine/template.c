@@ -31,17 +31,18 @@ struct elem {
         } text;
         struct {
             nv_handle h;
-            struct tpl *def; /* ${name:-default} */
+            struct template *def; /* ${name:-default} */
         } value;
         struct {
             int id;
-            struct tpl *def;
+            struct template *def;
         } macro;
         struct tfunc_call func;
     } u;
 };
 
-struct tpl {
+struct template
+{
     char *source;
     struct elem *elems;
     size_t nelems, cap;
@@ -51,10 +52,10 @@ struct tpl {
 /* Nested function calls deeper than this are refused (bounds the evaluator's recursion). */
 #define MAX_DEPTH 32
 
-static struct tpl *compile(const char *src, size_t len, int depth, struct buf *err);
+static struct template *compile(const char *src, size_t len, int depth, struct buf *err);
 
 static struct elem *
-add_elem(struct tpl *t, enum elem_kind kind)
+add_elem(struct template *t, enum elem_kind kind)
 {
     struct elem *e;
 
@@ -66,7 +67,7 @@ add_elem(struct tpl *t, enum elem_kind kind)
 }
 
 static void
-add_text(struct tpl *t, const char *s, size_t len)
+add_text(struct template *t, const char *s, size_t len)
 {
     struct elem *last = t->nelems ? &t->elems[t->nelems - 1] : NULL;
 
@@ -88,11 +89,11 @@ is_name_char(char c)
 }
 
 static bool
-add_reference(struct tpl *t, const char *name, size_t len, const char *def, size_t deflen,
+add_reference(struct template *t, const char *name, size_t len, const char *def, size_t deflen,
               struct buf *err)
 {
     int id = macro_lookup(name, len);
-    struct tpl *dt = NULL;
+    struct template *dt = NULL;
     struct elem *e;
 
     if (def) {
@@ -210,7 +211,7 @@ split_args(const char *s, size_t len, char ***raw, char ***rawq)
 }
 
 static bool
-add_function(struct tpl *t, const char *s, size_t len, int depth, struct buf *err)
+add_function(struct template *t, const char *s, size_t len, int depth, struct buf *err)
 {
     const struct tfunc *fn;
     struct elem *e;
@@ -252,7 +253,7 @@ add_function(struct tpl *t, const char *s, size_t len, int depth, struct buf *er
         ok = fn->prepare(&e->u.func, argc - 1, raw + 1, rawq + 1, err);
     } else {
         e->u.func.argc = argc - 1;
-        e->u.func.argv = xcalloc((size_t)argc, sizeof(struct tpl *));
+        e->u.func.argv = xcalloc((size_t)argc, sizeof(struct template *));
         for (k = 1; k < argc && ok; k++) {
             e->u.func.argv[k - 1] = compile(raw[k], strlen(raw[k]), depth + 1, err);
             if (!e->u.func.argv[k - 1]) ok = false;
@@ -273,7 +274,7 @@ out:
  * messages back in the context, "@@" is one literal '@'.
  */
 static size_t
-parse_backref(struct tpl *t, const char *src, size_t len, size_t i, bool have_elem)
+parse_backref(struct template *t, const char *src, size_t len, size_t i, bool have_elem)
 {
     if (i >= len || src[i] != '@') return i;
     if (i + 1 < len && src[i + 1] >= '0' && src[i + 1] <= '9') {
@@ -291,10 +292,10 @@ parse_backref(struct tpl *t, const char *src, size_t len, size_t i, bool have_el
     return i;
 }
 
-static struct tpl *
+static struct template *
 compile(const char *src, size_t len, int depth, struct buf *err)
 {
-    struct tpl *t;
+    struct template *t;
     size_t i = 0;
 
     if (depth > MAX_DEPTH) {
@@ -367,24 +368,24 @@ compile(const char *src, size_t len, int depth, struct buf *err)
     return t;
 
 fail:
-    tpl_free(t);
+    template_free(t);
     return NULL;
 }
 
-struct tpl *
-tpl_compile(const char *src, size_t len, struct buf *err)
+struct template *
+template_compile(const char *src, size_t len, struct buf *err)
 {
     return compile(src, len, 0, err);
 }
 
-struct tpl *
-tpl_compile_str(const char *src, struct buf *err)
+struct template *
+template_compile_str(const char *src, struct buf *err)
 {
     return compile(src, strlen(src), 0, err);
 }
 
 void
-tpl_free(struct tpl *t)
+template_free(struct template *t)
 {
     size_t i;
     int k;
@@ -393,10 +394,10 @@ tpl_free(struct tpl *t)
     for (i = 0; i < t->nelems; i++) {
         struct elem *e = &t->elems[i];
         switch (e->kind) {
-        case E_VALUE: tpl_free(e->u.value.def); break;
-        case E_MACRO: tpl_free(e->u.macro.def); break;
+        case E_VALUE: template_free(e->u.value.def); break;
+        case E_MACRO: template_free(e->u.macro.def); break;
         case E_FUNC:
-            for (k = 0; k < e->u.func.argc; k++) tpl_free(e->u.func.argv[k]);
+            for (k = 0; k < e->u.func.argc; k++) template_free(e->u.func.argv[k]);
             free(e->u.func.argv);
             if (e->u.func.state && e->u.func.fn->free_state)
                 e->u.func.fn->free_state(e->u.func.state);
@@ -411,13 +412,13 @@ tpl_free(struct tpl *t)
 }
 
 const char *
-tpl_source(const struct tpl *t)
+template_source(const struct template *t)
 {
     return t->source;
 }
 
 bool
-tpl_is_literal(const struct tpl *t, const char **text, size_t *len)
+template_is_literal(const struct template *t, const char **text, size_t *len)
 {
     if (t->nelems > 1 || (t->nelems == 1 && t->elems[0].kind != E_TEXT)) return false;
     *text = buf_str(&t->text);
@@ -426,7 +427,7 @@ tpl_is_literal(const struct tpl *t, const char **text, size_t *len)
 }
 
 void
-tpl_env_single(struct tpl_env *env, struct msg *const *m)
+template_env_single(struct template_env *env, struct msg *const *m)
 {
     memset(env, 0, sizeof(*env));
     env->msgs = m;
@@ -434,7 +435,7 @@ tpl_env_single(struct tpl_env *env, struct msg *const *m)
 }
 
 bool
-tpl_refs(const struct tpl *t, unsigned char *keep)
+template_refs(const struct template *t, unsigned char *keep)
 {
     size_t i;
 
@@ -456,14 +457,14 @@ tpl_refs(const struct tpl *t, unsigned char *keep)
 }
 
 static struct msg *
-pick(const struct tpl_env *env, uint32_t backref)
+pick(const struct template_env *env, uint32_t backref)
 {
     if (backref >= env->nmsgs) return NULL;
     return env->msgs[env->nmsgs - 1 - backref];
 }
 
 void
-tpl_eval(const struct tpl *t, const struct tpl_env *env, struct buf *out)
+template_eval(const struct template *t, const struct template_env *env, struct buf *out)
 {
     size_t i;
 
@@ -483,21 +484,21 @@ tpl_eval(const struct tpl *t, const struct tpl_env *env, struct buf *out)
             if (v && vlen)
                 buf_append(out, v, vlen);
             else if (e->u.value.def)
-                tpl_eval(e->u.value.def, env, out);
+                template_eval(e->u.value.def, env, out);
             break;
         case E_MACRO:
             m = pick(env, e->backref);
             if (!m && e->backref) break;
             before = out->len;
             macro_eval(e->u.macro.id, env, m, out);
-            if (out->len == before && e->u.macro.def) tpl_eval(e->u.macro.def, env, out);
+            if (out->len == before && e->u.macro.def) template_eval(e->u.macro.def, env, out);
             break;
         case E_FUNC:
             if (e->backref == 0) {
                 e->u.func.fn->eval(&e->u.func, env, out);
             } else if (e->backref < env->nmsgs) {
                 /* $(f ...)@N sees the context as it was N messages ago */
-                struct tpl_env back = *env;
+                struct template_env back = *env;
                 back.nmsgs -= e->backref;
                 e->u.func.fn->eval(&e->u.func, &back, out);
             }
@@ -507,9 +508,9 @@ tpl_eval(const struct tpl *t, const struct tpl_env *env, struct buf *out)
 }
 
 void
-tfunc_arg(const struct tfunc_call *call, int i, const struct tpl_env *env, struct buf *out)
+tfunc_arg(const struct tfunc_call *call, int i, const struct template_env *env, struct buf *out)
 {
-    if (i < call->argc && call->argv && call->argv[i]) tpl_eval(call->argv[i], env, out);
+    if (i < call->argc && call->argv && call->argv[i]) template_eval(call->argv[i], env, out);
 }
 
 /* ---- scratch buffers ---- */
@@ -518,7 +519,7 @@ static struct buf *scratch[64];
 static int nscratch;
 
 struct buf *
-tpl_scratch_get(void)
+template_scratch_get(void)
 {
     struct buf *b;
 
@@ -533,7 +534,7 @@ tpl_scratch_get(void)
 }
 
 void
-tpl_scratch_put(struct buf *b)
+template_scratch_put(struct buf *b)
 {
     if (nscratch < (int)(sizeof(scratch) / sizeof(scratch[0])) && b->cap <= 65536) {
         scratch[nscratch++] = b;

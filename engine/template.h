@@ -14,13 +14,13 @@
 #include "engine/buf.h"
 #include "engine/msg.h"
 
-struct tpl;
+struct template;
 
 /*
  * What a template is evaluated against: a set of messages, the last of which
  * is the current one ("@0").  Outside correlation the set is one message.
  */
-struct tpl_env {
+struct template_env {
     struct msg *const *msgs;
     size_t nmsgs;
     const char *context_id; /* $CONTEXT_ID; NULL outside a context */
@@ -29,13 +29,13 @@ struct tpl_env {
 };
 
 /* Compiles a template; on error returns NULL with a message in err. */
-struct tpl *tpl_compile(const char *src, size_t len, struct buf *err);
-struct tpl *tpl_compile_str(const char *src, struct buf *err);
-void tpl_free(struct tpl *t);
+struct template *template_compile(const char *src, size_t len, struct buf *err);
+struct template *template_compile_str(const char *src, struct buf *err);
+void template_free(struct template *t);
 /* The source text the template was compiled from. */
-const char *tpl_source(const struct tpl *t);
+const char *template_source(const struct template *t);
 /* True when the template has no references: its text is always the same. */
-bool tpl_is_literal(const struct tpl *t, const char **text, size_t *len);
+bool template_is_literal(const struct template *t, const char **text, size_t *len);
 
 /*
  * Marks in keep[] (indexed by value handle, NV_MAX_NAMES entries) every
@@ -43,19 +43,19 @@ bool tpl_is_literal(const struct tpl *t, const char **text, size_t *len);
  * Returns false when that cannot be known (a function that lists names at
  * run time, such as $(values) or $SDATA).
  */
-bool tpl_refs(const struct tpl *t, unsigned char *keep);
+bool template_refs(const struct template *t, unsigned char *keep);
 
 /* Appends the expansion to out.  Names that are not set expand to nothing. */
-void tpl_eval(const struct tpl *t, const struct tpl_env *env, struct buf *out);
+void template_eval(const struct template *t, const struct template_env *env, struct buf *out);
 
 /*
- * Borrows an empty scratch buffer; give it back with tpl_scratch_put().  Keeps
+ * Borrows an empty scratch buffer; give it back with template_scratch_put().  Keeps
  * nested evaluation (function arguments, filter operands) free of allocation.
  */
-struct buf *tpl_scratch_get(void);
-void tpl_scratch_put(struct buf *b);
+struct buf *template_scratch_get(void);
+void template_scratch_put(struct buf *b);
 
 /* A one-message environment. */
-void tpl_env_single(struct tpl_env *env, struct msg *const *m);
+void template_env_single(struct template_env *env, struct msg *const *m);
 
 #endif

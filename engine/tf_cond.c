@@ -13,7 +13,7 @@
 
 /* $(or A B ...): the first non-empty argument. */
 static void
-tf_or(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_or(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     int i;
 
@@ -123,7 +123,7 @@ filter_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, struc
 
 /* $(if (FILTER) THEN ELSE): the filter sees the whole message set. */
 static void
-tf_if(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_if(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     const struct cond_state *st = call->state;
 
@@ -137,17 +137,17 @@ tf_if(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
  * with commas as they are; context-lookup makes a proper list.
  */
 static void
-select_messages(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out,
+select_messages(const struct tfunc_call *call, const struct template_env *env, struct buf *out,
                 bool encode)
 {
     const struct cond_state *st = call->state;
-    struct buf *b = tpl_scratch_get();
+    struct buf *b = template_scratch_get();
     size_t i, start = out->len;
     int count = 0, k;
     bool first = true;
 
     for (i = 0; i < env->nmsgs; i++) {
-        struct tpl_env one, bare;
+        struct template_env one, bare;
         tfunc_env_one(&one, env, i);
         bare = one;
         bare.context_id = NULL;
@@ -168,31 +168,31 @@ select_messages(const struct tfunc_call *call, const struct tpl_env *env, struct
         if (tfunc_over_cap(out, start)) break;
         if (st->max_count && count >= st->max_count) break;
     }
-    tpl_scratch_put(b);
+    template_scratch_put(b);
 }
 
 static void
-tf_grep(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_grep(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     select_messages(call, env, out, false);
 }
 
 static void
-tf_context_lookup(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_context_lookup(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     select_messages(call, env, out, true);
 }
 
 /* $(context-values T...): every template on every message of the set, oldest first, as a list. */
 static void
-tf_context_values(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_context_values(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
-    struct buf *b = tpl_scratch_get();
+    struct buf *b = template_scratch_get();
     size_t i, start = out->len;
     int k;
 
     for (i = 0; i < env->nmsgs; i++) {
-        struct tpl_env one;
+        struct template_env one;
         tfunc_env_one(&one, env, i);
         for (k = 0; k < call->argc; k++) {
             if (i || k) buf_putc(out, ',');
@@ -202,11 +202,11 @@ tf_context_values(const struct tfunc_call *call, const struct tpl_env *env, stru
         }
         if (tfunc_over_cap(out, start)) break;
     }
-    tpl_scratch_put(b);
+    template_scratch_put(b);
 }
 
 static void
-tf_context_length(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_context_length(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     (void)call;
     buf_printf(out, "%zu", env->nmsgs);
@@ -214,11 +214,11 @@ tf_context_length(const struct tfunc_call *call, const struct tpl_env *env, stru
 
 /* $(filter (EXPR) LIST): the items for which EXPR holds with $_ = the item, written raw (3.38). */
 static void
-tf_filter(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_filter(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     const struct cond_state *st = call->state;
     struct buf *list = tfunc_arg_get(call, 0, env);
-    struct tpl_env e = *env;
+    struct template_env e = *env;
     struct tf_list_scan s;
     size_t start = out->len;
 
@@ -232,7 +232,7 @@ tf_filter(const struct tfunc_call *call, const struct tpl_env *env, struct buf *
         if (tfunc_over_cap(out, start)) break;
     }
     tf_list_scan_done(&s);
-    tpl_scratch_put(list);
+    template_scratch_put(list);
 }
 
 static bool

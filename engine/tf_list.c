@@ -101,13 +101,13 @@ tf_list_scan_init(struct tf_list_scan *s, struct buf **args, int nargs)
     s->ai = 0;
     s->p = nargs ? buf_str(args[0]) : NULL;
     s->end = nargs ? s->p + args[0]->len : NULL;
-    s->val = tpl_scratch_get();
+    s->val = template_scratch_get();
 }
 
 void
 tf_list_scan_done(struct tf_list_scan *s)
 {
-    tpl_scratch_put(s->val);
+    template_scratch_put(s->val);
 }
 
 bool
@@ -206,7 +206,7 @@ tf_list_comma(struct buf *out, size_t start)
 }
 
 static void
-tf_list_concat(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_list_concat(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct tfunc_args a;
     struct tf_list_scan s;
@@ -225,7 +225,7 @@ tf_list_concat(const struct tfunc_call *call, const struct tpl_env *env, struct 
 
 /* $(list-append LIST ITEM...): LIST as it is, each ITEM encoded as one item. */
 static void
-tf_list_append(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_list_append(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     size_t start = out->len;
     int i;
@@ -236,13 +236,13 @@ tf_list_append(const struct tfunc_call *call, const struct tpl_env *env, struct 
         struct buf *b = tfunc_arg_get(call, i, env);
         tf_list_comma(out, start);
         tf_list_encode(out, b->p, b->len);
-        tpl_scratch_put(b);
+        template_scratch_put(b);
         if (tfunc_over_cap(out, start)) return;
     }
 }
 
 static void
-tf_list_count(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_list_count(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct tfunc_args a;
 
@@ -292,7 +292,7 @@ list_slice(struct buf **args, int nargs, int first, int last, struct buf *out)
 }
 
 static void
-tf_list_head(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_list_head(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct tfunc_args a;
 
@@ -303,7 +303,7 @@ tf_list_head(const struct tfunc_call *call, const struct tpl_env *env, struct bu
 
 /* Indices are read as 64-bit numbers and then used as C ints, as 3.38 does. */
 static void
-tf_list_nth(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_list_nth(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct tfunc_args a;
     int64_t ndx;
@@ -315,7 +315,7 @@ tf_list_nth(const struct tfunc_call *call, const struct tpl_env *env, struct buf
 }
 
 static void
-tf_list_tail(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_list_tail(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct tfunc_args a;
 
@@ -326,7 +326,7 @@ tf_list_tail(const struct tfunc_call *call, const struct tpl_env *env, struct bu
 
 /* $(list-slice FIRST:LAST LIST...), either bound may be left out. */
 static void
-tf_list_slice(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_list_slice(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct tfunc_args a;
     struct buf *f;
@@ -338,12 +338,12 @@ tf_list_slice(const struct tfunc_call *call, const struct tpl_env *env, struct b
     tfunc_args_eval(&a, call, 0, env);
     spec = buf_str(a.b[0]);
     colon = strchr(spec, ':');
-    f = tpl_scratch_get();
+    f = template_scratch_get();
     buf_append(f, spec, colon ? (size_t)(colon - spec) : strlen(spec));
     ok = f->len == 0 || tf_num_parse_int(buf_str(f), 10, &first);
     if (ok && colon && colon[1]) ok = tf_num_parse_int(colon + 1, 10, &last);
     if (ok) list_slice(a.b + 1, a.n - 1, (int)first, (int)last, out);
-    tpl_scratch_put(f);
+    template_scratch_put(f);
     tfunc_args_release(&a);
 }
 
@@ -469,7 +469,7 @@ search_match(const struct search_state *st, const struct buf *v)
 
 /* The index of the first matching item at or after --start-index (which also offsets the count). */
 static void
-tf_list_search(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_list_search(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     const struct search_state *st = call->state;
     struct tfunc_args a;
@@ -492,7 +492,7 @@ tf_list_search(const struct tfunc_call *call, const struct tpl_env *env, struct 
 
 /* $(explode SEP TEXT...): TEXT split at every SEP (a string), each piece a list item. */
 static void
-tf_explode(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_explode(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct tfunc_args a;
     size_t start = out->len, slen;
@@ -520,7 +520,7 @@ tf_explode(const struct tfunc_call *call, const struct tpl_env *env, struct buf 
 
 /* $(implode SEP LIST...): the items, decoded, joined with SEP. */
 static void
-tf_implode(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_implode(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct tfunc_args a;
     struct tf_list_scan s;
@@ -541,7 +541,7 @@ tf_implode(const struct tfunc_call *call, const struct tpl_env *env, struct buf 
 
 /* $(map TEMPLATE LIST), $(iterate TEMPLATE INITIAL): TEMPLATE sees the item/value as $_. */
 struct map_state {
-    struct tpl *t;
+    struct template *t;
     struct buf cur; /* iterate: the value the next evaluation returns */
 };
 
@@ -550,7 +550,7 @@ map_free(void *p)
 {
     struct map_state *st = p;
 
-    tpl_free(st->t);
+    template_free(st->t);
     buf_free(&st->cur);
     free(st);
 }
@@ -593,11 +593,11 @@ map_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, struct b
 
 /* As in 3.38 the template is evaluated on the oldest message of the set (its messages[0]). */
 static void
-tf_map(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_map(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     const struct map_state *st = call->state;
-    struct buf *list = tfunc_arg_get(call, 0, env), *b = tpl_scratch_get();
-    struct tpl_env one;
+    struct buf *list = tfunc_arg_get(call, 0, env), *b = template_scratch_get();
+    struct template_env one;
     struct tf_list_scan s;
     size_t start = out->len;
 
@@ -611,13 +611,13 @@ tf_map(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out
         one.context_id_len = s.val->len;
         tf_list_comma(out, start);
         buf_reset(b);
-        tpl_eval(st->t, &one, b);
+        template_eval(st->t, &one, b);
         tf_list_encode(out, b->p, b->len);
         if (tfunc_over_cap(out, start)) break;
     }
     tf_list_scan_done(&s);
-    tpl_scratch_put(b);
-    tpl_scratch_put(list);
+    template_scratch_put(b);
+    template_scratch_put(list);
 }
 
 static bool
@@ -651,11 +651,11 @@ iterate_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, stru
  * TF_MAX_OUTPUT.
  */
 static void
-tf_iterate(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_iterate(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct map_state *st = call->state;
-    struct buf *next = tpl_scratch_get();
-    struct tpl_env one;
+    struct buf *next = template_scratch_get();
+    struct template_env one;
 
     buf_append(out, st->cur.p, st->cur.len);
     if (env->nmsgs)
@@ -664,11 +664,11 @@ tf_iterate(const struct tfunc_call *call, const struct tpl_env *env, struct buf 
         one = *env;
     one.context_id = buf_str(&st->cur);
     one.context_id_len = st->cur.len;
-    tpl_eval(st->t, &one, next);
+    template_eval(st->t, &one, next);
     if (next->len > TF_MAX_OUTPUT) buf_truncate(next, TF_MAX_OUTPUT);
     buf_reset(&st->cur);
     buf_append(&st->cur, next->p, next->len);
-    tpl_scratch_put(next);
+    template_scratch_put(next);
 }
 
 static bool
@@ -676,7 +676,7 @@ map_refs(const struct tfunc_call *call, unsigned char *keep)
 {
     const struct map_state *st = call->state;
 
-    return !st || tpl_refs(st->t, keep);
+    return !st || template_refs(st->t, keep);
 }
 
 const struct tfunc tf_list_funcs[] = {

@@ -21,7 +21,7 @@
  * 3.38 prints whatever was on its stack.
  */
 static void
-tf_ipv4_to_int(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_ipv4_to_int(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     int i;
 
@@ -30,7 +30,7 @@ tf_ipv4_to_int(const struct tfunc_call *call, const struct tpl_env *env, struct 
         struct in_addr ina;
         if (inet_aton(buf_str(b), &ina)) buf_printf(out, "%lu", (unsigned long)ntohl(ina.s_addr));
         if (i < call->argc - 1) buf_putc(out, ',');
-        tpl_scratch_put(b);
+        template_scratch_put(b);
     }
 }
 
@@ -100,7 +100,7 @@ dns_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, struct b
  * address itself until the first answer for it has arrived (deviation).
  */
 static void
-tf_dns_resolve_ip(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_dns_resolve_ip(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     const struct dns_state *st = call->state;
     struct sockaddr_storage ss;
@@ -121,10 +121,10 @@ tf_dns_resolve_ip(const struct tfunc_call *call, const struct tpl_env *env, stru
         sl = sizeof(struct sockaddr_in6);
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof(addr));
     } else {
-        tpl_scratch_put(b);
+        template_scratch_put(b);
         return;
     }
-    tpl_scratch_put(b);
+    template_scratch_put(b);
     if (st->use_dns && resolver_name((struct sockaddr *)&ss, sl, host, sizeof(host)) == 0) {
         size_t n = strlen(host);
         if (!st->use_fqdn) {

@@ -82,7 +82,7 @@ enum arith { A_ADD, A_SUB, A_MUL, A_DIV, A_MOD };
  * "NaN" for a non-number, a wrong argument count or a zero divisor.
  */
 static void
-arith(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out, enum arith op)
+arith(const struct tfunc_call *call, const struct template_env *env, struct buf *out, enum arith op)
 {
     struct number a, b;
     struct buf *x, *y;
@@ -95,8 +95,8 @@ arith(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out,
     x = tfunc_arg_get(call, 0, env);
     y = tfunc_arg_get(call, 1, env);
     ok = parse_number(buf_str(x), &a) && parse_number(buf_str(y), &b);
-    tpl_scratch_put(x);
-    tpl_scratch_put(y);
+    template_scratch_put(x);
+    template_scratch_put(y);
     if (ok && (op == A_DIV || op == A_MOD)) ok = b.is_float ? fabs(b.d) >= DBL_EPSILON : b.i != 0;
     if (!ok) {
         buf_puts(out, "NaN");
@@ -127,39 +127,39 @@ arith(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out,
 }
 
 static void
-tf_add(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_add(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     arith(call, env, out, A_ADD);
 }
 
 static void
-tf_sub(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_sub(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     arith(call, env, out, A_SUB);
 }
 
 static void
-tf_mul(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_mul(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     arith(call, env, out, A_MUL);
 }
 
 static void
-tf_div(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_div(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     arith(call, env, out, A_DIV);
 }
 
 static void
-tf_mod(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_mod(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     arith(call, env, out, A_MOD);
 }
 
 /* The one argument as a number, or false (and "NaN" written) for round/ceil/floor. */
 static bool
-unary_number(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out, int maxargs,
-             double *d)
+unary_number(const struct tfunc_call *call, const struct template_env *env, struct buf *out,
+             int maxargs, double *d)
 {
     struct number n;
     struct buf *b;
@@ -171,7 +171,7 @@ unary_number(const struct tfunc_call *call, const struct tpl_env *env, struct bu
     }
     b = tfunc_arg_get(call, 0, env);
     ok = parse_number(buf_str(b), &n);
-    tpl_scratch_put(b);
+    template_scratch_put(b);
     if (!ok) buf_puts(out, "NaN");
     *d = number_d(&n);
     return ok;
@@ -179,7 +179,7 @@ unary_number(const struct tfunc_call *call, const struct tpl_env *env, struct bu
 
 /* $(round X [DIGITS]): half away from zero, DIGITS 0..20, printed with exactly DIGITS decimals. */
 static void
-tf_round(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_round(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     int64_t prec = 0;
     double d, m;
@@ -187,7 +187,7 @@ tf_round(const struct tfunc_call *call, const struct tpl_env *env, struct buf *o
     if (call->argc == 2) {
         struct buf *b = tfunc_arg_get(call, 1, env);
         bool ok = tf_num_parse_int(buf_str(b), 10, &prec) && prec >= 0 && prec <= 20;
-        tpl_scratch_put(b);
+        template_scratch_put(b);
         if (!ok) {
             buf_puts(out, "NaN");
             return;
@@ -199,7 +199,7 @@ tf_round(const struct tfunc_call *call, const struct tpl_env *env, struct buf *o
 }
 
 static void
-tf_ceil(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_ceil(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     double d;
 
@@ -207,7 +207,7 @@ tf_ceil(const struct tfunc_call *call, const struct tpl_env *env, struct buf *ou
 }
 
 static void
-tf_floor(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_floor(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     double d;
 
@@ -222,15 +222,16 @@ enum aggr { AG_SUM, AG_MIN, AG_MAX, AG_AVG };
  * skipped; nothing at all when none is.  Integer arithmetic throughout.
  */
 static void
-aggregate(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out, enum aggr op)
+aggregate(const struct tfunc_call *call, const struct template_env *env, struct buf *out,
+          enum aggr op)
 {
-    struct buf *b = tpl_scratch_get();
+    struct buf *b = template_scratch_get();
     int64_t acc = 0, v;
     uint64_t count = 0;
     size_t i;
 
     for (i = 0; i < env->nmsgs; i++) {
-        struct tpl_env one;
+        struct template_env one;
         tfunc_env_one(&one, env, i);
         buf_reset(b);
         tfunc_arg(call, 0, &one, b);
@@ -242,32 +243,32 @@ aggregate(const struct tfunc_call *call, const struct tpl_env *env, struct buf *
         else if ((op == AG_MIN && v < acc) || (op == AG_MAX && v > acc))
             acc = v;
     }
-    tpl_scratch_put(b);
+    template_scratch_put(b);
     if (!count) return;
     if (op == AG_AVG) acc /= (int64_t)count;
     buf_printf(out, "%" PRId64, acc);
 }
 
 static void
-tf_sum(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_sum(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     aggregate(call, env, out, AG_SUM);
 }
 
 static void
-tf_min(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_min(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     aggregate(call, env, out, AG_MIN);
 }
 
 static void
-tf_max(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_max(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     aggregate(call, env, out, AG_MAX);
 }
 
 static void
-tf_average(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_average(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     aggregate(call, env, out, AG_AVG);
 }

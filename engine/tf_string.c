@@ -14,7 +14,7 @@
 #include <string.h>
 
 static void
-tf_echo(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_echo(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     int i;
 
@@ -26,7 +26,7 @@ tf_echo(const struct tfunc_call *call, const struct tpl_env *env, struct buf *ou
 
 /* Bytes, not characters: 3.38 counts bytes. */
 static void
-tf_length(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_length(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     int i;
 
@@ -34,7 +34,7 @@ tf_length(const struct tfunc_call *call, const struct tpl_env *env, struct buf *
         struct buf *b = tfunc_arg_get(call, i, env);
         if (i) buf_putc(out, ' ');
         buf_printf(out, "%zu", b->len);
-        tpl_scratch_put(b);
+        template_scratch_put(b);
     }
 }
 
@@ -43,7 +43,7 @@ tf_length(const struct tfunc_call *call, const struct tpl_env *env, struct buf *
  * stops that many bytes short of it.
  */
 static void
-tf_substr(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_substr(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct buf *s, *a, *b = NULL;
     int64_t start, len, L;
@@ -72,9 +72,9 @@ tf_substr(const struct tfunc_call *call, const struct tpl_env *env, struct buf *
     if (start + len > L) len = L - start;
     if (len > 0) buf_append(out, s->p + start, (size_t)len);
 out:
-    tpl_scratch_put(s);
-    tpl_scratch_put(a);
-    if (b) tpl_scratch_put(b);
+    template_scratch_put(s);
+    template_scratch_put(a);
+    if (b) template_scratch_put(b);
 }
 
 /* C-locale isspace, what 3.38's strip uses. */
@@ -85,7 +85,7 @@ is_space(char c)
 }
 
 static void
-tf_strip(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_strip(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     size_t start = out->len;
     int i;
@@ -99,7 +99,7 @@ tf_strip(const struct tfunc_call *call, const struct tpl_env *env, struct buf *o
             if (out->len > start) buf_putc(out, ' ');
             buf_append(out, b->p + s, e - s);
         }
-        tpl_scratch_put(b);
+        template_scratch_put(b);
     }
 }
 
@@ -171,7 +171,7 @@ sanitize_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, str
 
 /* Control characters (unless -C) and the invalid set become the replacement; joined with '/'. */
 static void
-tf_sanitize(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_sanitize(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     const struct sanitize_state *st = call->state;
     int i;
@@ -188,12 +188,13 @@ tf_sanitize(const struct tfunc_call *call, const struct tpl_env *env, struct buf
                 buf_putc(out, (char)c);
         }
         if (i < call->argc - 1) buf_putc(out, '/');
-        tpl_scratch_put(b);
+        template_scratch_put(b);
     }
 }
 
 static void
-case_args(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out, bool upper)
+case_args(const struct tfunc_call *call, const struct template_env *env, struct buf *out,
+          bool upper)
 {
     int i;
 
@@ -201,25 +202,25 @@ case_args(const struct tfunc_call *call, const struct tpl_env *env, struct buf *
         struct buf *b = tfunc_arg_get(call, i, env);
         unicase_map(out, buf_str(b), b->len, upper);
         if (i < call->argc - 1) buf_putc(out, ' ');
-        tpl_scratch_put(b);
+        template_scratch_put(b);
     }
 }
 
 static void
-tf_lowercase(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_lowercase(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     case_args(call, env, out, false);
 }
 
 static void
-tf_uppercase(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_uppercase(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     case_args(call, env, out, true);
 }
 
 /* $(replace-delimiter SET NEW TEXT): every byte of SET in TEXT becomes the first byte of NEW. */
 static void
-tf_replace_delimiter(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_replace_delimiter(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct tfunc_args a;
     const char *text;
@@ -294,14 +295,14 @@ padding_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, stru
 }
 
 static void
-tf_padding(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_padding(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     const struct padding_state *st = call->state;
     struct buf *b = tfunc_arg_get(call, 0, env);
 
     if (b->len <= st->width) buf_append(out, st->pad, st->width - b->len);
     buf_append(out, b->p, b->len);
-    tpl_scratch_put(b);
+    template_scratch_put(b);
 }
 
 /* $(binary N...): the bytes, fixed at compile time. */
@@ -352,7 +353,7 @@ binary_free(void *p)
 }
 
 static void
-tf_binary(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_binary(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     const struct buf *octets = call->state;
 
@@ -364,9 +365,9 @@ static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 
 /* Encodes the concatenated arguments; input beyond 3/4 of TF_MAX_OUTPUT is dropped. */
 static void
-tf_base64_encode(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_base64_encode(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
-    struct buf *in = tpl_scratch_get();
+    struct buf *in = template_scratch_get();
     const unsigned char *p;
     size_t i, n;
     int k;
@@ -388,12 +389,12 @@ tf_base64_encode(const struct tfunc_call *call, const struct tpl_env *env, struc
                      b64[(p[i + 1] & 15) << 2], '='};
         buf_append(out, q, 4);
     }
-    tpl_scratch_put(in);
+    template_scratch_put(in);
 }
 
 /* Percent-encodes all but A-Z a-z 0-9 - . _ ~ (g_uri_escape_string); arguments concatenate. */
 static void
-tf_url_encode(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_url_encode(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     size_t start = out->len;
     int i;
@@ -409,7 +410,7 @@ tf_url_encode(const struct tfunc_call *call, const struct tpl_env *env, struct b
             else
                 buf_printf(out, "%%%02X", c);
         }
-        tpl_scratch_put(b);
+        template_scratch_put(b);
         if (tfunc_over_cap(out, start)) return;
     }
 }
@@ -425,7 +426,7 @@ hexval(char c)
 
 /* Decodes %XX; an argument with a broken escape or an encoded NUL is dropped whole (as 3.38). */
 static void
-tf_url_decode(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_url_decode(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     int i;
 
@@ -446,20 +447,20 @@ tf_url_decode(const struct tfunc_call *call, const struct tpl_env *env, struct b
                 buf_putc(out, *s);
             }
         }
-        tpl_scratch_put(b);
+        template_scratch_put(b);
     }
 }
 
 /* $(env NAME...): unset names are skipped; a space follows each found one but the last argument. */
 static void
-tf_env(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_env(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     int i;
 
     for (i = 0; i < call->argc; i++) {
         struct buf *b = tfunc_arg_get(call, i, env);
         const char *v = getenv(buf_str(b));
-        tpl_scratch_put(b);
+        template_scratch_put(b);
         if (!v) continue;
         buf_puts(out, v);
         if (i < call->argc - 1) buf_putc(out, ' ');
@@ -468,7 +469,7 @@ tf_env(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out
 
 /* GLib's g_path_get_dirname(): "." without a slash; slashes before the last part dropped. */
 static void
-tf_dirname(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_dirname(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct buf *b;
     const char *s, *slash;
@@ -483,12 +484,12 @@ tf_dirname(const struct tfunc_call *call, const struct tpl_env *env, struct buf 
         while (slash > s && *slash == '/') slash--;
         buf_append(out, s, (size_t)(slash - s) + 1);
     }
-    tpl_scratch_put(b);
+    template_scratch_put(b);
 }
 
 /* GLib's g_path_get_basename(): "." for "", "/" for only slashes, trailing slashes ignored. */
 static void
-tf_basename(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_basename(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct buf *b;
     const char *s;
@@ -510,7 +511,7 @@ tf_basename(const struct tfunc_call *call, const struct tpl_env *env, struct buf
             buf_append(out, s + base, last - base);
         }
     }
-    tpl_scratch_put(b);
+    template_scratch_put(b);
 }
 
 /*
@@ -519,9 +520,9 @@ tf_basename(const struct tfunc_call *call, const struct tpl_env *env, struct buf
  * up to this point, not only this function's output.
  */
 static void
-tf_indent_multi_line(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_indent_multi_line(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
-    struct buf *t = tpl_scratch_get();
+    struct buf *t = template_scratch_get();
     size_t i, start = out->len;
 
     tf_echo(call, env, t);
@@ -531,7 +532,7 @@ tf_indent_multi_line(const struct tfunc_call *call, const struct tpl_env *env, s
         if (out->len - start > TF_MAX_OUTPUT) break;
     }
     tfunc_over_cap(out, start);
-    tpl_scratch_put(t);
+    template_scratch_put(t);
 }
 
 const struct tfunc tf_string_funcs[] = {

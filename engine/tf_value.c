@@ -44,7 +44,7 @@ struct vp_glob {
 
 struct vp_pair {
     char *name;
-    struct tpl *t;
+    struct template *t;
 };
 
 struct vp_state {
@@ -302,7 +302,7 @@ vp_free(void *p)
     }
     for (i = 0; i < st->npairs; i++) {
         free(st->pairs[i].name);
-        tpl_free(st->pairs[i].t);
+        template_free(st->pairs[i].t);
     }
     free(st->globs);
     free(st->sets);
@@ -375,7 +375,7 @@ vp_collect(const struct vp_state *st, struct buf *arena, struct buf *ents, const
            size_t nlen, const char *val, size_t vlen)
 {
     struct vp_entry e;
-    struct buf *key = tpl_scratch_get(), *tmp;
+    struct buf *key = template_scratch_get(), *tmp;
     size_t i, k;
 
     buf_append(key, name, nlen);
@@ -385,7 +385,7 @@ vp_collect(const struct vp_state *st, struct buf *arena, struct buf *ents, const
         for (k = 0; k < set->nx; k++) {
             const struct vp_xform *x = &set->x[k];
             size_t alen = x->a ? strlen(x->a) : 0;
-            tmp = tpl_scratch_get();
+            tmp = template_scratch_get();
             if (x->kind == X_ADD_PREFIX) {
                 buf_puts(tmp, x->a);
                 buf_append(tmp, key->p, key->len);
@@ -401,7 +401,7 @@ vp_collect(const struct vp_state *st, struct buf *arena, struct buf *ents, const
             }
             buf_reset(key);
             buf_append(key, tmp->p, tmp->len);
-            tpl_scratch_put(tmp);
+            template_scratch_put(tmp);
         }
     }
     e.name = arena->len;
@@ -412,7 +412,7 @@ vp_collect(const struct vp_state *st, struct buf *arena, struct buf *ents, const
     buf_append(arena, val, vlen);
     e.seq = ents->len / sizeof(e);
     buf_append(ents, &e, sizeof(e));
-    tpl_scratch_put(key);
+    template_scratch_put(key);
 }
 
 /* Macros of the rfc3164/rfc5424/selected-macros/all-macros scopes. */
@@ -468,10 +468,10 @@ static const char *const vp_macros_all[] = {"FACILITY",
                                             NULL};
 
 static void
-vp_collect_macros(const struct vp_state *st, const struct tpl_env *env, const struct msg *m,
+vp_collect_macros(const struct vp_state *st, const struct template_env *env, const struct msg *m,
                   const char *const *names, struct buf *arena, struct buf *ents)
 {
-    struct buf *v = tpl_scratch_get();
+    struct buf *v = template_scratch_get();
 
     for (; *names; names++) {
         size_t nlen = strlen(*names);
@@ -489,7 +489,7 @@ vp_collect_macros(const struct vp_state *st, const struct tpl_env *env, const st
         /* unset macros are left out (3.38's output could not be observed: pdbtool crashes) */
         if (v->len) vp_collect(st, arena, ents, *names, nlen, v->p, v->len);
     }
-    tpl_scratch_put(v);
+    template_scratch_put(v);
 }
 
 /*
@@ -498,19 +498,19 @@ vp_collect_macros(const struct vp_state *st, const struct tpl_env *env, const st
  * nothing is selected, as in 3.38.
  */
 static void
-vp_eval(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+vp_eval(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     const struct vp_state *st = call->state;
     struct buf *arena, *ents, *v;
-    struct tpl_env one;
+    struct template_env one;
     const struct msg *m;
     struct vp_entry *e;
     size_t i, n, start = out->len;
 
     if (!env->nmsgs) return;
     m = env->msgs[env->nmsgs - 1];
-    arena = tpl_scratch_get();
-    ents = tpl_scratch_get();
+    arena = template_scratch_get();
+    ents = template_scratch_get();
     if (st->scopes & (VPS_RFC3164 | VPS_RFC5424 | VPS_SELECTED))
         vp_collect_macros(st, env, m, vp_macros_rfc3164, arena, ents);
     if (st->scopes & VPS_RFC5424) vp_collect_macros(st, env, m, vp_macros_rfc5424, arena, ents);
@@ -530,13 +530,13 @@ vp_eval(const struct tfunc_call *call, const struct tpl_env *env, struct buf *ou
     }
     /* explicit pairs are always included and override a value of the same name */
     tfunc_env_one(&one, env, env->nmsgs - 1);
-    v = tpl_scratch_get();
+    v = template_scratch_get();
     for (i = 0; i < st->npairs; i++) {
         buf_reset(v);
-        tpl_eval(st->pairs[i].t, &one, v);
+        template_eval(st->pairs[i].t, &one, v);
         vp_collect(st, arena, ents, st->pairs[i].name, strlen(st->pairs[i].name), v->p, v->len);
     }
-    tpl_scratch_put(v);
+    template_scratch_put(v);
     e = (struct vp_entry *)ents->p;
     n = ents->len / sizeof(*e);
     vp_sort_arena = arena->p;
@@ -553,8 +553,8 @@ vp_eval(const struct tfunc_call *call, const struct tpl_env *env, struct buf *ou
             tf_list_encode(out, arena->p + e[i].name, e[i].nlen);
         if (tfunc_over_cap(out, start)) break;
     }
-    tpl_scratch_put(arena);
-    tpl_scratch_put(ents);
+    template_scratch_put(arena);
+    template_scratch_put(ents);
 }
 
 /* $(values) and $(names) list names chosen at run time: every value may be read. */

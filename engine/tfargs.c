@@ -14,7 +14,7 @@
 #include <string.h>
 
 /*
- * prepare() compiles sub-templates with tpl_compile(), which starts counting
+ * prepare() compiles sub-templates with template_compile(), which starts counting
  * nesting afresh; this bounds how deep such compiles may nest so a hostile
  * template cannot exhaust the stack.
  */
@@ -80,17 +80,17 @@ tfargs_free(int argc, char **a)
     free(a);
 }
 
-struct tpl *
+struct template *
 tfargs_template(const char *src, struct buf *err)
 {
-    struct tpl *t;
+    struct template *t;
 
     if (prepare_depth >= MAX_PREPARE_DEPTH) {
         buf_printf(err, "template functions nested too deeply");
         return NULL;
     }
     prepare_depth++;
-    t = tpl_compile_str(src, err);
+    t = template_compile_str(src, err);
     prepare_depth--;
     return t;
 }
@@ -98,7 +98,7 @@ tfargs_template(const char *src, struct buf *err)
 struct filter *
 tfargs_filter(const char *fname, const char *src, struct buf *err)
 {
-    struct buf *e = tpl_scratch_get();
+    struct buf *e = template_scratch_get();
     struct filter *f = NULL;
 
     if (prepare_depth >= MAX_PREPARE_DEPTH) {
@@ -111,7 +111,7 @@ tfargs_filter(const char *fname, const char *src, struct buf *err)
             buf_printf(err, "$(%s) Error parsing conditional filter expression: %s", fname,
                        buf_str(e));
     }
-    tpl_scratch_put(e);
+    template_scratch_put(e);
     return f;
 }
 
@@ -122,7 +122,7 @@ tfargs_compile(struct tfunc_call *call, char **args, int from, int argc, struct 
     int i;
 
     call->argc = argc > from ? argc - from : 0;
-    call->argv = xcalloc((size_t)call->argc + 1, sizeof(struct tpl *));
+    call->argv = xcalloc((size_t)call->argc + 1, sizeof(struct template *));
     for (i = 0; i < call->argc; i++) {
         call->argv[i] = tfargs_template(args[from + i], err);
         if (!call->argv[i]) return false;
@@ -256,7 +256,7 @@ tfargs_compile_positionals(struct tfunc_call *call, char **args, const int *pos,
     int i;
 
     call->argc = npos;
-    call->argv = xcalloc((size_t)npos + 1, sizeof(struct tpl *));
+    call->argv = xcalloc((size_t)npos + 1, sizeof(struct template *));
     for (i = 0; i < npos; i++) {
         call->argv[i] = tfargs_template(args[pos[i]], err);
         if (!call->argv[i]) return false;

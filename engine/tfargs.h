@@ -20,7 +20,7 @@ char **tfargs_unquote(int argc, char **rawq);
 void tfargs_free(int argc, char **a);
 
 /* Compiles a sub-template or filter expression; NULL with err set. */
-struct tpl *tfargs_template(const char *src, struct buf *err);
+struct template *tfargs_template(const char *src, struct buf *err);
 struct filter *tfargs_filter(const char *fname, const char *src, struct buf *err);
 /* Compiles args[from..argc) into call->argv, which template.c frees. */
 bool tfargs_compile(struct tfunc_call *call, char **args, int from, int argc, struct buf *err);

@@ -15,7 +15,7 @@ struct tfunc;
 struct tfunc_call {
     const struct tfunc *fn;
     int argc;
-    struct tpl *
+    struct template *
         *argv;   /* each argument compiled as a template (unless the function says otherwise) */
     void *state; /* function-specific, made by prepare() */
 };
@@ -29,7 +29,7 @@ struct tfunc {
      * rawq[] with quotes kept, for arguments that are filter expressions.
      */
     bool (*prepare)(struct tfunc_call *call, int argc, char **raw, char **rawq, struct buf *err);
-    void (*eval)(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out);
+    void (*eval)(const struct tfunc_call *call, const struct template_env *env, struct buf *out);
     void (*free_state)(void *state);
     /*
      * Optional: for tfunc_refs(), whether what the state reads (a filter, a
@@ -39,10 +39,11 @@ struct tfunc {
 };
 
 const struct tfunc *tfunc_lookup(const char *name, size_t len);
-/* tpl_refs() for a function call: what its arguments and state can read. */
+/* template_refs() for a function call: what its arguments and state can read. */
 bool tfunc_refs(const struct tfunc_call *call, unsigned char *keep);
 
 /* Evaluates argument i of a call into out (appending). */
-void tfunc_arg(const struct tfunc_call *call, int i, const struct tpl_env *env, struct buf *out);
+void tfunc_arg(const struct tfunc_call *call, int i, const struct template_env *env,
+               struct buf *out);
 
 #endif

@@ -32,8 +32,8 @@
 
 /* Cuts what a call added beyond TF_MAX_OUTPUT; true when it had to. */
 bool tfunc_over_cap(struct buf *out, size_t start);
-/* Evaluates argument i into a borrowed scratch buffer (give it back with tpl_scratch_put). */
-struct buf *tfunc_arg_get(const struct tfunc_call *call, int i, const struct tpl_env *env);
+/* Evaluates argument i into a borrowed scratch buffer (give it back with template_scratch_put). */
+struct buf *tfunc_arg_get(const struct tfunc_call *call, int i, const struct template_env *env);
 
 /* All arguments from `first` on, evaluated once (3.38 evaluates each argument once per call). */
 struct tfunc_args {
@@ -43,10 +43,10 @@ struct tfunc_args {
 };
 
 void tfunc_args_eval(struct tfunc_args *a, const struct tfunc_call *call, int first,
-                     const struct tpl_env *env);
+                     const struct template_env *env);
 void tfunc_args_release(struct tfunc_args *a);
 /* The environment of message i of env alone; $CONTEXT_ID and the clock stay. */
-void tfunc_env_one(struct tpl_env *one, const struct tpl_env *env, size_t i);
+void tfunc_env_one(struct template_env *one, const struct template_env *env, size_t i);
 
 /* ---- tf_list.c: syslog-ng lists ---- */
 

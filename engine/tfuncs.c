@@ -25,9 +25,9 @@ tfunc_over_cap(struct buf *out, size_t start)
 
 /* Evaluates argument i into a borrowed scratch buffer. */
 struct buf *
-tfunc_arg_get(const struct tfunc_call *call, int i, const struct tpl_env *env)
+tfunc_arg_get(const struct tfunc_call *call, int i, const struct template_env *env)
 {
-    struct buf *b = tpl_scratch_get();
+    struct buf *b = template_scratch_get();
 
     tfunc_arg(call, i, env, b);
     return b;
@@ -36,7 +36,7 @@ tfunc_arg_get(const struct tfunc_call *call, int i, const struct tpl_env *env)
 /* All arguments from `first` on, evaluated once (3.38 evaluates each argument once per call). */
 void
 tfunc_args_eval(struct tfunc_args *a, const struct tfunc_call *call, int first,
-                const struct tpl_env *env)
+                const struct template_env *env)
 {
     int i;
 
@@ -50,13 +50,13 @@ tfunc_args_release(struct tfunc_args *a)
 {
     int i;
 
-    for (i = 0; i < a->n; i++) tpl_scratch_put(a->b[i]);
+    for (i = 0; i < a->n; i++) template_scratch_put(a->b[i]);
     if (a->b != a->inl) free(a->b);
 }
 
 /* The environment of message i of env alone; $CONTEXT_ID and the clock stay. */
 void
-tfunc_env_one(struct tpl_env *one, const struct tpl_env *env, size_t i)
+tfunc_env_one(struct template_env *one, const struct template_env *env, size_t i)
 {
     *one = *env;
     one->msgs = &env->msgs[i];
@@ -77,7 +77,7 @@ template_prepare(struct tfunc_call *call, int argc, char **raw, char **rawq, str
 }
 
 static void
-tf_unreachable(const struct tfunc_call *call, const struct tpl_env *env, struct buf *out)
+tf_unreachable(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     (void)call;
     (void)env;
@@ -109,7 +109,7 @@ tfunc_refs(const struct tfunc_call *call, unsigned char *keep)
     int i;
 
     for (i = 0; i < call->argc; i++)
-        if (call->argv && !tpl_refs(call->argv[i], keep)) return false;
+        if (call->argv && !template_refs(call->argv[i], keep)) return false;
     return !call->fn->refs || call->fn->refs(call, keep);
 }
 

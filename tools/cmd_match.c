@@ -42,7 +42,7 @@ struct matcher {
     bool failed;       /* writing output failed */
     int64_t fixed_now; /* --now, in ms; 0: the real clock */
     enum format format;
-    struct tpl *tpl;
+    struct template *tpl;
     struct buf out;
     FILE *fp;
 };
@@ -110,7 +110,7 @@ flush(struct matcher *mt, bool force)
 static int
 emit(struct matcher *mt, struct msg *m)
 {
-    struct tpl_env env;
+    struct template_env env;
 
     switch (mt->format) {
     case FMT_PAIRS: print_pairs(m, &mt->out); break;
@@ -119,8 +119,8 @@ emit(struct matcher *mt, struct msg *m)
         buf_putc(&mt->out, '\n');
         break;
     case FMT_TEMPLATE:
-        tpl_env_single(&env, &m);
-        tpl_eval(mt->tpl, &env, &mt->out);
+        template_env_single(&env, &m);
+        template_eval(mt->tpl, &env, &mt->out);
         break;
     }
     return flush(mt, false);
@@ -226,7 +226,7 @@ match_file(struct matcher *mt, const char *path)
     FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     struct msg *m = msg_new();
     struct msg_time now;
-    struct syslog_opts opts = {NULL};
+    struct syslogfmt_opts opts = {NULL};
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -245,7 +245,7 @@ match_file(struct matcher *mt, const char *path)
     }
     while (!mt->failed && (n = getline(&line, &cap, in)) > 0) {
         if (line[n - 1] == '\n') n--;
-        syslog_parse(m, line, (size_t)n, &opts);
+        syslogfmt_parse(m, line, (size_t)n, &opts);
         corr_process(mt->corr, m);
     }
     if (ferror(in)) {
@@ -331,7 +331,7 @@ cmd_match(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     char **rules = xcalloc((size_t)argc, sizeof(char *));
-    const char *program = NULL, *message = NULL, *file = NULL, *tpl_src = NULL;
+    const char *program = NULL, *message = NULL, *file = NULL, *template_src = NULL;
     struct matcher mt = {.format = FMT_PAIRS, .fp = stdout};
     int nrules = 0, c, rc = 0;
     bool keep_open = false, dry_run = false, stats = false;
@@ -346,7 +346,7 @@ cmd_match(int argc, char **argv)
         case 'f': file = optarg; break;
         case 'j': mt.format = FMT_JSON; break;
         case 'T':
-            tpl_src = optarg;
+            template_src = optarg;
             mt.format = FMT_TEMPLATE;
             break;
         case 'k': keep_open = true; break;
@@ -390,10 +390,10 @@ cmd_match(int argc, char **argv)
         free(rules);
         return 2;
     }
-    if (tpl_src) {
+    if (template_src) {
         struct buf err = BUF_INIT;
-        char *src = unescape(tpl_src);
-        mt.tpl = tpl_compile_str(src, &err);
+        char *src = unescape(template_src);
+        mt.tpl = template_compile_str(src, &err);
         free(src);
         if (!mt.tpl) {
             cmd_error("match", "bad template: %s", buf_str(&err));
@@ -406,7 +406,7 @@ cmd_match(int argc, char **argv)
     mt.db = cmd_load_rules(rules, nrules, false);
     free(rules);
     if (!mt.db) {
-        tpl_free(mt.tpl);
+        template_free(mt.tpl);
         return 1;
     }
 
@@ -450,7 +450,7 @@ cmd_match(int argc, char **argv)
         rc = 1;
     }
     buf_free(&mt.out);
-    tpl_free(mt.tpl);
+    template_free(mt.tpl);
     pdb_free(mt.db);
     return rc;
 }

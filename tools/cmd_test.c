@@ -34,11 +34,11 @@ static const char *
 lookup(struct msg *m, const char *name, struct buf *scratch, size_t *len)
 {
     int id = macro_lookup(name, strlen(name));
-    struct tpl_env env;
+    struct template_env env;
 
     if (id >= 0) {
         buf_reset(scratch);
-        tpl_env_single(&env, &m);
+        template_env_single(&env, &m);
         macro_eval(id, &env, m, scratch);
         *len = scratch->len;
         return buf_str(scratch);

@@ -222,7 +222,7 @@ run_scenario(const char *file, const xmlNode *sc, const char *default_rules, boo
     struct corr *c;
     struct msg *m;
     struct msg_time mt;
-    struct syslog_opts sopts = {&mt};
+    struct syslogfmt_opts sopts = {&mt};
     struct buf report = BUF_INIT;
     const xmlNode *n;
     size_t i = 0;
@@ -258,7 +258,7 @@ run_scenario(const char *file, const xmlNode *sc, const char *default_rules, boo
         for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
             while (*line == ' ' || *line == '\t') line++;
             if (!*line) continue;
-            syslog_parse(m, line, strlen(line), &sopts);
+            syslogfmt_parse(m, line, strlen(line), &sopts);
             corr_process(c, m);
         }
         free(text);

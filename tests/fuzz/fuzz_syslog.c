@@ -15,11 +15,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct msg *m;
     struct msg_time now = {1764756000, 0, 0};
-    struct syslog_opts opts = {&now};
+    struct syslogfmt_opts opts = {&now};
     struct buf out = BUF_INIT;
 
     if (!m) m = msg_new(); /* reused, as the daemon reuses its messages */
-    syslog_parse(m, (const char *)data, size, &opts);
+    syslogfmt_parse(m, (const char *)data, size, &opts);
     json_format_msg(m, &out);
     buf_free(&out);
     return 0;

@@ -40,9 +40,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t tlen, flen, i, k = 0;
     struct msg *msgs[NMSGS];
     struct msg_time stamp = {0, 0, 0};
-    struct tpl_env env;
+    struct template_env env;
     struct buf err = BUF_INIT, out = BUF_INIT;
-    struct tpl *t;
+    struct template *t;
     struct filter *f;
 
     if (!names[0]) {
@@ -79,12 +79,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     env.context_id_len = 3;
     env.now = msg_stamp(msgs[0]); /* as msg_set_stamp keeps it */
 
-    if ((t = tpl_compile(tsrc, tlen, &err))) {
-        tpl_eval(t, &env, &out);
+    if ((t = template_compile(tsrc, tlen, &err))) {
+        template_eval(t, &env, &out);
         env.nmsgs = 1; /* outside a context */
-        tpl_eval(t, &env, &out);
+        template_eval(t, &env, &out);
         env.nmsgs = NMSGS;
-        tpl_free(t);
+        template_free(t);
     }
     buf_reset(&err);
     if ((f = filter_compile(fsrc, flen, &err))) {

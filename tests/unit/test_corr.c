@@ -29,7 +29,7 @@
 struct fixture {
     struct pdb *db;
     struct corr *corr;
-    struct tpl *tpl;
+    struct template *tpl;
     struct buf out;
     uint64_t clock; /* ms */
     int nlog;
@@ -45,12 +45,12 @@ static void
 on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *a)
 {
     struct fixture *f = arg;
-    struct tpl_env env;
+    struct template_env env;
 
     (void)a;
-    tpl_env_single(&env, &m);
+    template_env_single(&env, &m);
     buf_puts(&f->out, kind == CORR_GENERATED ? "G " : "I ");
-    tpl_eval(f->tpl, &env, &f->out);
+    template_eval(f->tpl, &env, &f->out);
     buf_putc(&f->out, '\n');
 }
 
@@ -98,7 +98,7 @@ setup(struct fixture *f, const char *rules, const char *tpl)
     memset(f, 0, sizeof(*f));
     f->clock = (uint64_t)(T0 + 3600) * 1000;
     f->db = load_rules(rules);
-    f->tpl = tpl_compile_str(tpl ? tpl : "$MESSAGE", &err);
+    f->tpl = template_compile_str(tpl ? tpl : "$MESSAGE", &err);
     ck_assert_msg(f->tpl != NULL, "%s", buf_str(&err));
     buf_free(&err);
     f->corr = new_corr(f, 0, 0);
@@ -109,7 +109,7 @@ teardown(struct fixture *f)
 {
     corr_free(f->corr);
     pdb_free(f->db);
-    tpl_free(f->tpl);
+    template_free(f->tpl);
     buf_free(&f->out);
 }
 

@@ -50,15 +50,15 @@ expand(const char *src, char *out, size_t outlen)
 {
     struct buf b = BUF_INIT, err = BUF_INIT;
     struct msg *m = msg_new();
-    struct tpl_env env;
-    struct tpl *t = tpl_compile_str(src, &err);
+    struct template_env env;
+    struct template *t = template_compile_str(src, &err);
 
     ck_assert_msg(t != NULL, "%s", buf_str(&err));
-    tpl_env_single(&env, &m);
-    tpl_eval(t, &env, &b);
+    template_env_single(&env, &m);
+    template_eval(t, &env, &b);
     ck_assert_uint_lt(b.len, outlen);
     memcpy(out, buf_str(&b), b.len + 1);
-    tpl_free(t);
+    template_free(t);
     msg_unref(m);
     buf_free(&b);
     buf_free(&err);

@@ -34,14 +34,14 @@ eval(const char *expr)
 {
     struct buf err = BUF_INIT;
     struct filter *f = filter_compile(expr, strlen(expr), &err);
-    struct tpl_env env;
+    struct template_env env;
     int r;
 
     if (!f) {
         buf_free(&err);
         return -1;
     }
-    tpl_env_single(&env, &msg);
+    template_env_single(&env, &msg);
     r = filter_eval(f, &env);
     filter_free(f);
     buf_free(&err);
@@ -115,7 +115,7 @@ START_TEST(test_context_condition)
     const char *expr = "\"$(context-length)\" >= \"3\" and \"${x}@1\" eq \"one\"";
     struct filter *f = filter_compile(expr, strlen(expr), &err);
     struct msg *set[3];
-    struct tpl_env env = {0};
+    struct template_env env = {0};
     int i;
 
     ck_assert_ptr_nonnull(f);

@@ -139,7 +139,7 @@ parse(const char *line)
 {
     struct msg *m = msg_new();
 
-    syslog_parse(m, line, strlen(line), NULL);
+    syslogfmt_parse(m, line, strlen(line), NULL);
     return m;
 }
 

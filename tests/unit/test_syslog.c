@@ -470,7 +470,7 @@ set_tz(const char *tz)
 {
     setenv("TZ", tz, 1);
     tzset();
-    syslog_tz_reset();
+    syslogfmt_tz_reset();
 }
 
 static void
@@ -489,10 +489,10 @@ static struct msg *
 parse_at(const char *line, size_t len, int64_t now_sec, int32_t now_gmtoff)
 {
     struct msg_time now = {now_sec, 0, now_gmtoff};
-    struct syslog_opts opts = {&now};
+    struct syslogfmt_opts opts = {&now};
     struct msg *m = msg_new();
 
-    syslog_parse(m, line, len, &opts);
+    syslogfmt_parse(m, line, len, &opts);
     return m;
 }
 
@@ -836,14 +836,14 @@ START_TEST(test_tz_change)
     ck_assert_int_eq(msg_stamp(m)->sec, 1781450161);
     ck_assert_int_eq(msg_stamp(m)->gmtoff, 0);
     set_tz("Europe/Budapest");
-    syslog_parse(m, L(line), &(struct syslog_opts){&(struct msg_time){NOW_SEC, 0, 7200}});
+    syslogfmt_parse(m, L(line), &(struct syslogfmt_opts){&(struct msg_time){NOW_SEC, 0, 7200}});
     ck_assert_int_eq(msg_stamp(m)->sec, 1781442961);
     ck_assert_int_eq(msg_stamp(m)->gmtoff, 7200);
     set_tz("America/New_York");
-    syslog_parse(m, L(line), NULL);
+    syslogfmt_parse(m, L(line), NULL);
     ck_assert_int_eq(msg_stamp(m)->gmtoff, -4 * 3600);
     set_tz("UTC");
-    syslog_parse(m, L(line), NULL);
+    syslogfmt_parse(m, L(line), NULL);
     ck_assert_int_eq(msg_stamp(m)->gmtoff, 0);
     msg_unref(m);
 }
@@ -855,7 +855,7 @@ START_TEST(test_wall_clock)
     struct msg *m = msg_new();
     time_t before = time(NULL), after;
 
-    syslog_parse(m, L("no stamp here"), NULL);
+    syslogfmt_parse(m, L("no stamp here"), NULL);
     after = time(NULL);
     ck_assert(msg_recvd(m)->sec >= before && msg_recvd(m)->sec <= after);
     ck_assert(msg_stamp(m)->sec == msg_recvd(m)->sec);
@@ -920,7 +920,7 @@ START_TEST(test_reuse)
         parse_at(L("<165>1 2003-10-11T22:14:15Z host app 1 2 [a b=\"c\\\"\"] m"), NOW_SEC, 0);
 
     ck_assert_uint_eq(msg_nvalues(m), 6);
-    syslog_parse(m, L("plain"), NULL);
+    syslogfmt_parse(m, L("plain"), NULL);
     ck_assert_uint_eq(msg_nvalues(m), 3);
     check_value(m, NV_HOST, NULL, "HOST", "reuse");
     check_value(m, NV_PROGRAM, "plain", "PROGRAM", "reuse");
@@ -959,12 +959,12 @@ START_TEST(test_garbage_and_prefixes)
     static const char alphabet[] = " <>[]:=\"\\-.,*Z+T0123456789JunDec@\t\xef\xbb\xbf\x80\xff";
     struct msg *m = msg_new();
     struct msg_time now = {NOW_SEC, 0, 0};
-    struct syslog_opts opts = {&now};
+    struct syslogfmt_opts opts = {&now};
     uint32_t seed = 42;
     size_t i, n, k;
 
     /* no line at all */
-    syslog_parse(m, NULL, 0, &opts);
+    syslogfmt_parse(m, NULL, 0, &opts);
     check_value(m, NV_MESSAGE, "", "MESSAGE", "NULL line");
     check_value(m, NV_PROGRAM, "", "PROGRAM", "NULL line");
 
@@ -974,7 +974,7 @@ START_TEST(test_garbage_and_prefixes)
             char *buf = malloc(n ? n : 1);
             ck_assert_ptr_nonnull(buf);
             memcpy(buf, seeds[i], n);
-            syslog_parse(m, buf, n, &opts);
+            syslogfmt_parse(m, buf, n, &opts);
             ck_assert_ptr_nonnull(msg_get(m, NV_MESSAGE, NULL));
             free(buf);
         }
@@ -987,7 +987,7 @@ START_TEST(test_garbage_and_prefixes)
             buf[k] = next_rand(&seed) % 4 ? alphabet[next_rand(&seed) % (sizeof(alphabet) - 1)]
                                           : (char)next_rand(&seed);
         if (len > 6 && next_rand(&seed) % 2) memcpy(buf, "<13>1 ", 6);
-        syslog_parse(m, buf, len, &opts);
+        syslogfmt_parse(m, buf, len, &opts);
         ck_assert_ptr_nonnull(msg_get(m, NV_MESSAGE, NULL));
         free(buf);
     }

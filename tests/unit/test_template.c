@@ -112,7 +112,7 @@ teardown(void)
 
 /* The first k context messages, as a rule value of message k sees them. */
 static void
-ctx_env(struct tpl_env *env, size_t k)
+ctx_env(struct template_env *env, size_t k)
 {
     memset(env, 0, sizeof(*env));
     env->msgs = ctx_msgs;
@@ -142,22 +142,22 @@ show(struct buf *b, const char *s, size_t len)
 
 /* Compiles and evaluates src; false on a compile error (message in err). */
 static bool
-expand(const char *src, const struct tpl_env *env, struct buf *out, struct buf *err)
+expand(const char *src, const struct template_env *env, struct buf *out, struct buf *err)
 {
-    struct tpl *t;
+    struct template *t;
 
     buf_reset(out);
     buf_reset(err);
-    t = tpl_compile_str(src, err);
+    t = template_compile_str(src, err);
     if (!t) return false;
-    tpl_eval(t, env, out);
-    tpl_free(t);
+    template_eval(t, env, out);
+    template_free(t);
     return true;
 }
 
 /* Checks one expectation, appending a description of a mismatch to fails. */
 static void
-check_one(const char *src, const struct tpl_env *env, const char *want, struct buf *fails)
+check_one(const char *src, const struct template_env *env, const char *want, struct buf *fails)
 {
     struct buf out = BUF_INIT, err = BUF_INIT;
     bool ok = expand(src, env, &out, &err);
@@ -182,10 +182,10 @@ static void
 run_table(const struct tcase_one *c, size_t n, struct msg *m)
 {
     struct buf fails = BUF_INIT;
-    struct tpl_env env;
+    struct template_env env;
     size_t i;
 
-    tpl_env_single(&env, &m);
+    template_env_single(&env, &m);
     for (i = 0; i < n; i++) check_one(c[i].tpl, &env, c[i].want, &fails);
     ck_assert_msg(fails.len == 0, "%zu cases, mismatches:%s", n, buf_str(&fails));
     buf_free(&fails);
@@ -198,10 +198,10 @@ static void
 expect_bytes(const char *src, struct msg *m, const char *want, size_t len)
 {
     struct buf out = BUF_INIT, err = BUF_INIT, desc = BUF_INIT;
-    struct tpl_env env;
+    struct template_env env;
     bool ok;
 
-    tpl_env_single(&env, &m);
+    template_env_single(&env, &m);
     ok = expand(src, &env, &out, &err);
     ck_assert_msg(ok, "%s: compile error: %s", src, buf_str(&err));
     show(&desc, out.p, out.len);
@@ -216,7 +216,7 @@ static void
 expect_compile_error(const char *src)
 {
     struct buf err = BUF_INIT;
-    struct tpl *t = tpl_compile_str(src, &err);
+    struct template *t = template_compile_str(src, &err);
 
     ck_assert_msg(t == NULL, "%s: compiled, expected an error", src);
     ck_assert_msg(err.len > 0, "%s: no error message", src);
@@ -950,9 +950,9 @@ END_TEST
 START_TEST(test_parser_manual)
 {
     struct buf fails = BUF_INIT;
-    struct tpl_env env;
+    struct template_env env;
 
-    tpl_env_single(&env, &lists_msg);
+    template_env_single(&env, &lists_msg);
     /* checked against syslog-ng 3.38: a newline inside quotes stays, outside it separates */
     check_one("$(echo \"a\nb\")", &env, "a\nb", &fails);
     check_one("$(echo a\nb)", &env, "a b", &fails);
@@ -1016,7 +1016,7 @@ START_TEST(test_names_sdata)
 {
     struct msg *m = msg_new();
     struct buf fails = BUF_INIT;
-    struct tpl_env env;
+    struct template_env env;
 
     set(m, "HOST", "h2");
     set(m, "PROGRAM", "p");
@@ -1028,7 +1028,7 @@ START_TEST(test_names_sdata)
     set(m, ".classifier.class", "c1");
     set(m, ".classifier.rule_id", "r1");
     set(m, "x", "body");
-    tpl_env_single(&env, &m);
+    template_env_single(&env, &m);
     check_one("$(names --scope nv-pairs)", &env, "HOST,MESSAGE,MSGID,PID,PROGRAM,x", &fails);
     check_one("$(names --scope sdata)", &env, ".SDATA.ex@1.a,.SDATA.ex@1.b", &fails);
     check_one("$(values --scope sdata)", &env, "1,\"x y\"", &fails);
@@ -1055,16 +1055,16 @@ run_ctx_table(const struct tcase_ctx *cases, size_t n)
     for (i = 0; i < n; i++) {
         const struct tcase_ctx *c = &cases[i];
         /* the same compiled template for all six messages: $(iterate) keeps state across them */
-        struct tpl *t = tpl_compile_str(c->tpl, &err);
+        struct template *t = template_compile_str(c->tpl, &err);
         if (!t) {
             if (c->want[0]) buf_printf(&fails, "\n  %s: compile error %s", c->tpl, buf_str(&err));
             continue;
         }
         for (k = 0; k < 6; k++) {
-            struct tpl_env env;
+            struct template_env env;
             ctx_env(&env, k + 1);
             buf_reset(&out);
-            tpl_eval(t, &env, &out);
+            template_eval(t, &env, &out);
             if (out.len != strlen(c->want[k]) || (out.len && memcmp(out.p, c->want[k], out.len))) {
                 buf_printf(&fails, "\n  %s @ message %zu: got ", c->tpl, k + 1);
                 show(&fails, out.p, out.len);
@@ -1072,7 +1072,7 @@ run_ctx_table(const struct tcase_ctx *cases, size_t n)
                 show(&fails, c->want[k], strlen(c->want[k]));
             }
         }
-        tpl_free(t);
+        template_free(t);
     }
     ck_assert_msg(fails.len == 0, "mismatches:%s", buf_str(&fails));
     buf_free(&fails);
@@ -1099,12 +1099,12 @@ END_TEST
 START_TEST(test_env)
 {
     struct buf fails = BUF_INIT;
-    struct tpl_env env;
+    struct template_env env;
 
     /* checked against syslog-ng 3.38 (CORRAL_TF_TEST=bar pdbtool match ...) */
     setenv("CORRAL_TF_TEST", "bar", 1);
     unsetenv("CORRAL_TF_NOPE");
-    tpl_env_single(&env, &lists_msg);
+    template_env_single(&env, &lists_msg);
     check_one("$(env CORRAL_TF_TEST)", &env, "bar", &fails);
     check_one("$(env CORRAL_TF_TEST CORRAL_TF_NOPE)", &env, "bar ", &fails);
     check_one("$(env CORRAL_TF_NOPE CORRAL_TF_TEST)", &env, "bar", &fails);
@@ -1118,9 +1118,9 @@ END_TEST
 START_TEST(test_dns_resolve_ip)
 {
     struct buf out = BUF_INIT, err = BUF_INIT;
-    struct tpl_env env;
+    struct template_env env;
 
-    tpl_env_single(&env, &lists_msg);
+    template_env_single(&env, &lists_msg);
     ck_assert(expand("$(dns-resolve-ip --use-dns no 127.0.0.1)", &env, &out, &err));
     ck_assert_str_eq(buf_str(&out), "127.0.0.1");
     ck_assert(expand("$(dns-resolve-ip -d no ::1)", &env, &out, &err));
@@ -1143,8 +1143,8 @@ START_TEST(test_limits)
 {
     struct buf out = BUF_INIT, err = BUF_INIT, big = BUF_INIT;
     struct msg *m = msg_new();
-    struct tpl_env env;
-    struct tpl *t;
+    struct template_env env;
+    struct template *t;
     int i;
 
     expect_compile_error("$(padding x 2000000)");
@@ -1156,7 +1156,7 @@ START_TEST(test_limits)
     buf_reset(&big);
     for (i = 0; i < 200; i++) buf_puts(&big, i ? ",x" : "x");
     set(m, "items", buf_str(&big));
-    tpl_env_single(&env, &m);
+    template_env_single(&env, &m);
     ck_assert(expand("$(map $big $items)", &env, &out, &err));
     ck_assert_uint_le(out.len, 1024 * 1024);
     ck_assert_uint_gt(out.len, 1000 * 1000);
@@ -1169,14 +1169,14 @@ START_TEST(test_limits)
     ck_assert_uint_le(out.len, 1024 * 1024);
 
     /* iterate doubles its state each time; it stops growing at the cap */
-    t = tpl_compile_str("$(iterate \"$_$_\" xy)", &err);
+    t = template_compile_str("$(iterate \"$_$_\" xy)", &err);
     ck_assert_ptr_nonnull(t);
     for (i = 0; i < 25; i++) {
         buf_reset(&out);
-        tpl_eval(t, &env, &out);
+        template_eval(t, &env, &out);
     }
     ck_assert_uint_eq(out.len, 1024 * 1024);
-    tpl_free(t);
+    template_free(t);
 
     buf_free(&out);
     buf_free(&err);
@@ -1266,7 +1266,7 @@ END_TEST
 START_TEST(test_multidigit_backref)
 {
     struct buf out = BUF_INIT, err = BUF_INIT;
-    struct tpl_env env;
+    struct template_env env;
     struct msg *m[14];
     char n[16];
     int i;
