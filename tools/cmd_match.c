@@ -154,6 +154,23 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
     if (mt->dry && !mt->failed) route_message(mt->dry->routes, m, action, render_to, &r);
 }
 
+/* Closes what dryrun_open opened, also when it failed half way. */
+static void
+dryrun_close(struct dryrun *d)
+{
+    size_t i;
+
+    if (!d) return;
+    for (i = 0; i < d->n; i++) queue_close(d->queues[i], NULL, NULL);
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&d->loop);
+    route_free(d->routes);
+    conf_free(d->conf);
+    free(d->queues);
+    free(d->names);
+    free(d);
+}
+
 /* Opens the executors and routes of a corrald configuration without sending anything. */
 static struct dryrun *
 dryrun_open(const char *config)
@@ -181,30 +198,8 @@ dryrun_open(const char *config)
 fail:
     fputs(buf_str(&err), stderr);
     buf_free(&err);
-    for (i = 0; i < d->n; i++) queue_close(d->queues[i], NULL, NULL);
-    uv_run(&d->loop, UV_RUN_DEFAULT);
-    uv_loop_close(&d->loop);
-    conf_free(d->conf);
-    free(d->queues);
-    free(d->names);
-    free(d);
+    dryrun_close(d);
     return NULL;
-}
-
-static void
-dryrun_close(struct dryrun *d)
-{
-    size_t i;
-
-    if (!d) return;
-    for (i = 0; i < d->n; i++) queue_close(d->queues[i], NULL, NULL);
-    uv_run(&d->loop, UV_RUN_DEFAULT);
-    uv_loop_close(&d->loop);
-    route_free(d->routes);
-    conf_free(d->conf);
-    free(d->queues);
-    free(d->names);
-    free(d);
 }
 
 static void
