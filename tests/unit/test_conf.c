@@ -1,0 +1,445 @@
+/*
+ * test_conf: reading corrald's configuration (agent/conf.c) through the
+ * built-in schema: a file using every element lands in struct conf as
+ * written, durations and sizes are read in their units, conf_default()'s
+ * values, and errors name the file and the line.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/conf.h"
+#include "engine/buf.h"
+#include "tests/unit/unitlib.h"
+
+static char workdir[256];
+
+static void
+setup(void)
+{
+    char tmpl[] = "/tmp/corral-test-conf-XXXXXX";
+
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    snprintf(workdir, sizeof(workdir), "%s", tmpl);
+}
+
+static void
+teardown(void)
+{
+    char cmd[600];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Writes BODY after "<?xml?>\n<corrald>\n" (so BODY starts on line 3) into file. */
+static void
+write_conf(const char *body, char *file, size_t filesize)
+{
+    static int count;
+    struct buf text = BUF_INIT;
+
+    snprintf(file, filesize, "%s/corrald%d.conf", workdir, count++);
+    buf_printf(&text, "<?xml version=\"1.0\"?>\n<corrald>\n%s</corrald>\n", body);
+    ul_write_file(file, buf_str(&text));
+    buf_free(&text);
+}
+
+static struct conf *
+load_ok(const char *body)
+{
+    char file[300];
+    struct buf err = BUF_INIT;
+    struct conf *c;
+
+    write_conf(body, file, sizeof(file));
+    c = conf_load(file, NULL, &err);
+    ck_assert_msg(c != NULL, "%s", buf_str(&err));
+    ck_assert_uint_eq(err.len, 0);
+    buf_free(&err);
+    return c;
+}
+
+/*
+ * Loads BODY, which must fail; the first error line must begin with
+ * "FILE:LINE: " and contain `what`.
+ */
+static void
+load_fails(const char *body, int line, const char *what)
+{
+    char file[300], prefix[400];
+    struct buf err = BUF_INIT;
+
+    write_conf(body, file, sizeof(file));
+    ck_assert_ptr_null(conf_load(file, NULL, &err));
+    snprintf(prefix, sizeof(prefix), "%s:%d: ", file, line);
+    ck_assert_msg(strncmp(buf_str(&err), prefix, strlen(prefix)) == 0, "want %s...\ngot %s", prefix,
+                  buf_str(&err));
+    ck_assert_msg(strstr(buf_str(&err), what) != NULL, "want %s\ngot %s", what, buf_str(&err));
+    buf_free(&err);
+}
+
+START_TEST(test_full)
+{
+    struct conf *c = load_ok(
+        "<rules path=\"/etc/corral/rules\"/>\n"                                  /* 3 */
+        "<rules path=\"extra.xml\"/>\n"                                          /* 4 */
+        "<state file=\"/var/lib/corral/state\" interval=\"5m\"/>\n"              /* 5 */
+        "<daemon user=\"corral\" group=\"adm\" pidfile=\"/run/corrald.pid\"/>\n" /* 6 */
+        "<log level=\"debug\" to=\"stderr\"/>\n"                                 /* 7 */
+        "<control socket=\"/run/corrald.sock\"/>\n"                              /* 8 */
+        "<stats listen=\"127.0.0.1:9100\"/>\n"                                   /* 9 */
+        "<limits max-message-size=\"64k\" max-connections=\"50\" idle-timeout=\"250ms\" "
+        "max-contexts=\"1000\" max-context-messages=\"20\"/>\n" /* 10 */
+        "<inputs>\n"                                            /* 11 */
+        "  <udp listen=\"0.0.0.0:514\"/>\n"                     /* 12 */
+        "  <tcp listen=\"[::1]:601\" framing=\"octet-counting\" name=\"t\"/>\n"
+        "  <unix-stream path=\"/run/log.sock\" mode=\"0600\" framing=\"newline\"/>\n"
+        "  <unix-dgram path=\"/dev/log\"/>\n"
+        "  <file path=\"/var/log/app/x.log\" from=\"start\"/>\n" /* 16 */
+        "  <file path=\"/var/log/y.log\" position-file=\"/tmp/y.pos\"/>\n"
+        "  <stdin/>\n"
+        "</inputs>\n"
+        "<outputs>\n"
+        "  <stdout/>\n" /* 21 */
+        "  <file path=\"/var/log/out.log\" format=\"syslog\" select=\"classified\"/>\n"
+        "  <forward to=\"logs.example:6514\" protocol=\"tcp\" select=\"generated\" "
+        "queue=\"50\" name=\"fw\"/>\n"
+        "</outputs>\n"
+        "<silence host=\"web1\" program=\"sshd\" after=\"2h\"/>\n" /* 25 */
+        "<silence after=\"90\"/>\n"
+        "<executors spool=\"/var/spool/corral\">\n"
+        "  <exec name=\"a\" program=\"/bin/true\"><arg>x</arg></exec>\n" /* 28 */
+        "  <smtp name=\"m\" server=\"mail:25\" to=\"ops@example.org\"/>\n"
+        "</executors>\n"
+        "<routes>\n"
+        "  <route class=\"security\" to=\"a, m\" continue=\"yes\">\n" /* 32 */
+        "    <route rule=\"r1\" tag=\"t\" filter='\"${HOST}\" eq \"x\"' messages=\"all\"/>\n"
+        "  </route>\n"
+        "  <route to=\"m\" messages=\"classified\"/>\n"
+        "</routes>\n");
+    const struct conf_input *in;
+    const struct conf_output *out;
+    const struct conf_route *rt;
+
+    ck_assert_ptr_nonnull(c->file);
+    ck_assert_uint_eq(c->nrules, 2);
+    ck_assert_str_eq(c->rules[0], "/etc/corral/rules");
+    ck_assert_str_eq(c->rules[1], "extra.xml");
+    ck_assert_int_eq(c->rules_line[0], 3);
+    ck_assert_int_eq(c->rules_line[1], 4);
+    ck_assert_str_eq(c->state_file, "/var/lib/corral/state");
+    ck_assert(c->state_interval == 300);
+    ck_assert_str_eq(c->user, "corral");
+    ck_assert_str_eq(c->group, "adm");
+    ck_assert_str_eq(c->pidfile, "/run/corrald.pid");
+    ck_assert_str_eq(c->log_level, "debug");
+    ck_assert_str_eq(c->log_to, "stderr");
+    ck_assert_str_eq(c->control_socket, "/run/corrald.sock");
+    ck_assert_str_eq(c->stats_listen, "127.0.0.1:9100");
+    ck_assert_uint_eq(c->max_message_size, 65536);
+    ck_assert_uint_eq(c->max_connections, 50);
+    ck_assert(c->idle_timeout == 0.25);
+    ck_assert_uint_eq(c->max_contexts, 1000);
+    ck_assert_uint_eq(c->max_context_messages, 20);
+
+    ck_assert_uint_eq(c->ninputs, 7);
+    in = &c->inputs[0];
+    ck_assert_int_eq(in->type, CONF_IN_UDP);
+    ck_assert_str_eq(in->listen, "0.0.0.0:514");
+    ck_assert_str_eq(in->name, "udp:0.0.0.0:514");
+    ck_assert_int_eq(in->line, 12);
+    in = &c->inputs[1];
+    ck_assert_int_eq(in->type, CONF_IN_TCP);
+    ck_assert_str_eq(in->listen, "[::1]:601");
+    ck_assert_str_eq(in->name, "t");
+    ck_assert_int_eq(in->framing, CONF_FRAMING_OCTET_COUNTING);
+    in = &c->inputs[2];
+    ck_assert_int_eq(in->type, CONF_IN_UNIX_STREAM);
+    ck_assert_str_eq(in->path, "/run/log.sock");
+    ck_assert_uint_eq(in->mode, 0600);
+    ck_assert_int_eq(in->framing, CONF_FRAMING_NEWLINE);
+    ck_assert_str_eq(in->name, "unix-stream:/run/log.sock");
+    in = &c->inputs[3];
+    ck_assert_int_eq(in->type, CONF_IN_UNIX_DGRAM);
+    ck_assert_uint_eq(in->mode, 0666);
+    ck_assert_int_eq(in->framing, CONF_FRAMING_AUTO);
+    in = &c->inputs[4];
+    ck_assert_int_eq(in->type, CONF_IN_FILE);
+    ck_assert(in->from_start);
+    /* beside the state file, the path escaped */
+    ck_assert_str_eq(in->position_file, "/var/lib/corral/%2Fvar%2Flog%2Fapp%2Fx.log.pos");
+    ck_assert_int_eq(in->line, 16);
+    in = &c->inputs[5];
+    ck_assert(!in->from_start);
+    ck_assert_str_eq(in->position_file, "/tmp/y.pos");
+    in = &c->inputs[6];
+    ck_assert_int_eq(in->type, CONF_IN_STDIN);
+    ck_assert_str_eq(in->name, "stdin:-");
+
+    ck_assert_uint_eq(c->noutputs, 3);
+    out = &c->outputs[0];
+    ck_assert_int_eq(out->type, CONF_OUT_STDOUT);
+    ck_assert_str_eq(out->name, "stdout");
+    ck_assert_int_eq(out->format, CONF_FORMAT_JSON);
+    ck_assert_int_eq(out->select, CONF_SELECT_ALL);
+    ck_assert_uint_eq(out->queue, 10000);
+    ck_assert_int_eq(out->line, 21);
+    out = &c->outputs[1];
+    ck_assert_int_eq(out->type, CONF_OUT_FILE);
+    ck_assert_str_eq(out->name, "file:/var/log/out.log");
+    ck_assert_int_eq(out->format, CONF_FORMAT_SYSLOG);
+    ck_assert_int_eq(out->select, CONF_SELECT_CLASSIFIED);
+    out = &c->outputs[2];
+    ck_assert_int_eq(out->type, CONF_OUT_FORWARD);
+    ck_assert_str_eq(out->name, "fw");
+    ck_assert_str_eq(out->to, "logs.example:6514");
+    ck_assert(out->tcp);
+    ck_assert_int_eq(out->format, CONF_FORMAT_SYSLOG); /* a forward's default */
+    ck_assert_int_eq(out->select, CONF_SELECT_GENERATED);
+    ck_assert_uint_eq(out->queue, 50);
+
+    ck_assert_uint_eq(c->nsilences, 2);
+    ck_assert_str_eq(c->silences[0].host, "web1");
+    ck_assert_str_eq(c->silences[0].program, "sshd");
+    ck_assert(c->silences[0].after == 7200);
+    ck_assert_int_eq(c->silences[0].line, 25);
+    ck_assert_ptr_null(c->silences[1].host);
+    ck_assert_ptr_null(c->silences[1].program);
+    ck_assert(c->silences[1].after == 90);
+
+    ck_assert_str_eq(c->spool_dir, "/var/spool/corral");
+    ck_assert_uint_eq(c->nexecutors, 2);
+    ck_assert_str_eq(c->executors[0].kind, "exec");
+    ck_assert_str_eq(c->executors[0].name, "a");
+    ck_assert_int_eq(c->executors[0].line, 28);
+    ck_assert_str_eq(exconf_attr(&c->executors[0], "program"), "/bin/true");
+    ck_assert_str_eq(exconf_attr(&c->executors[0], "name"), "a");
+    ck_assert_ptr_null(exconf_attr(&c->executors[0], "nosuch"));
+    ck_assert_uint_eq(c->executors[0].nchildren, 1);
+    ck_assert_str_eq(c->executors[0].children[0].name, "arg");
+    ck_assert_str_eq(c->executors[0].children[0].text, "x");
+    ck_assert_str_eq(c->executors[1].kind, "smtp");
+    ck_assert_str_eq(exconf_attr(&c->executors[1], "to"), "ops@example.org");
+    ck_assert_uint_eq(c->executors[1].nattrs, 3);
+
+    ck_assert_uint_eq(c->nroutes, 2);
+    rt = &c->routes[0];
+    ck_assert_uint_eq(rt->nto, 2);
+    ck_assert_str_eq(rt->to[0], "a");
+    ck_assert_str_eq(rt->to[1], "m");
+    ck_assert_str_eq(rt->class, "security");
+    ck_assert(rt->cont);
+    ck_assert_int_eq(rt->messages, CONF_SELECT_GENERATED);
+    ck_assert_int_eq(rt->line, 32);
+    ck_assert_uint_eq(rt->nchildren, 1);
+    rt = &rt->children[0];
+    ck_assert_uint_eq(rt->nto, 0);
+    ck_assert_ptr_null(rt->class);
+    ck_assert_str_eq(rt->rule, "r1");
+    ck_assert_str_eq(rt->tag, "t");
+    ck_assert_str_eq(rt->filter, "\"${HOST}\" eq \"x\"");
+    ck_assert_int_eq(rt->messages, CONF_SELECT_ALL);
+    ck_assert(!rt->cont);
+    rt = &c->routes[1];
+    ck_assert_int_eq(rt->messages, CONF_SELECT_CLASSIFIED);
+    ck_assert_uint_eq(rt->nchildren, 0);
+    conf_free(c);
+}
+END_TEST
+
+/* What a file that only names its rules gets. */
+START_TEST(test_file_defaults)
+{
+    struct conf *c = load_ok("<rules path=\"r\"/>\n<inputs><file path=\"/var/log/z\"/></inputs>\n");
+
+    ck_assert_uint_eq(c->max_message_size, 65536);
+    ck_assert_uint_eq(c->max_connections, 1000);
+    ck_assert(c->idle_timeout == 300);
+    ck_assert(c->state_interval == 60);
+    ck_assert_str_eq(c->log_level, "info");
+    ck_assert_ptr_null(c->log_to);
+    ck_assert_ptr_null(c->state_file);
+    ck_assert_ptr_null(c->spool_dir);
+    ck_assert_uint_eq(c->noutputs, 0);
+    ck_assert_uint_eq(c->nexecutors, 0);
+    ck_assert_uint_eq(c->nroutes, 0);
+    /* no state file: the position is kept beside the followed file */
+    ck_assert_str_eq(c->inputs[0].position_file, "/var/log/z.corral-pos");
+    ck_assert(!c->inputs[0].from_start);
+    conf_free(c);
+}
+END_TEST
+
+START_TEST(test_default)
+{
+    struct conf *c = conf_default("/usr/share/corral/rules");
+
+    ck_assert_ptr_null(c->file);
+    ck_assert_uint_eq(c->nrules, 1);
+    ck_assert_str_eq(c->rules[0], "/usr/share/corral/rules");
+    ck_assert_int_eq(c->rules_line[0], 0);
+    ck_assert_uint_eq(c->ninputs, 2);
+    ck_assert_int_eq(c->inputs[0].type, CONF_IN_UDP);
+    ck_assert_str_eq(c->inputs[0].listen, "127.0.0.1:5514");
+    ck_assert_str_eq(c->inputs[0].name, "udp:127.0.0.1:5514");
+    ck_assert_int_eq(c->inputs[1].type, CONF_IN_TCP);
+    ck_assert_str_eq(c->inputs[1].listen, "127.0.0.1:5514");
+    ck_assert_str_eq(c->inputs[1].name, "tcp:127.0.0.1:5514");
+    ck_assert_uint_eq(c->noutputs, 1);
+    ck_assert_int_eq(c->outputs[0].type, CONF_OUT_STDOUT);
+    ck_assert_int_eq(c->outputs[0].format, CONF_FORMAT_JSON);
+    ck_assert_int_eq(c->outputs[0].select, CONF_SELECT_GENERATED);
+    ck_assert_uint_eq(c->max_message_size, 65536);
+    ck_assert_uint_eq(c->max_connections, 1000);
+    ck_assert(c->idle_timeout == 300);
+    ck_assert(c->state_interval == 60);
+    ck_assert_str_eq(c->log_level, "info");
+    ck_assert_ptr_null(c->state_file);
+    ck_assert_uint_eq(c->nsilences, 0);
+    ck_assert_uint_eq(c->nexecutors, 0);
+    ck_assert_uint_eq(c->nroutes, 0);
+    conf_free(c);
+}
+END_TEST
+
+START_TEST(test_units)
+{
+    struct conf *c = load_ok("<rules path=\"r\"/>\n"
+                             "<limits max-message-size=\"2M\" idle-timeout=\"1.5h\"/>\n"
+                             "<state file=\"s\" interval=\"0\"/>\n"
+                             "<silence after=\"1d\"/><silence after=\"30s\"/>\n");
+
+    ck_assert_uint_eq(c->max_message_size, 2 * 1024 * 1024);
+    ck_assert(c->idle_timeout == 5400);
+    ck_assert(c->state_interval == 0);
+    ck_assert(c->silences[0].after == 86400);
+    ck_assert(c->silences[1].after == 30);
+    conf_free(c);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    /* the schema's: unknown element, bad attribute value, missing attribute */
+    load_fails("<rules path=\"r\"/>\n<bogus/>\n", 4, "bogus");
+    load_fails("<rules path=\"r\"/>\n\n<limits idle-timeout=\"soon\"/>\n", 5, "idle-timeout");
+    load_fails("<rules path=\"r\"/>\n<outputs><stdout select=\"some\"/></outputs>\n", 4, "select");
+    load_fails("<rules/>\n", 3, "path");
+    /* not XML */
+    load_fails("<rules path=\"r\">\n", 4, "rules");
+    /* conf.c's own checks */
+    load_fails("<rules path=\"r\"/>\n<inputs>\n<udp listen=\"1.2.3.4:99999\"/></inputs>\n", 5,
+               "bad address \"1.2.3.4:99999\"");
+    load_fails("<rules path=\"r\"/>\n<inputs><unix-dgram path=\"/s\" mode=\"999\"/></inputs>\n", 4,
+               "bad mode \"999\"");
+    load_fails("<rules path=\"r\"/>\n<limits max-message-size=\"10\"/>\n", 4,
+               "max-message-size must lie between");
+    load_fails("<rules path=\"r\"/>\n<silence after=\"0\"/>\n", 4, "after= must be more than 0");
+    load_fails("<rules path=\"r\"/>\n<executors>\n<exec name=\"a\" program=\"/bin/true\"/>\n"
+               "<exec name=\"a\" program=\"/bin/false\"/>\n</executors>\n",
+               6, "a second executor named 'a' (the first is at line 5)");
+    load_fails("<rules path=\"r\"/>\n<executors><exec name=\"a\"/></executors>\n<routes>\n"
+               "<route to=\"a\"/>\n<route class=\"x\" to=\"a,b\"/>\n</routes>\n",
+               7, "route to unknown executor 'b'");
+    load_fails("<state file=\"s\"/>\n", 2, "no <rules path=");
+}
+END_TEST
+
+START_TEST(test_missing_file)
+{
+    struct buf err = BUF_INIT;
+    char file[300];
+
+    snprintf(file, sizeof(file), "%s/nosuch.conf", workdir);
+    ck_assert_ptr_null(conf_load(file, NULL, &err));
+    ck_assert_msg(strstr(buf_str(&err), file) != NULL, "%s", buf_str(&err));
+    buf_free(&err);
+}
+END_TEST
+
+START_TEST(test_rules_readable)
+{
+    char rules[300], body[1200], want[1000];
+    struct conf *c;
+    struct buf err = BUF_INIT;
+
+    snprintf(rules, sizeof(rules), "%s/rules.xml", workdir);
+    ul_write_file(rules, "<patterndb/>\n");
+    snprintf(body, sizeof(body),
+             "<rules path=\"%s\"/>\n<rules path=\"%s\"/>\n\n<rules path=\"%s/nosuch\"/>\n", rules,
+             workdir, workdir);
+    c = load_ok(body);
+    ck_assert_uint_eq(c->nrules, 3);
+    ck_assert(conf_rules_readable(c, 0, &err));
+    ck_assert(conf_rules_readable(c, 1, &err)); /* a directory */
+    ck_assert_uint_eq(err.len, 0);
+    ck_assert(!conf_rules_readable(c, 2, &err));
+    snprintf(want, sizeof(want), "%s:6: rules path %s/nosuch: %s\n", c->file, workdir,
+             strerror(ENOENT));
+    ck_assert_str_eq(buf_str(&err), want);
+    /* a path from the command line (line 0) has no place in the file to name */
+    buf_reset(&err);
+    conf_add_rules(c, "/dev/null", 0);
+    ck_assert(!conf_rules_readable(c, 3, &err));
+    ck_assert_str_eq(buf_str(&err), "rules path /dev/null: not a file or a directory\n");
+    buf_free(&err);
+    conf_free(c);
+}
+END_TEST
+
+START_TEST(test_split_address)
+{
+    char host[64];
+    int port;
+
+    ck_assert(conf_split_address("10.0.0.1:514", host, sizeof(host), &port));
+    ck_assert_str_eq(host, "10.0.0.1");
+    ck_assert_int_eq(port, 514);
+    ck_assert(conf_split_address("[::1]:6514", host, sizeof(host), &port));
+    ck_assert_str_eq(host, "::1");
+    ck_assert_int_eq(port, 6514);
+    ck_assert(conf_split_address(":0", host, sizeof(host), &port));
+    ck_assert_str_eq(host, "");
+    ck_assert_int_eq(port, 0);
+    ck_assert(!conf_split_address("host", host, sizeof(host), &port));
+    ck_assert(!conf_split_address("host:", host, sizeof(host), &port));
+    ck_assert(!conf_split_address("host:65536", host, sizeof(host), &port));
+    ck_assert(!conf_split_address("[::1]514", host, sizeof(host), &port));
+    ck_assert(!conf_split_address("host:5x", host, sizeof(host), &port));
+}
+END_TEST
+
+static Suite *
+conf_suite(void)
+{
+    Suite *s = suite_create("conf");
+    TCase *tc = tcase_create("conf");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_full);
+    tcase_add_test(tc, test_file_defaults);
+    tcase_add_test(tc, test_default);
+    tcase_add_test(tc, test_units);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_missing_file);
+    tcase_add_test(tc, test_rules_readable);
+    tcase_add_test(tc, test_split_address);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *r = srunner_create(conf_suite());
+    int failed;
+
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

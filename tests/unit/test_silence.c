@@ -1,0 +1,269 @@
+/*
+ * test_silence: silence detection (agent/silence.c) on a clock the test
+ * moves by hand: a source quiet for `after` is reported down once, comes
+ * back up when it sends again, rules per host or per host and program, and
+ * the bound on the number of sources watched.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/conf.h"
+#include "agent/silence.h"
+#include "engine/msg.h"
+#include "engine/nv.h"
+#include "engine/tags.h"
+
+/* What the emit callback was given: the reports, kept. */
+#define MAXREPORTS 16
+static struct msg *reports[MAXREPORTS];
+static size_t nreports;
+
+static void
+emit(void *arg, struct msg *m)
+{
+    ck_assert_ptr_eq(arg, &nreports);
+    ck_assert_uint_lt(nreports, MAXREPORTS);
+    reports[nreports++] = msg_ref(m);
+}
+
+static void
+setup(void)
+{
+    nreports = 0;
+}
+
+static void
+teardown(void)
+{
+    size_t i;
+
+    for (i = 0; i < nreports; i++) msg_unref(reports[i]);
+    nreports = 0;
+}
+
+/* A value as a C string (msg_get's are not NUL-terminated); good until the next call. */
+static const char *
+value(const struct msg *m, const char *name)
+{
+    static char text[256];
+    size_t len;
+    const char *v = msg_get(m, nv_intern_str(name), &len);
+
+    if (!v) return "(none)";
+    ck_assert_uint_lt(len, sizeof(text));
+    memcpy(text, v, len);
+    text[len] = '\0';
+    return text;
+}
+
+static bool
+has_tag(const struct msg *m, const char *tag)
+{
+    return msg_tag_has(m, tag_intern(tag, strlen(tag)));
+}
+
+/* A message from host/program arriving at now_ms. */
+static void
+seen(struct silence *s, const char *host, const char *program, uint64_t now_ms)
+{
+    struct msg *m = msg_new();
+
+    msg_set(m, NV_HOST, host, strlen(host));
+    msg_set(m, NV_PROGRAM, program, strlen(program));
+    msg_set(m, NV_MESSAGE, "hello", 5);
+    silence_seen(s, m, now_ms);
+    msg_unref(m);
+}
+
+START_TEST(test_down_once_then_up)
+{
+    struct conf_silence rule = {NULL, NULL, 10, 1};
+    struct silence *s = silence_new(&rule, 1, 100, 1000, emit, &nreports);
+    const struct msg *m;
+
+    seen(s, "web1", "sshd", 1000);
+    ck_assert_uint_eq(silence_tracked(s), 1);
+    silence_tick(s, 10999);
+    ck_assert_uint_eq(nreports, 0);
+    ck_assert_uint_eq(silence_silent(s), 0);
+    silence_tick(s, 11000);
+    ck_assert_uint_eq(nreports, 1);
+    ck_assert_uint_eq(silence_silent(s), 1);
+    m = reports[0];
+    ck_assert(msg_flags(m) & MSG_F_GENERATED);
+    ck_assert_str_eq(value(m, "MESSAGE"), "web1 has been silent for 10 seconds");
+    ck_assert_str_eq(value(m, "HOST"), "web1");
+    ck_assert_str_eq(value(m, "PROGRAM"), "corrald");
+    ck_assert_str_eq(value(m, ".classifier.class"), "silence");
+    ck_assert_str_eq(value(m, ".classifier.rule_id"), "corral.silence.down");
+    ck_assert_str_eq(value(m, "silence.state"), "down");
+    ck_assert_str_eq(value(m, "silence.after"), "10");
+    ck_assert(has_tag(m, "corral.silence"));
+    ck_assert(has_tag(m, "corral.alert"));
+    ck_assert(!has_tag(m, "corral.clear"));
+    ck_assert_int_eq(msg_stamp(m)->sec, 11);
+
+    /* still quiet: no second report */
+    silence_tick(s, 500000);
+    ck_assert_uint_eq(nreports, 1);
+
+    seen(s, "web1", "cron", 600000);
+    ck_assert_uint_eq(nreports, 2);
+    ck_assert_uint_eq(silence_silent(s), 0);
+    m = reports[1];
+    ck_assert_str_eq(value(m, "MESSAGE"), "web1 is sending again after 599 seconds");
+    ck_assert_str_eq(value(m, "silence.state"), "up");
+    ck_assert_str_eq(value(m, ".classifier.rule_id"), "corral.silence.up");
+    ck_assert(has_tag(m, "corral.silence"));
+    ck_assert(has_tag(m, "corral.clear"));
+    ck_assert(!has_tag(m, "corral.alert"));
+
+    /* quiet again: down again, `after` from the last message */
+    silence_tick(s, 609999);
+    ck_assert_uint_eq(nreports, 2);
+    silence_tick(s, 610000);
+    ck_assert_uint_eq(nreports, 3);
+    ck_assert_str_eq(value(reports[2], "silence.state"), "down");
+    ck_assert_uint_eq(silence_tracked(s), 1);
+    silence_free(s);
+}
+END_TEST
+
+/* Every message re-arms the timer: a source that keeps sending is never reported. */
+START_TEST(test_steady_source)
+{
+    struct conf_silence rule = {NULL, NULL, 10, 1};
+    struct silence *s = silence_new(&rule, 1, 100, 0, emit, &nreports);
+    uint64_t t;
+
+    for (t = 0; t <= 100000; t += 9999) {
+        seen(s, "web1", "sshd", t);
+        silence_tick(s, t + 9000);
+    }
+    ck_assert_uint_eq(nreports, 0);
+    ck_assert_uint_eq(silence_tracked(s), 1);
+    silence_free(s);
+}
+END_TEST
+
+/* A host-only rule: one source per host, whatever program sends. */
+START_TEST(test_per_host)
+{
+    struct conf_silence rule = {NULL, NULL, 10, 1};
+    struct silence *s = silence_new(&rule, 1, 100, 0, emit, &nreports);
+
+    seen(s, "web1", "sshd", 0);
+    seen(s, "web2", "sshd", 0);
+    seen(s, "web1", "cron", 8000);
+    ck_assert_uint_eq(silence_tracked(s), 2);
+    silence_tick(s, 12000);
+    ck_assert_uint_eq(nreports, 1);
+    ck_assert_str_eq(value(reports[0], "HOST"), "web2");
+    silence_tick(s, 18000);
+    ck_assert_uint_eq(nreports, 2);
+    ck_assert_str_eq(value(reports[1], "HOST"), "web1");
+    ck_assert_str_eq(value(reports[1], "MESSAGE"), "web1 has been silent for 10 seconds");
+    ck_assert_uint_eq(silence_silent(s), 2);
+    silence_free(s);
+}
+END_TEST
+
+/* A host+program rule watches that program of that host only. */
+START_TEST(test_host_program)
+{
+    struct conf_silence rules[] = {
+        {"web1", "sshd", 5, 1},
+        {"db1", NULL, 60, 2},
+    };
+    struct silence *s = silence_new(rules, 2, 100, 0, emit, &nreports);
+
+    seen(s, "web1", "sshd", 0);
+    seen(s, "web1", "cron", 0);
+    seen(s, "web2", "sshd", 0);
+    seen(s, "db1", "postgres", 0);
+    ck_assert_uint_eq(silence_tracked(s), 2);
+    /* cron keeps sending: it is not what the rule watches */
+    seen(s, "web1", "cron", 4000);
+    silence_tick(s, 5000);
+    ck_assert_uint_eq(nreports, 1);
+    ck_assert_str_eq(value(reports[0], "MESSAGE"), "web1 sshd has been silent for 5 seconds");
+    ck_assert_str_eq(value(reports[0], "PROGRAM"), "sshd");
+    ck_assert_str_eq(value(reports[0], "silence.after"), "5");
+    silence_tick(s, 59999);
+    ck_assert_uint_eq(nreports, 1);
+    silence_tick(s, 60000);
+    ck_assert_uint_eq(nreports, 2);
+    ck_assert_str_eq(value(reports[1], "MESSAGE"), "db1 has been silent for 60 seconds");
+    seen(s, "web1", "sshd", 70000);
+    ck_assert_uint_eq(nreports, 3);
+    ck_assert_str_eq(value(reports[2], "MESSAGE"), "web1 sshd is sending again after 70 seconds");
+    ck_assert_uint_eq(silence_silent(s), 1);
+    silence_free(s);
+}
+END_TEST
+
+/* Sources beyond max_sources are not watched, and never reported. */
+START_TEST(test_max_sources)
+{
+    struct conf_silence rule = {NULL, NULL, 10, 1};
+    struct silence *s = silence_new(&rule, 1, 2, 0, emit, &nreports);
+
+    seen(s, "h1", "p", 0);
+    seen(s, "h2", "p", 0);
+    seen(s, "h3", "p", 0);
+    seen(s, "h4", "p", 0);
+    ck_assert_uint_eq(silence_tracked(s), 2);
+    /* a tracked source is still watched */
+    seen(s, "h2", "p", 5000);
+    ck_assert_uint_eq(silence_tracked(s), 2);
+    silence_tick(s, 100000);
+    ck_assert_uint_eq(nreports, 2);
+    ck_assert_str_eq(value(reports[0], "HOST"), "h1");
+    ck_assert_str_eq(value(reports[1], "HOST"), "h2");
+    ck_assert_uint_eq(silence_silent(s), 2);
+    silence_free(s);
+}
+END_TEST
+
+/* No rules: nothing is watched. */
+START_TEST(test_no_rules)
+{
+    struct silence *s = silence_new(NULL, 0, 100, 0, emit, &nreports);
+
+    seen(s, "web1", "sshd", 0);
+    silence_tick(s, 1000000);
+    ck_assert_uint_eq(silence_tracked(s), 0);
+    ck_assert_uint_eq(nreports, 0);
+    silence_free(s);
+}
+END_TEST
+
+static Suite *
+silence_suite(void)
+{
+    Suite *s = suite_create("silence");
+    TCase *tc = tcase_create("silence");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_down_once_then_up);
+    tcase_add_test(tc, test_steady_source);
+    tcase_add_test(tc, test_per_host);
+    tcase_add_test(tc, test_host_program);
+    tcase_add_test(tc, test_max_sources);
+    tcase_add_test(tc, test_no_rules);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *r = srunner_create(silence_suite());
+    int failed;
+
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
