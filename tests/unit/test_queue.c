@@ -346,7 +346,7 @@ three_pending(struct buf *spool, off_t sizes[4])
     must_open(&h, NULL, wpath("spool"));
     sizes[0] = file_size(spool_file());
     for (i = 1; i <= 3; i++) {
-        char id[16];
+        char id[32];
         snprintf(id, sizeof(id), "alert-%d", i);
         submit(h.q, id);
         queue_sync(h.q);
@@ -466,7 +466,7 @@ START_TEST(test_corrupt_every_byte)
     must_open(&h, NULL, wpath("spool"));
     sizes[0] = file_size(spool_file());
     for (i = 1; i <= 5; i++) {
-        char id[16];
+        char id[32];
         snprintf(id, sizeof(id), "alert-%d", i);
         submit(h.q, id);
         queue_sync(h.q);
@@ -579,7 +579,7 @@ START_TEST(test_version_1)
         /* u32 length of the rest, u32 CRC of the rest, type, u64 seq, payload */
         unsigned char head[17];
         struct msg *m = msg_new();
-        char id[16];
+        char id[32];
         int n = snprintf(id, sizeof(id), "v1-%d", i);
         msg_set(m, nv_intern_str("corral.alert_id"), id, (size_t)n);
         buf_reset(&payload);
@@ -904,7 +904,7 @@ START_TEST(test_write_error_in_the_middle)
     program("broken.sh");
     must_open(&h, NULL, wpath("spool"));
     for (i = 1; i <= 5; i++) {
-        char id[16];
+        char id[32];
         snprintf(id, sizeof(id), "alert-%d", i);
         if (i == 3) limit_file_size((rlim_t)file_size(spool_file()) + 30);
         submit(h.q, id);
