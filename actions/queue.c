@@ -478,12 +478,14 @@ spool_replay(struct queue *q, struct buf *err)
         buf_free(&keep);
     }
     if (r.any) q->next_seq = r.max_seq + 1;
-    qsort(r.alerts, r.nalerts, sizeof(*r.alerts), by_seq);
-    qsort(r.done, r.ndone, sizeof(*r.done), cmp_u64);
+    /* qsort and bsearch take no NULL array, even with no elements */
+    if (r.nalerts) qsort(r.alerts, r.nalerts, sizeof(*r.alerts), by_seq);
+    if (r.ndone) qsort(r.done, r.ndone, sizeof(*r.done), cmp_u64);
     for (i = 0; i < r.nalerts; i++) {
         struct msg *m;
         if (i && r.alerts[i].seq == r.alerts[i - 1].seq) continue; /* once */
-        if (bsearch(&r.alerts[i].seq, r.done, r.ndone, sizeof(*r.done), cmp_u64)) continue;
+        if (r.ndone && bsearch(&r.alerts[i].seq, r.done, r.ndone, sizeof(*r.done), cmp_u64))
+            continue;
         m = msg_new();
         if (msg_decode(m, r.alerts[i].p, r.alerts[i].len)) {
             enqueue(q, m, r.alerts[i].seq)->spooled = true;

@@ -130,8 +130,10 @@ on_name(uv_getnameinfo_t *gni, int status, const char *host, const char *service
     struct entry *e = r->entry;
 
     (void)service;
-    free(r);
-    if (!c) return; /* orphaned: its entry or the cache is gone */
+    if (!c) { /* orphaned: its entry or the cache is gone */
+        free(r);
+        return;
+    }
     c->st.inflight--;
     e->req = NULL;
     free(e->name);
@@ -143,6 +145,7 @@ on_name(uv_getnameinfo_t *gni, int status, const char *host, const char *service
         c->st.failures++;
         e->expires = uv_now(c->loop) + c->opts.neg_ttl_ms;
     }
+    free(r); /* last: host points into it */
 }
 
 /* Starts the lookup of e unless too many run; false when it did not start. */
