@@ -324,6 +324,18 @@ s.close()
 PY
 }
 
+# receiver_script: $WORK/receiver.sh, an exec executor's program that records
+# each alert id in $WORK/delivered, and is down while $WORK/down exists
+# (exit 75: try again later)
+receiver_script() {
+    cat > "$WORK/receiver.sh" <<SH
+#!/bin/sh
+[ -e "$WORK/down" ] && exit 75
+echo "\$CORRAL_ALERT_ID" >> "$WORK/delivered"
+SH
+    chmod +x "$WORK/receiver.sh"
+}
+
 # ---- the input tests
 
 RULES=$HERE/inputs_rules.xml

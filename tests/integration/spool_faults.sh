@@ -28,13 +28,7 @@ cat > "$WORK/rules/alerts.xml" <<'XML'
   </rules></ruleset>
 </patterndb>
 XML
-# the receiver: down while $WORK/down exists (exit 75: try again later)
-cat > "$WORK/receiver.sh" <<SH
-#!/bin/sh
-[ -e "$WORK/down" ] && exit 75
-echo "\$CORRAL_ALERT_ID" >> "$WORK/delivered"
-SH
-chmod +x "$WORK/receiver.sh"
+receiver_script
 
 # config SPOOL_DIR
 config() {
