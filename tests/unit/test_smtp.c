@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1150,35 +1151,74 @@ send_one(int port, const char *const *more, const char *body, struct msg *m)
     return o;
 }
 
+/*
+ * Starts `python3 -m aiosmtpd` on 127.0.0.1 and returns its pid, *port its
+ * port.  aiosmtpd can neither take a socket nor report the port it bound:
+ * a port the kernel chose a moment ago is handed over, and when something
+ * took it meanwhile aiosmtpd exits and another port is tried, so the race
+ * costs a retry, not a failed test.  Ready once it answers with its banner.
+ */
+static pid_t
+aiosmtpd_start(int *port)
+{
+    int try;
+
+    for (try = 0; try < 20; try++) {
+        char listen[64];
+        int held = ul_reserve_port(SOCK_STREAM, port);
+        double end;
+        pid_t pid;
+
+        close(held);
+        snprintf(listen, sizeof(listen), "127.0.0.1:%d", *port);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            int fd = open("/dev/null", O_WRONLY);
+            prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlives the test */
+            dup2(fd, 1);
+            dup2(fd, 2);
+            execl(PYTHON, PYTHON, "-m", "aiosmtpd", "-n", "-l", listen, (char *)NULL);
+            _exit(127);
+        }
+        /* a generous bound for a loaded machine; each round waits on a connect */
+        end = ul_now() + 60;
+        while (ul_now() < end) {
+            struct sockaddr_in a;
+            char banner[64] = "";
+            struct timeval patience = {5, 0}; /* whatever else took the port may say nothing */
+            int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
+            memset(&a, 0, sizeof(a));
+            a.sin_family = AF_INET;
+            a.sin_port = htons((uint16_t)*port);
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+                 read(fd, banner, sizeof(banner) - 1) > 0;
+            close(fd);
+            if (ok && strncmp(banner, "220 ", 4) == 0) return pid;
+            if (waitpid(pid, NULL, WNOHANG) == pid) break; /* it could not bind: next port */
+            usleep(50000);
+        }
+        if (ul_now() >= end) {
+            kill(pid, SIGTERM);
+            waitpid(pid, NULL, 0);
+            ck_abort_msg("aiosmtpd did not answer on port %d", *port);
+        }
+    }
+    ck_abort_msg("aiosmtpd could not bind any of 20 ports");
+    return -1;
+}
+
 START_TEST(test_stock_aiosmtpd)
 {
-    int port = ul_free_port(SOCK_STREAM), i, st;
-    char listen[64];
+    int port, st;
     pid_t pid;
     struct msg *m = alert_msg("web1", "disk full");
     struct outcome o;
 
-    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-    pid = fork();
-    if (pid == 0) {
-        int fd = open("/dev/null", O_WRONLY);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execl(PYTHON, PYTHON, "-m", "aiosmtpd", "-n", "-l", listen, (char *)NULL);
-        _exit(127);
-    }
-    for (i = 0; i < 100; i++) { /* until it listens */
-        struct sockaddr_in a;
-        int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
-        memset(&a, 0, sizeof(a));
-        a.sin_family = AF_INET;
-        a.sin_port = htons((uint16_t)port);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-        close(fd);
-        if (ok) break;
-        usleep(100000);
-    }
+    pid = aiosmtpd_start(&port);
     o = send_one(port, NULL, NULL, m);
     kill(pid, SIGTERM);
     waitpid(pid, &st, 0);

@@ -220,12 +220,19 @@ count_of(const char *text, const char *what)
 }
 
 /*
- * Starts snmptrapd on a free port with `extra` configuration lines.  Each
- * notification is logged as "BEGIN <type, version, community or user>",
- * the varbinds separated by tabs (octet strings as quoted hex), "END".
+ * Starts snmptrapd with `extra` configuration lines.  Each notification is
+ * logged as "BEGIN <type, version, community or user>", the varbinds
+ * separated by tabs (octet strings as quoted hex), "END".
+ *
+ * snmptrapd can neither take a socket nor report the port it bound, so a
+ * port is handed over, and it may be taken between our check and its bind.
+ * port 0: a port of the kernel's choosing, tried again with another one
+ * when snmptrapd cannot bind it (it exits), so the race costs a retry, not
+ * a failed test.  A given port (held by the test until the moment it calls
+ * here, see ul_reserve_port) is the only one tried.
  */
-static void
-trapd_start(struct trapd *t, int port, const char *extra)
+static bool
+trapd_try_start(struct trapd *t, int port, const char *extra)
 {
     char conf[512], persist[512], mibs[512];
     struct buf text = BUF_INIT;
@@ -263,15 +270,39 @@ trapd_start(struct trapd *t, int port, const char *extra)
                "-Ot", listen, (char *)NULL);
         _exit(127);
     }
-    end = ul_now() + 10;
+    /* a generous bound for a loaded machine: this waits on its log, it does not sleep it out */
+    end = ul_now() + 60;
     while (ul_now() < end) {
         char *all = read_all(t->out);
         bool up = strstr(all, "NET-SNMP version") != NULL;
         free(all);
-        if (up) return;
+        if (up) return true;
+        if (waitpid(t->pid, NULL, WNOHANG) == t->pid) { /* exited: it could not bind */
+            t->pid = 0;
+            return false;
+        }
         usleep(20000);
     }
     ck_abort_msg("snmptrapd did not start");
+    return false;
+}
+
+static void
+trapd_start(struct trapd *t, int port, const char *extra)
+{
+    int i;
+
+    if (port) {
+        if (!trapd_try_start(t, port, extra))
+            ck_abort_msg("snmptrapd could not bind port %d (see %s)", port, t->out);
+        return;
+    }
+    for (i = 0; i < 20; i++) {
+        int held = ul_reserve_port(SOCK_DGRAM, &port);
+        close(held);
+        if (trapd_try_start(t, port, extra)) return;
+    }
+    ck_abort_msg("snmptrapd could not bind any of 20 ports (last: see %s)", t->out);
 }
 
 static void
@@ -787,7 +818,7 @@ START_TEST(test_v2c_trap)
 
     NEED_SNMPTRAPD();
     setenv("TEST_SNMP_COMMUNITY", "public", 1);
-    trapd_start(&t, ul_free_port(SOCK_DGRAM), NULL);
+    trapd_start(&t, 0, NULL);
     harness_init(&h);
     ck_assert_ptr_nonnull(harness_open(&h, v2c_conf(conf, sizeof(conf), t.port, ""), &err));
     deliver(&h, &a, &o);
@@ -827,7 +858,7 @@ START_TEST(test_v2c_inform)
 
     NEED_SNMPTRAPD();
     setenv("TEST_SNMP_COMMUNITY", "public", 1);
-    trapd_start(&t, ul_free_port(SOCK_DGRAM), NULL);
+    trapd_start(&t, 0, NULL);
     harness_init(&h);
     ck_assert_ptr_nonnull(harness_open(
         &h, v2c_conf(conf, sizeof(conf), t.port, "inform=\"yes\" timeout=\"2s\""), &err));
@@ -902,14 +933,14 @@ START_TEST(test_v3_trap)
     struct outcome o;
     struct record r;
     char conf[2048], auth_file[512], trapd_conf[1024], derived[80], *log, *p;
-    int port;
+    int port, held;
 
     NEED_SNMPTRAPD();
     make_workdir();
     snprintf(auth_file, sizeof(auth_file), "%s/auth-password", workdir);
     ul_write_file(auth_file, "authpass1\nsecond line is ignored\n");
     setenv("TEST_SNMP_PRIV", "privpass1", 1);
-    port = ul_free_port(SOCK_DGRAM);
+    held = ul_reserve_port(SOCK_DGRAM, &port); /* ours until snmptrapd starts */
 
     /* executor 1: an explicit engine id, SHA-256 */
     harness_init(&h);
@@ -939,6 +970,7 @@ START_TEST(test_v3_trap)
         "authUser log corral priv\n"
         "authUser log corral2 priv\n",
         derived);
+    close(held);
     trapd_start(&t, port, trapd_conf);
     deliver(&h, &a, &o);
     ck_assert(o.called);
@@ -979,13 +1011,13 @@ START_TEST(test_v3_reload)
     struct alert a = {1, "ssh-brute/web1", "major", m, 0};
     struct outcome o;
     char conf[2048], trapd_conf[1024], engine[80], *log, *p;
-    int port;
+    int port, held;
     bool closed = false;
 
     NEED_SNMPTRAPD();
     setenv("TEST_SNMP_OLD", "oldpassword", 1);
     setenv("TEST_SNMP_NEW", "newpassword", 1);
-    port = ul_free_port(SOCK_DGRAM);
+    held = ul_reserve_port(SOCK_DGRAM, &port); /* ours until snmptrapd starts */
     harness_init(&h_old);
     snprintf(conf, sizeof(conf),
              "<snmp name=\"nms\" target=\"udp:127.0.0.1:%d\" version=\"3\" user=\"corral\" "
@@ -1012,6 +1044,7 @@ START_TEST(test_v3_reload)
     snprintf(trapd_conf, sizeof(trapd_conf),
              "createUser -e %s corral SHA newpassword AES newpassword\nauthUser log corral priv\n",
              engine);
+    close(held);
     trapd_start(&t, port, trapd_conf);
     h_old.kind->close(h_old.x, close_cb, &closed);
     ul_run_until(&h_old.loop, ul_flag_set, &closed, 10);
@@ -1051,7 +1084,7 @@ START_TEST(test_v3_inform)
     setenv("TEST_SNMP_AUTH", "authpass1", 1);
     setenv("TEST_SNMP_PRIV", "privpass1", 1);
     /* the receiver is the authoritative engine: a user of its own engine id */
-    trapd_start(&t, ul_free_port(SOCK_DGRAM),
+    trapd_start(&t, 0,
                 "createUser corral SHA-512 authpass1 AES privpass1\nauthUser log corral priv\n");
     harness_init(&h);
     snprintf(conf, sizeof(conf),
@@ -1081,7 +1114,7 @@ START_TEST(test_v3_inform)
 
     /* the wrong password: the receiver refuses, the alert is retried later */
     setenv("TEST_SNMP_AUTH", "wrongpass", 1);
-    trapd_start(&t, ul_free_port(SOCK_DGRAM),
+    trapd_start(&t, 0,
                 "createUser corral SHA-512 authpass1 AES privpass1\nauthUser log corral priv\n");
     harness_init(&h);
     snprintf(conf, sizeof(conf),
@@ -1142,7 +1175,7 @@ START_TEST(test_hostile_values)
     for (i = 0; i < 50 * 1024; i++) buf_puts(&big, "\xc3\xa9"); /* é */
     set(m, "big", big.p);
 
-    trapd_start(&t, ul_free_port(SOCK_DGRAM), NULL);
+    trapd_start(&t, 0, NULL);
     harness_init(&h);
     ck_assert_ptr_nonnull(
         harness_open(&h, v2c_conf(conf, sizeof(conf), t.port, "inform=\"yes\""), &err));
@@ -1201,7 +1234,7 @@ START_TEST(test_biggest)
         snprintf(name, sizeof(name), "value%d", i);
         set(m, name, big.p);
     }
-    trapd_start(&t, ul_free_port(SOCK_DGRAM), NULL);
+    trapd_start(&t, 0, NULL);
     buf_printf(&conf,
                "<snmp name=\"nms\" target=\"udp:127.0.0.1:%d\" inform=\"yes\" "
                "community-env=\"TEST_SNMP_COMMUNITY\">\n",
@@ -1238,7 +1271,7 @@ START_TEST(test_receiver_restart)
     struct alert a = {1, "ssh-brute/web1", "major", m, 0};
     struct outcome o;
     char conf[1024], *log;
-    int port = ul_free_port(SOCK_DGRAM);
+    int port, held = ul_reserve_port(SOCK_DGRAM, &port); /* bound, never answers */
 
     NEED_SNMPTRAPD();
     setenv("TEST_SNMP_COMMUNITY", "public", 1);
@@ -1249,6 +1282,7 @@ START_TEST(test_receiver_restart)
     deliver(&h, &a, &o);
     ul_run_until(&h.loop, ul_flag_set, &o.called, 10);
     ck_assert_int_eq(o.r, DELIVER_RETRY);
+    close(held);
     trapd_start(&t, port, NULL);
     deliver(&h, &a, &o);
     ul_run_until(&h.loop, ul_flag_set, &o.called, 10);
@@ -1280,12 +1314,13 @@ START_TEST(test_v3_receiver_restart)
     char conf[1024], *log;
     const char *user =
         "createUser corral SHA-256 authpass1 AES privpass1\nauthUser log corral priv\n";
-    int port = ul_free_port(SOCK_DGRAM), i;
+    int port, i;
 
     NEED_SNMPTRAPD();
     setenv("TEST_SNMP_AUTH", "authpass1", 1);
     setenv("TEST_SNMP_PRIV", "privpass1", 1);
-    trapd_start(&t, port, user);
+    trapd_start(&t, 0, user);
+    port = t.port;
     harness_init(&h);
     snprintf(conf, sizeof(conf),
              "<snmp name=\"v3i\" target=\"udp:127.0.0.1:%d\" version=\"3\" inform=\"yes\" "

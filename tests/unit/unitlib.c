@@ -109,12 +109,3 @@ ul_reserve_port(int socktype, int *port)
     *port = ntohs(a.sin_port);
     return fd;
 }
-
-int
-ul_free_port(int socktype)
-{
-    int port, fd = ul_reserve_port(socktype, &port);
-
-    close(fd);
-    return port;
-}

@@ -2,7 +2,7 @@
  * unitlib: what the executor unit tests (test_exec, test_snmp, test_smtp)
  * share: writing files, loading an <executors> snippet through the real
  * configuration loader and schema, a monotonic clock, running a libuv loop
- * until something happened, loopback ports.  Failures are Check assertions.
+ * until something happened, loopback ports held open.  Failures are Check assertions.
  */
 #ifndef CORRAL_UNITLIB_H
 #define CORRAL_UNITLIB_H
@@ -39,12 +39,5 @@ bool ul_flag_set(void *arg);
  * refused, a UDP datagram to it is never answered.  Close it when done.
  */
 int ul_reserve_port(int socktype, int *port);
-/*
- * A port on 127.0.0.1 free a moment ago, for a server in another program
- * (snmptrapd, aiosmtpd) that can neither take a socket nor tell which port
- * it bound.  Racy: something may take the port before that server does;
- * prefer ul_reserve_port, or a server of the test's own that binds port 0.
- */
-int ul_free_port(int socktype);
 
 #endif
