@@ -7,7 +7,6 @@
  * the configuration: whether an input or output is configured as before.
  */
 #include "agent/conf.h"
-#include "engine/pdb.h"
 #include "engine/units.h"
 #include "engine/xalloc.h"
 
@@ -244,31 +243,6 @@ conf_input_clear(struct conf_input *ci)
     free(ci->path);
     free(ci->position_file);
     ci->name = ci->listen = ci->path = ci->position_file = NULL;
-}
-
-int
-conf_check_rules(const struct conf *c, size_t *nrules)
-{
-    size_t i;
-    int rc = 0;
-
-    *nrules = 0;
-    for (i = 0; i < c->nrules; i++) {
-        struct pdb *db;
-        struct buf err = BUF_INIT;
-        if (!conf_rules_readable(c, i, &err)) {
-            fputs(buf_str(&err), stderr);
-            buf_free(&err);
-            rc = -1;
-            continue;
-        }
-        db = pdb_new();
-        if (pdb_load(db, c->rules[i]) < 0) rc = -1;
-        pdb_print_diags(db, stderr);
-        *nrules += pdb_nrules(db);
-        pdb_free(db);
-    }
-    return rc;
 }
 
 bool

@@ -132,11 +132,6 @@ void conf_add_rules(struct conf *c, const char *path, int line);
  * writes "FILE:LINE: rules path P: why" (the <rules> element's line) to err.
  */
 bool conf_rules_readable(const struct conf *c, size_t i, struct buf *err);
-/*
- * Loads every rule file the configuration names, printing their
- * diagnostics (file:line) to stderr.  Returns 0 when all load cleanly.
- */
-int conf_check_rules(const struct conf *c, size_t *nrules);
 
 /* Splits "host:port", "[v6]:port" or ":port"; returns false if malformed. */
 bool conf_split_address(const char *addr, char *host, size_t hostlen, int *port);

@@ -128,7 +128,10 @@ read_conf(struct daemon *d, struct buf *err)
     return c;
 }
 
-/* corrald -t: check the configuration and the rules it names, report file:line errors. */
+/*
+ * corrald -t: everything start-up checks (server_check), short of binding
+ * sockets, loading state and dropping privileges; errors as file:line.
+ */
 static int
 check_only(struct daemon *d)
 {
@@ -142,7 +145,10 @@ check_only(struct daemon *d)
         buf_free(&err);
         return 1;
     }
-    if (conf_check_rules(c, &rules) < 0) rc = 1;
+    if (server_check(c, &rules, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        rc = 1;
+    }
     if (rc == 0)
         printf("%s: configuration OK, %zu rule%s\n", d->config_path ? d->config_path : "(built-in)",
                rules, rules == 1 ? "" : "s");

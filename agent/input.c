@@ -285,8 +285,9 @@ input_set_rcvbuf(int fd, int want, const char *name)
 
 /* ---- unix socket files ---- */
 
-int
-input_unix_prepare(const char *path, struct buf *err)
+/* What input_unix_prepare refuses, without touching the file system. */
+static int
+unix_path_check(const char *path, struct buf *err)
 {
     struct sockaddr_un sun;
     struct stat st;
@@ -299,12 +300,21 @@ input_unix_prepare(const char *path, struct buf *err)
         buf_printf(err, "%s: socket path longer than %zu bytes", path, sizeof(sun.sun_path) - 1);
         return -1;
     }
+    /* never remove a file that is not a socket: the path is probably a mistake */
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        buf_printf(err, "%s: exists and is not a socket", path);
+        return -1;
+    }
+    return 0;
+}
+
+int
+input_unix_prepare(const char *path, struct buf *err)
+{
+    struct stat st;
+
+    if (unix_path_check(path, err) < 0) return -1;
     if (lstat(path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            /* never remove a file that is not a socket: the path is probably a mistake */
-            buf_printf(err, "%s: exists and is not a socket", path);
-            return -1;
-        }
         if (unlink(path) < 0 && errno != ENOENT) {
             buf_printf(err, "%s: cannot remove the old socket: %s", path, strerror(errno));
             return -1;
@@ -342,4 +352,28 @@ input_unix_remove(const char *path, dev_t dev, ino_t ino)
 
     if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == dev && st.st_ino == ino)
         unlink(path);
+}
+
+int
+input_check(const struct conf_input *ci, const struct conf *conf, struct buf *err)
+{
+    struct sockaddr_storage ss;
+    struct buf e = BUF_INIT;
+    int rc = 0;
+
+    switch (ci->type) {
+    case CONF_IN_UDP: rc = input_resolve(ci->listen, SOCK_DGRAM, &ss, &e); break;
+    case CONF_IN_TCP: rc = input_resolve(ci->listen, SOCK_STREAM, &ss, &e); break;
+    case CONF_IN_UNIX_STREAM:
+    case CONF_IN_UNIX_DGRAM: rc = unix_path_check(ci->path, &e); break;
+    default: break; /* a file may appear later; stdin is always there */
+    }
+    if (rc < 0) {
+        if (conf->file && ci->line > 0)
+            buf_printf(err, "%s:%d: input %s: %s\n", conf->file, ci->line, ci->name, buf_str(&e));
+        else
+            buf_printf(err, "input %s: %s\n", ci->name, buf_str(&e));
+    }
+    buf_free(&e);
+    return rc;
 }

@@ -37,6 +37,13 @@ struct input_stats {
  */
 struct input *input_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
                          const struct conf *conf, struct buf *err);
+/*
+ * What input_open() would refuse short of binding: an address that does not
+ * resolve, a unix socket path too long or naming a file that is not a
+ * socket.  For `corrald -t` and `corral check-config`.  Returns 0, or -1
+ * with a "file:line: input NAME: message" line in err.
+ */
+int input_check(const struct conf_input *ci, const struct conf *conf, struct buf *err);
 /* Closes the input; its memory is freed once libuv has released every handle. */
 void input_close(struct input *in);
 const char *input_name(const struct input *in);

@@ -1108,6 +1108,57 @@ open_forward(struct output *o, const struct conf_output *co, struct buf *err)
     return 0;
 }
 
+int
+output_check(const struct conf_output *co, const char *conf_file, struct buf *err)
+{
+    const char *name = co->name ? co->name : "output";
+    struct buf e = BUF_INIT;
+    struct stat st;
+    char host[256];
+    int port, rc;
+
+    switch (co->type) {
+    case CONF_OUT_FILE:
+        if (!co->path || !*co->path) {
+            buf_printf(&e, "a file output needs a path");
+        } else if (stat(co->path, &st) == 0) {
+            if (S_ISDIR(st.st_mode))
+                buf_printf(&e, "%s: is a directory", co->path);
+            else if (access(co->path, W_OK) < 0)
+                buf_printf(&e, "%s: %s", co->path, strerror(errno));
+        } else {
+            /* it would be created: its directory must exist and take it */
+            char *dir = xstrdup(co->path), *slash = strrchr(dir, '/');
+            if (slash == dir)
+                slash[1] = '\0';
+            else if (slash)
+                *slash = '\0';
+            else
+                strcpy(dir, ".");
+            if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+                buf_printf(&e, "%s: no directory %s", co->path, dir);
+            else if (access(dir, W_OK) < 0)
+                buf_printf(&e, "%s: cannot create it in %s: %s", co->path, dir, strerror(errno));
+            free(dir);
+        }
+        break;
+    case CONF_OUT_FORWARD:
+        if (!co->to || !conf_split_address(co->to, host, sizeof(host), &port) || port == 0)
+            buf_printf(&e, "bad address \"%s\" (expected host:port)", co->to ? co->to : "");
+        break;
+    default: break;
+    }
+    rc = e.len ? -1 : 0;
+    if (rc < 0) {
+        if (conf_file && co->line > 0)
+            buf_printf(err, "%s:%d: output %s: %s\n", conf_file, co->line, name, buf_str(&e));
+        else
+            buf_printf(err, "output %s: %s\n", name, buf_str(&e));
+    }
+    buf_free(&e);
+    return rc;
+}
+
 struct output *
 output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err)
 {

@@ -26,6 +26,13 @@ struct output_stats {
 
 struct output *output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err);
 /*
+ * What output_open() would refuse, without creating or connecting anything:
+ * a file that cannot be written or created, a forward address that is not
+ * host:port.  For `corrald -t` and `corral check-config`.  Returns 0, or -1
+ * with a "file:line: output NAME: message" line in err.
+ */
+int output_check(const struct conf_output *co, const char *conf_file, struct buf *err);
+/*
  * Queues a message if the output selects it (conf_output.select):
  *   CONF_SELECT_ALL         every message, input and generated
  *   CONF_SELECT_CLASSIFIED  input messages a rule matched: .classifier.class is set

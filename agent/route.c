@@ -237,6 +237,29 @@ route_message(struct route_table *r, const struct msg *m, const struct pdb_actio
     walk(&t, r->routes, r->nroutes, m, NULL, 0);
 }
 
+int
+route_check_actions(const struct route_table *r, const struct pdb *db, struct buf *err)
+{
+    size_t i, j, k;
+    int rc = 0;
+
+    for (i = 0; i < pdb_nrules(db); i++) {
+        const struct pdb_rule *rule = pdb_rule_at(db, i);
+        for (j = 0; j < rule->nactions; j++) {
+            const struct pdb_action *a = &rule->actions[j];
+            for (k = 0; k < a->nroutes; k++) {
+                if (index_of(r, a->routes[k]) >= 0) continue;
+                buf_printf(err,
+                           "%s:%d: rule %s: action routes to executor '%s', which the "
+                           "configuration does not define\n",
+                           rule->file, a->line > 0 ? a->line : rule->line, rule->id, a->routes[k]);
+                rc = -1;
+            }
+        }
+    }
+    return rc;
+}
+
 unsigned long
 route_unknown(const struct route_table *r)
 {

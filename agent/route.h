@@ -40,5 +40,12 @@ void route_free(struct route_table *r);
 void route_message(struct route_table *r, const struct msg *m, const struct pdb_action *action,
                    void (*fn)(size_t index, void *arg), void *arg);
 unsigned long route_unknown(const struct route_table *r);
+/*
+ * Every rule action's route="..." names an executor of the table; otherwise
+ * -1 with a "rulefile:line: rule ID: ..." line per unknown name in err.
+ * Start-up, reload and the configuration checks refuse such rules, so
+ * route_message() meets an unknown name only if this was skipped.
+ */
+int route_check_actions(const struct route_table *r, const struct pdb *db, struct buf *err);
 
 #endif

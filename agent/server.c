@@ -127,9 +127,15 @@ to_queue(size_t index, void *arg)
 static void
 to_executors(struct server *s, const struct msg *m, const struct pdb_action *action)
 {
+    struct msg *alert;
     struct routed r = {s, m};
 
-    if (s->routes) route_message(s->routes, m, action, to_queue, &r);
+    if (!s->routes) return;
+    /* executors learn the generating rule's id, class and program (rare: generated only) */
+    alert = pdb_action_alert(action, m);
+    if (alert) r.m = alert;
+    route_message(s->routes, r.m, action, to_queue, &r);
+    if (alert) msg_unref(alert);
 }
 
 static void
@@ -359,7 +365,10 @@ prepare_outputs(struct server *s, struct stage *st, struct buf *err)
     st->new_outputs = true;
     st->outputs = xcalloc(c->noutputs + 1, sizeof(*st->outputs));
     for (i = 0; i < c->noutputs; i++) {
-        struct output *o = output_open(s->loop, &c->outputs[i], err);
+        struct output *o;
+        /* the same words, with file:line, as `corrald -t` says */
+        if (output_check(&c->outputs[i], c->file, err) < 0) return -1;
+        o = output_open(s->loop, &c->outputs[i], err);
         if (!o) return -1;
         st->outputs[st->noutputs++] = o;
     }
@@ -415,7 +424,9 @@ prepare_executors(struct server *s, struct stage *st, struct buf *err)
     free(dir);
     if (rc < 0) return -1;
     st->routes = route_new(c, st->qnames, c->nexecutors, err);
-    return st->routes ? 0 : -1;
+    if (!st->routes) return -1;
+    /* a rule routing to an executor that is not there would lose its alerts */
+    return route_check_actions(st->routes, st->db, err);
 }
 
 /* The running inputs configured alike are reused; at start, the inputs are opened. */
@@ -438,6 +449,8 @@ prepare_inputs(struct server *s, struct stage *st, struct buf *err)
             /* at start nothing is running that could hold an input's address */
             st->inputs[i] = input_open(s, s->loop, &c->inputs[i], c, err);
             if (!st->inputs[i]) return -1;
+        } else if (!st->inputs[i] && input_check(&c->inputs[i], c, err) < 0) {
+            return -1; /* what cannot be opened anyway fails the reload here */
         }
     }
     return 0;
@@ -447,6 +460,59 @@ static void
 queue_closed(void *arg)
 {
     (void)arg;
+}
+
+static void
+queue_checked(void *arg)
+{
+    (*(size_t *)arg)++;
+}
+
+int
+server_check(const struct conf *c, size_t *nrules, struct buf *err)
+{
+    const char *file = c->file ? c->file : "(built-in)";
+    struct pdb *db = load_rules(c, err);
+    struct route_table *routes = NULL;
+    const char **names = xcalloc(c->nexecutors + 1, sizeof(*names));
+    uv_loop_t loop;
+    size_t i, closed = 0, opened = 0;
+    int rc = db ? 0 : -1;
+
+    if (db && nrules) *nrules = pdb_nrules(db);
+    for (i = 0; i < c->noutputs; i++)
+        if (output_check(&c->outputs[i], c->file, err) < 0) rc = -1;
+    /*
+     * The executors are opened as start-up opens them (each kind reads and
+     * checks its attributes, secrets and files), on a loop of their own that
+     * never delivers, and without a spool, so nothing is written.
+     */
+    uv_loop_init(&loop);
+    for (i = 0; i < c->nexecutors; i++) {
+        struct queue *q = queue_open(&loop, &c->executors[i], file, NULL, err);
+        names[i] = c->executors[i].name;
+        if (!q) {
+            rc = -1;
+            continue;
+        }
+        opened++;
+        queue_close(q, queue_checked, &closed);
+    }
+    while (closed < opened && uv_run(&loop, UV_RUN_ONCE)) {
+    }
+    uv_run(&loop, UV_RUN_DEFAULT); /* whatever the executors still had open */
+    uv_loop_close(&loop);
+    routes = route_new(c, names, c->nexecutors, err);
+    if (!routes)
+        rc = -1;
+    else if (db && route_check_actions(routes, db, err) < 0)
+        rc = -1;
+    for (i = 0; i < c->ninputs; i++)
+        if (input_check(&c->inputs[i], c, err) < 0) rc = -1;
+    route_free(routes);
+    free(names);
+    pdb_free(db);
+    return rc;
 }
 
 /* Undoes a stage that failed to prepare: closes what it opened, frees conf. */

@@ -29,6 +29,17 @@ void server_free(struct server *s);
 int server_start(struct server *s, struct conf *conf, struct buf *err);
 
 /*
+ * What server_start() would refuse in conf, short of binding sockets,
+ * loading state and dropping privileges: the rules (file:line), the outputs,
+ * every executor opened and closed again as start-up opens it, the routes,
+ * rule actions routing to executors that do not exist, the inputs'
+ * addresses and socket paths.  `corrald -t` and `corral check-config` run
+ * it; reload runs the same steps.  Returns 0 (with the number of rules in
+ * *nrules), or -1 with every "file:line: message" line found in err.
+ */
+int server_check(const struct conf *conf, size_t *nrules, struct buf *err);
+
+/*
  * One message from an input: raw bytes of one syslog message without framing
  * (no trailing newline).  peer is the sender's address as text, or NULL.
  */

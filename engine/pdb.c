@@ -115,6 +115,7 @@ pdb_rule_free(struct pdb_rule *r)
     free(r->class);
     free(r->provider);
     free(r->description);
+    free(r->program);
     pdb_synth_free(&r->msg);
     template_free(r->context_id);
     for (i = 0; i < r->nactions; i++) pdb_action_free(&r->actions[i]);
@@ -718,4 +719,34 @@ pdb_dump(const struct pdb *db, FILE *out, const char *program)
         fprintf(out, "\n# rules for program pattern '%s'\n", db->progs[i]->pattern);
         radix_dump(db->progs[i]->rules, out, rule_name);
     }
+}
+
+/* True when m's value h is not already text. */
+static bool
+differs(const struct msg *m, nv_handle h, const char *text)
+{
+    size_t n;
+    const char *v = msg_get(m, h, &n);
+
+    return n != strlen(text) || (n && memcmp(v, text, n) != 0);
+}
+
+struct msg *
+pdb_action_alert(const struct pdb_action *a, const struct msg *m)
+{
+    const struct pdb_rule *r = a ? a->rule : NULL;
+    const char *class, *program;
+    struct msg *copy;
+
+    if (!r) return NULL;
+    class = r->class ? r->class : "system";
+    program = r->program ? r->program : "";
+    if (!differs(m, NV_RULE_ID, r->id) && !differs(m, NV_CLASS, class) &&
+        (!r->program || !differs(m, NV_PROGRAM, program)))
+        return NULL;
+    copy = msg_clone(m);
+    msg_set(copy, NV_RULE_ID, r->id, strlen(r->id));
+    msg_set(copy, NV_CLASS, class, strlen(class));
+    if (r->program) msg_set(copy, NV_PROGRAM, program, strlen(program));
+    return copy;
 }

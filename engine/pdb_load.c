@@ -550,6 +550,7 @@ load_rule(struct loader *ld, struct ruleset *rs, const xmlNode *n)
 {
     struct pdb_rule *rule = xcalloc(1, sizeof(*rule));
     char *v, tagname[32];
+    size_t i;
 
     rule->file = ld->file;
     rule->line = (int)xmlGetLineNo(n);
@@ -579,6 +580,8 @@ load_rule(struct loader *ld, struct ruleset *rs, const xmlNode *n)
     ld->rules = xgrow(ld->rules, &ld->caprules, ld->nrules + 1, sizeof(*ld->rules));
     ld->rules[ld->nrules++] = rule;
     load_rule_children(ld, rs, rule, n);
+    /* the actions array is final now: each may point back at its rule */
+    for (i = 0; i < rule->nactions; i++) rule->actions[i].rule = rule;
 }
 
 /* Children of <ruleset> and of its transparent wrappers (<patterns>, <urls>). */
@@ -662,9 +665,11 @@ commit(struct loader *ld)
         struct ruleset *rs = &ld->rulesets[i];
         struct pdb_program *prog = resolve_program(ld, rs);
         if (!prog) continue;
-        for (j = 0; j < rs->npatterns; j++)
-            pdb_add_pattern(ld->db, prog, rs->patterns[j].rule, rs->patterns[j].text,
-                            rs->patterns[j].line);
+        for (j = 0; j < rs->npatterns; j++) {
+            struct pdb_rule *rule = rs->patterns[j].rule;
+            if (!rule->program && rs->nprograms) rule->program = xstrdup(rs->programs[0]);
+            pdb_add_pattern(ld->db, prog, rule, rs->patterns[j].text, rs->patterns[j].line);
+        }
     }
     for (i = 0; i < ld->nexamples; i++) pdb_add_example(ld->db, ld->examples[i]);
     ld->nexamples = 0;

@@ -7,6 +7,7 @@
 
 #include "tools/cmd.h"
 #include "agent/conf.h"
+#include "agent/server.h"
 #include "engine/durable.h"
 #include "engine/pdb.h"
 
@@ -237,7 +238,10 @@ cmd_check_config(int argc, char **argv)
         buf_free(&err);
         return 1;
     }
-    if (conf_check_rules(c, &rules) < 0) rc = 1;
+    if (server_check(c, &rules, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        rc = 1;
+    }
     if (!rc)
         printf("%s: OK (%zu input%s, %zu output%s, %zu rule%s)\n", argv[1], c->ninputs,
                c->ninputs == 1 ? "" : "s", c->noutputs, c->noutputs == 1 ? "" : "s", rules,

@@ -151,7 +151,13 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 
     (void)kind;
     if (!mt->failed && emit(mt, m) < 0) mt->failed = true;
-    if (mt->dry && !mt->failed) route_message(mt->dry->routes, m, action, render_to, &r);
+    if (mt->dry && !mt->failed) {
+        /* what corrald's executors would get: the generating rule's id, class and program */
+        struct msg *alert = pdb_action_alert(action, m);
+        if (alert) r.m = alert;
+        route_message(mt->dry->routes, r.m, action, render_to, &r);
+        if (alert) msg_unref(alert);
+    }
 }
 
 /* Closes what dryrun_open opened, also when it failed half way. */

@@ -36,16 +36,19 @@ cat > "$WORK/corrald.conf" <<XML
   <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <silence host="web1" after="1s"/>
   <executors spool="$WORK/spool">
-    <snmp name="nms" target="udp:127.0.0.1:$trap_port" inform="yes" timeout="2s" retries="0"
+    <snmp name="nms" target="udp:127.0.0.1:$trap_port" inform="yes" timeout="15s" retries="0"
           community-file="$WORK/community" backoff="500ms" max-backoff="1s" attempts="50"
           alert-id="silence/\${HOST}" severity="major"/>
     <snmp name="nms-v3" target="127.0.0.1:$trap_port" version="3" user="corral"
           auth-protocol="SHA-256" auth-password-file="$WORK/auth" priv-password-env="SNMP_E2E_PRIV"
           engine-id="$engine" alert-id="silence/\${HOST}" severity="clear"/>
+    <snmp name="nms-rules" target="udp:127.0.0.1:$trap_port" community-file="$WORK/community"
+          severity="major"/>
   </executors>
   <routes>
     <route tag="corral.alert" to="nms"/>
     <route tag="corral.clear" to="nms-v3"/>
+    <route tag="test.session" to="nms-rules"/>
   </routes>
 </corrald>
 XML
@@ -77,7 +80,8 @@ start_corrald corrald "$WORK/corrald.conf"
 
 now() { date '+%b %e %H:%M:%S'; }
 send_udp "$(input_port udp)" "$(now) web1 app: hello"
-# the silence report comes after 1 s; its inform times out after 2 s
+# the silence report comes after 1 s; its inform times out after 15 s (snmptrapd
+# answers an inform only once snmptt has run, which a loaded machine makes slow)
 wait_log 'alert silence/web1 attempt 1 failed' || fail "the first inform did not fail while nobody listened"
 
 touch "$WORK/trapd.go"
@@ -136,12 +140,39 @@ assert "silence.state=down" in a.values() and "silence.state=up" in c.values(), 
 PY
 echo "ok: alert (v2c inform, after a retry) and clear (v3 trap) arrived with the same alert id"
 
+# An alert a rule generates (the session's close, its message built from the
+# context, as syslog-ng builds it: no rule id of its own) reaches the NMS
+# with the rule id, class and program of the rule whose action made it.
+send_udp "$(input_port udp)" "$(now) db2 sshd[42]: Accepted password for alice from 192.0.2.5 port 5000 ssh2" \
+    "$(now) db2 sshd[42]: pam_unix(sshd:session): session closed for user alice"
+wait_grep "$WORK/trapd.log" "session of alice from 192.0.2.5 closed" || fail "the rule's alert never arrived"
+wait_until settled || fail "notifications still on their way"
+python3 - "$WORK/trapd.log" <<'PY' || fail "the rule's alert lacks its rule's fields"
+import sys
+B = ".1.3.6.1.4.1.32473"
+for chunk in open(sys.argv[1]).read().split("BEGIN ")[1:]:
+    body = chunk.partition("\n")[2].split("\nEND\n")[0]
+    v = dict((vb.partition(" ")[0], vb.partition(" ")[2].strip('"')) for vb in body.split("\t"))
+    if v.get(B + ".1.1.0") == "session of alice from 192.0.2.5 closed":
+        break
+else:
+    sys.exit("no trap for the session")
+want = {".1.2.0": "db2", ".1.3.0": "sshd", ".1.4.0": "system", ".1.5.0": "test.ssh.close",
+        ".1.6.0": "ssh-session", ".1.7.0": "test.ssh.close/db2/ssh-session", ".1.8.0": "5"}
+for k, w in want.items():
+    assert v[B + k] == w, (k, v[B + k], w, v)
+PY
+echo "ok: a rule's alert carries its rule id, class and program"
+
 if [ -n "$tt_conf" ]; then
     wait_grep "$WORK/snmptt.log" "corral clear" || fail "snmptt logged no clear: $(cat "$WORK/snmptt.log" 2>/dev/null)"
     grep -q 'Major "Status Events" .* corral alert silence/web1 (major) on web1: web1 has been silent' \
         "$WORK/snmptt.log" || fail "snmptt: $(cat "$WORK/snmptt.log")"
     grep -q 'Normal "Status Events" .* corral clear silence/web1 on web1: web1 is sending again' \
         "$WORK/snmptt.log" || fail "snmptt: $(cat "$WORK/snmptt.log")"
+    wait_grep "$WORK/snmptt.log" "corral alert test.ssh.close" || fail "snmptt logged no rule alert"
+    grep -qF 'corral alert test.ssh.close/db2/ssh-session (major) on db2: session of alice from 192.0.2.5 closed [rule test.ssh.close, class system, program sshd, context ssh-session]' \
+        "$WORK/snmptt.log" || fail "snmptt: the rule alert's fields: $(cat "$WORK/snmptt.log")"
     grep -E -q '\((critical|minor|warning|info)\)' "$WORK/snmptt.log" &&
         fail "snmptt matched the events of other severities: $(cat "$WORK/snmptt.log")"
     echo "ok: snmptt formats both with contrib/mibs/corral.snmptt"
