@@ -278,6 +278,47 @@ START_TEST(test_action_routes)
 }
 END_TEST
 
+/* A rule action routing to an executor the configuration lacks is named with its file:line. */
+START_TEST(test_check_actions)
+{
+    static const char xml[] =
+        "<patterndb version=\"4\" pub_date=\"2024-01-01\">\n"
+        "<ruleset name=\"r\" id=\"r\"><pattern>p</pattern><rules>\n"
+        "<rule provider=\"t\" id=\"good\" class=\"system\"><patterns><pattern>a</pattern>"
+        "</patterns><actions>\n"
+        "<action route=\"a,b\"><message><values><value name=\"MESSAGE\">x</value></values>"
+        "</message></action></actions></rule>\n"
+        "<rule provider=\"t\" id=\"bad\" class=\"system\"><patterns><pattern>b</pattern>"
+        "</patterns><actions>\n"
+        "<action route=\"c,ops\"><message><values><value name=\"MESSAGE\">y</value></values>"
+        "</message></action></actions></rule>\n"
+        "</rules></ruleset></patterndb>\n";
+    struct conf *c = load("");
+    struct route_table *r = table(c);
+    struct pdb *db = pdb_new();
+    struct buf err = BUF_INIT;
+
+    ck_assert_int_eq(pdb_load_memory(db, "mem.xml", xml, sizeof(xml) - 1), 0);
+    ck_assert_int_eq(route_check_actions(r, db, &err), -1);
+    ck_assert_str_eq(buf_str(&err), "mem.xml:6: rule bad: action routes to executor 'ops', which "
+                                    "the configuration does not define\n");
+    /* every action's routes resolve once "ops" is the fifth executor */
+    buf_reset(&err);
+    route_free(r);
+    {
+        static const char *const five[] = {"a", "b", "c", "d", "ops"};
+        r = route_new(c, five, 5, &err);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_int_eq(route_check_actions(r, db, &err), 0);
+        ck_assert_uint_eq(err.len, 0);
+    }
+    pdb_free(db);
+    route_free(r);
+    buf_free(&err);
+    conf_free(c);
+}
+END_TEST
+
 START_TEST(test_unknown_executor)
 {
     struct conf *c = load("<route class=\"x\" to=\"a\"/>\n<route to=\"b,d\"/>");
@@ -368,6 +409,7 @@ route_suite(void)
     tcase_add_test(tc, test_continue);
     tcase_add_test(tc, test_messages);
     tcase_add_test(tc, test_action_routes);
+    tcase_add_test(tc, test_check_actions);
     tcase_add_test(tc, test_unknown_executor);
     tcase_add_test(tc, test_unknown_executor_in_file);
     tcase_add_test(tc, test_bad_filter);
