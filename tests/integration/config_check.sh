@@ -68,6 +68,10 @@ EOF
 bad nodir 'CONF:2' "no directory $WORK/none" <<EOF
 $R<outputs><file path="$WORK/none/out.json"/></outputs>
 EOF
+deep=$(python3 -c 'print("(" * 100 + "\"${HOST}\" eq \"a\"" + ")" * 100)')
+bad deepfilter 'CONF:2' 'bad route filter' <<EOF
+$R<executors><exec name="x" program="/bin/true"/></executors><routes><route to="x" filter='$deep'/></routes>
+EOF
 bad route 'RULES:8' "rule routed.hello: action routes to executor 'ops', which the configuration does not define" <<EOF
 <rules path="$WORK/routed"/><executors><exec name="x" program="/bin/true"/></executors>
 EOF
