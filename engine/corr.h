@@ -69,9 +69,9 @@ struct corr_stats {
  */
 struct corr_rule_stats {
     const char *rule_id;
-    size_t contexts, bytes; /* open contexts the rule created, and their memory */
-    uint64_t refused;       /* contexts not created */
-    uint64_t dropped;       /* messages dropped from its contexts or not kept (all limits) */
+    uint64_t contexts, bytes; /* open contexts the rule created, and their memory */
+    uint64_t refused;         /* contexts not created */
+    uint64_t dropped;         /* messages dropped from its contexts or not kept (all limits) */
 };
 
 struct corr *corr_new(struct pdb *db, const struct corr_opts *opts);

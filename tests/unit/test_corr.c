@@ -813,8 +813,8 @@ collect_rule(const struct corr_rule_stats *rs, void *arg)
     struct rule_seen *s = arg;
     size_t len = strlen(s->text);
 
-    snprintf(s->text + len, sizeof(s->text) - len, "%s:%zu/%llu ", rs->rule_id, rs->contexts,
-             (unsigned long long)rs->refused);
+    snprintf(s->text + len, sizeof(s->text) - len, "%s:%llu/%llu ", rs->rule_id,
+             (unsigned long long)rs->contexts, (unsigned long long)rs->refused);
 }
 
 static const char *
