@@ -109,6 +109,7 @@ struct corr {
 
     struct hash_table rates;
     struct tw *bucket_wheel;
+    uint64_t buckets_refused; /* action runs suppressed for want of a bucket */
 
     /* by rule index; the sums of the guarantees each rule has not used yet */
     struct share *shares;
@@ -234,18 +235,14 @@ shares_init(struct corr *c, struct pdb *db, const struct pdb *olddb, const struc
     c->reserved_bytes = owners * c->share_bytes;
 }
 
-/* The share of a rule of the current database (one loaded late gets its shares then). */
+static void reshare(struct corr *c, struct pdb *db);
+
+/* The share of a rule of the current database. */
 static struct share *
 share_of(struct corr *c, const struct pdb_rule *r)
 {
-    if (r->index >= c->nshares) {
-        /* rules added to the database after corr_new(), before any context: start over */
-        struct share *old = c->shares;
-        size_t nold = c->nshares, i;
-        shares_init(c, c->db, c->db, old, nold);
-        for (i = 0; i < nold; i++) share_use(c, &c->shares[i], old[i].contexts, old[i].bytes);
-        free(old);
-    }
+    /* rules loaded into the database after corr_new(): shares for them too */
+    if (r->index >= c->nshares) reshare(c, c->db);
     return &c->shares[r->index];
 }
 
@@ -804,7 +801,8 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
     }
     if (!n) {
         if (c->rates.count >= c->opts.max_rate_buckets) {
-            if (c->stats.rate_limited++ % 10000 == 0)
+            c->stats.rate_limited++;
+            if (c->buckets_refused++ % 10000 == 0)
                 logf_(c,
                       "rule %s: rate limit buckets full (max-rate-buckets %zu): action runs "
                       "suppressed until buckets free up",
