@@ -751,9 +751,9 @@ ctx_env(struct corr *c, struct ctx *x, struct msg *extra)
 
 /*
  * A bucket is due when full again, S seconds after its last refill: then it
- * is what a new bucket would be, and is freed.  One second more, as an action
- * of a context not yet expired may still run at a time up to a second before
- * the wheel's (see advance()).
+ * is what a new bucket would be, and is freed.  One second more, as the
+ * timeout actions of a context not yet fired run at its target (action_now()),
+ * which may lie up to a second before the wheel's time.
  */
 static void
 bucket_arm(struct corr *c, struct bucket *b)
