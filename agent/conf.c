@@ -620,6 +620,14 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->max_contexts = number_attr(r, n, "max-contexts", c->max_contexts, false);
             c->max_context_messages =
                 number_attr(r, n, "max-context-messages", c->max_context_messages, false);
+            c->context_share = number_attr(r, n, "context-share", c->context_share, false);
+            c->max_context_bytes =
+                number_attr(r, n, "max-context-bytes", c->max_context_bytes, true);
+            c->max_context_memory =
+                number_attr(r, n, "max-context-memory", c->max_context_memory, true);
+            c->max_rate_buckets = number_attr(r, n, "max-rate-buckets", c->max_rate_buckets, false);
+            if (c->context_share > (c->max_contexts ? c->max_contexts : 1000000))
+                error(r, n, "context-share must not exceed max-contexts");
             if (c->max_message_size < 64 || c->max_message_size > 256u * 1024 * 1024)
                 error(r, n, "max-message-size must lie between 64 bytes and 256M");
         } else if (is(n, "inputs")) {

@@ -572,6 +572,10 @@ start_corr(struct server *s, const struct conf *conf)
     copts.arg = s;
     copts.max_contexts = conf->max_contexts;
     copts.max_context_msgs = conf->max_context_messages;
+    copts.context_share = conf->context_share;
+    copts.max_context_bytes = conf->max_context_bytes;
+    copts.max_context_memory = conf->max_context_memory;
+    copts.max_rate_buckets = conf->max_rate_buckets;
     s->corr = corr_new(s->db, &copts);
     if (!conf->state_file) return;
     loaded = corr_load(s->corr, conf->state_file, &dropped);
@@ -800,6 +804,30 @@ metric_type(const char *name)
     return strstr(name, "_total") ? "counter" : "gauge";
 }
 
+/* Per rule that opens contexts: at most one series per rule and metric. */
+struct rule_metric {
+    struct buf *out;
+    const char *name;
+    size_t field;
+};
+
+static void
+rule_sample(const struct corr_rule_stats *rs, void *arg)
+{
+    const struct rule_metric *rm = arg;
+
+    sample(rm->out, rm->name, "rule", rs->rule_id, rs, rm->field);
+}
+
+static void
+rule_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
+{
+    struct rule_metric rm = {out, name, field};
+
+    metric(out, name, help, metric_type(name));
+    corr_foreach_rule(s->corr, rule_sample, &rm);
+}
+
 static void
 input_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
 {
@@ -865,11 +893,15 @@ server_metrics(struct server *s, struct buf *out)
     SIMPLE("corral_contexts_expired_total", "counter", "Correlation contexts that timed out.",
            cs.contexts_expired);
     SIMPLE("corral_context_bytes", "gauge", "Memory held by open contexts.", cs.context_bytes);
+    SIMPLE("corral_rate_buckets", "gauge", "Rate-limit buckets held (rate= of rule actions).",
+           cs.rate_buckets);
     metric(out, "corral_dropped_total", "Things dropped, by reason.", "counter");
     buf_printf(out, "corral_dropped_total{reason=\"context_limit\"} %llu\n",
                (unsigned long long)cs.contexts_refused);
     buf_printf(out, "corral_dropped_total{reason=\"context_full\"} %llu\n",
                (unsigned long long)cs.messages_dropped);
+    buf_printf(out, "corral_dropped_total{reason=\"context_bytes\"} %llu\n",
+               (unsigned long long)cs.bytes_dropped);
     buf_printf(out, "corral_dropped_total{reason=\"rate_limit\"} %llu\n",
                (unsigned long long)cs.rate_limited);
     buf_printf(out, "corral_dropped_total{reason=\"value_truncated\"} %llu\n",
@@ -903,6 +935,14 @@ server_metrics(struct server *s, struct buf *out)
         SIMPLE("corral_dns_entries", "gauge", "Names and failures cached now.", ds.entries);
     }
 #undef SIMPLE
+    rule_metric(out, s, "corral_rule_contexts_open", "Open contexts a rule created.",
+                offsetof(struct corr_rule_stats, contexts));
+    rule_metric(out, s, "corral_rule_contexts_refused_total",
+                "Contexts of a rule not created: limits or its share of them.",
+                offsetof(struct corr_rule_stats, refused));
+    rule_metric(out, s, "corral_rule_context_messages_dropped_total",
+                "Messages dropped from a rule's contexts or not kept in them: limits.",
+                offsetof(struct corr_rule_stats, dropped));
     input_metric(out, s, "corral_input_messages_total", "Messages received, per input.",
                  offsetof(struct input_stats, received));
     input_metric(out, s, "corral_input_bytes_total", "Bytes received, per input.",

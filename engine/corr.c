@@ -12,6 +12,15 @@
  * timers are embedded in them (timerwheel.c).  A context stores compact
  * copies of its messages.
  *
+ * Limits (corral's own, against floods): the number of contexts, messages
+ * and bytes per context (the oldest messages go), and bytes of all contexts.
+ * The global limits are shared fairly: each rule that opens contexts is
+ * guaranteed a share, and beyond it may only use what the unused shares of
+ * the other rules leave free (may_open(), fits()), so that a flood matching
+ * one rule cannot keep another from correlating.  Rate-limit buckets are
+ * freed once full again (they then mean nothing), from a timer wheel of
+ * their own.
+ *
  * tests/compat/corr_diff.py compares this engine with syslog-ng 3.38's
  * pdbtool on random scenarios.  Behaviours of 3.38 kept on purpose, as they
  * are deterministic: contexts due in the same second fire in the order they
@@ -65,17 +74,27 @@ struct ctx {
     struct msg **msgs;
     size_t nmsgs, capmsgs;
     const struct pdb_rule *rule; /* the last rule that matched: its timeout actions run */
+    struct share *share;         /* the rule that opened it, whose share it counts in */
     uint64_t target; /* last moment the context is alive (ms); the timer fires just after */
     size_t bytes;
 };
 
+/* The contexts a rule opened, against its share of the limits (see may_open()). */
+struct share {
+    const struct pdb_rule *rule;
+    bool opens; /* the rule has a context-id or a create-context: it has a share */
+    size_t contexts, bytes;
+    uint64_t refused, dropped; /* kept across reloads, by rule id */
+};
+
 /* rate="N/S" state for one (rule, action, scope fields) */
 struct bucket {
+    struct tw_timer timer; /* first member; in corr.bucket_wheel, due when full again */
     struct hash_node node; /* in corr.rates */
     char *key;
     size_t keylen;
     uint64_t last_check; /* seconds */
-    uint32_t tokens;
+    uint32_t tokens, span;
 };
 
 struct corr {
@@ -89,6 +108,14 @@ struct corr {
     size_t ndetached;
 
     struct hash_table rates;
+    struct tw *bucket_wheel;
+    uint64_t buckets_refused; /* action runs suppressed for want of a bucket */
+
+    /* by rule index; the sums of the guarantees each rule has not used yet */
+    struct share *shares;
+    size_t nshares;
+    size_t share_contexts, share_bytes; /* guaranteed to each rule that opens contexts */
+    size_t reserved_contexts, reserved_bytes;
 
     /*
      * While a timeout action runs: the expiring context's target.  syslog-ng
@@ -141,6 +168,116 @@ logf_(struct corr *c, const char *fmt, ...)
     buf_free(&b);
 }
 
+/* ---- shares of the limits ---- */
+
+static bool
+opens_contexts(const struct pdb_rule *r)
+{
+    size_t i;
+
+    if (r->context_id) return true;
+    for (i = 0; i < r->nactions; i++)
+        if (r->actions[i].kind == PDB_ACTION_CREATE_CONTEXT) return true;
+    return false;
+}
+
+static size_t
+unused(size_t guarantee, size_t used)
+{
+    return used < guarantee ? guarantee - used : 0;
+}
+
+/* Sets a rule's usage, keeping the sums of unused guarantees. */
+static void
+share_use(struct corr *c, struct share *s, size_t contexts, size_t bytes)
+{
+    size_t gc = s->opens ? c->share_contexts : 0, gb = s->opens ? c->share_bytes : 0;
+
+    /* unsigned arithmetic wraps back: the sums never go below zero */
+    c->reserved_contexts += unused(gc, contexts) - unused(gc, s->contexts);
+    c->reserved_bytes += unused(gb, bytes) - unused(gb, s->bytes);
+    s->contexts = contexts;
+    s->bytes = bytes;
+}
+
+/*
+ * The shares for db, every rule's usage zero; counters carried over from
+ * the old shares (of olddb) by rule id.  Open contexts are counted in again
+ * by the caller (share_use()).
+ */
+static void
+shares_init(struct corr *c, struct pdb *db, const struct pdb *olddb, const struct share *old,
+            size_t nold)
+{
+    size_t i, owners = 0, n = pdb_nrules(db);
+
+    c->shares = xcalloc(n + 1, sizeof(*c->shares));
+    c->nshares = n;
+    for (i = 0; i < n; i++) {
+        struct share *s = &c->shares[i];
+        const struct pdb_rule *o;
+        s->rule = pdb_rule_at(db, i);
+        s->opens = opens_contexts(s->rule);
+        owners += s->opens;
+        if (old && (o = pdb_rule_by_id((struct pdb *)olddb, s->rule->id)) && o->index < nold) {
+            s->refused = old[o->index].refused;
+            s->dropped = old[o->index].dropped;
+        }
+    }
+    c->share_contexts = c->opts.context_share ? c->opts.context_share
+                                              : c->opts.max_contexts / (owners ? owners : 1);
+    if (!c->share_contexts) c->share_contexts = 1;
+    if (c->share_contexts > c->opts.max_contexts) c->share_contexts = c->opts.max_contexts;
+    /* the same fraction of the memory */
+    c->share_bytes = (size_t)((double)c->opts.max_context_memory * (double)c->share_contexts /
+                              (double)c->opts.max_contexts);
+    c->reserved_contexts = owners * c->share_contexts;
+    c->reserved_bytes = owners * c->share_bytes;
+}
+
+static void reshare(struct corr *c, struct pdb *db);
+
+/* The share of a rule of the current database. */
+static struct share *
+share_of(struct corr *c, const struct pdb_rule *r)
+{
+    /* rules loaded into the database after corr_new(): shares for them too */
+    if (r->index >= c->nshares) reshare(c, c->db);
+    return &c->shares[r->index];
+}
+
+/*
+ * Whether rule s may open a context now.  Beyond its guaranteed share, a
+ * rule leaves the unused shares of the others free: a flood matching one
+ * rule fills its share and what nobody reserves, never another rule's.
+ */
+static bool
+may_open(const struct corr *c, const struct share *s)
+{
+    size_t open = c->contexts.count + c->ndetached, mem = c->stats.context_bytes;
+    size_t gc = s->opens ? c->share_contexts : 0, gb = s->opens ? c->share_bytes : 0;
+
+    if (open >= c->opts.max_contexts || mem >= c->opts.max_context_memory) return false;
+    /* over its share, s reserves nothing itself: the sums are the others' */
+    if (s->contexts >= gc && open + c->reserved_contexts >= c->opts.max_contexts) return false;
+    if (s->bytes >= gb && mem + c->reserved_bytes >= c->opts.max_context_memory) return false;
+    return true;
+}
+
+static void
+refuse(struct corr *c, struct share *s)
+{
+    c->stats.contexts_refused++;
+    if (s->refused++ % 10000 == 0)
+        logf_(c,
+              "rule %s: correlation context not created: %zu open (max-contexts %zu), %zu of "
+              "them the rule's (share %zu), %zu bytes (max-context-memory %zu); %llu refused "
+              "for this rule so far",
+              s->rule->id, c->contexts.count + c->ndetached, c->opts.max_contexts, s->contexts,
+              c->share_contexts, (size_t)c->stats.context_bytes, c->opts.max_context_memory,
+              (unsigned long long)s->refused);
+}
+
 struct corr *
 corr_new(struct pdb *db, const struct corr_opts *opts)
 {
@@ -151,10 +288,14 @@ corr_new(struct pdb *db, const struct corr_opts *opts)
     if (!c->opts.max_contexts) c->opts.max_contexts = 1000000;
     if (!c->opts.max_context_msgs) c->opts.max_context_msgs = 10000;
     if (!c->opts.max_rate_buckets) c->opts.max_rate_buckets = 1000000;
+    if (!c->opts.max_context_bytes) c->opts.max_context_bytes = (size_t)4 << 20;
+    if (!c->opts.max_context_memory) c->opts.max_context_memory = (size_t)1 << 30;
     c->last_tick = clock_now(c);
     c->wheel = tw_new(0);
+    c->bucket_wheel = tw_new(0);
     hash_table_init(&c->contexts, 1024);
     hash_table_init(&c->rates, 256);
+    shares_init(c, db, NULL, NULL, 0);
     return c;
 }
 
@@ -194,6 +335,8 @@ corr_free(struct corr *c)
     }
     hash_table_free(&c->rates);
     tw_free(c->wheel);
+    tw_free(c->bucket_wheel);
+    free(c->shares);
     free(c->env);
     buf_free(&c->id);
     buf_free(&c->key);
@@ -212,6 +355,26 @@ corr_stats(const struct corr *c, struct corr_stats *out)
 {
     *out = c->stats;
     out->contexts_open = c->contexts.count + c->ndetached;
+    out->rate_buckets = c->rates.count;
+}
+
+void
+corr_foreach_rule(const struct corr *c, void (*fn)(const struct corr_rule_stats *, void *),
+                  void *arg)
+{
+    struct corr_rule_stats rs;
+    size_t i;
+
+    for (i = 0; i < c->nshares; i++) {
+        const struct share *s = &c->shares[i];
+        if (!s->opens && !s->contexts && !s->refused && !s->dropped) continue;
+        rs.rule_id = s->rule->id;
+        rs.contexts = s->contexts;
+        rs.bytes = s->bytes;
+        rs.refused = s->refused;
+        rs.dropped = s->dropped;
+        fn(&rs, arg);
+    }
 }
 
 /* ---- context keys ---- */
@@ -353,20 +516,44 @@ ctx_destroy(struct corr *c, struct ctx *x)
     }
     tw_cancel(c->wheel, &x->timer);
     c->stats.context_bytes -= x->bytes;
+    if (x->share) share_use(c, x->share, x->share->contexts - 1, x->share->bytes - x->bytes);
     ctx_free(x);
 }
 
-/* A new context, in neither the table nor the detached list; NULL at the limit. */
-static struct ctx *
-ctx_alloc(struct corr *c, const struct key *k, uint64_t h)
+/* Counts a context (its bytes counted already) in its rule's share. */
+static void
+ctx_own(struct corr *c, struct ctx *x, struct share *s)
 {
+    x->share = s;
+    share_use(c, s, s->contexts + 1, s->bytes + x->bytes);
+}
+
+static void
+ctx_grow(struct corr *c, struct ctx *x, size_t n)
+{
+    x->bytes += n;
+    c->stats.context_bytes += n;
+    share_use(c, x->share, x->share->contexts, x->share->bytes + n);
+}
+
+static void
+ctx_shrink(struct corr *c, struct ctx *x, size_t n)
+{
+    x->bytes -= n;
+    c->stats.context_bytes -= n;
+    share_use(c, x->share, x->share->contexts, x->share->bytes - n);
+}
+
+/* A new context of rule r, in neither the table nor the detached list; NULL at the limits. */
+static struct ctx *
+ctx_alloc(struct corr *c, const struct key *k, uint64_t h, const struct pdb_rule *r)
+{
+    struct share *s = share_of(c, r);
     struct ctx *x;
     char *p;
 
-    if (c->contexts.count + c->ndetached >= c->opts.max_contexts) {
-        if (c->stats.contexts_refused++ == 0 || c->stats.contexts_refused % 10000 == 0)
-            logf_(c, "correlation context limit (%zu) reached: %llu contexts not created so far",
-                  c->opts.max_contexts, (unsigned long long)c->stats.contexts_refused);
+    if (!may_open(c, s)) {
+        refuse(c, s);
         return NULL;
     }
     x = xcalloc(1, sizeof(*x));
@@ -388,13 +575,14 @@ ctx_alloc(struct corr *c, const struct key *k, uint64_t h)
     x->bytes = sizeof(*x) + k->hostlen + k->proglen + k->pidlen + k->idlen + 1;
     c->stats.contexts_created++;
     c->stats.context_bytes += x->bytes;
+    ctx_own(c, x, s);
     return x;
 }
 
 static struct ctx *
-ctx_create(struct corr *c, const struct key *k, uint64_t h)
+ctx_create(struct corr *c, const struct key *k, uint64_t h, const struct pdb_rule *r)
 {
-    struct ctx *x = ctx_alloc(c, k, h);
+    struct ctx *x = ctx_alloc(c, k, h, r);
 
     if (x) table_insert(c, x);
     return x;
@@ -451,20 +639,79 @@ ctx_push(struct ctx *x, struct msg *m)
     return (x->capmsgs - before) * sizeof(*x->base);
 }
 
+/*
+ * Whether all contexts may hold size more bytes in x once freed bytes of x's
+ * messages are gone: within max_context_memory, and, beyond the rule's
+ * share, within what the other rules' unused shares leave.
+ */
+static bool
+memory_fits(const struct corr *c, const struct ctx *x, size_t freed, size_t size)
+{
+    const struct share *s = x->share;
+    size_t gb = s->opens ? c->share_bytes : 0;
+    size_t mem = c->stats.context_bytes - freed + size;
+    size_t others = c->reserved_bytes - unused(gb, s->bytes);
+
+    if (mem > c->opts.max_context_memory) return false;
+    return s->bytes - freed + size <= gb || mem + others <= c->opts.max_context_memory;
+}
+
+static bool
+fits(const struct corr *c, const struct ctx *x, size_t size)
+{
+    return x->bytes + size <= c->opts.max_context_bytes && memory_fits(c, x, 0, size);
+}
+
+static void
+drop_for_bytes(struct corr *c, struct ctx *x)
+{
+    c->stats.bytes_dropped++;
+    if (x->share->dropped++ % 10000 == 0)
+        logf_(c,
+              "rule %s: messages dropped from correlation contexts: %zu bytes in this context "
+              "(max-context-bytes %zu), %llu in all (max-context-memory %zu, the rule's share "
+              "%zu); %llu dropped from this rule's contexts so far",
+              x->share->rule->id, x->bytes, c->opts.max_context_bytes,
+              (unsigned long long)c->stats.context_bytes, c->opts.max_context_memory,
+              c->share_bytes, (unsigned long long)x->share->dropped);
+}
+
+/*
+ * Keeps m (owned) in x.  The window slides: the oldest messages go while
+ * the context is over max_context_msgs or its memory limits, so that it
+ * keeps the newest (back-references count from the end).  A message larger
+ * than max_context_bytes on its own is kept alone.  When all contexts are
+ * out of memory for this rule even with x emptied, m is not kept: the
+ * context stays as it was (a new context always gets its first message; it
+ * was admitted by may_open()).
+ */
 static void
 ctx_append(struct corr *c, struct ctx *x, struct msg *m)
 {
-    size_t grown;
+    size_t grown, size = msg_memory(m);
 
+    if (x->nmsgs && !fits(c, x, size)) {
+        if (!memory_fits(c, x, 0, size)) {
+            size_t all = 0, i;
+            for (i = 0; i < x->nmsgs; i++) all += msg_memory(x->msgs[i]);
+            if (!memory_fits(c, x, all, size)) {
+                drop_for_bytes(c, x);
+                msg_unref(m);
+                return;
+            }
+        }
+        while (x->nmsgs && !fits(c, x, size)) {
+            ctx_shrink(c, x, ctx_drop_oldest(x));
+            drop_for_bytes(c, x);
+        }
+    }
     if (x->nmsgs >= c->opts.max_context_msgs) {
-        size_t freed = ctx_drop_oldest(x);
-        c->stats.context_bytes -= freed;
-        x->bytes -= freed;
+        ctx_shrink(c, x, ctx_drop_oldest(x));
         c->stats.messages_dropped++;
+        x->share->dropped++;
     }
     grown = ctx_push(x, m);
-    x->bytes += msg_memory(m) + grown;
-    c->stats.context_bytes += msg_memory(m) + grown;
+    ctx_grow(c, x, size + grown);
 }
 
 /* The time actions see: the correlation time, or a firing context's target. */
@@ -502,6 +749,29 @@ ctx_env(struct corr *c, struct ctx *x, struct msg *extra)
 
 /* ---- rate limits ---- */
 
+/*
+ * A bucket is due when full again, S seconds after its last refill: then it
+ * is what a new bucket would be, and is freed.  One second more, as the
+ * timeout actions of a context not yet fired run at its target (action_now()),
+ * which may lie up to a second before the wheel's time.
+ */
+static void
+bucket_arm(struct corr *c, struct bucket *b)
+{
+    tw_arm(c->bucket_wheel, &b->timer, (b->last_check + b->span + 1) * 1000);
+}
+
+static void
+bucket_free(struct tw_timer *t, void *arg)
+{
+    struct corr *c = arg;
+    struct bucket *b = (struct bucket *)t;
+
+    hash_table_remove(&c->rates, &b->node);
+    free(b->key);
+    free(b);
+}
+
 static bool
 rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action *a,
             const struct msg *m)
@@ -532,14 +802,22 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
     if (!n) {
         if (c->rates.count >= c->opts.max_rate_buckets) {
             c->stats.rate_limited++;
+            if (c->buckets_refused++ % 10000 == 0)
+                logf_(c,
+                      "rule %s: rate limit buckets full (max-rate-buckets %zu): action runs "
+                      "suppressed until buckets free up",
+                      rule->id, c->opts.max_rate_buckets);
             return false;
         }
         b = xcalloc(1, sizeof(*b));
+        tw_timer_init(&b->timer);
         b->key = xmemdup(c->id.p, c->id.len);
         b->keylen = c->id.len;
         b->last_check = now;
         b->tokens = a->rate_n;
+        b->span = a->rate_s;
         hash_table_add(&c->rates, &b->node, h);
+        bucket_arm(c, b);
     } else {
         /*
          * syslog-ng's fixed-point refill: 8 bits of fraction, the clock moves
@@ -554,6 +832,8 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
             uint64_t t = (uint64_t)b->tokens + (uint64_t)credits;
             b->tokens = t > a->rate_n ? a->rate_n : (uint32_t)t;
             b->last_check = now;
+            b->span = a->rate_s;
+            bucket_arm(c, b);
         }
     }
     if (b->tokens) {
@@ -671,7 +951,7 @@ create_context(struct corr *c, const struct pdb_rule *rule, const struct pdb_act
     h = key_hash(&k);
     /* an old context under this key is detached: it still times out (see detach()) */
     if ((old = ctx_lookup(c, &k, h))) detach(c, old);
-    x = ctx_create(c, &k, h);
+    x = ctx_create(c, &k, h, rule);
     free(id);
     if (!x) {
         msg_unref(m);
@@ -834,7 +1114,10 @@ arm(struct corr *c, struct ctx *x, double timeout)
 static void
 advance(struct corr *c, uint64_t to)
 {
-    if (to > tw_now(c->wheel)) tw_advance(c->wheel, to, expire, c);
+    if (to > tw_now(c->wheel)) {
+        tw_advance(c->wheel, to, expire, c);
+        tw_advance(c->bucket_wheel, to, bucket_free, c);
+    }
 }
 
 void
@@ -916,7 +1199,7 @@ corr_process(struct corr *c, struct msg *m)
         key_from_msg(&k, rule->scope, m, buf_str(&c->id), c->id.len);
         h = key_hash(&k);
         x = ctx_lookup(c, &k, h);
-        if (!x) x = ctx_create(c, &k, h);
+        if (!x) x = ctx_create(c, &k, h, rule);
     }
     if (x) {
         env = ctx_env(c, x, m);
@@ -949,6 +1232,33 @@ rebind(struct corr *c, struct ctx *x, struct pdb *db)
     return false;
 }
 
+/* The context's rule share in the new database: its creator's if still there, else its last rule's.
+ */
+static void
+reshare_one(struct corr *c, struct ctx *x, struct pdb *db)
+{
+    const struct pdb_rule *r = pdb_rule_by_id(db, x->share->rule->id);
+
+    ctx_own(c, x, &c->shares[(r ? r : x->rule)->index]);
+}
+
+/* New shares for db (the number of rules that open contexts may have changed), the contexts counted
+ * in again. */
+static void
+reshare(struct corr *c, struct pdb *db)
+{
+    struct share *old = c->shares;
+    size_t nold = c->nshares, i;
+    struct hash_node *n;
+    struct ctx *x;
+
+    shares_init(c, db, c->db, old, nold);
+    for (n = hash_table_iter(&c->contexts, &i, NULL); n; n = hash_table_iter(&c->contexts, &i, n))
+        reshare_one(c, ctx_of(n), db);
+    for (x = c->detached; x; x = detached_next(x)) reshare_one(c, x, db);
+    free(old);
+}
+
 void
 corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped)
 {
@@ -970,6 +1280,7 @@ corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped)
         else
             d++;
     }
+    reshare(c, db);
     c->db = db;
     if (kept) *kept = k;
     if (dropped) *dropped = d;
@@ -1189,6 +1500,8 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
             if (x->nmsgs >= c->opts.max_context_msgs) x->bytes -= ctx_drop_oldest(x);
             ctx_push(x, m);
             x->bytes += msg_memory(m);
+            while (x->nmsgs > 1 && x->bytes > c->opts.max_context_bytes)
+                x->bytes -= ctx_drop_oldest(x);
         }
     }
     if (r.bad || r.p != r.end) goto invalid;
@@ -1205,8 +1518,8 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
             d++;
             continue;
         }
-        if (c->contexts.count + c->ndetached >= c->opts.max_contexts) {
-            c->stats.contexts_refused++;
+        if (!may_open(c, share_of(c, x->rule))) {
+            refuse(c, share_of(c, x->rule));
             ctx_free(x);
             d++;
             continue;
@@ -1214,6 +1527,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         x->bytes += x->capmsgs * sizeof(*x->base);
         c->stats.contexts_created++;
         c->stats.context_bytes += x->bytes;
+        ctx_own(c, x, share_of(c, x->rule));
         if (x->detached) {
             x->detached = false;
             detached_push(c, x);

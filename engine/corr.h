@@ -43,15 +43,35 @@ struct corr_opts {
     size_t max_contexts;     /* 0: 1,000,000 */
     size_t max_context_msgs; /* messages kept per context; 0: 10,000 (oldest dropped) */
     size_t max_rate_buckets; /* 0: 1,000,000 */
+    /*
+     * Fairness between rules: each rule that opens contexts is guaranteed
+     * context_share contexts and the same fraction of max_context_memory
+     * (0: max_contexts divided by the number of such rules).  Beyond its
+     * share a rule only gets what the unused shares of the others leave.
+     */
+    size_t context_share;
+    size_t max_context_bytes;  /* memory of one context; 0: 4 MiB (oldest messages dropped) */
+    size_t max_context_memory; /* memory of all contexts; 0: 1 GiB */
 };
 
 struct corr_stats {
     uint64_t processed, matched, unknown, generated;
     uint64_t contexts_created, contexts_expired, contexts_open;
-    uint64_t contexts_refused; /* not created: max_contexts reached */
-    uint64_t messages_dropped; /* dropped from full contexts */
+    uint64_t contexts_refused; /* not created: max_contexts, a rule's share or memory */
+    uint64_t messages_dropped; /* dropped from full contexts (max_context_msgs) */
+    uint64_t bytes_dropped;    /* messages dropped from or not kept in contexts: memory limits */
     uint64_t rate_limited;     /* action runs suppressed by rate= */
+    uint64_t rate_buckets;     /* rate= buckets held (a bucket is freed once full again) */
     uint64_t context_bytes;    /* memory held by open contexts */
+};
+
+/* Per rule that opens contexts (or did, before a reload): its contexts and what its limits refused.
+ */
+struct corr_rule_stats {
+    const char *rule_id;
+    uint64_t contexts, bytes; /* open contexts the rule created, and their memory */
+    uint64_t refused;         /* contexts not created */
+    uint64_t dropped;         /* messages dropped from its contexts or not kept (all limits) */
 };
 
 struct corr *corr_new(struct pdb *db, const struct corr_opts *opts);
@@ -76,6 +96,9 @@ void corr_expire_all(struct corr *c);
 /* The correlation time in milliseconds since the epoch. */
 uint64_t corr_now(const struct corr *c);
 void corr_stats(const struct corr *c, struct corr_stats *out);
+/* Calls fn for every rule that opens contexts, in database order (at most one per rule). */
+void corr_foreach_rule(const struct corr *c,
+                       void (*fn)(const struct corr_rule_stats *rs, void *arg), void *arg);
 
 /*
  * Switches to another pattern database (after a reload).  Open contexts are

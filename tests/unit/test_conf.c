@@ -94,9 +94,10 @@ START_TEST(test_full)
         "<control socket=\"/run/corrald.sock\"/>\n"                              /* 8 */
         "<stats listen=\"127.0.0.1:9100\"/>\n"                                   /* 9 */
         "<limits max-message-size=\"64k\" max-connections=\"50\" idle-timeout=\"250ms\" "
-        "max-contexts=\"1000\" max-context-messages=\"20\"/>\n" /* 10 */
-        "<inputs>\n"                                            /* 11 */
-        "  <udp listen=\"0.0.0.0:514\"/>\n"                     /* 12 */
+        "max-contexts=\"1000\" max-context-messages=\"20\" context-share=\"100\" "
+        "max-context-bytes=\"1M\" max-context-memory=\"64M\" max-rate-buckets=\"5000\"/>\n" /* 10 */
+        "<inputs>\n"                                                                        /* 11 */
+        "  <udp listen=\"0.0.0.0:514\"/>\n"                                                 /* 12 */
         "  <tcp listen=\"[::1]:601\" framing=\"octet-counting\" name=\"t\"/>\n"
         "  <unix-stream path=\"/run/log.sock\" mode=\"0600\" framing=\"newline\"/>\n"
         "  <unix-dgram path=\"/dev/log\"/>\n"
@@ -146,6 +147,10 @@ START_TEST(test_full)
     ck_assert(c->idle_timeout == 0.25);
     ck_assert_uint_eq(c->max_contexts, 1000);
     ck_assert_uint_eq(c->max_context_messages, 20);
+    ck_assert_uint_eq(c->context_share, 100);
+    ck_assert_uint_eq(c->max_context_bytes, 1 << 20);
+    ck_assert_uint_eq(c->max_context_memory, 64 << 20);
+    ck_assert_uint_eq(c->max_rate_buckets, 5000);
 
     ck_assert_uint_eq(c->ninputs, 7);
     in = &c->inputs[0];
@@ -340,6 +345,8 @@ START_TEST(test_errors)
     load_fails("<rules path=\"r\"/>\n<limits max-message-size=\"10\"/>\n", 4,
                "max-message-size must lie between");
     load_fails("<rules path=\"r\"/>\n<silence after=\"0\"/>\n", 4, "after= must be more than 0");
+    load_fails("<rules path=\"r\"/>\n<limits max-contexts=\"10\" context-share=\"11\"/>\n", 4,
+               "context-share must not exceed max-contexts");
     load_fails("<rules path=\"r\"/>\n<executors>\n<exec name=\"a\" program=\"/bin/true\"/>\n"
                "<exec name=\"a\" program=\"/bin/false\"/>\n</executors>\n",
                6, "a second executor named 'a' (the first is at line 5)");

@@ -75,19 +75,30 @@ load_rules(const char *rules)
     return db;
 }
 
+/* A new engine with the limits of lim (NULL: the defaults). */
+static struct corr *
+new_corr_limits(struct fixture *f, const struct corr_opts *lim)
+{
+    struct corr_opts o;
+
+    memset(&o, 0, sizeof(o));
+    if (lim) o = *lim;
+    o.emit = on_emit;
+    o.log = on_log;
+    o.clock = fake_clock;
+    o.arg = f;
+    return corr_new(f->db, &o);
+}
+
 static struct corr *
 new_corr(struct fixture *f, size_t max_contexts, size_t max_msgs)
 {
     struct corr_opts o;
 
     memset(&o, 0, sizeof(o));
-    o.emit = on_emit;
-    o.log = on_log;
-    o.clock = fake_clock;
-    o.arg = f;
     o.max_contexts = max_contexts;
     o.max_context_msgs = max_msgs;
-    return corr_new(f->db, &o);
+    return new_corr_limits(f, &o);
 }
 
 static void
@@ -790,6 +801,304 @@ START_TEST(test_rules_gone)
 }
 END_TEST
 
+/* ---- fairness between rules, memory limits, rate buckets ---- */
+
+struct rule_seen {
+    char text[512];
+};
+
+static void
+collect_rule(const struct corr_rule_stats *rs, void *arg)
+{
+    struct rule_seen *s = arg;
+    size_t len = strlen(s->text);
+
+    snprintf(s->text + len, sizeof(s->text) - len, "%s:%llu/%llu ", rs->rule_id,
+             (unsigned long long)rs->contexts, (unsigned long long)rs->refused);
+}
+
+static const char *
+rule_stats(struct fixture *f)
+{
+    static struct rule_seen s;
+
+    memset(&s, 0, sizeof(s));
+    corr_foreach_rule(f->corr, collect_rule, &s);
+    return s.text;
+}
+
+/* A session rule an attacker floods, a brute-force rule that must still alert. */
+static const char *flood_rules =
+    /* the user name is part of the context id: spoofed long names make big contexts */
+    "<rule id='session' provider='t' context-id='s${u}' context-scope='process' "
+    "context-timeout='600'>"
+    "<patterns><pattern>accepted @ANYSTRING:u@</pattern></patterns></rule>\n"
+    "<rule id='brute' provider='t' context-id='b' context-scope='host' context-timeout='60'>"
+    "<patterns><pattern>failed @ANYSTRING:u@</pattern></patterns>"
+    "<actions><action condition='\"$(context-length)\" == \"3\"'><message><values>"
+    "<value name='MESSAGE'>ALERT ${HOST}</value></values></message></action></actions></rule>\n"
+    "<rule id='plain' provider='t'><patterns><pattern>plain</pattern></patterns></rule>\n";
+
+/* brute-force attempts from host h (the context is per host) */
+static void
+attack(struct fixture *f, int sec, const char *h)
+{
+    int i;
+
+    for (i = 0; i < 3; i++) feed_full(f, sec, 0, h, "sshd", "9", "failed root");
+}
+
+/* One rule's flood fills its share and what nobody reserves, never another rule's share. */
+START_TEST(test_flood_does_not_starve)
+{
+    struct fixture f;
+    struct corr_opts lim;
+    struct corr_stats st;
+    char host[32];
+    int i;
+
+    setup(&f, flood_rules, NULL);
+    corr_free(f.corr);
+    memset(&lim, 0, sizeof(lim));
+    lim.max_contexts = 10; /* two rules open contexts: 5 each */
+    f.corr = new_corr_limits(&f, &lim);
+    for (i = 0; i < 40; i++) {
+        char pid[16];
+        snprintf(pid, sizeof(pid), "%d", i);
+        feed_full(&f, 0, 0, "spoofed", "sshd", pid, "accepted x");
+    }
+    ck_assert_str_eq(rule_stats(&f), "session:5/35 brute:0/0 ");
+    ck_assert_int_eq(f.nlog, 1); /* one line, naming the rule; the next after 10,000 more */
+    take(&f);
+    for (i = 0; i < 5; i++) {
+        snprintf(host, sizeof(host), "attacker%d", i);
+        attack(&f, 1, host);
+        snprintf(host, sizeof(host), "G ALERT attacker%d\n", i);
+        ck_assert_ptr_nonnull(strstr(take(&f), host));
+    }
+    /* the table is full now: the sixth attacker is refused, counted for its rule */
+    attack(&f, 1, "attacker5");
+    ck_assert_ptr_null(strstr(take(&f), "ALERT"));
+    ck_assert_str_eq(rule_stats(&f), "session:5/35 brute:5/3 ");
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.contexts_refused, 38);
+    ck_assert_uint_eq(st.contexts_open, 10);
+    teardown(&f);
+
+    /* a smaller configured share: a busy rule borrows what is not reserved */
+    setup(&f, flood_rules, NULL);
+    corr_free(f.corr);
+    lim.context_share = 2;
+    f.corr = new_corr_limits(&f, &lim);
+    for (i = 0; i < 40; i++) {
+        char pid[16];
+        snprintf(pid, sizeof(pid), "%d", i);
+        feed_full(&f, 0, 0, "spoofed", "sshd", pid, "accepted x");
+    }
+    ck_assert_str_eq(rule_stats(&f), "session:8/32 brute:0/0 ");
+    attack(&f, 1, "a");
+    attack(&f, 1, "b");
+    ck_assert_str_eq(rule_stats(&f), "session:8/32 brute:2/0 ");
+    /* when the flood's contexts expire, their room returns to everyone */
+    feed_full(&f, 700, 0, "h", "p", "1", "plain");
+    ck_assert_str_eq(rule_stats(&f), "session:0/32 brute:0/0 ");
+    for (i = 0; i < 7; i++) {
+        char pid[16];
+        snprintf(pid, sizeof(pid), "%d", i);
+        feed_full(&f, 700, 0, "spoofed", "sshd", pid, "accepted x");
+    }
+    ck_assert_str_eq(rule_stats(&f), "session:7/32 brute:0/0 ");
+    teardown(&f);
+}
+END_TEST
+
+/* A reload keeps the per-rule counts, and recounts the shares of the new rules. */
+START_TEST(test_shares_across_reload)
+{
+    struct fixture f;
+    struct corr_opts lim;
+    struct pdb *db2;
+    size_t kept, dropped;
+    int i;
+
+    setup(&f, flood_rules, NULL);
+    corr_free(f.corr);
+    memset(&lim, 0, sizeof(lim));
+    lim.max_contexts = 10;
+    f.corr = new_corr_limits(&f, &lim);
+    for (i = 0; i < 8; i++) {
+        char pid[16];
+        snprintf(pid, sizeof(pid), "%d", i);
+        feed_full(&f, 0, 0, "spoofed", "sshd", pid, "accepted x");
+    }
+    ck_assert_str_eq(rule_stats(&f), "session:5/3 brute:0/0 ");
+    /* brute gone: session alone shares the limit */
+    db2 = load_rules("<rule id='session' provider='t' context-id='s' context-scope='process' "
+                     "context-timeout='600'><patterns><pattern>accepted @ANYSTRING:u@</pattern>"
+                     "</patterns></rule>\n");
+    corr_set_db(f.corr, db2, &kept, &dropped);
+    ck_assert_uint_eq(kept, 5);
+    pdb_free(f.db);
+    f.db = db2;
+    for (i = 8; i < 20; i++) {
+        char pid[16];
+        snprintf(pid, sizeof(pid), "%d", i);
+        feed_full(&f, 0, 0, "spoofed", "sshd", pid, "accepted x");
+    }
+    ck_assert_str_eq(rule_stats(&f), "session:10/10 ");
+    teardown(&f);
+}
+END_TEST
+
+/* Rate-limit buckets are freed once full again; the limit on buckets recovers. */
+START_TEST(test_rate_buckets_freed)
+{
+    struct fixture f;
+    struct corr_opts lim;
+    struct corr_stats st;
+    char host[32];
+    int i;
+
+    setup(&f,
+          "<rule id='r1' provider='t'><patterns><pattern>m @NUMBER:k@</pattern></patterns>"
+          "<actions><action rate='1/5'><message inherit-properties='TRUE'><values>"
+          "<value name='MESSAGE'>g ${HOST}</value></values></message></action></actions>"
+          "</rule>\n",
+          NULL);
+    corr_free(f.corr);
+    memset(&lim, 0, sizeof(lim));
+    lim.max_rate_buckets = 3;
+    f.corr = new_corr_limits(&f, &lim);
+    for (i = 0; i < 5; i++) {
+        snprintf(host, sizeof(host), "h%d", i);
+        feed_full(&f, 0, 0, host, "p", "1", "m 1");
+    }
+    /* three buckets, the other two hosts limited */
+    ck_assert_str_eq(take(&f), "I m 1\nG g h0\nI m 1\nG g h1\nI m 1\nG g h2\nI m 1\nI m 1\n");
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.rate_buckets, 3);
+    ck_assert_uint_eq(st.rate_limited, 2);
+    ck_assert_int_eq(f.nlog, 1);
+    /* within the window the buckets hold */
+    feed_full(&f, 4, 0, "h0", "p", "1", "m 1");
+    feed_full(&f, 4, 0, "h3", "p", "1", "m 1");
+    ck_assert_str_eq(take(&f), "I m 1\nI m 1\n");
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.rate_buckets, 3);
+    /* once the window has passed they are gone, and new keys get buckets */
+    feed_full(&f, 7, 0, "h", "p", "1", "other");
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.rate_buckets, 0);
+    feed_full(&f, 7, 0, "h3", "p", "1", "m 1");
+    feed_full(&f, 7, 0, "h3", "p", "1", "m 1");
+    feed_full(&f, 7, 0, "h4", "p", "1", "m 1");
+    ck_assert_str_eq(take(&f), "I other\nI m 1\nG g h3\nI m 1\nI m 1\nG g h4\n");
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.rate_buckets, 2);
+    teardown(&f);
+}
+END_TEST
+
+/* A long value, to make messages of known weight. */
+static void
+feed_big(struct fixture *f, int sec, const char *host, const char *tag, size_t size)
+{
+    char *text = malloc(size + 64);
+
+    snprintf(text, size + 64, "%s ", tag);
+    memset(text + strlen(text), 'x', size);
+    text[strlen(tag) + 1 + size] = '\0';
+    feed_full(f, sec, 0, host, "prog", "1", text);
+    free(text);
+}
+
+/* One context's bytes: the window slides by bytes, the newest kept. */
+START_TEST(test_context_bytes)
+{
+    struct fixture f;
+    struct corr_opts lim;
+    struct corr_stats st;
+    int i;
+
+    setup(&f,
+          "<rule id='r1' provider='t' context-id='k' context-timeout='60'>"
+          "<patterns><pattern>a @NUMBER:n@ @ANYSTRING:s@</pattern></patterns>"
+          "<values><value name='len'>$(context-length) ${n}@1 ${n}@2</value>"
+          "<value name='keep'>${s}@1</value></values>" /* ${s} is kept in the context */
+          "</rule>\n",
+          "${len}");
+    corr_free(f.corr);
+    memset(&lim, 0, sizeof(lim));
+    lim.max_context_bytes = 10000;
+    f.corr = new_corr_limits(&f, &lim);
+    for (i = 1; i <= 20; i++) {
+        char tag[16];
+        snprintf(tag, sizeof(tag), "a %d", i);
+        feed_big(&f, 0, "h", tag, 2000);
+        corr_stats(f.corr, &st);
+        ck_assert_uint_le(st.context_bytes, 10000);
+    }
+    corr_stats(f.corr, &st);
+    ck_assert_uint_gt(st.context_bytes, 5000);
+    ck_assert_uint_gt(st.bytes_dropped, 10);
+    ck_assert_uint_eq(st.messages_dropped, 0);
+    /* the newest are there: back-references see 19 and 18 */
+    take(&f);
+    feed_big(&f, 0, "h", "a 21", 10);
+    ck_assert_ptr_nonnull(strstr(take(&f), " 20 19\n"));
+    /* a message larger than the limit on its own is kept alone */
+    feed_big(&f, 0, "h", "a 22", 20000);
+    feed_big(&f, 0, "h", "a 23", 10);
+    ck_assert_str_eq(take(&f), "I 6 21 20\nI 2 22 \n");
+    teardown(&f);
+}
+END_TEST
+
+/* All contexts' bytes, shared fairly: one rule's big contexts do not starve another rule. */
+START_TEST(test_context_memory_shared)
+{
+    struct fixture f;
+    struct corr_opts lim;
+    struct corr_stats st;
+    char host[32];
+    int i;
+
+    setup(&f, flood_rules, NULL);
+    corr_free(f.corr);
+    memset(&lim, 0, sizeof(lim));
+    lim.max_context_memory = 200000; /* 100,000 per rule */
+    f.corr = new_corr_limits(&f, &lim);
+    for (i = 0; i < 100; i++) {
+        char pid[16];
+        snprintf(pid, sizeof(pid), "%d", i);
+        {
+            char *text = malloc(6000);
+            memset(text, 'u', 5999);
+            text[5999] = '\0';
+            memcpy(text, "accepted ", 9);
+            feed_full(&f, 0, 0, "spoofed", "sshd", pid, text);
+            free(text);
+        }
+    }
+    corr_stats(f.corr, &st);
+    /* its share of 100,000, passed by one context (id and message: 12 KB) at most */
+    ck_assert_uint_le(st.context_bytes, 100000 + 13000);
+    ck_assert_uint_gt(st.contexts_refused, 70);
+    take(&f);
+    for (i = 0; i < 5; i++) {
+        snprintf(host, sizeof(host), "attacker%d", i);
+        attack(&f, 1, host);
+        snprintf(host, sizeof(host), "G ALERT attacker%d\n", i);
+        ck_assert_ptr_nonnull(strstr(take(&f), host));
+    }
+    /* growing contexts of a rule over its share slide instead */
+    feed_full(&f, 1, 0, "spoofed", "sshd", "0", "accepted y");
+    corr_stats(f.corr, &st);
+    ck_assert_uint_le(st.context_bytes, 200000);
+    teardown(&f);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -814,6 +1123,11 @@ main(void)
     tcase_add_test(tc, test_save_load_round_trip);
     tcase_add_test(tc, test_load_refuses_bad_files);
     tcase_add_test(tc, test_rules_gone);
+    tcase_add_test(tc, test_flood_does_not_starve);
+    tcase_add_test(tc, test_shares_across_reload);
+    tcase_add_test(tc, test_rate_buckets_freed);
+    tcase_add_test(tc, test_context_bytes);
+    tcase_add_test(tc, test_context_memory_shared);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
