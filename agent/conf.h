@@ -62,6 +62,7 @@ struct conf_silence {
     char *program; /* exact program, or NULL: per host only */
     double after;  /* seconds of silence */
     int line;
+    double forget; /* seconds of silence after which the source is forgotten; 0: never */
 };
 
 /*
@@ -97,6 +98,7 @@ struct conf {
     double idle_timeout;
     size_t max_contexts;
     size_t max_context_messages;
+    size_t max_silence_sources; /* sources <silence> tracks at most */
     struct conf_input *inputs;
     size_t ninputs;
     struct conf_output *outputs;
