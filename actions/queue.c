@@ -1076,11 +1076,15 @@ move_items(struct queue *from, struct queue *to)
     *p = NULL;
     from->st.queued = from->nitems;
     to->st.queued = to->nitems;
-    if (moved || dropped)
-        log_msg(dropped ? LOG_WARNING : LOG_INFO,
-                "executor %s: %zu queued alerts handed to its new configuration%s%zu%s", to->name,
-                moved, dropped ? ", " : "", dropped, dropped ? " dropped: its queue is full" : "");
-    if (dropped) log_drop(to, "queue full");
+    if (moved)
+        log_msg(LOG_INFO, "executor %s: %zu alerts handed to its new configuration", to->name,
+                moved);
+    if (dropped) {
+        log_msg(LOG_WARNING,
+                "executor %s: %zu alerts not handed to its new configuration: its queue is full",
+                to->name, dropped);
+        log_drop(to, "queue full");
+    }
     if (moved && !to->closing) kick(to);
 }
 

@@ -508,11 +508,8 @@ prepare_inputs(struct server *s, struct stage *st, struct buf *err)
             }
         }
         mark = err->len;
-        buf_printf(err, "%s:%d: input %s not opened: ", c->file ? c->file : "(built-in)",
-                   c->inputs[i].line, c->inputs[i].name);
         st->inputs[i] = input_open(s, s->loop, &c->inputs[i], c, err);
         if (st->inputs[i]) {
-            buf_truncate(err, mark);
             st->input_opened[i] = true;
             continue;
         }
