@@ -1025,7 +1025,7 @@ same_spool(const struct queue *from, const struct queue *to)
 /*
  * Moves from's alerts that are not being delivered to the end of to's
  * queue, as if submitted there (but past rate limits and dedupe: they were
- * accepted once), keeping their attempts.  What exceeds to's queue= is
+ * accepted once), keeping their attempts but not their retry times.  What exceeds to's queue= is
  * counted as dropped_full.  from's spool gets their done records: they are
  * to's now.
  */
@@ -1055,6 +1055,7 @@ move_items(struct queue *from, struct queue *to)
         }
         it->next = NULL;
         it->q = to;
+        it->not_before = 0; /* the new configuration may be what it needed: try it now */
         it->seq = to->next_seq++;
         it->spooled = spool_append(to, REC_ALERT, it->seq, it->msg) || !to->spool_path;
         if (!it->spooled) {
