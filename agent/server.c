@@ -236,7 +236,9 @@ start_timers(struct server *s)
  * it is deferred only when opening fails), the same socket path, or for a
  * file the same path or position file.  That one opens at commit, after the
  * running one closed; should it fail even then, the running one's
- * configuration is opened again and the reload reports failure.
+ * configuration is opened again and the reload reports failure.  (An input
+ * configured with port 0 holds a port its configuration does not name: a
+ * reload that names that port for another input fails.)
  */
 struct stage {
     struct conf *conf;
@@ -636,8 +638,7 @@ commit_inputs(struct server *s, struct stage *st, struct buf *report)
         }
     for (i = 0; i < c->ninputs; i++) {
         struct input *in = st->inputs[i], *old;
-        const struct conf_input *was;
-        size_t k;
+        struct conf_input was;
         if (starting) {
             log_msg(LOG_INFO, "listening: %s", input_name(in));
         } else if (st->input_opened[i]) {
@@ -646,10 +647,7 @@ commit_inputs(struct server *s, struct stage *st, struct buf *report)
             input_set_limits(in, c);
         } else {
             old = s->inputs[st->input_replaces[i]];
-            was = NULL; /* the old configuration of it, in s->conf */
-            for (k = 0; k < s->conf->ninputs; k++)
-                if (conf_input_equal(&s->conf->inputs[k], input_conf(old)))
-                    was = &s->conf->inputs[k];
+            conf_input_copy(&was, input_conf(old)); /* to open it again, should this fail */
             buf_printf(report, "input closed: %s\n", input_name(old));
             input_close(old);
             buf_reset(&err);
@@ -658,14 +656,15 @@ commit_inputs(struct server *s, struct stage *st, struct buf *report)
                 buf_printf(report, "input opened: %s\n", input_name(in));
             } else {
                 ok = false;
-                buf_printf(report, "input %s not opened: %s\n", c->inputs[i].name, buf_str(&err));
+                buf_printf(report, "%s\n", buf_str(&err));
                 buf_reset(&err);
-                in = was ? input_open(s, s->loop, was, c, &err) : NULL;
+                in = input_open(s, s->loop, &was, c, &err);
                 if (in)
                     buf_printf(report, "input %s opened again as before\n", input_name(in));
-                else if (was)
-                    buf_printf(report, "input %s not opened again: %s\n", was->name, buf_str(&err));
+                else
+                    buf_printf(report, "input %s not opened again: %s\n", was.name, buf_str(&err));
             }
+            conf_input_clear(&was);
         }
         st->inputs[i] = in;
     }
