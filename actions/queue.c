@@ -93,6 +93,9 @@ struct queue {
     struct queue_stats st;
     struct buf scratch;
     uint64_t last_drop_log;
+
+    /* a reload: heir takes what this queue still holds when it closes (see queue_handover) */
+    struct queue *heir, *donor;
 };
 
 /* ---- the spool file ---- */
@@ -1012,6 +1015,90 @@ queue_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, con
     return q;
 }
 
+/* Whether to's spool already holds from's alerts: the same file, which to read when it opened. */
+static bool
+same_spool(const struct queue *from, const struct queue *to)
+{
+    return from->spool_path && to->spool_path && strcmp(from->spool_path, to->spool_path) == 0;
+}
+
+/*
+ * Moves from's alerts that are not being delivered to the end of to's
+ * queue, as if submitted there (but past rate limits and dedupe: they were
+ * accepted once), keeping their attempts but not their retry times.  What exceeds to's queue= is
+ * counted as dropped_full.  from's spool gets their done records: they are
+ * to's now.
+ */
+static void
+move_items(struct queue *from, struct queue *to)
+{
+    struct item *it, *next, **p = &from->head;
+    size_t moved = 0, dropped = 0;
+
+    from->tail = NULL;
+    for (it = from->head; it; it = next) {
+        next = it->next;
+        if (it->inflight) {
+            *p = it;
+            p = &it->next;
+            from->tail = it;
+            continue;
+        }
+        from->nitems--;
+        if (!it->spooled) from->st.unspooled--;
+        spool_append(from, REC_DONE, it->seq, NULL);
+        if (to->nitems >= to->max_queued) {
+            to->st.dropped_full++;
+            dropped++;
+            item_free(it);
+            continue;
+        }
+        it->next = NULL;
+        it->q = to;
+        it->not_before = 0; /* the new configuration may be what it needed: try it now */
+        it->seq = to->next_seq++;
+        it->spooled = spool_append(to, REC_ALERT, it->seq, it->msg) || !to->spool_path;
+        if (!it->spooled) {
+            to->st.memory_only++;
+            to->st.unspooled++;
+        }
+        free(it->id);
+        free(it->severity);
+        it->id = eval(to->alert_id, it->msg, &to->scratch);
+        it->severity = eval(to->severity, it->msg, &to->scratch);
+        if (to->tail)
+            to->tail->next = it;
+        else
+            to->head = it;
+        to->tail = it;
+        to->nitems++;
+        moved++;
+    }
+    *p = NULL;
+    from->st.queued = from->nitems;
+    to->st.queued = to->nitems;
+    if (moved)
+        log_msg(LOG_INFO, "executor %s: %zu alerts handed to its new configuration", to->name,
+                moved);
+    if (dropped) {
+        log_msg(LOG_WARNING,
+                "executor %s: %zu alerts not handed to its new configuration: its queue is full",
+                to->name, dropped);
+        log_drop(to, "queue full");
+    }
+    if (moved && !to->closing) kick(to);
+}
+
+void
+queue_handover(struct queue *from, struct queue *to)
+{
+    if (same_spool(from, to)) return; /* to read them from the spool when it opened */
+    if (to->donor) to->donor->heir = NULL;
+    from->heir = to;
+    to->donor = from;
+    move_items(from, to);
+}
+
 /* The executor has finished or abandoned every delivery: nothing refers to the items any more. */
 static void
 impl_closed(void *arg)
@@ -1019,7 +1106,16 @@ impl_closed(void *arg)
     struct queue *q = arg;
     struct item *it;
 
+    if (q->heir) {
+        /* deliveries the close cut short (or that failed for now) go on in the successor */
+        move_items(q, q->heir);
+        q->heir->donor = NULL;
+        q->heir = NULL;
+    }
     queue_sync(q);
+    if (!q->spool_path && q->nitems)
+        log_msg(LOG_WARNING, "executor %s: %zu queued alerts lost: it has no spool", q->name,
+                q->nitems);
     spool_retry(q); /* a last chance for alerts in memory only */
     if (q->spool_failed && q->st.unspooled)
         log_msg(LOG_ERR, "executor %s: %llu alerts were in memory only (spool not writable): lost",
@@ -1042,6 +1138,11 @@ queue_close(struct queue *q, void (*done)(void *), void *arg)
     q->closing = true;
     q->closed = done;
     q->closed_arg = arg;
+    if (q->donor) {
+        /* closing before its predecessor finished: what that still holds stays in its spool */
+        q->donor->heir = NULL;
+        q->donor = NULL;
+    }
     uv_timer_stop(&q->timer);
     uv_timer_stop(&q->spool_timer);
     uv_check_stop(&q->check);

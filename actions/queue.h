@@ -96,6 +96,14 @@ void queue_submit(struct queue *q, const struct msg *m);
 void queue_sync(struct queue *q);
 /* Writes what the executor would send for m (dry run). */
 void queue_render(struct queue *q, const struct msg *m, struct buf *out);
+/*
+ * A reload replaced from (about to be closed) with to, the same executor
+ * configured anew: to takes over the alerts from holds, those waiting now
+ * and those whose delivery from's close cuts short (or that fail for now),
+ * when from has closed, so that a queue without a spool loses nothing.
+ * Nothing to do when both use the same spool: to read it when it opened.
+ */
+void queue_handover(struct queue *from, struct queue *to);
 /* Stops delivering; alerts still queued stay in the spool for the next start. */
 void queue_close(struct queue *q, void (*done)(void *arg), void *arg);
 const char *queue_name(const struct queue *q);

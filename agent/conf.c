@@ -30,6 +30,7 @@ conf_init(struct conf *c)
     c->max_message_size = 65536;
     c->max_connections = 1000;
     c->idle_timeout = 300;
+    c->max_silence_sources = 100000;
     c->state_interval = 60;
     c->log_level = xstrdup("info");
 }
@@ -628,6 +629,8 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->max_rate_buckets = number_attr(r, n, "max-rate-buckets", c->max_rate_buckets, false);
             if (c->context_share > (c->max_contexts ? c->max_contexts : 1000000))
                 error(r, n, "context-share must not exceed max-contexts");
+            c->max_silence_sources =
+                number_attr(r, n, "max-silence-sources", c->max_silence_sources, false);
             if (c->max_message_size < 64 || c->max_message_size > 256u * 1024 * 1024)
                 error(r, n, "max-message-size must lie between 64 bytes and 256M");
         } else if (is(n, "inputs")) {
@@ -647,6 +650,9 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             s->after = duration_attr(r, n, "after", 300);
             s->line = (int)xmlGetLineNo(n);
             if (s->after <= 0) error(r, n, "silence after= must be more than 0");
+            /* a week, or twice after= when that is longer: a silent source is not kept forever */
+            s->forget = duration_attr(r, n, "forget", s->after < 302400 ? 604800 : 2 * s->after);
+            if (s->forget <= s->after) error(r, n, "silence forget= must be more than after=");
         } else if (is(n, "executors")) {
             char *spool = attr(n, "spool");
             if (spool) {

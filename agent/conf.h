@@ -62,6 +62,7 @@ struct conf_silence {
     char *program; /* exact program, or NULL: per host only */
     double after;  /* seconds of silence */
     int line;
+    double forget; /* seconds of silence after which the source is forgotten; 0: never */
 };
 
 /*
@@ -102,6 +103,7 @@ struct conf {
     size_t max_context_bytes;  /* memory of one context */
     size_t max_context_memory; /* memory of all contexts */
     size_t max_rate_buckets;   /* rate= buckets */
+    size_t max_silence_sources; /* sources <silence> tracks at most */
     struct conf_input *inputs;
     size_t ninputs;
     struct conf_output *outputs;

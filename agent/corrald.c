@@ -227,6 +227,7 @@ reload(struct daemon *d, const char *by, struct buf *report)
     c = read_conf(d, &err);
     if (!c) {
         buf_printf(report, "reload failed, the running configuration stays:\n%s", buf_str(&err));
+        server_reload_failed(d->srv);
         rc = -1;
     } else {
         rc = server_reload(d->srv, c, report);

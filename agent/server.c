@@ -235,10 +235,16 @@ start_timers(struct server *s)
  * executors and outputs of the running server that are configured alike,
  * and when prepare fails the running configuration stays as it was.
  *
- * Inputs are the exception: on a reload, those that are new or changed are
- * opened at commit, after the changed ones have closed, since they may want
- * the same address (or, for a file, the position the closing one writes).
- * One that cannot open then is reported and does not undo the reload.
+ * Inputs too are opened by prepare, before the running ones close, so that
+ * a reload whose new input cannot open (a port another process holds)
+ * fails and keeps every running input.  The exception is an input that
+ * wants what a running input it replaces holds: the same port (tried first:
+ * it is deferred only when opening fails), the same socket path, or for a
+ * file the same path or position file.  That one opens at commit, after the
+ * running one closed; should it fail even then, the running one's
+ * configuration is opened again and the reload reports failure.  (An input
+ * configured with port 0 holds a port its configuration does not name: a
+ * reload that names that port for another input fails.)
  */
 struct stage {
     struct conf *conf;
@@ -250,8 +256,10 @@ struct stage {
     const char **qnames;
     bool *queue_taken; /* per running queue: reused by the stage */
     struct route_table *routes;
-    struct input **inputs; /* per input: reused, opened (at start), or NULL: opened at commit */
-    bool *input_taken;     /* per running input: reused by the stage */
+    struct input **inputs; /* per input: reused, opened by prepare, or NULL: opened at commit */
+    bool *input_opened; /* per input: opened by prepare (closed again if the stage is discarded) */
+    bool *input_taken;  /* per running input: reused by the stage */
+    size_t *input_replaces; /* per input opened at commit: the running input it replaces */
 };
 
 /* What a reload reports of the rules.  A fingerprint of what a rule does tells changed rules
@@ -429,29 +437,106 @@ prepare_executors(struct server *s, struct stage *st, struct buf *err)
     return route_check_actions(st->routes, st->db, err);
 }
 
-/* The running inputs configured alike are reused; at start, the inputs are opened. */
+/* The port of "host:port" (NULL: none). */
+static const char *
+listen_port(const char *listen)
+{
+    const char *colon = listen ? strrchr(listen, ':') : NULL;
+
+    return colon ? colon + 1 : NULL;
+}
+
+/*
+ * True when running input `old` holds what the new input ci wants: the same
+ * port of the same kind of socket (failed: whether open failed), the same
+ * socket path, or for a file the same path or position file.
+ */
+static bool
+input_conflicts(const struct conf_input *old, const struct conf_input *ci, bool failed)
+{
+    const char *a, *b;
+
+    if (old->type != ci->type) return false;
+    switch (ci->type) {
+    case CONF_IN_UDP:
+    case CONF_IN_TCP:
+        a = listen_port(old->listen);
+        b = listen_port(ci->listen);
+        return failed && a && b && strcmp(a, "0") != 0 && strcmp(a, b) == 0;
+    case CONF_IN_UNIX_DGRAM:
+    case CONF_IN_UNIX_STREAM: return old->path && ci->path && strcmp(old->path, ci->path) == 0;
+    case CONF_IN_FILE:
+        return (old->path && ci->path && strcmp(old->path, ci->path) == 0) ||
+               (old->position_file && ci->position_file &&
+                strcmp(old->position_file, ci->position_file) == 0);
+    case CONF_IN_STDIN: return true; /* there is one stdin */
+    }
+    return false;
+}
+
+/* The running input not reused that conflicts with ci, or SIZE_MAX. */
+static size_t
+replaced_input(struct server *s, struct stage *st, const struct conf_input *ci, bool failed)
+{
+    size_t j;
+
+    for (j = 0; j < s->ninputs; j++)
+        if (!st->input_taken[j] && input_conflicts(input_conf(s->inputs[j]), ci, failed)) return j;
+    return SIZE_MAX;
+}
+
+/*
+ * The running inputs configured alike are reused; the others are opened
+ * now, while the running ones still run (see struct stage for the few
+ * opened at commit).  Any that cannot open fails the stage.
+ */
 static int
 prepare_inputs(struct server *s, struct stage *st, struct buf *err)
 {
     const struct conf *c = st->conf;
-    size_t i, j;
+    size_t i, j, mark;
 
     st->inputs = xcalloc(c->ninputs + 1, sizeof(*st->inputs));
+    st->input_opened = xcalloc(c->ninputs + 1, sizeof(*st->input_opened));
+    st->input_replaces = xcalloc(c->ninputs + 1, sizeof(*st->input_replaces));
     st->input_taken = xcalloc(s->ninputs + 1, sizeof(*st->input_taken));
     for (i = 0; i < c->ninputs; i++) {
+        st->input_replaces[i] = SIZE_MAX;
         for (j = 0; j < s->ninputs; j++)
             if (!st->input_taken[j] && conf_input_equal(input_conf(s->inputs[j]), &c->inputs[i])) {
                 st->inputs[i] = s->inputs[j];
                 st->input_taken[j] = true;
                 break;
             }
-        if (!s->conf) {
-            /* at start nothing is running that could hold an input's address */
-            st->inputs[i] = input_open(s, s->loop, &c->inputs[i], c, err);
-            if (!st->inputs[i]) return -1;
-        } else if (!st->inputs[i] && input_check(&c->inputs[i], c, err) < 0) {
-            return -1; /* what cannot be opened anyway fails the reload here */
+    }
+    for (i = 0; i < c->ninputs; i++) {
+        if (st->inputs[i]) continue;
+        if (s->conf) {
+            /* what a running input holds cannot be had until it closes: at commit */
+            j = replaced_input(s, st, &c->inputs[i], false);
+            if (j != SIZE_MAX) {
+                /* what could not be opened then anyway fails the reload now */
+                if (input_check(&c->inputs[i], c, err) < 0) return -1;
+                st->input_replaces[i] = j;
+                st->input_taken[j] = true; /* closed at commit, replaced by this one */
+                continue;
+            }
         }
+        mark = err->len;
+        st->inputs[i] = input_open(s, s->loop, &c->inputs[i], c, err);
+        if (st->inputs[i]) {
+            st->input_opened[i] = true;
+            continue;
+        }
+        if (s->conf && (j = replaced_input(s, st, &c->inputs[i], true)) != SIZE_MAX) {
+            /* its port is probably ours: try again once the running input has closed */
+            buf_truncate(err, mark);
+            st->input_replaces[i] = j;
+            st->input_taken[j] = true;
+            continue;
+        }
+        if (err->len > mark && err->p[err->len - 1] != '\n') buf_putc(err, '\n');
+        return -1;
     }
     return 0;
 }
@@ -528,7 +613,7 @@ stage_discard(struct server *s, struct stage *st)
         if (st->queues[i] && !running) queue_close(st->queues[i], queue_closed, NULL);
     }
     for (i = 0; st->inputs && i < st->conf->ninputs; i++)
-        if (st->inputs[i] && !s->conf) input_close(st->inputs[i]); /* opened by prepare at start */
+        if (st->inputs[i] && st->input_opened[i]) input_close(st->inputs[i]);
     free_outputs(st->outputs, st->noutputs);
     route_free(st->routes);
     pdb_free(st->db);
@@ -537,7 +622,9 @@ stage_discard(struct server *s, struct stage *st)
     free(st->qnames);
     free(st->queue_taken);
     free(st->inputs);
+    free(st->input_opened);
     free(st->input_taken);
+    free(st->input_replaces);
 }
 
 /*
@@ -596,60 +683,102 @@ start_corr(struct server *s, const struct conf *conf)
 }
 
 /*
- * The inputs of a stage: those not reused close before the new ones open (on
- * a reload), since these may want the same address.
+ * The inputs of a stage: the running ones not reused close, and those that
+ * had to wait for them (see struct stage) open now.  Returns false when one
+ * of these could not open (the configuration it replaced runs again).
  */
-static void
+static bool
 commit_inputs(struct server *s, struct stage *st, struct buf *report)
 {
     const struct conf *c = st->conf;
-    bool starting = s->conf == NULL;
+    bool starting = s->conf == NULL, ok = true;
     struct buf err = BUF_INIT;
     size_t i, j;
 
+    for (i = 0; i < c->ninputs; i++)
+        if (st->input_replaces[i] != SIZE_MAX) st->input_taken[st->input_replaces[i]] = false;
     for (j = 0; j < s->ninputs; j++)
-        if (!st->input_taken[j]) {
+        if (!st->input_taken[j] && !starting) {
+            bool replaced = false;
+            for (i = 0; i < c->ninputs; i++)
+                if (st->input_replaces[i] == j) replaced = true;
+            if (replaced) continue; /* closed just before its successor opens */
             buf_printf(report, "input closed: %s\n", input_name(s->inputs[j]));
             input_close(s->inputs[j]);
         }
-    free(s->inputs);
-    s->inputs = st->inputs;
-    s->ninputs = 0;
     for (i = 0; i < c->ninputs; i++) {
-        struct input *in = st->inputs[i];
+        struct input *in = st->inputs[i], *old;
+        struct conf_input was;
         if (starting) {
             log_msg(LOG_INFO, "listening: %s", input_name(in));
+        } else if (st->input_opened[i]) {
+            buf_printf(report, "input opened: %s\n", input_name(in));
         } else if (in) {
             input_set_limits(in, c);
         } else {
+            old = s->inputs[st->input_replaces[i]];
+            conf_input_copy(&was, input_conf(old)); /* to open it again, should this fail */
+            buf_printf(report, "input closed: %s\n", input_name(old));
+            input_close(old);
             buf_reset(&err);
             in = input_open(s, s->loop, &c->inputs[i], c, &err);
-            if (!in) {
-                /* a new input that cannot open does not stop the rest of the reload */
-                buf_printf(report, "input %s not opened: %s", c->inputs[i].name, buf_str(&err));
-                continue;
+            if (in) {
+                buf_printf(report, "input opened: %s\n", input_name(in));
+            } else {
+                ok = false;
+                buf_printf(report, "%s\n", buf_str(&err));
+                buf_reset(&err);
+                in = input_open(s, s->loop, &was, c, &err);
+                if (in)
+                    buf_printf(report, "input %s opened again as before\n", input_name(in));
+                else
+                    buf_printf(report, "input %s not opened again: %s\n", was.name, buf_str(&err));
             }
-            buf_printf(report, "input opened: %s\n", input_name(in));
+            conf_input_clear(&was);
         }
-        s->inputs[s->ninputs++] = in;
+        st->inputs[i] = in;
     }
+    free(s->inputs);
+    s->inputs = st->inputs;
+    s->ninputs = 0;
+    for (i = 0; i < c->ninputs; i++)
+        if (st->inputs[i]) s->inputs[s->ninputs++] = st->inputs[i];
     buf_free(&err);
+    return ok;
 }
 
 /*
  * Swaps a prepared stage in.  At start (an empty server) it logs what runs;
  * on a reload it writes what changed to report.
  */
-static void
+static bool
 stage_commit(struct server *s, struct stage *st, struct buf *report)
 {
     const struct conf *c = st->conf;
-    bool starting = s->conf == NULL;
+    bool starting = s->conf == NULL, ok;
     size_t i, j, kept = 0, dropped = 0;
+    struct silence *was;
 
-    /* executors that are gone or changed stop; their spools keep what is pending */
-    for (j = 0; j < s->nqueues; j++)
-        if (!st->queue_taken[j]) queue_close(s->queues[j], queue_closed, NULL);
+    /*
+     * Executors that are gone or changed stop.  A changed one hands what it
+     * has queued to its successor (the one of the same name and kind); a
+     * gone one's spool keeps it for the next start.
+     */
+    for (j = 0; j < s->nqueues; j++) {
+        if (st->queue_taken[j]) continue;
+        for (i = 0; i < c->nexecutors; i++) {
+            bool reused = false;
+            size_t k;
+            for (k = 0; k < s->nqueues; k++)
+                if (s->queues[k] == st->queues[i]) reused = true;
+            if (!reused && strcmp(c->executors[i].name, s->conf->executors[j].name) == 0 &&
+                strcmp(c->executors[i].kind, s->conf->executors[j].kind) == 0) {
+                queue_handover(s->queues[j], st->queues[i]);
+                break;
+            }
+        }
+        queue_close(s->queues[j], queue_closed, NULL);
+    }
     free(s->queues);
     free(s->qnames);
     route_free(s->routes);
@@ -660,7 +789,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     if (starting)
         for (i = 0; i < s->nqueues; i++) log_msg(LOG_INFO, "executor: %s", s->qnames[i]);
 
-    commit_inputs(s, st, report);
+    ok = commit_inputs(s, st, report);
 
     if (st->new_outputs) {
         free_outputs(s->outputs, s->noutputs);
@@ -680,15 +809,21 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         s->db = st->db;
         syslogfmt_tz_reset();
     }
-    silence_free(s->silence);
-    s->silence = c->nsilences ? silence_new(c->silences, c->nsilences, 100000, clock_wall_ms(),
-                                            on_silence, s)
+    /* the sources watched keep their state: a reload must not forget a silence nor repeat one */
+    was = s->silence;
+    s->silence = c->nsilences ? silence_new(c->silences, c->nsilences, c->max_silence_sources,
+                                            clock_wall_ms(), on_silence, s)
                               : NULL;
+    if (s->silence) silence_adopt(s->silence, was, clock_wall_ms());
+    silence_free(was);
     conf_free(s->conf);
     s->conf = st->conf;
     free(st->queue_taken);
     free(st->input_taken);
+    free(st->input_opened);
+    free(st->input_replaces);
     start_timers(s);
+    return ok;
 }
 
 int
@@ -713,11 +848,21 @@ server_reload(struct server *s, struct conf *conf, struct buf *report)
         buf_printf(report, "reload failed, the running configuration stays:\n%s", buf_str(&err));
         s->reload_failures++;
         rc = -1;
-    } else {
-        stage_commit(s, &st, report);
+    } else if (!stage_commit(s, &st, report)) {
+        /* an input that had to wait for its predecessor could not open: not what was asked */
+        buf_printf(report, "reload failed: an input could not be opened (see above)\n");
+        s->reload_failures++;
+        rc = -1;
     }
     buf_free(&err);
     return rc;
+}
+
+void
+server_reload_failed(struct server *s)
+{
+    s->reloads++;
+    s->reload_failures++;
 }
 
 void
@@ -916,6 +1061,11 @@ server_metrics(struct server *s, struct buf *out)
         SIMPLE("corral_silence_sources", "gauge", "Sources watched for silence.",
                silence_tracked(s->silence));
         SIMPLE("corral_silence_silent", "gauge", "Sources silent now.", silence_silent(s->silence));
+        SIMPLE("corral_silence_untracked_total", "counter",
+               "Messages from sources not watched for silence: max-silence-sources reached.",
+               silence_untracked(s->silence));
+        SIMPLE("corral_silence_forgotten_total", "counter",
+               "Sources forgotten after being silent for forget=.", silence_forgotten(s->silence));
     }
     if (s->dns) {
         struct dnscache_stats ds;

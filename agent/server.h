@@ -52,6 +52,8 @@ void server_submit(struct server *s, struct input *in, const char *data, size_t 
  * changed, or why the reload failed, to report.  Returns 0 or -1.
  */
 int server_reload(struct server *s, struct conf *conf, struct buf *report);
+/* A reload that failed before reaching the server (the file unreadable or invalid): counted. */
+void server_reload_failed(struct server *s);
 
 /* Stops inputs, flushes outputs, saves the state; done runs when finished. */
 void server_shutdown(struct server *s, void (*done)(void *arg), void *arg);

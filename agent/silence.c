@@ -1,12 +1,19 @@
 /*
  * silence: sources (host, or host and program) each with a timer armed at
- * last-seen + after; a message re-arms it, expiry reports the silence.  The
+ * last-seen + after; a message re-arms it, expiry reports the silence and
+ * re-arms it at last-seen + forget, when the source is forgotten.  The
  * engine's timer wheel keeps this O(1) per message however many sources
- * there are.
+ * there are; a hash table finds a message's source.
+ *
+ * Host names come from the messages, so anyone who can send can make up
+ * sources: at most max_sources are tracked, messages from the others are
+ * counted (untracked) and logged at most once a minute, and forgetting the
+ * long silent ones frees room for new hosts.
  */
 #include "agent/silence.h"
+#include "engine/hash.h"
+#include "engine/log.h"
 #include "engine/macros.h"
-#include "engine/strtab.h"
 #include "engine/timerwheel.h"
 #include "engine/xalloc.h"
 
@@ -14,9 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define LOG_EVERY 60000 /* ms between two lines about untracked sources */
+
 struct source {
     struct tw_timer timer; /* first member */
+    struct hash_node node; /* in keys, by key */
     const struct conf_silence *rule;
+    size_t rule_index;
+    char *key; /* "RULE:host\0program", keylen bytes */
+    size_t keylen;
     char *host, *program; /* program NULL: the host as a whole */
     uint64_t last_seen;
     int silent;
@@ -26,10 +39,11 @@ struct silence {
     const struct conf_silence *rules;
     size_t nrules;
     struct tw *wheel;
-    struct strtab *keys; /* "host\0program" -> index into sources + 1 */
-    struct source **sources;
-    size_t nsources, capsources, max_sources, nsilent;
-    uint64_t untracked;
+    struct hash_table keys; /* the sources */
+    size_t max_sources, nsilent;
+    uint64_t untracked, forgotten;
+    uint64_t untracked_logged; /* ms of the last line about them; 0: none yet */
+    uint64_t untracked_since;  /* untracked messages not logged since */
     silence_emit_fn emit;
     void *arg;
     struct buf key;
@@ -47,7 +61,7 @@ silence_new(const struct conf_silence *rules, size_t nrules, size_t max_sources,
     s->rules = rules;
     s->nrules = nrules;
     s->wheel = tw_new(now_ms);
-    s->keys = strtab_new((uint32_t)max_sources);
+    hash_table_init(&s->keys, 64);
     s->max_sources = max_sources;
     s->emit = emit;
     s->arg = arg;
@@ -62,22 +76,38 @@ silence_new(const struct conf_silence *rules, size_t nrules, size_t max_sources,
     return s;
 }
 
+static void
+source_free(struct source *src)
+{
+    free(src->key);
+    free(src->host);
+    free(src->program);
+    free(src);
+}
+
 void
 silence_free(struct silence *s)
 {
-    size_t i;
+    struct hash_node *n, *next;
+    size_t b = 0;
 
     if (!s) return;
-    for (i = 0; i < s->nsources; i++) {
-        free(s->sources[i]->host);
-        free(s->sources[i]->program);
-        free(s->sources[i]);
+    for (n = hash_table_iter(&s->keys, &b, NULL); n; n = next) {
+        next = hash_table_iter(&s->keys, &b, n);
+        source_free(hash_entry(n, struct source, node));
     }
-    free(s->sources);
-    strtab_free(s->keys);
+    hash_table_free(&s->keys);
     tw_free(s->wheel);
     buf_free(&s->key);
     free(s);
+}
+
+/* When a source last seen at last_seen is forgotten (UINT64_MAX: never). */
+static uint64_t
+forget_at(const struct source *src)
+{
+    if (src->rule->forget <= 0) return UINT64_MAX;
+    return src->last_seen + (uint64_t)(src->rule->forget * 1000);
 }
 
 static bool
@@ -134,9 +164,78 @@ fire(struct tw_timer *t, void *arg)
     struct silence *s = arg;
     struct source *src = (struct source *)t;
 
+    if (src->silent) {
+        /* silent for `forget`: make room; should it send again, it is a new source */
+        hash_table_remove(&s->keys, &src->node);
+        s->nsilent--;
+        s->forgotten++;
+        source_free(src);
+        return;
+    }
     src->silent = 1;
     s->nsilent++;
     report(s, src, true, tw_now(s->wheel));
+    if (forget_at(src) != UINT64_MAX) tw_arm(s->wheel, &src->timer, forget_at(src));
+}
+
+static struct source *
+find(struct silence *s, const char *key, size_t len, uint64_t h)
+{
+    struct hash_node *n;
+
+    for (n = hash_table_find(&s->keys, h); n; n = hash_table_find_next(n)) {
+        struct source *src = hash_entry(n, struct source, node);
+        if (src->keylen == len && memcmp(src->key, key, len) == 0) return src;
+    }
+    return NULL;
+}
+
+/* A new source under s->key, or NULL (counted) when max_sources are tracked already. */
+static struct source *
+add(struct silence *s, size_t rule_index, const char *host, size_t hlen, const char *prog,
+    size_t plen, uint64_t h, uint64_t now_ms)
+{
+    const struct conf_silence *r = &s->rules[rule_index];
+    struct source *src;
+
+    if (s->keys.count >= s->max_sources) {
+        s->untracked++;
+        s->untracked_since++;
+        if (!s->untracked_logged || now_ms - s->untracked_logged >= LOG_EVERY) {
+            log_msg(LOG_WARNING,
+                    "silence: %zu sources tracked already (the limit): %llu messages from "
+                    "sources not tracked (%llu in all); the first is %.*s",
+                    s->keys.count, (unsigned long long)s->untracked_since,
+                    (unsigned long long)s->untracked, (int)(hlen > 200 ? 200 : hlen), host);
+            s->untracked_logged = now_ms ? now_ms : 1;
+            s->untracked_since = 0;
+        }
+        return NULL;
+    }
+    src = xcalloc(1, sizeof(*src));
+    tw_timer_init(&src->timer);
+    src->rule = r;
+    src->rule_index = rule_index;
+    src->key = xmalloc(s->key.len + 1);
+    memcpy(src->key, s->key.p, s->key.len);
+    src->keylen = s->key.len;
+    src->host = xstrndup(host, hlen);
+    src->program = r->program ? xstrndup(prog, plen) : NULL;
+    hash_table_add(&s->keys, &src->node, h);
+    return src;
+}
+
+static void
+make_key(struct silence *s, size_t rule_index, const char *host, size_t hlen, const char *prog,
+         size_t plen)
+{
+    buf_reset(&s->key);
+    buf_printf(&s->key, "%zu:", rule_index);
+    buf_append(&s->key, host, hlen);
+    if (s->rules[rule_index].program) {
+        buf_putc(&s->key, '\0');
+        buf_append(&s->key, prog, plen);
+    }
 }
 
 void
@@ -151,33 +250,13 @@ silence_seen(struct silence *s, const struct msg *m, uint64_t now_ms)
     for (i = 0; i < s->nrules; i++) {
         const struct conf_silence *r = &s->rules[i];
         struct source *src;
-        uint32_t id;
+        uint64_t h;
 
         if (!matches(r, host, hlen, prog, plen)) continue;
-        buf_reset(&s->key);
-        buf_printf(&s->key, "%zu:", i);
-        buf_append(&s->key, host, hlen);
-        if (r->program) {
-            buf_putc(&s->key, '\0');
-            buf_append(&s->key, prog, plen);
-        }
-        id = strtab_lookup(s->keys, s->key.p, s->key.len);
-        if (!id) {
-            id = strtab_intern(s->keys, s->key.p, s->key.len);
-            if (!id) {
-                s->untracked++;
-                continue;
-            }
-            src = xcalloc(1, sizeof(*src));
-            tw_timer_init(&src->timer);
-            src->rule = r;
-            src->host = xstrndup(host, hlen);
-            src->program = r->program ? xstrndup(prog, plen) : NULL;
-            s->sources = xgrow(s->sources, &s->capsources, s->nsources + 1, sizeof(*s->sources));
-            s->sources[s->nsources++] = src;
-        } else {
-            src = s->sources[id - 1];
-        }
+        make_key(s, i, host, hlen, prog, plen);
+        h = hash_string(s->key.p, s->key.len);
+        src = find(s, s->key.p, s->key.len, h);
+        if (!src && !(src = add(s, i, host, hlen, prog, plen, h, now_ms))) continue;
         if (src->silent) {
             src->silent = 0;
             s->nsilent--;
@@ -186,6 +265,52 @@ silence_seen(struct silence *s, const struct msg *m, uint64_t now_ms)
         src->last_seen = now_ms;
         tw_arm(s->wheel, &src->timer, now_ms + (uint64_t)(r->after * 1000));
     }
+}
+
+static bool
+same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+void
+silence_adopt(struct silence *s, struct silence *old, uint64_t now_ms)
+{
+    struct hash_node *n;
+    size_t b = 0, i;
+
+    if (!old) return;
+    silence_tick(old, now_ms); /* what was due is reported by the rules it was due under */
+    silence_tick(s, now_ms);
+    for (n = hash_table_iter(&old->keys, &b, NULL); n; n = hash_table_iter(&old->keys, &b, n)) {
+        const struct source *o = hash_entry(n, struct source, node);
+        const char *prog = o->program ? o->program : "";
+        struct source *src;
+        uint64_t h;
+
+        /* the same watch: the same host and program (after= and forget= may change) */
+        for (i = 0; i < s->nrules; i++)
+            if (same_str(s->rules[i].host, o->rule->host) &&
+                same_str(s->rules[i].program, o->rule->program))
+                break;
+        if (i == s->nrules) continue; /* no longer watched */
+        make_key(s, i, o->host, strlen(o->host), prog, strlen(prog));
+        h = hash_string(s->key.p, s->key.len);
+        if (find(s, s->key.p, s->key.len, h)) continue;
+        src = add(s, i, o->host, strlen(o->host), prog, strlen(prog), h, now_ms);
+        if (!src) continue;
+        src->last_seen = o->last_seen;
+        src->silent = o->silent;
+        if (src->silent) {
+            s->nsilent++;
+            if (forget_at(src) != UINT64_MAX) tw_arm(s->wheel, &src->timer, forget_at(src));
+        } else {
+            tw_arm(s->wheel, &src->timer, src->last_seen + (uint64_t)(src->rule->after * 1000));
+        }
+    }
+    s->untracked = old->untracked;
+    s->forgotten = old->forgotten;
+    s->untracked_logged = old->untracked_logged;
 }
 
 void
@@ -197,7 +322,19 @@ silence_tick(struct silence *s, uint64_t now_ms)
 size_t
 silence_tracked(const struct silence *s)
 {
-    return s->nsources;
+    return s->keys.count;
+}
+
+uint64_t
+silence_untracked(const struct silence *s)
+{
+    return s->untracked;
+}
+
+uint64_t
+silence_forgotten(const struct silence *s)
+{
+    return s->forgotten;
 }
 
 size_t

@@ -324,6 +324,16 @@ START_TEST(test_units)
     ck_assert(c->state_interval == 0);
     ck_assert(c->silences[0].after == 86400);
     ck_assert(c->silences[1].after == 30);
+    /* forget: a week, or twice after= when that is longer */
+    ck_assert(c->silences[0].forget == 604800);
+    ck_assert(c->silences[1].forget == 604800);
+    ck_assert_uint_eq(c->max_silence_sources, 100000);
+    conf_free(c);
+    c = load_ok("<rules path=\"r\"/>\n<limits max-silence-sources=\"7\"/>\n"
+                "<silence after=\"5d\"/><silence after=\"1m\" forget=\"2h\"/>\n");
+    ck_assert(c->silences[0].forget == 10 * 86400);
+    ck_assert(c->silences[1].forget == 7200);
+    ck_assert_uint_eq(c->max_silence_sources, 7);
     conf_free(c);
 }
 END_TEST
@@ -342,6 +352,8 @@ START_TEST(test_errors)
                "bad address \"1.2.3.4:99999\"");
     load_fails("<rules path=\"r\"/>\n<inputs><unix-dgram path=\"/s\" mode=\"999\"/></inputs>\n", 4,
                "bad mode \"999\"");
+    load_fails("<rules path=\"r\"/>\n<silence after=\"1h\" forget=\"1h\"/>\n", 4,
+               "forget= must be more than after=");
     load_fails("<rules path=\"r\"/>\n<limits max-message-size=\"10\"/>\n", 4,
                "max-message-size must lie between");
     load_fails("<rules path=\"r\"/>\n<silence after=\"0\"/>\n", 4, "after= must be more than 0");

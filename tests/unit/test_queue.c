@@ -330,6 +330,72 @@ START_TEST(test_no_spool)
 }
 END_TEST
 
+/* ---- a reload: the queue handed to the executor configured anew ---- */
+
+/*
+ * Without a spool, the alerts a changed executor holds go to its successor
+ * (queue_handover), not with it; the successor delivers every one, once,
+ * at once: the retries the old configuration scheduled (an hour away) do
+ * not hold the new one back.
+ */
+START_TEST(test_handover_no_spool)
+{
+    struct harness h;
+    struct buf err = BUF_INIT, out = BUF_INIT;
+    struct queue *next;
+
+    program("broken.sh");
+    must_open(&h, "max-children=\"1\"", NULL);
+    submit(h.q, "a");
+    submit(h.q, "b");
+    submit(h.q, "c");
+    ck_assert_uint_eq(queue_get_stats(h.q)->queued, 3);
+    program("ok.sh");
+    next = queue_open(&h.loop, &h.conf->executors[0], h.file, NULL, &err);
+    ck_assert_msg(next != NULL, "queue_open: %s", buf_str(&err));
+    queue_handover(h.q, next);
+    ck_assert_uint_eq(queue_get_stats(h.q)->queued, 0);
+    ck_assert_uint_eq(queue_get_stats(next)->queued, 3);
+    queue_close(h.q, NULL, NULL);
+    h.q = next;
+    wait_delivered(&h, 3);
+    harness_close(&h);
+    read_file(wpath("prog.out"), &out);
+    ck_assert_str_eq(buf_str(&out), "a\nb\nc\n");
+    buf_free(&err);
+    buf_free(&out);
+}
+END_TEST
+
+/* With the same spool, the successor read the alerts from it when it opened: nothing is moved. */
+START_TEST(test_handover_same_spool)
+{
+    struct harness h;
+    struct buf err = BUF_INIT, out = BUF_INIT;
+    struct queue *next;
+
+    program("broken.sh");
+    must_open(&h, "max-children=\"1\"", wpath("spool"));
+    submit(h.q, "a");
+    submit(h.q, "b");
+    queue_sync(h.q);
+    program("ok.sh");
+    next = queue_open(&h.loop, &h.conf->executors[0], h.file, wpath("spool"), &err);
+    ck_assert_msg(next != NULL, "queue_open: %s", buf_str(&err));
+    ck_assert_uint_eq(queue_get_stats(next)->recovered, 2);
+    queue_handover(h.q, next);
+    ck_assert_uint_eq(queue_get_stats(next)->queued, 2);
+    queue_close(h.q, NULL, NULL);
+    h.q = next;
+    wait_delivered(&h, 2);
+    harness_close(&h);
+    read_file(wpath("prog.out"), &out);
+    ck_assert_str_eq(buf_str(&out), "a\nb\n");
+    buf_free(&err);
+    buf_free(&out);
+}
+END_TEST
+
 /* ---- torn records ---- */
 
 /*
@@ -988,6 +1054,8 @@ queue_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_replay_pending_only);
     tcase_add_test(tc, test_no_spool);
+    tcase_add_test(tc, test_handover_no_spool);
+    tcase_add_test(tc, test_handover_same_spool);
     tcase_add_test(tc, test_torn_every_byte);
     tcase_add_test(tc, test_bad_crc);
     tcase_add_test(tc, test_not_a_spool);

@@ -1,8 +1,9 @@
 /*
  * test_silence: silence detection (agent/silence.c) on a clock the test
  * moves by hand: a source quiet for `after` is reported down once, comes
- * back up when it sends again, rules per host or per host and program, and
- * the bound on the number of sources watched.
+ * back up when it sends again, rules per host or per host and program, the
+ * bound on the number of sources watched, forgetting sources long silent,
+ * and a reload taking the sources over.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -78,7 +79,7 @@ seen(struct silence *s, const char *host, const char *program, uint64_t now_ms)
 
 START_TEST(test_down_once_then_up)
 {
-    struct conf_silence rule = {NULL, NULL, 10, 1};
+    struct conf_silence rule = {NULL, NULL, 10, 1, 0};
     struct silence *s = silence_new(&rule, 1, 100, 1000, emit, &nreports);
     const struct msg *m;
 
@@ -133,7 +134,7 @@ END_TEST
 /* Every message re-arms the timer: a source that keeps sending is never reported. */
 START_TEST(test_steady_source)
 {
-    struct conf_silence rule = {NULL, NULL, 10, 1};
+    struct conf_silence rule = {NULL, NULL, 10, 1, 0};
     struct silence *s = silence_new(&rule, 1, 100, 0, emit, &nreports);
     uint64_t t;
 
@@ -150,7 +151,7 @@ END_TEST
 /* A host-only rule: one source per host, whatever program sends. */
 START_TEST(test_per_host)
 {
-    struct conf_silence rule = {NULL, NULL, 10, 1};
+    struct conf_silence rule = {NULL, NULL, 10, 1, 0};
     struct silence *s = silence_new(&rule, 1, 100, 0, emit, &nreports);
 
     seen(s, "web1", "sshd", 0);
@@ -173,8 +174,8 @@ END_TEST
 START_TEST(test_host_program)
 {
     struct conf_silence rules[] = {
-        {"web1", "sshd", 5, 1},
-        {"db1", NULL, 60, 2},
+        {"web1", "sshd", 5, 1, 0},
+        {"db1", NULL, 60, 2, 0},
     };
     struct silence *s = silence_new(rules, 2, 100, 0, emit, &nreports);
 
@@ -206,7 +207,7 @@ END_TEST
 /* Sources beyond max_sources are not watched, and never reported. */
 START_TEST(test_max_sources)
 {
-    struct conf_silence rule = {NULL, NULL, 10, 1};
+    struct conf_silence rule = {NULL, NULL, 10, 1, 0};
     struct silence *s = silence_new(&rule, 1, 2, 0, emit, &nreports);
 
     seen(s, "h1", "p", 0);
@@ -222,6 +223,101 @@ START_TEST(test_max_sources)
     ck_assert_str_eq(value(reports[0], "HOST"), "h1");
     ck_assert_str_eq(value(reports[1], "HOST"), "h2");
     ck_assert_uint_eq(silence_silent(s), 2);
+    silence_free(s);
+}
+END_TEST
+
+/* Messages from sources beyond the limit are counted. */
+START_TEST(test_untracked_counted)
+{
+    struct conf_silence rule = {NULL, NULL, 10, 1, 0};
+    struct silence *s = silence_new(&rule, 1, 2, 0, emit, &nreports);
+
+    seen(s, "h1", "p", 0);
+    seen(s, "h2", "p", 0);
+    ck_assert_uint_eq(silence_untracked(s), 0);
+    seen(s, "h3", "p", 0);
+    seen(s, "h3", "p", 1);
+    seen(s, "h4", "p", 2);
+    ck_assert_uint_eq(silence_untracked(s), 3);
+    ck_assert_uint_eq(silence_tracked(s), 2);
+    silence_free(s);
+}
+END_TEST
+
+/*
+ * A source silent for forget= is forgotten once, after its down report;
+ * that makes room for a new source under the limit, and the forgotten one
+ * sending again is a new source (no up report: nothing was kept of it).
+ */
+START_TEST(test_forget)
+{
+    struct conf_silence rule = {NULL, NULL, 10, 1, 60};
+    struct silence *s = silence_new(&rule, 1, 2, 0, emit, &nreports);
+
+    seen(s, "h1", "p", 0);
+    seen(s, "h2", "p", 30000);
+    silence_tick(s, 10000);
+    ck_assert_uint_eq(nreports, 1);
+    ck_assert_uint_eq(silence_silent(s), 1);
+    seen(s, "h3", "p", 50000);
+    ck_assert_uint_eq(silence_untracked(s), 1);
+    silence_tick(s, 59999);
+    ck_assert_uint_eq(silence_tracked(s), 2);
+    ck_assert_uint_eq(silence_forgotten(s), 0);
+    silence_tick(s, 60000);
+    ck_assert_uint_eq(silence_tracked(s), 1);
+    ck_assert_uint_eq(silence_silent(s), 1); /* h2 */
+    ck_assert_uint_eq(silence_forgotten(s), 1);
+    ck_assert_uint_eq(nreports, 2); /* h2 went down at 40 s */
+    /* room again: h3 is tracked */
+    seen(s, "h3", "p", 61000);
+    ck_assert_uint_eq(silence_tracked(s), 2);
+    ck_assert_uint_eq(silence_untracked(s), 1);
+    /* h1 again: a new source, no "sending again" */
+    silence_tick(s, 90000); /* h2 forgotten, h3 down */
+    ck_assert_uint_eq(silence_forgotten(s), 2);
+    ck_assert_uint_eq(nreports, 3);
+    seen(s, "h1", "p", 95000);
+    ck_assert_uint_eq(nreports, 3);
+    ck_assert_uint_eq(silence_tracked(s), 2);
+    silence_free(s);
+}
+END_TEST
+
+/*
+ * A reload: the new detector takes the sources of rules alike over, with
+ * when they were last seen: a silence due soon still comes, a silent
+ * source is neither reported again nor lost (its "sending again" comes),
+ * and a source whose rule is gone is not taken.
+ */
+START_TEST(test_adopt)
+{
+    struct conf_silence old_rules[] = {{NULL, NULL, 10, 1, 0}, {"db1", "pg", 10, 2, 0}};
+    struct conf_silence new_rules[] = {{"mail", NULL, 5, 1, 0}, {NULL, NULL, 20, 2, 0}};
+    struct silence *old = silence_new(old_rules, 2, 100, 0, emit, &nreports);
+    struct silence *s;
+
+    seen(old, "web1", "sshd", 0);
+    seen(old, "web2", "sshd", 9000);
+    seen(old, "db1", "pg", 0);
+    silence_tick(old, 10000); /* web1, db1 and db1 pg down */
+    ck_assert_uint_eq(nreports, 3);
+    ck_assert_uint_eq(silence_tracked(old), 4);
+    s = silence_new(new_rules, 2, 100, 12000, emit, &nreports);
+    silence_adopt(s, old, 12000);
+    silence_free(old);
+    ck_assert_uint_eq(silence_tracked(s), 3); /* db1 pg: its rule is gone */
+    ck_assert_uint_eq(silence_silent(s), 2);
+    silence_tick(s, 28999);
+    ck_assert_uint_eq(nreports, 3);
+    silence_tick(s, 29000); /* web2, last seen at 9 s, now after 20 s */
+    ck_assert_uint_eq(nreports, 4);
+    ck_assert_str_eq(value(reports[3], "HOST"), "web2");
+    ck_assert_str_eq(value(reports[3], "silence.state"), "down");
+    seen(s, "web1", "cron", 30000);
+    ck_assert_uint_eq(nreports, 5);
+    ck_assert_str_eq(value(reports[4], "MESSAGE"), "web1 is sending again after 30 seconds");
     silence_free(s);
 }
 END_TEST
@@ -252,6 +348,9 @@ silence_suite(void)
     tcase_add_test(tc, test_host_program);
     tcase_add_test(tc, test_max_sources);
     tcase_add_test(tc, test_no_rules);
+    tcase_add_test(tc, test_untracked_counted);
+    tcase_add_test(tc, test_forget);
+    tcase_add_test(tc, test_adopt);
     suite_add_tcase(s, tc);
     return s;
 }
