@@ -107,14 +107,14 @@ START_TEST(test_read_file)
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, "ab\0cd", 5), 5);
     close(fd);
-    data = durable_read_file(path, &len);
+    data = durable_read_file(path, DURABLE_MAX_STATE, &len);
     ck_assert_ptr_nonnull(data);
     ck_assert_uint_eq(len, 5);
     ck_assert_int_eq(memcmp(data, "ab\0cd", 6), 0); /* NUL-terminated after the data */
     free(data);
     unlink(path);
     errno = 0;
-    ck_assert_ptr_null(durable_read_file(path, &len));
+    ck_assert_ptr_null(durable_read_file(path, DURABLE_MAX_STATE, &len));
     ck_assert_int_eq(errno, ENOENT);
 }
 END_TEST
