@@ -19,7 +19,8 @@
  * durable_strerror().
  */
 char *durable_read_file(const char *path, size_t max, size_t *len);
-#define DURABLE_ENOTREG EINVAL
+/* No errno says "not a regular file": ENODEV is the closest, and nothing else here sets it. */
+#define DURABLE_ENOTREG ENODEV
 /* strerror(), but "not a regular file" for DURABLE_ENOTREG. */
 const char *durable_strerror(int err);
 /* The largest state file or spool read back (rule files have their own, smaller, bound). */
