@@ -449,11 +449,11 @@ spool_replay(struct queue *q, struct buf *err)
     char *data;
     size_t size, i;
 
-    data = durable_read_file(q->spool_path, &size);
+    data = durable_read_file(q->spool_path, DURABLE_MAX_STATE, &size);
     if (!data) {
         if (errno == ENOENT) return 0;
         buf_printf(err, "executor %s: cannot read spool %s: %s\n", q->name, q->spool_path,
-                   strerror(errno));
+                   durable_strerror(errno));
         return -1;
     }
     queue_spool_scan(data, size, replay_record, &r, &scan);

@@ -7,6 +7,7 @@
  * the configuration: whether an input or output is configured as before.
  */
 #include "agent/conf.h"
+#include "engine/durable.h"
 #include "engine/units.h"
 #include "engine/xalloc.h"
 
@@ -22,6 +23,8 @@
 #include <unistd.h>
 
 #define DEFAULT_LISTEN "127.0.0.1:5514"
+/* a configuration file is a few KiB; this bounds a wrong path */
+#define CONF_FILE_MAX ((size_t)16 << 20)
 
 static void
 conf_init(struct conf *c)
@@ -749,10 +752,19 @@ conf_load(const char *path, const char *schema, struct buf *err)
     struct reader r = {path, err, 0};
     struct conf *c;
     xmlDocPtr doc;
+    char *data;
+    size_t len;
 
+    /* read here, not by libxml2: a FIFO or /dev/zero must get an error, not hang start-up */
+    data = durable_read_file(path, CONF_FILE_MAX, &len);
+    if (!data) {
+        buf_printf(err, "%s: cannot read the configuration: %s\n", path, durable_strerror(errno));
+        return NULL;
+    }
     xmlSetStructuredErrorFunc(&r, xml_error);
-    doc = xmlReadFile(path, NULL, XML_PARSE_NONET | XML_PARSE_NOWARNING);
+    doc = xmlReadMemory(data, (int)len, path, NULL, XML_PARSE_NONET | XML_PARSE_NOWARNING);
     xmlSetStructuredErrorFunc(NULL, NULL);
+    free(data);
     if (!doc) {
         if (!r.errors) buf_printf(err, "%s: cannot read the configuration\n", path);
         return NULL;

@@ -5,6 +5,11 @@
  *
  *   SIGHUP   reload configuration and rules (a broken file keeps the old ones)
  *   SIGTERM  stop: close inputs, flush outputs, save correlation state
+ *
+ * The handlers are in place before anything slow (state, rules): a signal
+ * that arrives during start-up waits and is acted on once the loop runs.
+ * Once stopping has begun, reloads are refused and a second SIGTERM is only
+ * logged, so that nothing cuts the state save short.
  *   SIGUSR1  write the open correlation contexts as JSON (path in the log)
  *   SIGUSR2  reopen output files (after log rotation)
  */
@@ -49,7 +54,23 @@ struct daemon {
     const char *pidfile;
     char *pidfile_buf;
     int exit_code;
+    bool stopping; /* SIGTERM (or SIGINT) seen: no more reloads */
 };
+
+/* The signals corrald handles: blocked until their handlers are in place. */
+static const int handled_signals[] = {SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
+
+static void
+mask_handled_signals(int how)
+{
+    sigset_t set;
+    size_t i;
+
+    sigemptyset(&set);
+    for (i = 0; i < sizeof(handled_signals) / sizeof(handled_signals[0]); i++)
+        sigaddset(&set, handled_signals[i]);
+    sigprocmask(how, &set, NULL);
+}
 
 /* ---- locating installed files (or the source tree, when run from it) ---- */
 
@@ -222,6 +243,12 @@ reload(struct daemon *d, const char *by, struct buf *report)
     size_t start = report->len;
     int rc;
 
+    if (d->stopping) {
+        /* a reload now would open the inputs again in a process on its way out */
+        log_msg(LOG_WARNING, "reload requested by %s ignored: corrald is stopping", by);
+        buf_puts(report, "corrald is stopping: reload ignored\n");
+        return -1;
+    }
     log_msg(LOG_INFO, "reload: requested by %s", by);
     sd_notify("RELOADING=1");
     c = read_conf(d, &err);
@@ -269,6 +296,12 @@ shutdown_done(void *arg)
 {
     struct daemon *d = arg;
 
+    /*
+     * The state is saved: from now on a signal has nothing left to act on,
+     * and once its handle is closed it would kill the process with its
+     * default action (an exit status of 143 for a clean stop).
+     */
+    mask_handled_signals(SIG_BLOCK);
     control_close(d->control);
     metrics_close(d->metrics);
     d->control = NULL;
@@ -285,10 +318,14 @@ on_sigterm(uv_signal_t *h, int sig)
 {
     struct daemon *d = h->data;
 
+    if (d->stopping) {
+        /* the handler stays: the default action would kill corrald in mid-save */
+        log_msg(LOG_INFO, "signal %d: already stopping (the state save is never cut short)", sig);
+        return;
+    }
+    d->stopping = true;
     log_msg(LOG_INFO, "signal %d: stopping", sig);
     sd_notify("STOPPING=1");
-    uv_signal_stop(&d->sigterm);
-    uv_signal_stop(&d->sigint);
     server_shutdown(d->srv, shutdown_done, d);
 }
 
@@ -471,6 +508,13 @@ main(int argc, char **argv)
         goto out;
     }
 
+    /*
+     * From here on a signal waits (blocked, then queued by its handler) until
+     * the loop runs: start-up reads the state and the rules, which can take a
+     * while, and a SIGHUP or SIGTERM then must neither kill corrald with its
+     * default action nor be lost.
+     */
+    mask_handled_signals(SIG_BLOCK);
     c = read_conf(&d, &err);
     if (!c) {
         fputs(buf_str(&err), stderr);
@@ -489,6 +533,13 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     d.loop = uv_default_loop();
+    start_signal(&d, &d.sighup, on_sighup, SIGHUP);
+    start_signal(&d, &d.sigterm, on_sigterm, SIGTERM);
+    start_signal(&d, &d.sigint, on_sigterm, SIGINT);
+    start_signal(&d, &d.sigusr1, on_sigusr1, SIGUSR1);
+    start_signal(&d, &d.sigusr2, on_sigusr2, SIGUSR2);
+    /* what came while blocked reaches the handlers now, and their callbacks once the loop runs */
+    mask_handled_signals(SIG_UNBLOCK);
     d.srv = server_new(d.loop);
     if (server_start(d.srv, c, &err) < 0) {
         fputs(buf_str(&err), stderr);
@@ -512,20 +563,17 @@ main(int argc, char **argv)
             else
                 log_msg(LOG_INFO, "metrics at http://%s/metrics", cur->stats_listen);
         }
+        /* before the drop: the pid file's directory (/run) is usually root's */
+        if (d.pidfile && write_pidfile(d.pidfile) < 0)
+            log_msg(LOG_WARNING, "cannot write pidfile %s: %s", d.pidfile, strerror(errno));
         buf_reset(&err);
         if (drop_privileges(cur, &err) < 0) {
             fputs(buf_str(&err), stderr);
+            if (d.pidfile) unlink(d.pidfile);
             rc = 1;
             goto out;
         }
     }
-    if (d.pidfile && write_pidfile(d.pidfile) < 0)
-        log_msg(LOG_WARNING, "cannot write pidfile %s: %s", d.pidfile, strerror(errno));
-    start_signal(&d, &d.sighup, on_sighup, SIGHUP);
-    start_signal(&d, &d.sigterm, on_sigterm, SIGTERM);
-    start_signal(&d, &d.sigint, on_sigterm, SIGINT);
-    start_signal(&d, &d.sigusr1, on_sigusr1, SIGUSR1);
-    start_signal(&d, &d.sigusr2, on_sigusr2, SIGUSR2);
     sd_notify("READY=1");
     log_msg(LOG_INFO, "started");
 
@@ -537,7 +585,9 @@ main(int argc, char **argv)
     if (d.srv) server_set_dnscache(d.srv, NULL);
     dnscache_free(dns);
 
-    if (d.pidfile) unlink(d.pidfile);
+    /* after a privilege drop the directory may no longer be ours to remove from */
+    if (d.pidfile && unlink(d.pidfile) < 0 && errno != ENOENT)
+        log_msg(LOG_INFO, "pidfile %s left in place: %s", d.pidfile, strerror(errno));
     log_msg(LOG_INFO, "stopped");
     uv_loop_close(d.loop);
     rc = d.exit_code;

@@ -16,11 +16,13 @@ enum { FR_DETECT, FR_OCTET, FR_PROBE, FR_NEWLINE };
 
 /*
  * Where in a frame we are (f->state).  FR_PROBE is octet counting not yet
- * confirmed: auto framing saw a leading digit and waits for the space; the
- * digits are kept in acc so that they can become the start of a line.
+ * confirmed: auto framing saw a leading digit and waits for the space and
+ * the '<' of the message's priority; the digits and the space are kept in
+ * acc so that they can become the start of a line.
  */
 enum {
     ST_LEN,     /* octet counting: reading the length */
+    ST_PRI,     /* probe: after "LEN ", the '<' that confirms octet counting */
     ST_BODY,    /* octet counting: reading the message */
     ST_SKIP,    /* octet counting: skipping the rest of an over-long frame */
     ST_LINE,    /* newline: reading a line */
@@ -168,9 +170,17 @@ feed_octet(struct framer *f, const char *p, size_t n)
                 f->ndigits++;
                 if (f->mode == FR_PROBE) acc_append(f, p + i, 1);
                 i++;
+            } else if (c == ' ' && f->ndigits > 0 && f->count > 0 && f->mode == FR_PROBE) {
+                /*
+                 * "30 connections dropped" is a line: RFC 6587 frames carry
+                 * syslog messages, which begin with "<PRI>"
+                 */
+                acc_append(f, p + i, 1);
+                i++;
+                f->state = ST_PRI;
             } else if (c == ' ' && f->ndigits > 0 && f->count > 0) {
                 i++;
-                f->mode = FR_OCTET; /* a probe is confirmed by its first frame */
+                f->mode = FR_OCTET;
                 f->len = 0;
                 f->want = f->count;
                 f->state = ST_BODY;
@@ -182,6 +192,13 @@ feed_octet(struct framer *f, const char *p, size_t n)
             }
             break;
         }
+        case ST_PRI:
+            if (p[i] != '<') goto bad;
+            f->mode = FR_OCTET; /* a probe is confirmed by its first frame; '<' is its first byte */
+            f->len = 0;
+            f->want = f->count;
+            f->state = ST_BODY;
+            break;
         case ST_BODY:
             take = n - i < f->want ? n - i : f->want;
             if (f->len == 0 && take == f->count && f->count <= f->max) {

@@ -3,9 +3,10 @@
  *
  *   octet counting   "LEN SP MSG", LEN in decimal (RFC 5425, RFC 6587 3.4.1)
  *   newline          "MSG LF", a trailing CR is dropped (RFC 6587 3.4.2)
- *   auto             octet counting when a connection's first byte is a
- *                    digit and the digits are followed by a space, newline
- *                    framing otherwise (what rsyslog and syslog-ng accept)
+ *   auto             octet counting when a connection begins with digits,
+ *                    a space and the '<' of a syslog priority ("12 <13>..."),
+ *                    newline framing otherwise: a line such as "30 connections
+ *                    dropped" is a line, not a 30-byte frame
  *
  * A framer is a per-connection state machine fed with whatever the socket
  * returned: frames may be split or joined at any byte.  Messages are handed

@@ -71,12 +71,6 @@ void input_deliver(struct input *in, const char *data, size_t len, bool truncate
  */
 size_t input_datagram_len(const struct input *in, const char *p, size_t n, bool *truncated);
 
-/*
- * Resolves a "host:port" listen address for bind().  An empty host, "*",
- * means every address: "::" (which takes IPv4 too) where the system has
- * IPv6, "0.0.0.0" elsewhere.  Returns 0, or -1 with a message in err.
- */
-int input_resolve(const char *listen, int socktype, struct sockaddr_storage *ss, struct buf *err);
 /* A peer's address as text; IPv4-mapped IPv6 addresses are written as IPv4. */
 void input_peer_name(const struct sockaddr *sa, char *out, size_t outlen);
 /*

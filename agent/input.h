@@ -61,5 +61,13 @@ const struct conf_input *input_conf(const struct input *in);
  * socket has no address.
  */
 bool input_bound_name(uv_os_fd_t fd, char *out, size_t outlen);
+/*
+ * Resolves a "host:port" listen address for bind(): an IP literal, a name
+ * (resolved now, blocking) or an empty host or "*" for every address: "::"
+ * (which takes IPv4 too) where the system has IPv6, "0.0.0.0" elsewhere.
+ * The one reading of a listen address, for inputs and the stats endpoint
+ * alike.  Returns 0, or -1 with a message in err.
+ */
+int input_resolve(const char *listen, int socktype, struct sockaddr_storage *ss, struct buf *err);
 
 #endif

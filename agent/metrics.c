@@ -147,22 +147,22 @@ struct metrics *
 metrics_open(uv_loop_t *loop, const char *listen, struct server *srv, struct buf *err)
 {
     struct metrics *m = xcalloc(1, sizeof(*m));
-    char host[256];
-    int port, rc;
+    struct buf e = BUF_INIT;
+    int rc;
     struct sockaddr_storage ss;
 
     m->srv = srv;
     uv_tcp_init(loop, &m->listener);
     m->listener.data = m;
-    if (!conf_split_address(listen, host, sizeof(host), &port)) {
-        rc = UV_EINVAL;
-    } else {
-        if (!host[0]) strcpy(host, "127.0.0.1");
-        rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&ss);
-        if (rc < 0) rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss);
-        if (rc == 0) rc = uv_tcp_bind(&m->listener, (struct sockaddr *)&ss, 0);
-        if (rc == 0) rc = uv_listen((uv_stream_t *)&m->listener, 64, on_connect);
+    /* resolved as an input's listen address is: a name, a literal, or ":PORT" for every address */
+    if (input_resolve(listen, SOCK_STREAM, &ss, &e) < 0) {
+        buf_printf(err, "stats listener: %s\n", buf_str(&e));
+        buf_free(&e);
+        uv_close((uv_handle_t *)&m->listener, metrics_closed);
+        return NULL;
     }
+    rc = uv_tcp_bind(&m->listener, (struct sockaddr *)&ss, 0);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&m->listener, 64, on_connect);
     if (rc < 0) {
         buf_printf(err, "stats listener %s: %s\n", listen, uv_strerror(rc));
         uv_close((uv_handle_t *)&m->listener, metrics_closed);

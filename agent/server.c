@@ -15,6 +15,7 @@
 #include "engine/clock.h"
 #include "engine/corr.h"
 #include "agent/dnscache.h"
+#include "engine/durable.h"
 #include "agent/input.h"
 #include "engine/json.h"
 #include "engine/log.h"
@@ -30,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct server {
     uv_loop_t *loop;
@@ -634,8 +636,16 @@ stage_discard(struct server *s, struct stage *st)
 static int
 stage_prepare(struct server *s, struct stage *st, struct conf *conf, struct buf *err)
 {
+    struct stat sb;
+
     memset(st, 0, sizeof(*st));
     st->conf = conf;
+    /* read back whole and replaced by a rename: a FIFO would hang us, a device be replaced */
+    if (conf->state_file && stat(conf->state_file, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        buf_printf(err, "%s: state file %s: not a regular file\n",
+                   conf->file ? conf->file : "configuration", conf->state_file);
+        return -1;
+    }
     st->db = load_rules(conf, err);
     if (!st->db || prepare_outputs(s, st, err) < 0 || prepare_executors(s, st, err) < 0 ||
         prepare_inputs(s, st, err) < 0) {
@@ -671,6 +681,9 @@ start_corr(struct server *s, const struct conf *conf)
                 conf->state_file, loaded, dropped);
     } else if (errno == ENOENT) {
         log_msg(LOG_INFO, "state %s: none yet, starting afresh", conf->state_file);
+    } else if (errno == DURABLE_ENOTREG) {
+        /* replaced since stage_prepare looked: not ours to move aside */
+        log_msg(LOG_ERR, "state %s: not a regular file, not read", conf->state_file);
     } else {
         /* keep the bad file for inspection; never refuse to start over it */
         struct buf bad = BUF_INIT;

@@ -1432,7 +1432,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
     uint32_t crc, version;
 
     if (dropped) *dropped = 0;
-    if (!(data = durable_read_file(path, &len))) return -1;
+    if (!(data = durable_read_file(path, DURABLE_MAX_STATE, &len))) return -1;
     if (len < 8 + 4 + 8 + 8 + 4 || memcmp(data, STATE_MAGIC, 8) != 0) goto invalid;
     crc = wire_load32((const unsigned char *)data + len - 4);
     if (crc != durable_crc32(0, data, len - 4)) goto invalid;

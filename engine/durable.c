@@ -8,31 +8,61 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 char *
-durable_read_file(const char *path, size_t *len)
+durable_read_file(const char *path, size_t max, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
     struct buf b = BUF_INIT;
+    struct stat st;
     char chunk[65536];
-    size_t n;
-    int err;
+    ssize_t n;
+    int fd, err;
 
-    if (!f) return NULL;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) buf_append(&b, chunk, n);
-    if (ferror(f)) {
-        err = errno ? errno : EIO;
-        fclose(f);
-        buf_free(&b);
-        errno = err;
-        return NULL;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    if (fstat(fd, &st) < 0) goto fail;
+    if (!S_ISREG(st.st_mode)) {
+        /* a FIFO blocks, /dev/zero never ends: only a regular file has a known end */
+        errno = DURABLE_ENOTREG;
+        goto fail;
     }
-    fclose(f);
+    if ((uintmax_t)st.st_size > max) {
+        errno = EFBIG;
+        goto fail;
+    }
+    buf_reserve(&b, (size_t)st.st_size + 1);
+    for (;;) {
+        n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) goto fail;
+        if (n == 0) break;
+        if (b.len + (size_t)n > max) {
+            /* grown since the fstat */
+            errno = EFBIG;
+            goto fail;
+        }
+        buf_append(&b, chunk, (size_t)n);
+    }
+    close(fd);
     *len = b.len;
     buf_reserve(&b, 1);
     b.p[b.len] = '\0';
     return b.p;
+fail:
+    err = errno;
+    close(fd);
+    buf_free(&b);
+    errno = err;
+    return NULL;
+}
+
+const char *
+durable_strerror(int err)
+{
+    return err == DURABLE_ENOTREG ? "not a regular file" : strerror(err);
 }
 
 uint32_t

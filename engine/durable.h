@@ -7,14 +7,24 @@
 #ifndef CORRAL_DURABLE_H
 #define CORRAL_DURABLE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /*
- * Reads a whole file into a malloc'ed buffer with a NUL after its len bytes
- * (so text can be parsed in place).  NULL with errno on failure.
+ * Reads a whole regular file of at most max bytes into a malloc'ed buffer
+ * with a NUL after its len bytes (so text can be parsed in place).  NULL
+ * with errno on failure: DURABLE_ENOTREG for what is not a regular file (a
+ * FIFO would block, /dev/zero never end), EFBIG past max.  Say why with
+ * durable_strerror().
  */
-char *durable_read_file(const char *path, size_t *len);
+char *durable_read_file(const char *path, size_t max, size_t *len);
+/* No errno says "not a regular file": ENODEV is the closest, and nothing else here sets it. */
+#define DURABLE_ENOTREG ENODEV
+/* strerror(), but "not a regular file" for DURABLE_ENOTREG. */
+const char *durable_strerror(int err);
+/* The largest state file or spool read back (rule files have their own, smaller, bound). */
+#define DURABLE_MAX_STATE ((size_t)1 << (sizeof(size_t) > 4 ? 32 : 30))
 /* CRC-32 (IEEE), continuing from crc (0 to start). */
 uint32_t durable_crc32(uint32_t crc, const void *data, size_t len);
 /* Writes all of data, retrying short writes and EINTR; 0 or -1 with errno. */

@@ -21,6 +21,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/*
+ * The largest rule file read: the biggest public patterndb files are a few
+ * MiB; a bound keeps a wrong path (a disk image, a log) from eating memory.
+ */
+#define PDB_FILE_MAX ((size_t)64 << 20)
+
 struct pdb_program {
     const char *pattern; /* the first program name given; NULL for the generic program */
     struct radix *rules;
@@ -386,12 +392,12 @@ static int
 load_file(struct pdb *db, const char *path)
 {
     size_t len = 0;
-    char *xml = durable_read_file(path, &len);
+    char *xml = durable_read_file(path, PDB_FILE_MAX, &len);
     int err = errno, rc;
     const char *file = pdb_intern_file(db, path);
 
     if (!xml) {
-        pdb_diag(db, PDB_ERROR, file, 0, "cannot read: %s", strerror(err));
+        pdb_diag(db, PDB_ERROR, file, 0, "cannot read: %s", durable_strerror(err));
         return -1;
     }
     rc = pdb_load_xml(db, file, xml, len);

@@ -409,6 +409,11 @@ START_TEST(test_rules_readable)
     ck_assert(!conf_rules_readable(c, 3, &err));
     snprintf(want, sizeof(want), "rules path %s: not a file or a directory\n", rules);
     ck_assert_str_eq(buf_str(&err), want);
+    /* nor is a FIFO a configuration: an error at once, not a wait for a writer */
+    buf_reset(&err);
+    ck_assert_ptr_null(conf_load(rules, NULL, &err));
+    snprintf(want, sizeof(want), "%s: cannot read the configuration: not a regular file\n", rules);
+    ck_assert_str_eq(buf_str(&err), want);
     unlink(rules);
     buf_free(&err);
     conf_free(c);

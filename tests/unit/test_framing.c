@@ -287,8 +287,8 @@ END_TEST
 
 START_TEST(test_auto)
 {
-    /* a digit first, then digits and a space: octet counting */
-    check_case(AU, 100, L("3 abc5 hello"), false, "abc|hello|", 0);
+    /* digits, a space and the '<' of a priority: octet counting (later frames need no '<') */
+    check_case(AU, 100, L("6 <1>abc5 hello"), false, "<1>abc|hello|", 0);
     check_case(AU, 100, L("17 <13>Jan  1 host x"), false, "<13>Jan  1 host x|", 0);
     /* anything else: newline framing */
     check_case(AU, 100, L("<13>a\n<14>b\n"), false, "<13>a|<14>b|", 0);
@@ -302,8 +302,13 @@ START_TEST(test_auto)
     check_case(AU, 100, L("0 zero\n"), false, "0 zero|", 0);
     check_case(AU, 100, L("1234567890 ten digits\n"), false, "1234567890 ten digits|", 0);
     check_case(AU, 100, L("12345\nafter\n"), false, "12345|after|", 0);
+    /* digits and a space without a '<' after them: a line that begins with a number */
+    check_case(AU, 100, L("30 connections dropped\n4 retries\n"), false,
+               "30 connections dropped|4 retries|", 0);
+    check_case(AU, 100, L("3 abc"), true, "3 abc|", 0);
+    check_case(AU, 100, L("3 "), true, "3 |", 0);
     /* the decision holds for the whole stream: later frames are not re-detected */
-    check_case(AU, 100, L("3 abc<13>x\n"), false, "abc|", -1);
+    check_case(AU, 100, L("4 <1>a<13>x\n"), false, "<1>a|", -1);
     check_case(AU, 100, L("<13>x\n3 abc\n"), false, "<13>x|3 abc|", 0);
     /* a probe that fails on a short limit */
     check_case(AU, 4, L("123456789x\nab\n"), false, "1234~|ab|", 0);
@@ -324,13 +329,13 @@ START_TEST(test_reset_and_pending)
     framer_reset(&f);
     ck_assert_uint_eq(framer_pending(&f), 0);
     /* after a reset auto detection starts over: this stream counts octets */
-    ck_assert_int_eq(framer_feed(&f, "2 xy5 ab", 8), 0);
+    ck_assert_int_eq(framer_feed(&f, "3 <xy5 ab", 9), 0);
     ck_assert_uint_eq(framer_pending(&f), 4);
     ck_assert_int_eq(framer_eof(&f), -1);
     /* framer_eof resets too */
     ck_assert_int_eq(framer_feed(&f, "z\n", 2), 0);
     g.out[g.len] = '\0';
-    ck_assert_str_eq(g.out, "abc|xy|ab|z|");
+    ck_assert_str_eq(g.out, "abc|<xy|ab|z|");
     framer_free(&f);
 }
 END_TEST

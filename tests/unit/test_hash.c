@@ -3,13 +3,15 @@
  * checked against a model: every entry added is found under its hash and
  * only there, removals while walking the table lose nothing else, and the
  * table grows without losing entries.  Also the FNV-1a reference values, and
- * durable_read_file.
+ * durable_read_file, which refuses what is not a regular file and what is
+ * over its bound.
  */
 #include <check.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -107,15 +109,33 @@ START_TEST(test_read_file)
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, "ab\0cd", 5), 5);
     close(fd);
-    data = durable_read_file(path, &len);
+    data = durable_read_file(path, DURABLE_MAX_STATE, &len);
     ck_assert_ptr_nonnull(data);
     ck_assert_uint_eq(len, 5);
     ck_assert_int_eq(memcmp(data, "ab\0cd", 6), 0); /* NUL-terminated after the data */
     free(data);
+    /* over the bound: refused whole, not cut */
+    errno = 0;
+    ck_assert_ptr_null(durable_read_file(path, 4, &len));
+    ck_assert_int_eq(errno, EFBIG);
+    data = durable_read_file(path, 5, &len);
+    ck_assert_ptr_nonnull(data);
+    free(data);
     unlink(path);
     errno = 0;
-    ck_assert_ptr_null(durable_read_file(path, &len));
+    ck_assert_ptr_null(durable_read_file(path, DURABLE_MAX_STATE, &len));
     ck_assert_int_eq(errno, ENOENT);
+    /* a FIFO without a writer would block, /dev/zero never end: both refused at once */
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    errno = 0;
+    ck_assert_ptr_null(durable_read_file(path, DURABLE_MAX_STATE, &len));
+    ck_assert_int_eq(errno, DURABLE_ENOTREG);
+    ck_assert_str_eq(durable_strerror(errno), "not a regular file");
+    unlink(path);
+    errno = 0;
+    ck_assert_ptr_null(durable_read_file("/dev/zero", DURABLE_MAX_STATE, &len));
+    ck_assert_int_eq(errno, DURABLE_ENOTREG);
+    ck_assert_ptr_null(durable_read_file("/tmp", DURABLE_MAX_STATE, &len));
 }
 END_TEST
 
