@@ -555,6 +555,8 @@ queue_checked(void *arg)
     (*(size_t *)arg)++;
 }
 
+static int state_path_check(const struct conf *conf, struct buf *err);
+
 int
 server_check(const struct conf *c, size_t *nrules, struct buf *err)
 {
@@ -567,6 +569,7 @@ server_check(const struct conf *c, size_t *nrules, struct buf *err)
     int rc = db ? 0 : -1;
 
     if (db && nrules) *nrules = pdb_nrules(db);
+    if (state_path_check(c, err) < 0) rc = -1;
     for (i = 0; i < c->noutputs; i++)
         if (output_check(&c->outputs[i], c->file, err) < 0) rc = -1;
     /*
@@ -629,6 +632,21 @@ stage_discard(struct server *s, struct stage *st)
     free(st->input_replaces);
 }
 
+/* A state file is read back whole and replaced by a rename: a FIFO would hang us, a device be
+ * replaced.  What is not there yet is fine: the first save creates it. */
+static int
+state_path_check(const struct conf *conf, struct buf *err)
+{
+    struct stat sb;
+
+    if (conf->state_file && stat(conf->state_file, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        buf_printf(err, "%s: state file %s: not a regular file\n",
+                   conf->file ? conf->file : "configuration", conf->state_file);
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * Everything that can fail, into st; conf is owned by st from here on.
  * Returns 0, or -1 with "file:line: message" lines in err and nothing changed.
@@ -636,16 +654,9 @@ stage_discard(struct server *s, struct stage *st)
 static int
 stage_prepare(struct server *s, struct stage *st, struct conf *conf, struct buf *err)
 {
-    struct stat sb;
-
     memset(st, 0, sizeof(*st));
     st->conf = conf;
-    /* read back whole and replaced by a rename: a FIFO would hang us, a device be replaced */
-    if (conf->state_file && stat(conf->state_file, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        buf_printf(err, "%s: state file %s: not a regular file\n",
-                   conf->file ? conf->file : "configuration", conf->state_file);
-        return -1;
-    }
+    if (state_path_check(conf, err) < 0) return -1;
     st->db = load_rules(conf, err);
     if (!st->db || prepare_outputs(s, st, err) < 0 || prepare_executors(s, st, err) < 0 ||
         prepare_inputs(s, st, err) < 0) {
