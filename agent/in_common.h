@@ -30,6 +30,7 @@ struct input {
     /* limits, from struct conf at opening time */
     size_t max_message_size;
     size_t max_connections;
+    size_t max_per_peer;      /* connections from one address (TCP); 0: no limit */
     uint64_t idle_timeout_ms; /* 0: connections never idle out */
 
     struct input_stats stats;

@@ -97,6 +97,7 @@ input_set_limits(struct input *in, const struct conf *conf)
 {
     in->max_message_size = conf->max_message_size ? conf->max_message_size : 65536;
     in->max_connections = conf->max_connections;
+    in->max_per_peer = conf->max_connections_per_peer;
     in->idle_timeout_ms = conf->idle_timeout > 0 ? (uint64_t)(conf->idle_timeout * 1000.0) : 0;
     if (conf->idle_timeout > 0 && in->idle_timeout_ms == 0) in->idle_timeout_ms = 1;
     if (in->limits_changed) in->limits_changed(in);

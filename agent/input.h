@@ -26,7 +26,8 @@ struct input_stats {
     uint64_t truncated;   /* messages longer than max-message-size, cut */
     uint64_t errors;      /* framing errors, read errors */
     uint64_t connections; /* accepted connections (stream inputs) */
-    uint64_t rejected;    /* connections refused: max-connections reached */
+    uint64_t rejected;    /* connections refused: max-connections-per-peer reached */
+    uint64_t evicted;     /* connections closed for a new one: max-connections reached */
     uint64_t idle_closed; /* connections closed for idling */
     uint64_t active;      /* connections open now */
 };

@@ -51,6 +51,7 @@ struct server {
     uint64_t received, parsed, truncated_values, reloads, reload_failures, state_saves,
         state_save_failures;
     uint64_t started_ms;
+    struct server_endpoint_stats endpoints[SERVER_EP_N];
     struct dnscache *dns; /* $(dns-resolve-ip)'s cache, for its counters; may be NULL */
     /* shutdown */
     void (*done)(void *);
@@ -154,6 +155,12 @@ on_corr_log(void *arg, const char *text)
 {
     (void)arg;
     log_msg(LOG_WARNING, "%s", text);
+}
+
+struct server_endpoint_stats *
+server_endpoint_stats(struct server *s, enum server_endpoint ep)
+{
+    return &s->endpoints[ep];
 }
 
 void
@@ -766,6 +773,17 @@ queue_metric(struct buf *out, struct server *s, const char *name, const char *he
                field);
 }
 
+static void
+endpoint_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
+{
+    static const char *const names[SERVER_EP_N] = {"control", "stats"};
+    size_t i;
+
+    metric(out, name, help, metric_type(name));
+    for (i = 0; i < SERVER_EP_N; i++)
+        sample(out, name, "endpoint", names[i], &s->endpoints[i], field);
+}
+
 void
 server_set_dnscache(struct server *s, struct dnscache *dns)
 {
@@ -847,8 +865,12 @@ server_metrics(struct server *s, struct buf *out)
                  offsetof(struct input_stats, errors));
     input_metric(out, s, "corral_input_connections_total", "Connections accepted.",
                  offsetof(struct input_stats, connections));
-    input_metric(out, s, "corral_input_rejected_total", "Connections refused at max-connections.",
+    input_metric(out, s, "corral_input_rejected_total",
+                 "Connections refused at max-connections-per-peer.",
                  offsetof(struct input_stats, rejected));
+    input_metric(out, s, "corral_input_evicted_total",
+                 "Connections closed at max-connections for a new one (the one idle longest).",
+                 offsetof(struct input_stats, evicted));
     input_metric(out, s, "corral_input_idle_closed_total", "Connections closed for idling.",
                  offsetof(struct input_stats, idle_closed));
     input_metric(out, s, "corral_input_connections_active", "Connections open now.",
@@ -861,6 +883,15 @@ server_metrics(struct server *s, struct buf *out)
                   offsetof(struct output_stats, errors));
     output_metric(out, s, "corral_output_queued", "Messages waiting, per output.",
                   offsetof(struct output_stats, queued));
+    endpoint_metric(out, s, "corral_endpoint_timeouts_total",
+                    "Control and stats connections closed: not done in time.",
+                    offsetof(struct server_endpoint_stats, timed_out));
+    endpoint_metric(out, s, "corral_endpoint_evicted_total",
+                    "Control and stats connections closed for a new one (the cap was reached).",
+                    offsetof(struct server_endpoint_stats, evicted));
+    endpoint_metric(out, s, "corral_endpoint_accept_errors_total",
+                    "Control and stats connections that could not be accepted.",
+                    offsetof(struct server_endpoint_stats, accept_errors));
     if (s->nqueues) {
         queue_metric(out, s, "corral_executor_submitted_total", "Alerts routed to an executor.",
                      offsetof(struct queue_stats, submitted));
