@@ -19,6 +19,10 @@
  * scanning.  max-connections is also capped so that the connections fit the
  * open files limit (RLIMIT_NOFILE) beside a reserve for the rest of corrald:
  * outputs, files, the stats and control connections (see reserve_fds).
+ *
+ * Back-pressure (input_pause): a paused input stops reading every connection
+ * and accepts new ones without reading them; idle time does not run while
+ * paused.
  */
 #include "agent/framer.h"
 #include "agent/control.h"
@@ -83,6 +87,7 @@ struct stream_input {
     struct conn *head, *tail;
     struct hash_table peers; /* struct peer by address */
     size_t fd_cap;           /* connections the open files limit leaves room for; 0: no limit */
+    uint64_t paused_at;      /* uv_now() when paused */
     unsigned handles;        /* handles not yet closed: the input is freed when none are left */
     bool closing;
     bool is_unix;
@@ -270,6 +275,7 @@ idle_check(uv_timer_t *t)
     struct stream_input *s = t->data;
     uint64_t now = uv_now(t->loop), idle = s->base.idle_timeout_ms;
 
+    if (s->base.paused) return; /* nothing is read: nothing idles; resuming starts the timer */
     while (s->head && now - s->head->last >= idle) {
         struct conn *c = s->head;
         s->base.stats.idle_closed++;
@@ -355,13 +361,15 @@ on_connection(uv_stream_t *server, int status)
                     (unsigned long long)s->base.stats.evicted);
         conn_close(old, true);
     }
-    rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
-    if (rc < 0) {
-        s->base.stats.errors++;
-        log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.conf.name, conn_name(c),
-                uv_strerror(rc));
-        conn_close(c, false);
-        return;
+    if (!s->base.paused) {
+        rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
+        if (rc < 0) {
+            s->base.stats.errors++;
+            log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.conf.name, conn_name(c),
+                    uv_strerror(rc));
+            conn_close(c, false);
+            return;
+        }
     }
     c->last = uv_now(server->loop);
     c->listed = true;
@@ -369,7 +377,7 @@ on_connection(uv_stream_t *server, int status)
     if (c->peer[0]) peer_add(s, c);
     s->base.stats.connections++;
     s->base.stats.active++;
-    if (s->base.idle_timeout_ms && !uv_is_active((uv_handle_t *)&s->idle))
+    if (s->base.idle_timeout_ms && !s->base.paused && !uv_is_active((uv_handle_t *)&s->idle))
         uv_timer_start(&s->idle, idle_check, s->base.idle_timeout_ms, 0);
 }
 
@@ -382,6 +390,39 @@ stream_limits_changed(struct input *in)
 
     /* the timer runs only while there are connections and a timeout; it may be needed now */
     uv_timer_stop(&s->idle);
+    if (s->base.idle_timeout_ms && s->head && !s->base.paused) idle_check(&s->idle);
+}
+
+/* Back-pressure: stops or resumes reading every connection. */
+static void
+stream_pause(struct input *in, bool pause)
+{
+    struct stream_input *s = (struct stream_input *)in;
+    struct conn *c, *next;
+    uint64_t now = uv_now(s->base.loop);
+
+    if (s->closing) return;
+    if (pause) {
+        s->paused_at = now;
+        uv_timer_stop(&s->idle);
+        for (c = s->head; c; c = c->next) uv_read_stop(&c->h.stream);
+        return;
+    }
+    for (c = s->head; c; c = next) {
+        int rc;
+        next = c->next;
+        /* the pause does not count as idle time; the order stays (one accepted while paused: now)
+         */
+        c->last += now - s->paused_at;
+        if (c->last > now) c->last = now;
+        rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
+        if (rc < 0) {
+            s->base.stats.errors++;
+            log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.conf.name, conn_name(c),
+                    uv_strerror(rc));
+            conn_close(c, false);
+        }
+    }
     if (s->base.idle_timeout_ms && s->head) idle_check(&s->idle);
 }
 
@@ -555,6 +596,7 @@ in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     s->idle.data = s;
     s->handles++;
     s->base.limits_changed = stream_limits_changed;
+    s->base.pause = stream_pause;
     hash_table_init(&s->peers, 16);
     s->rbuf = xmalloc(READ_BUF_SIZE);
     reserve_fds(s);

@@ -72,6 +72,20 @@ input_get_stats(const struct input *in)
 }
 
 bool
+input_can_pause(const struct input *in)
+{
+    return in->pause != NULL;
+}
+
+void
+input_pause(struct input *in, bool pause)
+{
+    if (!in->pause || in->paused == pause) return;
+    in->paused = pause;
+    in->pause(in, pause);
+}
+
+bool
 input_finished(const struct input *in)
 {
     return in->finished;
@@ -87,6 +101,8 @@ input_init(struct input *in, struct server *srv, uv_loop_t *loop, const struct c
     in->srv = srv;
     in->loop = loop;
     in->limits_changed = NULL;
+    in->pause = NULL;
+    in->paused = false;
     input_set_limits(in, conf);
     memset(&in->stats, 0, sizeof(in->stats));
     in->finished = false;
