@@ -4,9 +4,10 @@
 #
 #   100,000 lines over one TCP connection into a file output whose queue
 #   holds 100 messages: all 100,000 are in the file, none dropped, and the
-#   pauses are counted.  The same for 50,000 lines of a followed file read
-#   from its start.  40 alerts over TCP to an exec executor whose queue holds
-#   5: all 40 are delivered, none refused.
+#   pauses are counted.  The same for 20,000 lines of a followed file read
+#   from its start, and on standard input (a regular file, a pipe).  40
+#   alerts over TCP to an exec executor whose queue holds 5: all 40 are
+#   delivered, none refused.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 
@@ -29,11 +30,8 @@ echo "\$CORRAL_MESSAGE" >> "$WORK/delivered"
 SH
 chmod +x "$WORK/slow.sh"
 
-i=0
-while [ $i -lt 50000 ]; do
-    echo "Dec  3 10:00:00 web1 app: file line $i"
-    i=$((i + 1))
-done > "$WORK/app.log"
+awk 'BEGIN { for (i = 0; i < 20000; i++) printf "Dec  3 10:00:00 web1 app: file line %d\n", i }' \
+    > "$WORK/app.log"
 
 cat > "$WORK/corrald.conf" <<XML
 <corrald>
@@ -50,52 +48,61 @@ cat > "$WORK/corrald.conf" <<XML
   </executors>
 </corrald>
 XML
+# lossless WHAT OUT N PATTERN: once OUT has N lines, all N match PATTERN
+# (none lost, none doubled), the output dropped none, and the inputs were
+# paused (one look at the counters: each costs a python start)
+lossless() {
+    wait_lines "$2" "$3" || fail "$1: $(wc -l < "$2") of $3 lines written"
+    metrics_text > "$WORK/metrics.txt" || fail "$1: no metrics"
+    val() { awk -v s="$1" '$1 == s {print $2}' "$WORK/metrics.txt"; }
+    [ "$(val 'corral_output_dropped_total{output="file"}')" = 0 ] ||
+        fail "$1: $(val 'corral_output_dropped_total{output="file"}') lines dropped"
+    [ "$(val corral_backpressure_pauses_total)" -gt 0 ] || fail "$1: the input was never paused"
+    [ "$(grep -c "$4" "$2")" -eq "$3" ] || fail "$1: lines missing or doubled"
+}
+
 start_corrald corrald "$WORK/corrald.conf"
 PORT=$(input_port tcp)
 
 # ---- 100,000 lines over TCP, as fast as the socket takes them
-i=0
-while [ $i -lt 100000 ]; do
-    echo "<13>Dec  3 10:00:00 web1 app: tcp line $i"
-    i=$((i + 1))
-done > "$WORK/tcp.txt"
+awk 'BEGIN { for (i = 0; i < 100000; i++) printf "<13>Dec  3 10:00:00 web1 app: tcp line %d\n", i }' \
+    > "$WORK/tcp.txt"
 send_tcp_file "$PORT" "$WORK/tcp.txt"
-wait_lines "$WORK/out.log" 100000 ||
-    fail "TCP: $(wc -l < "$WORK/out.log") of 100000 lines written, $(metric corral_output_dropped_total output=file) dropped"
-[ "$(metric corral_output_dropped_total output=file)" -eq 0 ] ||
-    fail "TCP: $(metric corral_output_dropped_total output=file) lines dropped"
-[ "$(grep -c ' app: tcp line ' "$WORK/out.log")" -eq 100000 ] || fail "TCP: lines missing or doubled"
-[ "$(metric corral_backpressure_pauses_total)" -gt 0 ] || fail "TCP: the input was never paused"
+lossless TCP "$WORK/out.log" 100000 ' app: tcp line '
 grep -q 'file: queue full, stream inputs paused until it drains' "$CORRALD_LOG" ||
     fail "the pause was not logged"
 
 # ---- 40 alerts to an executor whose queue holds 5
-i=0
-while [ $i -lt 40 ]; do
-    echo "<13>Dec  3 10:00:00 web1 app: bp alert $i"
-    i=$((i + 1))
-done > "$WORK/alerts.txt"
+awk 'BEGIN { for (i = 0; i < 40; i++) printf "<13>Dec  3 10:00:00 web1 app: bp alert %d\n", i }' \
+    > "$WORK/alerts.txt"
 send_tcp_file "$PORT" "$WORK/alerts.txt"
-wait_metric corral_executor_delivered_total executor=slow -eq 40 ||
+delivered() { [ "$(sort -u "$WORK/delivered" 2>/dev/null | wc -l)" -eq 40 ]; }
+wait_until delivered ||
     fail "executor: $(metric corral_executor_delivered_total executor=slow) of 40 alerts delivered, $(metric corral_executor_dropped_full_total executor=slow) refused"
 [ "$(metric corral_executor_dropped_full_total executor=slow)" -eq 0 ] ||
     fail "executor: alerts refused with the queue full"
-[ "$(sort -u "$WORK/delivered" | wc -l)" -eq 40 ] || fail "executor: $(sort -u "$WORK/delivered" | wc -l) distinct alerts"
-
 corrald_alive
 stop_corrald
 
-# ---- 50,000 lines of a followed file, read from its start
+# ---- 20,000 lines of a followed file, read from its start
 sed -i -e "s|<tcp listen=\"127.0.0.1:0\" name=\"tcp\"/>|<file path=\"$WORK/app.log\" from=\"start\" name=\"app\" position-file=\"$WORK/app.pos\"/>|" \
     -e "s|$WORK/out.log|$WORK/out2.log|" "$WORK/corrald.conf"
 start_corrald corrald2 "$WORK/corrald.conf"
-wait_lines "$WORK/out2.log" 50000 ||
-    fail "file: $(wc -l < "$WORK/out2.log") of 50000 lines written, $(metric corral_output_dropped_total output=file) dropped"
-[ "$(metric corral_output_dropped_total output=file)" -eq 0 ] ||
-    fail "file: $(metric corral_output_dropped_total output=file) lines dropped"
-[ "$(grep -c ' app: file line ' "$WORK/out2.log")" -eq 50000 ] || fail "file: lines missing or doubled"
-[ "$(metric corral_backpressure_pauses_total)" -gt 0 ] || fail "file: the input was never paused"
-
+lossless file "$WORK/out2.log" 20000 ' app: file line '
 corrald_alive
 stop_corrald
+
+# ---- the same 20,000 lines on standard input, a regular file and a pipe
+sed -i -e "s|<file path=\"$WORK/app.log\"[^>]*/>|<stdin name=\"stdin\"/>|" "$WORK/corrald.conf"
+for how in file pipe; do
+    sed -i -e "s|$WORK/out[-0-9a-z]*\.log|$WORK/out-$how.log|" "$WORK/corrald.conf"
+    if [ $how = pipe ]; then
+        start_corrald -p corrald-$how "$WORK/corrald.conf" "$WORK/app.log"
+    else
+        start_corrald corrald-$how "$WORK/corrald.conf" "$WORK/app.log"
+    fi
+    lossless "stdin ($how)" "$WORK/out-$how.log" 20000 ' app: file line '
+    corrald_alive
+    stop_corrald
+done
 echo "$TEST: ok"
