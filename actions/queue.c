@@ -847,8 +847,20 @@ log_drop(struct queue *q, const char *why)
             (unsigned long long)q->st.deduplicated, (unsigned long long)q->st.dropped_full);
 }
 
-void
-queue_submit(struct queue *q, const struct msg *m)
+bool
+queue_full(const struct queue *q)
+{
+    return !q->closing && q->nitems >= q->max_queued;
+}
+
+bool
+queue_low(const struct queue *q)
+{
+    return q->closing || q->nitems <= q->max_queued / 2;
+}
+
+static void
+submit(struct queue *q, const struct msg *m, bool keep)
 {
     struct msg *copy;
     uint64_t seq;
@@ -865,7 +877,7 @@ queue_submit(struct queue *q, const struct msg *m)
         log_drop(q, "rate");
         return;
     }
-    if (q->nitems >= q->max_queued) {
+    if (!keep && q->nitems >= q->max_queued) {
         q->st.dropped_full++;
         log_drop(q, "queue full");
         return;
@@ -880,6 +892,18 @@ queue_submit(struct queue *q, const struct msg *m)
     }
     msg_unref(copy);
     kick(q);
+}
+
+void
+queue_submit(struct queue *q, const struct msg *m)
+{
+    submit(q, m, false);
+}
+
+void
+queue_submit_keep(struct queue *q, const struct msg *m)
+{
+    submit(q, m, true);
 }
 
 void

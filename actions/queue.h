@@ -51,6 +51,7 @@
 #ifndef CORRAL_QUEUE_H
 #define CORRAL_QUEUE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -90,8 +91,18 @@ struct queue_stats {
  */
 struct queue *queue_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file,
                          const char *spool_dir, struct buf *err);
-/* Routes a generated message to this executor (copied). */
+/* Routes a generated message to this executor (copied); dropped and counted when the queue is full.
+ */
 void queue_submit(struct queue *q, const struct msg *m);
+/*
+ * The same for a message that comes from an input the caller pauses once
+ * queue_full() (back-pressure): kept even past the queue's size.
+ */
+void queue_submit_keep(struct queue *q, const struct msg *m);
+/* Holds its `queue` alerts or more: inputs feeding it should wait. */
+bool queue_full(const struct queue *q);
+/* Holds half its `queue` alerts or fewer: waiting inputs may go on. */
+bool queue_low(const struct queue *q);
 /* Makes what was submitted durable now (the server calls it once per input batch). */
 void queue_sync(struct queue *q);
 /* Writes what the executor would send for m (dry run). */

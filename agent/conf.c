@@ -32,8 +32,10 @@ conf_init(struct conf *c)
     memset(c, 0, sizeof(*c));
     c->max_message_size = 65536;
     c->max_connections = 1000;
+    c->max_connections_per_peer = 100;
     c->idle_timeout = 300;
     c->max_silence_sources = 100000;
+    c->control_timeout = 10;
     c->state_interval = 60;
     c->log_level = xstrdup("info");
 }
@@ -614,12 +616,16 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->log_to = attr(n, "to");
         } else if (is(n, "control")) {
             c->control_socket = attr(n, "socket");
+            c->control_timeout = duration_attr(r, n, "timeout", c->control_timeout);
+            if (c->control_timeout <= 0) error(r, n, "timeout must be more than 0");
         } else if (is(n, "stats")) {
             c->stats_listen = attr(n, "listen");
             check_address(r, n, c->stats_listen);
         } else if (is(n, "limits")) {
             c->max_message_size = number_attr(r, n, "max-message-size", c->max_message_size, true);
             c->max_connections = number_attr(r, n, "max-connections", c->max_connections, false);
+            c->max_connections_per_peer =
+                number_attr(r, n, "max-connections-per-peer", c->max_connections_per_peer, false);
             c->idle_timeout = duration_attr(r, n, "idle-timeout", c->idle_timeout);
             c->max_contexts = number_attr(r, n, "max-contexts", c->max_contexts, false);
             c->max_context_messages =

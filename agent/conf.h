@@ -95,7 +95,9 @@ struct conf {
     char *log_to;       /* corrald's own log: stderr, journal, syslog; NULL: journal or stderr */
     size_t max_message_size;
     size_t max_connections;
+    size_t max_connections_per_peer; /* per client address, per TCP input */
     double idle_timeout;
+    double control_timeout; /* seconds a control connection may take to send its request */
     size_t max_contexts;
     size_t max_context_messages;
     /* correlation limits against floods (0: the engine's defaults, see corr.h) */

@@ -2,6 +2,12 @@
  * control: the control socket.  Requests are tiny and answers are built in
  * memory, so each connection is: read one line (bounded), answer, close.
  * The socket is created owner-only (0600): it can reload the daemon.
+ *
+ * A client that connects and stalls must not hold a descriptor for long nor
+ * keep `corral ctl` out: a connection is closed when it has not been
+ * answered and the answer taken within <control timeout> (10 s), and at
+ * most CONTROL_MAX_CONNS are open at once, a new one closing the oldest.
+ * Both are counted (server_endpoint_stats) and logged, at most every 10 s.
  */
 #include "agent/control.h"
 #include "engine/log.h"
@@ -14,7 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_REQUEST 256
+#define MAX_REQUEST  256
+#define LOG_EVERY_MS 10000
 
 struct control {
     uv_pipe_t listener;
@@ -22,10 +29,17 @@ struct control {
     control_reload_fn reload;
     void *arg;
     char *path;
+    struct conn *head, *tail; /* open connections, oldest first */
+    size_t nconns;
+    uint64_t last_log; /* uv_now() of the last warning; 0: none */
 };
 
 struct conn {
     uv_pipe_t pipe;
+    uv_timer_t timer;
+    int handles; /* handles not closed yet: freed at 0 */
+    struct conn *prev, *next;
+    bool listed;
     struct control *ctl;
     char req[MAX_REQUEST];
     size_t len;
@@ -38,17 +52,48 @@ conn_closed(uv_handle_t *h)
 {
     struct conn *c = h->data;
 
+    if (--c->handles > 0) return;
     buf_free(&c->answer);
     free(c);
 }
 
 static void
+conn_close(struct conn *c)
+{
+    struct control *ctl = c->ctl;
+
+    if (c->listed) {
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            ctl->head = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        else
+            ctl->tail = c->prev;
+        c->listed = false;
+        ctl->nconns--;
+    }
+    if (!uv_is_closing((uv_handle_t *)&c->pipe)) uv_close((uv_handle_t *)&c->pipe, conn_closed);
+    if (!uv_is_closing((uv_handle_t *)&c->timer)) uv_close((uv_handle_t *)&c->timer, conn_closed);
+}
+
+/* One warning per LOG_EVERY_MS at most: a flood of clients must not flood the log. */
+static bool
+log_allowed(struct control *ctl)
+{
+    uint64_t now = uv_now(ctl->listener.loop);
+
+    if (ctl->last_log && now - ctl->last_log < LOG_EVERY_MS) return false;
+    ctl->last_log = now ? now : 1;
+    return true;
+}
+
+static void
 written(uv_write_t *wr, int status)
 {
-    struct conn *c = wr->data;
-
     (void)status;
-    uv_close((uv_handle_t *)&c->pipe, conn_closed);
+    conn_close(wr->data);
 }
 
 static void
@@ -76,8 +121,7 @@ answer(struct conn *c)
     }
     b = uv_buf_init(c->answer.p ? c->answer.p : (char *)"", (unsigned)c->answer.len);
     c->wr.data = c;
-    if (uv_write(&c->wr, (uv_stream_t *)&c->pipe, &b, 1, written) < 0)
-        uv_close((uv_handle_t *)&c->pipe, conn_closed);
+    if (uv_write(&c->wr, (uv_stream_t *)&c->pipe, &b, 1, written) < 0) conn_close(c);
 }
 
 static void
@@ -100,7 +144,7 @@ read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
             answer(c);
             return;
         }
-        uv_close((uv_handle_t *)s, conn_closed);
+        conn_close(c);
         return;
     }
     c->len += (size_t)n;
@@ -108,19 +152,63 @@ read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 }
 
 static void
+on_timeout(uv_timer_t *t)
+{
+    struct conn *c = t->data;
+    struct server_endpoint_stats *st = server_endpoint_stats(c->ctl->srv, SERVER_EP_CONTROL);
+
+    st->timed_out++;
+    if (log_allowed(c->ctl))
+        log_msg(LOG_WARNING,
+                "control: a connection was not done within %.1f s, closed (%llu so far)",
+                server_conf(c->ctl->srv)->control_timeout, (unsigned long long)st->timed_out);
+    conn_close(c);
+}
+
+static void
 on_connect(uv_stream_t *l, int status)
 {
     struct control *ctl = l->data;
     struct conn *c;
+    struct server_endpoint_stats *st = server_endpoint_stats(ctl->srv, SERVER_EP_CONTROL);
+    double timeout = server_conf(ctl->srv)->control_timeout;
+    uint64_t ms = timeout > 0 ? (uint64_t)(timeout * 1000.0) : 10000;
 
-    if (status < 0) return;
+    if (status < 0) {
+        /* EMFILE and the like: libuv has shed the connection */
+        st->accept_errors++;
+        if (log_allowed(ctl))
+            log_msg(LOG_WARNING, "control: cannot accept: %s", uv_strerror(status));
+        return;
+    }
+    if (ctl->nconns >= CONTROL_MAX_CONNS && ctl->head) {
+        st->evicted++;
+        if (log_allowed(ctl))
+            log_msg(LOG_WARNING,
+                    "control: %d connections open, closing the oldest for a new one (%llu so far)",
+                    CONTROL_MAX_CONNS, (unsigned long long)st->evicted);
+        conn_close(ctl->head);
+    }
     c = xcalloc(1, sizeof(*c));
     c->ctl = ctl;
     uv_pipe_init(l->loop, &c->pipe, 0);
-    c->pipe.data = c;
+    uv_timer_init(l->loop, &c->timer);
+    c->pipe.data = c->timer.data = c;
+    c->handles = 2;
+    c->prev = ctl->tail;
+    if (ctl->tail)
+        ctl->tail->next = c;
+    else
+        ctl->head = c;
+    ctl->tail = c;
+    c->listed = true;
+    ctl->nconns++;
     if (uv_accept(l, (uv_stream_t *)&c->pipe) < 0 ||
-        uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb) < 0)
-        uv_close((uv_handle_t *)&c->pipe, conn_closed);
+        uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb) < 0) {
+        conn_close(c);
+        return;
+    }
+    uv_timer_start(&c->timer, on_timeout, ms ? ms : 1, 0);
 }
 
 static void control_closed(uv_handle_t *h);
@@ -167,6 +255,7 @@ void
 control_close(struct control *ctl)
 {
     if (!ctl) return;
+    while (ctl->head) conn_close(ctl->head);
     if (ctl->path) unlink(ctl->path);
     uv_close((uv_handle_t *)&ctl->listener, control_closed);
 }

@@ -18,6 +18,9 @@
 struct server;
 struct control;
 
+/* Connections the control socket holds open at once; a new one closes the oldest. */
+#define CONTROL_MAX_CONNS 8
+
 /* Handles "reload": the daemon owns configuration loading, so it supplies this. */
 typedef int (*control_reload_fn)(void *arg, struct buf *report);
 

@@ -30,14 +30,21 @@ struct input {
     /* limits, from struct conf at opening time */
     size_t max_message_size;
     size_t max_connections;
+    size_t max_per_peer;      /* connections from one address (TCP); 0: no limit */
     uint64_t idle_timeout_ms; /* 0: connections never idle out */
 
     struct input_stats stats;
     bool finished; /* read everything it ever will (stdin at EOF) */
+    bool paused;   /* reading is stopped: an output or executor queue is full (input_pause) */
     /* closes the module's handles; the module frees the input when libuv is done with them */
     void (*close)(struct input *in);
     /* optional: the limits changed (input_set_limits) */
     void (*limits_changed)(struct input *in);
+    /*
+     * Stream inputs (TCP, unix-stream, files, stdin): stop reading (pause) or
+     * go on (!pause); NULL for datagram inputs, which cannot make a sender wait.
+     */
+    void (*pause)(struct input *in, bool pause);
 };
 
 /* The module constructors input_open() dispatches to; each returns NULL with err set on failure. */

@@ -22,6 +22,9 @@
  * while corrald was away and is read from its start; a file never seen
  * before starts at its end, or at its start with from="start".  Files that
  * appear while corrald runs are read from their start.
+ *
+ * Back-pressure (input_pause): a paused input finishes the read in progress
+ * and starts no other until resumed; the file keeps what is not read yet.
  */
 #include "agent/framer.h"
 #include "agent/in_common.h"
@@ -274,6 +277,12 @@ on_read(uv_fs_t *req)
         f->offset += n;
         f->pos_dirty = true;
         framer_feed(&f->fr, f->rbuf, (size_t)n); /* newline framing cannot fail */
+        if (f->base.paused) {
+            /* read on when resumed (file_pause runs the state machine again) */
+            f->step = STEP_NONE;
+            f->again = true;
+            return;
+        }
         start_read(f);
         return;
     }
@@ -401,7 +410,7 @@ static void
 run(struct file_input *f)
 {
     if (f->closing) return;
-    if (f->step != STEP_NONE) {
+    if (f->step != STEP_NONE || f->base.paused) {
         f->again = true;
         return;
     }
@@ -409,6 +418,14 @@ run(struct file_input *f)
         start_open(f);
     else
         start_read(f);
+}
+
+static void
+file_pause(struct input *in, bool pause)
+{
+    struct file_input *f = (struct file_input *)in;
+
+    if (!pause) run(f);
 }
 
 /* ---- watchers ---- */
@@ -476,6 +493,7 @@ in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     f = xcalloc(1, sizeof(*f));
     input_init(&f->base, srv, loop, ci, conf);
     f->base.close = file_close;
+    f->base.pause = file_pause;
     f->fd = -1;
     f->req.data = f;
     slash = strrchr(ci->path, '/');

@@ -8,6 +8,9 @@
  * libuv streams serve the first three; a regular file cannot be polled, so it
  * is read with uv_fs_read on libuv's thread pool, which keeps the loop free
  * while the disk works.
+ *
+ * Back-pressure (input_pause): a paused input stops reading (uv_read_stop,
+ * or no next uv_fs_read) until resumed.
  */
 #include "agent/framer.h"
 #include "agent/in_common.h"
@@ -33,6 +36,7 @@ struct stdin_input {
     bool handle_open; /* a stream handle exists and is not closed yet */
     uv_fs_t req;      /* regular file: the read in progress */
     bool req_busy;
+    bool is_file; /* read with uv_fs_read, not a stream */
     char *rbuf;
     struct framer fr;
     bool closing;
@@ -124,7 +128,7 @@ file_done(uv_fs_t *req)
     }
     if (n > 0) {
         framer_feed(&s->fr, s->rbuf, (size_t)n);
-        file_read(s);
+        if (!s->base.paused) file_read(s); /* else stdin_pause reads on */
         return;
     }
     if (n < 0) {
@@ -154,6 +158,25 @@ file_read(struct stdin_input *s)
 /* ---- the input ---- */
 
 static void
+stdin_pause(struct input *in, bool pause)
+{
+    struct stdin_input *s = (struct stdin_input *)in;
+
+    if (s->closing || s->base.finished) return;
+    if (s->is_file) {
+        if (!pause && !s->req_busy) file_read(s);
+    } else if (s->handle_open && !uv_is_closing(&s->h.handle)) {
+        int rc = pause ? uv_read_stop(&s->h.stream)
+                       : uv_read_start(&s->h.stream, stream_alloc, stream_read);
+        if (rc < 0) {
+            s->base.stats.errors++;
+            log_msg(LOG_ERR, "%s: read error: %s", s->base.conf.name, uv_strerror(rc));
+            stdin_finish(s);
+        }
+    }
+}
+
+static void
 stdin_close(struct input *in)
 {
     struct stdin_input *s = (struct stdin_input *)in;
@@ -175,6 +198,7 @@ in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
 
     input_init(&s->base, srv, loop, ci, conf);
     s->base.close = stdin_close;
+    s->base.pause = stdin_pause;
     /* always lines: auto framing would take a file of "12 apples" lines for octet counting */
     framer_init(&s->fr, CONF_FRAMING_NEWLINE, s->base.max_message_size, stdin_message, s);
     s->rbuf = xmalloc(READ_BUF_SIZE);
@@ -183,6 +207,7 @@ in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     if (type == UV_FILE) {
         /* regular files and character devices such as /dev/null */
         uv_buf_t b = uv_buf_init(s->rbuf, READ_BUF_SIZE);
+        s->is_file = true;
         rc = uv_fs_read(loop, &s->req, 0, &b, 1, -1, file_done);
         if (rc < 0) goto fail;
         s->req_busy = true;

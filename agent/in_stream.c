@@ -5,14 +5,30 @@
  * Every connection reads into one buffer owned by the input (the server
  * handles each message before the read callback returns, so the bytes are
  * never needed after it); only a message split across reads is copied, into
- * the connection's framer, which is bounded by max-message-size.  Beyond
- * max-connections new connections are accepted and closed at once, so that
- * they do not wait in the backlog.  Connections are kept in order of last
- * activity, oldest first, so that one timer finds the idle ones without
- * scanning them all.
+ * the connection's framer, which is bounded by max-message-size.
+ *
+ * One client must not keep the others out.  A TCP client address may hold
+ * max-connections-per-peer connections; more from it are accepted and closed
+ * at once (so that they do not wait in the backlog) and counted as rejected.
+ * At max-connections, a new connection closes the one idle longest (counted
+ * as evicted) rather than being refused: a client that holds many connections
+ * open and silent loses them to clients that send.  Activity is a complete
+ * message, not a byte: a client dribbling a byte now and then is as idle as
+ * a silent one.  Connections are kept in order of their last message, oldest
+ * first, so that the idle timer and eviction find the oldest without
+ * scanning.  max-connections is also capped so that the connections fit the
+ * open files limit (RLIMIT_NOFILE) beside a reserve for the rest of corrald:
+ * outputs, files, the stats and control connections (see reserve_fds).
+ *
+ * Back-pressure (input_pause): a paused input stops reading every connection
+ * and accepts new ones without reading them; idle time does not run while
+ * paused.
  */
 #include "agent/framer.h"
+#include "agent/control.h"
 #include "agent/in_common.h"
+#include "agent/metrics.h"
+#include "engine/hash.h"
 #include "engine/log.h"
 #include "engine/xalloc.h"
 
@@ -30,6 +46,13 @@
 #define BACKLOG 4096
 /* Repeated warnings (rejections, accept errors) at most this often. */
 #define LOG_EVERY_MS 10000
+/*
+ * Open files kept for the rest of corrald beside the stream connections:
+ * outputs, followed files, state and spool files, executors' children and
+ * libuv's own, plus the most the stats (METRICS_MAX_CONNS) and control
+ * (CONTROL_MAX_CONNS) endpoints hold at once.
+ */
+#define FD_RESERVE (128 + METRICS_MAX_CONNS + CONTROL_MAX_CONNS)
 
 union stream_handle {
     uv_handle_t handle;
@@ -38,11 +61,19 @@ union stream_handle {
     uv_pipe_t pipe;
 };
 
+/* The connections of one TCP client address. */
+struct peer {
+    struct hash_node node;
+    size_t conns;
+    char name[64];
+};
+
 struct conn {
     union stream_handle h;
     struct stream_input *s;
+    struct peer *p;           /* TCP: counted in its address's connections */
     struct conn *prev, *next; /* activity order */
-    uint64_t last;            /* uv_now() at the last read */
+    uint64_t last;            /* uv_now() at the last complete message */
     bool listed;              /* counted as active, in the list */
     struct framer fr;
     char peer[64]; /* TCP: the client's address; unix: empty */
@@ -54,14 +85,17 @@ struct stream_input {
     uv_timer_t idle;
     char *rbuf;
     struct conn *head, *tail;
-    unsigned handles; /* handles not yet closed: the input is freed when none are left */
+    struct hash_table peers; /* struct peer by address */
+    size_t fd_cap;           /* connections the open files limit leaves room for; 0: no limit */
+    uint64_t paused_at;      /* uv_now() when paused */
+    unsigned handles;        /* handles not yet closed: the input is freed when none are left */
     bool closing;
     bool is_unix;
     bool unix_created; /* the socket file is ours: remove it at close */
     dev_t dev;
     ino_t ino;
     size_t fd_reserved;
-    uint64_t last_reject_log, last_error_log, last_frame_log;
+    uint64_t last_reject_log, last_evict_log, last_error_log, last_frame_log;
 };
 
 /* File descriptors the open stream inputs may need together (for RLIMIT_NOFILE). */
@@ -70,6 +104,16 @@ static size_t fds_needed;
 static void stream_maybe_free(struct stream_input *s);
 
 /* ---- connections ---- */
+
+/* The most connections open at once: max-connections, within the open files limit. */
+static size_t
+stream_cap(const struct stream_input *s)
+{
+    size_t max = s->base.max_connections;
+
+    if (s->fd_cap && (!max || s->fd_cap < max)) max = s->fd_cap;
+    return max;
+}
 
 static void
 list_remove(struct stream_input *s, struct conn *c)
@@ -97,12 +141,69 @@ list_append(struct stream_input *s, struct conn *c)
     s->tail = c;
 }
 
+/* ---- client addresses ---- */
+
+static struct peer *
+peer_find(struct stream_input *s, const char *name, uint64_t h)
+{
+    struct hash_node *n;
+
+    for (n = hash_table_find(&s->peers, h); n; n = hash_table_find_next(n)) {
+        struct peer *p = hash_entry(n, struct peer, node);
+        if (strcmp(p->name, name) == 0) return p;
+    }
+    return NULL;
+}
+
+/* Counts a connection of c's address. */
+static void
+peer_add(struct stream_input *s, struct conn *c)
+{
+    uint64_t h = hash_string(c->peer, strlen(c->peer));
+    struct peer *p = peer_find(s, c->peer, h);
+
+    if (!p) {
+        p = xcalloc(1, sizeof(*p));
+        memcpy(p->name, c->peer, sizeof(p->name));
+        hash_table_add(&s->peers, &p->node, h);
+    }
+    p->conns++;
+    c->p = p;
+}
+
+static void
+peer_remove(struct stream_input *s, struct conn *c)
+{
+    struct peer *p = c->p;
+
+    c->p = NULL;
+    if (!p || --p->conns > 0) return;
+    hash_table_remove(&s->peers, &p->node);
+    free(p);
+}
+
+static const char *
+conn_name(const struct conn *c)
+{
+    return c->peer[0] ? c->peer : "a client";
+}
+
 static void
 conn_message(void *arg, const char *data, size_t len, bool truncated)
 {
     struct conn *c = arg;
+    struct stream_input *s = c->s;
 
-    input_deliver(&c->s->base, data, len, truncated, c->peer[0] ? c->peer : NULL);
+    /* a complete message is activity: most recently active last, the idle timer looks at the head
+     */
+    if (c->listed) {
+        c->last = uv_now(s->base.loop);
+        if (c != s->tail) {
+            list_remove(s, c);
+            list_append(s, c);
+        }
+    }
+    input_deliver(&s->base, data, len, truncated, c->peer[0] ? c->peer : NULL);
 }
 
 static void
@@ -128,6 +229,7 @@ conn_close(struct conn *c, bool flush)
         list_remove(s, c);
         c->listed = false;
         s->base.stats.active--;
+        peer_remove(s, c);
     }
     if (!uv_is_closing(&c->h.handle)) uv_close(&c->h.handle, conn_closed);
 }
@@ -149,17 +251,11 @@ conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     struct stream_input *s = c->s;
 
     if (nread > 0) {
-        /* most recently active last: the idle timer looks at the head only */
-        c->last = uv_now(st->loop);
-        if (c != s->tail) {
-            list_remove(s, c);
-            list_append(s, c);
-        }
         if (framer_feed(&c->fr, buf->base, (size_t)nread) < 0) {
             s->base.stats.errors++;
             if (input_log_allowed(&s->last_frame_log, uv_now(st->loop), LOG_EVERY_MS))
                 log_msg(LOG_WARNING, "%s: malformed octet count from %s, connection closed",
-                        s->base.conf.name, c->peer[0] ? c->peer : "a client");
+                        s->base.conf.name, conn_name(c));
             conn_close(c, false);
         }
         return;
@@ -179,6 +275,7 @@ idle_check(uv_timer_t *t)
     struct stream_input *s = t->data;
     uint64_t now = uv_now(t->loop), idle = s->base.idle_timeout_ms;
 
+    if (s->base.paused) return; /* nothing is read: nothing idles; resuming starts the timer */
     while (s->head && now - s->head->last >= idle) {
         struct conn *c = s->head;
         s->base.stats.idle_closed++;
@@ -236,28 +333,51 @@ on_connection(uv_stream_t *server, int status)
         if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0)
             input_peer_name((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
     }
-    if (s->base.max_connections && s->base.stats.active >= s->base.max_connections) {
-        s->base.stats.rejected++;
-        if (input_log_allowed(&s->last_reject_log, uv_now(server->loop), LOG_EVERY_MS))
-            log_msg(LOG_WARNING, "%s: %zu connections open, refusing %s (max-connections)",
-                    s->base.conf.name, s->base.max_connections, c->peer[0] ? c->peer : "a client");
-        conn_close(c, false);
-        return;
+    if (c->peer[0] && s->base.max_per_peer) {
+        struct peer *p = peer_find(s, c->peer, hash_string(c->peer, strlen(c->peer)));
+        if (p && p->conns >= s->base.max_per_peer) {
+            s->base.stats.rejected++;
+            if (input_log_allowed(&s->last_reject_log, uv_now(server->loop), LOG_EVERY_MS))
+                log_msg(LOG_WARNING,
+                        "%s: %s has %zu connections open, refusing another "
+                        "(max-connections-per-peer; %llu refused so far)",
+                        s->base.conf.name, c->peer, p->conns,
+                        (unsigned long long)s->base.stats.rejected);
+            conn_close(c, false);
+            return;
+        }
     }
-    rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
-    if (rc < 0) {
-        s->base.stats.errors++;
-        log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.conf.name,
-                c->peer[0] ? c->peer : "a client", uv_strerror(rc));
-        conn_close(c, false);
-        return;
+    if (stream_cap(s) && s->base.stats.active >= stream_cap(s) && s->head) {
+        /* full: the connection idle longest makes room (it may be this client's own) */
+        struct conn *old = s->head;
+        uint64_t now = uv_now(server->loop);
+        s->base.stats.evicted++;
+        if (input_log_allowed(&s->last_evict_log, now, LOG_EVERY_MS))
+            log_msg(LOG_WARNING,
+                    "%s: %zu connections open (max-connections), closing the one idle longest "
+                    "(%s, %.1f s) for %s; %llu closed so far",
+                    s->base.conf.name, stream_cap(s), conn_name(old),
+                    (double)(now - old->last) / 1000.0, conn_name(c),
+                    (unsigned long long)s->base.stats.evicted);
+        conn_close(old, true);
+    }
+    if (!s->base.paused) {
+        rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
+        if (rc < 0) {
+            s->base.stats.errors++;
+            log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.conf.name, conn_name(c),
+                    uv_strerror(rc));
+            conn_close(c, false);
+            return;
+        }
     }
     c->last = uv_now(server->loop);
     c->listed = true;
     list_append(s, c);
+    if (c->peer[0]) peer_add(s, c);
     s->base.stats.connections++;
     s->base.stats.active++;
-    if (s->base.idle_timeout_ms && !uv_is_active((uv_handle_t *)&s->idle))
+    if (s->base.idle_timeout_ms && !s->base.paused && !uv_is_active((uv_handle_t *)&s->idle))
         uv_timer_start(&s->idle, idle_check, s->base.idle_timeout_ms, 0);
 }
 
@@ -270,6 +390,39 @@ stream_limits_changed(struct input *in)
 
     /* the timer runs only while there are connections and a timeout; it may be needed now */
     uv_timer_stop(&s->idle);
+    if (s->base.idle_timeout_ms && s->head && !s->base.paused) idle_check(&s->idle);
+}
+
+/* Back-pressure: stops or resumes reading every connection. */
+static void
+stream_pause(struct input *in, bool pause)
+{
+    struct stream_input *s = (struct stream_input *)in;
+    struct conn *c, *next;
+    uint64_t now = uv_now(s->base.loop);
+
+    if (s->closing) return;
+    if (pause) {
+        s->paused_at = now;
+        uv_timer_stop(&s->idle);
+        for (c = s->head; c; c = c->next) uv_read_stop(&c->h.stream);
+        return;
+    }
+    for (c = s->head; c; c = next) {
+        int rc;
+        next = c->next;
+        /* the pause does not count as idle time; the order stays (one accepted while paused: now)
+         */
+        c->last += now - s->paused_at;
+        if (c->last > now) c->last = now;
+        rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
+        if (rc < 0) {
+            s->base.stats.errors++;
+            log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.conf.name, conn_name(c),
+                    uv_strerror(rc));
+            conn_close(c, false);
+        }
+    }
     if (s->base.idle_timeout_ms && s->head) idle_check(&s->idle);
 }
 
@@ -277,6 +430,7 @@ static void
 stream_maybe_free(struct stream_input *s)
 {
     if (!s->closing || s->handles > 0) return;
+    hash_table_free(&s->peers);
     fds_needed -= s->fd_reserved;
     free(s->rbuf);
     input_fini(&s->base);
@@ -312,7 +466,13 @@ stream_close(struct input *in)
     stream_maybe_free(s);
 }
 
-/* Raises the soft limit on open files to what max-connections needs, if the hard limit allows. */
+/*
+ * Raises the soft limit on open files to what max-connections needs, if the
+ * hard limit allows; if it does not, caps this input's connections (fd_cap)
+ * so that the stream inputs together leave FD_RESERVE descriptors for the
+ * rest of corrald: a flood of syslog connections must not starve the
+ * control socket, the stats endpoint, outputs or files.
+ */
 static void
 reserve_fds(struct stream_input *s)
 {
@@ -321,7 +481,7 @@ reserve_fds(struct stream_input *s)
 
     s->fd_reserved = s->base.max_connections + 1;
     fds_needed += s->fd_reserved;
-    need = (rlim_t)fds_needed + 256; /* outputs, files, libuv's own */
+    need = (rlim_t)fds_needed + FD_RESERVE;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return;
     old = rl.rlim_cur;
@@ -331,11 +491,16 @@ reserve_fds(struct stream_input *s)
                 (unsigned long long)old, (unsigned long long)rl.rlim_cur);
     else
         rl.rlim_cur = old;
-    if (rl.rlim_cur < need)
+    if (rl.rlim_cur < need) {
+        /* what the other stream inputs and the reserve leave, at least one */
+        rlim_t others = (rlim_t)(fds_needed - s->fd_reserved) + FD_RESERVE + 1;
+        s->fd_cap = rl.rlim_cur > others + 1 ? (size_t)(rl.rlim_cur - others) : 1;
         log_msg(LOG_WARNING,
-                "%s: max-connections %zu needs about %llu open files, the limit is %llu",
+                "%s: max-connections %zu needs about %llu open files, the limit is %llu: "
+                "at most %zu connections at once",
                 s->base.conf.name, s->base.max_connections, (unsigned long long)need,
-                (unsigned long long)rl.rlim_cur);
+                (unsigned long long)rl.rlim_cur, s->fd_cap);
+    }
 }
 
 static int
@@ -431,6 +596,8 @@ in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     s->idle.data = s;
     s->handles++;
     s->base.limits_changed = stream_limits_changed;
+    s->base.pause = stream_pause;
+    hash_table_init(&s->peers, 16);
     s->rbuf = xmalloc(READ_BUF_SIZE);
     reserve_fds(s);
     if (stream_bind(s, ci, &e) < 0) {

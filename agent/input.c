@@ -72,6 +72,20 @@ input_get_stats(const struct input *in)
 }
 
 bool
+input_can_pause(const struct input *in)
+{
+    return in->pause != NULL;
+}
+
+void
+input_pause(struct input *in, bool pause)
+{
+    if (!in->pause || in->paused == pause) return;
+    in->paused = pause;
+    in->pause(in, pause);
+}
+
+bool
 input_finished(const struct input *in)
 {
     return in->finished;
@@ -87,6 +101,8 @@ input_init(struct input *in, struct server *srv, uv_loop_t *loop, const struct c
     in->srv = srv;
     in->loop = loop;
     in->limits_changed = NULL;
+    in->pause = NULL;
+    in->paused = false;
     input_set_limits(in, conf);
     memset(&in->stats, 0, sizeof(in->stats));
     in->finished = false;
@@ -97,6 +113,7 @@ input_set_limits(struct input *in, const struct conf *conf)
 {
     in->max_message_size = conf->max_message_size ? conf->max_message_size : 65536;
     in->max_connections = conf->max_connections;
+    in->max_per_peer = conf->max_connections_per_peer;
     in->idle_timeout_ms = conf->idle_timeout > 0 ? (uint64_t)(conf->idle_timeout * 1000.0) : 0;
     if (conf->idle_timeout > 0 && in->idle_timeout_ms == 0) in->idle_timeout_ms = 1;
     if (in->limits_changed) in->limits_changed(in);

@@ -26,7 +26,8 @@ struct input_stats {
     uint64_t truncated;   /* messages longer than max-message-size, cut */
     uint64_t errors;      /* framing errors, read errors */
     uint64_t connections; /* accepted connections (stream inputs) */
-    uint64_t rejected;    /* connections refused: max-connections reached */
+    uint64_t rejected;    /* connections refused: max-connections-per-peer reached */
+    uint64_t evicted;     /* connections closed for a new one: max-connections reached */
     uint64_t idle_closed; /* connections closed for idling */
     uint64_t active;      /* connections open now */
 };
@@ -50,6 +51,15 @@ const char *input_name(const struct input *in);
 const struct input_stats *input_get_stats(const struct input *in);
 /* Applies new limits (max-connections, idle-timeout, max-message-size) to a kept input. */
 void input_set_limits(struct input *in, const struct conf *conf);
+/*
+ * Back-pressure: a stream input (TCP, unix-stream, file, stdin) stops
+ * reading while paused, so that its senders wait rather than its messages
+ * being dropped; a paused TCP connection does not idle out.  Datagram inputs
+ * cannot pause (input_can_pause() is false): what they cannot pass on is
+ * dropped and counted.
+ */
+bool input_can_pause(const struct input *in);
+void input_pause(struct input *in, bool pause);
 /* True when the input has ended for good (stdin at its end). */
 bool input_finished(const struct input *in);
 /* The configuration the input runs with (conf_input_equal() tells whether a reload keeps it). */

@@ -3,6 +3,12 @@
  * (bounded to 4 KiB, 5 s), answer GET /metrics (or /) with the counters,
  * anything else with 404, close.  Enough for Prometheus and curl; it is not a
  * general web server.
+ *
+ * Idle clients must not hold descriptors corrald needs: at most
+ * METRICS_MAX_CONNS connections are open at once, a new one closes the
+ * oldest (a scraper answers at once, only an idle client lingers), and one
+ * that has not sent its request head within the timeout is closed.  Both
+ * are counted (server_endpoint_stats) and logged, at most every 10 s.
  */
 #include "agent/metrics.h"
 #include "agent/conf.h"
@@ -14,17 +20,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_HEAD 4096
+#define MAX_HEAD     4096
+#define TIMEOUT_MS   5000
+#define LOG_EVERY_MS 10000
 
 struct metrics {
     uv_tcp_t listener;
     struct server *srv;
+    struct hconn *head, *tail; /* open connections, oldest first */
+    size_t nconns;
+    uint64_t last_log; /* uv_now() of the last warning; 0: none */
 };
 
 struct hconn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     struct metrics *m;
+    struct hconn *prev, *next;
+    bool listed;
     char head[MAX_HEAD];
     size_t len;
     struct buf out;
@@ -43,9 +56,34 @@ hconn_closed(uv_handle_t *h)
     }
 }
 
+/* One warning per LOG_EVERY_MS at most: a flood of clients must not flood the log. */
+static bool
+log_allowed(struct metrics *m)
+{
+    uint64_t now = uv_now(m->listener.loop);
+
+    if (m->last_log && now - m->last_log < LOG_EVERY_MS) return false;
+    m->last_log = now ? now : 1;
+    return true;
+}
+
 static void
 hconn_close(struct hconn *c)
 {
+    struct metrics *m = c->m;
+
+    if (c->listed) {
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            m->head = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        else
+            m->tail = c->prev;
+        c->listed = false;
+        m->nconns--;
+    }
     if (c->closing) return;
     c->closing = 2;
     uv_close((uv_handle_t *)&c->timer, hconn_closed);
@@ -114,7 +152,14 @@ read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 static void
 on_timeout(uv_timer_t *t)
 {
-    hconn_close(t->data);
+    struct hconn *c = t->data;
+    struct server_endpoint_stats *st = server_endpoint_stats(c->m->srv, SERVER_EP_STATS);
+
+    st->timed_out++;
+    if (log_allowed(c->m))
+        log_msg(LOG_WARNING, "stats: a client sent no request within %d s, closed (%llu so far)",
+                TIMEOUT_MS / 1000, (unsigned long long)st->timed_out);
+    hconn_close(c);
 }
 
 static void
@@ -122,10 +167,32 @@ on_connect(uv_stream_t *l, int status)
 {
     struct metrics *m = l->data;
     struct hconn *c;
+    struct server_endpoint_stats *st = server_endpoint_stats(m->srv, SERVER_EP_STATS);
 
-    if (status < 0) return;
+    if (status < 0) {
+        /* EMFILE and the like: libuv has shed the connection */
+        st->accept_errors++;
+        if (log_allowed(m)) log_msg(LOG_WARNING, "stats: cannot accept: %s", uv_strerror(status));
+        return;
+    }
+    if (m->nconns >= METRICS_MAX_CONNS && m->head) {
+        st->evicted++;
+        if (log_allowed(m))
+            log_msg(LOG_WARNING,
+                    "stats: %d connections open, closing the oldest for a new one (%llu so far)",
+                    METRICS_MAX_CONNS, (unsigned long long)st->evicted);
+        hconn_close(m->head);
+    }
     c = xcalloc(1, sizeof(*c));
     c->m = m;
+    c->prev = m->tail;
+    if (m->tail)
+        m->tail->next = c;
+    else
+        m->head = c;
+    m->tail = c;
+    c->listed = true;
+    m->nconns++;
     uv_tcp_init(l->loop, &c->tcp);
     uv_timer_init(l->loop, &c->timer);
     c->tcp.data = c->timer.data = c;
@@ -134,7 +201,7 @@ on_connect(uv_stream_t *l, int status)
         hconn_close(c);
         return;
     }
-    uv_timer_start(&c->timer, on_timeout, 5000, 0);
+    uv_timer_start(&c->timer, on_timeout, TIMEOUT_MS, 0);
 }
 
 static void
@@ -181,5 +248,7 @@ metrics_open(uv_loop_t *loop, const char *listen, struct server *srv, struct buf
 void
 metrics_close(struct metrics *m)
 {
-    if (m) uv_close((uv_handle_t *)&m->listener, metrics_closed);
+    if (!m) return;
+    while (m->head) hconn_close(m->head);
+    uv_close((uv_handle_t *)&m->listener, metrics_closed);
 }

@@ -12,6 +12,9 @@
 struct server;
 struct metrics;
 
+/* Connections the stats endpoint holds open at once; a new one closes the oldest. */
+#define METRICS_MAX_CONNS 16
+
 struct metrics *metrics_open(uv_loop_t *loop, const char *listen, struct server *srv,
                              struct buf *err);
 void metrics_close(struct metrics *m);

@@ -16,7 +16,11 @@
  * one system call per batch, not per line, and the steady state allocates
  * nothing.  The queue (pend + fly) holds at most conf_output.queue messages
  * and QUEUE_MAX_BYTES bytes; past either bound new messages are dropped and
- * counted, and writing resumes as soon as the sink drains.
+ * counted, and writing resumes as soon as the sink drains.  Messages of
+ * stream inputs are not dropped at the message bound (output_write_keep):
+ * the server pauses those inputs once the queue is full (output_full) and
+ * resumes them below half of it (output_low), so the queue exceeds its size
+ * by at most what one read brought; the byte bound stays absolute.
  *
  * Framing: files and stdout get one message per line (syslog lines have the
  * CR and LF inside MESSAGE turned into spaces, so that a line is a message);
@@ -699,8 +703,23 @@ kick(struct output *o)
     }
 }
 
-void
-output_write(struct output *o, const struct msg *m)
+bool
+output_full(const struct output *o)
+{
+    if (o->closing || o->broken)
+        return false; /* it takes nothing, or drops all: waiting is no use */
+    return o->npend + o->nfly >= o->max_msgs || o->pend.len + o->fly.len >= QUEUE_MAX_BYTES / 2;
+}
+
+bool
+output_low(const struct output *o)
+{
+    if (o->closing || o->broken) return true;
+    return o->npend + o->nfly <= o->max_msgs / 2 && o->pend.len + o->fly.len <= QUEUE_MAX_BYTES / 4;
+}
+
+static void
+write_msg(struct output *o, const struct msg *m, bool keep)
 {
     size_t need;
     uint32_t len;
@@ -708,7 +727,7 @@ output_write(struct output *o, const struct msg *m)
     int hlen = 0;
 
     if (o->closing || !selected(o, m)) return;
-    if (o->broken || o->npend + o->nfly >= o->max_msgs) {
+    if (o->broken || (!keep && o->npend + o->nfly >= o->max_msgs)) {
         o->stats.dropped++;
         return;
     }
@@ -753,6 +772,18 @@ output_write(struct output *o, const struct msg *m)
     o->npend++;
     set_queued(o);
     kick(o);
+}
+
+void
+output_write(struct output *o, const struct msg *m)
+{
+    write_msg(o, m, false);
+}
+
+void
+output_write_keep(struct output *o, const struct msg *m)
+{
+    write_msg(o, m, true);
 }
 
 /* ---- forward: resolving and connecting ---- */

@@ -1,7 +1,9 @@
 /*
  * output: where corrald writes messages: stdout, a file, or another syslog
  * server (UDP or TCP), as JSON lines or classic syslog lines.  Writes are
- * queued and never block the loop; a queue that is full drops and counts.
+ * queued and never block the loop; a queue that is full drops and counts,
+ * unless the message comes from an input that back-pressure can pause
+ * (output_write_keep).
  */
 #ifndef CORRAL_OUTPUT_H
 #define CORRAL_OUTPUT_H
@@ -41,6 +43,16 @@ int output_check(const struct conf_output *co, const char *conf_file, struct buf
  * Never blocks: a full queue drops the message and counts it.
  */
 void output_write(struct output *o, const struct msg *m);
+/*
+ * The same for a message of a stream input, which the server pauses once
+ * output_full(): the message is kept even past the queue's message bound
+ * (not past its byte bound), since its input stops reading right after.
+ */
+void output_write_keep(struct output *o, const struct msg *m);
+/* At or past its queue bound (messages, or half the byte bound): stream inputs should wait. */
+bool output_full(const struct output *o);
+/* At or below half its queue bound: waiting stream inputs may go on. */
+bool output_low(const struct output *o);
 /*
  * Reopens a file output's file (after log rotation: corrald calls it on
  * SIGHUP/SIGUSR2); queued lines go to the new file.  Does nothing for the

@@ -10,6 +10,15 @@
  * one-second timer moves correlation time on while the inputs are idle, and
  * another saves the correlation state periodically.  Start and reload are
  * one path: prepare everything that can fail, then commit (struct stage).
+ *
+ * Back-pressure: when an output's or an executor's queue is full after a
+ * message from a stream input (TCP, unix-stream, file, stdin), every stream
+ * input stops reading (input_pause) until all queues are down to their low
+ * mark (half); the senders wait in their socket buffers, nothing is lost.
+ * The messages of the read being handled when the queue filled are still
+ * taken (output_write_keep, queue_submit_keep: beyond the queue's size, by
+ * at most one read's worth).  Datagram inputs cannot wait: what their
+ * messages find full is dropped and counted by the output or executor.
  */
 #include "agent/server.h"
 #include "engine/clock.h"
@@ -53,6 +62,13 @@ struct server {
     uint64_t received, parsed, truncated_values, reloads, reload_failures, state_saves,
         state_save_failures;
     uint64_t started_ms;
+    /* back-pressure */
+    bool keeping;            /* the message being handled comes from a stream input */
+    bool paused;             /* stream inputs are paused */
+    uv_check_t resume_check; /* while paused: after every loop iteration, can they go on? */
+    bool check_init;
+    uint64_t paused_at, paused_ms, pauses, pause_log_ms;
+    struct server_endpoint_stats endpoints[SERVER_EP_N];
     struct dnscache *dns; /* $(dns-resolve-ip)'s cache, for its counters; may be NULL */
     /* shutdown */
     void (*done)(void *);
@@ -110,7 +126,12 @@ to_outputs(struct server *s, struct msg *m)
 {
     size_t i;
 
-    for (i = 0; i < s->noutputs; i++) output_write(s->outputs[i], m);
+    for (i = 0; i < s->noutputs; i++) {
+        if (s->keeping)
+            output_write_keep(s->outputs[i], m);
+        else
+            output_write(s->outputs[i], m);
+    }
 }
 
 struct routed {
@@ -123,7 +144,10 @@ to_queue(size_t index, void *arg)
 {
     struct routed *r = arg;
 
-    queue_submit(r->s->queues[index], r->m);
+    if (r->s->keeping)
+        queue_submit_keep(r->s->queues[index], r->m);
+    else
+        queue_submit(r->s->queues[index], r->m);
 }
 
 static void
@@ -164,16 +188,97 @@ on_corr_log(void *arg, const char *text)
     log_msg(LOG_WARNING, "%s", text);
 }
 
+/* ---- back-pressure ---- */
+
+/* The output or executor whose queue is full, NULL if none. */
+static const char *
+full_queue(struct server *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->noutputs; i++)
+        if (output_full(s->outputs[i])) return output_name(s->outputs[i]);
+    for (i = 0; i < s->nqueues; i++)
+        if (queue_full(s->queues[i])) return queue_name(s->queues[i]);
+    return NULL;
+}
+
+static bool
+all_low(struct server *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->noutputs; i++)
+        if (!output_low(s->outputs[i])) return false;
+    for (i = 0; i < s->nqueues; i++)
+        if (!queue_low(s->queues[i])) return false;
+    return true;
+}
+
+static void
+set_paused(struct server *s, bool pause)
+{
+    size_t i;
+
+    for (i = 0; i < s->ninputs; i++) input_pause(s->inputs[i], pause);
+}
+
+static void
+on_resume_check(uv_check_t *h)
+{
+    struct server *s = h->data;
+
+    if (!all_low(s)) return;
+    s->paused = false;
+    s->paused_ms += uv_now(s->loop) - s->paused_at;
+    uv_check_stop(&s->resume_check);
+    set_paused(s, false);
+}
+
+static void
+pause_inputs(struct server *s, const char *which)
+{
+    uint64_t now = uv_now(s->loop);
+
+    s->paused = true;
+    s->pauses++;
+    s->paused_at = now;
+    if (!s->pause_log_ms || now - s->pause_log_ms >= 60000) {
+        s->pause_log_ms = now ? now : 1;
+        log_msg(LOG_INFO,
+                "%s: queue full, stream inputs paused until it drains (back-pressure; "
+                "%llu pauses so far)",
+                which, (unsigned long long)s->pauses);
+    }
+    if (!s->check_init) {
+        uv_check_init(s->loop, &s->resume_check);
+        s->resume_check.data = s;
+        s->check_init = true;
+    }
+    uv_check_start(&s->resume_check, on_resume_check);
+    set_paused(s, true);
+}
+
+struct server_endpoint_stats *
+server_endpoint_stats(struct server *s, enum server_endpoint ep)
+{
+    return &s->endpoints[ep];
+}
+
 void
 server_submit(struct server *s, struct input *in, const char *data, size_t len, const char *peer)
 {
-    (void)in;
+    const char *full;
+
     s->received++;
     syslogfmt_parse(s->msg, data, len, NULL);
     if (peer) msg_set(s->msg, NV_SOURCEIP, peer, strlen(peer));
     s->parsed++;
     if (msg_flags(s->msg) & MSG_F_TRUNCATED) s->truncated_values++;
+    s->keeping = in && input_can_pause(in);
     corr_process(s->corr, s->msg);
+    s->keeping = false;
+    if (in && input_can_pause(in) && !s->paused && (full = full_queue(s))) pause_inputs(s, full);
 }
 
 /* ---- timers ---- */
@@ -760,6 +865,7 @@ commit_inputs(struct server *s, struct stage *st, struct buf *report)
             }
             conf_input_clear(&was);
         }
+        if (in && s->paused) input_pause(in, true); /* a new input waits with the others */
         st->inputs[i] = in;
     }
     free(s->inputs);
@@ -909,6 +1015,7 @@ output_closed(void *arg)
             uv_close((uv_handle_t *)&s->tick, NULL);
             uv_close((uv_handle_t *)&s->save, NULL);
         }
+        if (s->check_init) uv_close((uv_handle_t *)&s->resume_check, NULL);
         if (s->done) s->done(s->done_arg);
     }
 }
@@ -922,6 +1029,7 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
     s->done_arg = arg;
     for (i = 0; i < s->ninputs; i++) input_close(s->inputs[i]);
     s->ninputs = 0;
+    if (s->check_init) uv_check_stop(&s->resume_check);
     if (s->timers_started) {
         uv_timer_stop(&s->tick);
         uv_timer_stop(&s->save);
@@ -1029,6 +1137,17 @@ queue_metric(struct buf *out, struct server *s, const char *name, const char *he
                field);
 }
 
+static void
+endpoint_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
+{
+    static const char *const names[SERVER_EP_N] = {"control", "stats"};
+    size_t i;
+
+    metric(out, name, help, metric_type(name));
+    for (i = 0; i < SERVER_EP_N; i++)
+        sample(out, name, "endpoint", names[i], &s->endpoints[i], field);
+}
+
 void
 server_set_dnscache(struct server *s, struct dnscache *dns)
 {
@@ -1108,6 +1227,11 @@ server_metrics(struct server *s, struct buf *out)
                ds.evicted);
         SIMPLE("corral_dns_entries", "gauge", "Names and failures cached now.", ds.entries);
     }
+    SIMPLE("corral_backpressure_pauses_total", "counter",
+           "Times stream inputs were paused because a queue was full.", s->pauses);
+    SIMPLE("corral_backpressure_paused_seconds_total", "counter",
+           "Seconds stream inputs have spent paused.",
+           (s->paused_ms + (s->paused ? uv_now(s->loop) - s->paused_at : 0)) / 1000);
 #undef SIMPLE
     rule_metric(out, s, "corral_rule_contexts_open", "Open contexts a rule created.",
                 offsetof(struct corr_rule_stats, contexts));
@@ -1127,8 +1251,12 @@ server_metrics(struct server *s, struct buf *out)
                  offsetof(struct input_stats, errors));
     input_metric(out, s, "corral_input_connections_total", "Connections accepted.",
                  offsetof(struct input_stats, connections));
-    input_metric(out, s, "corral_input_rejected_total", "Connections refused at max-connections.",
+    input_metric(out, s, "corral_input_rejected_total",
+                 "Connections refused at max-connections-per-peer.",
                  offsetof(struct input_stats, rejected));
+    input_metric(out, s, "corral_input_evicted_total",
+                 "Connections closed at max-connections for a new one (the one idle longest).",
+                 offsetof(struct input_stats, evicted));
     input_metric(out, s, "corral_input_idle_closed_total", "Connections closed for idling.",
                  offsetof(struct input_stats, idle_closed));
     input_metric(out, s, "corral_input_connections_active", "Connections open now.",
@@ -1141,6 +1269,15 @@ server_metrics(struct server *s, struct buf *out)
                   offsetof(struct output_stats, errors));
     output_metric(out, s, "corral_output_queued", "Messages waiting, per output.",
                   offsetof(struct output_stats, queued));
+    endpoint_metric(out, s, "corral_endpoint_timeouts_total",
+                    "Control and stats connections closed: not done in time.",
+                    offsetof(struct server_endpoint_stats, timed_out));
+    endpoint_metric(out, s, "corral_endpoint_evicted_total",
+                    "Control and stats connections closed for a new one (the cap was reached).",
+                    offsetof(struct server_endpoint_stats, evicted));
+    endpoint_metric(out, s, "corral_endpoint_accept_errors_total",
+                    "Control and stats connections that could not be accepted.",
+                    offsetof(struct server_endpoint_stats, accept_errors));
     if (s->nqueues) {
         queue_metric(out, s, "corral_executor_submitted_total", "Alerts routed to an executor.",
                      offsetof(struct queue_stats, submitted));

@@ -9,6 +9,7 @@
 #define CORRAL_SERVER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -70,6 +71,19 @@ void server_set_dnscache(struct server *s, struct dnscache *dns);
 void server_contexts_json(struct server *s, struct buf *out);
 /* Reopens file outputs (after log rotation). */
 void server_reopen_outputs(struct server *s);
+
+/*
+ * Counters of the endpoints corrald serves besides its inputs: the control
+ * socket (control.c) and the stats endpoint (metrics.c) count their
+ * connections here, and server_metrics() shows them.
+ */
+enum server_endpoint { SERVER_EP_CONTROL, SERVER_EP_STATS, SERVER_EP_N };
+struct server_endpoint_stats {
+    uint64_t timed_out;     /* connections closed: no complete request in time */
+    uint64_t evicted;       /* connections closed for a new one: the cap was reached */
+    uint64_t accept_errors; /* connections that could not be accepted (EMFILE...) */
+};
+struct server_endpoint_stats *server_endpoint_stats(struct server *s, enum server_endpoint ep);
 
 /* Saves correlation state now (the periodic save, SIGTERM); 0 or -1. */
 int server_save_state(struct server *s);

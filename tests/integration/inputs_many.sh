@@ -4,7 +4,8 @@
 # python3 opens them all, waits until corrald's stats count them open
 # (corral_input_connections_active), then sends five messages on each,
 # interleaved across connections, every message cut in two writes.  All
-# 12500 must arrive, in order per connection, classified.  corrald raises
+# 12500 must arrive, in order per connection, classified (all from one
+# address: max-connections-per-peer is raised to match).  corrald raises
 # its open-files limit to what max-connections needs; the test is skipped
 # when the hard limit cannot allow 2000 connections.
 
@@ -18,7 +19,7 @@ if [ "$hard" != unlimited ] && [ "$hard" -lt 2600 ]; then
     exit 77
 fi
 
-inputs_config "$WORK/corrald.conf" 'max-message-size="64k" max-connections="3000" idle-timeout="2m"' "
+inputs_config "$WORK/corrald.conf" 'max-message-size="64k" max-connections="3000" max-connections-per-peer="3000" idle-timeout="2m"' "
     <tcp listen=\"127.0.0.1:0\" name=\"tcp\"/>
     <unix-stream path=\"$WORK/stream.sock\" name=\"unix\"/>"
 start_corrald corrald "$WORK/corrald.conf"

@@ -14,7 +14,7 @@
 #   stays bounded); a malformed octet count (connection closed, counted);
 #   random garbage (corrald keeps serving); a client that never sends (closed
 #   after the idle timeout, its partial line delivered); connections beyond
-#   max-connections (refused, counted).
+#   max-connections-per-peer (refused, counted).
 
 . "$(dirname "$0")/corrald_lib.sh"
 need python3 logger loggen
@@ -151,7 +151,8 @@ wait_until check_has "$OUT" '^conn=400 ' || fail "partial line of an idle connec
 check seq "$OUT" --conns 400-400 --per 1 || fail "partial line of an idle connection"
 wait_metric corral_input_idle_closed_total input=tcp-newline -ge 2 || fail "idle closes not counted"
 
-# ---- max-connections (100): the 10 beyond are refused at once
+# ---- 110 connections from one address: max-connections-per-peer (100 by
+# default) refuses the 10 beyond at once
 # (once corrald counts 100 open and 10 refused, every one has been decided)
 python3 - "$PN" "$(stats_port)" <<'EOF' || fail "max-connections"
 import socket, sys, time, urllib.request

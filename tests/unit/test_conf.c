@@ -91,10 +91,11 @@ START_TEST(test_full)
         "<state file=\"/var/lib/corral/state\" interval=\"5m\"/>\n"              /* 5 */
         "<daemon user=\"corral\" group=\"adm\" pidfile=\"/run/corrald.pid\"/>\n" /* 6 */
         "<log level=\"debug\" to=\"stderr\"/>\n"                                 /* 7 */
-        "<control socket=\"/run/corrald.sock\"/>\n"                              /* 8 */
+        "<control socket=\"/run/corrald.sock\" timeout=\"2s\"/>\n"               /* 8 */
         "<stats listen=\"127.0.0.1:9100\"/>\n"                                   /* 9 */
-        "<limits max-message-size=\"64k\" max-connections=\"50\" idle-timeout=\"250ms\" "
-        "max-contexts=\"1000\" max-context-messages=\"20\" context-share=\"100\" "
+        "<limits max-message-size=\"64k\" max-connections=\"50\" max-connections-per-peer=\"5\" "
+        "idle-timeout=\"250ms\" max-contexts=\"1000\" max-context-messages=\"20\" "
+        "context-share=\"100\" "
         "max-context-bytes=\"1M\" max-context-memory=\"64M\" max-rate-buckets=\"5000\"/>\n" /* 10 */
         "<inputs>\n"                                                                        /* 11 */
         "  <udp listen=\"0.0.0.0:514\"/>\n"                                                 /* 12 */
@@ -144,7 +145,9 @@ START_TEST(test_full)
     ck_assert_str_eq(c->stats_listen, "127.0.0.1:9100");
     ck_assert_uint_eq(c->max_message_size, 65536);
     ck_assert_uint_eq(c->max_connections, 50);
+    ck_assert_uint_eq(c->max_connections_per_peer, 5);
     ck_assert(c->idle_timeout == 0.25);
+    ck_assert(c->control_timeout == 2);
     ck_assert_uint_eq(c->max_contexts, 1000);
     ck_assert_uint_eq(c->max_context_messages, 20);
     ck_assert_uint_eq(c->context_share, 100);
@@ -264,7 +267,9 @@ START_TEST(test_file_defaults)
 
     ck_assert_uint_eq(c->max_message_size, 65536);
     ck_assert_uint_eq(c->max_connections, 1000);
+    ck_assert_uint_eq(c->max_connections_per_peer, 100);
     ck_assert(c->idle_timeout == 300);
+    ck_assert(c->control_timeout == 10);
     ck_assert(c->state_interval == 60);
     ck_assert_str_eq(c->log_level, "info");
     ck_assert_ptr_null(c->log_to);
@@ -354,6 +359,8 @@ START_TEST(test_errors)
                "bad mode \"999\"");
     load_fails("<rules path=\"r\"/>\n<silence after=\"1h\" forget=\"1h\"/>\n", 4,
                "forget= must be more than after=");
+    load_fails("<rules path=\"r\"/>\n<control socket=\"/s\" timeout=\"0\"/>\n", 4,
+               "timeout must be more than 0");
     load_fails("<rules path=\"r\"/>\n<limits max-message-size=\"10\"/>\n", 4,
                "max-message-size must lie between");
     load_fails("<rules path=\"r\"/>\n<silence after=\"0\"/>\n", 4, "after= must be more than 0");

@@ -496,13 +496,25 @@ START_TEST(test_queue_overflow)
     ck_assert_uint_eq(st->queued, 10);
     ck_assert_uint_eq(st->dropped, 90);
     ck_assert_uint_eq(st->written, 0);
+    /* full: stream inputs should wait; what they still bring is kept (back-pressure) */
+    ck_assert(output_full(o));
+    ck_assert(!output_low(o));
+    for (i = 0; i < 5; i++) output_write_keep(o, m);
+    ck_assert_uint_eq(st->queued, 15);
+    ck_assert_uint_eq(st->dropped, 90);
     /* once it drains, messages are taken again */
-    pump_count(&loop, &st->written, 10, 5000);
-    ck_assert_uint_eq(st->written, 10);
-    ck_assert_uint_eq(st->queued, 0);
-    for (i = 0; i < 5; i++) output_write(o, m);
     pump_count(&loop, &st->written, 15, 5000);
     ck_assert_uint_eq(st->written, 15);
+    ck_assert_uint_eq(st->queued, 0);
+    ck_assert(!output_full(o));
+    ck_assert(output_low(o));
+    for (i = 0; i < 5; i++) output_write(o, m);
+    ck_assert(!output_full(o));
+    ck_assert(output_low(o)); /* 5 of 10: half */
+    output_write(o, m);
+    ck_assert(!output_low(o));
+    pump_count(&loop, &st->written, 21, 5000);
+    ck_assert_uint_eq(st->written, 21);
     ck_assert_uint_eq(st->dropped, 90);
     ck_assert_uint_eq(st->errors, 0);
     output_close(o, set_done, &done);
@@ -510,7 +522,7 @@ START_TEST(test_queue_overflow)
     uv_run(&loop, UV_RUN_DEFAULT);
     ck_assert_int_eq(uv_loop_close(&loop), 0);
     text = read_file(path);
-    ck_assert_uint_eq(count_lines(text), 15);
+    ck_assert_uint_eq(count_lines(text), 21);
     free(text);
     buf_free(&err);
     msg_unref(m);

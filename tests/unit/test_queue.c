@@ -396,6 +396,35 @@ START_TEST(test_handover_same_spool)
 }
 END_TEST
 
+/* A full queue drops, unless the alert comes from an input the server pauses (back-pressure). */
+START_TEST(test_full_keep)
+{
+    struct harness h;
+    struct msg *m = msg_new();
+    const struct queue_stats *st;
+    int i;
+
+    program("broken.sh");
+    must_open(&h, "queue=\"4\"", NULL);
+    st = queue_get_stats(h.q);
+    msg_set(m, nv_intern_str("MESSAGE"), "x", 1);
+    for (i = 0; i < 2; i++) queue_submit(h.q, m);
+    ck_assert(!queue_full(h.q));
+    ck_assert(queue_low(h.q)); /* 2 of 4: half */
+    queue_submit(h.q, m);
+    ck_assert(!queue_low(h.q));
+    queue_submit(h.q, m);
+    ck_assert(queue_full(h.q));
+    queue_submit(h.q, m);
+    ck_assert_uint_eq(st->dropped_full, 1);
+    for (i = 0; i < 3; i++) queue_submit_keep(h.q, m);
+    ck_assert_uint_eq(st->dropped_full, 1);
+    ck_assert_uint_eq(st->queued, 7);
+    harness_close(&h);
+    msg_unref(m);
+}
+END_TEST
+
 /* ---- torn records ---- */
 
 /*
@@ -1056,6 +1085,7 @@ queue_suite(void)
     tcase_add_test(tc, test_no_spool);
     tcase_add_test(tc, test_handover_no_spool);
     tcase_add_test(tc, test_handover_same_spool);
+    tcase_add_test(tc, test_full_keep);
     tcase_add_test(tc, test_torn_every_byte);
     tcase_add_test(tc, test_bad_crc);
     tcase_add_test(tc, test_not_a_spool);
