@@ -110,6 +110,7 @@ struct output {
     uv_file fd;
     bool own_fd;       /* fd is ours to close (not the process's stdout) */
     bool broken;       /* stdout's reader is gone: everything is dropped */
+    bool drop_logged;  /* the queue-full drops since it was last down to half are logged */
     int last_err;      /* the last write error logged */
     uint64_t err_ms;   /* when it was logged */
     bool err_reported; /* an error was logged since the sink last worked */
@@ -708,13 +709,19 @@ output_full(const struct output *o)
 {
     if (o->closing || o->broken)
         return false; /* it takes nothing, or drops all: waiting is no use */
+    /*
+     * A forward peer may stay down for hours; waiting for it would stop
+     * correlation and alerting with it.  Its overflow is dropped and
+     * counted instead, as syslog-ng drops without flow-control.
+     */
+    if (o->to) return false;
     return o->npend + o->nfly >= o->max_msgs || o->pend.len + o->fly.len >= QUEUE_MAX_BYTES / 2;
 }
 
 bool
 output_low(const struct output *o)
 {
-    if (o->closing || o->broken) return true;
+    if (o->closing || o->broken || o->to) return true;
     return o->npend + o->nfly <= o->max_msgs / 2 && o->pend.len + o->fly.len <= QUEUE_MAX_BYTES / 4;
 }
 
@@ -727,10 +734,18 @@ write_msg(struct output *o, const struct msg *m, bool keep)
     int hlen = 0;
 
     if (o->closing || !selected(o, m)) return;
+    if (o->to) keep = false; /* a forward never holds the inputs back (output_full) */
     if (o->broken || (!keep && o->npend + o->nfly >= o->max_msgs)) {
         o->stats.dropped++;
+        if (!o->drop_logged && !o->broken)
+            log_msg(LOG_WARNING,
+                    "output %s: queue full (%zu messages), dropping until it is down to half "
+                    "(counted in corral_output_dropped_total)",
+                    o->name, o->max_msgs);
+        o->drop_logged = true;
         return;
     }
+    if (o->drop_logged && o->npend + o->nfly <= o->max_msgs / 2) o->drop_logged = false;
     buf_reset(&o->line);
     if (o->format == CONF_FORMAT_SYSLOG)
         format_syslog(m, o->framing == FR_LINE, &o->line);

@@ -7,7 +7,8 @@
 #   pauses are counted.  The same for 20,000 lines of a followed file read
 #   from its start, and on standard input (a regular file, a pipe).  40
 #   alerts over TCP to an exec executor whose queue holds 5: all 40 are
-#   delivered, none refused.
+#   delivered, none refused.  A forward output whose peer is down does not
+#   pause the inputs: its overflow is dropped and counted.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 
@@ -105,4 +106,31 @@ for how in file pipe; do
     corrald_alive
     stop_corrald
 done
+# ---- a forward peer that is down never stops the inputs: its overflow is
+# dropped and counted, while the file output gets every line
+python3 "$HERE/held_port.py" tcp "$WORK/down.port" "$WORK/down.go" sleep 100000 &
+track $!
+wait_until test -s "$WORK/down.port" || fail "no port for the dead peer"
+cat > "$WORK/fwd.conf" <<XML
+<corrald>
+  <rules path="$WORK/rules"/>
+  <stats listen="127.0.0.1:0"/>
+  <inputs><tcp listen="127.0.0.1:0" name="tcp"/></inputs>
+  <outputs>
+    <file path="$WORK/out-fwd.log" format="syslog" select="all" name="file"/>
+    <forward to="127.0.0.1:$(cat "$WORK/down.port")" protocol="tcp" queue="100" name="relay"/>
+  </outputs>
+  <executors><exec name="slow" program="$WORK/slow.sh"/></executors>
+</corrald>
+XML
+start_corrald corrald-fwd "$WORK/fwd.conf"
+awk 'BEGIN { for (i = 0; i < 5000; i++) printf "<13>Dec  3 10:00:00 web1 app: fwd line %d\n", i }' \
+    > "$WORK/fwd.txt"
+send_tcp_file "$(input_port tcp)" "$WORK/fwd.txt"
+wait_lines "$WORK/out-fwd.log" 5000 || fail "forward down: $(wc -l < "$WORK/out-fwd.log") of 5000 lines reached the file"
+[ "$(metric corral_output_dropped_total output=relay)" -ge 4900 ] ||
+    fail "forward down: $(metric corral_output_dropped_total output=relay) dropped, want at least 4900"
+[ "$(metric corral_backpressure_pauses_total)" -eq 0 ] || fail "forward down: the inputs were paused"
+grep -q 'output relay: queue full (100 messages), dropping' "$CORRALD_LOG" || fail "forward down: the drops were not logged"
+stop_corrald
 echo "$TEST: ok"
