@@ -1,6 +1,7 @@
 /*
  * control: the control socket.  Requests are tiny and answers are built in
  * memory, so each connection is: read one line (bounded), answer, close.
+ * `save` answers once the background save it started has finished.
  * The socket is created owner-only (0600): it can reload the daemon.
  */
 #include "agent/control.h"
@@ -52,10 +53,29 @@ written(uv_write_t *wr, int status)
 }
 
 static void
+send_answer(struct conn *c)
+{
+    uv_buf_t b;
+
+    b = uv_buf_init(c->answer.p ? c->answer.p : (char *)"", (unsigned)c->answer.len);
+    c->wr.data = c;
+    if (uv_write(&c->wr, (uv_stream_t *)&c->pipe, &b, 1, written) < 0)
+        uv_close((uv_handle_t *)&c->pipe, conn_closed);
+}
+
+static void
+saved(void *arg, int rc)
+{
+    struct conn *c = arg;
+
+    buf_puts(&c->answer, rc == 0 ? "OK\n" : "FAILED\n");
+    send_answer(c);
+}
+
+static void
 answer(struct conn *c)
 {
     struct control *ctl = c->ctl;
-    uv_buf_t b;
 
     c->req[c->len] = '\0';
     c->req[strcspn(c->req, "\r\n")] = '\0';
@@ -70,14 +90,12 @@ answer(struct conn *c)
         else
             buf_puts(&c->answer, "OK\n");
     } else if (strcmp(c->req, "save") == 0) {
-        buf_puts(&c->answer, server_save_state(ctl->srv) == 0 ? "OK\n" : "FAILED\n");
+        server_save_state(ctl->srv, saved, c);
+        return;
     } else {
         buf_printf(&c->answer, "unknown command '%s' (stats, contexts, reload, save)\n", c->req);
     }
-    b = uv_buf_init(c->answer.p ? c->answer.p : (char *)"", (unsigned)c->answer.len);
-    c->wr.data = c;
-    if (uv_write(&c->wr, (uv_stream_t *)&c->pipe, &b, 1, written) < 0)
-        uv_close((uv_handle_t *)&c->pipe, conn_closed);
+    send_answer(c);
 }
 
 static void

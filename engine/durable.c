@@ -73,6 +73,12 @@ durable_write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
+void
+durable_tmp_path(struct buf *out, const char *path, long pid)
+{
+    buf_printf(out, "%s.tmp.%ld", path, pid);
+}
+
 int
 durable_replace(const char *path, const void *data, size_t len)
 {
@@ -80,7 +86,7 @@ durable_replace(const char *path, const void *data, size_t len)
     char *dir, *slash;
     int fd, saved;
 
-    buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+    durable_tmp_path(&tmp, path, (long)getpid());
     fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) goto fail;
     if (durable_write_all(fd, data, len) < 0 || fsync(fd) < 0) {

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/buf.h"
+
 /*
  * Reads a whole file into a malloc'ed buffer with a NUL after its len bytes
  * (so text can be parsed in place).  NULL with errno on failure.
@@ -25,5 +27,11 @@ int durable_write_all(int fd, const void *data, size_t len);
  * or the new one, never a mix.  0 or -1 with errno.
  */
 int durable_replace(const char *path, const void *data, size_t len);
+/*
+ * The temporary file durable_replace(path) of process pid writes: appended
+ * to out.  A process killed while writing leaves it behind for its parent
+ * to remove.
+ */
+void durable_tmp_path(struct buf *out, const char *path, long pid);
 
 #endif
