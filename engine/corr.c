@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1105,93 +1106,216 @@ struct loaded {
 };
 
 /*
- * Reads every context first and only then takes them in, so that a file that
- * turns out to be bad changes nothing.
+ * The state file is read in a window, not whole: start-up with a large state
+ * then needs little more memory than the contexts themselves.  The window
+ * holds buf[start, len) unparsed; left is what of the contexts is unread.
  */
+#define STATE_WINDOW  (1024 * 1024)
+#define STATE_HEADER  (8 + 4 + 8 + 8)
+#define STATE_TRAILER 4
+
+struct state_in {
+    FILE *f;
+    uint64_t left;
+    char *buf;
+    size_t cap, start, len;
+};
+
+/* More bytes into the window, keeping the unparsed ones; false at the end or on error. */
+static bool
+state_fill(struct state_in *in)
+{
+    size_t want, n;
+
+    if (!in->left) return false;
+    if (in->start) {
+        memmove(in->buf, in->buf + in->start, in->len - in->start);
+        in->len -= in->start;
+        in->start = 0;
+    }
+    if (in->len == in->cap) {
+        /* one context larger than the window */
+        in->cap *= 2;
+        in->buf = xrealloc(in->buf, in->cap);
+    }
+    want = in->cap - in->len;
+    if (want > in->left) want = (size_t)in->left;
+    n = fread(in->buf + in->len, 1, want, in->f);
+    in->len += n;
+    in->left -= n;
+    return n > 0;
+}
+
+/*
+ * Reads one context at r.  NULL with r->bad when the bytes ran out (the
+ * window may just be short), NULL without it when the context is invalid.
+ */
+static struct ctx *
+read_context(struct corr *c, struct wire_reader *r, uint32_t version, uint64_t *expires,
+             uint64_t *order)
+{
+    struct key k;
+    size_t rlen, j;
+    const char *rid;
+    const struct pdb_rule *rule;
+    uint64_t target;
+    uint32_t nmsgs, flags = 0;
+    struct ctx *x;
+    char *id;
+
+    *order = 0;
+    memset(&k, 0, sizeof(k));
+    k.scope = (enum pdb_scope)wire_get32(r);
+    k.host = wire_get_bytes(r, &k.hostlen);
+    k.prog = wire_get_bytes(r, &k.proglen);
+    k.pid = wire_get_bytes(r, &k.pidlen);
+    k.id = wire_get_bytes(r, &k.idlen);
+    rid = wire_get_bytes(r, &rlen);
+    *expires = wire_get64(r);
+    /* version 1 lacks the target: whole seconds are by far the most common */
+    if (version >= 2) {
+        target = wire_get64(r);
+        *order = wire_get64(r);
+        flags = wire_get32(r);
+    } else {
+        target = *expires % 1000 ? *expires - 1 : *expires - 1000;
+    }
+    nmsgs = wire_get32(r);
+    if (r->bad || k.scope > PDB_SCOPE_GLOBAL || flags & ~STATE_DETACHED) return NULL;
+    id = xstrndup(rid, rlen);
+    rule = pdb_rule_by_id(c->db, id);
+    free(id);
+    /* not counted against the limit yet: that happens when it is taken in */
+    x = xcalloc(1, sizeof(*x));
+    tw_timer_init(&x->timer);
+    x->node.hash = key_hash(&k);
+    x->scope = k.scope;
+    x->hostlen = (uint32_t)k.hostlen;
+    x->proglen = (uint32_t)k.proglen;
+    x->pidlen = (uint32_t)k.pidlen;
+    x->idlen = (uint32_t)k.idlen;
+    x->key = xmalloc(k.hostlen + k.proglen + k.pidlen + k.idlen + 1);
+    memcpy(x->key, k.host, k.hostlen);
+    memcpy(x->key + k.hostlen, k.prog, k.proglen);
+    memcpy(x->key + k.hostlen + k.proglen, k.pid, k.pidlen);
+    memcpy(x->key + k.hostlen + k.proglen + k.pidlen, k.id, k.idlen);
+    x->bytes = sizeof(*x) + k.hostlen + k.proglen + k.pidlen + k.idlen + 1;
+    x->rule = rule;
+    x->target = target;
+    x->detached = (flags & STATE_DETACHED) != 0;
+    for (j = 0; j < nmsgs && !r->bad; j++) {
+        struct msg *m = get_msg(r);
+        /* the newest are kept, as ctx_append would */
+        if (x->nmsgs >= c->opts.max_context_msgs) x->bytes -= ctx_drop_oldest(x);
+        ctx_push(x, m);
+        x->bytes += msg_memory(m);
+    }
+    if (r->bad) {
+        ctx_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* Checks the CRC of the whole stream, in the window's buffer; leaves f after the header. */
+static bool
+state_check(struct state_in *in, unsigned char *head)
+{
+    unsigned char tail[STATE_TRAILER];
+    uint32_t crc = 0;
+    off_t size;
+    uint64_t rest;
+
+    if (fseeko(in->f, 0, SEEK_END) < 0 || (size = ftello(in->f)) < 0) return false;
+    if (size < STATE_HEADER + STATE_TRAILER || fseeko(in->f, 0, SEEK_SET) < 0) goto invalid;
+    for (rest = (uint64_t)size - STATE_TRAILER; rest;) {
+        size_t n = rest < in->cap ? (size_t)rest : in->cap;
+        if (fread(in->buf, 1, n, in->f) != n) goto short_read;
+        if (rest == (uint64_t)size - STATE_TRAILER) memcpy(head, in->buf, STATE_HEADER);
+        crc = durable_crc32(crc, in->buf, n);
+        rest -= n;
+    }
+    if (fread(tail, 1, sizeof(tail), in->f) != sizeof(tail)) goto short_read;
+    if (crc != wire_load32(tail) || fseeko(in->f, STATE_HEADER, SEEK_SET) < 0) goto invalid;
+    in->left = (uint64_t)size - STATE_HEADER - STATE_TRAILER;
+    return true;
+short_read:
+    if (ferror(in->f)) return false; /* errno from the read */
+invalid:
+    errno = EINVAL;
+    return false;
+}
+
 long
 corr_load(struct corr *c, const char *path, size_t *dropped)
 {
-    char *data;
-    size_t len;
+    FILE *f = fopen(path, "rb");
+    long rc;
+    int saved;
+
+    if (dropped) *dropped = 0;
+    if (!f) return -1;
+    rc = corr_load_file(c, f, dropped);
+    saved = errno;
+    fclose(f);
+    errno = saved;
+    return rc;
+}
+
+/*
+ * Two passes: the checksum of the whole file first, then the contexts, read
+ * in a window.  Every context is read before any is taken in, so that a file
+ * that turns out to be bad changes nothing.
+ */
+long
+corr_load_file(struct corr *c, FILE *f, size_t *dropped)
+{
+    struct state_in in = {f, 0, NULL, STATE_WINDOW, 0, 0};
+    unsigned char head[STATE_HEADER];
     struct wire_reader r;
     size_t d = 0, nl = 0, capl = 0;
     struct loaded *l = NULL;
     uint64_t count, i, saved_now;
     long loaded = 0;
-    uint32_t crc, version;
+    uint32_t version;
+    int err = EINVAL;
 
     if (dropped) *dropped = 0;
-    if (!(data = durable_read_file(path, &len))) return -1;
-    if (len < 8 + 4 + 8 + 8 + 4 || memcmp(data, STATE_MAGIC, 8) != 0) goto invalid;
-    crc = wire_load32((const unsigned char *)data + len - 4);
-    if (crc != durable_crc32(0, data, len - 4)) goto invalid;
-    wire_reader_init(&r, data + 8, len - 8 - 4);
+    in.buf = xmalloc(in.cap);
+    if (!state_check(&in, head)) {
+        err = errno;
+        goto invalid;
+    }
+    if (memcmp(head, STATE_MAGIC, 8) != 0) goto invalid;
+    wire_reader_init(&r, head + 8, STATE_HEADER - 8);
     version = wire_get32(&r);
     if (version < 1 || version > STATE_VERSION) goto invalid;
     saved_now = wire_get64(&r);
     count = wire_get64(&r);
-    for (i = 0; i < count && !r.bad; i++) {
-        struct key k;
-        size_t rlen, j;
-        const char *rid;
-        const struct pdb_rule *rule;
-        uint64_t expires, target, order = 0;
-        uint32_t nmsgs, flags = 0;
+    for (i = 0; i < count; i++) {
         struct ctx *x;
-        char *id;
+        uint64_t expires, order;
 
-        memset(&k, 0, sizeof(k));
-        k.scope = (enum pdb_scope)wire_get32(&r);
-        k.host = wire_get_bytes(&r, &k.hostlen);
-        k.prog = wire_get_bytes(&r, &k.proglen);
-        k.pid = wire_get_bytes(&r, &k.pidlen);
-        k.id = wire_get_bytes(&r, &k.idlen);
-        rid = wire_get_bytes(&r, &rlen);
-        expires = wire_get64(&r);
-        /* version 1 lacks the target: whole seconds are by far the most common */
-        if (version >= 2) {
-            target = wire_get64(&r);
-            order = wire_get64(&r);
-            flags = wire_get32(&r);
-        } else {
-            target = expires % 1000 ? expires - 1 : expires - 1000;
+        for (;;) {
+            wire_reader_init(&r, in.buf + in.start, in.len - in.start);
+            x = read_context(c, &r, version, &expires, &order);
+            if (x) break;
+            /* invalid, or cut by the window's end: then the window needs more */
+            if (!r.bad || !state_fill(&in)) {
+                if (ferror(f)) err = EIO;
+                goto invalid;
+            }
         }
-        nmsgs = wire_get32(&r);
-        if (r.bad || k.scope > PDB_SCOPE_GLOBAL || flags & ~STATE_DETACHED) goto invalid;
-        id = xstrndup(rid, rlen);
-        rule = pdb_rule_by_id(c->db, id);
-        free(id);
-        /* not counted against the limit yet: that happens when it is taken in */
-        x = xcalloc(1, sizeof(*x));
-        tw_timer_init(&x->timer);
-        x->node.hash = key_hash(&k);
-        x->scope = k.scope;
-        x->hostlen = (uint32_t)k.hostlen;
-        x->proglen = (uint32_t)k.proglen;
-        x->pidlen = (uint32_t)k.pidlen;
-        x->idlen = (uint32_t)k.idlen;
-        x->key = xmalloc(k.hostlen + k.proglen + k.pidlen + k.idlen + 1);
-        memcpy(x->key, k.host, k.hostlen);
-        memcpy(x->key + k.hostlen, k.prog, k.proglen);
-        memcpy(x->key + k.hostlen + k.proglen, k.pid, k.pidlen);
-        memcpy(x->key + k.hostlen + k.proglen + k.pidlen, k.id, k.idlen);
-        x->bytes = sizeof(*x) + k.hostlen + k.proglen + k.pidlen + k.idlen + 1;
-        x->rule = rule;
-        x->target = target;
-        x->detached = (flags & STATE_DETACHED) != 0;
+        in.start = (size_t)((const char *)r.p - in.buf);
         l = xgrow(l, &capl, nl + 1, sizeof(*l));
         l[nl].x = x;
         l[nl].order = order;
         l[nl++].expires = expires;
-        for (j = 0; j < nmsgs && !r.bad; j++) {
-            struct msg *m = get_msg(&r);
-            /* the newest are kept, as ctx_append would */
-            if (x->nmsgs >= c->opts.max_context_msgs) x->bytes -= ctx_drop_oldest(x);
-            ctx_push(x, m);
-            x->bytes += msg_memory(m);
-        }
     }
-    if (r.bad || r.p != r.end) goto invalid;
+    /* nothing may follow the last context */
+    if (in.start != in.len || in.left) goto invalid;
+    free(in.buf);
+    in.buf = NULL;
 
     /* the file is good: take the contexts in, in file (firing) order */
     if (saved_now > tw_now(c->wheel)) advance(c, saved_now);
@@ -1224,14 +1348,13 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         loaded++;
     }
     free(l);
-    free(data);
     if (dropped) *dropped = d;
     return loaded;
 
 invalid:
     for (i = 0; i < nl; i++) ctx_free(l[i].x);
     free(l);
-    free(data);
-    errno = EINVAL;
+    free(in.buf);
+    errno = err;
     return -1;
 }

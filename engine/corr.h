@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine/msg.h"
 #include "engine/pdb.h"
@@ -113,5 +114,7 @@ int corr_save(const struct corr *c, const char *path);
  * of which nothing is loaded.
  */
 long corr_load(struct corr *c, const char *path, size_t *dropped);
+/* The same from an open, seekable stream (read in a bounded window, not whole). */
+long corr_load_file(struct corr *c, FILE *f, size_t *dropped);
 
 #endif
