@@ -1038,16 +1038,32 @@ by_firing_order(const void *a, const void *b)
     return x->timer.seq < y->timer.seq ? -1 : x->timer.seq > y->timer.seq;
 }
 
+/* What corr_save buffers before writing: the file is written piece by piece. */
+#define STATE_CHUNK (1024 * 1024)
+
+/* Writes out what b holds, into the checksum. */
+static int
+state_flush(struct durable_file *df, struct buf *b, uint32_t *crc)
+{
+    *crc = durable_crc32(*crc, b->p, b->len);
+    if (durable_write_all(df->fd, b->p, b->len) < 0) return -1;
+    buf_reset(b);
+    return 0;
+}
+
 int
 corr_save(const struct corr *c, const char *path)
 {
     struct buf b = BUF_INIT;
+    struct durable_file df;
     size_t i, j, n = 0;
-    int rc, saved;
+    uint32_t crc = 0;
+    int rc = -1, saved;
     struct ctx *x, **all;
     const struct hash_node *node;
     struct key k;
 
+    if (durable_begin(&df, path) < 0) return -1;
     all = xcalloc(c->contexts.count + c->ndetached + 1, sizeof(*all));
     for (node = hash_table_iter(&c->contexts, &i, NULL); node;
          node = hash_table_iter(&c->contexts, &i, node))
@@ -1075,12 +1091,17 @@ corr_save(const struct corr *c, const char *path)
         wire_put32(&b, x->detached ? STATE_DETACHED : 0);
         wire_put32(&b, (uint32_t)x->nmsgs);
         for (j = 0; j < x->nmsgs; j++) msg_encode(x->msgs[j], &b);
+        if (b.len >= STATE_CHUNK && state_flush(&df, &b, &crc) < 0) goto out;
     }
-    free(all);
-    wire_put32(&b, durable_crc32(0, b.p, b.len));
-
-    rc = durable_replace(path, b.p, b.len);
+    if (state_flush(&df, &b, &crc) < 0) goto out;
+    wire_put32(&b, crc);
+    if (durable_write_all(df.fd, b.p, b.len) < 0) goto out;
+    rc = durable_commit(&df);
+    df.fd = -1;
+out:
+    if (rc < 0 && df.fd >= 0) durable_abort(&df);
     saved = errno;
+    free(all);
     buf_free(&b);
     errno = saved;
     return rc;

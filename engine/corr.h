@@ -102,8 +102,8 @@ void corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_inf
 
 /*
  * Writes all open contexts, their messages and remaining timeouts to path
- * atomically (temporary file, fsync, rename, fsync of the directory).
- * Returns 0, or -1 with errno set.
+ * atomically (temporary file, fsync, rename, fsync of the directory),
+ * encoded and written a piece (1 MiB) at a time.  Returns 0, or -1 with errno set.
  */
 int corr_save(const struct corr *c, const char *path);
 /*

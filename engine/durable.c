@@ -80,30 +80,51 @@ durable_tmp_path(struct buf *out, const char *path, long pid)
 }
 
 int
-durable_replace(const char *path, const void *data, size_t len)
+durable_begin(struct durable_file *df, const char *path)
 {
-    struct buf tmp = BUF_INIT;
-    char *dir, *slash;
-    int fd, saved;
+    int saved;
 
-    durable_tmp_path(&tmp, path, (long)getpid());
-    fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) goto fail;
-    if (durable_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+    df->path = path;
+    buf_init(&df->tmp);
+    durable_tmp_path(&df->tmp, path, (long)getpid());
+    df->fd = open(buf_str(&df->tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (df->fd < 0) {
         saved = errno;
-        close(fd);
-        unlink(buf_str(&tmp));
+        buf_free(&df->tmp);
         errno = saved;
-        goto fail;
+        return -1;
     }
-    if (close(fd) < 0 || rename(buf_str(&tmp), path) < 0) {
-        saved = errno;
-        unlink(buf_str(&tmp));
-        errno = saved;
-        goto fail;
+    return 0;
+}
+
+void
+durable_abort(struct durable_file *df)
+{
+    int saved = errno;
+
+    close(df->fd);
+    unlink(buf_str(&df->tmp));
+    buf_free(&df->tmp);
+    errno = saved;
+}
+
+int
+durable_commit(struct durable_file *df)
+{
+    char *dir, *slash;
+    int fd;
+
+    if (fsync(df->fd) < 0) {
+        durable_abort(df);
+        return -1;
+    }
+    if (close(df->fd) < 0 || rename(buf_str(&df->tmp), df->path) < 0) {
+        df->fd = -1;
+        durable_abort(df);
+        return -1;
     }
     /* the rename itself is only durable once the directory is */
-    dir = xstrdup(path);
+    dir = xstrdup(df->path);
     slash = strrchr(dir, '/');
     if (slash == dir)
         slash[1] = '\0';
@@ -117,11 +138,19 @@ durable_replace(const char *path, const void *data, size_t len)
         close(fd);
     }
     free(dir);
-    buf_free(&tmp);
+    buf_free(&df->tmp);
     return 0;
-fail:
-    saved = errno;
-    buf_free(&tmp);
-    errno = saved;
-    return -1;
+}
+
+int
+durable_replace(const char *path, const void *data, size_t len)
+{
+    struct durable_file df;
+
+    if (durable_begin(&df, path) < 0) return -1;
+    if (durable_write_all(df.fd, data, len) < 0) {
+        durable_abort(&df);
+        return -1;
+    }
+    return durable_commit(&df);
 }

@@ -28,6 +28,20 @@ int durable_write_all(int fd, const void *data, size_t len);
  */
 int durable_replace(const char *path, const void *data, size_t len);
 /*
+ * The same written piece by piece: durable_begin opens the temporary file
+ * (write to df->fd), durable_commit makes it path (fsync, rename, fsync of the
+ * directory), durable_abort removes it.  Commit and abort end df either way;
+ * 0 or -1 with errno.
+ */
+struct durable_file {
+    int fd;
+    const char *path; /* not copied */
+    struct buf tmp;
+};
+int durable_begin(struct durable_file *df, const char *path);
+int durable_commit(struct durable_file *df);
+void durable_abort(struct durable_file *df);
+/*
  * The temporary file durable_replace(path) of process pid writes: appended
  * to out.  A process killed while writing leaves it behind for its parent
  * to remove.
