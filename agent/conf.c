@@ -330,12 +330,14 @@ xml_error(void *arg, xmlErrorPtr e)
 {
     struct reader *r = arg;
     size_t n;
-    char msg[512];
+    char msg[512], *nl;
 
     if (!e || e->level == XML_ERR_WARNING) return;
     snprintf(msg, sizeof(msg), "%s", e->message ? e->message : "error");
     n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) msg[--n] = '\0';
+    /* one line per error: libxml2 puts some details on a line of their own */
+    for (nl = strchr(msg, '\n'); nl; nl = strchr(nl, '\n')) *nl = ' ';
     buf_printf(r->err, "%s:%d: %s\n", r->file, e->line, msg);
     r->errors++;
 }

@@ -347,6 +347,21 @@ START_TEST(test_errors)
                "<route to=\"a\"/>\n<route class=\"x\" to=\"a,b\"/>\n</routes>\n",
                7, "route to unknown executor 'b'");
     load_fails("<state file=\"s\"/>\n", 2, "no <rules path=");
+    /* libxml2 puts the bytes of bad UTF-8 on a line of their own: still one line an error */
+    {
+        char file[300];
+        struct buf err = BUF_INIT;
+        const char *line;
+
+        write_conf("<rules path=\"r\"/>\n<inputs><udp listen=\"\304\"/></inputs>\n", file,
+                   sizeof(file));
+        ck_assert_ptr_null(conf_load(file, NULL, &err));
+        ck_assert_uint_gt(err.len, 0);
+        for (line = buf_str(&err); *line; line = strchr(line, '\n') + 1)
+            ck_assert_msg(strncmp(line, file, strlen(file)) == 0, "a line without its file: %s",
+                          buf_str(&err));
+        buf_free(&err);
+    }
 }
 END_TEST
 
