@@ -7,7 +7,8 @@
  * the processes it spawns (the exec executor) is left alone.  The child
  * touches no libuv handle, closes every inherited descriptor (a connection
  * the parent closes must not stay open in it), restores the default signal
- * dispositions (libuv's handlers would write to the parent's signal pipe),
+ * dispositions (libuv's handlers would write to the parent's signal pipe;
+ * signals stay blocked from before the fork until then),
  * and leaves by _exit(): no atexit handler, no flush of stdio buffers it
  * shares with the parent.
  *
@@ -20,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +122,7 @@ child_main(struct snapshot *sn, int fd)
     sigset_t none;
     size_t i;
 
+    /* signals are blocked since before the fork: no libuv handler runs in the child */
     for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) signal(sigs[i], SIG_DFL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -227,6 +230,7 @@ static void
 start(struct snapshot *sn)
 {
     struct child *ch;
+    sigset_t all, old;
     int fds[2];
     uint64_t t0;
     pid_t pid;
@@ -235,7 +239,10 @@ start(struct snapshot *sn)
     waiters_move(&sn->current, &sn->next);
     if (pipe2(fds, O_CLOEXEC) < 0) goto fail;
     t0 = uv_hrtime();
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     pid = fork();
+    if (pid != 0) pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
         int e = errno;
         close(fds[0]);
