@@ -625,6 +625,10 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->state_file = attr(n, "file");
             c->state_interval = duration_attr(r, n, "interval", c->state_interval);
         } else if (is(n, "daemon")) {
+            /* an element given twice: the last one counts (as for <state>) */
+            free(c->user);
+            free(c->group);
+            free(c->pidfile);
             c->user = attr(n, "user");
             c->group = attr(n, "group");
             c->pidfile = attr(n, "pidfile");
@@ -637,8 +641,10 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             free(c->log_to);
             c->log_to = attr(n, "to");
         } else if (is(n, "control")) {
+            free(c->control_socket);
             c->control_socket = attr(n, "socket");
         } else if (is(n, "stats")) {
+            free(c->stats_listen);
             c->stats_listen = attr(n, "listen");
             check_address(r, n, c->stats_listen);
         } else if (is(n, "limits")) {

@@ -275,6 +275,22 @@ START_TEST(test_file_defaults)
 }
 END_TEST
 
+/* An element given twice: the last counts, the first is freed (ASan finds a leak otherwise). */
+START_TEST(test_given_twice)
+{
+    struct conf *c =
+        load_ok("<rules path=\"r\"/>\n<control socket=\"/a\"/>\n<control socket=\"/b\"/>\n"
+                "<stats listen=\"127.0.0.1:1\"/>\n<stats listen=\"127.0.0.1:2\"/>\n"
+                "<daemon user=\"u1\" pidfile=\"/p1\"/>\n<daemon user=\"u2\"/>\n");
+
+    ck_assert_str_eq(c->control_socket, "/b");
+    ck_assert_str_eq(c->stats_listen, "127.0.0.1:2");
+    ck_assert_str_eq(c->user, "u2");
+    ck_assert_ptr_null(c->pidfile);
+    conf_free(c);
+}
+END_TEST
+
 START_TEST(test_default)
 {
     struct conf *c = conf_default("/usr/share/corral/rules");
@@ -442,6 +458,7 @@ conf_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_full);
     tcase_add_test(tc, test_file_defaults);
+    tcase_add_test(tc, test_given_twice);
     tcase_add_test(tc, test_default);
     tcase_add_test(tc, test_units);
     tcase_add_test(tc, test_errors);
