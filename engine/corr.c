@@ -1108,16 +1108,17 @@ out:
 }
 
 static struct msg *
-get_msg(struct wire_reader *r)
+get_msg(struct wire_reader *r, struct msg *scratch)
 {
-    struct msg *m = msg_new();
-    size_t used = r->bad ? 0 : msg_decode(m, (const char *)r->p, (size_t)(r->end - r->p));
+    size_t used = r->bad ? 0 : msg_decode(scratch, (const char *)r->p, (size_t)(r->end - r->p));
 
-    if (!used)
+    if (!used) {
         r->bad = true;
-    else
-        r->p += used;
-    return m;
+        return NULL;
+    }
+    r->p += used;
+    /* decoded into a reused message, kept as an exact-size copy, as live contexts keep theirs */
+    return msg_clone(scratch);
 }
 
 /* A context read from a state file, not yet in the engine. */
@@ -1172,8 +1173,8 @@ state_fill(struct state_in *in)
  * window may just be short), NULL without it when the context is invalid.
  */
 static struct ctx *
-read_context(struct corr *c, struct wire_reader *r, uint32_t version, uint64_t *expires,
-             uint64_t *order)
+read_context(struct corr *c, struct wire_reader *r, struct msg *scratch, uint32_t version,
+             uint64_t *expires, uint64_t *order)
 {
     struct key k;
     size_t rlen, j;
@@ -1225,7 +1226,8 @@ read_context(struct corr *c, struct wire_reader *r, uint32_t version, uint64_t *
     x->target = target;
     x->detached = (flags & STATE_DETACHED) != 0;
     for (j = 0; j < nmsgs && !r->bad; j++) {
-        struct msg *m = get_msg(r);
+        struct msg *m = get_msg(r, scratch);
+        if (!m) break;
         /* the newest are kept, as ctx_append would */
         if (x->nmsgs >= c->opts.max_context_msgs) x->bytes -= ctx_drop_oldest(x);
         ctx_push(x, m);
@@ -1300,6 +1302,7 @@ corr_load_file(struct corr *c, FILE *f, size_t *dropped)
     long loaded = 0;
     uint32_t version;
     int err = EINVAL;
+    struct msg *scratch = msg_new();
 
     if (dropped) *dropped = 0;
     in.buf = xmalloc(in.cap);
@@ -1319,7 +1322,7 @@ corr_load_file(struct corr *c, FILE *f, size_t *dropped)
 
         for (;;) {
             wire_reader_init(&r, in.buf + in.start, in.len - in.start);
-            x = read_context(c, &r, version, &expires, &order);
+            x = read_context(c, &r, scratch, version, &expires, &order);
             if (x) break;
             /* invalid, or cut by the window's end: then the window needs more */
             if (!r.bad || !state_fill(&in)) {
@@ -1337,6 +1340,8 @@ corr_load_file(struct corr *c, FILE *f, size_t *dropped)
     if (in.start != in.len || in.left) goto invalid;
     free(in.buf);
     in.buf = NULL;
+    msg_unref(scratch);
+    scratch = NULL;
 
     /* the file is good: take the contexts in, in file (firing) order */
     if (saved_now > tw_now(c->wheel)) advance(c, saved_now);
@@ -1376,6 +1381,7 @@ invalid:
     for (i = 0; i < nl; i++) ctx_free(l[i].x);
     free(l);
     free(in.buf);
+    msg_unref(scratch);
     errno = err;
     return -1;
 }
