@@ -35,24 +35,52 @@ durable_read_file(const char *path, size_t *len)
     return b.p;
 }
 
+/*
+ * Slicing-by-8: eight bytes a step through eight tables, several times the
+ * speed of a byte at a time; it is on the path of every state save and load
+ * (hundreds of MB with a million open contexts).
+ */
+static uint32_t crc_table[8][256];
+
+static void
+crc_init(void)
+{
+    uint32_t k, v;
+    int j;
+
+    for (k = 0; k < 256; k++) {
+        v = k;
+        for (j = 0; j < 8; j++) v = v & 1 ? 0xedb88320u ^ (v >> 1) : v >> 1;
+        crc_table[0][k] = v;
+    }
+    for (k = 0; k < 256; k++)
+        for (j = 1; j < 8; j++)
+            crc_table[j][k] = (crc_table[j - 1][k] >> 8) ^ crc_table[0][crc_table[j - 1][k] & 0xff];
+}
+
+static uint32_t
+load_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 uint32_t
 durable_crc32(uint32_t crc, const void *data, size_t len)
 {
-    static uint32_t table[256];
     const unsigned char *p = data;
-    size_t i;
+    uint32_t a, b;
 
-    if (!table[1]) {
-        uint32_t k;
-        int j;
-        for (k = 0; k < 256; k++) {
-            uint32_t v = k;
-            for (j = 0; j < 8; j++) v = v & 1 ? 0xedb88320u ^ (v >> 1) : v >> 1;
-            table[k] = v;
-        }
-    }
+    if (!crc_table[0][1]) crc_init();
     crc = ~crc;
-    for (i = 0; i < len; i++) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    for (; len >= 8; p += 8, len -= 8) {
+        a = load_le32(p) ^ crc;
+        b = load_le32(p + 4);
+        crc = crc_table[7][a & 0xff] ^ crc_table[6][(a >> 8) & 0xff] ^
+              crc_table[5][(a >> 16) & 0xff] ^ crc_table[4][a >> 24] ^ crc_table[3][b & 0xff] ^
+              crc_table[2][(b >> 8) & 0xff] ^ crc_table[1][(b >> 16) & 0xff] ^
+              crc_table[0][b >> 24];
+    }
+    for (; len; p++, len--) crc = crc_table[0][(crc ^ *p) & 0xff] ^ (crc >> 8);
     return ~crc;
 }
 
