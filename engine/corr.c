@@ -1028,14 +1028,29 @@ corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *, 
 #define STATE_VERSION  2
 #define STATE_DETACHED 1u
 
+/* A context with its firing position copied out: sorting these touches no context. */
+struct firing {
+    uint64_t expires, order, seq;
+    struct ctx *x;
+};
+
 static int
 by_firing_order(const void *a, const void *b)
 {
-    const struct ctx *x = *(struct ctx *const *)a, *y = *(struct ctx *const *)b;
+    const struct firing *x = a, *y = b;
 
-    if (x->timer.expires != y->timer.expires) return x->timer.expires < y->timer.expires ? -1 : 1;
-    if (x->timer.order != y->timer.order) return x->timer.order < y->timer.order ? -1 : 1;
-    return x->timer.seq < y->timer.seq ? -1 : x->timer.seq > y->timer.seq;
+    if (x->expires != y->expires) return x->expires < y->expires ? -1 : 1;
+    if (x->order != y->order) return x->order < y->order ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void
+firing_add(struct firing *f, struct ctx *x)
+{
+    f->expires = x->timer.expires;
+    f->order = x->timer.order;
+    f->seq = x->timer.seq;
+    f->x = x;
 }
 
 /* What corr_save buffers before writing: the file is written piece by piece. */
@@ -1059,7 +1074,8 @@ corr_save(const struct corr *c, const char *path)
     size_t i, j, n = 0;
     uint32_t crc = 0;
     int rc = -1, saved;
-    struct ctx *x, **all;
+    struct ctx *x;
+    struct firing *all;
     const struct hash_node *node;
     struct key k;
 
@@ -1067,8 +1083,8 @@ corr_save(const struct corr *c, const char *path)
     all = xcalloc(c->contexts.count + c->ndetached + 1, sizeof(*all));
     for (node = hash_table_iter(&c->contexts, &i, NULL); node;
          node = hash_table_iter(&c->contexts, &i, node))
-        all[n++] = ctx_of(node);
-    for (x = c->detached; x; x = detached_next(x)) all[n++] = x;
+        firing_add(&all[n++], ctx_of(node));
+    for (x = c->detached; x; x = detached_next(x)) firing_add(&all[n++], x);
     /* in firing order: loading arms them in file order, which keeps ties in order */
     qsort(all, n, sizeof(*all), by_firing_order);
 
@@ -1077,7 +1093,7 @@ corr_save(const struct corr *c, const char *path)
     wire_put64(&b, tw_now(c->wheel));
     wire_put64(&b, n);
     for (i = 0; i < n; i++) {
-        x = all[i];
+        x = all[i].x;
         ctx_key(x, &k);
         wire_put32(&b, (uint32_t)k.scope);
         wire_put_bytes(&b, k.host, k.hostlen);
