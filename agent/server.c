@@ -10,8 +10,9 @@
  * one-second timer moves correlation time on while the inputs are idle, and
  * another saves the correlation state periodically, in a forked child
  * (snapshot.c) so that the loop never stops for it; a check handle measures
- * how long the loop works between two waits (the stall gauge).  Start and reload are
- * one path: prepare everything that can fail, then commit (struct stage).
+ * how long the loop works between two waits (the stall gauge).  Start and
+ * reload are one path: prepare everything that can fail, then commit
+ * (struct stage).
  */
 #include "agent/server.h"
 #include "engine/clock.h"
@@ -220,6 +221,16 @@ saving(const struct server *s)
     return s->conf && s->conf->state_file && s->corr;
 }
 
+static struct snapshot *
+snapshot_of(struct server *s)
+{
+    if (!s->snap) {
+        struct snapshot_ops ops = {write_state, save_failed, s};
+        s->snap = snapshot_new(s->loop, &ops);
+    }
+    return s->snap;
+}
+
 void
 server_save_state(struct server *s, void (*done)(void *arg, int rc), void *arg)
 {
@@ -227,11 +238,7 @@ server_save_state(struct server *s, void (*done)(void *arg, int rc), void *arg)
         if (done) done(arg, 0);
         return;
     }
-    if (!s->snap) {
-        struct snapshot_ops ops = {write_state, save_failed, s};
-        s->snap = snapshot_new(s->loop, &ops);
-    }
-    snapshot_request(s->snap, done, arg);
+    snapshot_request(snapshot_of(s), done, arg);
 }
 
 static void
@@ -753,13 +760,7 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
      * live on.  In-process: the loop is stopping, and a save running in a
      * child holds older state (snapshot_final kills it).
      */
-    if (saving(s)) {
-        if (!s->snap) {
-            struct snapshot_ops ops = {write_state, save_failed, s};
-            s->snap = snapshot_new(s->loop, &ops);
-        }
-        snapshot_final(s->snap);
-    }
+    if (saving(s)) snapshot_final(snapshot_of(s));
     s->closing = s->noutputs + s->nqueues + 1;
     for (i = 0; i < s->noutputs; i++) output_close(s->outputs[i], output_closed, s);
     for (i = 0; i < s->nqueues; i++) queue_close(s->queues[i], output_closed, s);
