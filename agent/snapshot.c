@@ -127,8 +127,13 @@ child_main(struct snapshot *sn, int fd)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* keep 0-2 (a write error message must not land in a reused descriptor) and the pipe */
-    if (fd > 3) close_range(3, (unsigned)fd - 1, 0);
-    close_range((unsigned)fd + 1, ~0u, 0);
+    if ((fd > 3 && close_range(3, (unsigned)fd - 1, 0) < 0) ||
+        close_range((unsigned)fd + 1, ~0u, 0) < 0) {
+        /* no close_range (an old kernel, a system call filter): one by one */
+        long f, max = sysconf(_SC_OPEN_MAX);
+        for (f = 3; f < (max > 0 && max < 65536 ? max : 65536); f++)
+            if (f != fd) close((int)f);
+    }
     if (sn->gate) {
         char b[256];
         int g = open(sn->gate, O_RDONLY | O_CLOEXEC);
