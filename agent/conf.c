@@ -310,12 +310,14 @@ xml_error(void *arg, xmlErrorPtr e)
 {
     struct reader *r = arg;
     size_t n;
-    char msg[512];
+    char msg[512], *nl;
 
     if (!e || e->level == XML_ERR_WARNING) return;
     snprintf(msg, sizeof(msg), "%s", e->message ? e->message : "error");
     n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) msg[--n] = '\0';
+    /* one line per error: libxml2 puts some details on a line of their own */
+    for (nl = strchr(msg, '\n'); nl; nl = strchr(nl, '\n')) *nl = ' ';
     buf_printf(r->err, "%s:%d: %s\n", r->file, e->line, msg);
     r->errors++;
 }
@@ -603,6 +605,10 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->state_file = attr(n, "file");
             c->state_interval = duration_attr(r, n, "interval", c->state_interval);
         } else if (is(n, "daemon")) {
+            /* an element given twice: the last one counts (as for <state>) */
+            free(c->user);
+            free(c->group);
+            free(c->pidfile);
             c->user = attr(n, "user");
             c->group = attr(n, "group");
             c->pidfile = attr(n, "pidfile");
@@ -615,10 +621,12 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             free(c->log_to);
             c->log_to = attr(n, "to");
         } else if (is(n, "control")) {
+            free(c->control_socket);
             c->control_socket = attr(n, "socket");
             c->control_timeout = duration_attr(r, n, "timeout", c->control_timeout);
             if (c->control_timeout <= 0) error(r, n, "timeout must be more than 0");
         } else if (is(n, "stats")) {
+            free(c->stats_listen);
             c->stats_listen = attr(n, "listen");
             check_address(r, n, c->stats_listen);
         } else if (is(n, "limits")) {

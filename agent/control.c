@@ -1,6 +1,7 @@
 /*
  * control: the control socket.  Requests are tiny and answers are built in
  * memory, so each connection is: read one line (bounded), answer, close.
+ * `save` answers once the background save it started has finished.
  * The socket is created owner-only (0600): it can reload the daemon.
  *
  * A client that connects and stalls must not hold a descriptor for long nor
@@ -97,10 +98,39 @@ written(uv_write_t *wr, int status)
 }
 
 static void
+send_answer(struct conn *c)
+{
+    uv_buf_t b;
+
+    b = uv_buf_init(c->answer.p ? c->answer.p : (char *)"", (unsigned)c->answer.len);
+    c->wr.data = c;
+    if (uv_write(&c->wr, (uv_stream_t *)&c->pipe, &b, 1, written) < 0) conn_close(c);
+}
+
+/*
+ * A save's answer.  The connection may have been closed meanwhile (evicted
+ * for a newer one, or the daemon is stopping): the pending save holds one
+ * reference to it (handles), so it is still there to look at.
+ */
+static void
+saved(void *arg, int rc)
+{
+    struct conn *c = arg;
+
+    if (!uv_is_closing((uv_handle_t *)&c->pipe)) {
+        buf_puts(&c->answer, rc == 0 ? "OK\n" : "FAILED\n");
+        send_answer(c);
+    }
+    if (--c->handles == 0) {
+        buf_free(&c->answer);
+        free(c);
+    }
+}
+
+static void
 answer(struct conn *c)
 {
     struct control *ctl = c->ctl;
-    uv_buf_t b;
 
     c->req[c->len] = '\0';
     c->req[strcspn(c->req, "\r\n")] = '\0';
@@ -115,13 +145,15 @@ answer(struct conn *c)
         else
             buf_puts(&c->answer, "OK\n");
     } else if (strcmp(c->req, "save") == 0) {
-        buf_puts(&c->answer, server_save_state(ctl->srv) == 0 ? "OK\n" : "FAILED\n");
+        /* a big state takes a while to write: the client waits on us, it is not stalling */
+        uv_timer_stop(&c->timer);
+        c->handles++; /* held by the save until saved() runs */
+        server_save_state(ctl->srv, saved, c);
+        return;
     } else {
         buf_printf(&c->answer, "unknown command '%s' (stats, contexts, reload, save)\n", c->req);
     }
-    b = uv_buf_init(c->answer.p ? c->answer.p : (char *)"", (unsigned)c->answer.len);
-    c->wr.data = c;
-    if (uv_write(&c->wr, (uv_stream_t *)&c->pipe, &b, 1, written) < 0) conn_close(c);
+    send_answer(c);
 }
 
 static void

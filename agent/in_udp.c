@@ -5,11 +5,16 @@
  * up to 20 per system call) into one buffer owned by the input, so nothing
  * is allocated per message; the socket gets a large receive buffer so that
  * bursts wait in the kernel instead of being dropped while the loop is busy.
+ * What the kernel drops all the same (the buffer full) is counted: once a
+ * second the socket's drop counter (SO_MEMINFO's SK_MEMINFO_DROPS, the count
+ * SO_RXQ_OVFL reports) is read into the input's kernel_drops and logged.  A
+ * per-datagram control message would not do: libuv's recvmmsg passes none.
  */
 #include "agent/in_common.h"
 #include "engine/log.h"
 #include "engine/xalloc.h"
 
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,9 @@
 #ifndef CORRAL_UDP_RCVBUF
 #define CORRAL_UDP_RCVBUF (8 * 1024 * 1024)
 #endif
+
+/* How often the kernel's drop counter is read. */
+#define UDP_DROPS_EVERY_MS 1000
 
 /* Batching can be turned off, and the buffer changed, at build time: to measure what they bring. */
 #ifndef CORRAL_UDP_RECVMMSG
@@ -36,6 +44,11 @@ struct udp_input {
     struct sockaddr_storage last;
     char peer[64];
     uint64_t last_error_log;
+    /* kernel drops: the socket's counter when last read, and when they were last logged */
+    uv_timer_t drops_timer;
+    uint32_t kernel_seen;
+    uint64_t last_drop_log, drops_unlogged;
+    int closing; /* handles still to close */
 };
 
 static void
@@ -100,11 +113,48 @@ udp_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct sockaddr 
     if (n) input_deliver(&u->base, p, n, truncated, peer_of(u, addr));
 }
 
+/* The socket's drop counter (32 bits, wrapping): false where the kernel has none. */
+static bool
+kernel_drops(struct udp_input *u, uint32_t *drops)
+{
+    uint32_t mem[SK_MEMINFO_VARS];
+    socklen_t len = sizeof(mem);
+    uv_os_fd_t fd;
+
+    if (uv_fileno((uv_handle_t *)&u->udp, &fd) < 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0 ||
+        len < (SK_MEMINFO_DROPS + 1) * sizeof(uint32_t))
+        return false;
+    *drops = mem[SK_MEMINFO_DROPS];
+    return true;
+}
+
+static void
+on_drops_timer(uv_timer_t *t)
+{
+    struct udp_input *u = t->data;
+    uint32_t now, n;
+
+    if (!kernel_drops(u, &now)) return;
+    n = now - u->kernel_seen;
+    u->kernel_seen = now;
+    u->base.stats.kernel_drops += n;
+    u->drops_unlogged += n;
+    if (u->drops_unlogged && input_log_allowed(&u->last_drop_log, uv_now(t->loop), 10000)) {
+        log_msg(LOG_WARNING,
+                "%s: the kernel dropped %llu datagrams: receive buffer full (the loop was "
+                "too slow)",
+                u->base.conf.name, (unsigned long long)u->drops_unlogged);
+        u->drops_unlogged = 0;
+    }
+}
+
 static void
 udp_closed(uv_handle_t *h)
 {
     struct udp_input *u = h->data;
 
+    if (--u->closing > 0) return;
     free(u->rbuf);
     input_fini(&u->base);
     free(u);
@@ -116,7 +166,9 @@ udp_close(struct input *in)
     struct udp_input *u = (struct udp_input *)in;
 
     uv_udp_recv_stop(&u->udp);
+    u->closing = 2;
     uv_close((uv_handle_t *)&u->udp, udp_closed);
+    uv_close((uv_handle_t *)&u->drops_timer, udp_closed);
 }
 
 struct input *
@@ -149,6 +201,8 @@ in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
         return NULL;
     }
     u->udp.data = u;
+    uv_timer_init(loop, &u->drops_timer);
+    u->drops_timer.data = u;
     /* from here on the handle exists and must be closed, so errors go through udp_close */
     rc = uv_udp_bind(&u->udp, (const struct sockaddr *)&ss, 0);
     if (rc < 0) {
@@ -167,6 +221,10 @@ in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     /* recvmmsg needs one 64 KiB slot per datagram of the batch; without it one slot */
     u->rbuflen = uv_udp_using_recvmmsg(&u->udp) ? UDP_SLOT * UDP_SLOTS : UDP_SLOT;
     u->rbuf = xmalloc(u->rbuflen);
+    /* the counter of a new socket is 0, but a kernel may count from elsewhere: start from it */
+    kernel_drops(u, &u->kernel_seen);
+    uv_timer_start(&u->drops_timer, on_drops_timer, UDP_DROPS_EVERY_MS, UDP_DROPS_EVERY_MS);
+    uv_unref((uv_handle_t *)&u->drops_timer);
     rc = uv_udp_recv_start(&u->udp, udp_alloc, udp_recv);
     if (rc < 0) {
         buf_printf(err, "input %s: cannot receive: %s", u->base.conf.name, uv_strerror(rc));

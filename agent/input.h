@@ -30,6 +30,8 @@ struct input_stats {
     uint64_t evicted;     /* connections closed for a new one: max-connections reached */
     uint64_t idle_closed; /* connections closed for idling */
     uint64_t active;      /* connections open now */
+    /* datagrams the kernel dropped, its receive buffer full (UDP) */
+    uint64_t kernel_drops;
 };
 
 /*

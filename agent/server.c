@@ -8,8 +8,11 @@
  * Everything runs on one libuv loop.  A message is parsed into one reused
  * struct msg, so the steady-state path allocates nothing of its own.  A
  * one-second timer moves correlation time on while the inputs are idle, and
- * another saves the correlation state periodically.  Start and reload are
- * one path: prepare everything that can fail, then commit (struct stage).
+ * another saves the correlation state periodically, in a forked child
+ * (snapshot.c) so that the loop never stops for it; a check handle measures
+ * how long the loop works between two waits (the stall gauge).  Start and
+ * reload are one path: prepare everything that can fail, then commit
+ * (struct stage).
  *
  * Back-pressure: when an output's or an executor's queue is full after a
  * message from a stream input (TCP, unix-stream, file, stdin), every stream
@@ -33,6 +36,8 @@
 #include "actions/queue.h"
 #include "agent/route.h"
 #include "agent/silence.h"
+#include "agent/snapshot.h"
+#include "engine/durable.h"
 #include "engine/syslogfmt.h"
 #include "engine/xalloc.h"
 
@@ -41,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct server {
     uv_loop_t *loop;
@@ -59,8 +65,11 @@ struct server {
     struct msg *msg; /* reused for every incoming message */
     uv_timer_t tick, save;
     bool timers_started;
-    uint64_t received, parsed, truncated_values, reloads, reload_failures, state_saves,
-        state_save_failures;
+    uint64_t received, parsed, truncated_values, reloads, reload_failures;
+    struct snapshot *snap;
+    /* loop stall: work time of the longest loop iteration (check to check, less idle time) */
+    uv_check_t stall_check;
+    uint64_t stall_last_ns, stall_last_idle_ns, stall_max_ns;
     uint64_t started_ms;
     /* back-pressure */
     bool keeping;            /* the message being handled comes from a stream input */
@@ -84,6 +93,8 @@ server_new(uv_loop_t *loop)
     s->loop = loop;
     s->msg = msg_new();
     s->started_ms = clock_wall_ms();
+    /* for the stall gauge: before the loop first runs, as libuv requires */
+    uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     return s;
 }
 
@@ -100,6 +111,7 @@ void
 server_free(struct server *s)
 {
     if (!s) return;
+    snapshot_free(s->snap);
     corr_free(s->corr);
     silence_free(s->silence);
     pdb_free(s->db);
@@ -292,23 +304,74 @@ on_tick(uv_timer_t *t)
     if (s->silence) silence_tick(s->silence, clock_wall_ms());
 }
 
-int
-server_save_state(struct server *s)
+/* snapshot's write: in the saving child, or in-process at shutdown */
+static int
+write_state(void *arg)
 {
-    if (!s->conf || !s->conf->state_file || !s->corr) return 0;
-    if (corr_save(s->corr, s->conf->state_file) < 0) {
-        s->state_save_failures++;
-        log_msg(LOG_ERR, "cannot save state to %s: %s", s->conf->state_file, strerror(errno));
-        return -1;
+    struct server *s = arg;
+
+    return corr_save(s->corr, s->conf->state_file);
+}
+
+static void
+save_failed(void *arg, long pid, const char *why)
+{
+    struct server *s = arg;
+    struct buf tmp = BUF_INIT;
+
+    if (pid > 0) {
+        /* a child that died while writing leaves its temporary file */
+        durable_tmp_path(&tmp, s->conf->state_file, pid);
+        unlink(buf_str(&tmp));
+        buf_free(&tmp);
     }
-    s->state_saves++;
-    return 0;
+    if (why) log_msg(LOG_ERR, "cannot save state to %s: %s", s->conf->state_file, why);
+}
+
+static bool
+saving(const struct server *s)
+{
+    return s->conf && s->conf->state_file && s->corr;
+}
+
+static struct snapshot *
+snapshot_of(struct server *s)
+{
+    if (!s->snap) {
+        struct snapshot_ops ops = {write_state, save_failed, s};
+        s->snap = snapshot_new(s->loop, &ops);
+    }
+    return s->snap;
+}
+
+void
+server_save_state(struct server *s, void (*done)(void *arg, int rc), void *arg)
+{
+    if (!saving(s)) {
+        if (done) done(arg, 0);
+        return;
+    }
+    snapshot_request(snapshot_of(s), done, arg);
 }
 
 static void
 on_save(uv_timer_t *t)
 {
-    server_save_state(t->data);
+    server_save_state(t->data, NULL, NULL);
+}
+
+static void
+on_stall_check(uv_check_t *c)
+{
+    struct server *s = c->data;
+    uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(s->loop);
+
+    if (s->stall_last_ns && now - s->stall_last_ns > idle - s->stall_last_idle_ns) {
+        uint64_t busy = (now - s->stall_last_ns) - (idle - s->stall_last_idle_ns);
+        if (busy > s->stall_max_ns) s->stall_max_ns = busy;
+    }
+    s->stall_last_ns = now;
+    s->stall_last_idle_ns = idle;
 }
 
 static void
@@ -320,6 +383,10 @@ start_timers(struct server *s)
         uv_timer_init(s->loop, &s->tick);
         uv_timer_init(s->loop, &s->save);
         s->tick.data = s->save.data = s;
+        uv_check_init(s->loop, &s->stall_check);
+        s->stall_check.data = s;
+        uv_check_start(&s->stall_check, on_stall_check);
+        uv_unref((uv_handle_t *)&s->stall_check);
         s->timers_started = true;
     }
     uv_timer_start(&s->tick, on_tick, 1000, 1000);
@@ -1014,6 +1081,7 @@ output_closed(void *arg)
         if (s->timers_started) {
             uv_close((uv_handle_t *)&s->tick, NULL);
             uv_close((uv_handle_t *)&s->save, NULL);
+            uv_close((uv_handle_t *)&s->stall_check, NULL);
         }
         if (s->check_init) uv_close((uv_handle_t *)&s->resume_check, NULL);
         if (s->done) s->done(s->done_arg);
@@ -1034,8 +1102,12 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
         uv_timer_stop(&s->tick);
         uv_timer_stop(&s->save);
     }
-    /* contexts are not expired at shutdown: they go to the state file and live on */
-    server_save_state(s);
+    /*
+     * contexts are not expired at shutdown: they go to the state file and
+     * live on.  In-process: the loop is stopping, and a save running in a
+     * child holds older state (snapshot_final kills it).
+     */
+    if (saving(s)) snapshot_final(snapshot_of(s));
     s->closing = s->noutputs + s->nqueues + 1;
     for (i = 0; i < s->noutputs; i++) output_close(s->outputs[i], output_closed, s);
     for (i = 0; i < s->nqueues; i++) queue_close(s->queues[i], output_closed, s);
@@ -1197,9 +1269,27 @@ server_metrics(struct server *s, struct buf *out)
     SIMPLE("corral_reloads_total", "counter", "Configuration reloads attempted.", s->reloads);
     SIMPLE("corral_reload_failures_total", "counter",
            "Reloads that failed (old configuration kept).", s->reload_failures);
-    SIMPLE("corral_state_saves_total", "counter", "Correlation state saves.", s->state_saves);
-    SIMPLE("corral_state_save_failures_total", "counter", "Failed correlation state saves.",
-           s->state_save_failures);
+    {
+        static const struct snapshot_stats none;
+        const struct snapshot_stats *ss = s->snap ? snapshot_get_stats(s->snap) : &none;
+        SIMPLE(
+            "corral_state_save_requests_total", "counter",
+            "State saves asked for (periodic, ctl save); those made while one ran share the next.",
+            ss->requests);
+        SIMPLE("corral_state_saves_total", "counter", "Correlation state saves.", ss->saves);
+        SIMPLE("corral_state_save_failures_total", "counter", "Failed correlation state saves.",
+               ss->failures);
+        SIMPLE("corral_state_save_running", "gauge", "1 while a save runs in the background.",
+               (uint64_t)ss->running);
+        metric(out, "corral_state_save_seconds", "Duration of the last state save.", "gauge");
+        buf_printf(out, "corral_state_save_seconds %.6f\n", ss->last_seconds);
+        metric(out, "corral_state_save_fork_seconds",
+               "How long the loop stopped to fork the last background save.", "gauge");
+        buf_printf(out, "corral_state_save_fork_seconds %.6f\n", ss->last_fork_seconds);
+        metric(out, "corral_loop_stall_max_seconds",
+               "Longest time the loop worked without waiting for events, since start.", "gauge");
+        buf_printf(out, "corral_loop_stall_max_seconds %.6f\n", (double)s->stall_max_ns / 1e9);
+    }
     if (s->silence) {
         SIMPLE("corral_silence_sources", "gauge", "Sources watched for silence.",
                silence_tracked(s->silence));
@@ -1261,6 +1351,9 @@ server_metrics(struct server *s, struct buf *out)
                  offsetof(struct input_stats, idle_closed));
     input_metric(out, s, "corral_input_connections_active", "Connections open now.",
                  offsetof(struct input_stats, active));
+    input_metric(out, s, "corral_input_kernel_drops_total",
+                 "Datagrams the kernel dropped, the receive buffer full (UDP inputs).",
+                 offsetof(struct input_stats, kernel_drops));
     output_metric(out, s, "corral_output_written_total", "Messages written, per output.",
                   offsetof(struct output_stats, written));
     output_metric(out, s, "corral_output_dropped_total", "Messages dropped, per output.",

@@ -85,7 +85,11 @@ struct server_endpoint_stats {
 };
 struct server_endpoint_stats *server_endpoint_stats(struct server *s, enum server_endpoint ep);
 
-/* Saves correlation state now (the periodic save, SIGTERM); 0 or -1. */
-int server_save_state(struct server *s);
+/*
+ * Saves the correlation state in the background (a forked child, see
+ * snapshot.h): the loop goes on.  done (may be NULL) runs with 0 or -1 once
+ * a save begun after this call has finished.
+ */
+void server_save_state(struct server *s, void (*done)(void *arg, int rc), void *arg);
 
 #endif

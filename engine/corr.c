@@ -51,10 +51,14 @@
 #include "engine/xalloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct ctx {
     struct tw_timer timer; /* first member: the timer callback gets the context back */
@@ -1338,31 +1342,63 @@ corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *, 
 #define STATE_VERSION  2
 #define STATE_DETACHED 1u
 
+/* A context with its firing position copied out: sorting these touches no context. */
+struct firing {
+    uint64_t expires, order, seq;
+    struct ctx *x;
+};
+
 static int
 by_firing_order(const void *a, const void *b)
 {
-    const struct ctx *x = *(struct ctx *const *)a, *y = *(struct ctx *const *)b;
+    const struct firing *x = a, *y = b;
 
-    if (x->timer.expires != y->timer.expires) return x->timer.expires < y->timer.expires ? -1 : 1;
-    if (x->timer.order != y->timer.order) return x->timer.order < y->timer.order ? -1 : 1;
-    return x->timer.seq < y->timer.seq ? -1 : x->timer.seq > y->timer.seq;
+    if (x->expires != y->expires) return x->expires < y->expires ? -1 : 1;
+    if (x->order != y->order) return x->order < y->order ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void
+firing_add(struct firing *f, struct ctx *x)
+{
+    f->expires = x->timer.expires;
+    f->order = x->timer.order;
+    f->seq = x->timer.seq;
+    f->x = x;
+}
+
+/* What corr_save buffers before writing: the file is written piece by piece. */
+#define STATE_CHUNK (1024 * 1024)
+
+/* Writes out what b holds, into the checksum. */
+static int
+state_flush(struct durable_file *df, struct buf *b, uint32_t *crc)
+{
+    *crc = durable_crc32(*crc, b->p, b->len);
+    if (durable_write_all(df->fd, b->p, b->len) < 0) return -1;
+    buf_reset(b);
+    return 0;
 }
 
 int
 corr_save(const struct corr *c, const char *path)
 {
     struct buf b = BUF_INIT;
+    struct durable_file df;
     size_t i, j, n = 0;
-    int rc, saved;
-    struct ctx *x, **all;
+    uint32_t crc = 0;
+    int rc = -1, saved;
+    struct ctx *x;
+    struct firing *all;
     const struct hash_node *node;
     struct key k;
 
+    if (durable_begin(&df, path) < 0) return -1;
     all = xcalloc(c->contexts.count + c->ndetached + 1, sizeof(*all));
     for (node = hash_table_iter(&c->contexts, &i, NULL); node;
          node = hash_table_iter(&c->contexts, &i, node))
-        all[n++] = ctx_of(node);
-    for (x = c->detached; x; x = detached_next(x)) all[n++] = x;
+        firing_add(&all[n++], ctx_of(node));
+    for (x = c->detached; x; x = detached_next(x)) firing_add(&all[n++], x);
     /* in firing order: loading arms them in file order, which keeps ties in order */
     qsort(all, n, sizeof(*all), by_firing_order);
 
@@ -1371,7 +1407,7 @@ corr_save(const struct corr *c, const char *path)
     wire_put64(&b, tw_now(c->wheel));
     wire_put64(&b, n);
     for (i = 0; i < n; i++) {
-        x = all[i];
+        x = all[i].x;
         ctx_key(x, &k);
         wire_put32(&b, (uint32_t)k.scope);
         wire_put_bytes(&b, k.host, k.hostlen);
@@ -1385,28 +1421,34 @@ corr_save(const struct corr *c, const char *path)
         wire_put32(&b, x->detached ? STATE_DETACHED : 0);
         wire_put32(&b, (uint32_t)x->nmsgs);
         for (j = 0; j < x->nmsgs; j++) msg_encode(x->msgs[j], &b);
+        if (b.len >= STATE_CHUNK && state_flush(&df, &b, &crc) < 0) goto out;
     }
-    free(all);
-    wire_put32(&b, durable_crc32(0, b.p, b.len));
-
-    rc = durable_replace(path, b.p, b.len);
+    if (state_flush(&df, &b, &crc) < 0) goto out;
+    wire_put32(&b, crc);
+    if (durable_write_all(df.fd, b.p, b.len) < 0) goto out;
+    rc = durable_commit(&df);
+    df.fd = -1;
+out:
+    if (rc < 0 && df.fd >= 0) durable_abort(&df);
     saved = errno;
+    free(all);
     buf_free(&b);
     errno = saved;
     return rc;
 }
 
 static struct msg *
-get_msg(struct wire_reader *r)
+get_msg(struct wire_reader *r, struct msg *scratch)
 {
-    struct msg *m = msg_new();
-    size_t used = r->bad ? 0 : msg_decode(m, (const char *)r->p, (size_t)(r->end - r->p));
+    size_t used = r->bad ? 0 : msg_decode(scratch, (const char *)r->p, (size_t)(r->end - r->p));
 
-    if (!used)
+    if (!used) {
         r->bad = true;
-    else
-        r->p += used;
-    return m;
+        return NULL;
+    }
+    r->p += used;
+    /* decoded into a reused message, kept as an exact-size copy, as live contexts keep theirs */
+    return msg_clone(scratch);
 }
 
 /* A context read from a state file, not yet in the engine. */
@@ -1416,95 +1458,236 @@ struct loaded {
 };
 
 /*
- * Reads every context first and only then takes them in, so that a file that
- * turns out to be bad changes nothing.
+ * The state file is read in a window, not whole: start-up with a large state
+ * then needs little more memory than the contexts themselves.  The window
+ * holds buf[start, len) unparsed; left is what of the contexts is unread.
  */
+#define STATE_WINDOW  (1024 * 1024)
+#define STATE_HEADER  (8 + 4 + 8 + 8)
+#define STATE_TRAILER 4
+
+struct state_in {
+    FILE *f;
+    uint64_t left;
+    char *buf;
+    size_t cap, start, len;
+};
+
+/* More bytes into the window, keeping the unparsed ones; false at the end or on error. */
+static bool
+state_fill(struct state_in *in)
+{
+    size_t want, n;
+
+    if (!in->left) return false;
+    if (in->start) {
+        memmove(in->buf, in->buf + in->start, in->len - in->start);
+        in->len -= in->start;
+        in->start = 0;
+    }
+    if (in->len == in->cap) {
+        /* one context larger than the window */
+        in->cap *= 2;
+        in->buf = xrealloc(in->buf, in->cap);
+    }
+    want = in->cap - in->len;
+    if (want > in->left) want = (size_t)in->left;
+    n = fread(in->buf + in->len, 1, want, in->f);
+    in->len += n;
+    in->left -= n;
+    return n > 0;
+}
+
+/*
+ * Reads one context at r.  NULL with r->bad when the bytes ran out (the
+ * window may just be short), NULL without it when the context is invalid.
+ */
+static struct ctx *
+read_context(struct corr *c, struct wire_reader *r, struct msg *scratch, uint32_t version,
+             uint64_t *expires, uint64_t *order)
+{
+    struct key k;
+    size_t rlen, j;
+    const char *rid;
+    const struct pdb_rule *rule;
+    uint64_t target;
+    uint32_t nmsgs, flags = 0;
+    struct ctx *x;
+    char *id;
+
+    *order = 0;
+    memset(&k, 0, sizeof(k));
+    k.scope = (enum pdb_scope)wire_get32(r);
+    k.host = wire_get_bytes(r, &k.hostlen);
+    k.prog = wire_get_bytes(r, &k.proglen);
+    k.pid = wire_get_bytes(r, &k.pidlen);
+    k.id = wire_get_bytes(r, &k.idlen);
+    rid = wire_get_bytes(r, &rlen);
+    *expires = wire_get64(r);
+    /* version 1 lacks the target: whole seconds are by far the most common */
+    if (version >= 2) {
+        target = wire_get64(r);
+        *order = wire_get64(r);
+        flags = wire_get32(r);
+    } else {
+        target = *expires % 1000 ? *expires - 1 : *expires - 1000;
+    }
+    nmsgs = wire_get32(r);
+    if (r->bad || k.scope > PDB_SCOPE_GLOBAL || flags & ~STATE_DETACHED) return NULL;
+    id = xstrndup(rid, rlen);
+    rule = pdb_rule_by_id(c->db, id);
+    free(id);
+    /* not counted against the limit yet: that happens when it is taken in */
+    x = xcalloc(1, sizeof(*x));
+    tw_timer_init(&x->timer);
+    x->node.hash = key_hash(&k);
+    x->scope = k.scope;
+    x->hostlen = (uint32_t)k.hostlen;
+    x->proglen = (uint32_t)k.proglen;
+    x->pidlen = (uint32_t)k.pidlen;
+    x->idlen = (uint32_t)k.idlen;
+    x->key = xmalloc(k.hostlen + k.proglen + k.pidlen + k.idlen + 1);
+    memcpy(x->key, k.host, k.hostlen);
+    memcpy(x->key + k.hostlen, k.prog, k.proglen);
+    memcpy(x->key + k.hostlen + k.proglen, k.pid, k.pidlen);
+    memcpy(x->key + k.hostlen + k.proglen + k.pidlen, k.id, k.idlen);
+    x->bytes = sizeof(*x) + k.hostlen + k.proglen + k.pidlen + k.idlen + 1;
+    x->rule = rule;
+    x->target = target;
+    x->detached = (flags & STATE_DETACHED) != 0;
+    for (j = 0; j < nmsgs && !r->bad; j++) {
+        struct msg *m = get_msg(r, scratch);
+        if (!m) break;
+        /* the newest are kept, as ctx_append would */
+        if (x->nmsgs >= c->opts.max_context_msgs) x->bytes -= ctx_drop_oldest(x);
+        ctx_push(x, m);
+        x->bytes += msg_memory(m);
+        while (x->nmsgs > 1 && x->bytes > c->opts.max_context_bytes)
+            x->bytes -= ctx_drop_oldest(x);
+    }
+    if (r->bad) {
+        ctx_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* Checks the CRC of the whole stream, in the window's buffer; leaves f after the header. */
+static bool
+state_check(struct state_in *in, unsigned char *head)
+{
+    unsigned char tail[STATE_TRAILER];
+    uint32_t crc = 0;
+    off_t size;
+    uint64_t rest;
+
+    if (fseeko(in->f, 0, SEEK_END) < 0 || (size = ftello(in->f)) < 0) return false;
+    if (size < STATE_HEADER + STATE_TRAILER || fseeko(in->f, 0, SEEK_SET) < 0) goto invalid;
+    for (rest = (uint64_t)size - STATE_TRAILER; rest;) {
+        size_t n = rest < in->cap ? (size_t)rest : in->cap;
+        if (fread(in->buf, 1, n, in->f) != n) goto short_read;
+        if (rest == (uint64_t)size - STATE_TRAILER) memcpy(head, in->buf, STATE_HEADER);
+        crc = durable_crc32(crc, in->buf, n);
+        rest -= n;
+    }
+    if (fread(tail, 1, sizeof(tail), in->f) != sizeof(tail)) goto short_read;
+    if (crc != wire_load32(tail) || fseeko(in->f, STATE_HEADER, SEEK_SET) < 0) goto invalid;
+    in->left = (uint64_t)size - STATE_HEADER - STATE_TRAILER;
+    return true;
+short_read:
+    if (ferror(in->f)) return false; /* errno from the read */
+invalid:
+    errno = EINVAL;
+    return false;
+}
+
 long
 corr_load(struct corr *c, const char *path, size_t *dropped)
 {
-    char *data;
-    size_t len;
+    /* O_NONBLOCK: a FIFO must not hang the open; only a regular file is read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), saved;
+    struct stat st;
+    FILE *f;
+    long rc;
+
+    if (dropped) *dropped = 0;
+    if (fd < 0) return -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > DURABLE_MAX_STATE) {
+        saved = S_ISREG(st.st_mode) ? EFBIG : DURABLE_ENOTREG;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    if (fcntl(fd, F_SETFL, 0) < 0 || !(f = fdopen(fd, "rb"))) {
+        saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    rc = corr_load_file(c, f, dropped);
+    saved = errno;
+    fclose(f);
+    errno = saved;
+    return rc;
+}
+
+/*
+ * Two passes: the checksum of the whole file first, then the contexts, read
+ * in a window.  Every context is read before any is taken in, so that a file
+ * that turns out to be bad changes nothing.
+ */
+long
+corr_load_file(struct corr *c, FILE *f, size_t *dropped)
+{
+    struct state_in in = {f, 0, NULL, STATE_WINDOW, 0, 0};
+    unsigned char head[STATE_HEADER];
     struct wire_reader r;
     size_t d = 0, nl = 0, capl = 0;
     struct loaded *l = NULL;
     uint64_t count, i, saved_now;
     long loaded = 0;
-    uint32_t crc, version;
+    uint32_t version;
+    int err = EINVAL;
+    struct msg *scratch = msg_new();
 
     if (dropped) *dropped = 0;
-    if (!(data = durable_read_file(path, DURABLE_MAX_STATE, &len))) return -1;
-    if (len < 8 + 4 + 8 + 8 + 4 || memcmp(data, STATE_MAGIC, 8) != 0) goto invalid;
-    crc = wire_load32((const unsigned char *)data + len - 4);
-    if (crc != durable_crc32(0, data, len - 4)) goto invalid;
-    wire_reader_init(&r, data + 8, len - 8 - 4);
+    in.buf = xmalloc(in.cap);
+    if (!state_check(&in, head)) {
+        err = errno;
+        goto invalid;
+    }
+    if (memcmp(head, STATE_MAGIC, 8) != 0) goto invalid;
+    wire_reader_init(&r, head + 8, STATE_HEADER - 8);
     version = wire_get32(&r);
     if (version < 1 || version > STATE_VERSION) goto invalid;
     saved_now = wire_get64(&r);
     count = wire_get64(&r);
-    for (i = 0; i < count && !r.bad; i++) {
-        struct key k;
-        size_t rlen, j;
-        const char *rid;
-        const struct pdb_rule *rule;
-        uint64_t expires, target, order = 0;
-        uint32_t nmsgs, flags = 0;
+    for (i = 0; i < count; i++) {
         struct ctx *x;
-        char *id;
+        uint64_t expires, order;
 
-        memset(&k, 0, sizeof(k));
-        k.scope = (enum pdb_scope)wire_get32(&r);
-        k.host = wire_get_bytes(&r, &k.hostlen);
-        k.prog = wire_get_bytes(&r, &k.proglen);
-        k.pid = wire_get_bytes(&r, &k.pidlen);
-        k.id = wire_get_bytes(&r, &k.idlen);
-        rid = wire_get_bytes(&r, &rlen);
-        expires = wire_get64(&r);
-        /* version 1 lacks the target: whole seconds are by far the most common */
-        if (version >= 2) {
-            target = wire_get64(&r);
-            order = wire_get64(&r);
-            flags = wire_get32(&r);
-        } else {
-            target = expires % 1000 ? expires - 1 : expires - 1000;
+        for (;;) {
+            wire_reader_init(&r, in.buf + in.start, in.len - in.start);
+            x = read_context(c, &r, scratch, version, &expires, &order);
+            if (x) break;
+            /* invalid, or cut by the window's end: then the window needs more */
+            if (!r.bad || !state_fill(&in)) {
+                if (ferror(f)) err = EIO;
+                goto invalid;
+            }
         }
-        nmsgs = wire_get32(&r);
-        if (r.bad || k.scope > PDB_SCOPE_GLOBAL || flags & ~STATE_DETACHED) goto invalid;
-        id = xstrndup(rid, rlen);
-        rule = pdb_rule_by_id(c->db, id);
-        free(id);
-        /* not counted against the limit yet: that happens when it is taken in */
-        x = xcalloc(1, sizeof(*x));
-        tw_timer_init(&x->timer);
-        x->node.hash = key_hash(&k);
-        x->scope = k.scope;
-        x->hostlen = (uint32_t)k.hostlen;
-        x->proglen = (uint32_t)k.proglen;
-        x->pidlen = (uint32_t)k.pidlen;
-        x->idlen = (uint32_t)k.idlen;
-        x->key = xmalloc(k.hostlen + k.proglen + k.pidlen + k.idlen + 1);
-        memcpy(x->key, k.host, k.hostlen);
-        memcpy(x->key + k.hostlen, k.prog, k.proglen);
-        memcpy(x->key + k.hostlen + k.proglen, k.pid, k.pidlen);
-        memcpy(x->key + k.hostlen + k.proglen + k.pidlen, k.id, k.idlen);
-        x->bytes = sizeof(*x) + k.hostlen + k.proglen + k.pidlen + k.idlen + 1;
-        x->rule = rule;
-        x->target = target;
-        x->detached = (flags & STATE_DETACHED) != 0;
+        in.start = (size_t)((const char *)r.p - in.buf);
         l = xgrow(l, &capl, nl + 1, sizeof(*l));
         l[nl].x = x;
         l[nl].order = order;
         l[nl++].expires = expires;
-        for (j = 0; j < nmsgs && !r.bad; j++) {
-            struct msg *m = get_msg(&r);
-            /* the newest are kept, as ctx_append would */
-            if (x->nmsgs >= c->opts.max_context_msgs) x->bytes -= ctx_drop_oldest(x);
-            ctx_push(x, m);
-            x->bytes += msg_memory(m);
-            while (x->nmsgs > 1 && x->bytes > c->opts.max_context_bytes)
-                x->bytes -= ctx_drop_oldest(x);
-        }
     }
-    if (r.bad || r.p != r.end) goto invalid;
+    /* nothing may follow the last context */
+    if (in.start != in.len || in.left) goto invalid;
+    free(in.buf);
+    in.buf = NULL;
+    msg_unref(scratch);
+    scratch = NULL;
 
     /* the file is good: take the contexts in, in file (firing) order */
     if (saved_now > tw_now(c->wheel)) advance(c, saved_now);
@@ -1538,14 +1721,14 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         loaded++;
     }
     free(l);
-    free(data);
     if (dropped) *dropped = d;
     return loaded;
 
 invalid:
     for (i = 0; i < nl; i++) ctx_free(l[i].x);
     free(l);
-    free(data);
-    errno = EINVAL;
+    free(in.buf);
+    msg_unref(scratch);
+    errno = err;
     return -1;
 }

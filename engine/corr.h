@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine/msg.h"
 #include "engine/pdb.h"
@@ -124,8 +125,8 @@ void corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_inf
 
 /*
  * Writes all open contexts, their messages and remaining timeouts to path
- * atomically (temporary file, fsync, rename, fsync of the directory).
- * Returns 0, or -1 with errno set.
+ * atomically (temporary file, fsync, rename, fsync of the directory),
+ * encoded and written a piece (1 MiB) at a time.  Returns 0, or -1 with errno set.
  */
 int corr_save(const struct corr *c, const char *path);
 /*
@@ -136,5 +137,7 @@ int corr_save(const struct corr *c, const char *path);
  * of which nothing is loaded.
  */
 long corr_load(struct corr *c, const char *path, size_t *dropped);
+/* The same from an open, seekable stream (read in a bounded window, not whole). */
+long corr_load_file(struct corr *c, FILE *f, size_t *dropped);
 
 #endif

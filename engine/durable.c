@@ -65,24 +65,52 @@ durable_strerror(int err)
     return err == DURABLE_ENOTREG ? "not a regular file" : strerror(err);
 }
 
+/*
+ * Slicing-by-8: eight bytes a step through eight tables, several times the
+ * speed of a byte at a time; it is on the path of every state save and load
+ * (hundreds of MB with a million open contexts).
+ */
+static uint32_t crc_table[8][256];
+
+static void
+crc_init(void)
+{
+    uint32_t k, v;
+    int j;
+
+    for (k = 0; k < 256; k++) {
+        v = k;
+        for (j = 0; j < 8; j++) v = v & 1 ? 0xedb88320u ^ (v >> 1) : v >> 1;
+        crc_table[0][k] = v;
+    }
+    for (k = 0; k < 256; k++)
+        for (j = 1; j < 8; j++)
+            crc_table[j][k] = (crc_table[j - 1][k] >> 8) ^ crc_table[0][crc_table[j - 1][k] & 0xff];
+}
+
+static uint32_t
+load_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 uint32_t
 durable_crc32(uint32_t crc, const void *data, size_t len)
 {
-    static uint32_t table[256];
     const unsigned char *p = data;
-    size_t i;
+    uint32_t a, b;
 
-    if (!table[1]) {
-        uint32_t k;
-        int j;
-        for (k = 0; k < 256; k++) {
-            uint32_t v = k;
-            for (j = 0; j < 8; j++) v = v & 1 ? 0xedb88320u ^ (v >> 1) : v >> 1;
-            table[k] = v;
-        }
-    }
+    if (!crc_table[0][1]) crc_init();
     crc = ~crc;
-    for (i = 0; i < len; i++) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    for (; len >= 8; p += 8, len -= 8) {
+        a = load_le32(p) ^ crc;
+        b = load_le32(p + 4);
+        crc = crc_table[7][a & 0xff] ^ crc_table[6][(a >> 8) & 0xff] ^
+              crc_table[5][(a >> 16) & 0xff] ^ crc_table[4][a >> 24] ^ crc_table[3][b & 0xff] ^
+              crc_table[2][(b >> 8) & 0xff] ^ crc_table[1][(b >> 16) & 0xff] ^
+              crc_table[0][b >> 24];
+    }
+    for (; len; p++, len--) crc = crc_table[0][(crc ^ *p) & 0xff] ^ (crc >> 8);
     return ~crc;
 }
 
@@ -103,31 +131,58 @@ durable_write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
-int
-durable_replace(const char *path, const void *data, size_t len)
+void
+durable_tmp_path(struct buf *out, const char *path, long pid)
 {
-    struct buf tmp = BUF_INIT;
-    char *dir, *slash;
-    int fd, saved;
+    buf_printf(out, "%s.tmp.%ld", path, pid);
+}
 
-    buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-    fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) goto fail;
-    if (durable_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+int
+durable_begin(struct durable_file *df, const char *path)
+{
+    int saved;
+
+    df->path = path;
+    buf_init(&df->tmp);
+    durable_tmp_path(&df->tmp, path, (long)getpid());
+    df->fd = open(buf_str(&df->tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (df->fd < 0) {
         saved = errno;
-        close(fd);
-        unlink(buf_str(&tmp));
+        buf_free(&df->tmp);
         errno = saved;
-        goto fail;
+        return -1;
     }
-    if (close(fd) < 0 || rename(buf_str(&tmp), path) < 0) {
-        saved = errno;
-        unlink(buf_str(&tmp));
-        errno = saved;
-        goto fail;
+    return 0;
+}
+
+void
+durable_abort(struct durable_file *df)
+{
+    int saved = errno;
+
+    close(df->fd);
+    unlink(buf_str(&df->tmp));
+    buf_free(&df->tmp);
+    errno = saved;
+}
+
+int
+durable_commit(struct durable_file *df)
+{
+    char *dir, *slash;
+    int fd;
+
+    if (fsync(df->fd) < 0) {
+        durable_abort(df);
+        return -1;
+    }
+    if (close(df->fd) < 0 || rename(buf_str(&df->tmp), df->path) < 0) {
+        df->fd = -1;
+        durable_abort(df);
+        return -1;
     }
     /* the rename itself is only durable once the directory is */
-    dir = xstrdup(path);
+    dir = xstrdup(df->path);
     slash = strrchr(dir, '/');
     if (slash == dir)
         slash[1] = '\0';
@@ -141,11 +196,19 @@ durable_replace(const char *path, const void *data, size_t len)
         close(fd);
     }
     free(dir);
-    buf_free(&tmp);
+    buf_free(&df->tmp);
     return 0;
-fail:
-    saved = errno;
-    buf_free(&tmp);
-    errno = saved;
-    return -1;
+}
+
+int
+durable_replace(const char *path, const void *data, size_t len)
+{
+    struct durable_file df;
+
+    if (durable_begin(&df, path) < 0) return -1;
+    if (durable_write_all(df.fd, data, len) < 0) {
+        durable_abort(&df);
+        return -1;
+    }
+    return durable_commit(&df);
 }

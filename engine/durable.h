@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/buf.h"
+
 /*
  * Reads a whole regular file of at most max bytes into a malloc'ed buffer
  * with a NUL after its len bytes (so text can be parsed in place).  NULL
@@ -35,5 +37,25 @@ int durable_write_all(int fd, const void *data, size_t len);
  * or the new one, never a mix.  0 or -1 with errno.
  */
 int durable_replace(const char *path, const void *data, size_t len);
+/*
+ * The same written piece by piece: durable_begin opens the temporary file
+ * (write to df->fd), durable_commit makes it path (fsync, rename, fsync of the
+ * directory), durable_abort removes it.  Commit and abort end df either way;
+ * 0 or -1 with errno.
+ */
+struct durable_file {
+    int fd;
+    const char *path; /* not copied */
+    struct buf tmp;
+};
+int durable_begin(struct durable_file *df, const char *path);
+int durable_commit(struct durable_file *df);
+void durable_abort(struct durable_file *df);
+/*
+ * The temporary file durable_replace(path) of process pid writes: appended
+ * to out.  A process killed while writing leaves it behind for its parent
+ * to remove.
+ */
+void durable_tmp_path(struct buf *out, const char *path, long pid);
 
 #endif

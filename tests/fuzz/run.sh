@@ -3,6 +3,7 @@
 # FUZZ_SECONDS (default 30), seeded with the test data.  Crashes are left in
 # tests/fuzz/crash-* and make the script fail.
 #   FUZZ_SECONDS=600 sh tests/fuzz/run.sh        # a longer run
+#   FUZZ_ONLY="state conf" sh tests/fuzz/run.sh  # some harnesses only
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${FUZZ_OUT:-$src/tests/fuzz/out}
@@ -16,7 +17,8 @@ engine=$(ls "$src"/engine/*.c)
 
 # seed corpora from the test data
 mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing" \
-    "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool"
+    "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool" \
+    "$out/corpus-state" "$out/corpus-conf"
 printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
@@ -33,6 +35,44 @@ d = sys.argv[1]
 open(d + "/v2", "wb").write(b"CORRALSP2\n" + v2(b"A", 1, b"one") + v2(b"A", 2, b"two") + v2(b"D", 1, b"") + v2(b"A", 3, b"torn")[:-2])
 open(d + "/v1", "wb").write(b"CORRALSP1\n" + v1(b"A", 1, b"one") + v1(b"D", 1, b""))
 PY
+# state files (engine/corr.c): version 2 with a context of rule r1 and a detached one of r2,
+# and version 1; the rule ids are those of fuzz_state.c
+python3 - "$out/corpus-state" <<'PY' || true
+import struct, sys, zlib
+def b(s): return struct.pack("<I", len(s)) + s
+def msg(kv):
+    t = struct.pack("<qii", 1795168800, 0, 0)
+    return (struct.pack("<II", 13, 0) + t + t + struct.pack("<I", len(kv)) +
+            b"".join(b(k) + b(v) for k, v in kv) + struct.pack("<I", 1) + b(b".classifier.system"))
+def ctx(v, scope, key, rule, exp, flags, msgs):
+    c = struct.pack("<I", scope) + b(b"h1") + b(b"prog") + b(b"1") + b(key) + b(rule) + struct.pack("<Q", exp)
+    if v >= 2: c += struct.pack("<QQI", exp - 1000, 1, flags)
+    return c + struct.pack("<I", len(msgs)) + b"".join(msgs)
+def state(v, ctxs):
+    d = b"CORRALST" + struct.pack("<IQQ", v, 1795168800000, len(ctxs)) + b"".join(ctxs)
+    return d + struct.pack("<I", zlib.crc32(d))
+m1 = msg([(b"MESSAGE", b"a 1 x"), (b"k", b"1"), (b"s", b"x")])
+m2 = msg([(b"MESSAGE", b"b 2"), (b"k", b"2")])
+d = sys.argv[1]
+open(d + "/v2", "wb").write(state(2, [ctx(2, 1, b"1", b"r1", 1795168805000, 0, [m1, m1]),
+                                      ctx(2, 3, b"2", b"r2", 1795168803000, 1, [m2])]))
+open(d + "/v1", "wb").write(state(1, [ctx(1, 1, b"1", b"r1", 1795168805000, 0, [m1])]))
+PY
+cp "$src/etc/corrald.conf" "$out/corpus-conf/shipped.conf"
+for f in "$src"/tests/integration/*.sh; do
+    # the configurations the integration tests write (heredocs from <corrald> to </corrald>)
+    sed -n '/^<corrald>/,/^<\/corrald>/p' "$f" > "$out/corpus-conf/$(basename "$f" .sh).conf"
+    [ -s "$out/corpus-conf/$(basename "$f" .sh).conf" ] || rm -f "$out/corpus-conf/$(basename "$f" .sh).conf"
+done
+# the configuration schema, built into conf.c's reader as make builds it
+{
+    echo '#include <stddef.h>'
+    echo 'extern const char conf_schema_xsd[]; extern const size_t conf_schema_xsd_len;'
+    echo 'const char conf_schema_xsd[] ='
+    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$/\\n"/' "$src/etc/corrald.xsd"
+    echo '    ;'
+    echo 'const size_t conf_schema_xsd_len = sizeof(conf_schema_xsd) - 1;'
+} > "$out/conf_xsd.c"
 printf '12 <13>hello\n5 abcde\nplain line\r\n' > "$out/corpus-framing/seed1"
 for f in $(find "$src/tests/data/patterndb" "$src/rules" -name '*.xml' -o -name '*.pdb'); do
     cp "$f" "$out/corpus-loader/$(basename "$f")"
@@ -43,12 +83,13 @@ printf 'Accepted @ESTRING:m: @for @ESTRING:u: @from @IPvANY:ip@ port @NUMBER:p@\
 printf '@IPv6:a@:@NUMBER:p@\0@MACADDR:m@ @LLADDR:l:3@ @EMAIL:e:<>@ @HOSTNAME:h@\0\0fe80::1:443' > "$out/corpus-matcher/seed2"
 
 status=0
-for h in matcher loader syslog framing template decode mail spool; do
+for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf}; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="$src/agent/framer.c"
     [ "$h" = mail ] && extra="$(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
     [ "$h" = spool ] && extra="$src/actions/queue.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv)"
+    [ "$h" = conf ] && extra="$src/agent/conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv)"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
     echo "== fuzz_$h: running ${seconds}s"
     if ! (cd "$out" && "./fuzz_$h" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \

@@ -285,6 +285,22 @@ START_TEST(test_file_defaults)
 }
 END_TEST
 
+/* An element given twice: the last counts, the first is freed (ASan finds a leak otherwise). */
+START_TEST(test_given_twice)
+{
+    struct conf *c =
+        load_ok("<rules path=\"r\"/>\n<control socket=\"/a\"/>\n<control socket=\"/b\"/>\n"
+                "<stats listen=\"127.0.0.1:1\"/>\n<stats listen=\"127.0.0.1:2\"/>\n"
+                "<daemon user=\"u1\" pidfile=\"/p1\"/>\n<daemon user=\"u2\"/>\n");
+
+    ck_assert_str_eq(c->control_socket, "/b");
+    ck_assert_str_eq(c->stats_listen, "127.0.0.1:2");
+    ck_assert_str_eq(c->user, "u2");
+    ck_assert_ptr_null(c->pidfile);
+    conf_free(c);
+}
+END_TEST
+
 START_TEST(test_default)
 {
     struct conf *c = conf_default("/usr/share/corral/rules");
@@ -373,6 +389,21 @@ START_TEST(test_errors)
                "<route to=\"a\"/>\n<route class=\"x\" to=\"a,b\"/>\n</routes>\n",
                7, "route to unknown executor 'b'");
     load_fails("<state file=\"s\"/>\n", 2, "no <rules path=");
+    /* libxml2 puts the bytes of bad UTF-8 on a line of their own: still one line an error */
+    {
+        char file[300];
+        struct buf err = BUF_INIT;
+        const char *line;
+
+        write_conf("<rules path=\"r\"/>\n<inputs><udp listen=\"\304\"/></inputs>\n", file,
+                   sizeof(file));
+        ck_assert_ptr_null(conf_load(file, NULL, &err));
+        ck_assert_uint_gt(err.len, 0);
+        for (line = buf_str(&err); *line; line = strchr(line, '\n') + 1)
+            ck_assert_msg(strncmp(line, file, strlen(file)) == 0, "a line without its file: %s",
+                          buf_str(&err));
+        buf_free(&err);
+    }
 }
 END_TEST
 
@@ -458,6 +489,7 @@ conf_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_full);
     tcase_add_test(tc, test_file_defaults);
+    tcase_add_test(tc, test_given_twice);
     tcase_add_test(tc, test_default);
     tcase_add_test(tc, test_units);
     tcase_add_test(tc, test_errors);

@@ -763,6 +763,56 @@ START_TEST(test_load_refuses_bad_files)
 }
 END_TEST
 
+/*
+ * A state file larger than the loader's read window (1 MiB), with a context
+ * larger than the window too: every context loads, whatever window boundary
+ * it straddles.
+ */
+START_TEST(test_load_in_windows)
+{
+    static const char *rules = "<rule id='w' provider='t' context-id='${k}' context-timeout='50'>"
+                               "<patterns><pattern>w @NUMBER:k@ @ANYSTRING:s@</pattern></patterns>"
+                               "<actions><action trigger='timeout'><message><values>"
+                               "<value name='MESSAGE'>${s}@1</value></values></message>"
+                               "</action></actions></rule>\n";
+    struct fixture f, g;
+    char buf[256];
+    const char *path = tmpname(buf, sizeof(buf), "windows");
+    size_t big = 3 * 1024 * 1024 / 2, dropped = 1;
+    char *text = malloc(big + 64);
+    struct seen s;
+    struct stat st;
+    int i;
+
+    setup(&f, rules, NULL);
+    for (i = 1; i <= 3000; i++) {
+        int len = snprintf(text, 64, "w %d ", i);
+        memset(text + len, 'x', 997 + i % 7);
+        text[len + 997 + i % 7] = '\0';
+        feed(&f, 0, text);
+        if (i == 1500) {
+            snprintf(text, 64, "w 0 ");
+            memset(text + 4, 'y', big);
+            text[4 + big] = '\0';
+            feed(&f, 0, text);
+        }
+    }
+    ck_assert_int_eq(corr_save(f.corr, path), 0);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_gt(st.st_size, 4 * 1024 * 1024);
+    setup(&g, rules, NULL);
+    ck_assert_int_eq(corr_load(g.corr, path, &dropped), 3001);
+    ck_assert_uint_eq(dropped, 0);
+    memset(&s, 0, sizeof(s));
+    corr_foreach(g.corr, collect, &s);
+    ck_assert_int_eq(s.n, 3001);
+    free(text);
+    teardown(&f);
+    teardown(&g);
+    unlink(path);
+}
+END_TEST
+
 /* Rules gone after a reload drop their contexts, in state files and live. */
 START_TEST(test_rules_gone)
 {
@@ -1122,6 +1172,7 @@ main(void)
     tcase_add_test(tc, test_full_context_slides);
     tcase_add_test(tc, test_save_load_round_trip);
     tcase_add_test(tc, test_load_refuses_bad_files);
+    tcase_add_test(tc, test_load_in_windows);
     tcase_add_test(tc, test_rules_gone);
     tcase_add_test(tc, test_flood_does_not_starve);
     tcase_add_test(tc, test_shares_across_reload);

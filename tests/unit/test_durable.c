@@ -113,6 +113,26 @@ START_TEST(test_crc32)
     ck_assert_uint_eq(durable_crc32(durable_crc32(0, "1234", 4), "56789", 5), 0xcbf43926u);
     /* a single flipped bit changes it */
     ck_assert_uint_ne(durable_crc32(0, "123456788", 9), 0xcbf43926u);
+    /* eight bytes at a time agrees with one at a time, over every split and length */
+    {
+        unsigned char data[300];
+        uint32_t whole, bytewise;
+        size_t len, i, cut;
+
+        for (i = 0; i < sizeof(data); i++) data[i] = (unsigned char)(i * 131 + 7);
+        for (len = 0; len <= sizeof(data); len += 37) {
+            whole = durable_crc32(0, data, len);
+            bytewise = 0;
+            for (i = 0; i < len; i++) bytewise = durable_crc32(bytewise, data + i, 1);
+            ck_assert_uint_eq(whole, bytewise);
+            for (cut = 0; cut <= len; cut += 5)
+                ck_assert_uint_eq(durable_crc32(durable_crc32(0, data, cut), data + cut, len - cut),
+                                  whole);
+        }
+        /* a known value over more than eight bytes: CRC-32 of 32 zero bytes */
+        memset(data, 0, 32);
+        ck_assert_uint_eq(durable_crc32(0, data, 32), 0x190a55adu);
+    }
 }
 END_TEST
 
