@@ -101,10 +101,10 @@ struct conf {
     size_t max_contexts;
     size_t max_context_messages;
     /* correlation limits against floods (0: the engine's defaults, see corr.h) */
-    size_t context_share;      /* contexts guaranteed to each rule that opens contexts */
-    size_t max_context_bytes;  /* memory of one context */
-    size_t max_context_memory; /* memory of all contexts */
-    size_t max_rate_buckets;   /* rate= buckets */
+    size_t context_share;       /* contexts guaranteed to each rule that opens contexts */
+    size_t max_context_bytes;   /* memory of one context */
+    size_t max_context_memory;  /* memory of all contexts */
+    size_t max_rate_buckets;    /* rate= buckets */
     size_t max_silence_sources; /* sources <silence> tracks at most */
     struct conf_input *inputs;
     size_t ninputs;

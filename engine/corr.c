@@ -1562,8 +1562,7 @@ read_context(struct corr *c, struct wire_reader *r, struct msg *scratch, uint32_
         if (x->nmsgs >= c->opts.max_context_msgs) x->bytes -= ctx_drop_oldest(x);
         ctx_push(x, m);
         x->bytes += msg_memory(m);
-        while (x->nmsgs > 1 && x->bytes > c->opts.max_context_bytes)
-            x->bytes -= ctx_drop_oldest(x);
+        while (x->nmsgs > 1 && x->bytes > c->opts.max_context_bytes) x->bytes -= ctx_drop_oldest(x);
     }
     if (r->bad) {
         ctx_free(x);
