@@ -48,4 +48,10 @@ for check in "$CORRAL check-config" "$CORRALD -t -f"; do
     grep -q "norules.conf:2: rules path $WORK/none: No such file or directory" "$WORK/out.txt" ||
         fail "$check: the missing rules path without file:line: $(cat "$WORK/out.txt")"
 done
+# the built-in configuration of a build that is not installed (README.md's
+# demo: built in build/) finds the source tree's rules, from anywhere
+(cd / && "$CORRALD" -t) > "$WORK/out.txt" 2>&1 ||
+    fail "corrald -t with the built-in configuration: $(cat "$WORK/out.txt")"
+grep -Eq '^\(built-in\): configuration OK, [0-9]{3,} rules$' "$WORK/out.txt" ||
+    fail "the built-in configuration did not load the shipped rules: $(cat "$WORK/out.txt")"
 echo "ok: configurations checked alike from / and from a scratch directory"
