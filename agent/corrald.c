@@ -503,7 +503,8 @@ main(int argc, char **argv)
         goto out;
     }
     d.rules_dir = find_file(CORRAL_RULESDIR, "../rules");
-    /* not installed, built out of the source tree (build/, as README.md says): the source's rules */
+    /* not installed, built out of the source tree (build/, as README.md says): the source's rules
+     */
     if (access(d.rules_dir, R_OK) < 0 && access(CORRAL_SOURCE_RULESDIR, R_OK) == 0) {
         free(d.rules_dir);
         d.rules_dir = xstrdup(CORRAL_SOURCE_RULESDIR);
