@@ -828,7 +828,10 @@ stage_prepare(struct server *s, struct stage *st, struct conf *conf, struct buf 
 {
     memset(st, 0, sizeof(*st));
     st->conf = conf;
-    if (state_path_check(conf, err) < 0) return -1;
+    if (state_path_check(conf, err) < 0) {
+        stage_discard(s, st); /* frees conf, which st owns */
+        return -1;
+    }
     st->db = load_rules(conf, err);
     if (!st->db || prepare_outputs(s, st, err) < 0 || prepare_executors(s, st, err) < 0 ||
         prepare_inputs(s, st, err) < 0) {
