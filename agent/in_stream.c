@@ -293,6 +293,20 @@ conn_init_handle(struct stream_input *s, struct conn *c)
     return uv_tcp_init(s->base.loop, &c->h.tcp);
 }
 
+/* Starts reading c; false when it could not, and c is closed (counted, logged). */
+static bool
+start_reading(struct stream_input *s, struct conn *c)
+{
+    int rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
+
+    if (rc == 0) return true;
+    s->base.stats.errors++;
+    log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.conf.name, conn_name(c),
+            uv_strerror(rc));
+    conn_close(c, false);
+    return false;
+}
+
 static void
 on_connection(uv_stream_t *server, int status)
 {
@@ -362,14 +376,7 @@ on_connection(uv_stream_t *server, int status)
         conn_close(old, true);
     }
     if (!s->base.paused) {
-        rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
-        if (rc < 0) {
-            s->base.stats.errors++;
-            log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.conf.name, conn_name(c),
-                    uv_strerror(rc));
-            conn_close(c, false);
-            return;
-        }
+        if (!start_reading(s, c)) return;
     }
     c->last = uv_now(server->loop);
     c->listed = true;
@@ -409,19 +416,12 @@ stream_pause(struct input *in, bool pause)
         return;
     }
     for (c = s->head; c; c = next) {
-        int rc;
         next = c->next;
         /* the pause does not count as idle time; the order stays (one accepted while paused: now)
          */
         c->last += now - s->paused_at;
         if (c->last > now) c->last = now;
-        rc = uv_read_start(&c->h.stream, conn_alloc, conn_read);
-        if (rc < 0) {
-            s->base.stats.errors++;
-            log_msg(LOG_WARNING, "%s: cannot read from %s: %s", s->base.conf.name, conn_name(c),
-                    uv_strerror(rc));
-            conn_close(c, false);
-        }
+        start_reading(s, c);
     }
     if (s->base.idle_timeout_ms && s->head) idle_check(&s->idle);
 }
