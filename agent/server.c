@@ -281,16 +281,17 @@ void
 server_submit(struct server *s, struct input *in, const char *data, size_t len, const char *peer)
 {
     const char *full;
+    bool can_pause = in && input_can_pause(in); /* a stream input: back-pressure holds it */
 
     s->received++;
     syslogfmt_parse(s->msg, data, len, NULL);
     if (peer) msg_set(s->msg, NV_SOURCEIP, peer, strlen(peer));
     s->parsed++;
     if (msg_flags(s->msg) & MSG_F_TRUNCATED) s->truncated_values++;
-    s->keeping = in && input_can_pause(in);
+    s->keeping = can_pause;
     corr_process(s->corr, s->msg);
     s->keeping = false;
-    if (in && input_can_pause(in) && !s->paused && (full = full_queue(s))) pause_inputs(s, full);
+    if (can_pause && !s->paused && (full = full_queue(s))) pause_inputs(s, full);
 }
 
 /* ---- timers ---- */
