@@ -51,13 +51,11 @@
 #include "engine/xalloc.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 struct ctx {
@@ -1603,21 +1601,13 @@ invalid:
 long
 corr_load(struct corr *c, const char *path, size_t *dropped)
 {
-    /* O_NONBLOCK: a FIFO must not hang the open; only a regular file is read */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), saved;
-    struct stat st;
+    int fd = durable_open_regular(path, DURABLE_MAX_STATE), saved;
     FILE *f;
     long rc;
 
     if (dropped) *dropped = 0;
     if (fd < 0) return -1;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > DURABLE_MAX_STATE) {
-        saved = S_ISREG(st.st_mode) ? EFBIG : DURABLE_ENOTREG;
-        close(fd);
-        errno = saved;
-        return -1;
-    }
-    if (fcntl(fd, F_SETFL, 0) < 0 || !(f = fdopen(fd, "rb"))) {
+    if (!(f = fdopen(fd, "rb"))) {
         saved = errno;
         close(fd);
         errno = saved;

@@ -11,18 +11,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-char *
-durable_read_file(const char *path, size_t max, size_t *len)
+int
+durable_open_regular(const char *path, size_t max)
 {
-    struct buf b = BUF_INIT;
     struct stat st;
-    char chunk[65536];
-    ssize_t n;
     int fd, err;
 
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
     fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return NULL;
+    if (fd < 0) return -1;
     if (fstat(fd, &st) < 0) goto fail;
     if (!S_ISREG(st.st_mode)) {
         /* a FIFO blocks, /dev/zero never ends: only a regular file has a known end */
@@ -33,6 +30,27 @@ durable_read_file(const char *path, size_t max, size_t *len)
         errno = EFBIG;
         goto fail;
     }
+    if (fcntl(fd, F_SETFL, 0) < 0) goto fail; /* reads block again, as on any file */
+    return fd;
+fail:
+    err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+}
+
+char *
+durable_read_file(const char *path, size_t max, size_t *len)
+{
+    struct buf b = BUF_INIT;
+    struct stat st;
+    char chunk[65536];
+    ssize_t n;
+    int fd, err;
+
+    fd = durable_open_regular(path, max);
+    if (fd < 0) return NULL;
+    if (fstat(fd, &st) < 0) goto fail;
     buf_reserve(&b, (size_t)st.st_size + 1);
     for (;;) {
         n = read(fd, chunk, sizeof(chunk));

@@ -21,6 +21,9 @@
  * durable_strerror().
  */
 char *durable_read_file(const char *path, size_t max, size_t *len);
+/* Opens a regular file of at most max bytes for reading (close-on-exec), as
+ * durable_read_file refuses what is not one; -1 with errno as it gives. */
+int durable_open_regular(const char *path, size_t max);
 /* No errno says "not a regular file": ENODEV is the closest, and nothing else here sets it. */
 #define DURABLE_ENOTREG ENODEV
 /* strerror(), but "not a regular file" for DURABLE_ENOTREG. */
