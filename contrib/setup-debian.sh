@@ -11,6 +11,7 @@ apt-get update
 apt-get install -y --no-install-recommends \
     build-essential autoconf automake pkg-config clang clang-format \
     libuv1-dev libxml2-dev libsnmp-dev libcurl4-openssl-dev libpcre2-dev check \
+    libmicrohttpd-dev libjansson-dev libssl-dev libseccomp-dev chromium \
     python3 syslog-ng-core snmp snmptrapd snmptt smitools python3-aiosmtpd openssl curl \
     bsdutils procps nftables gcovr \
     git dpkg-dev debhelper dh-autoreconf lintian logrotate systemd
