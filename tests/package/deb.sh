@@ -6,11 +6,17 @@
 # with nothing of it left behind.  piuparts-style, on the machine itself: it
 # needs root and a machine where corral is not installed (CI's container).
 #
-# Without systemd as PID 1 (a container), corrald is started as the unit's
-# ExecStart= line under the unit's user, capabilities, umask and
-# directories (setpriv); the seccomp filter, namespaces and read-only mounts
-# of the unit cannot be applied here, so only the unit file is checked for
-# them (systemd-analyze security --offline).
+# corrald is started as the unit's ExecStart= line under the unit's user,
+# capabilities, umask and directories (setpriv), and under the unit's
+# seccomp directives (SystemCallFilter=, RestrictAddressFamilies=,
+# MemoryDenyWriteExecute=), which tests/package/unit_sandbox.c installs as
+# systemd would: so a machine without systemd as PID 1 (CI's container)
+# checks them too.  The unit's namespaces and read-only mounts cannot be
+# applied without systemd: only the unit file is checked for them
+# (systemd-analyze security --offline).  Under all of that, corrald binds
+# port 514, saves its state, reopens its event file for logrotate, and
+# delivers an alert through each executor: an exec script (append.sh), a
+# trap to snmptrapd and mail to an SMTP server.
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -133,7 +139,29 @@ fi
 pre=$(sed -n 's/^ExecStartPre=//p' "$unit")
 start=$(sed -n 's/^ExecStart=//p' "$unit")
 caps=-all,+net_bind_service
+# The seccomp directives: the system call groups expanded with systemd's own
+# table, in the unit's order (a ~ line takes calls away again)
+sandbox=$work/sandbox
+mkdir -m 0755 "$sandbox"
+cc -Wall -O2 -o "$sandbox/unit_sandbox" "$src/tests/package/unit_sandbox.c" -lseccomp \
+    > "$work/cc.log" 2>&1 || { cat "$work/cc.log"; fail "cannot build unit_sandbox (libseccomp-dev)"; }
+# shellcheck disable=SC2046 # one argument per directive
+python3 "$src/tests/package/syscall_set.py" $(sed -n 's/^SystemCallFilter=//p' "$unit") \
+    > "$sandbox/allow" || fail "cannot expand the unit's SystemCallFilter="
+[ "$(sed -n 's/^SystemCallErrorNumber=//p' "$unit")" = EPERM ] ||
+    fail "the unit's SystemCallErrorNumber= is not the EPERM unit_sandbox applies"
+families=$(sed -n 's/^RestrictAddressFamilies=//p' "$unit" | tr ' ' ',')
+wx=
+grep -q '^MemoryDenyWriteExecute=yes' "$unit" && wx=-w
+echo "seccomp as the unit: $(grep -c . "$sandbox/allow") system calls, families $families${wx:+, no W+X memory}"
 cat > "$work/as-unit" <<EOF
+#!/bin/sh
+umask 0077
+exec env RUNTIME_DIRECTORY=/run/corrald STATE_DIRECTORY=/var/lib/corral LOGS_DIRECTORY=/var/log/corral \\
+    setpriv --reuid=corral --regid=corral --init-groups --no-new-privs \\
+    --inh-caps=$caps --ambient-caps=$caps --bounding-set=$caps \\
+    $sandbox/unit_sandbox -a $sandbox/allow -f $families $wx -- "\$@"
+EOF
 #!/bin/sh
 umask 0077
 exec env RUNTIME_DIRECTORY=/run/corrald STATE_DIRECTORY=/var/lib/corral LOGS_DIRECTORY=/var/log/corral \\
@@ -180,6 +208,59 @@ echo "after rotation: the next event is in the new $events"
 kill -TERM "$pid"
 wait "$pid" || fail "corrald exited with $? on SIGTERM"
 pid=""
+
+echo "=== the executors, as the unit runs them"
+# The installed configuration with executors added, in /etc/corral where the
+# unit's user can read it (removed again before the purge)
+SNMP_PERSISTENT_DIR=$work/persist
+export SNMP_PERSISTENT_DIR
+mkdir -p "$SNMP_PERSISTENT_DIR" "$work/mail"
+echo "authCommunity log public" > "$work/snmptrapd.conf"
+echo go > "$work/go"
+python3 "$src/tests/integration/held_port.py" udp "$work/trapd.port" "$work/go" \
+    snmptrapd -f -Lo -C -c "$work/snmptrapd.conf" -n -On -Oq "udp:127.0.0.1:{port}" \
+    > "$work/trapd.log" 2>&1 &
+trapd=$!
+python3 "$src/tests/integration/smtp_server.py" --dir "$work/mail" > "$work/smtp.out" 2>&1 &
+smtpd=$!
+wait_until 20 test -s "$work/trapd.port" || fail "no port for snmptrapd"
+wait_until 20 grep -q "^PORT" "$work/smtp.out" || fail "the SMTP server did not start"
+wait_until 20 grep -q "NET-SNMP version" "$work/trapd.log" || fail "snmptrapd did not start"
+exconf=/etc/corral/package-test.conf
+printf 'public\n' > /etc/corral/package-test.community
+chown root:corral /etc/corral/package-test.community
+chmod 0640 /etc/corral/package-test.community
+sed '/^<\/corrald>/d' /etc/corral/corrald.conf > "$exconf"
+cat >> "$exconf" <<EOF
+  <executors spool="/var/lib/corral/spool">
+    <exec name="file" program="/usr/share/corral/scripts/append.sh">
+      <arg>--</arg><arg>/var/log/corral/alerts.log</arg>
+    </exec>
+    <snmp name="nms" target="udp:127.0.0.1:$(cat "$work/trapd.port")"
+          community-file="/etc/corral/package-test.community"/>
+    <smtp name="admins" url="smtp://127.0.0.1:$(sed -n 's/^PORT //p' "$work/smtp.out")" tls="none"
+          from="corral@example.com" to="ops@example.com"/>
+  </executors>
+  <routes><route tag="corral.alert" to="file,nms,admins"/></routes>
+</corrald>
+EOF
+chmod 0644 "$exconf"
+"$work/as-unit" /usr/sbin/corrald -t -f "$exconf" > /dev/null || fail "corrald -t $exconf"
+"$work/as-unit" /usr/sbin/corrald -F -f "$exconf" 2> "$work/corrald-ex.log" &
+pid=$!
+wait_until 20 grep -q "started" "$work/corrald-ex.log" || fail "corrald did not start with executors"
+burst 198.51.100.9 -n 127.0.0.1 -P 514 -d
+wait_until 30 grep -q "198.51.100.9" /var/log/corral/alerts.log ||
+    fail "the exec executor's script wrote no alert for 198.51.100.9"
+wait_until 30 grep -q "198.51.100.9" "$work/trapd.log" || fail "no trap for 198.51.100.9 at snmptrapd"
+wait_until 30 sh -c 'ls "$1"/msg-*.json' sh "$work/mail" || fail "no mail at the SMTP server"
+echo "exec script, trap and mail: each delivered an alert under the unit's sandbox"
+kill -TERM "$pid"
+wait "$pid" || fail "corrald (executors) exited with $? on SIGTERM"
+pid=""
+kill "$trapd" "$smtpd" 2>/dev/null
+wait "$trapd" "$smtpd" 2>/dev/null
+rm -f "$exconf" /etc/corral/package-test.community
 
 echo "=== remove"
 apt-get remove -y corral > "$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "remove"; }
