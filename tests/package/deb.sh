@@ -34,8 +34,11 @@ fi
 work=$(mktemp -d /tmp/corral-deb.XXXXXX)
 pid=""
 installed=""
+peers=""
 cleanup() {
     if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; fi
+    for p in $peers; do kill "$p" 2>/dev/null || true; done
+    rm -f /etc/corral/package-test.conf /etc/corral/package-test.community
     # a failed run does not leave the package behind to skip the next one
     if [ -n "$installed" ]; then apt-get purge -y corral >/dev/null 2>&1 || true; fi
     rm -rf "$work"
@@ -143,6 +146,7 @@ caps=-all,+net_bind_service
 # table, in the unit's order (a ~ line takes calls away again)
 sandbox=$work/sandbox
 mkdir -m 0755 "$sandbox"
+chmod 0711 "$work" # the unit's user reaches the sandbox, and nothing else here
 cc -Wall -O2 -o "$sandbox/unit_sandbox" "$src/tests/package/unit_sandbox.c" -lseccomp \
     > "$work/cc.log" 2>&1 || { cat "$work/cc.log"; fail "cannot build unit_sandbox (libseccomp-dev)"; }
 # shellcheck disable=SC2046 # one argument per directive
@@ -221,8 +225,10 @@ python3 "$src/tests/integration/held_port.py" udp "$work/trapd.port" "$work/go" 
     snmptrapd -f -Lo -C -c "$work/snmptrapd.conf" -n -On -Oq "udp:127.0.0.1:{port}" \
     > "$work/trapd.log" 2>&1 &
 trapd=$!
+peers=$trapd
 python3 "$src/tests/integration/smtp_server.py" --dir "$work/mail" > "$work/smtp.out" 2>&1 &
 smtpd=$!
+peers="$trapd $smtpd"
 wait_until 20 test -s "$work/trapd.port" || fail "no port for snmptrapd"
 wait_until 20 grep -q "^PORT" "$work/smtp.out" || fail "the SMTP server did not start"
 wait_until 20 grep -q "NET-SNMP version" "$work/trapd.log" || fail "snmptrapd did not start"
@@ -260,6 +266,7 @@ wait "$pid" || fail "corrald (executors) exited with $? on SIGTERM"
 pid=""
 kill "$trapd" "$smtpd" 2>/dev/null
 wait "$trapd" "$smtpd" 2>/dev/null
+peers=""
 rm -f "$exconf" /etc/corral/package-test.community
 
 echo "=== remove"
