@@ -158,14 +158,12 @@ families=$(sed -n 's/^RestrictAddressFamilies=//p' "$unit" | tr ' ' ',')
 wx=
 grep -q '^MemoryDenyWriteExecute=yes' "$unit" && wx=-w
 echo "seccomp as the unit: $(grep -c . "$sandbox/allow") system calls, families $families${wx:+, no W+X memory}"
-cat > "$work/as-unit" <<EOF
-#!/bin/sh
-umask 0077
-exec env RUNTIME_DIRECTORY=/run/corrald STATE_DIRECTORY=/var/lib/corral LOGS_DIRECTORY=/var/log/corral \\
-    setpriv --reuid=corral --regid=corral --init-groups --no-new-privs \\
-    --inh-caps=$caps --ambient-caps=$caps --bounding-set=$caps \\
-    $sandbox/unit_sandbox -a $sandbox/allow -f $families $wx -- "\$@"
-EOF
+# (printf, not echo: dash's echo eats backslashes)
+printf '%s\n' '#!/bin/sh' 'umask 0077' \
+    'exec env RUNTIME_DIRECTORY=/run/corrald STATE_DIRECTORY=/var/lib/corral LOGS_DIRECTORY=/var/log/corral \' \
+    '    setpriv --reuid=corral --regid=corral --init-groups --no-new-privs \' \
+    "    --inh-caps=$caps --ambient-caps=$caps --bounding-set=$caps \\" \
+    "    $sandbox/unit_sandbox -a $sandbox/allow -f $families $wx -- \"\$@\"" > "$work/as-unit"
 #!/bin/sh
 umask 0077
 exec env RUNTIME_DIRECTORY=/run/corrald STATE_DIRECTORY=/var/lib/corral LOGS_DIRECTORY=/var/log/corral \\
