@@ -164,12 +164,6 @@ printf '%s\n' '#!/bin/sh' 'umask 0077' \
     '    setpriv --reuid=corral --regid=corral --init-groups --no-new-privs \' \
     "    --inh-caps=$caps --ambient-caps=$caps --bounding-set=$caps \\" \
     "    $sandbox/unit_sandbox -a $sandbox/allow -f $families $wx -- \"\$@\"" > "$work/as-unit"
-#!/bin/sh
-umask 0077
-exec env RUNTIME_DIRECTORY=/run/corrald STATE_DIRECTORY=/var/lib/corral LOGS_DIRECTORY=/var/log/corral \\
-    setpriv --reuid=corral --regid=corral --init-groups --no-new-privs \\
-    --inh-caps=$caps --ambient-caps=$caps --bounding-set=$caps "\$@"
-EOF
 chmod +x "$work/as-unit"
 # shellcheck disable=SC2086 # the unit's command lines split on spaces, as systemd does
 "$work/as-unit" $pre > /dev/null || fail "ExecStartPre: $pre"
