@@ -218,7 +218,7 @@ python3 "$src/tests/integration/held_port.py" udp "$work/trapd.port" "$work/go" 
     > "$work/trapd.log" 2>&1 &
 trapd=$!
 peers=$trapd
-python3 "$src/tests/integration/smtp_server.py" --dir "$work/mail" > "$work/smtp.out" 2>&1 &
+/usr/bin/python3 "$src/tests/integration/smtp_server.py" --dir "$work/mail" > "$work/smtp.out" 2>&1 &
 smtpd=$!
 peers="$trapd $smtpd"
 wait_until 20 test -s "$work/trapd.port" || fail "no port for snmptrapd"
