@@ -62,7 +62,8 @@ struct server {
     const char **qnames;
     size_t nqueues;
     struct route_table *routes;
-    struct msg *msg; /* reused for every incoming message */
+    struct msg *msg;    /* reused for every incoming message */
+    char hostname[256]; /* HOST of local messages that name none */
     uv_timer_t tick, save;
     bool timers_started;
     uint64_t received, parsed, truncated_values, reloads, reload_failures;
@@ -93,6 +94,8 @@ server_new(uv_loop_t *loop)
     s->loop = loop;
     s->msg = msg_new();
     s->started_ms = clock_wall_ms();
+    if (gethostname(s->hostname, sizeof(s->hostname) - 1) < 0 || !s->hostname[0])
+        strcpy(s->hostname, "localhost");
     /* for the stall gauge: before the loop first runs, as libuv requires */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     return s;
@@ -281,11 +284,23 @@ void
 server_submit(struct server *s, struct input *in, const char *data, size_t len, const char *peer)
 {
     const char *full;
+    size_t hlen = 0;
     bool can_pause = in && input_can_pause(in); /* a stream input: back-pressure holds it */
 
     s->received++;
     syslogfmt_parse(s->msg, data, len, NULL);
     if (peer) msg_set(s->msg, NV_SOURCEIP, peer, strlen(peer));
+    /*
+     * A message that names no host (logger on a local socket, devices that
+     * leave the field out) is from its sender, as syslog-ng has it with
+     * use-dns(no): the peer's address, or this host for local inputs.  Left
+     * empty, the messages of every such sender would share one HOST, and
+     * with it one context of each host-scoped rule.
+     */
+    if (!msg_get(s->msg, NV_HOST, &hlen) || hlen == 0) {
+        const char *host = peer ? peer : s->hostname;
+        msg_set(s->msg, NV_HOST, host, strlen(host));
+    }
     s->parsed++;
     if (msg_flags(s->msg) & MSG_F_TRUNCATED) s->truncated_values++;
     s->keeping = can_pause;

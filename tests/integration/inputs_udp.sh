@@ -73,6 +73,24 @@ EOF
 wait_until check_has "$OUT" '^conn=9 seq=0 ' || fail "no message after the garbage"
 corrald_alive
 
+# lines that name no host (as some devices send them) from two senders:
+# each gets its sender's address as HOST, as syslog-ng has it, not one
+# shared empty HOST that would merge their host-scoped contexts
+python3 - "$PORT" <<'EOF' || fail "no-host sender"
+import socket, sys
+port = int(sys.argv[1])
+for seq, src in enumerate(('127.0.0.2', '127.0.0.3')):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((src, 0))
+    s.sendto(b'<13>Jan  1 00:00:00 inputtest[7]: conn=10 seq=%d no host' % seq, ('127.0.0.1', port))
+EOF
+wait_until check_has "$OUT" '^conn=10 seq=1 ' || fail "no message from 127.0.0.3"
+wait_until check_has "$OUT" '^conn=10 seq=0 ' || fail "no message from 127.0.0.2"
+for seq in 0 1; do
+    host=$(check field "$OUT" "^conn=10 seq=$seq " HOST)
+    [ "$host" = "127.0.0.$((seq + 2))" ] || fail "a line naming no host from 127.0.0.$((seq + 2)): HOST is '$host'"
+done
+
 check seq "$OUT" --conns 0-0 --per 2 --sourceip 127.0.0.1 || fail "logger messages"
 check seq "$OUT" --conns 1-5 --per 300 --unordered --host testhost --sourceip 127.0.0.1 || fail "python messages"
 check seq "$OUT" --conns 9-9 --per 1 || fail "the message after the garbage"

@@ -42,6 +42,9 @@ s.sendto(b'<13>Jan  1 00:00:00 testhost inputtest: conn=61 seq=0 nul-ended\0', s
 EOF
 wait_lines "$OUT" $((4 + 1000 + 2000 + 2)) || fail "messages missing"
 check seq "$OUT" --conns 0-1 --per 2 || fail "logger messages"
+# logger on a local socket names no host: the message is this host's
+host=$(check field "$OUT" '^conn=0 seq=0 ' HOST)
+[ "$host" = "$(hostname)" ] || fail "a local line naming no host: HOST is '$host', not $(hostname)"
 check seq "$OUT" --conns 10-14 --per 200 --host testhost || fail "datagram messages"
 check seq "$OUT" --conns 20-59 --per 50 --host testhost || fail "stream messages"
 len=$(check field "$OUT" '^conn=60 seq=0' MESSAGE-LEN)
