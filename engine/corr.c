@@ -38,8 +38,10 @@
  *     fires it a second later (arm()).
  *   - a timeout action that creates a context of its own rule repeats for
  *     ever: pdbtool never ends; corral's final expiry stops after a bound.
- * A difference of corral's own: generated messages from a context carry its
- * .classifier.context_id (run_actions()).
+ * Differences of corral's own: generated messages from a context carry its
+ * .classifier.context_id (run_actions()); a rule's also-correlate names
+ * further rules whose contexts its messages join (join_also(); syslog-ng
+ * ignores the attribute).
  */
 #include "engine/corr.h"
 #include "engine/clock.h"

@@ -414,12 +414,11 @@ resolve_also(struct pdb *db)
                          "rule %s: also-correlate names rule '%s', which is not loaded", r->id,
                          r->also_ids[j]);
             else if (t == r || !t->context_id || t->nalso)
-                pdb_diag(db, PDB_ERROR, r->file, r->line,
-                         "rule %s: also-correlate rule '%s' %s", r->id, r->also_ids[j],
-                         t == r ? "is the rule itself"
-                         : t->nalso
-                             ? "has an also-correlate of its own (they do not chain)"
-                             : "has no context-id");
+                pdb_diag(db, PDB_ERROR, r->file, r->line, "rule %s: also-correlate rule '%s' %s",
+                         r->id, r->also_ids[j],
+                         t == r     ? "is the rule itself"
+                         : t->nalso ? "has an also-correlate of its own (they do not chain)"
+                                    : "has no context-id");
             else
                 r->also[j] = t;
         }
