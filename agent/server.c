@@ -464,6 +464,7 @@ rule_fingerprint(const struct pdb_rule *r, struct buf *out)
                r->context_id ? template_source(r->context_id) : "", (int)r->scope, r->timeout,
                r->file);
     for (i = 0; i < r->npatterns; i++) buf_printf(out, "p:%s|", r->patterns[i]);
+    for (i = 0; i < r->nalso; i++) buf_printf(out, "also:%s|", r->also_ids[i]);
     for (i = 0; i < r->msg.nvalues; i++)
         buf_printf(out, "v:%s=%s|", nv_name(r->msg.values[i].name, NULL),
                    template_source(r->msg.values[i].tpl));

@@ -38,8 +38,10 @@
  *     fires it a second later (arm()).
  *   - a timeout action that creates a context of its own rule repeats for
  *     ever: pdbtool never ends; corral's final expiry stops after a bound.
- * A difference of corral's own: generated messages from a context carry its
- * .classifier.context_id (run_actions()).
+ * Differences of corral's own: generated messages from a context carry its
+ * .classifier.context_id (run_actions()); a rule's also-correlate names
+ * further rules whose contexts its messages join (join_also(); syslog-ng
+ * ignores the attribute).
  */
 #include "engine/corr.h"
 #include "engine/clock.h"
@@ -1169,14 +1171,52 @@ corr_expire_all(struct corr *c)
 
 /* ---- processing ---- */
 
+/*
+ * corral extension also-correlate: m, classified by another rule, joins the
+ * context of rule r as if r had matched it, except that m keeps its
+ * classification, tags and .classifier.context_id: r's context-id, scope and
+ * timeout place it, r's values are set over r's context (as a matching rule's
+ * are), and the caller runs r's match actions after the classifying rule's.
+ * r's timeout actions run when that context expires.  Returns the context, or
+ * NULL when the limits refused it.
+ */
+static struct ctx *
+join_also(struct corr *c, const struct pdb_rule *r, struct msg *m)
+{
+    struct template_env env;
+    struct key k;
+    struct ctx *y;
+    uint64_t h;
+    size_t i;
+
+    template_env_single(&env, &m);
+    buf_reset(&c->id);
+    template_eval(r->context_id, &env, &c->id);
+    key_from_msg(&k, r->scope, m, buf_str(&c->id), c->id.len);
+    h = key_hash(&k);
+    y = ctx_lookup(c, &k, h);
+    if (!y && !(y = ctx_create(c, &k, h, r))) return NULL;
+    env = ctx_env(c, y, m);
+    for (i = 0; i < r->msg.nvalues; i++) {
+        buf_reset(&c->value);
+        template_eval(r->msg.values[i].tpl, &env, &c->value);
+        msg_set(m, r->msg.values[i].name, c->value.p, c->value.len);
+    }
+    ctx_append(c, y, msg_clone_kept(m, pdb_context_keep(c->db)));
+    y->rule = r;
+    arm(c, y, r->timeout);
+    return y;
+}
+
 void
 corr_process(struct corr *c, struct msg *m)
 {
     const struct msg_time *st = msg_stamp(m);
     uint64_t clock = clock_now(c), stamp;
     const struct pdb_rule *rule;
-    struct ctx *x = NULL;
+    struct ctx *x = NULL, *also[PDB_ALSO_MAX];
     struct template_env env;
+    size_t i;
 
     c->stats.processed++;
     c->last_tick = clock;
@@ -1214,8 +1254,12 @@ corr_process(struct corr *c, struct msg *m)
         template_env_single(&env, &m);
         pdb_apply(c->db, rule, m, &env);
     }
+    for (i = 0; i < rule->nalso; i++)
+        also[i] = rule->also[i] ? join_also(c, rule->also[i], m) : NULL;
     emit(c, m, CORR_INPUT, NULL);
     if (rule->nactions) run_actions(c, rule, PDB_TRIGGER_MATCH, x, m);
+    for (i = 0; i < rule->nalso; i++)
+        if (also[i]) run_actions(c, rule->also[i], PDB_TRIGGER_MATCH, also[i], m);
 }
 
 /* ---- reload and inspection ---- */

@@ -128,6 +128,9 @@ pdb_rule_free(struct pdb_rule *r)
     free(r->actions);
     for (i = 0; i < r->npatterns; i++) free(r->patterns[i]);
     free(r->patterns);
+    for (i = 0; i < r->nalso; i++) free(r->also_ids[i]);
+    free(r->also_ids);
+    free(r->also);
     free(r);
 }
 
@@ -388,6 +391,40 @@ insert_programs(struct pdb *db, const char *file)
     buf_free(&err);
 }
 
+/*
+ * corral extension: resolves the also-correlate rule ids of the rules loaded
+ * so far (a rule names rules of its own file or directory, or of an earlier
+ * load).  A name that does not resolve, or a target that cannot correlate
+ * (no context-id), is an error with the naming rule's line: a typo must not
+ * leave an alert silently off.  Targets do not chain.
+ */
+static void
+resolve_also(struct pdb *db)
+{
+    size_t i, j;
+
+    for (i = 0; i < db->nrules; i++) {
+        struct pdb_rule *r = db->rules[i];
+        if (!r->nalso || r->also) continue;
+        r->also = xcalloc(r->nalso, sizeof(*r->also));
+        for (j = 0; j < r->nalso; j++) {
+            const struct pdb_rule *t = pdb_rule_by_id(db, r->also_ids[j]);
+            if (!t)
+                pdb_diag(db, PDB_ERROR, r->file, r->line,
+                         "rule %s: also-correlate names rule '%s', which is not loaded", r->id,
+                         r->also_ids[j]);
+            else if (t == r || !t->context_id || t->nalso)
+                pdb_diag(db, PDB_ERROR, r->file, r->line, "rule %s: also-correlate rule '%s' %s",
+                         r->id, r->also_ids[j],
+                         t == r     ? "is the rule itself"
+                         : t->nalso ? "has an also-correlate of its own (they do not chain)"
+                                    : "has no context-id");
+            else
+                r->also[j] = t;
+        }
+    }
+}
+
 static int
 load_file(struct pdb *db, const char *path)
 {
@@ -475,6 +512,7 @@ pdb_load(struct pdb *db, const char *path)
     db->keep_known = false;
     rc = S_ISDIR(st.st_mode) ? load_dir(db, path, 0) : load_file(db, path);
     insert_programs(db, path);
+    resolve_also(db);
     return rc < 0 || db->nerrors > errors ? -1 : 0;
 }
 
@@ -489,6 +527,7 @@ pdb_load_memory(struct pdb *db, const char *name, const char *xml, size_t len)
     rc = pdb_load_xml(db, file, xml, len);
 
     insert_programs(db, file);
+    resolve_also(db);
     return rc < 0 || db->nerrors > errors ? -1 : 0;
 }
 

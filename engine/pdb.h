@@ -94,6 +94,14 @@ struct pdb_rule {
     double timeout; /* seconds; fractions are a corral extension */
     struct pdb_action *actions;
     size_t nactions;
+    /*
+     * corral extension also-correlate="ID,...": the rules whose contexts a
+     * message this rule matches joins as well (see corr.c).  also[] is
+     * resolved from also_ids once the rules are loaded (pdb_load()).
+     */
+    char **also_ids;
+    const struct pdb_rule **also;
+    size_t nalso;
     /* bookkeeping */
     char **patterns;
     size_t npatterns;
@@ -102,6 +110,9 @@ struct pdb_rule {
     uint32_t index; /* position in the database, stable for its lifetime */
     char *program;  /* the first program name of its ruleset; NULL: the generic ruleset */
 };
+
+/* The most rules one also-correlate attribute may name. */
+#define PDB_ALSO_MAX 4
 
 enum pdb_diag_level { PDB_WARNING, PDB_ERROR };
 

@@ -325,6 +325,31 @@ parse_routes(struct pdb_action *a, const char *s)
     }
 }
 
+/* also-correlate="ID,ID": rule ids separated by commas or spaces, resolved after loading. */
+static void
+parse_also(struct loader *ld, const xmlNode *n, struct pdb_rule *rule, const char *s)
+{
+    size_t cap = 0;
+
+    while (*s) {
+        size_t len, i;
+        while (*s == ',' || *s == ' ') s++;
+        len = strcspn(s, ", ");
+        for (i = 0; len && i < rule->nalso; i++)
+            if (strlen(rule->also_ids[i]) == len && strncmp(rule->also_ids[i], s, len) == 0) break;
+        if (len && i == rule->nalso) {
+            if (rule->nalso == PDB_ALSO_MAX) {
+                error(ld, n, "rule %s: also-correlate names more than %d rules", rule->id,
+                      PDB_ALSO_MAX);
+                return;
+            }
+            rule->also_ids = xgrow(rule->also_ids, &cap, rule->nalso + 1, sizeof(*rule->also_ids));
+            rule->also_ids[rule->nalso++] = xstrndup(s, len);
+        }
+        s += len;
+    }
+}
+
 static void
 load_action(struct loader *ld, const xmlNode *n, struct pdb_rule *rule)
 {
@@ -575,6 +600,10 @@ load_rule(struct loader *ld, struct ruleset *rs, const xmlNode *n)
     }
     if ((v = attr(n, "context-scope"))) {
         parse_scope(ld, n, v, &rule->scope);
+        free(v);
+    }
+    if ((v = attr(n, "also-correlate"))) {
+        parse_also(ld, n, rule, v);
         free(v);
     }
     ld->rules = xgrow(ld->rules, &ld->caprules, ld->nrules + 1, sizeof(*ld->rules));

@@ -24,6 +24,17 @@ echo "corral test rules/: $(echo "$out" | tail -n 1)"
 out=$("$CORRAL" test "$top_srcdir/tests/data/scenarios" 2>&1) || { echo "$out"; status=1; }
 echo "corral test tests/data/scenarios/: $(echo "$out" | tail -n 1)"
 
+# Every severity a shipped alert sets is one that contrib/mibs/corral.snmptt
+# maps to its own EVENT (corrald would send an unknown one as warning).
+sevs=$(grep -ho "corral.severity'>[^<]*<" "$top_srcdir"/rules/*.xml | sed "s/.*'>//; s/<\$//" | sort -u)
+for sev in $sevs; do
+    if ! grep '^MATCH \$8: ' "$top_srcdir/contrib/mibs/corral.snmptt" | grep -qF "|$sev)\\b)"; then
+        echo "severity '$sev' of a shipped rule has no EVENT in contrib/mibs/corral.snmptt"
+        status=1
+    fi
+done
+echo "shipped alert severities mapped by corral.snmptt: $(echo $sevs)"
+
 if [ -n "$PDBTOOL" ] && [ -x "$PDBTOOL" ]; then
     for f in "$top_srcdir"/rules/*.xml; do
         if ! out=$("$PDBTOOL" test "$f" 2>&1) || echo "$out" | grep -q "Rule conflict"; then

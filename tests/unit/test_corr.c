@@ -344,6 +344,58 @@ START_TEST(test_generated_messages)
 END_TEST
 
 /*
+ * corral extension also-correlate: a line of r1 joins r1's context and t1's
+ * (its own key, scope and timeout); t1's values are set over t1's context,
+ * its match actions run after r1's, its timeout actions when its context
+ * expires; the line keeps r1's classification and context id.
+ */
+START_TEST(test_also_correlate)
+{
+    struct fixture f;
+
+    setup(
+        &f,
+        "<rule id='r1' provider='t' context-id='a-${a}' context-scope='host' context-timeout='60' "
+        "also-correlate='t1'>"
+        "<patterns><pattern>fail @ESTRING:u: @@NUMBER:a@</pattern></patterns>"
+        "<actions><action condition='\"$(context-length)\" == \"2\"'><message><values>"
+        "<value name='MESSAGE'>addr ${a}@1 twice</value>"
+        "</values></message></action></actions></rule>\n"
+        "<rule id='t1' provider='t' context-id='u-${u}' context-scope='global' "
+        "context-timeout='10'>"
+        "<values><value name='n'>$(list-count $(filter (\"$_\" eq \"${a}\") "
+        "$(context-values ${a})))</value></values>"
+        "<actions><action condition='\"${n}\" == \"1\" and "
+        "&apos;$(list-count $(context-lookup (\"${n}\" == \"1\") ${a}))&apos; == \"3\"'>"
+        "<message><values><value name='MESSAGE'>user ${u}@1 from $(context-lookup (\"${n}\" == "
+        "\"1\") ${a}) [$CONTEXT_ID]</value></values></message></action>"
+        "<action trigger='timeout'><message><values>"
+        "<value name='MESSAGE'>user ${u}@1 over $(context-length)</value>"
+        "</values></message></action></actions></rule>\n",
+        "${.classifier.rule_id} ${.classifier.context_id} n=${n} $MESSAGE");
+    feed_full(&f, 1, 0, "h1", "prog", "1", "fail root 1");
+    feed_full(&f, 2, 0, "h2", "prog", "1", "fail root 2");
+    feed_full(&f, 3, 0, "h1", "prog", "1", "fail bob 1");
+    ck_assert_str_eq(take(&f), "I r1 a-1 n=1 fail root 1\n"
+                               "I r1 a-2 n=1 fail root 2\n"
+                               "I r1 a-1 n=1 fail bob 1\nG  a-1 n= addr 1 twice\n");
+    /* the primary context's action runs first, then t1's */
+    feed_full(&f, 4, 0, "h1", "prog", "1", "fail root 2");
+    feed_full(&f, 5, 0, "h1", "prog", "1", "fail root 3");
+    ck_assert_str_eq(take(&f),
+                     "I r1 a-2 n=2 fail root 2\n"
+                     "I r1 a-3 n=1 fail root 3\nG  u-root n= user root from 1,2,3 [u-root]\n");
+    ck_assert_uint_eq(open_contexts(&f), 6);
+    /* t1's contexts time out with t1's timeout (10 s), r1's with r1's (60 s) */
+    feed_full(&f, 20, 0, "h3", "prog", "1", "x");
+    ck_assert_str_eq(take(&f),
+                     "G  u-bob n= user bob over 2\nG  u-root n= user root over 5\nI   n= x\n");
+    ck_assert_uint_eq(open_contexts(&f), 4);
+    teardown(&f);
+}
+END_TEST
+
+/*
  * Rate limits: a token bucket per rule, action and scope; credits are added
  * in syslog-ng's fixed point ((elapsed << 8) / ((S << 8) / N)).
  */
@@ -1178,6 +1230,7 @@ main(void)
     tcase_add_test(tc, test_shares_across_reload);
     tcase_add_test(tc, test_rate_buckets_freed);
     tcase_add_test(tc, test_context_bytes);
+    tcase_add_test(tc, test_also_correlate);
     tcase_add_test(tc, test_context_memory_shared);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

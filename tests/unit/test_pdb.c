@@ -333,6 +333,62 @@ START_TEST(test_mismatching_program_sets)
 }
 END_TEST
 
+/* corral extension also-correlate: ids resolved after loading; bad names are errors with the line.
+ */
+START_TEST(test_also_correlate_load)
+{
+    int rc;
+    struct pdb *db = load(
+        HEAD
+        "<ruleset name='a' id='a'><pattern>p</pattern><rules>"
+        "<rule id='r1' also-correlate='t1, t1,t2'><patterns><pattern>x</pattern></patterns></rule>"
+        "<rule id='t1' context-id='u'></rule>"
+        "<rule id='t2' context-id='v' context-scope='host'></rule>"
+        "</rules></ruleset>\n" TAIL,
+        &rc);
+    const struct pdb_rule *r;
+    struct msg *m = msg_new();
+
+    ck_assert_int_eq(rc, 0);
+    r = pdb_rule_by_id(db, "r1");
+    /* a repeated name counts once; rules without patterns classify nothing */
+    ck_assert_uint_eq(r->nalso, 2);
+    ck_assert_ptr_eq(r->also[0], pdb_rule_by_id(db, "t1"));
+    ck_assert_ptr_eq(r->also[1], pdb_rule_by_id(db, "t2"));
+    ck_assert_str_eq(classify(db, m, "p", "x")->id, "r1");
+    ck_assert_ptr_null(classify(db, m, "p", ""));
+    pdb_free(db);
+
+    db = load(
+        HEAD
+        "<ruleset name='a' id='a'><pattern>p</pattern><rules>\n"
+        "<rule id='r1' also-correlate='nope'><patterns><pattern>x</pattern></patterns></rule>\n"
+        "<rule id='r2' also-correlate='t0'><patterns><pattern>y</pattern></patterns></rule>\n"
+        "<rule id='r3' also-correlate='r3' "
+        "context-id='c'><patterns><pattern>z</pattern></patterns></rule>\n"
+        "<rule id='r4' also-correlate='r3'><patterns><pattern>w</pattern></patterns></rule>\n"
+        "<rule id='t0'></rule>\n"
+        "</rules></ruleset>\n" TAIL,
+        &rc);
+    ck_assert_int_eq(rc, -1);
+    ck_assert(has_diag(db, 4, "names rule 'nope', which is not loaded"));
+    ck_assert(has_diag(db, 5, "rule 't0' has no context-id"));
+    ck_assert(has_diag(db, 6, "rule 'r3' is the rule itself"));
+    ck_assert(has_diag(db, 7, "has an also-correlate of its own"));
+    pdb_free(db);
+    /* too many names: a structural error, the file is refused */
+    db = load(HEAD
+              "<ruleset name='a' id='a'><pattern>p</pattern><rules>\n"
+              "<rule id='r5' also-correlate='a b c d e'><patterns><pattern>v</pattern></patterns>"
+              "</rule>\n</rules></ruleset>\n" TAIL,
+              &rc);
+    ck_assert_int_eq(rc, -1);
+    ck_assert(has_diag(db, 4, "names more than 4 rules"));
+    msg_unref(m);
+    pdb_free(db);
+}
+END_TEST
+
 START_TEST(test_directory_is_one_database)
 {
     char dir[] = "/tmp/test_pdb.XXXXXX", path[256];
@@ -503,6 +559,7 @@ main(void)
     tcase_add_test(tc, test_duplicates_first_wins);
     tcase_add_test(tc, test_wrappers_are_transparent_and_text_exact);
     tcase_add_test(tc, test_mismatching_program_sets);
+    tcase_add_test(tc, test_also_correlate_load);
     tcase_add_test(tc, test_directory_is_one_database);
     tcase_add_test(tc, test_hostile_messages);
     tcase_add_test(tc, test_examples_and_rule_lookup);
