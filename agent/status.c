@@ -134,14 +134,21 @@ rates_html(struct status *st, struct buf *out)
 
     status_rates(st, rx, gen);
     server_counts(st->srv, &now_rx, &now_gen);
+    /* the charts end with the minute under way, so that they show what came just now */
+    memmove(rx, rx + 1, (STATUS_MINUTES - 1) * sizeof(rx[0]));
+    memmove(gen, gen + 1, (STATUS_MINUTES - 1) * sizeof(gen[0]));
+    rx[STATUS_MINUTES - 1] = now_rx - st->last_received;
+    gen[STATUS_MINUTES - 1] = now_gen - st->last_generated;
     buf_puts(out, "<div class=\"charts\"><figure>");
-    html_chart(out, "Messages received per minute, last hour", rx, STATUS_MINUTES, 360, 60);
+    html_chart(out, "Messages received per minute, last hour, this minute last", rx, STATUS_MINUTES,
+               360, 60);
     buf_printf(out,
                "<figcaption>Received per minute (this minute so far: <span "
                "id=\"received-minute\">%llu</span>; total <span "
                "id=\"received-total\">%llu</span>)</figcaption></figure><figure>",
                (unsigned long long)(now_rx - st->last_received), (unsigned long long)now_rx);
-    html_chart(out, "Messages generated per minute, last hour", gen, STATUS_MINUTES, 360, 60);
+    html_chart(out, "Messages generated per minute, last hour, this minute last", gen,
+               STATUS_MINUTES, 360, 60);
     buf_printf(out,
                "<figcaption>Generated per minute (this minute so far: <span "
                "id=\"generated-minute\">%llu</span>; total <span "
