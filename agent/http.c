@@ -19,10 +19,11 @@
  *
  * Idle clients must not hold descriptors corrald needs: at most
  * HTTP_MAX_CONNS connections are open at once, a new one closes the oldest
- * (a scraper answers at once, only an idle client lingers: MHD cannot
+ * (a scraper is answered at once, only an idle client lingers: MHD cannot
  * close a connection on request, so the oldest one's socket is shut down
  * and MHD reaps it), and a connection idle for TIMEOUT_S is closed by MHD
- * (MHD_OPTION_CONNECTION_TIMEOUT).  MHD_OPTION_CONNECTION_LIMIT and our
+ * (MHD_OPTION_CONNECTION_TIMEOUT; counted when no request came on it:
+ * idling between keep-alive requests is normal).  MHD_OPTION_CONNECTION_LIMIT and our
  * accept policy bound the descriptors, those shut down included, to
  * HTTP_MAX_FDS.  A request head or body is bounded by
  * MHD_OPTION_CONNECTION_MEMORY_LIMIT (MEMORY_LIMIT; a longer head gets
@@ -60,7 +61,8 @@
 struct hconn {
     struct http *h;
     int fd;
-    uint64_t last_ms; /* opened, or its last request answered (monotonic) */
+    uint64_t opened_ms; /* monotonic */
+    bool served;        /* a request was answered: idling after it (keep-alive) is no fault */
     bool evicted;
     struct hconn *prev, *next; /* in h's list while not evicted, oldest first */
 };
@@ -84,7 +86,8 @@ struct hreq {
     unsigned refuse; /* 0, or the status it gets once its body is read */
     const char *why; /* the message with it */
     bool write;
-    struct buf body;
+    size_t seen;     /* body bytes received, kept or not */
+    struct buf body; /* kept unless refused */
 };
 
 static uint64_t
@@ -388,7 +391,8 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
     }
     if (*upload_size) {
         /* a chunked body over the bound: nothing can be answered mid-body, the connection goes */
-        if (r->body.len + *upload_size > HTTP_MAX_BODY) {
+        r->seen += *upload_size;
+        if (r->seen > HTTP_MAX_BODY) {
             stats(h)->bad_requests++;
             if (log_allowed(h))
                 log_msg(LOG_WARNING, "stats: %s %s: the body exceeds %zu bytes, connection closed",
@@ -426,7 +430,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
     (void)cls;
     (void)why;
-    if (ci && ci->socket_context) ((struct hconn *)ci->socket_context)->last_ms = now_ms();
+    if (ci && ci->socket_context) ((struct hconn *)ci->socket_context)->served = true;
     if (r) {
         buf_free(&r->body);
         free(r);
@@ -464,7 +468,7 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
         c = xcalloc(1, sizeof(*c));
         c->h = h;
         c->fd = ci ? ci->connect_fd : -1;
-        c->last_ms = now_ms();
+        c->opened_ms = now_ms();
         c->prev = h->tail;
         if (h->tail)
             h->tail->next = c;
@@ -493,12 +497,16 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
     if (!c) return;
     if (!c->evicted) {
         unlist(c);
-        /* MHD says not why it closes; a connection idle for the timeout was closed for it */
-        if (!h->stopping && now_ms() - c->last_ms + 100 >= TIMEOUT_S * 1000) {
+        /*
+         * MHD says not why it closes.  One that never had a request answered
+         * and lived for the timeout was closed for it: no request in time.
+         */
+        if (!h->stopping && !c->served && now_ms() - c->opened_ms + 100 >= TIMEOUT_S * 1000) {
             struct server_endpoint_stats *st = stats(h);
             st->timed_out++;
             if (log_allowed(h))
-                log_msg(LOG_WARNING, "stats: a connection was idle for %d s, closed (%llu so far)",
+                log_msg(LOG_WARNING,
+                        "stats: a client sent no request within %d s, closed (%llu so far)",
                         TIMEOUT_S, (unsigned long long)st->timed_out);
         }
     }
