@@ -198,6 +198,13 @@ got=$(post "wrong-$TOKEN" '{"matchers":["HOST=web1"]}')
 case "$got" in "401 "*"wrong API token"*) ;; *) fail "POST with a wrong token: $got" ;; esac
 got=$(post "$TOKEN" '{"matchers": [')
 case "$got" in "400 "*"not JSON: line 1 column"*) ;; *) fail "POST of bad JSON: $got" ;; esac
+# a body over 64 KiB: 413 before it is read
+bad0=$(metric corral_endpoint_bad_requests_total endpoint=stats)
+python3 -c 'print("[" + "1," * 40000 + "1]")' > "$WORK/big.json"
+got=$(post "$TOKEN" "@$WORK/big.json")
+case "$got" in "413 "*"larger than 65536 bytes"*) ;; *) fail "POST of 80 KB: $got" ;; esac
+[ "$(metric corral_endpoint_bad_requests_total endpoint=stats)" -eq $((bad0 + 1)) ] ||
+    fail "the 413 was not counted"
 # past the checks: the request reaches the routes (no silences on this build yet: 404)
 got=$(post "$TOKEN" '{"matchers":["HOST=web1"]}')
 case "$got" in 400* | 401* | 403* | 5*) fail "POST with the token and JSON: $got" ;; esac
