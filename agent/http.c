@@ -28,7 +28,8 @@
  * HTTP_MAX_FDS.  A request head or body is bounded by
  * MHD_OPTION_CONNECTION_MEMORY_LIMIT (MEMORY_LIMIT; a longer head gets
  * 431) and HTTP_MAX_BODY.  Evictions, timeouts and refused connections
- * are counted (server_endpoint_stats) and logged, at most every 10 s.
+ * are counted (server_endpoint_stats) and logged, at most every 10 s (and
+ * apart from the refused requests).
  */
 #include "agent/http.h"
 #include "agent/input.h"
@@ -78,7 +79,8 @@ struct http {
     size_t nlisted; /* connections in the list */
     size_t nopen;   /* connections MHD holds, those shut down included */
     bool stopping;
-    uint64_t last_log; /* monotonic ms of the last warning; 0: none */
+    /* monotonic ms of the last warning about connections, about requests; 0: none */
+    uint64_t conn_log, req_log;
 };
 
 /* A request being read: what its first call decided, and its body so far. */
@@ -104,12 +106,12 @@ stats(struct http *h)
 
 /* One warning per LOG_EVERY_MS at most: a flood of clients must not flood the log. */
 static bool
-log_allowed(struct http *h)
+log_allowed(uint64_t *last)
 {
     uint64_t now = now_ms();
 
-    if (h->last_log && now - h->last_log < LOG_EVERY_MS) return false;
-    h->last_log = now ? now : 1;
+    if (*last && now - *last < LOG_EVERY_MS) return false;
+    *last = now ? now : 1;
     return true;
 }
 
@@ -322,7 +324,7 @@ refuse(struct http *h, struct MHD_Connection *conn, const char *method, const ch
     enum MHD_Result ok;
 
     ++*count;
-    if (log_allowed(h))
+    if (log_allowed(&h->req_log))
         log_msg(LOG_WARNING, "stats: %s %s from %s refused (%u): %s (%llu so far)", method, url,
                 peer_name(conn, peer, sizeof(peer)), code, why, (unsigned long long)*count);
     http_error(&rep, code, "%s", why);
@@ -394,7 +396,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         r->seen += *upload_size;
         if (r->seen > HTTP_MAX_BODY) {
             stats(h)->bad_requests++;
-            if (log_allowed(h))
+            if (log_allowed(&h->req_log))
                 log_msg(LOG_WARNING, "stats: %s %s: the body exceeds %zu bytes, connection closed",
                         method, url, HTTP_MAX_BODY);
             return MHD_NO;
@@ -482,7 +484,7 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
             struct hconn *old = h->head;
             struct server_endpoint_stats *st = stats(h);
             st->evicted++;
-            if (log_allowed(h))
+            if (log_allowed(&h->conn_log))
                 log_msg(LOG_WARNING,
                         "stats: %d connections open, closing the oldest for a new one (%llu so "
                         "far)",
@@ -504,7 +506,7 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
         if (!h->stopping && !c->served && now_ms() - c->opened_ms + 100 >= TIMEOUT_S * 1000) {
             struct server_endpoint_stats *st = stats(h);
             st->timed_out++;
-            if (log_allowed(h))
+            if (log_allowed(&h->conn_log))
                 log_msg(LOG_WARNING,
                         "stats: a client sent no request within %d s, closed (%llu so far)",
                         TIMEOUT_S, (unsigned long long)st->timed_out);
@@ -526,7 +528,7 @@ on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
     if (h->nopen < HTTP_MAX_FDS) return MHD_YES;
     st = stats(h);
     st->accept_errors++;
-    if (log_allowed(h))
+    if (log_allowed(&h->conn_log))
         log_msg(LOG_WARNING,
                 "stats: %d connections still closing, refusing a new one (%llu so far)",
                 HTTP_MAX_FDS, (unsigned long long)st->accept_errors);

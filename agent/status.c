@@ -200,7 +200,7 @@ queue_row(const char *name, const struct queue_stats *qs, void *arg)
 static void
 queues_html(struct status *st, struct buf *out)
 {
-    size_t before = out->len;
+    size_t before;
 
     buf_puts(out, "<table><thead><tr><th>Executor</th><th>Queued</th><th>Delivering</th>"
                   "<th>Delivered</th><th>Failed attempts</th><th>Dead letters</th>"
