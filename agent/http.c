@@ -64,6 +64,7 @@ struct hconn {
     int fd;
     uint64_t opened_ms; /* monotonic */
     bool served;        /* a request was answered: idling after it (keep-alive) is no fault */
+    bool stalled;       /* MHD timed a request out */
     bool evicted;
     struct hconn *prev, *next; /* in h's list while not evicted, oldest first */
 };
@@ -431,8 +432,12 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
     (void)cls;
-    (void)why;
-    if (ci && ci->socket_context) ((struct hconn *)ci->socket_context)->served = true;
+    if (ci && ci->socket_context) {
+        struct hconn *c = ci->socket_context;
+        if (why == MHD_REQUEST_TERMINATED_COMPLETED_OK) c->served = true;
+        /* a request begun and not finished in time (a body that stalls) */
+        if (why == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED) c->stalled = true;
+    }
     if (r) {
         buf_free(&r->body);
         free(r);
@@ -500,16 +505,19 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
     if (!c->evicted) {
         unlist(c);
         /*
-         * MHD says not why it closes.  One that never had a request answered
-         * and lived for the timeout was closed for it: no request in time.
+         * MHD says not why it closes a connection.  One whose request it
+         * timed out, or that never had a request answered and lived for the
+         * timeout, was closed for it: no request in time.
          */
-        if (!h->stopping && !c->served && now_ms() - c->opened_ms + 100 >= TIMEOUT_S * 1000) {
+        if (!h->stopping &&
+            (c->stalled || (!c->served && now_ms() - c->opened_ms + 100 >= TIMEOUT_S * 1000))) {
             struct server_endpoint_stats *st = stats(h);
             st->timed_out++;
             if (log_allowed(&h->conn_log))
-                log_msg(LOG_WARNING,
-                        "stats: a client sent no request within %d s, closed (%llu so far)",
-                        TIMEOUT_S, (unsigned long long)st->timed_out);
+                log_msg(
+                    LOG_WARNING,
+                    "stats: a client sent no complete request within %d s, closed (%llu so far)",
+                    TIMEOUT_S, (unsigned long long)st->timed_out);
         }
     }
     h->nopen--;

@@ -15,8 +15,9 @@
 #   counted.  A token file anyone may read is refused by the reload with
 #   file:line.
 #
-#   A connection that sends no request is closed after 5 s and counted; one
-#   kept alive after its answer is closed too, but that is no fault.
+#   A connection that sends no request, or stalls in its body, is closed
+#   after 5 s and counted; one kept alive after its answer is closed too,
+#   but that is no fault.
 #
 # Exit 77 without chromium (contrib/setup-debian.sh installs it) or curl.
 . "$(dirname "$0")/corrald_lib.sh"
@@ -217,21 +218,24 @@ wait_metric corral_endpoint_unauthorized_total endpoint=stats -eq $((unauth0 + 5
 wait_log 'stats: POST /api/v1/silences from 127.0.0.1 refused (403): writes are disabled' ||
     fail "the refusal was not logged"
 
-# idle connections: one that sent no request is closed after 5 s and
-# counted; a keep-alive one idling after its answer is closed, not counted
+# idle connections: one that sent no request and one whose body stalls are
+# closed after 5 s and counted; a keep-alive one idling after its answer is
+# closed, not counted
 timeouts0=$(metric corral_endpoint_timeouts_total endpoint=stats)
 python3 - "$(stats_port)" <<'PY' || fail "idle connections"
 import socket, sys
 port = int(sys.argv[1])
 silent = socket.create_connection(("127.0.0.1", port), timeout=60)
 kept = socket.create_connection(("127.0.0.1", port), timeout=60)
+stalled = socket.create_connection(("127.0.0.1", port), timeout=60)
+stalled.sendall(b"POST /api/v1/x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
 kept.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
 data = b""
 while b"corral_uptime_seconds" not in data:
     d = kept.recv(65536)
     assert d, "no answer on the keep-alive connection"
     data += d
-for s in (silent, kept):
+for s in (silent, kept, stalled):
     while True:  # until corrald closes it
         try:
             if not s.recv(65536):
@@ -239,9 +243,9 @@ for s in (silent, kept):
         except ConnectionResetError:
             break
 PY
-wait_metric corral_endpoint_timeouts_total endpoint=stats -eq $((timeouts0 + 1)) ||
-    fail "$(metric corral_endpoint_timeouts_total endpoint=stats) stats timeouts, want $((timeouts0 + 1))"
-wait_log 'stats: a client sent no request within 5 s, closed' || fail "the timeout was not logged"
+wait_metric corral_endpoint_timeouts_total endpoint=stats -eq $((timeouts0 + 2)) ||
+    fail "$(metric corral_endpoint_timeouts_total endpoint=stats) stats timeouts, want $((timeouts0 + 2))"
+wait_log 'stats: a client sent no complete request within 5 s, closed' || fail "the timeout was not logged"
 
 # /metrics is as before
 curl -sS -o "$WORK/metrics.txt" "$URL/metrics" || fail "GET /metrics"
