@@ -25,6 +25,8 @@
 #define DEFAULT_LISTEN "127.0.0.1:5514"
 /* a configuration file is a few KiB; this bounds a wrong path */
 #define CONF_FILE_MAX ((size_t)16 << 20)
+/* an API token is a line of random characters */
+#define CONF_TOKEN_MAX 4096
 
 static void
 conf_init(struct conf *c)
@@ -180,6 +182,9 @@ conf_free(struct conf *c)
     free(c->group);
     free(c->control_socket);
     free(c->stats_listen);
+    free(c->stats_api_token_file);
+    if (c->stats_api_token) explicit_bzero(c->stats_api_token, strlen(c->stats_api_token));
+    free(c->stats_api_token);
     free(c->log_level);
     free(c->log_to);
     for (i = 0; i < c->ninputs; i++) conf_input_clear(&c->inputs[i]);
@@ -382,6 +387,58 @@ check_address(struct reader *r, const xmlNode *n, const char *addr)
 
     if (!conf_split_address(addr, host, sizeof(host), &port))
         error(r, n, "bad address \"%s\" (expected host:port, [v6-address]:port or :port)", addr);
+}
+
+/*
+ * The bearer token of the HTTP API (<stats api-token-file>), read when the
+ * configuration is (start, reload, check): a secret, so a file anyone may
+ * read is refused.  One line; the final newline is not part of it.
+ */
+static char *
+read_token(struct reader *r, const xmlNode *n, const char *path)
+{
+    struct stat st;
+    char *tok = NULL;
+    ssize_t got;
+    size_t len;
+    int fd = durable_open_regular(path, CONF_TOKEN_MAX);
+
+    if (fd < 0) {
+        error(r, n, "api-token-file %s: %s", path, durable_strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0) {
+        error(r, n, "api-token-file %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (st.st_mode & S_IROTH) {
+        error(r, n, "api-token-file %s is readable by everyone: a secret must not be (chmod o-r)",
+              path);
+        goto out;
+    }
+    tok = xmalloc((size_t)st.st_size + 1);
+    got = read(fd, tok, (size_t)st.st_size);
+    if (got < 0) {
+        error(r, n, "api-token-file %s: %s", path, strerror(errno));
+        free(tok);
+        tok = NULL;
+        goto out;
+    }
+    len = (size_t)got;
+    while (len && (tok[len - 1] == '\n' || tok[len - 1] == '\r')) len--;
+    tok[len] = '\0';
+    if (len < 16 || strlen(tok) != len || strcspn(tok, " \t\r\n") != len) {
+        error(r, n,
+              "api-token-file %s: the token must be one line of at least 16 characters, "
+              "without spaces",
+              path);
+        explicit_bzero(tok, len);
+        free(tok);
+        tok = NULL;
+    }
+out:
+    close(fd);
+    return tok;
 }
 
 static void
@@ -629,6 +686,13 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             free(c->stats_listen);
             c->stats_listen = attr(n, "listen");
             check_address(r, n, c->stats_listen);
+            free(c->stats_api_token_file);
+            if (c->stats_api_token) explicit_bzero(c->stats_api_token, strlen(c->stats_api_token));
+            free(c->stats_api_token);
+            c->stats_api_token = NULL;
+            c->stats_api_token_file = attr(n, "api-token-file");
+            if (c->stats_api_token_file)
+                c->stats_api_token = read_token(r, n, c->stats_api_token_file);
         } else if (is(n, "limits")) {
             c->max_message_size = number_attr(r, n, "max-message-size", c->max_message_size, true);
             c->max_connections = number_attr(r, n, "max-connections", c->max_connections, false);

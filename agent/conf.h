@@ -90,9 +90,11 @@ struct conf {
     char *pidfile;
     char *user, *group;
     char *control_socket;
-    char *stats_listen; /* host:port of the Prometheus endpoint, NULL: none */
-    char *log_level;    /* error, warning, info, debug */
-    char *log_to;       /* corrald's own log: stderr, journal, syslog; NULL: journal or stderr */
+    char *stats_listen;         /* host:port of the Prometheus endpoint, NULL: none */
+    char *stats_api_token_file; /* <stats api-token-file>: NULL, none (API writes refused) */
+    char *stats_api_token; /* its contents, read with the configuration, the final newline cut */
+    char *log_level;       /* error, warning, info, debug */
+    char *log_to;          /* corrald's own log: stderr, journal, syslog; NULL: journal or stderr */
     size_t max_message_size;
     size_t max_connections;
     size_t max_connections_per_peer; /* per client address, per TCP input */

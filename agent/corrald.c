@@ -19,7 +19,7 @@
 #include "agent/dnscache.h"
 #include "engine/durable.h"
 #include "engine/log.h"
-#include "agent/metrics.h"
+#include "agent/http.h"
 #include "engine/pdb.h"
 #include "engine/resolver.h"
 #include "agent/server.h"
@@ -44,7 +44,7 @@ struct daemon {
     uv_loop_t *loop;
     struct server *srv;
     struct control *control;
-    struct metrics *metrics;
+    struct http *http;
     uv_signal_t sighup, sigterm, sigint, sigusr1, sigusr2;
     const char *config_path; /* NULL: built-in configuration */
     char *rules_dir;
@@ -303,9 +303,9 @@ shutdown_done(void *arg)
      */
     mask_handled_signals(SIG_BLOCK);
     control_close(d->control);
-    metrics_close(d->metrics);
+    http_close(d->http);
     d->control = NULL;
-    d->metrics = NULL;
+    d->http = NULL;
     close_signal(&d->sighup);
     close_signal(&d->sigterm);
     close_signal(&d->sigint);
@@ -563,11 +563,12 @@ main(int argc, char **argv)
         }
         if (cur->stats_listen) {
             buf_reset(&err);
-            d.metrics = metrics_open(d.loop, cur->stats_listen, d.srv, &err);
-            if (!d.metrics)
+            d.http = http_open(d.loop, cur->stats_listen, d.srv, &err);
+            if (!d.http)
                 log_msg(LOG_ERR, "%s", buf_str(&err));
             else
-                log_msg(LOG_INFO, "metrics at http://%s/metrics", cur->stats_listen);
+                log_msg(LOG_INFO, "status page at http://%s/, metrics at /metrics",
+                        cur->stats_listen);
         }
         /* before the drop: the pid file's directory (/run) is usually root's */
         if (d.pidfile && write_pidfile(d.pidfile) < 0)

@@ -27,7 +27,7 @@
 #include "agent/framer.h"
 #include "agent/control.h"
 #include "agent/in_common.h"
-#include "agent/metrics.h"
+#include "agent/http.h"
 #include "engine/hash.h"
 #include "engine/log.h"
 #include "engine/xalloc.h"
@@ -49,10 +49,10 @@
 /*
  * Open files kept for the rest of corrald beside the stream connections:
  * outputs, followed files, state and spool files, executors' children and
- * libuv's own, plus the most the stats (METRICS_MAX_CONNS) and control
+ * libuv's own, plus the most the stats (HTTP_MAX_FDS) and control
  * (CONTROL_MAX_CONNS) endpoints hold at once.
  */
-#define FD_RESERVE (128 + METRICS_MAX_CONNS + CONTROL_MAX_CONNS)
+#define FD_RESERVE (128 + HTTP_MAX_FDS + CONTROL_MAX_CONNS)
 
 union stream_handle {
     uv_handle_t handle;

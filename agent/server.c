@@ -1391,6 +1391,12 @@ server_metrics(struct server *s, struct buf *out)
     endpoint_metric(out, s, "corral_endpoint_accept_errors_total",
                     "Control and stats connections that could not be accepted.",
                     offsetof(struct server_endpoint_stats, accept_errors));
+    endpoint_metric(out, s, "corral_endpoint_unauthorized_total",
+                    "Requests refused for want of valid credentials (the stats API token).",
+                    offsetof(struct server_endpoint_stats, unauthorized));
+    endpoint_metric(out, s, "corral_endpoint_bad_requests_total",
+                    "Requests refused as malformed or too large.",
+                    offsetof(struct server_endpoint_stats, bad_requests));
     if (s->nqueues) {
         queue_metric(out, s, "corral_executor_submitted_total", "Alerts routed to an executor.",
                      offsetof(struct queue_stats, submitted));
@@ -1463,4 +1469,50 @@ server_contexts_json(struct server *s, struct buf *out)
     buf_putc(out, '[');
     corr_foreach(s->corr, context_json, &cj);
     buf_puts(out, "]\n");
+}
+
+void
+server_foreach_input(struct server *s,
+                     void (*fn)(const char *name, const struct input_stats *st, void *arg),
+                     void *arg)
+{
+    size_t i;
+
+    for (i = 0; i < s->ninputs; i++)
+        fn(input_name(s->inputs[i]), input_get_stats(s->inputs[i]), arg);
+}
+
+void
+server_foreach_queue(struct server *s,
+                     void (*fn)(const char *name, const struct queue_stats *st, void *arg),
+                     void *arg)
+{
+    size_t i;
+
+    for (i = 0; i < s->nqueues; i++)
+        fn(queue_name(s->queues[i]), queue_get_stats(s->queues[i]), arg);
+}
+
+void
+server_foreach_rule(struct server *s, void (*fn)(const struct corr_rule_stats *rs, void *arg),
+                    void *arg)
+{
+    if (s->corr) corr_foreach_rule(s->corr, fn, arg);
+}
+
+void
+server_foreach_context(struct server *s, void (*fn)(const struct corr_context_info *ci, void *arg),
+                       void *arg)
+{
+    if (s->corr) corr_foreach(s->corr, fn, arg);
+}
+
+void
+server_counts(struct server *s, uint64_t *received, uint64_t *generated)
+{
+    struct corr_stats cs = {0};
+
+    if (s->corr) corr_stats(s->corr, &cs);
+    *received = s->received;
+    *generated = cs.generated;
 }

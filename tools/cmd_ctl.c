@@ -115,7 +115,9 @@ ask_http(const char *hostport, struct buf *out)
     buf_printf(&req, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", hostport);
     if (durable_write_all(fd, req.p, req.len) == 0 && copy_answer(fd, &raw) == 0) {
         body = strstr(buf_str(&raw), "\r\n\r\n");
-        if (body && strncmp(buf_str(&raw), "HTTP/1.0 200", 12) == 0) {
+        /* corrald answers an HTTP/1.0 request as HTTP/1.1 servers do: "HTTP/1.1 200" */
+        if (body && strncmp(buf_str(&raw), "HTTP/1.", 7) == 0 &&
+            strncmp(buf_str(&raw) + 8, " 200", 4) == 0) {
             buf_puts(out, body + 4);
             rc = 0;
         } else {

@@ -1,0 +1,452 @@
+/*
+ * status: the status page and its JSON (see status.h).
+ *
+ * The page is a list of sections (the table `sections` below).  A section
+ * has an id (the HTML id and the JSON key), a heading, a function writing
+ * its HTML and one adding its JSON value; adding one to the page is a line
+ * in the table and two functions.  Every string that may come from a log
+ * message or the configuration (host names, rule ids, context keys, input
+ * and executor names) is written through html_puts()/html_escape(), and
+ * only through them.
+ *
+ * Rates: a timer samples the server's received and generated counters
+ * every minute into two rings of STATUS_MINUTES counts, so the message path
+ * does no work for the charts.
+ */
+#include "agent/status.h"
+#include "actions/queue.h"
+#include "agent/html.h"
+#include "agent/input.h"
+#include "agent/server.h"
+#include "engine/clock.h"
+#include "engine/corr.h"
+#include "engine/pdb.h"
+#include "engine/utf8.h"
+#include "engine/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MINUTE_MS 60000
+
+struct status {
+    uv_timer_t timer;
+    struct server *srv;
+    uint64_t received[STATUS_MINUTES], generated[STATUS_MINUTES]; /* rings */
+    size_t next;                            /* the ring slot the next minute goes to */
+    uint64_t last_received, last_generated; /* the counters at the last sample */
+};
+
+static void
+sample(uv_timer_t *t)
+{
+    struct status *st = t->data;
+    uint64_t rx, gen;
+
+    server_counts(st->srv, &rx, &gen);
+    st->received[st->next] = rx - st->last_received;
+    st->generated[st->next] = gen - st->last_generated;
+    st->next = (st->next + 1) % STATUS_MINUTES;
+    st->last_received = rx;
+    st->last_generated = gen;
+}
+
+struct status *
+status_new(uv_loop_t *loop, struct server *srv)
+{
+    struct status *st = xcalloc(1, sizeof(*st));
+
+    st->srv = srv;
+    server_counts(srv, &st->last_received, &st->last_generated);
+    uv_timer_init(loop, &st->timer);
+    st->timer.data = st;
+    uv_timer_start(&st->timer, sample, MINUTE_MS, MINUTE_MS);
+    return st;
+}
+
+static void
+status_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+void
+status_free(struct status *st)
+{
+    if (st) uv_close((uv_handle_t *)&st->timer, status_closed);
+}
+
+void
+status_rates(const struct status *st, uint64_t received[STATUS_MINUTES],
+             uint64_t generated[STATUS_MINUTES])
+{
+    size_t i;
+
+    for (i = 0; i < STATUS_MINUTES; i++) {
+        received[i] = st->received[(st->next + i) % STATUS_MINUTES];
+        generated[i] = st->generated[(st->next + i) % STATUS_MINUTES];
+    }
+}
+
+/*
+ * A JSON string of len bytes that may come from a log message: jansson
+ * takes only valid UTF-8, so bytes that are not become U+FFFD.
+ */
+static json_t *
+jstrn(const char *s, size_t len)
+{
+    struct buf b = BUF_INIT;
+    json_t *j;
+    size_t i = 0, n;
+    uint32_t cp;
+
+    if (!s) return json_string("");
+    j = json_stringn(s, len);
+    if (j) return j;
+    while (i < len) {
+        n = utf8_char((const unsigned char *)s + i, len - i, &cp);
+        if (n) {
+            buf_append(&b, s + i, n);
+            i += n;
+        } else {
+            utf8_put(&b, 0xFFFD);
+            i++;
+        }
+    }
+    j = json_stringn(b.p ? b.p : "", b.len);
+    buf_free(&b);
+    return j ? j : json_string("");
+}
+
+static json_t *
+jstr(const char *s)
+{
+    return jstrn(s, s ? strlen(s) : 0);
+}
+
+/* ---- rates ---- */
+
+static void
+rates_html(struct status *st, struct buf *out)
+{
+    uint64_t rx[STATUS_MINUTES], gen[STATUS_MINUTES], now_rx, now_gen;
+
+    status_rates(st, rx, gen);
+    server_counts(st->srv, &now_rx, &now_gen);
+    /* the charts end with the minute under way, so that they show what came just now */
+    memmove(rx, rx + 1, (STATUS_MINUTES - 1) * sizeof(rx[0]));
+    memmove(gen, gen + 1, (STATUS_MINUTES - 1) * sizeof(gen[0]));
+    rx[STATUS_MINUTES - 1] = now_rx - st->last_received;
+    gen[STATUS_MINUTES - 1] = now_gen - st->last_generated;
+    buf_puts(out, "<div class=\"charts\"><figure>");
+    html_chart(out, "Messages received per minute, last hour, this minute last", rx, STATUS_MINUTES,
+               360, 60);
+    buf_printf(out,
+               "<figcaption>Received per minute (this minute so far: <span "
+               "id=\"received-minute\">%llu</span>; total <span "
+               "id=\"received-total\">%llu</span>)</figcaption></figure><figure>",
+               (unsigned long long)(now_rx - st->last_received), (unsigned long long)now_rx);
+    html_chart(out, "Messages generated per minute, last hour, this minute last", gen,
+               STATUS_MINUTES, 360, 60);
+    buf_printf(out,
+               "<figcaption>Generated per minute (this minute so far: <span "
+               "id=\"generated-minute\">%llu</span>; total <span "
+               "id=\"generated-total\">%llu</span>)</figcaption></figure></div>",
+               (unsigned long long)(now_gen - st->last_generated), (unsigned long long)now_gen);
+}
+
+static json_t *
+counts_array(const uint64_t *v, size_t n)
+{
+    json_t *a = json_array();
+    size_t i;
+
+    for (i = 0; i < n; i++) json_array_append_new(a, json_integer((json_int_t)v[i]));
+    return a;
+}
+
+static json_t *
+rates_json(struct status *st)
+{
+    uint64_t rx[STATUS_MINUTES], gen[STATUS_MINUTES], now_rx, now_gen;
+
+    status_rates(st, rx, gen);
+    server_counts(st->srv, &now_rx, &now_gen);
+    return json_pack("{s:i, s:o, s:o, s:I, s:I}", "minute_seconds", 60, "received",
+                     counts_array(rx, STATUS_MINUTES), "generated",
+                     counts_array(gen, STATUS_MINUTES), "received_total", (json_int_t)now_rx,
+                     "generated_total", (json_int_t)now_gen);
+}
+
+/* ---- executor queues ---- */
+
+static void
+queue_row(const char *name, const struct queue_stats *qs, void *arg)
+{
+    struct buf *out = arg;
+
+    buf_puts(out, "<tr class=\"queue\"><td class=\"name\">");
+    html_puts(out, name);
+    buf_printf(out,
+               "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
+               "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td></tr>",
+               (unsigned long long)qs->queued, (unsigned long long)qs->inflight,
+               (unsigned long long)qs->delivered, (unsigned long long)qs->retries,
+               (unsigned long long)qs->dead,
+               (unsigned long long)(qs->dropped_full + qs->rate_limited));
+}
+
+static void
+queues_html(struct status *st, struct buf *out)
+{
+    size_t before;
+
+    buf_puts(out, "<table><thead><tr><th>Executor</th><th>Queued</th><th>Delivering</th>"
+                  "<th>Delivered</th><th>Failed attempts</th><th>Dead letters</th>"
+                  "<th>Dropped</th></tr></thead><tbody>");
+    before = out->len;
+    server_foreach_queue(st->srv, queue_row, out);
+    if (out->len == before)
+        buf_puts(out, "<tr><td colspan=\"7\">No executors configured.</td></tr>");
+    buf_puts(out, "</tbody></table>");
+}
+
+static void
+queue_obj(const char *name, const struct queue_stats *qs, void *arg)
+{
+    json_array_append_new(
+        arg, json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name", jstr(name), "queued",
+                       (json_int_t)qs->queued, "inflight", (json_int_t)qs->inflight, "delivered",
+                       (json_int_t)qs->delivered, "retries", (json_int_t)qs->retries, "dead",
+                       (json_int_t)qs->dead, "dropped_full", (json_int_t)qs->dropped_full,
+                       "rate_limited", (json_int_t)qs->rate_limited));
+}
+
+static json_t *
+queues_json(struct status *st)
+{
+    json_t *a = json_array();
+
+    server_foreach_queue(st->srv, queue_obj, a);
+    return a;
+}
+
+/* ---- open contexts, per rule and each ---- */
+
+static void
+rule_row(const struct corr_rule_stats *rs, void *arg)
+{
+    struct buf *out = arg;
+
+    buf_puts(out, "<tr class=\"rule\"><td class=\"name\">");
+    html_puts(out, rs->rule_id);
+    buf_printf(out,
+               "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
+               "</tr>",
+               (unsigned long long)rs->contexts, (unsigned long long)rs->refused,
+               (unsigned long long)rs->dropped);
+}
+
+struct ctx_list {
+    struct buf *out;
+    json_t *a;
+    size_t n;
+};
+
+static void
+context_row(const struct corr_context_info *ci, void *arg)
+{
+    struct ctx_list *cl = arg;
+    struct buf *out = cl->out;
+
+    if (cl->n++ >= STATUS_MAX_CONTEXTS) return;
+    buf_puts(out, "<tr class=\"context\"><td class=\"rule\">");
+    html_puts(out, ci->rule_id);
+    buf_printf(out, "</td><td>%s</td><td class=\"host\">", pdb_scope_name(ci->scope));
+    html_escape(out, ci->host, ci->hostlen);
+    buf_puts(out, "</td><td class=\"program\">");
+    html_escape(out, ci->program, ci->programlen);
+    buf_puts(out, "</td><td class=\"key\">");
+    html_escape(out, ci->id, ci->idlen);
+    buf_printf(out, "</td><td class=\"n\">%zu</td></tr>", ci->nmsgs);
+}
+
+static void
+contexts_html(struct status *st, struct buf *out)
+{
+    struct ctx_list cl = {out, NULL, 0};
+    size_t before;
+
+    buf_puts(out, "<h3>Per rule</h3><table><thead><tr><th>Rule</th><th>Open</th>"
+                  "<th>Refused</th><th>Messages dropped</th></tr></thead><tbody>");
+    before = out->len;
+    server_foreach_rule(st->srv, rule_row, out);
+    if (out->len == before)
+        buf_puts(out, "<tr><td colspan=\"4\">No rule opens contexts.</td></tr>");
+    buf_puts(out, "</tbody></table><h3>Open contexts</h3><table><thead><tr><th>Rule</th>"
+                  "<th>Scope</th><th>Host</th><th>Program</th><th>Key</th><th>Messages</th>"
+                  "</tr></thead><tbody>");
+    server_foreach_context(st->srv, context_row, &cl);
+    if (!cl.n) buf_puts(out, "<tr><td colspan=\"6\">None.</td></tr>");
+    buf_puts(out, "</tbody></table>");
+    if (cl.n > STATUS_MAX_CONTEXTS)
+        buf_printf(out,
+                   "<p class=\"more\">%zu more not shown (<code>corral ctl contexts</code> "
+                   "lists them all).</p>",
+                   cl.n - STATUS_MAX_CONTEXTS);
+}
+
+static void
+rule_obj(const struct corr_rule_stats *rs, void *arg)
+{
+    json_array_append_new(arg,
+                          json_pack("{s:o, s:I, s:I, s:I}", "rule", jstr(rs->rule_id), "open",
+                                    (json_int_t)rs->contexts, "refused", (json_int_t)rs->refused,
+                                    "dropped", (json_int_t)rs->dropped));
+}
+
+static void
+context_obj(const struct corr_context_info *ci, void *arg)
+{
+    struct ctx_list *cl = arg;
+
+    if (cl->n++ >= STATUS_MAX_CONTEXTS) return;
+    json_array_append_new(
+        cl->a, json_pack("{s:o, s:s, s:o, s:o, s:o, s:I}", "rule", jstr(ci->rule_id), "scope",
+                         pdb_scope_name(ci->scope), "host", jstrn(ci->host, ci->hostlen), "program",
+                         jstrn(ci->program, ci->programlen), "key", jstrn(ci->id, ci->idlen),
+                         "messages", (json_int_t)ci->nmsgs));
+}
+
+static json_t *
+contexts_json(struct status *st)
+{
+    json_t *rules = json_array();
+    struct ctx_list cl = {NULL, json_array(), 0};
+
+    server_foreach_rule(st->srv, rule_obj, rules);
+    server_foreach_context(st->srv, context_obj, &cl);
+    return json_pack("{s:o, s:o, s:I}", "rules", rules, "open", cl.a, "total", (json_int_t)cl.n);
+}
+
+/* ---- inputs ---- */
+
+static void
+input_row(const char *name, const struct input_stats *is, void *arg)
+{
+    struct buf *out = arg;
+
+    buf_puts(out, "<tr class=\"input\"><td class=\"name\">");
+    html_puts(out, name);
+    buf_printf(out,
+               "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
+               "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td></tr>",
+               (unsigned long long)is->received, (unsigned long long)is->bytes,
+               (unsigned long long)is->kernel_drops, (unsigned long long)is->truncated,
+               (unsigned long long)is->errors, (unsigned long long)is->active);
+}
+
+static void
+inputs_html(struct status *st, struct buf *out)
+{
+    size_t before;
+
+    buf_puts(out, "<table><thead><tr><th>Input</th><th>Received</th><th>Bytes</th>"
+                  "<th>Dropped (kernel)</th><th>Truncated</th><th>Errors</th>"
+                  "<th>Connections</th></tr></thead><tbody>");
+    before = out->len;
+    server_foreach_input(st->srv, input_row, out);
+    if (out->len == before) buf_puts(out, "<tr><td colspan=\"7\">No inputs.</td></tr>");
+    buf_puts(out, "</tbody></table>");
+}
+
+static void
+input_obj(const char *name, const struct input_stats *is, void *arg)
+{
+    json_array_append_new(
+        arg, json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "name", jstr(name), "received",
+                       (json_int_t)is->received, "bytes", (json_int_t)is->bytes, "kernel_drops",
+                       (json_int_t)is->kernel_drops, "truncated", (json_int_t)is->truncated,
+                       "errors", (json_int_t)is->errors, "connections", (json_int_t)is->active));
+}
+
+static json_t *
+inputs_json(struct status *st)
+{
+    json_t *a = json_array();
+
+    server_foreach_input(st->srv, input_obj, a);
+    return a;
+}
+
+/* ---- the page ---- */
+
+struct section {
+    const char *id;    /* HTML id and JSON key */
+    const char *title; /* the heading */
+    void (*html)(struct status *st, struct buf *out);
+    json_t *(*json)(struct status *st);
+};
+
+/*
+ * The page, top to bottom.  Sections still to come (issue 11), in this
+ * order before "rates": "alerts" (Active alerts: state, severity, host,
+ * rule, first and last seen), "silences" (Silences and their ends),
+ * "inhibited" (Inhibited alerts and what inhibits them).
+ */
+static const struct section sections[] = {
+    {"rates", "Messages, last hour", rates_html, rates_json},
+    {"queues", "Executor queues", queues_html, queues_json},
+    {"contexts", "Open contexts", contexts_html, contexts_json},
+    {"inputs", "Inputs", inputs_html, inputs_json},
+};
+
+static const char style[] =
+    "body{font:14px/1.4 sans-serif;margin:1em 2em;color:#222}"
+    "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.5em;border-bottom:1px solid #ccc}"
+    "h3{font-size:1em}table{border-collapse:collapse}"
+    "th,td{padding:2px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "td.key,td.host,td.name{word-break:break-all;max-width:40em}"
+    ".charts{display:flex;flex-wrap:wrap;gap:2em}figure{margin:0}"
+    "figcaption{font-size:.9em;color:#555}";
+
+void
+status_page(struct status *st, struct buf *out)
+{
+    char host[256];
+    size_t i;
+
+    if (gethostname(host, sizeof(host)) < 0) strcpy(host, "?");
+    host[sizeof(host) - 1] = '\0';
+    buf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                  "<meta http-equiv=\"refresh\" content=\"10\">"
+                  "<meta name=\"viewport\" content=\"width=device-width\"><title>corrald on ");
+    html_puts(out, host);
+    buf_printf(out, "</title><style>%s</style></head><body><h1>corrald on ", style);
+    html_puts(out, host);
+    buf_puts(out, "</h1><nav>");
+    for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+        buf_printf(out, "%s<a href=\"#%s\">%s</a>", i ? " · " : "", sections[i].id,
+                   sections[i].title);
+    buf_puts(out,
+             " · <a href=\"/metrics\">metrics</a> · <a href=\"/api/v1/status\">JSON</a></nav>");
+    for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+        buf_printf(out, "\n<section id=\"%s\"><h2>%s</h2>", sections[i].id, sections[i].title);
+        sections[i].html(st, out);
+        buf_puts(out, "</section>");
+    }
+    buf_puts(out, "\n<footer><p>Refreshes every 10 s.</p></footer></body></html>\n");
+}
+
+json_t *
+status_json(struct status *st)
+{
+    json_t *o = json_object();
+    size_t i;
+
+    for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+        json_object_set_new(o, sections[i].id, sections[i].json(st));
+    return o;
+}
