@@ -69,6 +69,14 @@ struct dnscache;
 void server_set_dnscache(struct server *s, struct dnscache *dns);
 /* Writes the open correlation contexts as a JSON array. */
 void server_contexts_json(struct server *s, struct buf *out);
+struct alerts;
+struct silences;
+/*
+ * The active alert store and the silences (NULL before start), for the
+ * control socket and the HTTP API: alerts_json(), silences_add_json() ...
+ */
+struct alerts *server_alerts(struct server *s);
+struct silences *server_silences(struct server *s);
 /* Reopens file outputs (after log rotation). */
 void server_reopen_outputs(struct server *s);
 
