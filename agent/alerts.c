@@ -346,6 +346,14 @@ find(const struct alerts *a, const char *id, size_t len, uint64_t h)
     return NULL;
 }
 
+bool
+alerts_known(const struct alerts *a, const char *id)
+{
+    size_t len = strlen(id);
+
+    return find(a, id, len, hash_string(id, len)) != NULL;
+}
+
 /* Forgets one entry: the resolved one seen longest ago, else the oldest. */
 static void
 make_room(struct alerts *a)

@@ -1,6 +1,7 @@
 /*
  * alerts: the active alert store.  An alert is a generated message that a
- * route sends to executors (or that an <inhibit> source matches); the store
+ * route sends to executors (or, routed or not, one that an <inhibit> source
+ * matches, and the clear of an alert the store holds); the store
  * keeps one entry per alert id (the `alert-id` template, by default the
  * executors' default: rule id, HOST and context id, the empty ones left out
  * with their '/', or ${corral.alert_id} when the message sets it) with its
@@ -81,6 +82,8 @@ bool alerts_is_clear(const struct msg *m);
  * when no route sends it anywhere, so that it can inhibit.
  */
 bool alerts_is_inhibit_source(const struct alerts *a, const struct msg *m);
+/* The store holds alert id. */
+bool alerts_known(const struct alerts *a, const char *id);
 /* The id of a firing alert that inhibits m (whose own id is id), or NULL. */
 const char *alerts_inhibited_by(struct alerts *a, const struct msg *m, const char *id);
 /*

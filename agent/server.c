@@ -174,7 +174,7 @@ add_target(size_t index, void *arg)
  * sent nowhere.  True when the alert may go to its executors.
  */
 static bool
-record_alert(struct server *s, const struct msg *m)
+record_alert(struct server *s, const struct msg *m, bool routed)
 {
     uint64_t now = clock_wall_ms();
     const char *by = NULL;
@@ -183,6 +183,12 @@ record_alert(struct server *s, const struct msg *m)
 
     alerts_id(s->alerts, m, &s->alert_id);
     id = buf_str(&s->alert_id);
+    /*
+     * Not routed: an <inhibit> source (it must be known to inhibit), or the
+     * clear of an alert the store holds (so that it stops inhibiting).
+     */
+    if (!routed && !alerts_is_inhibit_source(s->alerts, m) && !alerts_known(s->alerts, id))
+        return true;
     if (s->silences && (by = silences_match(s->silences, m, now)))
         muted = ALERT_SILENCED;
     else if ((by = alerts_inhibited_by(s->alerts, m, id)))
@@ -204,10 +210,12 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
     if (alert) am = alert;
     s->ntargets = 0;
     route_message(s->routes, am, action, add_target, s);
-    if ((s->ntargets ||
-         ((msg_flags(am) & MSG_F_GENERATED) && alerts_is_inhibit_source(s->alerts, am))) &&
-        !record_alert(s, am))
-        s->ntargets = 0;
+    if (s->ntargets) {
+        if (!record_alert(s, am, true)) s->ntargets = 0;
+    } else if ((msg_flags(am) & MSG_F_GENERATED) &&
+               (alerts_is_inhibit_source(s->alerts, am) || alerts_is_clear(am))) {
+        record_alert(s, am, false);
+    }
     for (i = 0; i < s->ntargets; i++) {
         if (s->keeping)
             queue_submit_keep(s->queues[s->targets[i]], am);

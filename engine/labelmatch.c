@@ -250,6 +250,10 @@ labelmatch_add(struct labelmatch *lm, const char *text, size_t len, struct buf *
     size_t before = lm->n, i;
     bool braces;
 
+    if (memchr(text, '\0', len)) {
+        buf_puts(err, "a NUL byte in the matchers");
+        return -1;
+    }
     skip_space(&ps);
     braces = ps.p < ps.end && *ps.p == '{';
     if (braces) ps.p++;
