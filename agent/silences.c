@@ -1,10 +1,15 @@
 /*
  * silences: the set of silences, its JSON operations and its file (see
- * silences.h).  The set is small (bounded by max-silences) and changes
- * rarely, so it is an array searched linearly: matching an alert costs one
- * time compare per silence and the matchers of the active ones, linear in
- * their number.  The file is the whole set as one JSON document, replaced
- * atomically on every change:
+ * silences.h).  The set is bounded (max-silences) and changes rarely: an
+ * array in creation order, for listing and saving, and for matching an
+ * index.  A silence with an equality matcher (HOST=web1, the usual kind) is
+ * indexed under its first one's label and value, so matching an alert looks
+ * up the alert's value of each such label (a few: HOST, rule_id...) and
+ * checks only the silences found there; the others (only regexes or
+ * negations) are checked one by one.  So the cost of an alert is constant in
+ * the number of equality silences and linear in the number of the others.
+ * The file is the whole set as one JSON document, replaced atomically on
+ * every change:
  *
  *   {"version":1,"silences":[{"id":"...","matchers":"HOST=\"web1\"",
  *     "start":MS,"end":MS,"createdBy":"...","comment":"..."}, ...]}
@@ -12,6 +17,7 @@
 #include "agent/silences.h"
 #include "engine/civil.h"
 #include "engine/durable.h"
+#include "engine/hash.h"
 #include "engine/log.h"
 #include "engine/units.h"
 #include "engine/xalloc.h"
@@ -28,15 +34,28 @@
 #define FILE_VERS 1
 
 struct entry {
+    struct hash_node node; /* in index, when indexed */
+    bool indexed;
     char id[SILENCES_ID_LEN + 1];
     struct labelmatch *lm;
     int64_t start, end; /* ms */
     char *creator, *comment;
 };
 
+/* A label some indexed silence is keyed by, and how many are. */
+struct key {
+    nv_handle h;
+    size_t refs;
+};
+
 struct silences {
     struct entry **e;
     size_t n, cap;
+    struct hash_table index;
+    struct entry **scan; /* the silences without an equality matcher */
+    size_t nscan, capscan;
+    struct key *keys;
+    size_t nkeys, capkeys;
     char *path;
     double retention; /* seconds */
     size_t max;
@@ -181,11 +200,67 @@ save(struct silences *s)
     buf_free(&text);
 }
 
+static uint64_t
+key_hash(nv_handle h, const char *value, size_t len)
+{
+    return hash_bytes(hash_bytes(HASH_SEED, &h, sizeof(h)), value, len);
+}
+
+static void
+index_add(struct silences *s, struct entry *e)
+{
+    nv_handle h;
+    const char *v;
+    size_t len, i;
+
+    if (!labelmatch_first_eq(e->lm, &h, &v, &len)) {
+        s->scan = xgrow(s->scan, &s->capscan, s->nscan + 1, sizeof(*s->scan));
+        s->scan[s->nscan++] = e;
+        return;
+    }
+    e->indexed = true;
+    hash_table_add(&s->index, &e->node, key_hash(h, v, len));
+    for (i = 0; i < s->nkeys; i++)
+        if (s->keys[i].h == h) break;
+    if (i == s->nkeys) {
+        s->keys = xgrow(s->keys, &s->capkeys, s->nkeys + 1, sizeof(*s->keys));
+        s->keys[s->nkeys].h = h;
+        s->keys[s->nkeys++].refs = 0;
+    }
+    s->keys[i].refs++;
+}
+
+static void
+index_remove(struct silences *s, struct entry *e)
+{
+    nv_handle h;
+    const char *v;
+    size_t len, i;
+
+    if (!e->indexed) {
+        for (i = 0; i < s->nscan; i++)
+            if (s->scan[i] == e) {
+                memmove(&s->scan[i], &s->scan[i + 1], (s->nscan - i - 1) * sizeof(*s->scan));
+                s->nscan--;
+                break;
+            }
+        return;
+    }
+    labelmatch_first_eq(e->lm, &h, &v, &len);
+    hash_table_remove(&s->index, &e->node);
+    for (i = 0; i < s->nkeys; i++)
+        if (s->keys[i].h == h && --s->keys[i].refs == 0) {
+            s->keys[i] = s->keys[--s->nkeys];
+            break;
+        }
+}
+
 static void
 add_entry(struct silences *s, struct entry *e)
 {
     s->e = xgrow(s->e, &s->cap, s->n + 1, sizeof(*s->e));
     s->e[s->n++] = e;
+    index_add(s, e);
 }
 
 static struct entry *
@@ -267,6 +342,7 @@ silences_new(const char *path, double retention_s, size_t max, uint64_t now_ms)
     s->path = path ? xstrdup(path) : NULL;
     s->retention = retention_s;
     s->max = max;
+    hash_table_init(&s->index, 64);
     if (s->path) load(s);
     silences_tick(s, now_ms);
     return s;
@@ -280,6 +356,9 @@ silences_free(struct silences *s)
     if (!s) return;
     for (i = 0; i < s->n; i++) entry_free(s->e[i]);
     free(s->e);
+    hash_table_free(&s->index);
+    free(s->scan);
+    free(s->keys);
     free(s->path);
     free(s);
 }
@@ -549,17 +628,34 @@ silences_json(struct silences *s, const struct labelmatch *query, bool expired, 
     if (labels) msg_unref(labels);
 }
 
+static bool
+holds(const struct entry *e, const struct msg *m, int64_t now)
+{
+    return e->start <= now && e->end > now && labelmatch_match(e->lm, m);
+}
+
 const char *
 silences_match(struct silences *s, const struct msg *m, uint64_t now_ms)
 {
-    size_t i;
     int64_t now = (int64_t)now_ms;
+    struct hash_node *n;
+    size_t i, len;
+    const char *v;
 
-    for (i = 0; i < s->n; i++) {
-        const struct entry *e = s->e[i];
-        if (e->start > now || e->end <= now) continue;
-        if (labelmatch_match(e->lm, m)) return e->id;
+    for (i = 0; i < s->nkeys; i++) {
+        v = msg_get(m, s->keys[i].h, &len);
+        if (!v) {
+            v = ""; /* a label the alert lacks is empty */
+            len = 0;
+        }
+        for (n = hash_table_find(&s->index, key_hash(s->keys[i].h, v, len)); n;
+             n = hash_table_find_next(n)) {
+            const struct entry *e = hash_entry(n, struct entry, node);
+            if (holds(e, m, now)) return e->id;
+        }
     }
+    for (i = 0; i < s->nscan; i++)
+        if (holds(s->scan[i], m, now)) return s->scan[i]->id;
     return NULL;
 }
 
@@ -571,6 +667,7 @@ silences_tick(struct silences *s, uint64_t now_ms)
 
     for (i = 0; i < s->n; i++) {
         if (s->e[i]->end < before) {
+            index_remove(s, s->e[i]);
             entry_free(s->e[i]);
             dropped++;
             continue;

@@ -369,6 +369,21 @@ labelmatch_at(const struct labelmatch *lm, size_t i, const char **name, enum lab
     *value = lm->m[i].value;
 }
 
+bool
+labelmatch_first_eq(const struct labelmatch *lm, uint32_t *handle, const char **value, size_t *len)
+{
+    size_t i;
+
+    for (i = 0; i < lm->n; i++)
+        if (lm->m[i].op == LABELMATCH_EQ) {
+            *handle = lm->m[i].h;
+            *value = lm->m[i].value;
+            *len = lm->m[i].vlen;
+            return true;
+        }
+    return false;
+}
+
 const char *
 labelmatch_op_name(enum labelmatch_op op)
 {
@@ -406,8 +421,8 @@ labelmatch_format(const struct labelmatch *lm, struct buf *out)
                 buf_puts(out, "\\\"");
             else if (c == '\n')
                 buf_puts(out, "\\n");
-            else if (c == '\\' &&
-                     (k + 1 == m->vlen || m->value[k + 1] == '"' || m->value[k + 1] == '\\'))
+            else if (c == '\\' && (k + 1 == m->vlen || strchr("\"\\\nnt", m->value[k + 1])))
+                /* doubled where it would start an escape when read back; \. stays as written */
                 buf_puts(out, "\\\\");
             else
                 buf_putc(out, c);

@@ -46,6 +46,13 @@ size_t labelmatch_count(const struct labelmatch *lm);
 /* Matcher i: its label name, operator and value (as written, unescaped). */
 void labelmatch_at(const struct labelmatch *lm, size_t i, const char **name, enum labelmatch_op *op,
                    const char **value);
+/*
+ * The label handle and value of the set's first equality matcher, for an
+ * index (a set with one matches only messages with that value); false when
+ * it has none.
+ */
+bool labelmatch_first_eq(const struct labelmatch *lm, uint32_t *handle, const char **value,
+                         size_t *len);
 /* "=", "!=", "=~", "!~". */
 const char *labelmatch_op_name(enum labelmatch_op op);
 /* The set written back as text that labelmatch_parse reads: name="value", comma-separated. */
