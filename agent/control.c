@@ -1,7 +1,9 @@
 /*
- * control: the control socket.  Requests are tiny and answers are built in
- * memory, so each connection is: read one line (bounded), answer, close.
- * `save` answers once the background save it started has finished.
+ * control: the control socket.  Requests are small (one line of at most
+ * 16 KiB: a word, or a JSON object for the alerts and silences) and answers
+ * are built in memory, so each connection is: read one line, answer, close.
+ * A longer line is refused.  `save` answers once the background save it
+ * started has finished.
  * The socket is created owner-only (0600): it can reload the daemon.
  *
  * A client that connects and stalls must not hold a descriptor for long nor
