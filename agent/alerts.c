@@ -3,7 +3,10 @@
  * table by alert id and in one of two lists ordered by when they were last
  * seen: resolved ones and the others, so that making room forgets the
  * resolved alert seen longest ago in O(1).  An entry's labels are a copy of
- * the alert's last message.
+ * the alert's last message.  Each <inhibit> rule keeps the entries that
+ * match its source and are not resolved (a few: the hosts that stopped
+ * logging), so that asking whether an alert is inhibited looks at those
+ * only, not at the whole store.
  *
  * The file (STATE.alerts): "CORRALAL1\n", then one record per entry:
  *   4 bytes  payload length, little-endian
@@ -61,6 +64,8 @@ struct rule {
     struct labelmatch *source, *target;
     char **equal;
     size_t nequal;
+    struct entry **src; /* the entries, not resolved, that match source now */
+    size_t nsrc, capsrc;
 };
 
 struct alerts {
@@ -132,9 +137,44 @@ entry_free(struct entry *e)
     free(e);
 }
 
+/* e leaves rule r's sources. */
+static void
+source_remove(struct rule *r, const struct entry *e)
+{
+    size_t i;
+
+    for (i = 0; i < r->nsrc; i++)
+        if (r->src[i] == e) {
+            r->src[i] = r->src[--r->nsrc];
+            return;
+        }
+}
+
+/* e is among the sources of the rules whose source it matches now, and only those. */
+static void
+sources_update(struct alerts *a, struct entry *e)
+{
+    size_t i, k;
+
+    for (i = 0; i < a->nrules; i++) {
+        struct rule *r = &a->rules[i];
+        bool want = !e->resolved && labelmatch_match(r->source, e->labels);
+        for (k = 0; k < r->nsrc && r->src[k] != e; k++) continue;
+        if (want && k == r->nsrc) {
+            r->src = xgrow(r->src, &r->capsrc, r->nsrc + 1, sizeof(*r->src));
+            r->src[r->nsrc++] = e;
+        } else if (!want && k < r->nsrc) {
+            r->src[k] = r->src[--r->nsrc];
+        }
+    }
+}
+
 static void
 forget(struct alerts *a, struct entry *e)
 {
+    size_t i;
+
+    for (i = 0; i < a->nrules; i++) source_remove(&a->rules[i], e);
     unlink_entry(list_of(a, e), e);
     hash_table_remove(&a->table, &e->node);
     entry_free(e);
@@ -152,6 +192,7 @@ free_rules(struct rule *rules, size_t n)
         labelmatch_free(rules[i].target);
         for (k = 0; k < rules[i].nequal; k++) free(rules[i].equal[k]);
         free(rules[i].equal);
+        free(rules[i].src);
     }
     free(rules);
 }
@@ -261,6 +302,7 @@ alerts_adopt(struct alerts *a, struct alerts *old)
             hash_table_remove(&old->table, &e->node);
             hash_table_add(&a->table, &e->node, e->node.hash);
             append(list_of(a, e), e);
+            sources_update(a, e);
         }
     }
     while (a->table.count > a->max) make_room(a);
@@ -322,13 +364,14 @@ alerts_inhibited_by(struct alerts *a, const struct msg *m, const char *id)
     size_t i;
     struct entry *e;
 
+    size_t k;
+
     for (i = 0; i < a->nrules; i++) {
         const struct rule *r = &a->rules[i];
-        if (!labelmatch_match(r->target, m)) continue;
-        for (e = a->active.head; e; e = e->next) {
-            if (strcmp(e->id, id) == 0) continue;
-            if (labelmatch_match(r->source, e->labels) && same_labels(r, e->labels, m))
-                return e->id;
+        if (!r->nsrc || !labelmatch_match(r->target, m)) continue;
+        for (k = 0; k < r->nsrc; k++) {
+            e = r->src[k];
+            if (strcmp(e->id, id) != 0 && same_labels(r, e->labels, m)) return e->id;
         }
     }
     return NULL;
@@ -406,6 +449,7 @@ alerts_record(struct alerts *a, const char *id, const struct msg *m, enum alert_
     e->muted = muted == ALERT_SILENCED || muted == ALERT_INHIBITED ? muted : ALERT_FIRING;
     free(e->by);
     e->by = by && e->muted != ALERT_FIRING ? xstrdup(by) : NULL;
+    sources_update(a, e);
 }
 
 void
@@ -686,6 +730,7 @@ alerts_load(struct alerts *a, const char *path)
             if (a->table.count >= a->max) make_room(a);
             hash_table_add(&a->table, &e->node, h);
             append(list_of(a, e), e);
+            sources_update(a, e);
             n++;
         }
     }

@@ -288,6 +288,18 @@ START_TEST(test_store)
     ck_assert_int_eq(alerts_in_state(a, ALERT_INHIBITED), 1);
     ck_assert_int_eq(alerts_in_state(a, ALERT_FIRING), 2);
     ck_assert_int_eq(alerts_get_stats(a)->inhibited, 1);
+    /* a reload: the new store takes the entries over, and they still inhibit */
+    {
+        struct alerts *fresh = alerts_new(c, &err);
+        alerts_adopt(fresh, a);
+        alerts_free(a);
+        a = fresh;
+        ck_assert_int_eq(alerts_count(a), 3);
+        alerts_id(a, b1, &id);
+        ck_assert_str_eq(alerts_inhibited_by(a, b1, buf_str(&id)), "absent/web1");
+        alerts_id(a, b2, &id);
+        ck_assert_ptr_null(alerts_inhibited_by(a, b2, buf_str(&id)));
+    }
     /* web1 back: a clear of the same id resolves it and ends the inhibition */
     msg_tag_set(down, tag_intern("corral.clear", 12));
     record(a, down, T0 + 3);
