@@ -96,7 +96,23 @@ struct queue {
 
     /* a reload: heir takes what this queue still holds when it closes (see queue_handover) */
     struct queue *heir, *donor;
+
+    queue_observer_fn observer; /* what became of each alert (the alert store); may be NULL */
+    void *observer_arg;
 };
+
+static void
+observe(struct queue *q, const struct msg *m, enum queue_event ev)
+{
+    if (q->observer) q->observer(q->observer_arg, q->name, m, ev);
+}
+
+void
+queue_set_observer(struct queue *q, queue_observer_fn fn, void *arg)
+{
+    q->observer = fn;
+    q->observer_arg = arg;
+}
 
 /* ---- the spool file ---- */
 
@@ -546,13 +562,13 @@ dead_letter(struct queue *q, struct item *it, const char *reason)
     q->st.dead++;
     macro_format_iso(&t, 0, &when);
     buf_puts(&line, "{\"time\":");
-    json_string(&line, when.p, when.len);
+    json_quote(&line, when.p, when.len);
     buf_puts(&line, ",\"executor\":");
-    json_string(&line, q->name, strlen(q->name));
+    json_quote(&line, q->name, strlen(q->name));
     buf_puts(&line, ",\"reason\":");
-    json_string(&line, reason ? reason : "", reason ? strlen(reason) : 0);
+    json_quote(&line, reason ? reason : "", reason ? strlen(reason) : 0);
     buf_printf(&line, ",\"attempts\":%u,\"alert_id\":", it->attempts);
-    json_string(&line, it->id, strlen(it->id));
+    json_quote(&line, it->id, strlen(it->id));
     buf_puts(&line, ",\"message\":");
     json_format_msg(it->msg, &line);
     buf_puts(&line, "}\n");
@@ -613,9 +629,11 @@ on_done(void *token, enum deliver_result r, const char *reason)
     it->attempts++;
     if (r == DELIVER_OK) {
         q->st.delivered++;
+        observe(q, it->msg, QUEUE_EV_DELIVERED);
         remove_item(q, it);
     } else if (r == DELIVER_FAIL || it->attempts >= q->max_attempts) {
         dead_letter(q, it, reason);
+        observe(q, it->msg, QUEUE_EV_DEAD);
         remove_item(q, it);
     } else {
         /* exponential backoff with jitter: retries of many alerts do not march in step */
@@ -624,6 +642,7 @@ on_done(void *token, enum deliver_result r, const char *reason)
         delay *= 0.5 + 0.5 * ((double)rand() / RAND_MAX);
         it->not_before = clock_wall_ms() + (uint64_t)(delay * 1000);
         q->st.retries++;
+        observe(q, it->msg, QUEUE_EV_RETRYING);
         log_msg(LOG_INFO, "executor %s: alert %s attempt %u failed (%s); retry in %.1fs", q->name,
                 it->id, it->attempts, reason ? reason : "", delay);
     }
@@ -870,16 +889,19 @@ submit(struct queue *q, const struct msg *m, bool keep)
     q->st.submitted++;
     if (duplicate(q, m)) {
         q->st.deduplicated++;
+        observe(q, m, QUEUE_EV_DROPPED);
         return;
     }
     if (!rate_allows(q)) {
         q->st.rate_limited++;
         log_drop(q, "rate");
+        observe(q, m, QUEUE_EV_DROPPED);
         return;
     }
     if (!keep && q->nitems >= q->max_queued) {
         q->st.dropped_full++;
         log_drop(q, "queue full");
+        observe(q, m, QUEUE_EV_DROPPED);
         return;
     }
     copy = msg_clone(m);
@@ -890,6 +912,7 @@ submit(struct queue *q, const struct msg *m, bool keep)
         q->st.memory_only++;
         q->st.unspooled++;
     }
+    observe(q, copy, QUEUE_EV_QUEUED);
     msg_unref(copy);
     kick(q);
 }
@@ -968,14 +991,7 @@ read_settings(struct queue *q, const struct exconf_reader *r, const char *spool_
     }
     q->dedupe_key = exconf_template(r, "dedupe-key", "${.classifier.rule_id}|${HOST}|${MESSAGE}");
     /* rule id/host/context id, the empty ones left out with their '/' */
-    q->alert_id =
-        exconf_template(r, "alert-id",
-                        "$(or ${corral.alert_id} ${.classifier.rule_id}"
-                        "$(if (\"${.classifier.rule_id}\" ne \"\" and \"${HOST}\" ne \"\") / \"\")"
-                        "${HOST}"
-                        "$(if (\"${.classifier.context_id}\" ne \"\" and "
-                        "\"${.classifier.rule_id}${HOST}\" ne \"\") / \"\")"
-                        "${.classifier.context_id})");
+    q->alert_id = exconf_template(r, "alert-id", QUEUE_ALERT_ID_DEFAULT);
     q->severity =
         exconf_template(r, "severity", "${corral.severity:-" EXECUTOR_SEVERITY_DEFAULT "}");
     if ((v = exconf_attr(r->cfg, "dead-letter")))

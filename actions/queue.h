@@ -62,6 +62,19 @@
 
 struct queue;
 
+/*
+ * The default alert-id template: ${corral.alert_id} when the message sets
+ * it, else rule id, host and context id, the empty ones left out with their
+ * '/'.  corrald's alert store (agent/alerts.c) keys alerts by it too.
+ */
+#define QUEUE_ALERT_ID_DEFAULT                                                                     \
+    "$(or ${corral.alert_id} ${.classifier.rule_id}"                                               \
+    "$(if (\"${.classifier.rule_id}\" ne \"\" and \"${HOST}\" ne \"\") / \"\")"                    \
+    "${HOST}"                                                                                      \
+    "$(if (\"${.classifier.context_id}\" ne \"\" and "                                             \
+    "\"${.classifier.rule_id}${HOST}\" ne \"\") / \"\")"                                           \
+    "${.classifier.context_id})"
+
 /* Dedupe keys an executor always remembers (the newest); from 1.5 times as
  * many, the oldest are forgotten early. */
 #define QUEUE_DEDUPE_MAX 65536
@@ -99,6 +112,18 @@ void queue_submit(struct queue *q, const struct msg *m);
  * queue_full() (back-pressure): kept even past the queue's size.
  */
 void queue_submit_keep(struct queue *q, const struct msg *m);
+/* What became of an alert, for an observer (corrald's alert store). */
+enum queue_event {
+    QUEUE_EV_QUEUED,    /* accepted, waiting for delivery */
+    QUEUE_EV_DELIVERED, /* the receiver has it */
+    QUEUE_EV_RETRYING,  /* an attempt failed for now; retried later */
+    QUEUE_EV_DEAD,      /* given up: in the dead-letter file */
+    QUEUE_EV_DROPPED,   /* refused: a duplicate, over the rate, or the queue full */
+};
+typedef void (*queue_observer_fn)(void *arg, const char *executor, const struct msg *m,
+                                  enum queue_event ev);
+/* fn (NULL: none) learns each event of q's alerts, on the loop, as it happens. */
+void queue_set_observer(struct queue *q, queue_observer_fn fn, void *arg);
 /* Holds its `queue` alerts or more: inputs feeding it should wait. */
 bool queue_full(const struct queue *q);
 /* Holds half its `queue` alerts or fewer: waiting inputs may go on. */

@@ -8,6 +8,8 @@
  */
 #include "agent/conf.h"
 #include "engine/durable.h"
+#include "engine/labelmatch.h"
+#include "engine/template.h"
 #include "engine/units.h"
 #include "engine/xalloc.h"
 
@@ -39,6 +41,9 @@ conf_init(struct conf *c)
     c->max_silence_sources = 100000;
     c->control_timeout = 10;
     c->state_interval = 60;
+    c->max_alerts = 10000;
+    c->max_silences = 10000;
+    c->silence_retention = 5 * 86400;
     c->log_level = xstrdup("info");
 }
 
@@ -205,6 +210,15 @@ conf_free(struct conf *c)
     for (i = 0; i < c->nroutes; i++) free_route(&c->routes[i]);
     free(c->routes);
     free(c->spool_dir);
+    free(c->alert_id);
+    for (i = 0; i < c->ninhibits; i++) {
+        size_t k;
+        free(c->inhibits[i].source);
+        free(c->inhibits[i].target);
+        for (k = 0; k < c->inhibits[i].nequal; k++) free(c->inhibits[i].equal[k]);
+        free(c->inhibits[i].equal);
+    }
+    free(c->inhibits);
     free(c);
 }
 
@@ -592,6 +606,39 @@ split_list(const char *s, char ***out, size_t *n)
     }
 }
 
+/* <inhibit>: its matchers must parse (errors come with the line, not at the first alert). */
+static void
+read_inhibit(struct reader *r, struct conf *c, const xmlNode *n)
+{
+    struct conf_inhibit *in;
+    size_t cap = c->ninhibits;
+    const char *which[2] = {"source", "target"};
+    int i;
+
+    c->inhibits = xgrow(c->inhibits, &cap, c->ninhibits + 1, sizeof(*c->inhibits));
+    in = &c->inhibits[c->ninhibits++];
+    memset(in, 0, sizeof(*in));
+    in->source = attr(n, "source");
+    in->target = attr(n, "target");
+    in->line = (int)xmlGetLineNo(n);
+    for (i = 0; i < 2; i++) {
+        const char *text = i ? in->target : in->source;
+        struct buf e = BUF_INIT;
+        struct labelmatch *lm = text ? labelmatch_parse(text, &e) : NULL;
+        if (!text)
+            error(r, n, "inhibit needs %s=", which[i]);
+        else if (!lm)
+            error(r, n, "inhibit %s=\"%s\": %s", which[i], text, buf_str(&e));
+        labelmatch_free(lm);
+        buf_free(&e);
+    }
+    {
+        char *eq = attr(n, "equal");
+        split_list(eq, &in->equal, &in->nequal);
+        free(eq);
+    }
+}
+
 static void
 read_route(struct reader *r, struct conf_route *rt, const xmlNode *n, int depth)
 {
@@ -734,6 +781,22 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             /* a week, or twice after= when that is longer: a silent source is not kept forever */
             s->forget = duration_attr(r, n, "forget", s->after < 302400 ? 604800 : 2 * s->after);
             if (s->forget <= s->after) error(r, n, "silence forget= must be more than after=");
+        } else if (is(n, "alerts")) {
+            char *id = attr(n, "alert-id");
+            c->max_alerts = number_attr(r, n, "max-alerts", c->max_alerts, false);
+            c->max_silences = number_attr(r, n, "max-silences", c->max_silences, false);
+            c->silence_retention = duration_attr(r, n, "silence-retention", c->silence_retention);
+            if (id) {
+                struct buf e = BUF_INIT;
+                struct template *t = template_compile_str(id, &e);
+                if (!t) error(r, n, "bad alert-id template: %s", buf_str(&e));
+                template_free(t);
+                buf_free(&e);
+                free(c->alert_id);
+                c->alert_id = id;
+            }
+        } else if (is(n, "inhibit")) {
+            read_inhibit(r, c, n);
         } else if (is(n, "executors")) {
             char *spool = attr(n, "spool");
             if (spool) {

@@ -69,6 +69,14 @@ struct conf_silence {
  * A route: generated messages that match go to executors.  Matchers are
  * all optional and all must hold; nested routes refine their parent.
  */
+/* <inhibit source="MATCHERS" target="MATCHERS" equal="HOST,..."/> (see agent/alerts.h) */
+struct conf_inhibit {
+    char *source, *target; /* label matchers (engine/labelmatch.h), checked at load */
+    char **equal;          /* label names whose values source and target share */
+    size_t nequal;
+    int line;
+};
+
 struct conf_route {
     char **to; /* executor names */
     size_t nto;
@@ -119,6 +127,13 @@ struct conf {
     struct conf_route *routes;
     size_t nroutes;
     char *spool_dir; /* <executors spool="..."> : where executor queues live */
+    /* <alerts>: the active alert store and silences (agent/alerts.h, agent/silences.h) */
+    size_t max_alerts;
+    size_t max_silences;
+    double silence_retention; /* seconds an ended silence is kept */
+    char *alert_id;           /* template of the store's alert id; NULL: the executors' default */
+    struct conf_inhibit *inhibits;
+    size_t ninhibits;
 };
 
 /* etc/corrald.xsd, built into the program (conf_xsd.c is generated from it by make). */

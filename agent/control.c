@@ -1,7 +1,9 @@
 /*
- * control: the control socket.  Requests are tiny and answers are built in
- * memory, so each connection is: read one line (bounded), answer, close.
- * `save` answers once the background save it started has finished.
+ * control: the control socket.  Requests are small (one line of at most
+ * 16 KiB: a word, or a JSON object for the alerts and silences) and answers
+ * are built in memory, so each connection is: read one line, answer, close.
+ * A longer line is refused.  `save` answers once the background save it
+ * started has finished.
  * The socket is created owner-only (0600): it can reload the daemon.
  *
  * A client that connects and stalls must not hold a descriptor for long nor
@@ -11,17 +13,21 @@
  * Both are counted (server_endpoint_stats) and logged, at most every 10 s.
  */
 #include "agent/control.h"
+#include "agent/alerts.h"
+#include "engine/clock.h"
 #include "engine/log.h"
 #include "agent/server.h"
+#include "agent/silences.h"
 #include "engine/xalloc.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_REQUEST  256
+#define MAX_REQUEST  16384 /* a silence's matchers and comment fit */
 #define LOG_EVERY_MS 10000
 
 struct control {
@@ -127,15 +133,135 @@ saved(void *arg, int rc)
     }
 }
 
+/* The strings of array "matchers" as one set; NULL (and -1) with a message in err. */
+static int
+query_of(const json_t *req, struct labelmatch **out, struct buf *err)
+{
+    const json_t *ms = json_object_get(req, "matchers");
+    size_t i;
+
+    *out = NULL;
+    if (!ms || json_is_null(ms) || (json_is_array(ms) && json_array_size(ms) == 0)) return 0;
+    if (!json_is_array(ms)) {
+        buf_puts(err, "matchers: an array of strings expected");
+        return -1;
+    }
+    *out = labelmatch_new();
+    for (i = 0; i < json_array_size(ms); i++) {
+        const json_t *m = json_array_get(ms, i);
+        if (!json_is_string(m)) {
+            buf_puts(err, "matchers: an array of strings expected");
+            goto bad;
+        }
+        if (labelmatch_add(*out, json_string_value(m), json_string_length(m), err) < 0) goto bad;
+    }
+    return 0;
+bad:
+    labelmatch_free(*out);
+    *out = NULL;
+    return -1;
+}
+
+static void
+error_answer(struct buf *answer, const char *msg)
+{
+    json_t *j = json_pack("{s:s, s:s}", "status", "error", "error", msg);
+    char *doc = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+    buf_puts(answer, doc ? doc : "{\"status\":\"error\",\"error\":\"(unprintable)\"}");
+    buf_putc(answer, '\n');
+    free(doc);
+    json_decref(j);
+}
+
+int
+control_request_json(struct server *srv, const char *req, size_t len, struct buf *answer)
+{
+    json_error_t jerr;
+    json_t *j = json_loadb(req, len, 0, &jerr);
+    const char *cmd = json_string_value(json_object_get(j, "command"));
+    struct alerts *alerts = server_alerts(srv);
+    struct silences *sil = server_silences(srv);
+    struct labelmatch *query = NULL;
+    struct buf err = BUF_INIT, data = BUF_INIT;
+    uint64_t now = clock_wall_ms();
+    int rc = -1;
+
+    if (!j) {
+        buf_printf(&err, "bad JSON: %s", jerr.text);
+    } else if (!cmd) {
+        buf_puts(&err, "\"command\" expected");
+    } else if (!alerts || !sil) {
+        buf_puts(&err, "not started yet");
+    } else if (strcmp(cmd, "alerts") == 0) {
+        if (query_of(j, &query, &err) == 0) {
+            alerts_json(alerts, query, &data);
+            rc = 0;
+        }
+    } else if (strcmp(cmd, "silence-add") == 0) {
+        struct buf id = BUF_INIT;
+        if (silences_add_json(sil, json_object_get(j, "silence"), now, &id, &err) == 0) {
+            buf_puts(&data, "{\"silenceID\":\"");
+            buf_puts(&data, buf_str(&id));
+            buf_puts(&data, "\"}");
+            rc = 0;
+        }
+        buf_free(&id);
+    } else if (strcmp(cmd, "silence-list") == 0 || strcmp(cmd, "silence-query") == 0) {
+        if (query_of(j, &query, &err) == 0) {
+            silences_json(sil, query, json_is_true(json_object_get(j, "expired")), now, &data);
+            rc = 0;
+        }
+    } else if (strcmp(cmd, "silence-expire") == 0) {
+        const json_t *ids = json_object_get(j, "ids");
+        size_t i, n = json_array_size(ids);
+        const char **v = xcalloc(n + 1, sizeof(*v));
+        for (i = 0; i < n; i++) {
+            v[i] = json_string_value(json_array_get(ids, i));
+            if (!v[i]) break;
+        }
+        if (!json_is_array(ids) || i < n)
+            buf_puts(&err, "ids: an array of silence ids expected");
+        else if (silences_expire(sil, v, n, now, &err) == 0) {
+            buf_puts(&data, "null");
+            rc = 0;
+        }
+        free(v);
+    } else {
+        buf_printf(&err,
+                   "unknown command \"%s\" (alerts, silence-add, silence-list, "
+                   "silence-query, silence-expire)",
+                   cmd);
+    }
+    if (rc == 0) {
+        buf_puts(answer, "{\"status\":\"success\",\"data\":");
+        buf_append(answer, data.p ? data.p : "null", data.p ? data.len : 4);
+        buf_puts(answer, "}\n");
+    } else {
+        error_answer(answer, buf_str(&err));
+    }
+    labelmatch_free(query);
+    json_decref(j);
+    buf_free(&err);
+    buf_free(&data);
+    return rc;
+}
+
 static void
 answer(struct conn *c)
 {
     struct control *ctl = c->ctl;
 
+    bool overlong = c->len >= MAX_REQUEST - 1 && !memchr(c->req, '\n', c->len);
+
     c->req[c->len] = '\0';
     c->req[strcspn(c->req, "\r\n")] = '\0';
     uv_read_stop((uv_stream_t *)&c->pipe);
-    if (strcmp(c->req, "stats") == 0) {
+    if (overlong) {
+        error_answer(&c->answer, "request longer than 16 KiB");
+    } else if (c->req[0] == '{') {
+        control_request_json(ctl->srv, c->req, strlen(c->req), &c->answer);
+    } else if (strcmp(c->req, "stats") == 0) {
         server_metrics(ctl->srv, &c->answer);
     } else if (strcmp(c->req, "contexts") == 0) {
         server_contexts_json(ctl->srv, &c->answer);

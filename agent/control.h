@@ -7,6 +7,16 @@
  *   contexts   open correlation contexts as JSON
  *   reload     reload configuration and rules; the report of what changed
  *   save       save the correlation state now
+ *
+ * and a request that is one JSON object (a line starting with '{', at most
+ * 16 KiB), answered {"status":"success","data":...} or
+ * {"status":"error","error":"what is wrong"} (and nothing changed):
+ *
+ *   {"command":"alerts", "matchers":["HOST=web1"]}        alerts_json()
+ *   {"command":"silence-add", "silence":{...}}            silences_add_json(): {"silenceID":ID}
+ *   {"command":"silence-list", "expired":true}            silences_json()
+ *   {"command":"silence-query", "matchers":[...]}         silences_json() with a query
+ *   {"command":"silence-expire", "ids":[ID, ...]}
  */
 #ifndef CORRAL_CONTROL_H
 #define CORRAL_CONTROL_H
@@ -27,5 +37,11 @@ typedef int (*control_reload_fn)(void *arg, struct buf *report);
 struct control *control_open(uv_loop_t *loop, const char *path, struct server *srv,
                              control_reload_fn reload, void *arg, struct buf *err);
 void control_close(struct control *c);
+/*
+ * One JSON request (see above) answered into answer: what the control
+ * socket does with it, for the HTTP API as well.  0, or -1 when the request
+ * is refused (the answer says why).
+ */
+int control_request_json(struct server *srv, const char *req, size_t len, struct buf *answer);
 
 #endif

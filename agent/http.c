@@ -8,7 +8,9 @@
  *
  * Routes are a table (`routes` below): method, path (or a path prefix) and
  * a handler writing a struct http_reply.  GET /metrics (Prometheus text),
- * GET / (the status page, status.c), GET /api/v1/status (its data as JSON).
+ * GET / (the status page, status.c), GET /api/v1/status (its data as JSON),
+ * and the alerts and silences API (GET/POST/DELETE /api/v1/alerts and
+ * /api/v1/silences), which runs the control socket's requests.
  *
  * Write methods (POST, PUT, PATCH, DELETE) pass three checks before any
  * route sees them, so that every write endpoint gets them: the bearer
@@ -32,6 +34,7 @@
  * apart from the refused requests).
  */
 #include "agent/http.h"
+#include "agent/control.h"
 #include "agent/input.h"
 #include "agent/server.h"
 #include "agent/status.h"
@@ -214,19 +217,101 @@ struct route {
     http_handler_fn *fn;
 };
 
+/* ---- the alerts and silences API: the control socket's requests, over HTTP ---- */
+
+/* Collects the repeated ?filter=MATCHER arguments (Alertmanager's name) into a JSON array. */
+static enum MHD_Result
+add_filter(void *arg, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    if (strcmp(key, "filter") == 0 && value) json_array_append_new(arg, json_string(value));
+    return MHD_YES;
+}
+
+/*
+ * Runs a control request (control_request_json) and answers with what it
+ * answers: {"status":"success","data":...} with 200, or the error with
+ * code when it is refused (bad matcher, unknown id: the client's fault).
+ */
+static void
+control_answer(struct http_request *req, struct http_reply *rep, json_t *creq, unsigned code)
+{
+    char *text = json_dumps(creq, JSON_COMPACT);
+    struct buf answer = BUF_INIT;
+    int rc;
+
+    json_decref(creq);
+    if (!text) {
+        http_error(rep, 500, "cannot build the request");
+        return;
+    }
+    rc = control_request_json(req->srv, text, strlen(text), &answer);
+    free(text);
+    rep->code = rc == 0 ? 200 : code;
+    buf_free(&rep->body);
+    rep->body = answer; /* it is JSON already */
+}
+
+/* a request with the ?filter= matchers of the URL */
+static json_t *
+filtered_request(struct http_request *req, const char *command)
+{
+    json_t *filters = json_array();
+
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, add_filter, filters);
+    return json_pack("{s:s, s:o}", "command", command, "matchers", filters);
+}
+
+static void
+get_alerts(struct http_request *req, struct http_reply *rep)
+{
+    control_answer(req, rep, filtered_request(req, "alerts"), 400);
+}
+
+static void
+get_silences(struct http_request *req, struct http_reply *rep)
+{
+    json_t *creq = filtered_request(req, "silence-list");
+    const char *expired = MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, "expired");
+
+    if (expired && (strcmp(expired, "true") == 0 || strcmp(expired, "1") == 0))
+        json_object_set_new(creq, "expired", json_true());
+    control_answer(req, rep, creq, 400);
+}
+
+/* The body is the silence as `corral silence add --json` sends it (see corral(1)). */
+static void
+post_silence(struct http_request *req, struct http_reply *rep)
+{
+    if (!req->body || !json_is_object(req->body)) {
+        http_error(rep, 400, "a JSON object (the silence) expected");
+        return;
+    }
+    control_answer(req, rep,
+                   json_pack("{s:s, s:O}", "command", "silence-add", "silence", req->body), 400);
+}
+
+static void
+delete_silence(struct http_request *req, struct http_reply *rep)
+{
+    /* an unknown or ended id is not there to delete */
+    control_answer(req, rep,
+                   json_pack("{s:s, s:[s]}", "command", "silence-expire", "ids", req->rest), 404);
+}
+
 /*
  * Every endpoint.  An API endpoint is a line here and a handler; write
  * methods reach their handler only with the right token and, if a body
- * came, a parsed one in req->body.  Still to come (issue 11):
- *     {"GET", "/api/v1/alerts", get_alerts},
- *     {"GET", "/api/v1/silences", get_silences},
- *     {"POST", "/api/v1/silences", post_silence},
- *     {"DELETE", "/api/v1/silences/", delete_silence},   (req->rest: the id)
+ * came, a parsed one in req->body.
  */
 static const struct route routes[] = {
     {"GET", "/metrics", get_metrics},
     {"GET", "/", get_page},
     {"GET", "/api/v1/status", get_status},
+    {"GET", "/api/v1/alerts", get_alerts},
+    {"GET", "/api/v1/silences", get_silences},
+    {"POST", "/api/v1/silences", post_silence},
+    {"DELETE", "/api/v1/silences/", delete_silence},
 };
 
 static bool
@@ -244,9 +329,10 @@ route_matches(const struct route *r, const char *path, const char **rest)
 }
 
 static void
-dispatch(struct http *h, const char *method, const char *path, json_t *body, struct http_reply *rep)
+dispatch(struct http *h, struct MHD_Connection *conn, const char *method, const char *path,
+         json_t *body, struct http_reply *rep)
 {
-    struct http_request req = {method, path, "", body, h->srv, h->status};
+    struct http_request req = {method, path, "", body, h->srv, h->status, conn};
     struct buf allow = BUF_INIT;
     size_t i;
 
@@ -416,7 +502,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
             return ok;
         }
     }
-    dispatch(h, strcmp(method, "HEAD") == 0 ? "GET" : method, url, body, &rep);
+    dispatch(h, conn, strcmp(method, "HEAD") == 0 ? "GET" : method, url, body, &rep);
     json_decref(body);
     ok = send_reply(conn, &rep);
     buf_free(&rep.body);

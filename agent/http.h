@@ -17,6 +17,7 @@
 struct server;
 struct status;
 struct http;
+struct MHD_Connection;
 
 /* Connections held open at once; a new one closes the oldest. */
 #define HTTP_MAX_CONNS 16
@@ -37,6 +38,7 @@ struct http_request {
     json_t *body;       /* a write method's JSON body (borrowed); NULL: none was sent */
     struct server *srv;
     struct status *status;
+    struct MHD_Connection *conn; /* for the URL's query arguments */
 };
 
 struct http_reply {

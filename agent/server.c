@@ -5,6 +5,10 @@
  *                                                                  +--> routes --> executors
  *                                                                  \--> silence tracking
  *
+ * On the way to the executors, a message that routes select (an alert) is
+ * recorded in the alert store (alerts.c); when a silence (silences.c) or an
+ * <inhibit> rule mutes it, it is recorded as such and sent to none of them.
+ *
  * Everything runs on one libuv loop.  A message is parsed into one reused
  * struct msg, so the steady-state path allocates nothing of its own.  A
  * one-second timer moves correlation time on while the inputs are idle, and
@@ -24,6 +28,7 @@
  * messages find full is dropped and counted by the output or executor.
  */
 #include "agent/server.h"
+#include "agent/alerts.h"
 #include "engine/clock.h"
 #include "engine/corr.h"
 #include "agent/dnscache.h"
@@ -36,6 +41,7 @@
 #include "actions/queue.h"
 #include "agent/route.h"
 #include "agent/silence.h"
+#include "agent/silences.h"
 #include "agent/snapshot.h"
 #include "engine/durable.h"
 #include "engine/syslogfmt.h"
@@ -62,6 +68,11 @@ struct server {
     const char **qnames;
     size_t nqueues;
     struct route_table *routes;
+    struct alerts *alerts;     /* the active alert store */
+    struct silences *silences; /* created at start, kept across reloads */
+    size_t *targets;           /* per alert: the executors its routes chose */
+    size_t ntargets;
+    struct buf alert_id;
     struct msg *msg;    /* reused for every incoming message */
     char hostname[256]; /* HOST of local messages that name none */
     uv_timer_t tick, save;
@@ -125,6 +136,10 @@ server_free(struct server *s)
     free(s->queues);
     free(s->qnames);
     route_free(s->routes);
+    alerts_free(s->alerts);
+    silences_free(s->silences);
+    free(s->targets);
+    buf_free(&s->alert_id);
     free(s);
 }
 
@@ -149,34 +164,85 @@ to_outputs(struct server *s, struct msg *m)
     }
 }
 
-struct routed {
-    struct server *s;
-    const struct msg *m;
-};
-
 static void
-to_queue(size_t index, void *arg)
+add_target(size_t index, void *arg)
 {
-    struct routed *r = arg;
+    struct server *s = arg;
 
-    if (r->s->keeping)
-        queue_submit_keep(r->s->queues[index], r->m);
-    else
-        queue_submit(r->s->queues[index], r->m);
+    s->targets[s->ntargets++] = index;
+}
+
+/*
+ * Silences and inhibitions first: a muted alert is recorded, counted and
+ * sent nowhere.  True when the alert may go to its executors.
+ */
+static bool
+record_alert(struct server *s, const struct msg *m, bool routed)
+{
+    uint64_t now = clock_wall_ms();
+    const char *by = NULL;
+    enum alert_state muted = ALERT_FIRING;
+    const char *id;
+
+    alerts_id(s->alerts, m, &s->alert_id);
+    id = buf_str(&s->alert_id);
+    /*
+     * Not routed: an <inhibit> source (it must be known to inhibit), or the
+     * clear of an alert the store holds (so that it stops inhibiting).
+     */
+    if (!routed && !alerts_is_inhibit_source(s->alerts, m) && !alerts_known(s->alerts, id))
+        return true;
+    if (s->silences && (by = silences_match(s->silences, m, now)))
+        muted = ALERT_SILENCED;
+    else if ((by = alerts_inhibited_by(s->alerts, m, id)))
+        muted = ALERT_INHIBITED;
+    alerts_record(s->alerts, id, m, muted, by, now);
+    return muted == ALERT_FIRING;
 }
 
 static void
 to_executors(struct server *s, const struct msg *m, const struct pdb_action *action)
 {
     struct msg *alert;
-    struct routed r = {s, m};
+    const struct msg *am = m;
+    size_t i;
 
     if (!s->routes) return;
     /* executors learn the generating rule's id, class and program (rare: generated only) */
     alert = pdb_action_alert(action, m);
-    if (alert) r.m = alert;
-    route_message(s->routes, r.m, action, to_queue, &r);
+    if (alert) am = alert;
+    s->ntargets = 0;
+    route_message(s->routes, am, action, add_target, s);
+    if (s->ntargets) {
+        if (!record_alert(s, am, true)) s->ntargets = 0;
+    } else if ((msg_flags(am) & MSG_F_GENERATED) &&
+               (alerts_is_inhibit_source(s->alerts, am) || alerts_is_clear(am))) {
+        record_alert(s, am, false);
+    }
+    for (i = 0; i < s->ntargets; i++) {
+        if (s->keeping)
+            queue_submit_keep(s->queues[s->targets[i]], am);
+        else
+            queue_submit(s->queues[s->targets[i]], am);
+    }
     if (alert) msg_unref(alert);
+}
+
+/* What the executors did with an alert, for the store's per-executor states. */
+static void
+on_queue_event(void *arg, const char *executor, const struct msg *m, enum queue_event ev)
+{
+    struct server *s = arg;
+    enum alert_delivery d = ALERT_QUEUED;
+
+    switch (ev) {
+    case QUEUE_EV_QUEUED: d = ALERT_QUEUED; break;
+    case QUEUE_EV_DELIVERED: d = ALERT_DELIVERED; break;
+    case QUEUE_EV_RETRYING: d = ALERT_RETRYING; break;
+    case QUEUE_EV_DEAD: d = ALERT_DEAD; break;
+    case QUEUE_EV_DROPPED: d = ALERT_DROPPED; break;
+    }
+    if (s->alerts) alerts_delivery(s->alerts, executor, m, d, clock_wall_ms());
 }
 
 static void
@@ -192,6 +258,21 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 static void
 on_silence(void *arg, struct msg *m)
 {
+    static nv_handle h_alert_id;
+    size_t hlen = 0, plen = 0;
+    const char *host = msg_get(m, NV_HOST, &hlen), *prog = msg_get(m, NV_PROGRAM, &plen);
+    struct buf id = BUF_INIT;
+
+    /*
+     * "host stopped" and "host is back" are one alert, the second its clear:
+     * both get the alert id corral.absence/HOST[/PROGRAM], so that the alert
+     * store resolves the first (ending what it inhibits) and SNMP pairs them.
+     */
+    if (!h_alert_id) h_alert_id = nv_intern_str("corral.alert_id");
+    buf_printf(&id, "corral.absence/%.*s", (int)hlen, host ? host : "");
+    if (prog && strcmp(prog, "corrald") != 0) buf_printf(&id, "/%.*s", (int)plen, prog);
+    msg_set(m, h_alert_id, id.p, id.len);
+    buf_free(&id);
     to_outputs(arg, m);
     to_executors(arg, m, NULL);
 }
@@ -318,6 +399,7 @@ on_tick(uv_timer_t *t)
 
     corr_tick(s->corr);
     if (s->silence) silence_tick(s->silence, clock_wall_ms());
+    if (s->silences) silences_tick(s->silences, clock_wall_ms());
 }
 
 /* snapshot's write: in the saving child, or in-process at shutdown */
@@ -325,8 +407,16 @@ static int
 write_state(void *arg)
 {
     struct server *s = arg;
+    struct buf path = BUF_INIT;
+    int rc = corr_save(s->corr, s->conf->state_file);
 
-    return corr_save(s->corr, s->conf->state_file);
+    /* the alert store goes beside it, in the same save */
+    if (rc == 0 && s->alerts) {
+        buf_printf(&path, "%s.alerts", s->conf->state_file);
+        rc = alerts_save(s->alerts, buf_str(&path));
+        buf_free(&path);
+    }
+    return rc;
 }
 
 static void
@@ -446,6 +536,7 @@ struct stage {
     const char **qnames;
     bool *queue_taken; /* per running queue: reused by the stage */
     struct route_table *routes;
+    struct alerts *alerts; /* empty: the running one's entries move in at commit */
     struct input **inputs; /* per input: reused, opened by prepare, or NULL: opened at commit */
     bool *input_opened; /* per input: opened by prepare (closed again if the stage is discarded) */
     bool *input_taken;  /* per running input: reused by the stage */
@@ -788,6 +879,7 @@ server_check(const struct conf *c, size_t *nrules, struct buf *err)
         rc = -1;
     for (i = 0; i < c->ninputs; i++)
         if (input_check(&c->inputs[i], c, err) < 0) rc = -1;
+    if (alerts_check_conf(c, err) < 0) rc = -1;
     route_free(routes);
     free(names);
     pdb_free(db);
@@ -810,6 +902,7 @@ stage_discard(struct server *s, struct stage *st)
         if (st->inputs[i] && st->input_opened[i]) input_close(st->inputs[i]);
     free_outputs(st->outputs, st->noutputs);
     route_free(st->routes);
+    alerts_free(st->alerts);
     pdb_free(st->db);
     conf_free(st->conf);
     free(st->queues);
@@ -850,8 +943,9 @@ stage_prepare(struct server *s, struct stage *st, struct conf *conf, struct buf 
         return -1;
     }
     st->db = load_rules(conf, err);
-    if (!st->db || prepare_outputs(s, st, err) < 0 || prepare_executors(s, st, err) < 0 ||
-        prepare_inputs(s, st, err) < 0) {
+    st->alerts = alerts_new(conf, err);
+    if (!st->db || !st->alerts || prepare_outputs(s, st, err) < 0 ||
+        prepare_executors(s, st, err) < 0 || prepare_inputs(s, st, err) < 0) {
         stage_discard(s, st);
         return -1;
     }
@@ -965,6 +1059,36 @@ commit_inputs(struct server *s, struct stage *st, struct buf *report)
 }
 
 /*
+ * The alert store and the silences.  At start both are read back: the store
+ * from beside the state file, the silences from their own file.  On a
+ * reload the store's entries move to the new one (new max-alerts, new
+ * inhibit rules) and the silences stay, with the new limits.
+ */
+static void
+start_alerts(struct server *s, struct stage *st, const struct conf *c, bool starting)
+{
+    struct buf path = BUF_INIT;
+
+    if (starting) {
+        if (c->state_file) {
+            buf_printf(&path, "%s.alerts", c->state_file);
+            alerts_load(st->alerts, buf_str(&path));
+            buf_reset(&path);
+            buf_printf(&path, "%s.silences", c->state_file);
+        }
+        s->silences = silences_new(c->state_file ? buf_str(&path) : NULL, c->silence_retention,
+                                   c->max_silences, clock_wall_ms());
+    } else {
+        alerts_adopt(st->alerts, s->alerts);
+        silences_set_limits(s->silences, c->silence_retention, c->max_silences);
+    }
+    alerts_free(s->alerts);
+    s->alerts = st->alerts;
+    st->alerts = NULL;
+    buf_free(&path);
+}
+
+/*
  * Swaps a prepared stage in.  At start (an empty server) it logs what runs;
  * on a reload it writes what changed to report.
  */
@@ -1003,8 +1127,12 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     s->qnames = st->qnames;
     s->nqueues = c->nexecutors;
     s->routes = st->routes;
+    free(s->targets);
+    s->targets = xcalloc(s->nqueues + 1, sizeof(*s->targets));
+    for (i = 0; i < s->nqueues; i++) queue_set_observer(s->queues[i], on_queue_event, s);
     if (starting)
         for (i = 0; i < s->nqueues; i++) log_msg(LOG_INFO, "executor: %s", s->qnames[i]);
+    start_alerts(s, st, c, starting);
 
     ok = commit_inputs(s, st, report);
 
@@ -1320,6 +1448,31 @@ server_metrics(struct server *s, struct buf *out)
         SIMPLE("corral_silence_forgotten_total", "counter",
                "Sources forgotten after being silent for forget=.", silence_forgotten(s->silence));
     }
+    if (s->alerts) {
+        const struct alerts_stats *as = alerts_get_stats(s->alerts);
+        enum alert_state st;
+        SIMPLE("corral_alerts_recorded_total", "counter",
+               "Alerts recorded in the alert store (every occurrence).", as->recorded);
+        SIMPLE("corral_alerts_silenced_total", "counter",
+               "Alerts a silence muted: recorded, sent to no executor.", as->silenced);
+        SIMPLE("corral_alerts_inhibited_total", "counter",
+               "Alerts an inhibit rule muted: recorded, sent to no executor.", as->inhibited);
+        SIMPLE("corral_alerts_forgotten_total", "counter",
+               "Alerts forgotten from the store: max-alerts reached.", as->forgotten);
+        metric(out, "corral_alerts", "Alerts in the store, by state.", "gauge");
+        for (st = ALERT_FIRING; st < ALERT_NSTATES; st++)
+            buf_printf(out, "corral_alerts{state=\"%s\"} %zu\n", alerts_state_name(st),
+                       alerts_in_state(s->alerts, st));
+    }
+    if (s->silences) {
+        const struct silences_stats *ss = silences_get_stats(s->silences);
+        SIMPLE("corral_silences", "gauge", "Silences kept (active, pending and ended).",
+               silences_count(s->silences));
+        SIMPLE("corral_silences_active", "gauge", "Silences active now.",
+               silences_active(s->silences, clock_wall_ms()));
+        SIMPLE("corral_silences_save_errors_total", "counter",
+               "Silence changes that could not be saved to the silences file.", ss->save_errors);
+    }
     if (s->dns) {
         struct dnscache_stats ds;
         dnscache_stats(s->dns, &ds);
@@ -1448,17 +1601,29 @@ context_json(const struct corr_context_info *ci, void *arg)
 
     if (cj->n++) buf_putc(out, ',');
     buf_puts(out, "{\"id\":");
-    json_string(out, ci->id, ci->idlen);
+    json_quote(out, ci->id, ci->idlen);
     buf_printf(out, ",\"scope\":\"%s\",\"host\":", pdb_scope_name(ci->scope));
-    json_string(out, ci->host, ci->hostlen);
+    json_quote(out, ci->host, ci->hostlen);
     buf_puts(out, ",\"program\":");
-    json_string(out, ci->program, ci->programlen);
+    json_quote(out, ci->program, ci->programlen);
     buf_puts(out, ",\"pid\":");
-    json_string(out, ci->pid, ci->pidlen);
+    json_quote(out, ci->pid, ci->pidlen);
     buf_puts(out, ",\"rule\":");
-    json_string(out, ci->rule_id, strlen(ci->rule_id));
+    json_quote(out, ci->rule_id, strlen(ci->rule_id));
     buf_printf(out, ",\"messages\":%zu,\"expires_ms\":%llu}", ci->nmsgs,
                (unsigned long long)ci->expires);
+}
+
+struct alerts *
+server_alerts(struct server *s)
+{
+    return s->alerts;
+}
+
+struct silences *
+server_silences(struct server *s)
+{
+    return s->silences;
 }
 
 void

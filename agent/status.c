@@ -14,6 +14,8 @@
  * does no work for the charts.
  */
 #include "agent/status.h"
+#include "agent/alerts.h"
+#include "agent/silences.h"
 #include "actions/queue.h"
 #include "agent/html.h"
 #include "agent/input.h"
@@ -382,6 +384,198 @@ inputs_json(struct status *st)
 
 /* ---- the page ---- */
 
+/* ---- active alerts, inhibited alerts, silences (the store's JSON, read back) ---- */
+
+/* Rows shown per table: the page stays small with 100,000 alerts; `corral alerts` has them all. */
+#define MAX_ROWS 500
+
+/* parses what alerts_json / silences_json wrote; an empty array when there is nothing */
+static json_t *
+parse_array(struct buf *b)
+{
+    json_t *j = b->p ? json_loadb(b->p, b->len, 0, NULL) : NULL;
+
+    buf_free(b);
+    if (!json_is_array(j)) {
+        json_decref(j);
+        j = json_array();
+    }
+    return j;
+}
+
+static json_t *
+all_alerts(struct status *st)
+{
+    struct alerts *a = server_alerts(st->srv);
+    struct buf b = BUF_INIT;
+
+    if (a) alerts_json(a, NULL, &b);
+    return parse_array(&b);
+}
+
+static const char *
+label(const json_t *alert, const char *name)
+{
+    const char *v = json_string_value(json_object_get(json_object_get(alert, "labels"), name));
+    return v ? v : "";
+}
+
+static void
+cell(struct buf *out, const char *cls, const char *text)
+{
+    buf_printf(out, "<td class=\"%s\">", cls);
+    html_puts(out, text);
+    buf_puts(out, "</td>");
+}
+
+/* the alerts whose state is (or, with !want, is not) "inhibited", as table rows */
+static void
+alert_rows(struct status *st, struct buf *out, bool inhibited, unsigned cols)
+{
+    json_t *alerts = all_alerts(st), *al;
+    size_t i, shown = 0, more = 0;
+
+    json_array_foreach(alerts, i, al)
+    {
+        const char *state = json_string_value(json_object_get(al, "state"));
+        const char *key, *by = json_string_value(json_object_get(al, "mutedBy"));
+        json_t *ex;
+        if (!state || (strcmp(state, "inhibited") == 0) != inhibited) continue;
+        if (shown >= MAX_ROWS) {
+            more++;
+            continue;
+        }
+        shown++;
+        buf_printf(out, "<tr class=\"alert %s\">", inhibited ? "inhibited" : "active");
+        cell(out, "state", state);
+        if (!inhibited) cell(out, "severity", label(al, "PRIORITY"));
+        cell(out, "host", label(al, "HOST"));
+        cell(out, "rule", label(al, ".classifier.rule_id"));
+        cell(out, "key", json_string_value(json_object_get(al, "id")));
+        if (inhibited) {
+            cell(out, "by", by ? by : "");
+            buf_puts(out, "</tr>");
+            continue;
+        }
+        cell(out, "time", json_string_value(json_object_get(al, "firstSeen")));
+        cell(out, "time", json_string_value(json_object_get(al, "lastSeen")));
+        buf_printf(out, "<td class=\"n\">%lld</td><td class=\"executors\">",
+                   (long long)json_integer_value(json_object_get(al, "count")));
+        json_object_foreach(json_object_get(al, "executors"), key, ex)
+        {
+            html_puts(out, key);
+            buf_puts(out, ": ");
+            html_puts(out, json_string_value(json_object_get(ex, "state")));
+            buf_puts(out, "<br>");
+        }
+        buf_puts(out, "</td>");
+        cell(out, "by", by ? by : "");
+        buf_puts(out, "</tr>");
+    }
+    if (!shown)
+        buf_printf(out, "<tr><td colspan=\"%u\">None.</td></tr>", cols);
+    else if (more)
+        buf_printf(out,
+                   "<tr><td colspan=\"%u\">and %zu more: corral alerts lists them all.</td></tr>",
+                   cols, more);
+    json_decref(alerts);
+}
+
+static void
+alerts_html(struct status *st, struct buf *out)
+{
+    buf_puts(out, "<table><thead><tr><th>State</th><th>Severity</th><th>Host</th><th>Rule</th>"
+                  "<th>Alert id</th><th>First seen</th><th>Last seen</th><th>Count</th>"
+                  "<th>Executors</th><th>Silenced by</th></tr></thead><tbody>");
+    alert_rows(st, out, false, 10);
+    buf_puts(out, "</tbody></table>");
+}
+
+static void
+inhibited_html(struct status *st, struct buf *out)
+{
+    buf_puts(out, "<table><thead><tr><th>State</th><th>Host</th><th>Rule</th><th>Alert id</th>"
+                  "<th>Inhibited by</th></tr></thead><tbody>");
+    alert_rows(st, out, true, 5);
+    buf_puts(out, "</tbody></table>");
+}
+
+/* the JSON of the page's tables: at most MAX_ROWS alerts (the API has them all) */
+static json_t *
+alerts_status_json(struct status *st, bool inhibited)
+{
+    json_t *alerts = all_alerts(st), *al, *out = json_array();
+    size_t i;
+
+    json_array_foreach(alerts, i, al)
+    {
+        const char *state = json_string_value(json_object_get(al, "state"));
+        if (!state || (strcmp(state, "inhibited") == 0) != inhibited) continue;
+        if (json_array_size(out) >= MAX_ROWS) break;
+        json_array_append(out, al);
+    }
+    json_decref(alerts);
+    return out;
+}
+
+static json_t *
+alerts_json_section(struct status *st)
+{
+    return alerts_status_json(st, false);
+}
+
+static json_t *
+inhibited_json(struct status *st)
+{
+    return alerts_status_json(st, true);
+}
+
+static json_t *
+silences_array(struct status *st)
+{
+    struct silences *sil = server_silences(st->srv);
+    struct buf b = BUF_INIT;
+
+    if (sil) silences_json(sil, NULL, false, clock_wall_ms(), &b);
+    return parse_array(&b);
+}
+
+static void
+silences_html(struct status *st, struct buf *out)
+{
+    json_t *sils = silences_array(st), *si;
+    size_t i;
+
+    buf_puts(out, "<table><thead><tr><th>Id</th><th>State</th><th>Matchers</th><th>Ends</th>"
+                  "<th>Created by</th><th>Comment</th></tr></thead><tbody>");
+    json_array_foreach(sils, i, si)
+    {
+        if (i >= MAX_ROWS) {
+            buf_printf(out, "<tr><td colspan=\"6\">and %zu more: corral silence list.</td></tr>",
+                       json_array_size(sils) - i);
+            break;
+        }
+        buf_puts(out, "<tr class=\"silence\">");
+        cell(out, "key", json_string_value(json_object_get(si, "id")));
+        cell(out, "state",
+             json_string_value(json_object_get(json_object_get(si, "status"), "state")));
+        cell(out, "key", json_string_value(json_object_get(si, "matchersText")));
+        cell(out, "time", json_string_value(json_object_get(si, "endsAt")));
+        cell(out, "name", json_string_value(json_object_get(si, "createdBy")));
+        cell(out, "key", json_string_value(json_object_get(si, "comment")));
+        buf_puts(out, "</tr>");
+    }
+    if (!json_array_size(sils)) buf_puts(out, "<tr><td colspan=\"6\">None.</td></tr>");
+    buf_puts(out, "</tbody></table>");
+    json_decref(sils);
+}
+
+static json_t *
+silences_json_section(struct status *st)
+{
+    return silences_array(st);
+}
+
 struct section {
     const char *id;    /* HTML id and JSON key */
     const char *title; /* the heading */
@@ -389,13 +583,11 @@ struct section {
     json_t *(*json)(struct status *st);
 };
 
-/*
- * The page, top to bottom.  Sections still to come (issue 11), in this
- * order before "rates": "alerts" (Active alerts: state, severity, host,
- * rule, first and last seen), "silences" (Silences and their ends),
- * "inhibited" (Inhibited alerts and what inhibits them).
- */
+/* The page, top to bottom. */
 static const struct section sections[] = {
+    {"alerts", "Active alerts", alerts_html, alerts_json_section},
+    {"silences", "Silences", silences_html, silences_json_section},
+    {"inhibited", "Inhibited alerts", inhibited_html, inhibited_json},
     {"rates", "Messages, last hour", rates_html, rates_json},
     {"queues", "Executor queues", queues_html, queues_json},
     {"contexts", "Open contexts", contexts_html, contexts_json},

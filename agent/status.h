@@ -1,7 +1,8 @@
 /*
  * status: what corrald's status page (GET /) and GET /api/v1/status show:
- * executor queues, open contexts per rule, inputs, and the last hour's
- * received and generated message rates.  The page is server-rendered HTML
+ * active, silenced and inhibited alerts, silences, executor queues, open
+ * contexts per rule, inputs, and the last hour's received and generated
+ * message rates.  The page is server-rendered HTML
  * without script or external resources; the JSON holds the same data.
  * Both are built from one table of sections (status.c), so that a new part
  * of the page is a function that writes its HTML and one that adds its JSON.

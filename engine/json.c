@@ -6,7 +6,7 @@
 #include <string.h>
 
 void
-json_string(struct buf *out, const char *str, size_t len)
+json_quote(struct buf *out, const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0, run;
@@ -55,9 +55,9 @@ member(struct buf *out, int *first, const char *name, size_t nlen, const char *v
 {
     if (!*first) buf_putc(out, ',');
     *first = 0;
-    json_string(out, name, nlen);
+    json_quote(out, name, nlen);
     buf_putc(out, ':');
-    json_string(out, val, vlen);
+    json_quote(out, val, vlen);
 }
 
 void
@@ -86,7 +86,7 @@ json_format_msg(const struct msg *m, struct buf *out)
         member(out, &first, name, nlen, val, vlen);
     }
     if (!first) buf_putc(out, ',');
-    json_string(out, "TAGS", 4);
+    json_quote(out, "TAGS", 4);
     buf_putc(out, ':');
     buf_reset(&tmp);
     for (i = 0; i < msg_ntags(m); i++) {
@@ -95,7 +95,7 @@ json_format_msg(const struct msg *m, struct buf *out)
         if (i) buf_putc(&tmp, ',');
         buf_append(&tmp, t, len);
     }
-    json_string(out, buf_str(&tmp), tmp.len);
+    json_quote(out, buf_str(&tmp), tmp.len);
     buf_putc(out, '}');
     buf_free(&tmp);
 }

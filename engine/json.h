@@ -19,7 +19,10 @@
 
 /* Appends the message as a JSON object (no trailing newline). */
 void json_format_msg(const struct msg *m, struct buf *out);
-/* Appends a JSON string literal, quotes included. */
-void json_string(struct buf *out, const char *s, size_t len);
+/*
+ * Appends a JSON string literal, quotes included.  (Not json_string: that
+ * is jansson's, which corrald links too.)
+ */
+void json_quote(struct buf *out, const char *s, size_t len);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "engine/buf.h"
 #include "engine/pdb.h"
 
 int cmd_test(int argc, char **argv);
@@ -15,6 +16,14 @@ int cmd_dump(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_check_config(int argc, char **argv);
+int cmd_alerts(int argc, char **argv);
+int cmd_silence(int argc, char **argv);
+
+#define CMD_DEFAULT_SOCKET "/run/corrald/control.sock"
+/* Sends one request line to corrald's control socket; the whole answer into out.  0 or -1. */
+int cmd_ask_socket(const char *path, const char *request, struct buf *out);
+/* Says why the control socket could not be reached (errno), with a hint. */
+void cmd_socket_error(const char *verb, const char *path);
 
 /*
  * Loads rule files or directories into one database and prints its

@@ -21,7 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define DEFAULT_SOCKET "/run/corrald/control.sock"
+#define DEFAULT_SOCKET CMD_DEFAULT_SOCKET
 
 /* Copies everything the peer sends to out; returns 0 or -1. */
 static int
@@ -77,6 +77,18 @@ socket_error(const char *verb, const char *path)
                 path, strcmp(verb, "stats") == 0 ? "; the metrics listener: -u HOST:PORT" : "");
     else if (err == EACCES)
         fprintf(stderr, "  the socket is owner-only: run as corrald's user or root\n");
+}
+
+int
+cmd_ask_socket(const char *path, const char *request, struct buf *out)
+{
+    return ask_socket(path, request, out);
+}
+
+void
+cmd_socket_error(const char *verb, const char *path)
+{
+    socket_error(verb, path);
 }
 
 /* GET /metrics from host:port (plain HTTP on loopback; no TLS, no redirects). */

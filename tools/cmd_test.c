@@ -57,12 +57,12 @@ check_value(struct tester *t, struct msg *m, const char *name, const char *expec
     if (t->json) {
         if (t->detail.len) buf_putc(&t->detail, ',');
         buf_puts(&t->detail, "{\"name\":");
-        json_string(&t->detail, name, strlen(name));
+        json_quote(&t->detail, name, strlen(name));
         buf_puts(&t->detail, ",\"expected\":");
-        json_string(&t->detail, expected, strlen(expected));
+        json_quote(&t->detail, expected, strlen(expected));
         buf_puts(&t->detail, ",\"got\":");
         if (v)
-            json_string(&t->detail, v, len);
+            json_quote(&t->detail, v, len);
         else
             buf_puts(&t->detail, "null");
         buf_putc(&t->detail, '}');
@@ -127,13 +127,13 @@ run_example(struct tester *t, struct pdb *db, const struct pdb_example *ex, stru
     if (t->json) {
         struct buf out = BUF_INIT;
         buf_puts(&out, "{\"file\":");
-        json_string(&out, ex->file, strlen(ex->file));
+        json_quote(&out, ex->file, strlen(ex->file));
         buf_printf(&out, ",\"line\":%d,\"rule\":", ex->line);
-        json_string(&out, ex->rule->id, strlen(ex->rule->id));
+        json_quote(&out, ex->rule->id, strlen(ex->rule->id));
         buf_puts(&out, ",\"program\":");
-        json_string(&out, ex->program, strlen(ex->program));
+        json_quote(&out, ex->program, strlen(ex->program));
         buf_puts(&out, ",\"message\":");
-        json_string(&out, ex->message, strlen(ex->message));
+        json_quote(&out, ex->message, strlen(ex->message));
         buf_printf(&out, ",\"result\":\"%s\",\"failures\":[%s]}\n", ok ? "pass" : "fail",
                    buf_str(&t->detail));
         fwrite(out.p, 1, out.len, stdout);

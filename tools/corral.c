@@ -6,6 +6,7 @@
  *   corral dump -r RULES [-P PROGRAM]   show the pattern trees
  *   corral check-config FILE            check a corrald configuration
  *   corral ctl / corral stats           talk to a running corrald
+ *   corral alerts / corral silence      its active alerts and silences
  */
 #include <config.h>
 
@@ -26,6 +27,8 @@ usage(FILE *out)
           "  check-config FILE                     check a corrald configuration\n"
           "  ctl [-s SOCKET] stats|contexts|reload|save   talk to a running corrald\n"
           "  stats [-s SOCKET | -u HOST:PORT]      show a running corrald's counters\n"
+          "  alerts [-s SOCKET] [MATCHER...]       list a running corrald's active alerts\n"
+          "  silence [-s SOCKET] add|list|expire|query ...   mute alerts\n"
           "  --version                             print the version\n"
           "\n"
           "Run `corral VERB --help` for the options of a verb; see corral(1).\n",
@@ -53,6 +56,8 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "dump") == 0) return cmd_dump(argc - 1, argv + 1);
     if (strcmp(argv[1], "ctl") == 0) return cmd_ctl(argc - 1, argv + 1);
     if (strcmp(argv[1], "stats") == 0) return cmd_stats(argc - 1, argv + 1);
+    if (strcmp(argv[1], "alerts") == 0) return cmd_alerts(argc - 1, argv + 1);
+    if (strcmp(argv[1], "silence") == 0) return cmd_silence(argc - 1, argv + 1);
     if (strcmp(argv[1], "check-config") == 0) return cmd_check_config(argc - 1, argv + 1);
     fprintf(stderr, "corral: unknown verb '%s'\n", argv[1]);
     usage(stderr);

@@ -18,7 +18,7 @@ engine=$(ls "$src"/engine/*.c)
 # seed corpora from the test data
 mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing" \
     "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool" \
-    "$out/corpus-state" "$out/corpus-conf"
+    "$out/corpus-state" "$out/corpus-conf" "$out/corpus-labelmatch"
 printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
@@ -82,8 +82,11 @@ split -l 1 "$src/tests/data/syslog_edge.log" "$out/corpus-syslog/edge-"
 printf 'Accepted @ESTRING:m: @for @ESTRING:u: @from @IPvANY:ip@ port @NUMBER:p@\0@STRING:a@ @QSTRING:q:"@ @ANYSTRING:r@\0\0Accepted password for root from ::1 port 22' > "$out/corpus-matcher/seed1"
 printf '@IPv6:a@:@NUMBER:p@\0@MACADDR:m@ @LLADDR:l:3@ @EMAIL:e:<>@ @HOSTNAME:h@\0\0fe80::1:443' > "$out/corpus-matcher/seed2"
 
+printf '{HOST="web1", rule_id=~"corral\\\\.sshd\\\\..*", MESSAGE!~"a|b"}' > "$out/corpus-labelmatch/seed1"
+printf 'MESSAGE="a, \\"b\\" c\\\\",HOST!=web2' > "$out/corpus-labelmatch/seed2"
+
 status=0
-for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf}; do
+for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch}; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="$src/agent/framer.c"

@@ -1,6 +1,7 @@
 #!/bin/sh
-# The status page (GET /) and the HTTP API's write checks, on a running
-# corrald with open contexts, a delivering executor and an input.
+# The status page (GET /) and the HTTP API, on a running corrald with open
+# contexts, a delivering executor, an input, and alerts that are firing,
+# silenced (corral silence add) and inhibited (<inhibit>).
 #
 #   Real headless Chromium loads the page (--dump-dom, and a screenshot
 #   kept as $top_builddir/tests/integration/status_page.png): the rows are
@@ -8,12 +9,16 @@
 #   <script>alert(1)</script> opens a context whose row shows that host as
 #   text: no element came from it.  The page is served with a strict
 #   Content-Security-Policy; /api/v1/status holds the same data as JSON.
+#   The alert tables show each alert's state, host and rule, the silence
+#   and what inhibits web1's disk alert; the hostile host's alert is text.
 #
 #   API writes: without <stats api-token-file> a POST gets 403; once a
 #   reload has read a token, no token or a wrong one gets 401, bad JSON
 #   with the right token 400 with jansson's reason, and every refusal is
 #   counted.  A token file anyone may read is refused by the reload with
-#   file:line.
+#   file:line.  With the token, a silence is added (200 and its id), a bad
+#   matcher refused (400), the silences and the alerts (filtered) listed,
+#   a silence deleted (200, then 404 for the same id).
 #
 #   A connection that sends no request, or stalls in its body, is closed
 #   after 5 s and counted; one kept alive after its answer is closed too,
@@ -40,6 +45,16 @@ cat > "$WORK/rules/login.xml" <<'XML'
         </values>
       </message></action></actions>
     </rule>
+    <rule provider="test" id="status.disk" class="system" context-id="disk" context-timeout="3600"
+          context-scope="host">
+      <patterns><pattern>disk full on @ESTRING:dev: @now</pattern></patterns>
+      <actions><action route="runner"><message>
+        <values>
+          <value name="MESSAGE">disk ${dev}@1 full on ${HOST}@1</value>
+          <value name="corral.alert_id">disk-${HOST}@1</value>
+        </values>
+      </message></action></actions>
+    </rule>
   </rules></ruleset>
 </patterndb>
 XML
@@ -54,6 +69,7 @@ config() {
   <executors>
     <exec name="runner" program="$WORK/receiver.sh"/>
   </executors>
+  <inhibit source="rule_id=status.login" target="rule_id=status.disk" equal="HOST"/>
 </corrald>
 XML
 }
@@ -73,6 +89,19 @@ PY
 wait_metric corral_contexts_open -eq 3 || fail "$(metric corral_contexts_open) contexts open, want 3"
 wait_metric corral_executor_delivered_total executor=runner -eq 6 ||
     fail "$(metric corral_executor_delivered_total executor=runner) alerts delivered, want 6"
+# web2 is silenced, and its next login failure with it; web1's disk alert is
+# inhibited by web1's firing login alert
+"$CORRAL" silence -s "$CONTROL" add --duration 2h --author noc --comment "web2 <maintenance>" HOST=web2 \
+    > "$WORK/silence.id" || fail "corral silence add"
+python3 - "$(input_port udp)" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for line in ("web2 app: login failed for user9", "web1 app: disk full on sda1 now"):
+    s.sendto(("<13>Dec  4 10:00:01 " + line).encode(), ("127.0.0.1", int(sys.argv[1])))
+PY
+wait_metric corral_alerts_silenced_total -eq 1 || fail "web2's alert was not silenced"
+wait_metric corral_alerts_inhibited_total -eq 1 || fail "web1's disk alert was not inhibited"
+[ "$(metric corral_executor_delivered_total executor=runner)" -eq 6 ] || fail "a muted alert was delivered"
 
 # ---- the page's headers: HTML, a strict CSP
 curl -sS -D "$WORK/page.headers" -o "$WORK/page.html" "$URL/" || fail "GET / failed"
@@ -135,20 +164,34 @@ dom, hostile = open(sys.argv[1]).read(), sys.argv[2]
 p = Page()
 p.feed(dom)
 assert "script" not in p.tags, "a <script> element in the DOM"
-contexts = p.rows.get("context", [])
+contexts = [r for r in p.rows.get("context", []) if r[0] == "status.login"]
+assert [r[2] for r in p.rows.get("context", []) if r[0] == "status.disk"] == ["web1"], p.rows["context"]
 hosts = sorted(r[2] for r in contexts)
 assert hosts == sorted(["web1", "web2", hostile]), hosts
 for r in contexts:
     assert r[0] == "status.login", r
-    assert r[5] == {"web1": "3", "web2": "2", hostile: "1"}[r[2]], r
+    assert r[5] == {"web1": "3", "web2": "3", hostile: "1"}[r[2]], r
 rules = p.rows.get("rule", [])
-assert rules == [["status.login", "3", "0", "0"]], rules
+assert sorted(rules) == [["status.disk", "1", "0", "0"], ["status.login", "3", "0", "0"]], rules
 queues = p.rows.get("queue", [])
 assert len(queues) == 1 and queues[0][0] == "runner" and queues[0][3] == "6", queues
 inputs = p.rows.get("input", [])
-assert len(inputs) == 1 and inputs[0][0] == "udp" and inputs[0][1] == "6", inputs
+assert len(inputs) == 1 and inputs[0][0] == "udp" and inputs[0][1] == "8", inputs
+# the alerts: state, severity, host, rule, id, first, last, count, executors, silenced by
+alerts = {r[4]: r for r in p.rows.get("alert active", [])}
+assert sorted(alerts) == sorted(["login-web1", "login-web2", "login-" + hostile]), alerts
+assert alerts["login-web1"][:4] == ["firing", "notice", "web1", "status.login"], alerts["login-web1"]
+assert alerts["login-web1"][7] == "3" and "runner: delivered" in alerts["login-web1"][8], alerts
+assert alerts["login-web2"][0] == "silenced" and alerts["login-web2"][9], alerts["login-web2"]
+assert alerts["login-" + hostile][2] == hostile, alerts
+inhibited = p.rows.get("alert inhibited", [])
+assert inhibited == [["inhibited", "web1", "status.disk", "disk-web1", "login-web1"]], inhibited
+silences = p.rows.get("silence", [])
+assert len(silences) == 1 and silences[0][1] == "active" and silences[0][2] == 'HOST="web2"', silences
+assert silences[0][4] == "noc" and silences[0][5] == "web2 <maintenance>", silences
+assert alerts["login-web2"][9] == silences[0][0], (alerts["login-web2"], silences)
 assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom, "the hostile host is not shown as text"
-for sec in ("rates", "queues", "contexts", "inputs"):
+for sec in ("alerts", "silences", "inhibited", "rates", "queues", "contexts", "inputs"):
     assert 'id="%s"' % sec in dom, sec
 assert dom.count("<svg") == 2, "want two charts"
 PY
@@ -158,11 +201,16 @@ curl -sS -o "$WORK/status.json" "$URL/api/v1/status" || fail "GET /api/v1/status
 python3 - "$WORK/status.json" "$HOSTILE" <<'PY' || fail "/api/v1/status: $(head -c 600 "$WORK/status.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert sorted(c["host"] for c in s["contexts"]["open"]) == sorted(["web1", "web2", sys.argv[2]])
-assert s["contexts"]["rules"] == [{"rule": "status.login", "open": 3, "refused": 0, "dropped": 0}]
+assert sorted(c["host"] for c in s["contexts"]["open"]) == sorted(["web1", "web1", "web2", sys.argv[2]])
+assert sorted(s["contexts"]["rules"], key=lambda r: r["rule"]) == [
+    {"rule": "status.disk", "open": 1, "refused": 0, "dropped": 0},
+    {"rule": "status.login", "open": 3, "refused": 0, "dropped": 0}]
 assert [q["name"] for q in s["queues"]] == ["runner"] and s["queues"][0]["delivered"] == 6
-assert s["inputs"][0]["name"] == "udp" and s["inputs"][0]["received"] == 6
-assert s["rates"]["received_total"] == 6 and len(s["rates"]["received"]) == 60
+assert s["inputs"][0]["name"] == "udp" and s["inputs"][0]["received"] == 8
+assert s["rates"]["received_total"] == 8 and len(s["rates"]["received"]) == 60
+assert sorted(a["id"] for a in s["alerts"]) == sorted(["login-web1", "login-web2", "login-" + sys.argv[2]])
+assert [a["id"] for a in s["inhibited"]] == ["disk-web1"] and s["inhibited"][0]["mutedBy"] == "login-web1"
+assert [x["matchersText"] for x in s["silences"]] == ['HOST="web2"']
 PY
 
 # ---- API writes
@@ -209,11 +257,41 @@ got=$(post "$TOKEN" "@$WORK/big.json")
 case "$got" in "413 "*"larger than 65536 bytes"*) ;; *) fail "POST of 80 KB: $got" ;; esac
 [ "$(metric corral_endpoint_bad_requests_total endpoint=stats)" -eq $((bad0 + 1)) ] ||
     fail "the 413 was not counted"
-# past the checks: the request reaches the routes (no silences on this build yet: 404)
+# past the checks: the silences API, as `corral silence` has it
 got=$(post "$TOKEN" '{"matchers":["HOST=web1"]}')
-case "$got" in 400* | 401* | 403* | 5*) fail "POST with the token and JSON: $got" ;; esac
-wait_metric corral_endpoint_unauthorized_total endpoint=stats -eq $((unauth0 + 5)) ||
-    fail "$(metric corral_endpoint_unauthorized_total endpoint=stats) refusals counted, want $((unauth0 + 5))"
+case "$got" in "400 "*"endsAt or duration expected"*) ;; *) fail "POST of a silence without an end: $got" ;; esac
+got=$(post "$TOKEN" '{"matchers":["HOST=~(web"],"duration":"1h"}')
+case "$got" in "400 "*"regular expression"*) ;; *) fail "POST of a bad matcher: $got" ;; esac
+got=$(post "$TOKEN" '{"matchers":["HOST=web1",{"name":"rule_id","value":"status\\..*","isRegex":true}],"duration":"1h","createdBy":"api"}')
+case "$got" in "200 "*'"silenceID":"'*) ;; *) fail "POST of a silence: $got" ;; esac
+sid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["data"]["silenceID"])' "$WORK/post.out")
+curl -sS -o "$WORK/silences.json" "$URL/api/v1/silences" || fail "GET /api/v1/silences"
+python3 - "$WORK/silences.json" "$sid" <<'PY' || fail "GET /api/v1/silences: $(head -c 600 "$WORK/silences.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))["data"]
+assert sorted(x["matchersText"] for x in d) == ['HOST="web1",rule_id=~"status\\..*"', 'HOST="web2"'], d
+assert [x for x in d if x["id"] == sys.argv[2]][0]["createdBy"] == "api", d
+PY
+curl -sS -o "$WORK/alerts.json" "$URL/api/v1/alerts?filter=HOST%3Dweb1" || fail "GET /api/v1/alerts"
+python3 - "$WORK/alerts.json" <<'PY' || fail "GET /api/v1/alerts?filter=HOST=web1: $(head -c 600 "$WORK/alerts.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))["data"]
+assert sorted((a["id"], a["state"]) for a in d) == [("disk-web1", "inhibited"), ("login-web1", "firing")], d
+PY
+code=$(curl -sS -o "$WORK/bad.json" -w '%{http_code}' "$URL/api/v1/alerts?filter=HOST%3D~(")
+[ "$code" = 400 ] || fail "GET /api/v1/alerts with a bad filter: $code $(cat "$WORK/bad.json")"
+# delete: no token 401; the token 200; the same id again 404
+delete() {
+    curl -sS -o "$WORK/delete.out" -w '%{http_code}' -X DELETE ${1:+-H "Authorization: Bearer $1"} \
+        "$URL/api/v1/silences/$2"
+}
+[ "$(delete "" "$sid")" = 401 ] || fail "DELETE without a token: $(cat "$WORK/delete.out")"
+[ "$(delete "$TOKEN" "$sid")" = 200 ] || fail "DELETE of $sid: $(cat "$WORK/delete.out")"
+[ "$(delete "$TOKEN" "$sid")" = 404 ] || fail "DELETE of $sid again: $(cat "$WORK/delete.out")"
+"$CORRAL" silence -s "$CONTROL" list > "$WORK/list.out" || fail "corral silence list"
+grep -q "$sid" "$WORK/list.out" && fail "the deleted silence is still listed: $(cat "$WORK/list.out")"
+wait_metric corral_endpoint_unauthorized_total endpoint=stats -eq $((unauth0 + 6)) ||
+    fail "$(metric corral_endpoint_unauthorized_total endpoint=stats) refusals counted, want $((unauth0 + 6))"
 [ "$(metric corral_endpoint_bad_requests_total endpoint=stats)" -ge 1 ] || fail "bad JSON not counted"
 wait_log 'stats: POST /api/v1/silences from 127.0.0.1 refused (403): writes are disabled' ||
     fail "the refusal was not logged"
@@ -249,7 +327,7 @@ wait_log 'stats: a client sent no complete request within 5 s, closed' || fail "
 
 # /metrics is as before
 curl -sS -o "$WORK/metrics.txt" "$URL/metrics" || fail "GET /metrics"
-grep -q '^corral_messages_received_total 6$' "$WORK/metrics.txt" || fail "/metrics: $(head -c 300 "$WORK/metrics.txt")"
+grep -q '^corral_messages_received_total 8$' "$WORK/metrics.txt" || fail "/metrics: $(head -c 300 "$WORK/metrics.txt")"
 
 corrald_alive
 stop_corrald

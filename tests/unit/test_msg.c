@@ -267,7 +267,7 @@ START_TEST(test_json_rejects_overlong_and_surrogates)
 {
     struct buf out = BUF_INIT;
 
-    json_string(&out, "\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80", 9);
+    json_quote(&out, "\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80", 9);
     ck_assert_str_eq(buf_str(&out),
                      "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"");
     buf_free(&out);

@@ -1,0 +1,705 @@
+/*
+ * silences: the set of silences, its JSON operations and its file (see
+ * silences.h).  The set is bounded (max-silences) and changes rarely: an
+ * array in creation order, for listing and saving, and for matching an
+ * index.  A silence with an equality matcher (HOST=web1, the usual kind) is
+ * indexed under its first one's label and value, so matching an alert looks
+ * up the alert's value of each such label (a few: HOST, rule_id...) and
+ * checks only the silences found there; the others (only regexes or
+ * negations) are checked one by one.  So the cost of an alert is constant in
+ * the number of equality silences and linear in the number of the others.
+ * The file is the whole set as one JSON document, replaced atomically on
+ * every change:
+ *
+ *   {"version":1,"silences":[{"id":"...","matchers":"HOST=\"web1\"",
+ *     "start":MS,"end":MS,"createdBy":"...","comment":"..."}, ...]}
+ */
+#include "agent/silences.h"
+#include "engine/civil.h"
+#include "engine/durable.h"
+#include "engine/hash.h"
+#include "engine/log.h"
+#include "engine/units.h"
+#include "engine/xalloc.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#define MAX_TEXT  1024                        /* createdBy, comment */
+#define MAX_FILE  ((size_t)256 * 1024 * 1024) /* far above 10000 silences */
+#define FILE_VERS 1
+
+struct entry {
+    struct hash_node node; /* in index, when indexed */
+    bool indexed;
+    char id[SILENCES_ID_LEN + 1];
+    struct labelmatch *lm;
+    int64_t start, end; /* ms */
+    char *creator, *comment;
+};
+
+/* A label some indexed silence is keyed by, and how many are. */
+struct key {
+    nv_handle h;
+    size_t refs;
+};
+
+struct silences {
+    struct entry **e;
+    size_t n, cap;
+    struct hash_table index;
+    struct entry **scan; /* the silences without an equality matcher */
+    size_t nscan, capscan;
+    struct key *keys;
+    size_t nkeys, capkeys;
+    char *path;
+    double retention; /* seconds */
+    size_t max;
+    struct silences_stats st;
+};
+
+static void
+entry_free(struct entry *e)
+{
+    if (!e) return;
+    labelmatch_free(e->lm);
+    free(e->creator);
+    free(e->comment);
+    free(e);
+}
+
+/* ---- times ---- */
+
+void
+silences_format_time(int64_t ms, struct buf *out)
+{
+    int64_t secs = ms / 1000, days = secs / 86400, rem = secs % 86400, y;
+    int m, d;
+
+    if (rem < 0) {
+        rem += 86400;
+        days--;
+    }
+    civil_from_days(days, &y, &m, &d);
+    buf_printf(out, "%04lld-%02d-%02dT%02d:%02d:%02dZ", (long long)y, m, d, (int)(rem / 3600),
+               (int)(rem / 60 % 60), (int)(rem % 60));
+}
+
+static bool
+digits(const char **p, int n, int *v)
+{
+    int i;
+
+    *v = 0;
+    for (i = 0; i < n; i++) {
+        if ((*p)[i] < '0' || (*p)[i] > '9') return false;
+        *v = *v * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    return true;
+}
+
+int
+silences_parse_time(const char *s, int64_t *ms)
+{
+    const char *p = s;
+    int y, mo, d, h = 0, mi = 0, sec = 0, oh, om;
+    int64_t t;
+    char *end;
+
+    if (!s || !*s) return -1;
+    if (strspn(s, "0123456789") == strlen(s)) {
+        long long v = strtoll(s, &end, 10);
+        if (*end || v < 0 || v > 253402300799LL) return -1;
+        *ms = (int64_t)v * 1000;
+        return 0;
+    }
+    if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
+        !digits(&p, 2, &d))
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31) return -1;
+    if (*p == 'T' || *p == ' ') {
+        p++;
+        if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi)) return -1;
+        if (*p == ':') {
+            p++;
+            if (!digits(&p, 2, &sec)) return -1;
+            if (*p == '.')
+                for (p++; *p >= '0' && *p <= '9'; p++) continue;
+        }
+        if (h > 23 || mi > 59 || sec > 60) return -1;
+    }
+    t = (civil_to_days(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec);
+    if (*p == 'Z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int sign = *p++ == '-' ? -1 : 1;
+        if (!digits(&p, 2, &oh)) return -1;
+        if (*p == ':') p++;
+        if (!digits(&p, 2, &om)) return -1;
+        t -= sign * (oh * 3600 + om * 60);
+    } else if (*p) {
+        return -1;
+    }
+    if (*p) return -1;
+    *ms = t * 1000;
+    return 0;
+}
+
+/* A JSON time: a number of seconds or a string parse_time reads. */
+static int
+json_time(const json_t *v, int64_t *ms)
+{
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *ms = (int64_t)json_integer_value(v) * 1000;
+        return 0;
+    }
+    if (json_is_real(v) && json_real_value(v) >= 0) {
+        *ms = (int64_t)(json_real_value(v) * 1000);
+        return 0;
+    }
+    if (json_is_string(v)) return silences_parse_time(json_string_value(v), ms);
+    return -1;
+}
+
+/* ---- the file ---- */
+
+static void
+save(struct silences *s)
+{
+    json_t *root, *arr = json_array();
+    struct buf text = BUF_INIT;
+    char *doc;
+    size_t i;
+
+    if (!s->path) {
+        json_decref(arr);
+        return;
+    }
+    for (i = 0; i < s->n; i++) {
+        struct entry *e = s->e[i];
+        buf_reset(&text);
+        labelmatch_format(e->lm, &text);
+        json_array_append_new(arr, json_pack("{s:s, s:s%, s:I, s:I, s:s, s:s}", "id", e->id,
+                                             "matchers", buf_str(&text), text.len, "start",
+                                             (json_int_t)e->start, "end", (json_int_t)e->end,
+                                             "createdBy", e->creator, "comment", e->comment));
+    }
+    root = json_pack("{s:i, s:o}", "version", FILE_VERS, "silences", arr);
+    doc = json_dumps(root, JSON_COMPACT);
+    if (!doc || durable_replace(s->path, doc, strlen(doc)) < 0) {
+        s->st.save_errors++;
+        log_msg(LOG_ERR, "silences: cannot save %s: %s", s->path, strerror(errno));
+    }
+    free(doc);
+    json_decref(root);
+    buf_free(&text);
+}
+
+static uint64_t
+key_hash(nv_handle h, const char *value, size_t len)
+{
+    return hash_bytes(hash_bytes(HASH_SEED, &h, sizeof(h)), value, len);
+}
+
+static void
+index_add(struct silences *s, struct entry *e)
+{
+    nv_handle h;
+    const char *v;
+    size_t len, i;
+
+    if (!labelmatch_first_eq(e->lm, &h, &v, &len)) {
+        s->scan = xgrow(s->scan, &s->capscan, s->nscan + 1, sizeof(*s->scan));
+        s->scan[s->nscan++] = e;
+        return;
+    }
+    e->indexed = true;
+    hash_table_add(&s->index, &e->node, key_hash(h, v, len));
+    for (i = 0; i < s->nkeys; i++)
+        if (s->keys[i].h == h) break;
+    if (i == s->nkeys) {
+        s->keys = xgrow(s->keys, &s->capkeys, s->nkeys + 1, sizeof(*s->keys));
+        s->keys[s->nkeys].h = h;
+        s->keys[s->nkeys++].refs = 0;
+    }
+    s->keys[i].refs++;
+}
+
+static void
+index_remove(struct silences *s, struct entry *e)
+{
+    nv_handle h;
+    const char *v;
+    size_t len, i;
+
+    if (!e->indexed) {
+        for (i = 0; i < s->nscan; i++)
+            if (s->scan[i] == e) {
+                memmove(&s->scan[i], &s->scan[i + 1], (s->nscan - i - 1) * sizeof(*s->scan));
+                s->nscan--;
+                break;
+            }
+        return;
+    }
+    labelmatch_first_eq(e->lm, &h, &v, &len);
+    hash_table_remove(&s->index, &e->node);
+    for (i = 0; i < s->nkeys; i++)
+        if (s->keys[i].h == h && --s->keys[i].refs == 0) {
+            s->keys[i] = s->keys[--s->nkeys];
+            break;
+        }
+}
+
+static void
+add_entry(struct silences *s, struct entry *e)
+{
+    s->e = xgrow(s->e, &s->cap, s->n + 1, sizeof(*s->e));
+    s->e[s->n++] = e;
+    index_add(s, e);
+}
+
+static struct entry *
+entry_from_file(const json_t *j, struct buf *err)
+{
+    struct entry *e;
+    const char *id = json_string_value(json_object_get(j, "id"));
+    const char *matchers = json_string_value(json_object_get(j, "matchers"));
+    const json_t *start = json_object_get(j, "start"), *end = json_object_get(j, "end");
+    const char *creator = json_string_value(json_object_get(j, "createdBy"));
+    const char *comment = json_string_value(json_object_get(j, "comment"));
+
+    if (!id || strlen(id) != SILENCES_ID_LEN || !matchers || !json_is_integer(start) ||
+        !json_is_integer(end)) {
+        buf_puts(err, "a silence lacks id, matchers, start or end");
+        return NULL;
+    }
+    e = xcalloc(1, sizeof(*e));
+    memcpy(e->id, id, SILENCES_ID_LEN + 1);
+    e->lm = labelmatch_parse(matchers, err);
+    if (!e->lm) {
+        entry_free(e);
+        return NULL;
+    }
+    e->start = json_integer_value(start);
+    e->end = json_integer_value(end);
+    e->creator = xstrdup(creator ? creator : "");
+    e->comment = xstrdup(comment ? comment : "");
+    return e;
+}
+
+static void
+load(struct silences *s)
+{
+    size_t len, i;
+    char *data = durable_read_file(s->path, MAX_FILE, &len);
+    json_t *root, *arr;
+    json_error_t jerr;
+    struct buf err = BUF_INIT;
+
+    if (!data) {
+        if (errno != ENOENT)
+            log_msg(LOG_ERR, "silences: cannot read %s: %s", s->path, durable_strerror(errno));
+        return;
+    }
+    root = json_loadb(data, len, 0, &jerr);
+    free(data);
+    arr = root ? json_object_get(root, "silences") : NULL;
+    if (!json_is_array(arr)) {
+        struct buf bad = BUF_INIT;
+        buf_printf(&bad, "%s.corrupt", s->path);
+        rename(s->path, buf_str(&bad));
+        log_msg(LOG_ERR, "silences: %s unusable (%s), moved to %s; no silences", s->path,
+                root ? "no silences array" : jerr.text, buf_str(&bad));
+        buf_free(&bad);
+        json_decref(root);
+        return;
+    }
+    for (i = 0; i < json_array_size(arr); i++) {
+        struct entry *e;
+        buf_reset(&err);
+        e = entry_from_file(json_array_get(arr, i), &err);
+        if (e)
+            add_entry(s, e);
+        else
+            log_msg(LOG_ERR, "silences: %s: silence %zu skipped: %s", s->path, i + 1,
+                    buf_str(&err));
+    }
+    json_decref(root);
+    buf_free(&err);
+    log_msg(LOG_INFO, "silences: %zu read from %s", s->n, s->path);
+}
+
+struct silences *
+silences_new(const char *path, double retention_s, size_t max, uint64_t now_ms)
+{
+    struct silences *s = xcalloc(1, sizeof(*s));
+
+    s->path = path ? xstrdup(path) : NULL;
+    s->retention = retention_s;
+    s->max = max;
+    hash_table_init(&s->index, 64);
+    if (s->path) load(s);
+    silences_tick(s, now_ms);
+    return s;
+}
+
+void
+silences_free(struct silences *s)
+{
+    size_t i;
+
+    if (!s) return;
+    for (i = 0; i < s->n; i++) entry_free(s->e[i]);
+    free(s->e);
+    hash_table_free(&s->index);
+    free(s->scan);
+    free(s->keys);
+    free(s->path);
+    free(s);
+}
+
+void
+silences_set_limits(struct silences *s, double retention_s, size_t max)
+{
+    s->retention = retention_s;
+    s->max = max;
+}
+
+/* ---- operations ---- */
+
+static void
+new_id(char *id)
+{
+    unsigned char r[16];
+    size_t i, k = 0;
+
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        for (i = 0; i < sizeof(r); i++) r[i] = (unsigned char)rand();
+    r[6] = (unsigned char)((r[6] & 0x0f) | 0x40); /* version 4 */
+    r[8] = (unsigned char)((r[8] & 0x3f) | 0x80); /* variant */
+    for (i = 0; i < sizeof(r); i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) id[k++] = '-';
+        snprintf(id + k, 3, "%02x", r[i]);
+        k += 2;
+    }
+    id[k] = '\0';
+}
+
+/* One element of "matchers": "HOST=web1" or Alertmanager's {"name","value","isRegex","isEqual"}. */
+static int
+add_matcher(struct labelmatch *lm, const json_t *m, struct buf *err)
+{
+    if (json_is_string(m))
+        return labelmatch_add(lm, json_string_value(m), json_string_length(m), err);
+    if (json_is_object(m)) {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *value = json_string_value(json_object_get(m, "value"));
+        json_t *re = json_object_get(m, "isRegex"), *eq = json_object_get(m, "isEqual");
+        struct buf text = BUF_INIT;
+        const char *p;
+        int rc;
+        if (!name || !value) {
+            buf_puts(err, "a matcher object needs a name and a value");
+            return -1;
+        }
+        buf_puts(&text, name);
+        buf_puts(&text, eq && json_is_false(eq) ? "!" : "=");
+        if (json_is_true(re)) buf_putc(&text, '~');
+        buf_putc(&text, '"');
+        for (p = value; *p; p++) {
+            if (*p == '"' || (*p == '\\' && (p[1] == '"' || p[1] == '\\' || !p[1])))
+                buf_putc(&text, '\\');
+            buf_putc(&text, *p);
+        }
+        buf_putc(&text, '"');
+        if (text.len == 0 || !name[0]) {
+            buf_free(&text);
+            buf_puts(err, "a matcher object needs a name");
+            return -1;
+        }
+        rc = labelmatch_add(lm, text.p, text.len, err);
+        buf_free(&text);
+        return rc;
+    }
+    buf_puts(err, "a matcher is a string (\"HOST=web1\") or an object with name and value");
+    return -1;
+}
+
+static const char *
+opt_string(const json_t *req, const char *key, struct buf *err, bool *bad)
+{
+    const json_t *v = json_object_get(req, key);
+
+    if (!v || json_is_null(v)) return "";
+    if (!json_is_string(v) || json_string_length(v) > MAX_TEXT) {
+        buf_printf(err, "%s: a string of at most %d bytes expected", key, MAX_TEXT);
+        *bad = true;
+        return "";
+    }
+    return json_string_value(v);
+}
+
+int
+silences_add_json(struct silences *s, const json_t *req, uint64_t now_ms, struct buf *id,
+                  struct buf *err)
+{
+    const json_t *ms = json_object_get(req, "matchers"), *v;
+    struct labelmatch *lm;
+    int64_t start = (int64_t)now_ms, end;
+    const char *creator, *comment;
+    struct entry *e;
+    bool bad = false;
+    size_t i;
+
+    if (!json_is_object(req)) {
+        buf_puts(err, "a JSON object expected");
+        return -1;
+    }
+    if (!json_is_array(ms) || json_array_size(ms) == 0) {
+        buf_puts(err, "matchers: a non-empty array expected (a silence without matchers would "
+                      "silence everything)");
+        return -1;
+    }
+    if ((v = json_object_get(req, "startsAt")) && !json_is_null(v) && json_time(v, &start) < 0) {
+        buf_puts(err, "startsAt: seconds since the epoch or an ISO 8601 time expected");
+        return -1;
+    }
+    if ((v = json_object_get(req, "endsAt")) && !json_is_null(v)) {
+        if (json_time(v, &end) < 0) {
+            buf_puts(err, "endsAt: seconds since the epoch or an ISO 8601 time expected");
+            return -1;
+        }
+    } else if ((v = json_object_get(req, "duration")) && !json_is_null(v)) {
+        double d = json_is_number(v)   ? json_number_value(v)
+                   : json_is_string(v) ? units_duration(json_string_value(v))
+                                       : -1;
+        if (d <= 0 || d > 100.0 * 365 * 86400) {
+            buf_puts(err, "duration: a positive duration expected (\"2h\", \"30m\", seconds)");
+            return -1;
+        }
+        end = start + (int64_t)(d * 1000);
+    } else {
+        buf_puts(err, "endsAt or duration expected");
+        return -1;
+    }
+    if (end <= start) {
+        buf_puts(err, "the end is not after the start");
+        return -1;
+    }
+    if (end <= (int64_t)now_ms) {
+        buf_puts(err, "the end is in the past");
+        return -1;
+    }
+    creator = opt_string(req, "createdBy", err, &bad);
+    comment = bad ? "" : opt_string(req, "comment", err, &bad);
+    if (bad) return -1;
+    if (s->n >= s->max) {
+        buf_printf(err, "%zu silences already (max-silences): expire some first", s->n);
+        return -1;
+    }
+    lm = labelmatch_new();
+    for (i = 0; i < json_array_size(ms); i++) {
+        if (add_matcher(lm, json_array_get(ms, i), err) < 0) {
+            labelmatch_free(lm);
+            return -1;
+        }
+    }
+    e = xcalloc(1, sizeof(*e));
+    new_id(e->id);
+    e->lm = lm;
+    e->start = start;
+    e->end = end;
+    e->creator = xstrdup(creator);
+    e->comment = xstrdup(comment);
+    add_entry(s, e);
+    s->st.added++;
+    save(s);
+    buf_puts(id, e->id);
+    log_msg(LOG_INFO, "silence %s added by %s", e->id, e->creator[0] ? e->creator : "(unknown)");
+    return 0;
+}
+
+static struct entry *
+find(struct silences *s, const char *id)
+{
+    size_t i;
+
+    for (i = 0; i < s->n; i++)
+        if (strcmp(s->e[i]->id, id) == 0) return s->e[i];
+    return NULL;
+}
+
+int
+silences_expire(struct silences *s, const char *const *ids, size_t n, uint64_t now_ms,
+                struct buf *err)
+{
+    size_t i;
+    struct entry *e;
+
+    if (!n) {
+        buf_puts(err, "no silence id given");
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        e = find(s, ids[i]);
+        if (!e) {
+            buf_printf(err, "no silence %s", ids[i]);
+            return -1;
+        }
+        if (e->end <= (int64_t)now_ms) {
+            buf_printf(err, "silence %s has already ended", ids[i]);
+            return -1;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        e = find(s, ids[i]);
+        if (e->end <= (int64_t)now_ms) continue; /* named twice */
+        e->end = (int64_t)now_ms;
+        if (e->start > e->end) e->start = e->end;
+        s->st.expired++;
+        log_msg(LOG_INFO, "silence %s expired", e->id);
+    }
+    save(s);
+    return 0;
+}
+
+static const char *
+state_of(const struct entry *e, uint64_t now_ms)
+{
+    if (e->end <= (int64_t)now_ms) return "expired";
+    if (e->start > (int64_t)now_ms) return "pending";
+    return "active";
+}
+
+void
+silences_json(struct silences *s, const struct labelmatch *query, bool expired, uint64_t now_ms,
+              struct buf *out)
+{
+    struct msg *labels = query ? msg_new() : NULL;
+    struct buf t = BUF_INIT, start = BUF_INIT, end = BUF_INIT;
+    json_t *arr = json_array();
+    char *doc;
+    size_t i, k;
+
+    for (i = 0; i < s->n; i++) {
+        struct entry *e = s->e[i];
+        const char *state = state_of(e, now_ms);
+        json_t *ms;
+        if (!expired && strcmp(state, "expired") == 0) continue;
+        if (query) {
+            msg_reset(labels);
+            labelmatch_to_msg(e->lm, labels);
+            if (!labelmatch_match(query, labels)) continue;
+        }
+        ms = json_array();
+        for (k = 0; k < labelmatch_count(e->lm); k++) {
+            const char *name, *value;
+            enum labelmatch_op op;
+            labelmatch_at(e->lm, k, &name, &op, &value);
+            json_array_append_new(ms,
+                                  json_pack("{s:s, s:s, s:b, s:b}", "name", name, "value", value,
+                                            "isRegex", op == LABELMATCH_RE || op == LABELMATCH_NRE,
+                                            "isEqual", op == LABELMATCH_EQ || op == LABELMATCH_RE));
+        }
+        buf_reset(&t);
+        buf_reset(&start);
+        buf_reset(&end);
+        labelmatch_format(e->lm, &t);
+        silences_format_time(e->start, &start);
+        silences_format_time(e->end, &end);
+        json_array_append_new(arr, json_pack("{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:{s:s}}", "id",
+                                             e->id, "matchers", ms, "matchersText", buf_str(&t),
+                                             "startsAt", buf_str(&start), "endsAt", buf_str(&end),
+                                             "createdBy", e->creator, "comment", e->comment,
+                                             "status", "state", state));
+    }
+    doc = json_dumps(arr, JSON_COMPACT);
+    buf_puts(out, doc ? doc : "[]");
+    free(doc);
+    json_decref(arr);
+    buf_free(&t);
+    buf_free(&start);
+    buf_free(&end);
+    if (labels) msg_unref(labels);
+}
+
+static bool
+holds(const struct entry *e, const struct msg *m, int64_t now)
+{
+    return e->start <= now && e->end > now && labelmatch_match(e->lm, m);
+}
+
+const char *
+silences_match(struct silences *s, const struct msg *m, uint64_t now_ms)
+{
+    int64_t now = (int64_t)now_ms;
+    struct hash_node *n;
+    size_t i, len;
+    const char *v;
+
+    for (i = 0; i < s->nkeys; i++) {
+        v = msg_get(m, s->keys[i].h, &len);
+        if (!v) {
+            v = ""; /* a label the alert lacks is empty */
+            len = 0;
+        }
+        for (n = hash_table_find(&s->index, key_hash(s->keys[i].h, v, len)); n;
+             n = hash_table_find_next(n)) {
+            const struct entry *e = hash_entry(n, struct entry, node);
+            if (holds(e, m, now)) return e->id;
+        }
+    }
+    for (i = 0; i < s->nscan; i++)
+        if (holds(s->scan[i], m, now)) return s->scan[i]->id;
+    return NULL;
+}
+
+void
+silences_tick(struct silences *s, uint64_t now_ms)
+{
+    int64_t before = (int64_t)now_ms - (int64_t)(s->retention * 1000);
+    size_t i, k = 0, dropped = 0;
+
+    for (i = 0; i < s->n; i++) {
+        if (s->e[i]->end < before) {
+            index_remove(s, s->e[i]);
+            entry_free(s->e[i]);
+            dropped++;
+            continue;
+        }
+        s->e[k++] = s->e[i];
+    }
+    s->n = k;
+    if (dropped) {
+        s->st.dropped += dropped;
+        log_msg(LOG_INFO, "silences: %zu ended more than %g s ago, dropped", dropped, s->retention);
+        save(s);
+    }
+}
+
+size_t
+silences_count(const struct silences *s)
+{
+    return s->n;
+}
+
+size_t
+silences_active(const struct silences *s, uint64_t now_ms)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < s->n; i++)
+        if (s->e[i]->start <= (int64_t)now_ms && s->e[i]->end > (int64_t)now_ms) n++;
+    return n;
+}
+
+const struct silences_stats *
+silences_get_stats(const struct silences *s)
+{
+    return &s->st;
+}

@@ -1,0 +1,89 @@
+/*
+ * silences: "we know, stop paging": Alertmanager's silences in corrald.  A
+ * silence has an id (random, UUID-shaped), label matchers (labelmatch.h),
+ * a start and an end, its creator and a comment.  While a silence is active
+ * (start <= now < end), an alert it matches is recorded as silenced in the
+ * alert store and sent to no executor (server.c asks silences_match).
+ *
+ * Silences are saved to their own file (PATH: the state file's name with
+ * ".silences", see server.c) with durable_replace on every change, before
+ * the change is answered: a silence that `corral silence add` reported
+ * survives a kill -9 right after.  A silence that has ended is kept for the
+ * retention period (`silence-retention`, default 5 days) so that `silence
+ * list --expired` shows it, then dropped.  At most `max-silences` (default
+ * 10000) are kept, expired ones included; adding one more is refused.
+ *
+ * The operations take and give JSON (jansson), the same for the control
+ * socket (control.c, `corral silence`) and the HTTP API:
+ *
+ *   add:    {"matchers":["HOST=web1", ...], "duration":"2h" | "endsAt":T,
+ *            "startsAt":T, "createdBy":"...", "comment":"..."}
+ *           T: seconds since the epoch, or ISO 8601 ("2026-12-04T18:00:00Z")
+ *   list:   [{"id","matchers":[{"name","value","isRegex","isEqual"}],
+ *             "matchersText","startsAt","endsAt","createdBy","comment",
+ *             "status":{"state":"active"|"pending"|"expired"}}, ...]
+ */
+#ifndef CORRAL_SILENCES_H
+#define CORRAL_SILENCES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/buf.h"
+#include "engine/labelmatch.h"
+#include "engine/msg.h"
+
+#define SILENCES_RETENTION_DEFAULT (5 * 86400.0)
+#define SILENCES_MAX_DEFAULT       10000
+#define SILENCES_ID_LEN            36
+
+struct silences;
+/* jansson's json_t */
+struct json_t;
+
+struct silences_stats {
+    uint64_t added, expired, dropped; /* dropped: forgotten after the retention period */
+    uint64_t save_errors;
+};
+
+/*
+ * The silences saved in path (NULL: memory only).  A missing file is an
+ * empty set; an unreadable one is moved aside to PATH.corrupt and logged.
+ */
+struct silences *silences_new(const char *path, double retention_s, size_t max, uint64_t now_ms);
+void silences_free(struct silences *s);
+/* A reload: the new limits. */
+void silences_set_limits(struct silences *s, double retention_s, size_t max);
+
+/* Adds a silence from a JSON request; 0 and its id in id, or -1 with a message in err. */
+int silences_add_json(struct silences *s, const struct json_t *req, uint64_t now_ms, struct buf *id,
+                      struct buf *err);
+/* Ends the silences ids now (all, or none and -1 with a message in err: one unknown or ended). */
+int silences_expire(struct silences *s, const char *const *ids, size_t n, uint64_t now_ms,
+                    struct buf *err);
+/*
+ * Appends a JSON array of the silences: active and pending ones, and ended
+ * ones too with expired; with query, only those whose matchers' labels it
+ * matches (`silence query HOST=web1` lists the silences that name web1).
+ */
+void silences_json(struct silences *s, const struct labelmatch *query, bool expired,
+                   uint64_t now_ms, struct buf *out);
+/* The id of an active silence that matches m, or NULL. */
+const char *silences_match(struct silences *s, const struct msg *m, uint64_t now_ms);
+/* Drops silences ended more than the retention period ago (saves when it dropped any). */
+void silences_tick(struct silences *s, uint64_t now_ms);
+size_t silences_count(const struct silences *s);
+size_t silences_active(const struct silences *s, uint64_t now_ms);
+const struct silences_stats *silences_get_stats(const struct silences *s);
+
+/*
+ * Reads a time: seconds since the epoch ("1796400000"), or ISO 8601 UTC or
+ * with an offset ("2026-12-04T18:00:00Z", "2026-12-04 18:00+01:00").  0 and
+ * milliseconds in *ms, or -1.
+ */
+int silences_parse_time(const char *s, int64_t *ms);
+/* Appends ms as ISO 8601 UTC ("2026-12-04T18:00:00Z"). */
+void silences_format_time(int64_t ms, struct buf *out);
+
+#endif
