@@ -3,7 +3,7 @@
  *
  *   input --server_submit--> syslogfmt_parse --> corr_process --emit--+--> outputs
  *                                                                  +--> routes --> executors
- *                                                                  \--> silence tracking
+ *                                                                  \--> absence tracking
  *
  * Everything runs on one libuv loop.  A message is parsed into one reused
  * struct msg, so the steady-state path allocates nothing of its own.  A
@@ -35,7 +35,7 @@
 #include "engine/pdb.h"
 #include "actions/queue.h"
 #include "agent/route.h"
-#include "agent/silence.h"
+#include "agent/absence.h"
 #include "agent/snapshot.h"
 #include "engine/durable.h"
 #include "engine/syslogfmt.h"
@@ -53,7 +53,7 @@ struct server {
     struct conf *conf;
     struct pdb *db;
     struct corr *corr;
-    struct silence *silence;
+    struct absence *absence;
     struct input **inputs;
     size_t ninputs;
     struct output **outputs;
@@ -113,7 +113,7 @@ server_free(struct server *s)
     if (!s) return;
     snapshot_free(s->snap);
     corr_free(s->corr);
-    silence_free(s->silence);
+    absence_free(s->absence);
     pdb_free(s->db);
     conf_free(s->conf);
     msg_unref(s->msg);
@@ -181,13 +181,13 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 {
     struct server *s = arg;
 
-    if (kind == CORR_INPUT && s->silence) silence_seen(s->silence, m, clock_wall_ms());
+    if (kind == CORR_INPUT && s->absence) absence_seen(s->absence, m, clock_wall_ms());
     to_outputs(s, m);
     to_executors(s, m, action);
 }
 
 static void
-on_silence(void *arg, struct msg *m)
+on_absence(void *arg, struct msg *m)
 {
     to_outputs(arg, m);
     to_executors(arg, m, NULL);
@@ -302,7 +302,7 @@ on_tick(uv_timer_t *t)
     struct server *s = t->data;
 
     corr_tick(s->corr);
-    if (s->silence) silence_tick(s->silence, clock_wall_ms());
+    if (s->absence) absence_tick(s->absence, clock_wall_ms());
 }
 
 /* snapshot's write: in the saving child, or in-process at shutdown */
@@ -958,7 +958,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     const struct conf *c = st->conf;
     bool starting = s->conf == NULL, ok;
     size_t i, j, kept = 0, dropped = 0;
-    struct silence *was;
+    struct absence *was;
 
     /*
      * Executors that are gone or changed stop.  A changed one hands what it
@@ -1010,13 +1010,13 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         s->db = st->db;
         syslogfmt_tz_reset();
     }
-    /* the sources watched keep their state: a reload must not forget a silence nor repeat one */
-    was = s->silence;
-    s->silence = c->nsilences ? silence_new(c->silences, c->nsilences, c->max_silence_sources,
-                                            clock_wall_ms(), on_silence, s)
+    /* the sources watched keep their state: a reload must not forget an absence nor repeat one */
+    was = s->absence;
+    s->absence = c->nabsences ? absence_new(c->absences, c->nabsences, c->max_absence_sources,
+                                            clock_wall_ms(), on_absence, s)
                               : NULL;
-    if (s->silence) silence_adopt(s->silence, was, clock_wall_ms());
-    silence_free(was);
+    if (s->absence) absence_adopt(s->absence, was, clock_wall_ms());
+    absence_free(was);
     conf_free(s->conf);
     s->conf = st->conf;
     free(st->queue_taken);
@@ -1294,15 +1294,17 @@ server_metrics(struct server *s, struct buf *out)
                "Longest time the loop worked without waiting for events, since start.", "gauge");
         buf_printf(out, "corral_loop_stall_max_seconds %.6f\n", (double)s->stall_max_ns / 1e9);
     }
-    if (s->silence) {
-        SIMPLE("corral_silence_sources", "gauge", "Sources watched for silence.",
-               silence_tracked(s->silence));
-        SIMPLE("corral_silence_silent", "gauge", "Sources silent now.", silence_silent(s->silence));
-        SIMPLE("corral_silence_untracked_total", "counter",
-               "Messages from sources not watched for silence: max-silence-sources reached.",
-               silence_untracked(s->silence));
-        SIMPLE("corral_silence_forgotten_total", "counter",
-               "Sources forgotten after being silent for forget=.", silence_forgotten(s->silence));
+    if (s->absence) {
+        SIMPLE("corral_absence_sources", "gauge", "Sources watched by <absence>.",
+               absence_tracked(s->absence));
+        SIMPLE("corral_absence_down", "gauge", "Sources reported absent (down) now.",
+               absence_down(s->absence));
+        SIMPLE("corral_absence_untracked_total", "counter",
+               "Messages from sources not watched by <absence>: max-absence-sources reached.",
+               absence_untracked(s->absence));
+        SIMPLE("corral_absence_forgotten_total", "counter",
+               "Sources forgotten after sending nothing for forget=.",
+               absence_forgotten(s->absence));
     }
     if (s->dns) {
         struct dnscache_stats ds;
