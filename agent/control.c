@@ -12,6 +12,7 @@
  */
 #include "agent/control.h"
 #include "engine/log.h"
+#include "agent/queuectl.h"
 #include "agent/server.h"
 #include "engine/xalloc.h"
 
@@ -144,6 +145,8 @@ answer(struct conn *c)
             buf_puts(&c->answer, "FAILED\n");
         else
             buf_puts(&c->answer, "OK\n");
+    } else if (strncmp(c->req, "queue ", 6) == 0) {
+        queuectl_command(ctl->srv, c->req + 6, &c->answer);
     } else if (strcmp(c->req, "save") == 0) {
         /* a big state takes a while to write: the client waits on us, it is not stalling */
         uv_timer_stop(&c->timer);
@@ -151,7 +154,8 @@ answer(struct conn *c)
         server_save_state(ctl->srv, saved, c);
         return;
     } else {
-        buf_printf(&c->answer, "unknown command '%s' (stats, contexts, reload, save)\n", c->req);
+        buf_printf(&c->answer, "unknown command '%s' (stats, contexts, reload, save, queue)\n",
+                   c->req);
     }
     send_answer(c);
 }

@@ -7,6 +7,7 @@
  *   contexts   open correlation contexts as JSON
  *   reload     reload configuration and rules; the report of what changed
  *   save       save the correlation state now
+ *   queue ...  delivery control: list, retry, drop (queuectl.h)
  */
 #ifndef CORRAL_CONTROL_H
 #define CORRAL_CONTROL_H

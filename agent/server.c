@@ -1224,6 +1224,18 @@ endpoint_metric(struct buf *out, struct server *s, const char *name, const char 
         sample(out, name, "endpoint", names[i], &s->endpoints[i], field);
 }
 
+size_t
+server_nqueues(const struct server *s)
+{
+    return s->nqueues;
+}
+
+struct queue *
+server_queue_at(const struct server *s, size_t i)
+{
+    return s->queues[i];
+}
+
 void
 server_set_dnscache(struct server *s, struct dnscache *dns)
 {
@@ -1387,6 +1399,12 @@ server_metrics(struct server *s, struct buf *out)
                      offsetof(struct queue_stats, retries));
         queue_metric(out, s, "corral_executor_dead_total", "Alerts given up (dead-letter file).",
                      offsetof(struct queue_stats, dead));
+        queue_metric(out, s, "corral_executor_dead_retried_total",
+                     "Dead letters queued again (corral queue retry).",
+                     offsetof(struct queue_stats, retried));
+        queue_metric(out, s, "corral_executor_operator_dropped_total",
+                     "Queued alerts and dead letters dropped (corral queue drop).",
+                     offsetof(struct queue_stats, dropped));
         queue_metric(out, s, "corral_executor_dropped_full_total", "Alerts refused: queue full.",
                      offsetof(struct queue_stats, dropped_full));
         queue_metric(out, s, "corral_executor_deduplicated_total", "Alerts dropped as duplicates.",

@@ -15,6 +15,15 @@ int cmd_dump(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_check_config(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
+
+#include "engine/buf.h"
+
+#define CMD_DEFAULT_SOCKET "/run/corrald/control.sock"
+/* Sends one command line to corrald's control socket; its whole answer in out.  0 or -1 (errno). */
+int cmd_ask_socket(const char *path, const char *command, struct buf *out);
+/* Says why the control socket could not be reached, with a hint where one helps. */
+void cmd_socket_error(const char *verb, const char *path);
 
 /*
  * Loads rule files or directories into one database and prints its

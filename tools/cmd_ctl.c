@@ -21,7 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define DEFAULT_SOCKET "/run/corrald/control.sock"
+#define DEFAULT_SOCKET CMD_DEFAULT_SOCKET
 
 /* Copies everything the peer sends to out; returns 0 or -1. */
 static int
@@ -40,8 +40,8 @@ copy_answer(int fd, struct buf *out)
     return 0;
 }
 
-static int
-ask_socket(const char *path, const char *command, struct buf *out)
+int
+cmd_ask_socket(const char *path, const char *command, struct buf *out)
 {
     struct sockaddr_un sa;
     int fd, rc = -1;
@@ -63,9 +63,8 @@ ask_socket(const char *path, const char *command, struct buf *out)
     return rc;
 }
 
-/* Says why the control socket could not be reached, with a hint where one helps. */
-static void
-socket_error(const char *verb, const char *path)
+void
+cmd_socket_error(const char *verb, const char *path)
 {
     int err = errno;
 
@@ -154,8 +153,8 @@ cmd_ctl(int argc, char **argv)
         cmd_error("ctl", "one command expected: stats, contexts, reload or save");
         return 2;
     }
-    if (ask_socket(path, argv[optind], &out) < 0) {
-        socket_error("ctl", path);
+    if (cmd_ask_socket(path, argv[optind], &out) < 0) {
+        cmd_socket_error("ctl", path);
         return 1;
     }
     fwrite(out.p, 1, out.len, stdout);
@@ -199,8 +198,8 @@ cmd_stats(int argc, char **argv)
         cmd_error("stats", "%s: %s", url, strerror(errno));
         return 1;
     }
-    if (!url && ask_socket(path, "stats", &out) < 0) {
-        socket_error("stats", path);
+    if (!url && cmd_ask_socket(path, "stats", &out) < 0) {
+        cmd_socket_error("stats", path);
         return 1;
     }
     if (raw) {

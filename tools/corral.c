@@ -6,6 +6,7 @@
  *   corral dump -r RULES [-P PROGRAM]   show the pattern trees
  *   corral check-config FILE            check a corrald configuration
  *   corral ctl / corral stats           talk to a running corrald
+ *   corral queue list|retry|drop        delivery control of a running corrald
  */
 #include <config.h>
 
@@ -26,6 +27,7 @@ usage(FILE *out)
           "  check-config FILE                     check a corrald configuration\n"
           "  ctl [-s SOCKET] stats|contexts|reload|save   talk to a running corrald\n"
           "  stats [-s SOCKET | -u HOST:PORT]      show a running corrald's counters\n"
+          "  queue [-s SOCKET] list|retry|drop     list, retry or drop executors' alerts\n"
           "  --version                             print the version\n"
           "\n"
           "Run `corral VERB --help` for the options of a verb; see corral(1).\n",
@@ -53,6 +55,7 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "dump") == 0) return cmd_dump(argc - 1, argv + 1);
     if (strcmp(argv[1], "ctl") == 0) return cmd_ctl(argc - 1, argv + 1);
     if (strcmp(argv[1], "stats") == 0) return cmd_stats(argc - 1, argv + 1);
+    if (strcmp(argv[1], "queue") == 0) return cmd_queue(argc - 1, argv + 1);
     if (strcmp(argv[1], "check-config") == 0) return cmd_check_config(argc - 1, argv + 1);
     fprintf(stderr, "corral: unknown verb '%s'\n", argv[1]);
     usage(stderr);
