@@ -148,7 +148,7 @@ string_member(json_t *o, const char *name)
 static bool
 parse_line(const char *line, size_t len, struct deadletter *d)
 {
-    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL), *enc, *att;
+    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL), *enc, *att;
     const char *id, *executor;
 
     memset(d, 0, sizeof(*d));
