@@ -23,12 +23,11 @@ find(struct server *s, const char *name)
     return NULL;
 }
 
-static void
-list(struct server *s, const char *name, struct buf *out)
+struct json_t *
+queuectl_list_json(struct server *s, const char *name)
 {
     json_t *all = json_array(), *o = json_object();
     size_t i;
-    char *text;
 
     for (i = 0; i < server_nqueues(s); i++) {
         struct queue *q = server_queue_at(s, i);
@@ -36,7 +35,15 @@ list(struct server *s, const char *name, struct buf *out)
             json_array_append_new(all, queue_list_json(q, QUEUECTL_LIST_MAX));
     }
     json_object_set_new(o, "executors", all);
-    text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    return o;
+}
+
+static void
+list(struct server *s, const char *name, struct buf *out)
+{
+    json_t *o = queuectl_list_json(s, name);
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
     buf_puts(out, text ? text : "{}");
     buf_putc(out, '\n');
     free(text);

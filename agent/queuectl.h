@@ -21,6 +21,14 @@ struct server;
 /* Entries listed per executor and list (the totals count them all). */
 #define QUEUECTL_LIST_MAX 1000
 
+/*
+ * {"executors": [queue_list_json of each, or of executor name only]}, what
+ * `queue list` answers, for the HTTP API and status page to serve alike.
+ * The caller owns it (json_decref).
+ */
+struct json_t;
+struct json_t *queuectl_list_json(struct server *s, const char *name);
+
 /* args: what follows "queue " in the request. */
 void queuectl_command(struct server *s, const char *args, struct buf *out);
 
