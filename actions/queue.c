@@ -1,8 +1,10 @@
 /*
- * queue: spool, scheduling, retries and dead letters for one executor.
- * See queue.h for the guarantees.  Alerts wait in a FIFO list; each pass
- * starts the oldest ready ones up to the executor's max_inflight, and a
- * timer wakes the queue when the next retry is due.
+ * queue: spool, scheduling, retries and dead letters for one executor,
+ * and delivery control (list, retry dead letters, drop; the dead-letter
+ * file itself is deadletter.c's).  See queue.h for the guarantees.  Alerts
+ * wait in a FIFO list; each pass starts the oldest ready ones up to the
+ * executor's max_inflight, and a timer wakes the queue when the next retry
+ * is due.
  */
 #include "actions/queue.h"
 #include "actions/deadletter.h"
