@@ -1,22 +1,26 @@
 /*
- * queue: spool, scheduling, retries and dead letters for one executor.
- * See queue.h for the guarantees.  Alerts wait in a FIFO list; each pass
- * starts the oldest ready ones up to the executor's max_inflight, and a
- * timer wakes the queue when the next retry is due.
+ * queue: spool, scheduling, retries and dead letters for one executor,
+ * and delivery control (list, retry dead letters, drop; the dead-letter
+ * file itself is deadletter.c's).  See queue.h for the guarantees.  Alerts
+ * wait in a FIFO list; each pass starts the oldest ready ones up to the
+ * executor's max_inflight, and a timer wakes the queue when the next retry
+ * is due.
  */
 #include "actions/queue.h"
+#include "actions/deadletter.h"
 #include "engine/clock.h"
 #include "engine/durable.h"
 #include "engine/hash.h"
-#include "engine/json.h"
 #include "engine/log.h"
 #include "engine/macros.h"
 #include "engine/template.h"
+#include "engine/utf8.h"
 #include "engine/wire.h"
 #include "engine/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,7 @@
 
 #define REC_ALERT QUEUE_REC_ALERT
 #define REC_DONE  QUEUE_REC_DONE
+#define REC_RETRY QUEUE_REC_RETRIED
 #define REC_HEAD  25    /* magic, type, seq, length, payload CRC, header CRC */
 #define RETRY_MS  1000  /* while the spool cannot be written: rewrite it this often */
 #define LOG_EVERY 60000 /* repeated errors: one line a minute */
@@ -46,6 +51,8 @@ struct item {
     bool spooled; /* false: in memory only (the spool could not be written) */
     struct msg *msg;
     char *id, *severity;
+    /* the dead letter this is a retry of, while the dead-letter file may still hold it */
+    char *dead_id;
 };
 
 struct dedupe_entry {
@@ -260,16 +267,62 @@ queue_spool_scan(const void *data, size_t size, queue_scan_fn *fn, void *arg,
 
 static void spool_fail(struct queue *q);
 
+/* A retried dead letter's payload: u32 length of the dead letter's id, the id, the alert. */
+static void
+retry_payload(struct buf *out, const char *dead_id, const struct msg *m)
+{
+    unsigned char n[4];
+
+    wire_store32(n, (uint32_t)strlen(dead_id));
+    buf_append(out, n, 4);
+    buf_puts(out, dead_id);
+    msg_encode(m, out);
+}
+
+bool
+queue_spool_retried(const void *payload, size_t len, const char **dead_id, size_t *idlen,
+                    const void **alert, size_t *alen)
+{
+    const unsigned char *p = payload;
+    uint32_t n;
+
+    if (len < 4) return false;
+    n = wire_load32(p);
+    if (n == 0 || n > len - 4 || memchr(p + 4, '\0', n)) return false;
+    *dead_id = (const char *)p + 4;
+    *idlen = n;
+    *alert = p + 4 + n;
+    *alen = len - 4 - n;
+    return true;
+}
+
+/* Frames an alert's record: 'A', or 'R' with the dead letter it retries. */
+static void
+frame_alert(struct buf *rec, uint64_t seq, const struct msg *m, const char *dead_id,
+            struct buf *payload)
+{
+    buf_reset(payload);
+    if (dead_id) {
+        retry_payload(payload, dead_id, m);
+        queue_spool_frame(rec, REC_RETRY, seq, payload->p, payload->len);
+    } else {
+        msg_encode(m, payload);
+        queue_spool_frame(rec, REC_ALERT, seq, payload->p, payload->len);
+    }
+}
+
 /* Appends a record; false when the spool is not being written (none, or failed). */
 static bool
-spool_append(struct queue *q, char type, uint64_t seq, const struct msg *m)
+spool_append(struct queue *q, char type, uint64_t seq, const struct msg *m, const char *dead_id)
 {
     struct buf rec = BUF_INIT, payload = BUF_INIT;
     bool ok = true;
 
     if (q->spool_fd < 0 || q->spool_failed) return false;
-    if (m) msg_encode(m, &payload);
-    queue_spool_frame(&rec, type, seq, payload.p, payload.len);
+    if (m)
+        frame_alert(&rec, seq, m, dead_id, &payload);
+    else
+        queue_spool_frame(&rec, type, seq, NULL, 0);
     if (durable_write_all(q->spool_fd, rec.p, rec.len) < 0) {
         spool_error(q, "writing", errno);
         /* no torn bytes may stay in front of later records */
@@ -324,11 +377,7 @@ spool_compact(struct queue *q)
     }
     buf_append(&data, QUEUE_SPOOL_HEADER, strlen(QUEUE_SPOOL_HEADER));
     for (it = q->head;; it = it->next) {
-        if (it) {
-            buf_reset(&payload);
-            msg_encode(it->msg, &payload);
-            queue_spool_frame(&data, REC_ALERT, it->seq, payload.p, payload.len);
-        }
+        if (it) frame_alert(&data, it->seq, it->msg, it->dead_id, &payload);
         if (data.len >= 65536 || (!it && data.len)) {
             if (durable_write_all(fd, data.p, data.len) < 0) {
                 written = false;
@@ -405,12 +454,15 @@ on_spool_timer(uv_timer_t *t)
 }
 
 static struct item *enqueue(struct queue *q, struct msg *m, uint64_t seq);
+static void settle_retried(struct queue *q);
 
 struct replay {
     struct rec {
         uint64_t seq;
         const char *p;
         size_t len, order;
+        const char *dead_id; /* a retried dead letter's id (not NUL-terminated), or NULL */
+        size_t idlen;
     } * alerts;
     size_t nalerts, capalerts;
     uint64_t *done;
@@ -426,9 +478,15 @@ replay_record(void *arg, char type, uint64_t seq, const void *payload, size_t le
 
     if (!r->any || seq > r->max_seq) r->max_seq = seq;
     r->any = true;
-    if (type == REC_ALERT) {
+    if (type == REC_ALERT || type == REC_RETRY) {
+        struct rec rec = {seq, payload, len, r->nalerts, NULL, 0};
+        const void *alert;
+        if (type == REC_RETRY &&
+            !queue_spool_retried(payload, len, &rec.dead_id, &rec.idlen, &alert, &rec.len))
+            return; /* checks out, yet is not one: counted when it does not decode below */
+        if (type == REC_RETRY) rec.p = alert;
         r->alerts = xgrow(r->alerts, &r->capalerts, r->nalerts + 1, sizeof(*r->alerts));
-        r->alerts[r->nalerts] = (struct rec){seq, payload, len, r->nalerts};
+        r->alerts[r->nalerts] = rec;
         r->nalerts++;
     } else if (type == REC_DONE) {
         r->done = xgrow(r->done, &r->capdone, r->ndone + 1, sizeof(*r->done));
@@ -507,7 +565,9 @@ spool_replay(struct queue *q, struct buf *err)
             continue;
         m = msg_new();
         if (msg_decode(m, r.alerts[i].p, r.alerts[i].len)) {
-            enqueue(q, m, r.alerts[i].seq)->spooled = true;
+            struct item *it = enqueue(q, m, r.alerts[i].seq);
+            it->spooled = true;
+            if (r.alerts[i].dead_id) it->dead_id = xstrndup(r.alerts[i].dead_id, r.alerts[i].idlen);
             q->st.recovered++;
         } else {
             q->st.spool_corrupt++; /* checks out, yet does not decode: written by a bug */
@@ -538,6 +598,7 @@ spool_open(struct queue *q, const char *dir, struct buf *err)
     q->spool_path = xstrdup(buf_str(&path));
     buf_free(&path);
     if (spool_replay(q, err) < 0) return -1;
+    settle_retried(q);
     /*
      * Start from a compact file holding exactly the pending alerts.  When
      * that cannot be written (a full disk), start all the same: the old file
@@ -555,34 +616,17 @@ spool_open(struct queue *q, const char *dir, struct buf *err)
 static void
 dead_letter(struct queue *q, struct item *it, const char *reason)
 {
-    struct buf line = BUF_INIT, when = BUF_INIT;
-    struct msg_time t = {(int64_t)(clock_wall_ms() / 1000), 0, 0};
-    int fd;
+    struct buf line = BUF_INIT;
 
     q->st.dead++;
-    macro_format_iso(&t, 0, &when);
-    buf_puts(&line, "{\"time\":");
-    json_quote(&line, when.p, when.len);
-    buf_puts(&line, ",\"executor\":");
-    json_quote(&line, q->name, strlen(q->name));
-    buf_puts(&line, ",\"reason\":");
-    json_quote(&line, reason ? reason : "", reason ? strlen(reason) : 0);
-    buf_printf(&line, ",\"attempts\":%u,\"alert_id\":", it->attempts);
-    json_quote(&line, it->id, strlen(it->id));
-    buf_puts(&line, ",\"message\":");
-    json_format_msg(it->msg, &line);
-    buf_puts(&line, "}\n");
+    deadletter_format(&line, clock_wall_ms(), it->seq, q->name, reason, it->attempts, it->id,
+                      it->msg);
     log_msg(LOG_WARNING, "executor %s: alert %s given up after %u attempts: %s", q->name, it->id,
             it->attempts, reason ? reason : "");
-    if (q->dead_path) {
-        fd = open(q->dead_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0 || durable_write_all(fd, line.p, line.len) < 0 || fdatasync(fd) < 0)
-            log_msg(LOG_ERR, "executor %s: writing dead letters to %s: %s", q->name, q->dead_path,
-                    strerror(errno));
-        if (fd >= 0) close(fd);
-    }
+    if (q->dead_path && deadletter_append(q->dead_path, line.p, line.len) < 0)
+        log_msg(LOG_ERR, "executor %s: writing dead letters to %s: %s", q->name, q->dead_path,
+                strerror(errno));
     buf_free(&line);
-    buf_free(&when);
 }
 
 /* ---- scheduling ---- */
@@ -593,6 +637,7 @@ static void
 item_free(struct item *it)
 {
     msg_unref(it->msg);
+    free(it->dead_id);
     free(it->id);
     free(it->severity);
     free(it);
@@ -613,7 +658,7 @@ remove_item(struct queue *q, struct item *it)
     q->nitems--;
     q->st.queued = q->nitems;
     if (!it->spooled) q->st.unspooled--;
-    spool_append(q, REC_DONE, it->seq, NULL);
+    spool_append(q, REC_DONE, it->seq, NULL, NULL);
     item_free(it);
 }
 
@@ -906,7 +951,7 @@ submit(struct queue *q, const struct msg *m, bool keep)
     }
     copy = msg_clone(m);
     seq = q->next_seq++;
-    spooled = spool_append(q, REC_ALERT, seq, copy) || !q->spool_path;
+    spooled = spool_append(q, REC_ALERT, seq, copy, NULL) || !q->spool_path;
     enqueue(q, copy, seq)->spooled = spooled;
     if (!spooled) {
         q->st.memory_only++;
@@ -1086,7 +1131,7 @@ move_items(struct queue *from, struct queue *to)
         }
         from->nitems--;
         if (!it->spooled) from->st.unspooled--;
-        spool_append(from, REC_DONE, it->seq, NULL);
+        spool_append(from, REC_DONE, it->seq, NULL, NULL);
         if (to->nitems >= to->max_queued) {
             to->st.dropped_full++;
             dropped++;
@@ -1097,7 +1142,7 @@ move_items(struct queue *from, struct queue *to)
         it->q = to;
         it->not_before = 0; /* the new configuration may be what it needed: try it now */
         it->seq = to->next_seq++;
-        it->spooled = spool_append(to, REC_ALERT, it->seq, it->msg) || !to->spool_path;
+        it->spooled = spool_append(to, REC_ALERT, it->seq, it->msg, it->dead_id) || !to->spool_path;
         if (!it->spooled) {
             to->st.memory_only++;
             to->st.unspooled++;
@@ -1199,4 +1244,371 @@ const struct queue_stats *
 queue_get_stats(const struct queue *q)
 {
     return &q->st;
+}
+
+/* ---- delivery control: listing, retrying dead letters, dropping (corral queue) ---- */
+
+static void
+iso_time(json_t *o, const char *name, uint64_t ms)
+{
+    struct buf b = BUF_INIT;
+    struct msg_time t = {(int64_t)(ms / 1000), 0, 0};
+
+    macro_format_iso(&t, 0, &b);
+    json_object_set_new(o, name, json_stringn(b.p, b.len));
+    buf_free(&b);
+}
+
+/*
+ * Bytes from messages as a JSON string: what is not UTF-8 (and NUL) becomes
+ * U+FFFD.  Never jansson's json_string() here: engine/json.c has a function
+ * of that name, which the linker gives the call instead.
+ */
+static json_t *
+textn(const char *s, size_t len)
+{
+    struct buf b = BUF_INIT;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, n;
+    uint32_t cp;
+    json_t *j;
+
+    while (i < len) {
+        n = utf8_char(p + i, len - i, &cp);
+        if (n && cp) {
+            buf_append(&b, s + i, n);
+            i += n;
+        } else {
+            utf8_put(&b, 0xfffd);
+            i++;
+        }
+    }
+    j = json_stringn(b.p ? b.p : "", b.len);
+    buf_free(&b);
+    return j ? j : json_stringn("", 0);
+}
+
+static json_t *
+text(const char *s)
+{
+    return textn(s, strlen(s));
+}
+
+/* MESSAGE and HOST of an alert: what a person needs to tell it. */
+static void
+alert_text(json_t *o, const struct msg *m)
+{
+    const char *v;
+    size_t len;
+
+    if ((v = msg_get(m, NV_HOST, &len))) json_object_set_new(o, "host", textn(v, len));
+    if ((v = msg_get(m, NV_MESSAGE, &len))) json_object_set_new(o, "message", textn(v, len));
+}
+
+json_t *
+queue_list_json(struct queue *q, size_t max)
+{
+    json_t *o = json_object(), *queued = json_array(), *dead = json_array();
+    struct item *it;
+    size_t nq = 0, i;
+
+    json_object_set_new(o, "executor", text(q->name));
+    for (it = q->head; it; it = it->next, nq++) {
+        json_t *e;
+        char id[32];
+        if (nq >= max) continue;
+        e = json_object();
+        snprintf(id, sizeof(id), "q%llu", (unsigned long long)it->seq);
+        json_object_set_new(e, "id", text(id));
+        json_object_set_new(e, "state",
+                            text(it->inflight       ? "delivering"
+                                 : it->attempts > 0 ? "retrying"
+                                                    : "queued"));
+        json_object_set_new(e, "attempts", json_integer(it->attempts));
+        json_object_set_new(e, "alert_id", text(it->id));
+        json_object_set_new(e, "severity", text(it->severity));
+        if (!it->inflight && it->not_before) iso_time(e, "next_attempt", it->not_before);
+        alert_text(e, it->msg);
+        json_array_append_new(queued, e);
+    }
+    json_object_set_new(o, "queued_total", json_integer((json_int_t)nq));
+    json_object_set_new(o, "queued", queued);
+    json_object_set_new(o, "dead_letter_file", q->dead_path ? text(q->dead_path) : json_null());
+    if (q->dead_path) {
+        struct deadletter_list l;
+        char *data;
+        size_t len, nd = 0;
+        if (deadletter_read(q->dead_path, &l, &data, &len) < 0) {
+            struct buf b = BUF_INIT;
+            buf_printf(&b, "cannot read %s: %s", q->dead_path, durable_strerror(errno));
+            json_object_set_new(o, "dead_error", text(buf_str(&b)));
+            buf_free(&b);
+        } else {
+            for (i = 0; i < l.n; i++) {
+                const struct deadletter *d = &l.v[i];
+                json_t *e;
+                if (strcmp(d->executor, q->name) != 0) continue;
+                if (nd++ >= max) continue;
+                e = json_object();
+                json_object_set_new(e, "id", text(d->id));
+                json_object_set_new(e, "state", text("dead"));
+                json_object_set_new(e, "time", text(d->time));
+                json_object_set_new(e, "attempts", json_integer(d->attempts));
+                json_object_set_new(e, "alert_id", text(d->alert_id));
+                json_object_set_new(e, "reason", text(d->reason));
+                json_object_set_new(e, "retryable", json_boolean(d->msg != NULL));
+                if (d->msg) alert_text(e, d->msg);
+                json_array_append_new(dead, e);
+            }
+            if (l.unreadable)
+                json_object_set_new(o, "dead_unreadable_lines",
+                                    json_integer((json_int_t)l.unreadable));
+            deadletter_list_free(&l);
+            free(data);
+        }
+        json_object_set_new(o, "dead_total", json_integer((json_int_t)nd));
+    }
+    json_object_set_new(o, "dead", dead);
+    return o;
+}
+
+/*
+ * At start: retried dead letters still pending in the spool may still be in
+ * the dead-letter file (a crash before it was rewritten): take them out now,
+ * so that they are delivered once from the spool, not also retried again.
+ */
+static void
+settle_retried(struct queue *q)
+{
+    struct deadletter_list l;
+    struct durable_file df;
+    struct item *it;
+    char *data;
+    size_t len, i, n = 0;
+    bool *remove;
+
+    for (it = q->head; it && !it->dead_id; it = it->next) {
+    }
+    if (!it) return;
+    if (!q->dead_path || deadletter_read(q->dead_path, &l, &data, &len) < 0) {
+        if (q->dead_path)
+            log_msg(LOG_ERR, "executor %s: cannot read %s to settle retried dead letters: %s",
+                    q->name, q->dead_path, durable_strerror(errno));
+        return;
+    }
+    remove = xcalloc(l.n + 1, sizeof(*remove));
+    for (i = 0; i < l.n; i++) {
+        if (strcmp(l.v[i].executor, q->name) != 0) continue;
+        for (it = q->head; it; it = it->next)
+            if (it->dead_id && strcmp(it->dead_id, l.v[i].id) == 0) break;
+        if (it) remove[i] = true, n++;
+    }
+    if (!n || (deadletter_remove_begin(&df, q->dead_path, data, len, &l, remove) == 0 &&
+               durable_commit(&df) == 0)) {
+        for (it = q->head; it; it = it->next) {
+            free(it->dead_id);
+            it->dead_id = NULL;
+        }
+        if (n)
+            log_msg(LOG_WARNING,
+                    "executor %s: %zu retried dead letters were still in %s (a crash during the "
+                    "retry): removed; they are delivered from the spool",
+                    q->name, n, q->dead_path);
+    } else {
+        log_msg(LOG_ERR, "executor %s: cannot rewrite %s: %s", q->name, q->dead_path,
+                strerror(errno));
+    }
+    free(remove);
+    deadletter_list_free(&l);
+    free(data);
+}
+
+int
+queue_retry_dead(struct queue *q, const char *id, struct buf *out)
+{
+    struct deadletter_list l;
+    struct durable_file df;
+    struct buf recs = BUF_INIT, payload = BUF_INIT;
+    struct item *first = NULL, *it;
+    char *data = NULL;
+    size_t len, i, n = 0, unreadable = 0;
+    bool *remove = NULL;
+    uint64_t seq0 = q->next_seq;
+    int rc = QUEUE_CTL_OK;
+
+    if (!q->dead_path) {
+        buf_printf(out, "executor %s has no dead-letter file\n", q->name);
+        return id ? QUEUE_CTL_UNKNOWN : QUEUE_CTL_OK;
+    }
+    if (q->closing || (q->spool_path && (q->spool_fd < 0 || q->spool_failed))) {
+        buf_printf(out, "executor %s: its spool cannot be written now: nothing retried\n", q->name);
+        return QUEUE_CTL_FAILED;
+    }
+    if (deadletter_read(q->dead_path, &l, &data, &len) < 0) {
+        buf_printf(out, "executor %s: cannot read %s: %s\n", q->name, q->dead_path,
+                   durable_strerror(errno));
+        return QUEUE_CTL_FAILED;
+    }
+    remove = xcalloc(l.n + 1, sizeof(*remove));
+    for (i = 0; i < l.n; i++) {
+        if (strcmp(l.v[i].executor, q->name) != 0 || (id && strcmp(l.v[i].id, id) != 0)) continue;
+        if (!l.v[i].msg) {
+            unreadable++;
+            continue;
+        }
+        remove[i] = true;
+        n++;
+    }
+    if (id && !n) {
+        if (unreadable)
+            buf_printf(out, "dead letter %s/%s cannot be read back as an alert: not retried\n",
+                       q->name, id);
+        else
+            buf_printf(out, "no dead letter %s/%s\n", q->name, id);
+        rc = unreadable ? QUEUE_CTL_FAILED : QUEUE_CTL_UNKNOWN;
+        goto out;
+    }
+    if (!n) {
+        buf_printf(out, "executor %s: no dead letters to retry\n", q->name);
+        goto out;
+    }
+    /* 1. the dead-letter file without them, beside it (not in place yet) */
+    if (deadletter_remove_begin(&df, q->dead_path, data, len, &l, remove) < 0) {
+        buf_printf(out, "executor %s: cannot write beside %s: %s\n", q->name, q->dead_path,
+                   strerror(errno));
+        rc = QUEUE_CTL_FAILED;
+        goto out;
+    }
+    /* 2. into the spool, each with the id of the dead letter it retries, in one write */
+    for (i = 0; i < l.n; i++)
+        if (remove[i]) frame_alert(&recs, q->next_seq++, l.v[i].msg, l.v[i].id, &payload);
+    if (q->spool_path && durable_write_all(q->spool_fd, recs.p, recs.len) < 0) {
+        int err = errno;
+        if (ftruncate(q->spool_fd, q->spool_size) < 0) spool_error(q, "cutting back", errno);
+        durable_abort(&df);
+        q->next_seq = seq0;
+        buf_printf(out, "executor %s: cannot write spool %s: %s: nothing retried\n", q->name,
+                   q->spool_path, strerror(err));
+        rc = QUEUE_CTL_FAILED;
+        goto out;
+    }
+    if (q->spool_path) {
+        q->spool_size += (off_t)recs.len;
+        q->spool_records += n;
+    }
+    for (i = 0; i < l.n; i++) {
+        if (!remove[i]) continue;
+        it = enqueue(q, l.v[i].msg, seq0++);
+        it->spooled = true;
+        it->dead_id = xstrdup(l.v[i].id);
+        if (!first) first = it;
+    }
+    q->st.retried += n;
+    if (q->spool_path && fdatasync(q->spool_fd) < 0) {
+        /* not known to be on disk: they stay in the dead-letter file too (see queue.h) */
+        spool_error(q, "syncing", errno);
+        spool_fail(q);
+        durable_abort(&df);
+        buf_printf(out,
+                   "executor %s: %zu dead letters queued, but the spool could not be synced: "
+                   "they are still in %s\n",
+                   q->name, n, q->dead_path);
+        rc = QUEUE_CTL_FAILED;
+        kick(q);
+        goto out;
+    }
+    /* 3. the dead-letter file without them, in place */
+    if (durable_commit(&df) < 0) {
+        log_msg(LOG_ERR, "executor %s: cannot rewrite %s: %s", q->name, q->dead_path,
+                strerror(errno));
+        buf_printf(out,
+                   "executor %s: %zu dead letters queued, but %s could not be rewritten (%s): "
+                   "they are still in it until corrald restarts\n",
+                   q->name, n, q->dead_path, strerror(errno));
+        rc = QUEUE_CTL_FAILED;
+    } else {
+        for (it = first; it; it = it->next) {
+            free(it->dead_id);
+            it->dead_id = NULL;
+        }
+        buf_printf(out, "executor %s: %zu dead letter%s queued again\n", q->name, n,
+                   n == 1 ? "" : "s");
+    }
+    log_msg(LOG_INFO, "executor %s: %zu dead letters queued again (corral queue retry)", q->name,
+            n);
+    kick(q);
+out:
+    free(remove);
+    deadletter_list_free(&l);
+    free(data);
+    buf_free(&recs);
+    buf_free(&payload);
+    return rc;
+}
+
+int
+queue_drop(struct queue *q, const char *id, struct buf *out)
+{
+    struct deadletter_list l;
+    struct durable_file df;
+    char *data, *end;
+    size_t len, i;
+    bool *remove;
+    int rc = QUEUE_CTL_OK;
+
+    if (id[0] == 'q' && id[1] >= '0' && id[1] <= '9') {
+        unsigned long long seq = strtoull(id + 1, &end, 10);
+        struct item *it;
+        for (it = q->head; it && it->seq != seq; it = it->next) {
+        }
+        if (*end || !it) {
+            buf_printf(out, "no queued alert %s/%s\n", q->name, id);
+            return QUEUE_CTL_UNKNOWN;
+        }
+        if (it->inflight) {
+            buf_printf(out, "alert %s/%s is being delivered now: not dropped\n", q->name, id);
+            return QUEUE_CTL_FAILED;
+        }
+        log_msg(LOG_WARNING, "executor %s: queued alert %s (%s) dropped (corral queue drop)",
+                q->name, id, it->id);
+        remove_item(q, it);
+        queue_sync(q);
+        q->st.dropped++;
+        buf_printf(out, "executor %s: queued alert %s dropped\n", q->name, id);
+        return QUEUE_CTL_OK;
+    }
+    if (!q->dead_path) {
+        buf_printf(out, "no dead letter %s/%s (executor %s has no dead-letter file)\n", q->name, id,
+                   q->name);
+        return QUEUE_CTL_UNKNOWN;
+    }
+    if (deadletter_read(q->dead_path, &l, &data, &len) < 0) {
+        buf_printf(out, "executor %s: cannot read %s: %s\n", q->name, q->dead_path,
+                   durable_strerror(errno));
+        return QUEUE_CTL_FAILED;
+    }
+    remove = xcalloc(l.n + 1, sizeof(*remove));
+    for (i = 0; i < l.n; i++)
+        if (strcmp(l.v[i].executor, q->name) == 0 && strcmp(l.v[i].id, id) == 0) break;
+    if (i == l.n) {
+        buf_printf(out, "no dead letter %s/%s\n", q->name, id);
+        rc = QUEUE_CTL_UNKNOWN;
+    } else {
+        remove[i] = true;
+        if (deadletter_remove_begin(&df, q->dead_path, data, len, &l, remove) < 0 ||
+            durable_commit(&df) < 0) {
+            buf_printf(out, "executor %s: cannot rewrite %s: %s: not dropped\n", q->name,
+                       q->dead_path, strerror(errno));
+            rc = QUEUE_CTL_FAILED;
+        } else {
+            q->st.dropped++;
+            log_msg(LOG_WARNING, "executor %s: dead letter %s (%s) dropped (corral queue drop)",
+                    q->name, id, l.v[i].alert_id);
+            buf_printf(out, "executor %s: dead letter %s dropped\n", q->name, id);
+        }
+    }
+    free(remove);
+    deadletter_list_free(&l);
+    free(data);
+    return rc;
 }

@@ -20,7 +20,9 @@
  *
  * The file (version 2): the header "CORRALSP2\n", then records of
  *   4 bytes  magic C0 52 4C 9A (QUEUE_SPOOL_MAGIC)
- *   1        type: 'A' an alert, 'D' alert seq is done
+ *   1        type: 'A' an alert, 'D' alert seq is done, 'R' an alert that
+ *            retries a dead letter (payload: u32 length of the dead
+ *            letter's id, the id, then the alert as for 'A')
  *   8        seq, little-endian
  *   4        payload length, little-endian
  *   4        CRC-32 of the payload
@@ -37,6 +39,26 @@
  * NAME.spool.corrupt before the rewrite, so nothing is compacted away unseen.
  * A version 1 spool ("CORRALSP1\n", no resynchronisation: it ends at the
  * first bad record) is still read, and rewritten as version 2 at start.
+ *
+ * Delivery control (`corral queue`): queue_list_json lists what is queued,
+ * retrying and dead; queue_retry_dead puts dead letters back; queue_drop
+ * removes one entry.  Queued entries are named "q" + their spool seq, dead
+ * letters by their id in the dead-letter file (deadletter.h).  A retry
+ * takes each dead letter out of the dead-letter file exactly once:
+ *   1. the file without them is written beside it (not yet in place);
+ *   2. they are appended to the spool as 'R' records, an alert with the id
+ *      of the dead letter it retries, in one write, and synced;
+ *   3. the new dead-letter file is renamed into place (and synced).
+ * A crash before 2 is on disk leaves them dead letters only (retry again);
+ * after it, the spool has them, and the next start takes what the
+ * dead-letter file still holds of them out of it before delivering them
+ * (settle_retried).  So a retried alert is never lost, and never both
+ * queued and a dead letter after a start; it is delivered at least once,
+ * with the spool's duplicates after a crash (above), and retrying the same
+ * id twice finds nothing the second time.  Without a spool there is no
+ * such guarantee (nothing of the queue survives a crash).  A dropped entry
+ * gets a done record (queued) or leaves the file by the same atomic rewrite
+ * (dead).  Retried and dropped entries are counted and logged.
  *
  * Write errors (a full disk): a record that cannot be written is cut off
  * again (ftruncate), so no torn bytes lie between good records, and the
@@ -95,6 +117,8 @@ struct queue_stats {
     uint64_t spool_errors;  /* spool writes, syncs and rewrites that failed */
     uint64_t memory_only;   /* alerts accepted while the spool could not be written */
     uint64_t unspooled;     /* alerts queued now that are in memory only */
+    uint64_t retried;       /* dead letters queued again (corral queue retry) */
+    uint64_t dropped;       /* queued alerts and dead letters dropped (corral queue drop) */
 };
 
 /*
@@ -143,6 +167,30 @@ void queue_handover(struct queue *from, struct queue *to);
 /* Stops delivering; alerts still queued stay in the spool for the next start. */
 void queue_close(struct queue *q, void (*done)(void *arg), void *arg);
 const char *queue_name(const struct queue *q);
+
+/*
+ * The executor's queue as a JSON object, for `corral queue list` and the
+ * HTTP API: {"executor", "queued": [{"id": "q7", "state": "queued",
+ * "retrying" or "delivering", "attempts", "alert_id", "severity",
+ * "next_attempt", "host", "message"}], "queued_total", "dead_letter_file",
+ * "dead": [{"id", "state": "dead", "time", "attempts", "alert_id",
+ * "reason", "retryable", "host", "message"}], "dead_total"}; each list
+ * holds the first max entries (the totals count them all).  The caller
+ * owns the result (json_decref).
+ */
+struct json_t; /* jansson's json_t */
+struct json_t *queue_list_json(struct queue *q, size_t max);
+
+/* What queue_retry_dead and queue_drop did; a line saying it is in out. */
+enum queue_ctl_result {
+    QUEUE_CTL_OK,
+    QUEUE_CTL_UNKNOWN, /* no such entry: nothing changed */
+    QUEUE_CTL_FAILED,  /* an I/O error, or the entry is being delivered (see out) */
+};
+/* Queues again the dead letter id of this executor, or all of them (id NULL). */
+int queue_retry_dead(struct queue *q, const char *id, struct buf *out);
+/* Drops queued alert "qSEQ" (not while it is being delivered) or dead letter id. */
+int queue_drop(struct queue *q, const char *id, struct buf *out);
 const struct queue_stats *queue_get_stats(const struct queue *q);
 
 /* ---- the spool format, for tests and the fuzzer (see the top) ---- */
@@ -152,6 +200,7 @@ const struct queue_stats *queue_get_stats(const struct queue *q);
 #define QUEUE_SPOOL_MAGIC     "\xc0\x52\x4c\x9a"
 #define QUEUE_REC_ALERT       'A'
 #define QUEUE_REC_DONE        'D'
+#define QUEUE_REC_RETRIED     'R'
 
 /* Appends one version 2 record to out. */
 void queue_spool_frame(struct buf *out, char type, uint64_t seq, const void *payload, size_t len);
@@ -166,6 +215,10 @@ struct queue_scan {
 
 /* Called for each good record; payload points into the scanned data. */
 typedef void queue_scan_fn(void *arg, char type, uint64_t seq, const void *payload, size_t len);
+
+/* Splits an 'R' record's payload; false when it is not one. */
+bool queue_spool_retried(const void *payload, size_t len, const char **dead_id, size_t *idlen,
+                         const void **alert, size_t *alen);
 
 /* Reads a whole spool file's contents: fn gets each good record in file order. */
 void queue_spool_scan(const void *data, size_t len, queue_scan_fn *fn, void *arg,

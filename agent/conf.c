@@ -38,7 +38,7 @@ conf_init(struct conf *c)
     c->max_connections = 1000;
     c->max_connections_per_peer = 100;
     c->idle_timeout = 300;
-    c->max_silence_sources = 100000;
+    c->max_absence_sources = 100000;
     c->control_timeout = 10;
     c->state_interval = 60;
     c->max_alerts = 10000;
@@ -200,11 +200,12 @@ conf_free(struct conf *c)
         free(c->outputs[i].to);
     }
     free(c->outputs);
-    for (i = 0; i < c->nsilences; i++) {
-        free(c->silences[i].host);
-        free(c->silences[i].program);
+    for (i = 0; i < c->nabsences; i++) {
+        free(c->absences[i].host);
+        free(c->absences[i].program);
     }
-    free(c->silences);
+    free(c->absences);
+    free(c->warnings);
     for (i = 0; i < c->nexecutors; i++) exconf_free(&c->executors[i]);
     free(c->executors);
     for (i = 0; i < c->nroutes; i++) free_route(&c->routes[i]);
@@ -306,6 +307,7 @@ struct reader {
     const char *file;
     struct buf *err;
     int errors;
+    struct buf warnings;
 };
 
 static void error(struct reader *r, const xmlNode *n, const char *fmt, ...)
@@ -322,6 +324,22 @@ error(struct reader *r, const xmlNode *n, const char *fmt, ...)
     va_end(ap);
     buf_putc(r->err, '\n');
     r->errors++;
+}
+
+/* A warning ("file:line: warning: ..."), kept in c->warnings for the caller to log. */
+static void warning(struct reader *r, const xmlNode *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+warning(struct reader *r, const xmlNode *n, const char *fmt, ...)
+{
+    va_list ap;
+
+    buf_printf(&r->warnings, "%s:%ld: warning: ", r->file, n ? xmlGetLineNo(n) : 0L);
+    va_start(ap, fmt);
+    buf_vprintf(&r->warnings, fmt, ap);
+    va_end(ap);
+    buf_putc(&r->warnings, '\n');
 }
 
 static void
@@ -757,8 +775,13 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->max_rate_buckets = number_attr(r, n, "max-rate-buckets", c->max_rate_buckets, false);
             if (c->context_share > (c->max_contexts ? c->max_contexts : 1000000))
                 error(r, n, "context-share must not exceed max-contexts");
-            c->max_silence_sources =
-                number_attr(r, n, "max-silence-sources", c->max_silence_sources, false);
+            if (xmlHasProp(n, (const xmlChar *)"max-silence-sources")) {
+                warning(r, n, "max-silence-sources= is deprecated: write max-absence-sources=");
+                c->max_absence_sources =
+                    number_attr(r, n, "max-silence-sources", c->max_absence_sources, false);
+            }
+            c->max_absence_sources =
+                number_attr(r, n, "max-absence-sources", c->max_absence_sources, false);
             if (c->max_message_size < 64 || c->max_message_size > 256u * 1024 * 1024)
                 error(r, n, "max-message-size must lie between 64 bytes and 256M");
         } else if (is(n, "inputs")) {
@@ -767,20 +790,23 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
         } else if (is(n, "outputs")) {
             for (k = n->children; k; k = k->next)
                 if (k->type == XML_ELEMENT_NODE) read_output(r, c, k);
-        } else if (is(n, "silence")) {
-            struct conf_silence *s;
-            size_t cap = c->nsilences;
-            c->silences = xgrow(c->silences, &cap, c->nsilences + 1, sizeof(*c->silences));
-            s = &c->silences[c->nsilences++];
+        } else if (is(n, "absence") || is(n, "silence")) {
+            struct conf_absence *s;
+            size_t cap = c->nabsences;
+            /* <silence> was its name before "silence" came to mean muting an alert */
+            if (is(n, "silence"))
+                warning(r, n, "<silence> is deprecated: write <absence> (the same attributes)");
+            c->absences = xgrow(c->absences, &cap, c->nabsences + 1, sizeof(*c->absences));
+            s = &c->absences[c->nabsences++];
             memset(s, 0, sizeof(*s));
             s->host = attr(n, "host");
             s->program = attr(n, "program");
             s->after = duration_attr(r, n, "after", 300);
             s->line = (int)xmlGetLineNo(n);
-            if (s->after <= 0) error(r, n, "silence after= must be more than 0");
-            /* a week, or twice after= when that is longer: a silent source is not kept forever */
+            if (s->after <= 0) error(r, n, "absence after= must be more than 0");
+            /* a week, or twice after= when that is longer: a quiet source is not kept forever */
             s->forget = duration_attr(r, n, "forget", s->after < 302400 ? 604800 : 2 * s->after);
-            if (s->forget <= s->after) error(r, n, "silence forget= must be more than after=");
+            if (s->forget <= s->after) error(r, n, "absence forget= must be more than after=");
         } else if (is(n, "alerts")) {
             char *id = attr(n, "alert-id");
             c->max_alerts = number_attr(r, n, "max-alerts", c->max_alerts, false);
@@ -890,7 +916,7 @@ default_positions(struct conf *c)
 struct conf *
 conf_load(const char *path, const char *schema, struct buf *err)
 {
-    struct reader r = {path, err, 0};
+    struct reader r = {path, err, 0, BUF_INIT};
     struct conf *c;
     xmlDocPtr doc;
     char *data;
@@ -920,6 +946,9 @@ conf_load(const char *path, const char *schema, struct buf *err)
     read_tree(&r, c, xmlDocGetRootElement(doc));
     xmlFreeDoc(doc);
     default_positions(c);
+    if (r.warnings.len) c->warnings = xstrdup(buf_str(&r.warnings));
+    if (r.errors && r.warnings.len) buf_puts(err, buf_str(&r.warnings)); /* with the errors */
+    buf_free(&r.warnings);
     if (r.errors) {
         conf_free(c);
         return NULL;

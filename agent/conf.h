@@ -56,13 +56,13 @@ struct conf_output {
     int line;
 };
 
-/* Silence detection: tell when a source that has been sending goes quiet. */
-struct conf_silence {
+/* Absence detection (<absence>): tell when a source that has been sending goes quiet. */
+struct conf_absence {
     char *host;    /* exact host, or NULL for every host */
     char *program; /* exact program, or NULL: per host only */
-    double after;  /* seconds of silence */
+    double after;  /* seconds without a message */
     int line;
-    double forget; /* seconds of silence after which the source is forgotten; 0: never */
+    double forget; /* seconds without a message after which the source is forgotten; 0: never */
 };
 
 /*
@@ -115,13 +115,13 @@ struct conf {
     size_t max_context_bytes;   /* memory of one context */
     size_t max_context_memory;  /* memory of all contexts */
     size_t max_rate_buckets;    /* rate= buckets */
-    size_t max_silence_sources; /* sources <silence> tracks at most */
+    size_t max_absence_sources; /* sources <absence> tracks at most */
     struct conf_input *inputs;
     size_t ninputs;
     struct conf_output *outputs;
     size_t noutputs;
-    struct conf_silence *silences;
-    size_t nsilences;
+    struct conf_absence *absences;
+    size_t nabsences;
     struct exconf *executors;
     size_t nexecutors;
     struct conf_route *routes;
@@ -134,6 +134,8 @@ struct conf {
     char *alert_id;           /* template of the store's alert id; NULL: the executors' default */
     struct conf_inhibit *inhibits;
     size_t ninhibits;
+    /* "file:line: warning: ..." lines (deprecated spellings), NULL: none; the caller logs them */
+    char *warnings;
 };
 
 /* etc/corrald.xsd, built into the program (conf_xsd.c is generated from it by make). */

@@ -16,6 +16,7 @@
 #include "agent/alerts.h"
 #include "engine/clock.h"
 #include "engine/log.h"
+#include "agent/queuectl.h"
 #include "agent/server.h"
 #include "agent/silences.h"
 #include "engine/xalloc.h"
@@ -270,6 +271,8 @@ answer(struct conn *c)
             buf_puts(&c->answer, "FAILED\n");
         else
             buf_puts(&c->answer, "OK\n");
+    } else if (strncmp(c->req, "queue ", 6) == 0) {
+        queuectl_command(ctl->srv, c->req + 6, &c->answer);
     } else if (strcmp(c->req, "save") == 0) {
         /* a big state takes a while to write: the client waits on us, it is not stalling */
         uv_timer_stop(&c->timer);
@@ -277,7 +280,8 @@ answer(struct conn *c)
         server_save_state(ctl->srv, saved, c);
         return;
     } else {
-        buf_printf(&c->answer, "unknown command '%s' (stats, contexts, reload, save)\n", c->req);
+        buf_printf(&c->answer, "unknown command '%s' (stats, contexts, reload, save, queue)\n",
+                   c->req);
     }
     send_answer(c);
 }

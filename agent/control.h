@@ -17,6 +17,7 @@
  *   {"command":"silence-list", "expired":true}            silences_json()
  *   {"command":"silence-query", "matchers":[...]}         silences_json() with a query
  *   {"command":"silence-expire", "ids":[ID, ...]}
+ *   queue ...  delivery control: list, retry, drop (queuectl.h)
  */
 #ifndef CORRAL_CONTROL_H
 #define CORRAL_CONTROL_H

@@ -149,6 +149,20 @@ read_conf(struct daemon *d, struct buf *err)
     return c;
 }
 
+/* The configuration's warnings (deprecated spellings, "file:line: warning: ..."), one log line
+ * each. */
+static void
+log_conf_warnings(const struct conf *c)
+{
+    char *copy, *line, *save = NULL;
+
+    if (!c->warnings) return;
+    copy = xstrdup(c->warnings);
+    for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        log_msg(LOG_WARNING, "%s", line);
+    free(copy);
+}
+
 /*
  * corrald -t: everything start-up checks (server_check), short of binding
  * sockets, loading state and dropping privileges; errors as file:line.
@@ -166,6 +180,7 @@ check_only(struct daemon *d)
         buf_free(&err);
         return 1;
     }
+    if (c->warnings) fputs(c->warnings, stderr);
     if (server_check(c, &rules, &err) < 0) {
         fputs(buf_str(&err), stderr);
         rc = 1;
@@ -257,6 +272,7 @@ reload(struct daemon *d, const char *by, struct buf *report)
         server_reload_failed(d->srv);
         rc = -1;
     } else {
+        if (c->warnings) buf_puts(report, c->warnings);
         rc = server_reload(d->srv, c, report);
     }
     buf_free(&err);
@@ -528,6 +544,7 @@ main(int argc, char **argv)
         goto out;
     }
     log_setup("corrald", c->log_level, c->log_to);
+    log_conf_warnings(c);
     if (!d.pidfile && c->pidfile) d.pidfile = d.pidfile_buf = xstrdup(c->pidfile);
     if (!foreground && daemonize() < 0) {
         log_msg(LOG_ERR, "cannot detach: %s", strerror(errno));

@@ -243,7 +243,7 @@ output_format(const struct msg *m, enum conf_format f, struct buf *out)
 
 /*
  * classified: input messages a rule matched (.classifier.class set and not
- * "unknown"); generated: messages rule actions or silence detection produced.
+ * "unknown"); generated: messages rule actions or absence detection produced.
  */
 static bool
 selected(const struct output *o, const struct msg *m)

@@ -39,7 +39,7 @@ int output_check(const struct conf_output *co, const char *conf_file, struct buf
  *   CONF_SELECT_ALL         every message, input and generated
  *   CONF_SELECT_CLASSIFIED  input messages a rule matched: .classifier.class is set
  *                      and not "unknown" (generated messages are not included)
- *   CONF_SELECT_GENERATED   messages with MSG_F_GENERATED: rule actions, silence alerts
+ *   CONF_SELECT_GENERATED   messages with MSG_F_GENERATED: rule actions, absence alerts
  * Never blocks: a full queue drops the message and counts it.
  */
 void output_write(struct output *o, const struct msg *m);

@@ -33,7 +33,7 @@ void route_free(struct route_table *r);
 
 /*
  * Calls fn(index) for every executor that gets m.  action is the rule
- * action that generated m (NULL for input messages and silence reports).
+ * action that generated m (NULL for input messages and absence reports).
  * Rule routes naming an executor that does not exist are counted in
  * route_unknown() and logged once each.
  */

@@ -3,7 +3,7 @@
  *
  *   input --server_submit--> syslogfmt_parse --> corr_process --emit--+--> outputs
  *                                                                  +--> routes --> executors
- *                                                                  \--> silence tracking
+ *                                                                  \--> absence tracking
  *
  * On the way to the executors, a message that routes select (an alert) is
  * recorded in the alert store (alerts.c); when a silence (silences.c) or an
@@ -40,7 +40,7 @@
 #include "engine/pdb.h"
 #include "actions/queue.h"
 #include "agent/route.h"
-#include "agent/silence.h"
+#include "agent/absence.h"
 #include "agent/silences.h"
 #include "agent/snapshot.h"
 #include "engine/durable.h"
@@ -59,7 +59,7 @@ struct server {
     struct conf *conf;
     struct pdb *db;
     struct corr *corr;
-    struct silence *silence;
+    struct absence *absence;
     struct input **inputs;
     size_t ninputs;
     struct output **outputs;
@@ -127,7 +127,7 @@ server_free(struct server *s)
     if (!s) return;
     snapshot_free(s->snap);
     corr_free(s->corr);
-    silence_free(s->silence);
+    absence_free(s->absence);
     pdb_free(s->db);
     conf_free(s->conf);
     msg_unref(s->msg);
@@ -250,13 +250,13 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 {
     struct server *s = arg;
 
-    if (kind == CORR_INPUT && s->silence) silence_seen(s->silence, m, clock_wall_ms());
+    if (kind == CORR_INPUT && s->absence) absence_seen(s->absence, m, clock_wall_ms());
     to_outputs(s, m);
     to_executors(s, m, action);
 }
 
 static void
-on_silence(void *arg, struct msg *m)
+on_absence(void *arg, struct msg *m)
 {
     static nv_handle h_alert_id;
     size_t hlen = 0, plen = 0;
@@ -398,7 +398,7 @@ on_tick(uv_timer_t *t)
     struct server *s = t->data;
 
     corr_tick(s->corr);
-    if (s->silence) silence_tick(s->silence, clock_wall_ms());
+    if (s->absence) absence_tick(s->absence, clock_wall_ms());
     if (s->silences) silences_tick(s->silences, clock_wall_ms());
 }
 
@@ -1098,7 +1098,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     const struct conf *c = st->conf;
     bool starting = s->conf == NULL, ok;
     size_t i, j, kept = 0, dropped = 0;
-    struct silence *was;
+    struct absence *was;
 
     /*
      * Executors that are gone or changed stop.  A changed one hands what it
@@ -1154,13 +1154,13 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         s->db = st->db;
         syslogfmt_tz_reset();
     }
-    /* the sources watched keep their state: a reload must not forget a silence nor repeat one */
-    was = s->silence;
-    s->silence = c->nsilences ? silence_new(c->silences, c->nsilences, c->max_silence_sources,
-                                            clock_wall_ms(), on_silence, s)
+    /* the sources watched keep their state: a reload must not forget an absence nor repeat one */
+    was = s->absence;
+    s->absence = c->nabsences ? absence_new(c->absences, c->nabsences, c->max_absence_sources,
+                                            clock_wall_ms(), on_absence, s)
                               : NULL;
-    if (s->silence) silence_adopt(s->silence, was, clock_wall_ms());
-    silence_free(was);
+    if (s->absence) absence_adopt(s->absence, was, clock_wall_ms());
+    absence_free(was);
     conf_free(s->conf);
     s->conf = st->conf;
     free(st->queue_taken);
@@ -1368,6 +1368,18 @@ endpoint_metric(struct buf *out, struct server *s, const char *name, const char 
         sample(out, name, "endpoint", names[i], &s->endpoints[i], field);
 }
 
+size_t
+server_nqueues(const struct server *s)
+{
+    return s->nqueues;
+}
+
+struct queue *
+server_queue_at(const struct server *s, size_t i)
+{
+    return s->queues[i];
+}
+
 void
 server_set_dnscache(struct server *s, struct dnscache *dns)
 {
@@ -1438,15 +1450,17 @@ server_metrics(struct server *s, struct buf *out)
                "Longest time the loop worked without waiting for events, since start.", "gauge");
         buf_printf(out, "corral_loop_stall_max_seconds %.6f\n", (double)s->stall_max_ns / 1e9);
     }
-    if (s->silence) {
-        SIMPLE("corral_silence_sources", "gauge", "Sources watched for silence.",
-               silence_tracked(s->silence));
-        SIMPLE("corral_silence_silent", "gauge", "Sources silent now.", silence_silent(s->silence));
-        SIMPLE("corral_silence_untracked_total", "counter",
-               "Messages from sources not watched for silence: max-silence-sources reached.",
-               silence_untracked(s->silence));
-        SIMPLE("corral_silence_forgotten_total", "counter",
-               "Sources forgotten after being silent for forget=.", silence_forgotten(s->silence));
+    if (s->absence) {
+        SIMPLE("corral_absence_sources", "gauge", "Sources watched by <absence>.",
+               absence_tracked(s->absence));
+        SIMPLE("corral_absence_down", "gauge", "Sources reported absent (down) now.",
+               absence_down(s->absence));
+        SIMPLE("corral_absence_untracked_total", "counter",
+               "Messages from sources not watched by <absence>: max-absence-sources reached.",
+               absence_untracked(s->absence));
+        SIMPLE("corral_absence_forgotten_total", "counter",
+               "Sources forgotten after sending nothing for forget=.",
+               absence_forgotten(s->absence));
     }
     if (s->alerts) {
         const struct alerts_stats *as = alerts_get_stats(s->alerts);
@@ -1560,6 +1574,12 @@ server_metrics(struct server *s, struct buf *out)
                      offsetof(struct queue_stats, retries));
         queue_metric(out, s, "corral_executor_dead_total", "Alerts given up (dead-letter file).",
                      offsetof(struct queue_stats, dead));
+        queue_metric(out, s, "corral_executor_dead_retried_total",
+                     "Dead letters queued again (corral queue retry).",
+                     offsetof(struct queue_stats, retried));
+        queue_metric(out, s, "corral_executor_operator_dropped_total",
+                     "Queued alerts and dead letters dropped (corral queue drop).",
+                     offsetof(struct queue_stats, dropped));
         queue_metric(out, s, "corral_executor_dropped_full_total", "Alerts refused: queue full.",
                      offsetof(struct queue_stats, dropped_full));
         queue_metric(out, s, "corral_executor_deduplicated_total", "Alerts dropped as duplicates.",

@@ -67,6 +67,10 @@ void server_metrics(struct server *s, struct buf *out);
 struct dnscache;
 /* The cache $(dns-resolve-ip) uses, whose counters the metrics show (NULL: none). */
 void server_set_dnscache(struct server *s, struct dnscache *dns);
+struct queue;
+/* The executors' queues, in configuration order (for delivery control, queuectl.c). */
+size_t server_nqueues(const struct server *s);
+struct queue *server_queue_at(const struct server *s, size_t i);
 /* Writes the open correlation contexts as a JSON array. */
 void server_contexts_json(struct server *s, struct buf *out);
 /*

@@ -1,7 +1,7 @@
 /*
  * clock: the wall clock in milliseconds, read in one place.  Message time
  * and correlation time are the messages' own (see corr.h); this is for what
- * happens now: retries, rate limits, silence detection, uptime.
+ * happens now: retries, rate limits, absence detection, uptime.
  */
 #ifndef CORRAL_CLOCK_H
 #define CORRAL_CLOCK_H

@@ -18,11 +18,12 @@ int cmd_stats(int argc, char **argv);
 int cmd_check_config(int argc, char **argv);
 int cmd_alerts(int argc, char **argv);
 int cmd_silence(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
 
 #define CMD_DEFAULT_SOCKET "/run/corrald/control.sock"
 /* Sends one request line to corrald's control socket; the whole answer into out.  0 or -1. */
 int cmd_ask_socket(const char *path, const char *request, struct buf *out);
-/* Says why the control socket could not be reached (errno), with a hint. */
+/* Says why the control socket could not be reached, with a hint where one helps. */
 void cmd_socket_error(const char *verb, const char *path);
 
 /*

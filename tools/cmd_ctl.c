@@ -40,8 +40,8 @@ copy_answer(int fd, struct buf *out)
     return 0;
 }
 
-static int
-ask_socket(const char *path, const char *command, struct buf *out)
+int
+cmd_ask_socket(const char *path, const char *command, struct buf *out)
 {
     struct sockaddr_un sa;
     int fd, rc = -1;
@@ -63,9 +63,8 @@ ask_socket(const char *path, const char *command, struct buf *out)
     return rc;
 }
 
-/* Says why the control socket could not be reached, with a hint where one helps. */
-static void
-socket_error(const char *verb, const char *path)
+void
+cmd_socket_error(const char *verb, const char *path)
 {
     int err = errno;
 
@@ -77,18 +76,6 @@ socket_error(const char *verb, const char *path)
                 path, strcmp(verb, "stats") == 0 ? "; the metrics listener: -u HOST:PORT" : "");
     else if (err == EACCES)
         fprintf(stderr, "  the socket is owner-only: run as corrald's user or root\n");
-}
-
-int
-cmd_ask_socket(const char *path, const char *request, struct buf *out)
-{
-    return ask_socket(path, request, out);
-}
-
-void
-cmd_socket_error(const char *verb, const char *path)
-{
-    socket_error(verb, path);
 }
 
 /* GET /metrics from host:port (plain HTTP on loopback; no TLS, no redirects). */
@@ -168,8 +155,8 @@ cmd_ctl(int argc, char **argv)
         cmd_error("ctl", "one command expected: stats, contexts, reload or save");
         return 2;
     }
-    if (ask_socket(path, argv[optind], &out) < 0) {
-        socket_error("ctl", path);
+    if (cmd_ask_socket(path, argv[optind], &out) < 0) {
+        cmd_socket_error("ctl", path);
         return 1;
     }
     fwrite(out.p, 1, out.len, stdout);
@@ -213,8 +200,8 @@ cmd_stats(int argc, char **argv)
         cmd_error("stats", "%s: %s", url, strerror(errno));
         return 1;
     }
-    if (!url && ask_socket(path, "stats", &out) < 0) {
-        socket_error("stats", path);
+    if (!url && cmd_ask_socket(path, "stats", &out) < 0) {
+        cmd_socket_error("stats", path);
         return 1;
     }
     if (raw) {

@@ -7,6 +7,7 @@
  *   corral check-config FILE            check a corrald configuration
  *   corral ctl / corral stats           talk to a running corrald
  *   corral alerts / corral silence      its active alerts and silences
+ *   corral queue list|retry|drop        delivery control of a running corrald
  */
 #include <config.h>
 
@@ -29,6 +30,7 @@ usage(FILE *out)
           "  stats [-s SOCKET | -u HOST:PORT]      show a running corrald's counters\n"
           "  alerts [-s SOCKET] [MATCHER...]       list a running corrald's active alerts\n"
           "  silence [-s SOCKET] add|list|expire|query ...   mute alerts\n"
+          "  queue [-s SOCKET] list|retry|drop     list, retry or drop executors' alerts\n"
           "  --version                             print the version\n"
           "\n"
           "Run `corral VERB --help` for the options of a verb; see corral(1).\n",
@@ -58,6 +60,7 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "stats") == 0) return cmd_stats(argc - 1, argv + 1);
     if (strcmp(argv[1], "alerts") == 0) return cmd_alerts(argc - 1, argv + 1);
     if (strcmp(argv[1], "silence") == 0) return cmd_silence(argc - 1, argv + 1);
+    if (strcmp(argv[1], "queue") == 0) return cmd_queue(argc - 1, argv + 1);
     if (strcmp(argv[1], "check-config") == 0) return cmd_check_config(argc - 1, argv + 1);
     fprintf(stderr, "corral: unknown verb '%s'\n", argv[1]);
     usage(stderr);

@@ -7,7 +7,8 @@
  *   - good records and skipped bytes never add up to more than the input;
  *   - the good records, framed again into a fresh spool, read back as the
  *     same records with nothing skipped (the writer and reader agree);
- *   - every alert payload is fed to msg_decode, as the replay does.
+ *   - every alert payload is fed to msg_decode, as the replay does (a
+ *     retried dead letter's after its id, as queue_spool_retried splits it).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +62,16 @@ on_record(void *arg, char type, uint64_t seq, const void *payload, size_t len)
         struct msg *m = msg_new();
         msg_decode(m, payload, len);
         msg_unref(m);
+    } else if (type == QUEUE_REC_RETRIED) {
+        const char *id;
+        const void *alert;
+        size_t idlen, alen;
+        if (queue_spool_retried(payload, len, &id, &idlen, &alert, &alen)) {
+            struct msg *m = msg_new();
+            if ((const uint8_t *)id != p + 4 || idlen + alen + 4 != len) __builtin_trap();
+            msg_decode(m, alert, alen);
+            msg_unref(m);
+        }
     }
 }
 

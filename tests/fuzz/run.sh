@@ -18,7 +18,7 @@ engine=$(ls "$src"/engine/*.c)
 # seed corpora from the test data
 mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing" \
     "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool" \
-    "$out/corpus-state" "$out/corpus-conf" "$out/corpus-labelmatch"
+    "$out/corpus-state" "$out/corpus-conf" "$out/corpus-labelmatch" "$out/corpus-deadletter"
 printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
@@ -34,7 +34,14 @@ def v1(t, seq, p):
 d = sys.argv[1]
 open(d + "/v2", "wb").write(b"CORRALSP2\n" + v2(b"A", 1, b"one") + v2(b"A", 2, b"two") + v2(b"D", 1, b"") + v2(b"A", 3, b"torn")[:-2])
 open(d + "/v1", "wb").write(b"CORRALSP1\n" + v1(b"A", 1, b"one") + v1(b"D", 1, b""))
+open(d + "/retried", "wb").write(b"CORRALSP2\n" + v2(b"R", 5, struct.pack("<I", 6) + b"d1-234" + b"alert"))
 PY
+# dead-letter files (actions/deadletter.h): a current line, an older one, something else
+cat > "$out/corpus-deadletter/seed1" <<'JSONL'
+{"id":"d1796400000123-42","time":"2026-12-04T16:00:00+00:00","executor":"mail","reason":"550","attempts":1,"alert_id":"a-1","message":{"MESSAGE":"x","TAGS":"corral.alert"},"encoded":"0d00000004000000208f126b000000000000000000000000208f126b0000000000000000000000000100000007000000"}
+{"time":"2026-12-01T10:00:00+00:00","executor":"mail","reason":"x","attempts":10,"alert_id":"r/web1","message":{"HOST":"web1","MESSAGE":"disk full","TAGS":"corral.alert,t2"}}
+not json
+JSONL
 # state files (engine/corr.c): version 2 with a context of rule r1 and a detached one of r2,
 # and version 1; the rule ids are those of fuzz_state.c
 python3 - "$out/corpus-state" <<'PY' || true
@@ -86,12 +93,13 @@ printf '{HOST="web1", rule_id=~"corral\\\\.sshd\\\\..*", MESSAGE!~"a|b"}' > "$ou
 printf 'MESSAGE="a, \\"b\\" c\\\\",HOST!=web2' > "$out/corpus-labelmatch/seed2"
 
 status=0
-for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch}; do
+for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter}; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="$src/agent/framer.c"
     [ "$h" = mail ] && extra="$(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
-    [ "$h" = spool ] && extra="$src/actions/queue.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv)"
+    [ "$h" = spool ] && extra="$src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
+    [ "$h" = deadletter ] && extra="$src/actions/deadletter.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = conf ] && extra="$src/agent/conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv)"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
     echo "== fuzz_$h: running ${seconds}s"

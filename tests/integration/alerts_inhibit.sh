@@ -14,8 +14,8 @@ cat > "$WORK/corrald.conf" <<XML
   <rules path="$top_srcdir/rules/sshd.xml"/>
   <control socket="$WORK/control.sock"/>
   <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
-  <silence host="web1" program="app" after="1s"/>
-  <inhibit source="rule_id=corral.silence.down" target="class!=silence" equal="HOST"/>
+  <absence host="web1" program="app" after="1s"/>
+  <inhibit source="rule_id=corral.absence.down" target="class!=absence" equal="HOST"/>
   <executors spool="$WORK/spool">
     <exec name="runner" program="$WORK/receiver.sh"/>
   </executors>
@@ -26,7 +26,7 @@ CONTROL=$WORK/control.sock
 S="-s $CONTROL"
 
 # a bad matcher: refused with the file and line
-sed 's/source="rule_id=corral.silence.down"/source="rule_id=~\&quot;(\&quot;"/' \
+sed 's/source="rule_id=corral.absence.down"/source="rule_id=~\&quot;(\&quot;"/' \
     "$WORK/corrald.conf" > "$WORK/bad.conf"
 "$CORRALD" -t -f "$WORK/bad.conf" --schema "$SCHEMA" > "$WORK/bad.out" 2>&1 &&
     fail "a bad inhibit matcher was accepted"
@@ -53,7 +53,7 @@ alert_state() {
 
 start_corrald corrald "$WORK/corrald.conf"
 send_udp "$(input_port udp)" "<14>Dec  4 10:00:00 web1 app: hello"
-wait_until alert_state firing rule_id=corral.silence.down HOST=web1 ||
+wait_until alert_state firing rule_id=corral.absence.down HOST=web1 ||
     fail "web1's absence alert not firing: $("$CORRAL" alerts $S)"
 brute web1 192.0.2.1
 brute web2 192.0.2.2
@@ -71,9 +71,9 @@ alert_state firing HOST=web2 || fail "web2's alert not firing"
 # that web1's app is not reported absent again before the test is done.
 sed -i 's/after="1s"/after="1h"/' "$WORK/corrald.conf"
 "$CORRAL" ctl $S reload > "$WORK/reload.out" || fail "reload failed: $(cat "$WORK/reload.out")"
-alert_state firing rule_id=corral.silence.down HOST=web1 || fail "the reload resolved the absence"
+alert_state firing rule_id=corral.absence.down HOST=web1 || fail "the reload resolved the absence"
 send_udp "$(input_port udp)" "<14>Dec  4 10:00:09 web1 app: back"
-wait_until alert_state resolved rule_id=~'corral\.silence\..*' HOST=web1 ||
+wait_until alert_state resolved rule_id=~'corral\.absence\..*' HOST=web1 ||
     fail "web1's absence alert not resolved: $("$CORRAL" alerts $S)"
 brute web1 192.0.2.3
 wait_grep "$WORK/delivered" 'web1/.*192.0.2.3' || fail "web1's alert not delivered once web1 is back"

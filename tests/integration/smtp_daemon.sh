@@ -1,5 +1,5 @@
 #!/bin/sh
-# The smtp executor inside corrald, end to end: silence detection raises two
+# The smtp executor inside corrald, end to end: absence detection raises two
 # alerts, the route sends them to two smtp executors against a real SMTP
 # server (aiosmtpd, tests/integration/smtp_server.py).  "mail" groups them
 # into one mail, which the server stores and Python's email package checks;
@@ -24,7 +24,7 @@ cat > "$WORK/corrald.conf" <<XML
   <rules path="$top_srcdir/tests/integration/session_rules.xml"/>
   <control socket="$CONTROL"/>
   <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
-  <silence after="1s"/>
+  <absence after="1s"/>
   <executors spool="$WORK/spool">
     <smtp name="mail" url="smtp://127.0.0.1:$sport" tls="none" from="Corral &lt;corral@example.com&gt;"
           to="ops@example.com, oncall@example.com" group-by="" group-wait="3s"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# corrald end to end with a real SNMP receiver: silence detection raises an
+# corrald end to end with a real SNMP receiver: absence detection raises an
 # alert and then its clear; routes send the alert as an SNMPv2c inform and
 # the clear as an SNMPv3 authPriv trap to snmptrapd, both with the same
 # corralAlertId.  The receiver is down when the alert is first tried: the
@@ -34,14 +34,14 @@ cat > "$WORK/corrald.conf" <<XML
   <rules path="$top_srcdir/tests/integration/session_rules.xml"/>
   <control socket="$CONTROL"/>
   <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
-  <silence host="web1" after="1s"/>
+  <absence host="web1" after="1s"/>
   <executors spool="$WORK/spool">
     <snmp name="nms" target="udp:127.0.0.1:$trap_port" inform="yes" timeout="15s" retries="0"
           community-file="$WORK/community" backoff="500ms" max-backoff="1s" attempts="50"
-          alert-id="silence/\${HOST}" severity="major"/>
+          alert-id="absence/\${HOST}" severity="major"/>
     <snmp name="nms-v3" target="127.0.0.1:$trap_port" version="3" user="corral"
           auth-protocol="SHA-256" auth-password-file="$WORK/auth" priv-password-env="SNMP_E2E_PRIV"
-          engine-id="$engine" alert-id="silence/\${HOST}" severity="clear"/>
+          engine-id="$engine" alert-id="absence/\${HOST}" severity="clear"/>
     <snmp name="nms-rules" target="udp:127.0.0.1:$trap_port" community-file="$WORK/community"
           severity="major"/>
   </executors>
@@ -80,9 +80,9 @@ start_corrald corrald "$WORK/corrald.conf"
 
 now() { date '+%b %e %H:%M:%S'; }
 send_udp "$(input_port udp)" "$(now) web1 app: hello"
-# the silence report comes after 1 s; its inform times out after 15 s (snmptrapd
+# the absence report comes after 1 s; its inform times out after 15 s (snmptrapd
 # answers an inform only once snmptt has run, which a loaded machine makes slow)
-wait_log 'alert silence/web1 attempt 1 failed' || fail "the first inform did not fail while nobody listened"
+wait_log 'alert absence/web1 attempt 1 failed' || fail "the first inform did not fail while nobody listened"
 
 touch "$WORK/trapd.go"
 wait_grep "$WORK/trapd.log" "NET-SNMP version" || fail "snmptrapd did not start"
@@ -118,9 +118,9 @@ clears = [v for h, v in recs if h.startswith("TRAP2, SNMP v3, user corral")]
 # retried until acknowledged; a late acknowledgement (snmptrapd runs snmptt
 # before it answers) may bring a second copy: at least once, all the same.
 # web1 falls silent again a second after it came back: that alert, of a
-# later silence (another last_seen), may be there too and is not this one.
+# later absence (another last_seen), may be there too and is not this one.
 assert len(alerts) >= 1 and len(clears) == 1, recs
-first_seen = [v for v in alerts[0].values() if v.startswith("silence.last_seen=")]
+first_seen = [v for v in alerts[0].values() if v.startswith("absence.last_seen=")]
 alerts = [x for x in alerts if first_seen[0] in x.values()]
 for x in alerts[1:]:
     assert {k: v for k, v in x.items() if k != ".1.3.6.1.2.1.1.3.0"} == \
@@ -130,13 +130,13 @@ assert a[".1.3.6.1.6.3.1.1.4.1.0"] == B + ".0.1", a
 assert c[".1.3.6.1.6.3.1.1.4.1.0"] == B + ".0.2", c
 for v, sev in ((a, "5"), (c, "1")):
     assert v[B + ".1.2.0"] == "web1", v
-    assert v[B + ".1.7.0"] == "silence/web1", v
+    assert v[B + ".1.7.0"] == "absence/web1", v
     assert v[B + ".1.8.0"] == sev, v
-    assert v[B + ".1.4.0"] == "silence", v
+    assert v[B + ".1.4.0"] == "absence", v
 assert "web1 has been silent for" in a[B + ".1.1.0"], a
 assert "web1 is sending again" in c[B + ".1.1.0"], c
-assert a[B + ".1.5.0"] == "corral.silence.down" and c[B + ".1.5.0"] == "corral.silence.up"
-assert "silence.state=down" in a.values() and "silence.state=up" in c.values(), (a, c)
+assert a[B + ".1.5.0"] == "corral.absence.down" and c[B + ".1.5.0"] == "corral.absence.up"
+assert "absence.state=down" in a.values() and "absence.state=up" in c.values(), (a, c)
 PY
 echo "ok: alert (v2c inform, after a retry) and clear (v3 trap) arrived with the same alert id"
 
@@ -166,9 +166,9 @@ echo "ok: a rule's alert carries its rule id, class and program"
 
 if [ -n "$tt_conf" ]; then
     wait_grep "$WORK/snmptt.log" "corral clear" || fail "snmptt logged no clear: $(cat "$WORK/snmptt.log" 2>/dev/null)"
-    grep -q 'Major "Status Events" .* corral alert silence/web1 (major) on web1: web1 has been silent' \
+    grep -q 'Major "Status Events" .* corral alert absence/web1 (major) on web1: web1 has been silent' \
         "$WORK/snmptt.log" || fail "snmptt: $(cat "$WORK/snmptt.log")"
-    grep -q 'Normal "Status Events" .* corral clear silence/web1 on web1: web1 is sending again' \
+    grep -q 'Normal "Status Events" .* corral clear absence/web1 on web1: web1 is sending again' \
         "$WORK/snmptt.log" || fail "snmptt: $(cat "$WORK/snmptt.log")"
     wait_grep "$WORK/snmptt.log" "corral alert test.ssh.close" || fail "snmptt logged no rule alert"
     grep -qF 'corral alert test.ssh.close/db2/ssh-session (major) on db2: session of alice from 192.0.2.5 closed [rule test.ssh.close, class system, program sshd, context ssh-session]' \

@@ -112,7 +112,7 @@ START_TEST(test_full)
         "  <forward to=\"logs.example:6514\" protocol=\"tcp\" select=\"generated\" "
         "queue=\"50\" name=\"fw\"/>\n"
         "</outputs>\n"
-        "<silence host=\"web1\" program=\"sshd\" after=\"2h\"/>\n" /* 25 */
+        "<absence host=\"web1\" program=\"sshd\" after=\"2h\"/>\n" /* 25 */
         "<silence after=\"90\"/>\n"
         "<executors spool=\"/var/spool/corral\">\n"
         "  <exec name=\"a\" program=\"/bin/true\"><arg>x</arg></exec>\n" /* 28 */
@@ -211,14 +211,19 @@ START_TEST(test_full)
     ck_assert_int_eq(out->select, CONF_SELECT_GENERATED);
     ck_assert_uint_eq(out->queue, 50);
 
-    ck_assert_uint_eq(c->nsilences, 2);
-    ck_assert_str_eq(c->silences[0].host, "web1");
-    ck_assert_str_eq(c->silences[0].program, "sshd");
-    ck_assert(c->silences[0].after == 7200);
-    ck_assert_int_eq(c->silences[0].line, 25);
-    ck_assert_ptr_null(c->silences[1].host);
-    ck_assert_ptr_null(c->silences[1].program);
-    ck_assert(c->silences[1].after == 90);
+    ck_assert_uint_eq(c->nabsences, 2);
+    ck_assert_str_eq(c->absences[0].host, "web1");
+    ck_assert_str_eq(c->absences[0].program, "sshd");
+    ck_assert(c->absences[0].after == 7200);
+    ck_assert_int_eq(c->absences[0].line, 25);
+    /* line 26 is the old spelling, <silence>: read alike, with a warning naming <absence> */
+    ck_assert_ptr_null(c->absences[1].host);
+    ck_assert_ptr_null(c->absences[1].program);
+    ck_assert(c->absences[1].after == 90);
+    ck_assert_ptr_nonnull(c->warnings);
+    ck_assert_msg(strstr(c->warnings, ":26: warning: <silence> is deprecated: write <absence>"),
+                  "%s", c->warnings);
+    ck_assert_ptr_null(strchr(strchr(c->warnings, '\n') + 1, '\n')); /* the only one */
 
     ck_assert_str_eq(c->spool_dir, "/var/spool/corral");
     ck_assert_uint_eq(c->nexecutors, 2);
@@ -326,7 +331,8 @@ START_TEST(test_default)
     ck_assert(c->state_interval == 60);
     ck_assert_str_eq(c->log_level, "info");
     ck_assert_ptr_null(c->state_file);
-    ck_assert_uint_eq(c->nsilences, 0);
+    ck_assert_uint_eq(c->nabsences, 0);
+    ck_assert_ptr_null(c->warnings);
     ck_assert_uint_eq(c->nexecutors, 0);
     ck_assert_uint_eq(c->nroutes, 0);
     conf_free(c);
@@ -338,23 +344,31 @@ START_TEST(test_units)
     struct conf *c = load_ok("<rules path=\"r\"/>\n"
                              "<limits max-message-size=\"2M\" idle-timeout=\"1.5h\"/>\n"
                              "<state file=\"s\" interval=\"0\"/>\n"
-                             "<silence after=\"1d\"/><silence after=\"30s\"/>\n");
+                             "<absence after=\"1d\"/><absence after=\"30s\"/>\n");
 
     ck_assert_uint_eq(c->max_message_size, 2 * 1024 * 1024);
     ck_assert(c->idle_timeout == 5400);
     ck_assert(c->state_interval == 0);
-    ck_assert(c->silences[0].after == 86400);
-    ck_assert(c->silences[1].after == 30);
+    ck_assert(c->absences[0].after == 86400);
+    ck_assert(c->absences[1].after == 30);
     /* forget: a week, or twice after= when that is longer */
-    ck_assert(c->silences[0].forget == 604800);
-    ck_assert(c->silences[1].forget == 604800);
-    ck_assert_uint_eq(c->max_silence_sources, 100000);
+    ck_assert(c->absences[0].forget == 604800);
+    ck_assert(c->absences[1].forget == 604800);
+    ck_assert_uint_eq(c->max_absence_sources, 100000);
+    ck_assert_ptr_null(c->warnings);
     conf_free(c);
-    c = load_ok("<rules path=\"r\"/>\n<limits max-silence-sources=\"7\"/>\n"
-                "<silence after=\"5d\"/><silence after=\"1m\" forget=\"2h\"/>\n");
-    ck_assert(c->silences[0].forget == 10 * 86400);
-    ck_assert(c->silences[1].forget == 7200);
-    ck_assert_uint_eq(c->max_silence_sources, 7);
+    c = load_ok("<rules path=\"r\"/>\n<limits max-absence-sources=\"7\"/>\n"
+                "<absence after=\"5d\"/><absence after=\"1m\" forget=\"2h\"/>\n");
+    ck_assert(c->absences[0].forget == 10 * 86400);
+    ck_assert(c->absences[1].forget == 7200);
+    ck_assert_uint_eq(c->max_absence_sources, 7);
+    conf_free(c);
+    /* the old attribute name still counts, with a warning */
+    c = load_ok("<rules path=\"r\"/>\n<limits max-silence-sources=\"9\"/>\n");
+    ck_assert_uint_eq(c->max_absence_sources, 9);
+    ck_assert_msg(c->warnings && strstr(c->warnings, ":4: warning: max-silence-sources= is "
+                                                     "deprecated: write max-absence-sources="),
+                  "%s", c->warnings ? c->warnings : "(none)");
     conf_free(c);
 }
 END_TEST
@@ -373,13 +387,13 @@ START_TEST(test_errors)
                "bad address \"1.2.3.4:99999\"");
     load_fails("<rules path=\"r\"/>\n<inputs><unix-dgram path=\"/s\" mode=\"999\"/></inputs>\n", 4,
                "bad mode \"999\"");
-    load_fails("<rules path=\"r\"/>\n<silence after=\"1h\" forget=\"1h\"/>\n", 4,
+    load_fails("<rules path=\"r\"/>\n<absence after=\"1h\" forget=\"1h\"/>\n", 4,
                "forget= must be more than after=");
     load_fails("<rules path=\"r\"/>\n<control socket=\"/s\" timeout=\"0\"/>\n", 4,
                "timeout must be more than 0");
     load_fails("<rules path=\"r\"/>\n<limits max-message-size=\"10\"/>\n", 4,
                "max-message-size must lie between");
-    load_fails("<rules path=\"r\"/>\n<silence after=\"0\"/>\n", 4, "after= must be more than 0");
+    load_fails("<rules path=\"r\"/>\n<absence after=\"0\"/>\n", 4, "after= must be more than 0");
     load_fails("<rules path=\"r\"/>\n<limits max-contexts=\"10\" context-share=\"11\"/>\n", 4,
                "context-share must not exceed max-contexts");
     load_fails("<rules path=\"r\"/>\n<executors>\n<exec name=\"a\" program=\"/bin/true\"/>\n"

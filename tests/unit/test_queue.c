@@ -4,7 +4,8 @@
  * replay of the spool after a restart, a torn last record cut at every
  * byte, a damaged byte at every offset, version 1 spools, compaction, the
  * dedupe table's bound, and writes that fail (disk full: while running, and
- * at start).
+ * at start), and delivery control: dead letters retried exactly once,
+ * also across a crash in the middle of a retry, and entries dropped.
  *
  * The executor is the real exec executor.  Its program is a symlink in a
  * private directory that the test points at one of three things:
@@ -28,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <uv.h>
 
 #include "actions/queue.h"
@@ -1073,6 +1075,194 @@ START_TEST(test_disk_full_at_open)
 }
 END_TEST
 
+/* ---- delivery control: retry and drop ---- */
+
+static bool
+dead_reached(void *arg)
+{
+    struct count_wait *w = arg;
+
+    return queue_get_stats(w->q)->dead >= w->delivered;
+}
+
+static const char *
+dead_file(void)
+{
+    return wpath("spool/alerts.dead.jsonl");
+}
+
+/* The ids of the entries queue_list_json shows in state (alert ids in alert_ids, in order). */
+static void
+listed(struct queue *q, const char *state, struct buf *ids, struct buf *alert_ids)
+{
+    json_t *o = queue_list_json(q, 100), *e;
+    const char *lists[] = {"queued", "dead"};
+    size_t i, k;
+
+    buf_reset(ids);
+    buf_reset(alert_ids);
+    for (k = 0; k < 2; k++) json_array_foreach(json_object_get(o, lists[k]), i, e)
+        {
+            if (strcmp(json_string_value(json_object_get(e, "state")), state) != 0) continue;
+            buf_printf(ids, "%s\n", json_string_value(json_object_get(e, "id")));
+            buf_printf(alert_ids, "%s\n", json_string_value(json_object_get(e, "alert_id")));
+        }
+    json_decref(o);
+}
+
+static size_t
+count_lines(const char *path)
+{
+    struct buf b = BUF_INIT;
+    size_t i, n = 0;
+
+    read_file(path, &b);
+    for (i = 0; i < b.len; i++) n += b.p[i] == '\n';
+    buf_free(&b);
+    return n;
+}
+
+/*
+ * A retry whose dead-letter rewrite never happened (corrald killed between
+ * the spool sync and the rename, simulated by putting the old file back):
+ * the next start takes the dead letter out of the file and delivers it from
+ * the spool, once; retrying its id again finds nothing.
+ */
+START_TEST(test_retry_crash_before_rename)
+{
+    struct harness h;
+    struct buf before = BUF_INIT, out = BUF_INIT, said = BUF_INIT, ids = BUF_INIT,
+               alerts = BUF_INIT;
+    struct count_wait w;
+    char first[64];
+
+    program("broken.sh");
+    must_open(&h, "attempts=\"1\"", wpath("spool"));
+    submit(h.q, "dead-1");
+    submit(h.q, "dead-2");
+    w = (struct count_wait){h.q, 2};
+    ck_assert(ul_run_until(&h.loop, dead_reached, &w, 60));
+    harness_close(&h);
+    ck_assert_uint_eq(count_lines(dead_file()), 2);
+
+    /* run 2: retry dead-1; it fails for now and stays queued (an hour's backoff) */
+    must_open(&h, NULL, wpath("spool"));
+    listed(h.q, "dead", &ids, &alerts);
+    ck_assert_str_eq(buf_str(&alerts), "dead-1\ndead-2\n");
+    snprintf(first, sizeof(first), "%.*s", (int)(strchr(buf_str(&ids), '\n') - ids.p), ids.p);
+    read_file(dead_file(), &before);
+    ck_assert_int_eq(queue_retry_dead(h.q, first, &said), QUEUE_CTL_OK);
+    ck_assert_msg(strstr(buf_str(&said), "1 dead letter queued again"), "%s", buf_str(&said));
+    ck_assert_uint_eq(queue_get_stats(h.q)->retried, 1);
+    ck_assert_uint_eq(queue_get_stats(h.q)->queued, 1);
+    ck_assert_uint_eq(count_lines(dead_file()), 1);
+    listed(h.q, "dead", &ids, &alerts);
+    ck_assert_str_eq(buf_str(&alerts), "dead-2\n");
+    /* the same id again: unknown, nothing changes */
+    buf_reset(&said);
+    ck_assert_int_eq(queue_retry_dead(h.q, first, &said), QUEUE_CTL_UNKNOWN);
+    ck_assert_uint_eq(queue_get_stats(h.q)->queued, 1);
+    queue_sync(h.q);
+    write_bytes(dead_file(), before.p, before.len); /* the rename never happened */
+    harness_close(&h);
+
+    /* run 3: settled at start, delivered once */
+    program("ok.sh");
+    must_open(&h, NULL, wpath("spool"));
+    ck_assert(log_has(LOG_WARNING, "1 retried dead letters were still in"));
+    ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 1);
+    ck_assert_uint_eq(count_lines(dead_file()), 1);
+    listed(h.q, "dead", &ids, &alerts);
+    ck_assert_str_eq(buf_str(&alerts), "dead-2\n");
+    wait_delivered(&h, 1);
+    buf_reset(&said);
+    ck_assert_int_eq(queue_retry_dead(h.q, first, &said), QUEUE_CTL_UNKNOWN);
+    ck_assert_msg(strstr(buf_str(&said), "no dead letter alerts/"), "%s", buf_str(&said));
+    /* all the rest */
+    buf_reset(&said);
+    ck_assert_int_eq(queue_retry_dead(h.q, NULL, &said), QUEUE_CTL_OK);
+    wait_delivered(&h, 2);
+    ck_assert_uint_eq(count_lines(dead_file()), 0);
+    buf_reset(&said);
+    ck_assert_int_eq(queue_retry_dead(h.q, NULL, &said), QUEUE_CTL_OK);
+    ck_assert_msg(strstr(buf_str(&said), "no dead letters to retry"), "%s", buf_str(&said));
+    harness_close(&h);
+    read_file(wpath("prog.out"), &out);
+    ck_assert_str_eq(buf_str(&out), "dead-1\ndead-2\n");
+
+    /* run 4: nothing comes back */
+    must_open(&h, NULL, wpath("spool"));
+    ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 0);
+    harness_close(&h);
+    read_file(wpath("prog.out"), &out);
+    ck_assert_str_eq(buf_str(&out), "dead-1\ndead-2\n");
+    buf_free(&before);
+    buf_free(&out);
+    buf_free(&said);
+    buf_free(&ids);
+    buf_free(&alerts);
+}
+END_TEST
+
+/* A queued alert and a dead letter dropped: gone, counted, logged; unknown ids change nothing. */
+START_TEST(test_drop)
+{
+    struct harness h;
+    struct buf said = BUF_INIT, ids = BUF_INIT, alerts = BUF_INIT, before = BUF_INIT,
+               after = BUF_INIT;
+    struct count_wait w;
+    char id[64];
+
+    program("broken.sh");
+    must_open(&h, "attempts=\"1\"", wpath("spool"));
+    submit(h.q, "dead-1");
+    w = (struct count_wait){h.q, 1};
+    ck_assert(ul_run_until(&h.loop, dead_reached, &w, 60));
+    harness_close(&h);
+
+    must_open(&h, NULL, wpath("spool"));
+    submit(h.q, "held-1");
+    submit(h.q, "held-2");
+    listed(h.q, "retrying", &ids, &alerts);
+    ck_assert_str_eq(buf_str(&alerts), "held-1\nheld-2\n");
+    read_file(dead_file(), &before);
+    ck_assert_int_eq(queue_drop(h.q, "q999", &said), QUEUE_CTL_UNKNOWN);
+    ck_assert_int_eq(queue_drop(h.q, "qx", &said), QUEUE_CTL_UNKNOWN);
+    ck_assert_int_eq(queue_drop(h.q, "d1-1", &said), QUEUE_CTL_UNKNOWN);
+    read_file(dead_file(), &after);
+    ck_assert(before.len == after.len && memcmp(before.p, after.p, before.len) == 0);
+    ck_assert_uint_eq(queue_get_stats(h.q)->queued, 2);
+    snprintf(id, sizeof(id), "%.*s", (int)(strchr(buf_str(&ids), '\n') - ids.p), ids.p);
+    ck_assert_int_eq(queue_drop(h.q, id, &said), QUEUE_CTL_OK);
+    ck_assert_uint_eq(queue_get_stats(h.q)->queued, 1);
+    ck_assert_uint_eq(queue_get_stats(h.q)->dropped, 1);
+    ck_assert(log_has(LOG_WARNING, "(held-1) dropped"));
+    listed(h.q, "dead", &ids, &alerts);
+    ck_assert_str_eq(buf_str(&alerts), "dead-1\n");
+    snprintf(id, sizeof(id), "%.*s", (int)(strchr(buf_str(&ids), '\n') - ids.p), ids.p);
+    ck_assert_int_eq(queue_drop(h.q, id, &said), QUEUE_CTL_OK);
+    ck_assert_uint_eq(queue_get_stats(h.q)->dropped, 2);
+    ck_assert(log_has(LOG_WARNING, "(dead-1) dropped"));
+    ck_assert_uint_eq(count_lines(dead_file()), 0);
+    queue_sync(h.q);
+    harness_close(&h);
+
+    /* the dropped alert does not come back; the other does */
+    program("ok.sh");
+    must_open(&h, NULL, wpath("spool"));
+    ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 1);
+    wait_delivered(&h, 1);
+    harness_close(&h);
+    read_file(wpath("prog.out"), &said);
+    ck_assert_str_eq(buf_str(&said), "held-2\n");
+    buf_free(&said);
+    buf_free(&ids);
+    buf_free(&alerts);
+    buf_free(&before);
+    buf_free(&after);
+}
+END_TEST
+
 static Suite *
 queue_suite(void)
 {
@@ -1100,6 +1290,8 @@ queue_suite(void)
     tcase_add_test(tc, test_write_error_in_the_middle);
     tcase_add_test(tc, test_disk_full_log_rate);
     tcase_add_test(tc, test_disk_full_at_open);
+    tcase_add_test(tc, test_retry_crash_before_rename);
+    tcase_add_test(tc, test_drop);
     suite_add_tcase(s, tc);
     return s;
 }

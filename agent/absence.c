@@ -1,6 +1,6 @@
 /*
- * silence: sources (host, or host and program) each with a timer armed at
- * last-seen + after; a message re-arms it, expiry reports the silence and
+ * absence: sources (host, or host and program) each with a timer armed at
+ * last-seen + after; a message re-arms it, expiry reports the absence and
  * re-arms it at last-seen + forget, when the source is forgotten.  The
  * engine's timer wheel keeps this O(1) per message however many sources
  * there are; a hash table finds a message's source.
@@ -10,7 +10,7 @@
  * counted (untracked) and logged at most once a minute, and forgetting the
  * long silent ones frees room for new hosts.
  */
-#include "agent/silence.h"
+#include "agent/absence.h"
 #include "engine/hash.h"
 #include "engine/log.h"
 #include "engine/macros.h"
@@ -26,7 +26,7 @@
 struct source {
     struct tw_timer timer; /* first member */
     struct hash_node node; /* in keys, by key */
-    const struct conf_silence *rule;
+    const struct conf_absence *rule;
     size_t rule_index;
     char *key; /* "RULE:host\0program", keylen bytes */
     size_t keylen;
@@ -35,28 +35,28 @@ struct source {
     int silent;
 };
 
-struct silence {
-    const struct conf_silence *rules;
+struct absence {
+    const struct conf_absence *rules;
     size_t nrules;
     struct tw *wheel;
     struct hash_table keys; /* the sources */
-    size_t max_sources, nsilent;
+    size_t max_sources, ndown;
     uint64_t untracked, forgotten;
     uint64_t untracked_logged; /* ms of the last line about them; 0: none yet */
     uint64_t untracked_since;  /* untracked messages not logged since */
-    silence_emit_fn emit;
+    absence_emit_fn emit;
     void *arg;
     struct buf key;
 };
 
-static tag_id tag_silence, tag_alert, tag_clear;
+static tag_id tag_absence, tag_alert, tag_clear;
 static nv_handle h_state, h_after, h_last;
 
-struct silence *
-silence_new(const struct conf_silence *rules, size_t nrules, size_t max_sources, uint64_t now_ms,
-            silence_emit_fn emit, void *arg)
+struct absence *
+absence_new(const struct conf_absence *rules, size_t nrules, size_t max_sources, uint64_t now_ms,
+            absence_emit_fn emit, void *arg)
 {
-    struct silence *s = xcalloc(1, sizeof(*s));
+    struct absence *s = xcalloc(1, sizeof(*s));
 
     s->rules = rules;
     s->nrules = nrules;
@@ -65,13 +65,13 @@ silence_new(const struct conf_silence *rules, size_t nrules, size_t max_sources,
     s->max_sources = max_sources;
     s->emit = emit;
     s->arg = arg;
-    if (!tag_silence) {
-        tag_silence = tag_intern("corral.silence", 14);
+    if (!tag_absence) {
+        tag_absence = tag_intern("corral.absence", 14);
         tag_alert = tag_intern("corral.alert", 12);
         tag_clear = tag_intern("corral.clear", 12);
-        h_state = nv_intern_str("silence.state");
-        h_after = nv_intern_str("silence.after");
-        h_last = nv_intern_str("silence.last_seen");
+        h_state = nv_intern_str("absence.state");
+        h_after = nv_intern_str("absence.after");
+        h_last = nv_intern_str("absence.last_seen");
     }
     return s;
 }
@@ -86,7 +86,7 @@ source_free(struct source *src)
 }
 
 void
-silence_free(struct silence *s)
+absence_free(struct absence *s)
 {
     struct hash_node *n, *next;
     size_t b = 0;
@@ -111,7 +111,7 @@ forget_at(const struct source *src)
 }
 
 static bool
-matches(const struct conf_silence *r, const char *host, size_t hlen, const char *prog, size_t plen)
+matches(const struct conf_absence *r, const char *host, size_t hlen, const char *prog, size_t plen)
 {
     if (r->host && (strlen(r->host) != hlen || memcmp(r->host, host, hlen))) return false;
     if (r->program && (strlen(r->program) != plen || memcmp(r->program, prog, plen))) return false;
@@ -119,7 +119,7 @@ matches(const struct conf_silence *r, const char *host, size_t hlen, const char 
 }
 
 static void
-report(struct silence *s, struct source *src, bool down, uint64_t now_ms)
+report(struct absence *s, struct source *src, bool down, uint64_t now_ms)
 {
     struct msg *m = msg_new();
     struct msg_time t = {(int64_t)(now_ms / 1000), (int32_t)(now_ms % 1000) * 1000, 0};
@@ -142,8 +142,8 @@ report(struct silence *s, struct source *src, bool down, uint64_t now_ms)
                    src->program ? " " : "", src->program ? src->program : "",
                    (unsigned long long)quiet);
     msg_set(m, NV_MESSAGE, text.p, text.len);
-    msg_set(m, NV_CLASS, "silence", 7);
-    msg_set(m, NV_RULE_ID, down ? "corral.silence.down" : "corral.silence.up", down ? 19 : 17);
+    msg_set(m, NV_CLASS, "absence", 7);
+    msg_set(m, NV_RULE_ID, down ? "corral.absence.down" : "corral.absence.up", down ? 19 : 17);
     msg_set(m, h_state, down ? "down" : "up", down ? 4 : 2);
     buf_reset(&text);
     buf_printf(&text, "%g", src->rule->after);
@@ -151,7 +151,7 @@ report(struct silence *s, struct source *src, bool down, uint64_t now_ms)
     buf_reset(&text);
     macro_format_iso(&last, 0, &text);
     msg_set(m, h_last, text.p, text.len);
-    msg_tag_set(m, tag_silence);
+    msg_tag_set(m, tag_absence);
     msg_tag_set(m, down ? tag_alert : tag_clear);
     s->emit(s->arg, m);
     msg_unref(m);
@@ -161,25 +161,25 @@ report(struct silence *s, struct source *src, bool down, uint64_t now_ms)
 static void
 fire(struct tw_timer *t, void *arg)
 {
-    struct silence *s = arg;
+    struct absence *s = arg;
     struct source *src = (struct source *)t;
 
     if (src->silent) {
         /* silent for `forget`: make room; should it send again, it is a new source */
         hash_table_remove(&s->keys, &src->node);
-        s->nsilent--;
+        s->ndown--;
         s->forgotten++;
         source_free(src);
         return;
     }
     src->silent = 1;
-    s->nsilent++;
+    s->ndown++;
     report(s, src, true, tw_now(s->wheel));
     if (forget_at(src) != UINT64_MAX) tw_arm(s->wheel, &src->timer, forget_at(src));
 }
 
 static struct source *
-find(struct silence *s, const char *key, size_t len, uint64_t h)
+find(struct absence *s, const char *key, size_t len, uint64_t h)
 {
     struct hash_node *n;
 
@@ -192,10 +192,10 @@ find(struct silence *s, const char *key, size_t len, uint64_t h)
 
 /* A new source under s->key, or NULL (counted) when max_sources are tracked already. */
 static struct source *
-add(struct silence *s, size_t rule_index, const char *host, size_t hlen, const char *prog,
+add(struct absence *s, size_t rule_index, const char *host, size_t hlen, const char *prog,
     size_t plen, uint64_t h, uint64_t now_ms)
 {
-    const struct conf_silence *r = &s->rules[rule_index];
+    const struct conf_absence *r = &s->rules[rule_index];
     struct source *src;
 
     if (s->keys.count >= s->max_sources) {
@@ -203,7 +203,7 @@ add(struct silence *s, size_t rule_index, const char *host, size_t hlen, const c
         s->untracked_since++;
         if (!s->untracked_logged || now_ms - s->untracked_logged >= LOG_EVERY) {
             log_msg(LOG_WARNING,
-                    "silence: %zu sources tracked already (the limit): %llu messages from "
+                    "absence: %zu sources tracked already (the limit): %llu messages from "
                     "sources not tracked (%llu in all); the first is %.*s",
                     s->keys.count, (unsigned long long)s->untracked_since,
                     (unsigned long long)s->untracked, (int)(hlen > 200 ? 200 : hlen), host);
@@ -226,7 +226,7 @@ add(struct silence *s, size_t rule_index, const char *host, size_t hlen, const c
 }
 
 static void
-make_key(struct silence *s, size_t rule_index, const char *host, size_t hlen, const char *prog,
+make_key(struct absence *s, size_t rule_index, const char *host, size_t hlen, const char *prog,
          size_t plen)
 {
     buf_reset(&s->key);
@@ -239,16 +239,16 @@ make_key(struct silence *s, size_t rule_index, const char *host, size_t hlen, co
 }
 
 void
-silence_seen(struct silence *s, const struct msg *m, uint64_t now_ms)
+absence_seen(struct absence *s, const struct msg *m, uint64_t now_ms)
 {
     size_t hlen = 0, plen = 0, i;
     const char *host = msg_get(m, NV_HOST, &hlen), *prog = msg_get(m, NV_PROGRAM, &plen);
 
     if (!host) host = "", hlen = 0;
     if (!prog) prog = "", plen = 0;
-    silence_tick(s, now_ms);
+    absence_tick(s, now_ms);
     for (i = 0; i < s->nrules; i++) {
-        const struct conf_silence *r = &s->rules[i];
+        const struct conf_absence *r = &s->rules[i];
         struct source *src;
         uint64_t h;
 
@@ -259,7 +259,7 @@ silence_seen(struct silence *s, const struct msg *m, uint64_t now_ms)
         if (!src && !(src = add(s, i, host, hlen, prog, plen, h, now_ms))) continue;
         if (src->silent) {
             src->silent = 0;
-            s->nsilent--;
+            s->ndown--;
             report(s, src, false, now_ms);
         }
         src->last_seen = now_ms;
@@ -274,14 +274,14 @@ same_str(const char *a, const char *b)
 }
 
 void
-silence_adopt(struct silence *s, struct silence *old, uint64_t now_ms)
+absence_adopt(struct absence *s, struct absence *old, uint64_t now_ms)
 {
     struct hash_node *n;
     size_t b = 0, i;
 
     if (!old) return;
-    silence_tick(old, now_ms); /* what was due is reported by the rules it was due under */
-    silence_tick(s, now_ms);
+    absence_tick(old, now_ms); /* what was due is reported by the rules it was due under */
+    absence_tick(s, now_ms);
     for (n = hash_table_iter(&old->keys, &b, NULL); n; n = hash_table_iter(&old->keys, &b, n)) {
         const struct source *o = hash_entry(n, struct source, node);
         const char *prog = o->program ? o->program : "";
@@ -302,7 +302,7 @@ silence_adopt(struct silence *s, struct silence *old, uint64_t now_ms)
         src->last_seen = o->last_seen;
         src->silent = o->silent;
         if (src->silent) {
-            s->nsilent++;
+            s->ndown++;
             if (forget_at(src) != UINT64_MAX) tw_arm(s->wheel, &src->timer, forget_at(src));
         } else {
             tw_arm(s->wheel, &src->timer, src->last_seen + (uint64_t)(src->rule->after * 1000));
@@ -314,31 +314,31 @@ silence_adopt(struct silence *s, struct silence *old, uint64_t now_ms)
 }
 
 void
-silence_tick(struct silence *s, uint64_t now_ms)
+absence_tick(struct absence *s, uint64_t now_ms)
 {
     tw_advance(s->wheel, now_ms, fire, s);
 }
 
 size_t
-silence_tracked(const struct silence *s)
+absence_tracked(const struct absence *s)
 {
     return s->keys.count;
 }
 
 uint64_t
-silence_untracked(const struct silence *s)
+absence_untracked(const struct absence *s)
 {
     return s->untracked;
 }
 
 uint64_t
-silence_forgotten(const struct silence *s)
+absence_forgotten(const struct absence *s)
 {
     return s->forgotten;
 }
 
 size_t
-silence_silent(const struct silence *s)
+absence_down(const struct absence *s)
 {
-    return s->nsilent;
+    return s->ndown;
 }

@@ -1,5 +1,5 @@
 /*
- * test_silence: silence detection (agent/silence.c) on a clock the test
+ * test_absence: absence detection (agent/absence.c) on a clock the test
  * moves by hand: a source quiet for `after` is reported down once, comes
  * back up when it sends again, rules per host or per host and program, the
  * bound on the number of sources watched, forgetting sources long silent,
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "agent/conf.h"
-#include "agent/silence.h"
+#include "agent/absence.h"
 #include "engine/msg.h"
 #include "engine/nv.h"
 #include "engine/tags.h"
@@ -66,182 +66,182 @@ has_tag(const struct msg *m, const char *tag)
 
 /* A message from host/program arriving at now_ms. */
 static void
-seen(struct silence *s, const char *host, const char *program, uint64_t now_ms)
+seen(struct absence *s, const char *host, const char *program, uint64_t now_ms)
 {
     struct msg *m = msg_new();
 
     msg_set(m, NV_HOST, host, strlen(host));
     msg_set(m, NV_PROGRAM, program, strlen(program));
     msg_set(m, NV_MESSAGE, "hello", 5);
-    silence_seen(s, m, now_ms);
+    absence_seen(s, m, now_ms);
     msg_unref(m);
 }
 
 START_TEST(test_down_once_then_up)
 {
-    struct conf_silence rule = {NULL, NULL, 10, 1, 0};
-    struct silence *s = silence_new(&rule, 1, 100, 1000, emit, &nreports);
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0};
+    struct absence *s = absence_new(&rule, 1, 100, 1000, emit, &nreports);
     const struct msg *m;
 
     seen(s, "web1", "sshd", 1000);
-    ck_assert_uint_eq(silence_tracked(s), 1);
-    silence_tick(s, 10999);
+    ck_assert_uint_eq(absence_tracked(s), 1);
+    absence_tick(s, 10999);
     ck_assert_uint_eq(nreports, 0);
-    ck_assert_uint_eq(silence_silent(s), 0);
-    silence_tick(s, 11000);
+    ck_assert_uint_eq(absence_down(s), 0);
+    absence_tick(s, 11000);
     ck_assert_uint_eq(nreports, 1);
-    ck_assert_uint_eq(silence_silent(s), 1);
+    ck_assert_uint_eq(absence_down(s), 1);
     m = reports[0];
     ck_assert(msg_flags(m) & MSG_F_GENERATED);
     ck_assert_str_eq(value(m, "MESSAGE"), "web1 has been silent for 10 seconds");
     ck_assert_str_eq(value(m, "HOST"), "web1");
     ck_assert_str_eq(value(m, "PROGRAM"), "corrald");
-    ck_assert_str_eq(value(m, ".classifier.class"), "silence");
-    ck_assert_str_eq(value(m, ".classifier.rule_id"), "corral.silence.down");
-    ck_assert_str_eq(value(m, "silence.state"), "down");
-    ck_assert_str_eq(value(m, "silence.after"), "10");
-    ck_assert(has_tag(m, "corral.silence"));
+    ck_assert_str_eq(value(m, ".classifier.class"), "absence");
+    ck_assert_str_eq(value(m, ".classifier.rule_id"), "corral.absence.down");
+    ck_assert_str_eq(value(m, "absence.state"), "down");
+    ck_assert_str_eq(value(m, "absence.after"), "10");
+    ck_assert(has_tag(m, "corral.absence"));
     ck_assert(has_tag(m, "corral.alert"));
     ck_assert(!has_tag(m, "corral.clear"));
     ck_assert_int_eq(msg_stamp(m)->sec, 11);
 
     /* still quiet: no second report */
-    silence_tick(s, 500000);
+    absence_tick(s, 500000);
     ck_assert_uint_eq(nreports, 1);
 
     seen(s, "web1", "cron", 600000);
     ck_assert_uint_eq(nreports, 2);
-    ck_assert_uint_eq(silence_silent(s), 0);
+    ck_assert_uint_eq(absence_down(s), 0);
     m = reports[1];
     ck_assert_str_eq(value(m, "MESSAGE"), "web1 is sending again after 599 seconds");
-    ck_assert_str_eq(value(m, "silence.state"), "up");
-    ck_assert_str_eq(value(m, ".classifier.rule_id"), "corral.silence.up");
-    ck_assert(has_tag(m, "corral.silence"));
+    ck_assert_str_eq(value(m, "absence.state"), "up");
+    ck_assert_str_eq(value(m, ".classifier.rule_id"), "corral.absence.up");
+    ck_assert(has_tag(m, "corral.absence"));
     ck_assert(has_tag(m, "corral.clear"));
     ck_assert(!has_tag(m, "corral.alert"));
 
     /* quiet again: down again, `after` from the last message */
-    silence_tick(s, 609999);
+    absence_tick(s, 609999);
     ck_assert_uint_eq(nreports, 2);
-    silence_tick(s, 610000);
+    absence_tick(s, 610000);
     ck_assert_uint_eq(nreports, 3);
-    ck_assert_str_eq(value(reports[2], "silence.state"), "down");
-    ck_assert_uint_eq(silence_tracked(s), 1);
-    silence_free(s);
+    ck_assert_str_eq(value(reports[2], "absence.state"), "down");
+    ck_assert_uint_eq(absence_tracked(s), 1);
+    absence_free(s);
 }
 END_TEST
 
 /* Every message re-arms the timer: a source that keeps sending is never reported. */
 START_TEST(test_steady_source)
 {
-    struct conf_silence rule = {NULL, NULL, 10, 1, 0};
-    struct silence *s = silence_new(&rule, 1, 100, 0, emit, &nreports);
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0};
+    struct absence *s = absence_new(&rule, 1, 100, 0, emit, &nreports);
     uint64_t t;
 
     for (t = 0; t <= 100000; t += 9999) {
         seen(s, "web1", "sshd", t);
-        silence_tick(s, t + 9000);
+        absence_tick(s, t + 9000);
     }
     ck_assert_uint_eq(nreports, 0);
-    ck_assert_uint_eq(silence_tracked(s), 1);
-    silence_free(s);
+    ck_assert_uint_eq(absence_tracked(s), 1);
+    absence_free(s);
 }
 END_TEST
 
 /* A host-only rule: one source per host, whatever program sends. */
 START_TEST(test_per_host)
 {
-    struct conf_silence rule = {NULL, NULL, 10, 1, 0};
-    struct silence *s = silence_new(&rule, 1, 100, 0, emit, &nreports);
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0};
+    struct absence *s = absence_new(&rule, 1, 100, 0, emit, &nreports);
 
     seen(s, "web1", "sshd", 0);
     seen(s, "web2", "sshd", 0);
     seen(s, "web1", "cron", 8000);
-    ck_assert_uint_eq(silence_tracked(s), 2);
-    silence_tick(s, 12000);
+    ck_assert_uint_eq(absence_tracked(s), 2);
+    absence_tick(s, 12000);
     ck_assert_uint_eq(nreports, 1);
     ck_assert_str_eq(value(reports[0], "HOST"), "web2");
-    silence_tick(s, 18000);
+    absence_tick(s, 18000);
     ck_assert_uint_eq(nreports, 2);
     ck_assert_str_eq(value(reports[1], "HOST"), "web1");
     ck_assert_str_eq(value(reports[1], "MESSAGE"), "web1 has been silent for 10 seconds");
-    ck_assert_uint_eq(silence_silent(s), 2);
-    silence_free(s);
+    ck_assert_uint_eq(absence_down(s), 2);
+    absence_free(s);
 }
 END_TEST
 
 /* A host+program rule watches that program of that host only. */
 START_TEST(test_host_program)
 {
-    struct conf_silence rules[] = {
+    struct conf_absence rules[] = {
         {"web1", "sshd", 5, 1, 0},
         {"db1", NULL, 60, 2, 0},
     };
-    struct silence *s = silence_new(rules, 2, 100, 0, emit, &nreports);
+    struct absence *s = absence_new(rules, 2, 100, 0, emit, &nreports);
 
     seen(s, "web1", "sshd", 0);
     seen(s, "web1", "cron", 0);
     seen(s, "web2", "sshd", 0);
     seen(s, "db1", "postgres", 0);
-    ck_assert_uint_eq(silence_tracked(s), 2);
+    ck_assert_uint_eq(absence_tracked(s), 2);
     /* cron keeps sending: it is not what the rule watches */
     seen(s, "web1", "cron", 4000);
-    silence_tick(s, 5000);
+    absence_tick(s, 5000);
     ck_assert_uint_eq(nreports, 1);
     ck_assert_str_eq(value(reports[0], "MESSAGE"), "web1 sshd has been silent for 5 seconds");
     ck_assert_str_eq(value(reports[0], "PROGRAM"), "sshd");
-    ck_assert_str_eq(value(reports[0], "silence.after"), "5");
-    silence_tick(s, 59999);
+    ck_assert_str_eq(value(reports[0], "absence.after"), "5");
+    absence_tick(s, 59999);
     ck_assert_uint_eq(nreports, 1);
-    silence_tick(s, 60000);
+    absence_tick(s, 60000);
     ck_assert_uint_eq(nreports, 2);
     ck_assert_str_eq(value(reports[1], "MESSAGE"), "db1 has been silent for 60 seconds");
     seen(s, "web1", "sshd", 70000);
     ck_assert_uint_eq(nreports, 3);
     ck_assert_str_eq(value(reports[2], "MESSAGE"), "web1 sshd is sending again after 70 seconds");
-    ck_assert_uint_eq(silence_silent(s), 1);
-    silence_free(s);
+    ck_assert_uint_eq(absence_down(s), 1);
+    absence_free(s);
 }
 END_TEST
 
 /* Sources beyond max_sources are not watched, and never reported. */
 START_TEST(test_max_sources)
 {
-    struct conf_silence rule = {NULL, NULL, 10, 1, 0};
-    struct silence *s = silence_new(&rule, 1, 2, 0, emit, &nreports);
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0};
+    struct absence *s = absence_new(&rule, 1, 2, 0, emit, &nreports);
 
     seen(s, "h1", "p", 0);
     seen(s, "h2", "p", 0);
     seen(s, "h3", "p", 0);
     seen(s, "h4", "p", 0);
-    ck_assert_uint_eq(silence_tracked(s), 2);
+    ck_assert_uint_eq(absence_tracked(s), 2);
     /* a tracked source is still watched */
     seen(s, "h2", "p", 5000);
-    ck_assert_uint_eq(silence_tracked(s), 2);
-    silence_tick(s, 100000);
+    ck_assert_uint_eq(absence_tracked(s), 2);
+    absence_tick(s, 100000);
     ck_assert_uint_eq(nreports, 2);
     ck_assert_str_eq(value(reports[0], "HOST"), "h1");
     ck_assert_str_eq(value(reports[1], "HOST"), "h2");
-    ck_assert_uint_eq(silence_silent(s), 2);
-    silence_free(s);
+    ck_assert_uint_eq(absence_down(s), 2);
+    absence_free(s);
 }
 END_TEST
 
 /* Messages from sources beyond the limit are counted. */
 START_TEST(test_untracked_counted)
 {
-    struct conf_silence rule = {NULL, NULL, 10, 1, 0};
-    struct silence *s = silence_new(&rule, 1, 2, 0, emit, &nreports);
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0};
+    struct absence *s = absence_new(&rule, 1, 2, 0, emit, &nreports);
 
     seen(s, "h1", "p", 0);
     seen(s, "h2", "p", 0);
-    ck_assert_uint_eq(silence_untracked(s), 0);
+    ck_assert_uint_eq(absence_untracked(s), 0);
     seen(s, "h3", "p", 0);
     seen(s, "h3", "p", 1);
     seen(s, "h4", "p", 2);
-    ck_assert_uint_eq(silence_untracked(s), 3);
-    ck_assert_uint_eq(silence_tracked(s), 2);
-    silence_free(s);
+    ck_assert_uint_eq(absence_untracked(s), 3);
+    ck_assert_uint_eq(absence_tracked(s), 2);
+    absence_free(s);
 }
 END_TEST
 
@@ -252,94 +252,94 @@ END_TEST
  */
 START_TEST(test_forget)
 {
-    struct conf_silence rule = {NULL, NULL, 10, 1, 60};
-    struct silence *s = silence_new(&rule, 1, 2, 0, emit, &nreports);
+    struct conf_absence rule = {NULL, NULL, 10, 1, 60};
+    struct absence *s = absence_new(&rule, 1, 2, 0, emit, &nreports);
 
     seen(s, "h1", "p", 0);
     seen(s, "h2", "p", 30000);
-    silence_tick(s, 10000);
+    absence_tick(s, 10000);
     ck_assert_uint_eq(nreports, 1);
-    ck_assert_uint_eq(silence_silent(s), 1);
+    ck_assert_uint_eq(absence_down(s), 1);
     seen(s, "h3", "p", 50000);
-    ck_assert_uint_eq(silence_untracked(s), 1);
-    silence_tick(s, 59999);
-    ck_assert_uint_eq(silence_tracked(s), 2);
-    ck_assert_uint_eq(silence_forgotten(s), 0);
-    silence_tick(s, 60000);
-    ck_assert_uint_eq(silence_tracked(s), 1);
-    ck_assert_uint_eq(silence_silent(s), 1); /* h2 */
-    ck_assert_uint_eq(silence_forgotten(s), 1);
+    ck_assert_uint_eq(absence_untracked(s), 1);
+    absence_tick(s, 59999);
+    ck_assert_uint_eq(absence_tracked(s), 2);
+    ck_assert_uint_eq(absence_forgotten(s), 0);
+    absence_tick(s, 60000);
+    ck_assert_uint_eq(absence_tracked(s), 1);
+    ck_assert_uint_eq(absence_down(s), 1); /* h2 */
+    ck_assert_uint_eq(absence_forgotten(s), 1);
     ck_assert_uint_eq(nreports, 2); /* h2 went down at 40 s */
     /* room again: h3 is tracked */
     seen(s, "h3", "p", 61000);
-    ck_assert_uint_eq(silence_tracked(s), 2);
-    ck_assert_uint_eq(silence_untracked(s), 1);
+    ck_assert_uint_eq(absence_tracked(s), 2);
+    ck_assert_uint_eq(absence_untracked(s), 1);
     /* h1 again: a new source, no "sending again" */
-    silence_tick(s, 90000); /* h2 forgotten, h3 down */
-    ck_assert_uint_eq(silence_forgotten(s), 2);
+    absence_tick(s, 90000); /* h2 forgotten, h3 down */
+    ck_assert_uint_eq(absence_forgotten(s), 2);
     ck_assert_uint_eq(nreports, 3);
     seen(s, "h1", "p", 95000);
     ck_assert_uint_eq(nreports, 3);
-    ck_assert_uint_eq(silence_tracked(s), 2);
-    silence_free(s);
+    ck_assert_uint_eq(absence_tracked(s), 2);
+    absence_free(s);
 }
 END_TEST
 
 /*
  * A reload: the new detector takes the sources of rules alike over, with
- * when they were last seen: a silence due soon still comes, a silent
+ * when they were last seen: an absence due soon still comes, a silent
  * source is neither reported again nor lost (its "sending again" comes),
  * and a source whose rule is gone is not taken.
  */
 START_TEST(test_adopt)
 {
-    struct conf_silence old_rules[] = {{NULL, NULL, 10, 1, 0}, {"db1", "pg", 10, 2, 0}};
-    struct conf_silence new_rules[] = {{"mail", NULL, 5, 1, 0}, {NULL, NULL, 20, 2, 0}};
-    struct silence *old = silence_new(old_rules, 2, 100, 0, emit, &nreports);
-    struct silence *s;
+    struct conf_absence old_rules[] = {{NULL, NULL, 10, 1, 0}, {"db1", "pg", 10, 2, 0}};
+    struct conf_absence new_rules[] = {{"mail", NULL, 5, 1, 0}, {NULL, NULL, 20, 2, 0}};
+    struct absence *old = absence_new(old_rules, 2, 100, 0, emit, &nreports);
+    struct absence *s;
 
     seen(old, "web1", "sshd", 0);
     seen(old, "web2", "sshd", 9000);
     seen(old, "db1", "pg", 0);
-    silence_tick(old, 10000); /* web1, db1 and db1 pg down */
+    absence_tick(old, 10000); /* web1, db1 and db1 pg down */
     ck_assert_uint_eq(nreports, 3);
-    ck_assert_uint_eq(silence_tracked(old), 4);
-    s = silence_new(new_rules, 2, 100, 12000, emit, &nreports);
-    silence_adopt(s, old, 12000);
-    silence_free(old);
-    ck_assert_uint_eq(silence_tracked(s), 3); /* db1 pg: its rule is gone */
-    ck_assert_uint_eq(silence_silent(s), 2);
-    silence_tick(s, 28999);
+    ck_assert_uint_eq(absence_tracked(old), 4);
+    s = absence_new(new_rules, 2, 100, 12000, emit, &nreports);
+    absence_adopt(s, old, 12000);
+    absence_free(old);
+    ck_assert_uint_eq(absence_tracked(s), 3); /* db1 pg: its rule is gone */
+    ck_assert_uint_eq(absence_down(s), 2);
+    absence_tick(s, 28999);
     ck_assert_uint_eq(nreports, 3);
-    silence_tick(s, 29000); /* web2, last seen at 9 s, now after 20 s */
+    absence_tick(s, 29000); /* web2, last seen at 9 s, now after 20 s */
     ck_assert_uint_eq(nreports, 4);
     ck_assert_str_eq(value(reports[3], "HOST"), "web2");
-    ck_assert_str_eq(value(reports[3], "silence.state"), "down");
+    ck_assert_str_eq(value(reports[3], "absence.state"), "down");
     seen(s, "web1", "cron", 30000);
     ck_assert_uint_eq(nreports, 5);
     ck_assert_str_eq(value(reports[4], "MESSAGE"), "web1 is sending again after 30 seconds");
-    silence_free(s);
+    absence_free(s);
 }
 END_TEST
 
 /* No rules: nothing is watched. */
 START_TEST(test_no_rules)
 {
-    struct silence *s = silence_new(NULL, 0, 100, 0, emit, &nreports);
+    struct absence *s = absence_new(NULL, 0, 100, 0, emit, &nreports);
 
     seen(s, "web1", "sshd", 0);
-    silence_tick(s, 1000000);
-    ck_assert_uint_eq(silence_tracked(s), 0);
+    absence_tick(s, 1000000);
+    ck_assert_uint_eq(absence_tracked(s), 0);
     ck_assert_uint_eq(nreports, 0);
-    silence_free(s);
+    absence_free(s);
 }
 END_TEST
 
 static Suite *
-silence_suite(void)
+absence_suite(void)
 {
-    Suite *s = suite_create("silence");
-    TCase *tc = tcase_create("silence");
+    Suite *s = suite_create("absence");
+    TCase *tc = tcase_create("absence");
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_down_once_then_up);
@@ -358,7 +358,7 @@ silence_suite(void)
 int
 main(void)
 {
-    SRunner *r = srunner_create(silence_suite());
+    SRunner *r = srunner_create(absence_suite());
     int failed;
 
     srunner_run_all(r, CK_NORMAL);
