@@ -1248,7 +1248,14 @@ output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err)
     switch (co->type) {
     case CONF_OUT_STDOUT: r = open_stdout(o, err); break;
     case CONF_OUT_FILE: r = open_file(o, err); break;
-    case CONF_OUT_FORWARD: r = open_forward(o, co, err); break;
+    case CONF_OUT_FORWARD:
+        if (co->tls) {
+            buf_printf(err, "output %s: protocol=\"tls\" is not supported yet\n", o->name);
+            r = -1;
+            break;
+        }
+        r = open_forward(o, co, err);
+        break;
     default:
         buf_printf(err, "output %s: unknown type\n", o->name);
         r = -1;
@@ -1290,6 +1297,13 @@ const char *
 output_name(const struct output *o)
 {
     return o->name;
+}
+
+bool
+output_is_tls(const struct output *o)
+{
+    (void)o;
+    return false;
 }
 
 const struct output_stats *

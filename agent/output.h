@@ -15,15 +15,17 @@
 
 #include "engine/buf.h"
 #include "agent/conf.h"
+#include "agent/tls.h"
 #include "engine/msg.h"
 
 struct output;
 
 struct output_stats {
-    uint64_t written; /* messages written (or sent) */
-    uint64_t dropped; /* messages dropped: queue full, receiver down too long */
-    uint64_t errors;  /* write or connection errors */
-    uint64_t queued;  /* messages waiting now */
+    uint64_t written;                  /* messages written (or sent) */
+    uint64_t dropped;                  /* messages dropped: queue full, receiver down too long */
+    uint64_t errors;                   /* write or connection errors */
+    uint64_t queued;                   /* messages waiting now */
+    uint64_t tls_failures[TLS_FAIL_N]; /* TLS forward: handshakes that failed, by reason */
 };
 
 struct output *output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err);
@@ -62,6 +64,8 @@ void output_reopen(struct output *o);
 /* Flushes what is queued, then closes; done (may be NULL) runs when finished. */
 void output_close(struct output *o, void (*done)(void *arg), void *arg);
 const char *output_name(const struct output *o);
+/* A forward output over TLS (it has handshake failure counters). */
+bool output_is_tls(const struct output *o);
 const struct output_stats *output_get_stats(const struct output *o);
 
 /*
