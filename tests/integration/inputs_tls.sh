@@ -5,9 +5,10 @@
 # signs an impostor's.  Two inputs: "tls" (verify="required",
 # allowed-names="*.example.com") and "tls-opt" (verify="optional").
 #
-#   (a) syslog-ng 3.38 (syslog() destination, transport "tls", a client
-#       certificate) sends 20 messages: all arrive classified, with the
-#       client certificate's name in .tls.peer_name; so does a python client.
+#   (a) syslog-ng 3.38 with a client certificate sends 20 messages twice,
+#       with syslog() (RFC 5425, octet counting) and network() (lines), both
+#       transport "tls": all arrive classified, with the client
+#       certificate's name in .tls.peer_name; so does a python client.
 #   (b) refused, counted by reason, their messages never delivered: no
 #       client certificate; a certificate of the CA whose name is not
 #       allowed; a certificate of another CA.  tls-opt takes a client
@@ -66,18 +67,27 @@ cat > "$WORK/syslog-ng.conf" <<EOC
 @version: 3.38
 options { keep-hostname(yes); chain-hostnames(no); use-dns(no); dns-cache(no); stats-freq(0); };
 source s { file("$WORK/sng-in.log" follow-freq(1)); };
-destination d { syslog("127.0.0.1" port($P) transport("tls")
+destination d5425 { syslog("127.0.0.1" port($P) transport("tls")
     tls(ca-file("$PKI/ca.pem") cert-file("$PKI/client.pem") key-file("$PKI/client.key")
         peer-verify(required-trusted))); };
-log { source(s); destination(d); };
+destination dnet { network("127.0.0.1" port($P) transport("tls") persist-name("dnet")
+    tls(ca-file("$PKI/ca.pem") cert-file("$PKI/client.pem") key-file("$PKI/client.key")
+        peer-verify(required-trusted))); };
+log { source(s); destination(d5425); destination(dnet); };
 EOC
 "$SYSLOGNG" -F -f "$WORK/syslog-ng.conf" --no-caps -R "$WORK/syslog-ng.persist" \
     -p "$WORK/syslog-ng.pid" -c "$WORK/syslog-ng.ctl" >"$WORK/syslog-ng.log" 2>&1 &
 track $!
-wait_until delivered_ge 1 20 || fail "only $(delivered 1) of 20 messages from syslog-ng"
+wait_until delivered_ge 1 40 || fail "only $(delivered 1) of 40 messages from syslog-ng"
 n=$(grep '"test.conn":"1"' "$OUT" | grep '".classifier.rule_id":"inputtest.seq"' |
     grep -c '"\.tls\.peer_name":"client1\.example\.com"')
-[ "$n" -eq 20 ] || fail "$n of 20 syslog-ng messages classified with .tls.peer_name"
+[ "$n" -eq 40 ] || fail "$n of 40 syslog-ng messages classified with .tls.peer_name"
+# each message once over each connection: RFC 5424 octet-counted (syslog()), and lines (network())
+n=$(grep '"test.conn":"1"' "$OUT" | grep -c '"\.SDATA\.meta\.sequenceId"')
+[ "$n" -eq 20 ] || fail "$n of 20 messages from syslog-ng's syslog() destination"
+seqs=$(sed -n 's/.*"test.conn":"1","test.seq":"\([0-9]*\)".*/\1/p' "$OUT" | sort -n | uniq -c |
+    awk '$1 != 2' | wc -l)
+[ "$seqs" -eq 0 ] || fail "syslog-ng's messages did not arrive twice each"
 
 r=$($CLIENT "$P" "$PKI/ca.pem" --cert "$PKI/client.pem" --key "$PKI/client.key" \
     "$(line 2 0 python)" "$(line 2 1 python)")

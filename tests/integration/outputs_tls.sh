@@ -40,7 +40,8 @@ EOC
     -p "$WORK/syslog-ng.pid" -c "$WORK/syslog-ng.ctl" >"$WORK/syslog-ng.log" 2>&1 &
 sng_pid=$!
 track $sng_pid
-wait_until test -n "$(listening_ports $sng_pid tcp)" || fail "syslog-ng did not start"
+sng_ready() { [ -n "$(listening_ports $sng_pid tcp)" ]; }
+wait_until sng_ready || fail "syslog-ng did not start"
 SNG=$(listening_ports $sng_pid tcp)
 
 # the impostor: a TLS server whose certificate another CA signed
