@@ -1,6 +1,6 @@
 /*
  * input: where corrald's messages come from.  One module per kind (in_udp.c,
- * in_stream.c for TCP and unix-stream, in_unix.c for unix-dgram, in_file.c,
+ * in_stream.c for TCP, TLS and unix-stream, in_unix.c for unix-dgram, in_file.c,
  * in_stdin.c); each frames the bytes it receives into messages and hands them
  * to server_submit().  All run on the
  * server's libuv loop and never block it.

@@ -1,6 +1,6 @@
 /*
  * output: where corrald writes messages: stdout, a file, or another syslog
- * server (UDP or TCP), as JSON lines or classic syslog lines.  Writes are
+ * server (UDP, TCP or TLS), as JSON lines or classic syslog lines.  Writes are
  * queued and never block the loop; a queue that is full drops and counts,
  * unless the message comes from an input that back-pressure can pause
  * (output_write_keep).

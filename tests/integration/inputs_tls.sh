@@ -14,8 +14,9 @@
 #       allowed; a certificate of another CA.  tls-opt takes a client
 #       without a certificate (no .tls.peer_name).
 #   (c) plain syslog bytes to the TLS port: a protocol failure, counted;
-#       a client that sends half a ClientHello and waits does not hold up
-#       another one; when it goes, its unfinished handshake is counted.
+#       40 connections that send half a ClientHello and wait, beyond
+#       max-connections (30): the oldest are closed (evicted), they do not
+#       hold up another client, and unfinished handshakes are counted.
 #   (d) a new certificate and SIGHUP: new connections get it (serial seen
 #       by openssl s_client); a broken one fails the reload with the
 #       configuration's file:line and the old one stays.
@@ -40,7 +41,7 @@ make_cert server2 ca localhost DNS:localhost,IP:127.0.0.1 4242
 
 # the control socket answers the many counter reads quicker than HTTP
 CONTROL=$WORK/control.sock
-inputs_config "$WORK/corrald.conf" 'idle-timeout="1h"' "
+inputs_config "$WORK/corrald.conf" 'idle-timeout="1h" max-connections="30"' "
     <tls listen=\"127.0.0.1:0\" name=\"tls\" cert=\"$PKI/server.pem\" key=\"$PKI/server.key\" ca=\"$PKI/ca.pem\" verify=\"required\" allowed-names=\"*.example.com\"/>
     <tls listen=\"127.0.0.1:0\" name=\"tls-opt\" cert=\"$PKI/server.pem\" key=\"$PKI/server.key\"
          ca=\"$PKI/ca.pem\" verify=\"optional\"/>" "  <control socket=\"$CONTROL\"/>"
@@ -123,17 +124,26 @@ while s.recv(4096):  # corrald answers with an alert, then closes
 EOF
 wait_until tls_failures_ge tls protocol 1 || fail "plain bytes not counted as a protocol failure"
 closed0=$(tls_failures tls closed)
+# 40 connections that begin a handshake and wait, against max-connections 30:
+# the limit holds (the idle longest are closed), and a real client gets in
+evicted0=$(metric corral_input_evicted_total input=tls)
 python3 - "$P" "$WORK/half.done" <<'EOF' &
 import os, socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01]))  # a ClientHello begins
+socks = []
+for i in range(40):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01]))  # a ClientHello begins
+    socks.append(s)
 open(sys.argv[2] + ".tmp", "w").close()
 os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-s.recv(1)  # waits until killed
+socks[-1].recv(1)  # waits until killed
 EOF
 half=$!
 track $half
 wait_until test -e "$WORK/half.done" || fail "half handshake client did not start"
+wait_metric corral_input_evicted_total input=tls -ge $((evicted0 + 10)) ||
+    fail "max-connections did not hold against unfinished handshakes"
+[ "$(metric corral_input_connections_active input=tls)" -le 30 ] || fail "more than max-connections open"
 r=$($CLIENT "$P" "$PKI/ca.pem" --cert "$PKI/client.pem" --key "$PKI/client.key" "$(line 8 0 beside)")
 [ "$r" = sent ] || fail "a half handshake held up another client: $r"
 wait_until delivered_ge 8 1 || fail "message beside a half handshake not delivered"
