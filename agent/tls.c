@@ -23,6 +23,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -434,16 +435,20 @@ tls_conn_new(struct tls_ctx *ctx, const char *host)
     c->ctx = ctx;
     ctx->refs++;
     if (host) {
+        unsigned char addr[16];
+        bool ip = inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;
         SSL_set_connect_state(c->ssl);
-        if (SSL_set_tlsext_host_name(c->ssl, host) != 1) ERR_clear_error(); /* an IP: no SNI */
+        /* SNI names a host, never an address (RFC 6066 3) */
+        if (!ip && SSL_set_tlsext_host_name(c->ssl, host) != 1) ERR_clear_error();
         if (!ctx->nallowed && SSL_get_verify_mode(c->ssl) != SSL_VERIFY_NONE) {
             /* the server's certificate must name the host we asked for (an IP: its address) */
             X509_VERIFY_PARAM *vp = SSL_get0_param(c->ssl);
             X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-            if (X509_VERIFY_PARAM_set1_ip_asc(vp, host) != 1) {
-                ERR_clear_error();
+            if (ip)
+                X509_VERIFY_PARAM_set1_ip_asc(vp, host);
+            else
                 X509_VERIFY_PARAM_set1_host(vp, host, 0);
-            }
+            ERR_clear_error();
         }
     } else {
         SSL_set_accept_state(c->ssl);

@@ -7,7 +7,9 @@
 #   syslog-ng 3.38, a syslog() source with transport "tls" that requires a
 #   client certificate of the CA: everything corrald receives arrives there
 #   once, octet-counted (a multi-line message whole); corrald verified the
-#   server (the CA, and 127.0.0.1 in its certificate).
+#   server (the CA, and "localhost", the host it was sent to, in its
+#   certificate).  The same server sent to as 127.0.0.1, an address its
+#   certificate does not carry: refused, counted as name-not-allowed.
 #   An impostor server (python, a certificate of the other CA): refused,
 #   counted as bad-certificate, nothing sent to it, retried.
 #   The good server, with allowed-names that its certificate does not carry:
@@ -22,7 +24,7 @@ N=20
 
 make_ca ca
 make_ca other-ca
-make_cert server ca localhost DNS:localhost,IP:127.0.0.1
+make_cert server ca localhost DNS:localhost
 make_cert client ca corral.example.com DNS:corral.example.com
 make_cert impostor other-ca localhost DNS:localhost,IP:127.0.0.1
 
@@ -78,8 +80,9 @@ cat > "$WORK/corrald.conf" <<EOC
   <control socket="$WORK/control.sock"/>
   <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <outputs>
-    <forward name="good" to="127.0.0.1:$SNG" protocol="tls" $TLS_OPTS format="syslog" select="all"/>
+    <forward name="good" to="localhost:$SNG" protocol="tls" $TLS_OPTS format="syslog" select="all"/>
     <forward name="impostor" to="127.0.0.1:$IMP" protocol="tls" $TLS_OPTS format="syslog" select="all"/>
+    <forward name="by-address" to="127.0.0.1:$SNG" protocol="tls" $TLS_OPTS format="syslog" select="all"/>
     <forward name="wrong-name" to="127.0.0.1:$SNG" protocol="tls" $TLS_OPTS allowed-names="syslog.example.com" format="syslog" select="all"/>
   </outputs>
 </corrald>
@@ -111,17 +114,19 @@ grep -q '"MESSAGE":"conn=1 seq=20 first line\\nsecond line"' "$WORK/received.jso
     fail "multi-line message not received whole"
 grep -q '"HOST":"testhost","PROGRAM":"inputtest"\|"PROGRAM":"inputtest".*"HOST":"testhost"' "$WORK/received.json" ||
     fail "HOST and PROGRAM not kept"
-wait_log "output good: connected to 127.0.0.1:$SNG over TLSv1" || fail "TLS connection not logged"
+wait_log "output good: connected to localhost:$SNG over TLSv1" || fail "TLS connection not logged"
 
 # the impostor and the wrong name: refused, counted, retried, nothing sent
 wait_until out_tls_failures_ge impostor bad-certificate 1 || fail "impostor's certificate not refused"
 wait_until out_tls_failures_ge wrong-name name-not-allowed 1 || fail "wrong name not refused"
+wait_until out_tls_failures_ge by-address name-not-allowed 1 || fail "address not in the certificate accepted"
 wait_log "output impostor: TLS handshake with 127.0.0.1:$IMP failed (bad-certificate)" ||
     fail "impostor refusal not logged"
 wait_until out_tls_failures_ge impostor bad-certificate 2 || fail "impostor not tried again"
 [ ! -s "$WORK/impostor.got" ] || fail "corrald sent to the impostor: $(cat "$WORK/impostor.got")"
 [ "$(metric corral_output_written_total output=impostor)" -eq 0 ] || fail "written to the impostor"
 [ "$(metric corral_output_written_total output=wrong-name)" -eq 0 ] || fail "written despite the name"
+[ "$(metric corral_output_written_total output=by-address)" -eq 0 ] || fail "written despite the address"
 [ "$(grep -c . "$WORK/received.json")" -eq $((N + 1)) ] || fail "the wrong-name output delivered"
 corrald_alive
 stop_corrald
