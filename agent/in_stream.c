@@ -5,8 +5,10 @@
  *
  * A TLS connection is a TCP connection whose bytes go through its TLS
  * engine (tls.c) before the framer: what it reads is fed to the engine, the
- * plaintext that comes out is framed (octet counting), and what the engine
- * has to say (the handshake, alerts) is written back.  The limits are the
+ * plaintext that comes out is framed (as configured: RFC 5425 senders use
+ * octet counting, others lines), and what the engine has to say (the
+ * handshake, alerts) is written back.  While its messages are submitted the
+ * input names the client's certificate (input_tls_peer).  The limits are the
  * TCP ones: a connection still in its handshake counts against
  * max-connections and per peer, and idles out like a silent one.  A failed
  * handshake is counted by reason (tls_failures), logged at most every
@@ -251,7 +253,13 @@ conn_close(struct conn *c, bool flush)
             s->base.stats.tls_failures[TLS_FAIL_CLOSED]++;
             c->tls_counted = true;
         }
-        if (flush && framer_eof(&c->fr) < 0) s->base.stats.errors++;
+        if (flush) {
+            /* a last unterminated line is the client's as much as the others */
+            const char *name = c->tls ? tls_conn_peer_name(c->tls) : "";
+            s->base.tls_peer = name[0] ? name : NULL;
+            if (framer_eof(&c->fr) < 0) s->base.stats.errors++;
+            s->base.tls_peer = NULL;
+        }
         list_remove(s, c);
         c->listed = false;
         s->base.stats.active--;

@@ -8,7 +8,8 @@
 #   (a) syslog-ng 3.38 with a client certificate sends 20 messages twice,
 #       with syslog() (RFC 5425, octet counting) and network() (lines), both
 #       transport "tls": all arrive classified, with the client
-#       certificate's name in .tls.peer_name; so does a python client.
+#       certificate's name in .tls.peer_name; so do a python client's
+#       frames, and its lines (the last one unterminated, delivered at close).
 #   (b) refused, counted by reason, their messages never delivered: no
 #       client certificate; a certificate of the CA whose name is not
 #       allowed; a certificate of another CA.  tls-opt takes a client
@@ -94,6 +95,13 @@ r=$($CLIENT "$P" "$PKI/ca.pem" --cert "$PKI/client.pem" --key "$PKI/client.key" 
     "$(line 2 0 python)" "$(line 2 1 python)")
 [ "$r" = sent ] || fail "python client with a good certificate: $r"
 wait_until delivered_ge 2 2 || fail "python client's messages not delivered"
+# lines, the last one unterminated: delivered when the client closes, with its name too
+r=$($CLIENT "$P" "$PKI/ca.pem" --cert "$PKI/client.pem" --key "$PKI/client.key" --lines \
+    "$(line 10 0 line)" "$(line 10 1 unterminated)")
+[ "$r" = sent ] || fail "python client sending lines: $r"
+wait_until delivered_ge 10 2 || fail "lines over TLS not delivered"
+n=$(grep '"test.conn":"10"' "$OUT" | grep -c '"\.tls\.peer_name":"client1\.example\.com"')
+[ "$n" -eq 2 ] || fail "$n of 2 lines with .tls.peer_name"
 
 # ---- (b) refused clients
 # (with TLS 1.3 the client may finish its side of the handshake and send
