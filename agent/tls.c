@@ -614,6 +614,7 @@ tls_conn_take(struct tls_conn *c, struct buf *out)
     buf_reserve(out, n);
     r = BIO_read(c->wbio, out->p + out->len, (int)n);
     if (r > 0) out->len += (size_t)r;
+    out->p[out->len] = '\0'; /* buf's contents end in a NUL, whatever they are */
 }
 
 static void
