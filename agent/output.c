@@ -140,10 +140,10 @@ struct output {
     char rbuf[512];  /* what a peer sends us is read and ignored */
 
     /* TLS */
-    struct tls_ctx *tls_ctx;
-    struct tls_conn *tconn; /* the connection's TLS engine */
-    struct buf cipher;      /* the batch in flight, encrypted */
-    uint64_t tls_log_ms;    /* when a failed handshake was last logged */
+    struct tls_ctx *tls_ctx, *tls_next; /* the next: loaded by a reload, not yet in use */
+    struct tls_conn *tconn;             /* the connection's TLS engine */
+    struct buf cipher;                  /* the batch in flight, encrypted */
+    uint64_t tls_log_ms;                /* when a failed handshake was last logged */
 
     /* closing */
     uv_timer_t retry, deadline;
@@ -379,6 +379,7 @@ finish(struct output *o)
     if (o->ai) uv_freeaddrinfo(o->ai);
     tls_conn_free(o->tconn);
     tls_ctx_unref(o->tls_ctx);
+    tls_ctx_unref(o->tls_next);
     buf_free(&o->cipher);
     buf_free(&o->line);
     buf_free(&o->pend);
@@ -1411,6 +1412,39 @@ const char *
 output_name(const struct output *o)
 {
     return o->name;
+}
+
+int
+output_reload_prepare(struct output *o, const struct conf_output *co, const char *conf_file,
+                      struct buf *err)
+{
+    struct buf e = BUF_INIT;
+    struct tls_ctx *ctx;
+
+    if (!o->tls) return 0;
+    ctx = tls_ctx_new(&co->tls_conf, false, &e);
+    if (!ctx) {
+        if (conf_file && co->line > 0)
+            buf_printf(err, "%s:%d: output %s: %s\n", conf_file, co->line, o->name, buf_str(&e));
+        else
+            buf_printf(err, "output %s: %s\n", o->name, buf_str(&e));
+        buf_free(&e);
+        return -1;
+    }
+    tls_ctx_unref(o->tls_next);
+    o->tls_next = ctx;
+    return 0;
+}
+
+void
+output_reload_commit(struct output *o)
+{
+    if (!o->tls_next) return;
+    tls_ctx_unref(o->tls_ctx); /* a connection up keeps its own reference */
+    o->tls_ctx = o->tls_next;
+    o->tls_next = NULL;
+    log_msg(LOG_INFO, "output %s: certificate and key loaded again (for its next connection)",
+            o->name);
 }
 
 bool

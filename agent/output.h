@@ -64,6 +64,17 @@ void output_reopen(struct output *o);
 /* Flushes what is queued, then closes; done (may be NULL) runs when finished. */
 void output_close(struct output *o, void (*done)(void *arg), void *arg);
 const char *output_name(const struct output *o);
+/*
+ * A reload keeps the outputs when they are all configured alike; a TLS
+ * forward output reads its certificate, key and CA again all the same:
+ * output_reload_prepare() loads them (-1 with a "file:line: output NAME:
+ * message" line in err: the reload fails, the output keeps what it has),
+ * output_reload_commit() puts them in place for its next connection.  Other
+ * outputs: nothing to do.
+ */
+int output_reload_prepare(struct output *o, const struct conf_output *co, const char *conf_file,
+                          struct buf *err);
+void output_reload_commit(struct output *o);
 /* A forward output over TLS (it has handshake failure counters). */
 bool output_is_tls(const struct output *o);
 const struct output_stats *output_get_stats(const struct output *o);

@@ -550,7 +550,12 @@ prepare_outputs(struct server *s, struct stage *st, struct buf *err)
     const struct conf *c = st->conf;
     size_t i;
 
-    if (s->conf && outputs_alike(s->conf, c)) return 0;
+    if (s->conf && outputs_alike(s->conf, c)) {
+        /* kept, but a TLS output's certificate and key are read again */
+        for (i = 0; i < s->noutputs; i++)
+            if (output_reload_prepare(s->outputs[i], &c->outputs[i], c->file, err) < 0) return -1;
+        return 0;
+    }
     st->new_outputs = true;
     st->outputs = xcalloc(c->noutputs + 1, sizeof(*st->outputs));
     for (i = 0; i < c->noutputs; i++) {
@@ -1007,6 +1012,8 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         s->outputs = st->outputs;
         s->noutputs = st->noutputs;
         if (!starting) buf_printf(report, "outputs reopened (%zu)\n", s->noutputs);
+    } else {
+        for (i = 0; i < s->noutputs; i++) output_reload_commit(s->outputs[i]);
     }
 
     if (starting) {

@@ -14,6 +14,9 @@
 #   counted as bad-certificate, nothing sent to it, retried.
 #   The good server, with allowed-names that its certificate does not carry:
 #   refused, counted as name-not-allowed.
+#   Reload (SIGHUP): a client key that does not fit fails it with the
+#   element's file:line; a CA file that now holds the impostor's CA is read
+#   again, and the next attempt to the impostor gets through.
 
 . "$(dirname "$0")/corrald_lib.sh"
 . "$(dirname "$0")/tls_lib.sh"
@@ -128,6 +131,20 @@ wait_until out_tls_failures_ge impostor bad-certificate 2 || fail "impostor not 
 [ "$(metric corral_output_written_total output=wrong-name)" -eq 0 ] || fail "written despite the name"
 [ "$(metric corral_output_written_total output=by-address)" -eq 0 ] || fail "written despite the address"
 [ "$(grep -c . "$WORK/received.json")" -eq $((N + 1)) ] || fail "the wrong-name output delivered"
+
+# reload: a key that does not belong to the certificate fails it, with file:line
+GOOD_LINE=$(grep -n 'name="good"' "$WORK/corrald.conf" | cut -d: -f1)
+cp "$PKI/client.key" "$PKI/client.key.good"
+cp "$PKI/impostor.key" "$PKI/client.key"
+kill -HUP "$CORRALD_PID"
+wait_log "corrald.conf:$GOOD_LINE: output good: key .* does not belong to the certificate" ||
+    fail "broken client key not reported with file:line"
+cp "$PKI/client.key.good" "$PKI/client.key"
+# a CA file that now trusts the impostor's CA too: reloaded, the next attempt gets through
+cat "$PKI/other-ca.pem" >> "$PKI/ca.pem"
+kill -HUP "$CORRALD_PID"
+wait_log "output impostor: certificate and key loaded again" || fail "output's CA not reloaded"
+wait_until test -s "$WORK/impostor.got" || fail "the reloaded CA was not used"
 corrald_alive
 stop_corrald
 echo "outputs_tls: $((N + 1)) messages over TLS received by syslog-ng; impostor and wrong name refused"
