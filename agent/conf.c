@@ -57,6 +57,7 @@ conf_input_type_name(enum conf_input_type t)
     case CONF_IN_UNIX_STREAM: return "unix-stream";
     case CONF_IN_FILE: return "file";
     case CONF_IN_STDIN: return "stdin";
+    case CONF_IN_TLS: return "tls";
     }
     return "?";
 }
@@ -195,6 +196,7 @@ conf_free(struct conf *c)
     for (i = 0; i < c->ninputs; i++) conf_input_clear(&c->inputs[i]);
     free(c->inputs);
     for (i = 0; i < c->noutputs; i++) {
+        conf_tls_clear(&c->outputs[i].tls_conf);
         free(c->outputs[i].name);
         free(c->outputs[i].path);
         free(c->outputs[i].to);
@@ -229,20 +231,28 @@ same_str(const char *a, const char *b)
     return a && b ? strcmp(a, b) == 0 : a == b;
 }
 
+static bool
+tls_equal(const struct conf_tls *a, const struct conf_tls *b)
+{
+    return a->verify == b->verify && same_str(a->cert, b->cert) && same_str(a->key, b->key) &&
+           same_str(a->ca, b->ca) && same_str(a->allowed_names, b->allowed_names);
+}
+
 bool
 conf_input_equal(const struct conf_input *a, const struct conf_input *b)
 {
     return a->type == b->type && same_str(a->name, b->name) && same_str(a->listen, b->listen) &&
            same_str(a->path, b->path) && a->framing == b->framing && a->mode == b->mode &&
-           a->from_start == b->from_start;
+           a->from_start == b->from_start && tls_equal(&a->tls, &b->tls);
 }
 
 bool
 conf_output_equal(const struct conf_output *a, const struct conf_output *b)
 {
     return a->type == b->type && a->format == b->format && a->select == b->select &&
-           a->tcp == b->tcp && a->queue == b->queue && same_str(a->name, b->name) &&
-           same_str(a->path, b->path) && same_str(a->to, b->to);
+           a->tcp == b->tcp && a->tls == b->tls && tls_equal(&a->tls_conf, &b->tls_conf) &&
+           a->queue == b->queue && same_str(a->name, b->name) && same_str(a->path, b->path) &&
+           same_str(a->to, b->to);
 }
 
 static char *
@@ -252,9 +262,30 @@ dup_or_null(const char *s)
 }
 
 void
+conf_tls_copy(struct conf_tls *dst, const struct conf_tls *src)
+{
+    *dst = *src;
+    dst->cert = dup_or_null(src->cert);
+    dst->key = dup_or_null(src->key);
+    dst->ca = dup_or_null(src->ca);
+    dst->allowed_names = dup_or_null(src->allowed_names);
+}
+
+void
+conf_tls_clear(struct conf_tls *t)
+{
+    free(t->cert);
+    free(t->key);
+    free(t->ca);
+    free(t->allowed_names);
+    t->cert = t->key = t->ca = t->allowed_names = NULL;
+}
+
+void
 conf_input_copy(struct conf_input *dst, const struct conf_input *src)
 {
     *dst = *src;
+    conf_tls_copy(&dst->tls, &src->tls);
     dst->listen = dup_or_null(src->listen);
     dst->path = dup_or_null(src->path);
     dst->position_file = dup_or_null(src->position_file);
@@ -268,6 +299,7 @@ conf_input_clear(struct conf_input *ci)
     free(ci->listen);
     free(ci->path);
     free(ci->position_file);
+    conf_tls_clear(&ci->tls);
     ci->name = ci->listen = ci->path = ci->position_file = NULL;
 }
 
@@ -473,6 +505,20 @@ out:
     return tok;
 }
 
+/* The TLS attributes of a <tls> input or a <forward protocol="tls"> output. */
+static void
+read_tls(const xmlNode *n, struct conf_tls *t)
+{
+    t->cert = attr(n, "cert");
+    t->key = attr(n, "key");
+    t->ca = attr(n, "ca");
+    t->allowed_names = attr(n, "allowed-names");
+    t->verify = attr_is(n, "verify", "none")       ? CONF_TLS_VERIFY_NONE
+                : attr_is(n, "verify", "optional") ? CONF_TLS_VERIFY_OPTIONAL
+                : attr_is(n, "verify", "required") ? CONF_TLS_VERIFY_REQUIRED
+                                                   : CONF_TLS_VERIFY_DEFAULT;
+}
+
 static void
 read_input(struct reader *r, struct conf *c, const xmlNode *n)
 {
@@ -487,6 +533,8 @@ read_input(struct reader *r, struct conf *c, const xmlNode *n)
         in = add_input(c, CONF_IN_UNIX_DGRAM);
     else if (is(n, "unix-stream"))
         in = add_input(c, CONF_IN_UNIX_STREAM);
+    else if (is(n, "tls"))
+        in = add_input(c, CONF_IN_TLS);
     else if (is(n, "file"))
         in = add_input(c, CONF_IN_FILE);
     else
@@ -499,6 +547,7 @@ read_input(struct reader *r, struct conf *c, const xmlNode *n)
     if (attr_is(n, "framing", "newline")) in->framing = CONF_FRAMING_NEWLINE;
     in->from_start = attr_is(n, "from", "start");
     in->position_file = attr(n, "position-file");
+    if (in->type == CONF_IN_TLS) read_tls(n, &in->tls);
     if ((v = attr(n, "mode"))) {
         char *end;
         unsigned long m = strtoul(v, &end, 8);
@@ -528,7 +577,9 @@ read_output(struct reader *r, struct conf *c, const xmlNode *n)
     out->path = attr(n, "path");
     out->to = attr(n, "to");
     if (out->to) check_address(r, n, out->to);
-    out->tcp = attr_is(n, "protocol", "tcp");
+    out->tls = attr_is(n, "protocol", "tls");
+    out->tcp = out->tls || attr_is(n, "protocol", "tcp");
+    if (out->tls) read_tls(n, &out->tls_conf);
     out->format = out->type == CONF_OUT_FORWARD ? CONF_FORMAT_SYSLOG : CONF_FORMAT_JSON;
     if ((v = attr(n, "format"))) {
         out->format = strcmp(v, "syslog") == 0 ? CONF_FORMAT_SYSLOG : CONF_FORMAT_JSON;

@@ -21,11 +21,27 @@ enum conf_input_type {
     CONF_IN_UNIX_STREAM,
     CONF_IN_FILE,
     CONF_IN_STDIN,
+    CONF_IN_TLS, /* TCP with TLS (RFC 5425) */
 };
 
 enum conf_framing { CONF_FRAMING_AUTO, CONF_FRAMING_OCTET_COUNTING, CONF_FRAMING_NEWLINE };
 
 enum conf_format { CONF_FORMAT_JSON, CONF_FORMAT_SYSLOG };
+
+/* TLS (RFC 5425): whether and how the peer's certificate is checked. */
+enum conf_tls_verify {
+    CONF_TLS_VERIFY_DEFAULT, /* input: required with ca=, none without; output: required */
+    CONF_TLS_VERIFY_NONE,
+    CONF_TLS_VERIFY_OPTIONAL, /* input: a client may send no certificate; one it sends is checked */
+    CONF_TLS_VERIFY_REQUIRED,
+};
+
+/* The TLS attributes of a <tls> input and a <forward protocol="tls"> output (see tls.h). */
+struct conf_tls {
+    char *cert, *key, *ca; /* PEM files; ca may be a directory (c_rehash) */
+    char *allowed_names;   /* names the peer's certificate must carry (space or comma separated) */
+    enum conf_tls_verify verify;
+};
 
 /* Which messages an output receives. */
 enum conf_select { CONF_SELECT_ALL, CONF_SELECT_CLASSIFIED, CONF_SELECT_GENERATED };
@@ -39,6 +55,7 @@ struct conf_input {
     uint32_t mode;       /* unix socket permissions */
     bool from_start;     /* file: read a new file from its start (else from its end) */
     char *position_file; /* file: where its read position is kept (never NULL for a file) */
+    struct conf_tls tls; /* tls */
     int line;
 };
 
@@ -50,6 +67,8 @@ struct conf_output {
     char *path; /* file */
     char *to;   /* forward: host:port */
     bool tcp;   /* forward over TCP (else UDP) */
+    bool tls;   /* forward over TLS (tcp is set too) */
+    struct conf_tls tls_conf;
     enum conf_format format;
     enum conf_select select;
     size_t queue; /* messages held while the receiver is slow or down */
@@ -180,5 +199,8 @@ bool conf_output_equal(const struct conf_output *a, const struct conf_output *b)
  */
 void conf_input_copy(struct conf_input *dst, const struct conf_input *src);
 void conf_input_clear(struct conf_input *ci);
+/* The same for the TLS attributes. */
+void conf_tls_copy(struct conf_tls *dst, const struct conf_tls *src);
+void conf_tls_clear(struct conf_tls *t);
 
 #endif

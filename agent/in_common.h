@@ -45,6 +45,10 @@ struct input {
      * go on (!pause); NULL for datagram inputs, which cannot make a sender wait.
      */
     void (*pause)(struct input *in, bool pause);
+    /* optional: what input_reload_prepare() and input_reload_commit() do (TLS) */
+    int (*reload_prepare)(struct input *in, const struct conf_input *ci, struct buf *err);
+    void (*reload_commit)(struct input *in);
+    const char *tls_peer; /* input_tls_peer(): set while a TLS client's messages are submitted */
 };
 
 /* The module constructors input_open() dispatches to; each returns NULL with err set on failure. */

@@ -1,6 +1,20 @@
 /*
- * in_stream: syslog over stream sockets, TCP (RFC 6587) and unix-stream:
- * a listener, its connections, and their framing (framing.c).
+ * in_stream: syslog over stream sockets, TCP (RFC 6587), TLS (RFC 5425)
+ * and unix-stream: a listener, its connections, and their framing
+ * (framer.c).
+ *
+ * A TLS connection is a TCP connection whose bytes go through its TLS
+ * engine (tls.c) before the framer: what it reads is fed to the engine, the
+ * plaintext that comes out is framed (as configured: RFC 5425 senders use
+ * octet counting, others lines), and what the engine has to say (the
+ * handshake, alerts) is written back.  While its messages are submitted the
+ * input names the client's certificate (input_tls_peer).  The limits are the
+ * TCP ones: a connection still in its handshake counts against
+ * max-connections and per peer, and idles out like a silent one.  A failed
+ * handshake is counted by reason (tls_failures), logged at most every
+ * LOG_EVERY_MS, and the connection closed.  The certificate is reloaded on
+ * reload (reload_prepare/commit): connections open keep the one they began
+ * with.
  *
  * Every connection reads into one buffer owned by the input (the server
  * handles each message before the read callback returns, so the bytes are
@@ -28,6 +42,7 @@
 #include "agent/control.h"
 #include "agent/in_common.h"
 #include "agent/http.h"
+#include "agent/tls.h"
 #include "engine/hash.h"
 #include "engine/log.h"
 #include "engine/xalloc.h"
@@ -42,6 +57,8 @@
 #include <unistd.h>
 
 #define READ_BUF_SIZE (64 * 1024)
+/* Plaintext out of TLS: a record holds at most 16 KiB. */
+#define PLAIN_BUF_SIZE (16 * 1024)
 /* The kernel caps it at net.core.somaxconn; thousands of clients may connect at once. */
 #define BACKLOG 4096
 /* Repeated warnings (rejections, accept errors) at most this often. */
@@ -76,7 +93,9 @@ struct conn {
     uint64_t last;            /* uv_now() at the last complete message */
     bool listed;              /* counted as active, in the list */
     struct framer fr;
-    char peer[64]; /* TCP: the client's address; unix: empty */
+    struct tls_conn *tls; /* TLS: its engine */
+    bool tls_counted;     /* its failed handshake is counted */
+    char peer[64];        /* TCP: the client's address; unix: empty */
 };
 
 struct stream_input {
@@ -91,6 +110,9 @@ struct stream_input {
     unsigned handles;        /* handles not yet closed: the input is freed when none are left */
     bool closing;
     bool is_unix;
+    struct tls_ctx *tls, *tls_next; /* TLS: for new connections; loaded by a reload */
+    char *pbuf;                     /* TLS: plaintext */
+    uint64_t last_tls_log;
     bool unix_created; /* the socket file is ours: remove it at close */
     dev_t dev;
     ino_t ino;
@@ -213,6 +235,7 @@ conn_closed(uv_handle_t *h)
     struct stream_input *s = c->s;
 
     framer_free(&c->fr);
+    tls_conn_free(c->tls);
     free(c);
     s->handles--;
     stream_maybe_free(s);
@@ -225,7 +248,18 @@ conn_close(struct conn *c, bool flush)
     struct stream_input *s = c->s;
 
     if (c->listed) {
-        if (flush && framer_eof(&c->fr) < 0) s->base.stats.errors++;
+        /* closed, idle or evicted in the middle of its handshake */
+        if (c->tls && !tls_conn_established(c->tls) && !c->tls_counted) {
+            s->base.stats.tls_failures[TLS_FAIL_CLOSED]++;
+            c->tls_counted = true;
+        }
+        if (flush) {
+            /* a last unterminated line is the client's as much as the others */
+            const char *name = c->tls ? tls_conn_peer_name(c->tls) : "";
+            s->base.tls_peer = name[0] ? name : NULL;
+            if (framer_eof(&c->fr) < 0) s->base.stats.errors++;
+            s->base.tls_peer = NULL;
+        }
         list_remove(s, c);
         c->listed = false;
         s->base.stats.active--;
@@ -244,12 +278,79 @@ conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     buf->len = READ_BUF_SIZE;
 }
 
+/* Plaintext out of a TLS connection. */
+static int
+conn_plain(void *arg, const char *data, size_t len)
+{
+    struct conn *c = arg;
+    struct stream_input *s = c->s;
+    const char *name = tls_conn_peer_name(c->tls);
+
+    s->base.tls_peer = name[0] ? name : NULL;
+    if (framer_feed(&c->fr, data, len) < 0) {
+        s->base.stats.errors++;
+        if (input_log_allowed(&s->last_frame_log, uv_now(s->base.loop), LOG_EVERY_MS))
+            log_msg(LOG_WARNING, "%s: malformed octet count from %s, connection closed",
+                    s->base.conf.name, conn_name(c));
+        return -1;
+    }
+    return 0;
+}
+
+/* Ciphertext from a TLS connection. */
+static void
+conn_read_tls(struct stream_input *s, struct conn *c, const char *data, size_t len)
+{
+    bool was = tls_conn_established(c->tls);
+    const char *why;
+    enum tls_fail f;
+    int rc, wr;
+
+    rc = tls_conn_feed(c->tls, data, len, s->pbuf, PLAIN_BUF_SIZE, conn_plain, c);
+    s->base.tls_peer = NULL;
+    if (rc == 1) tls_conn_shutdown(c->tls); /* the client is done: close_notify back */
+    /* the handshake's next flight, or the alert that tells the client why it failed */
+    wr = tls_conn_flush(c->tls, &c->h.stream);
+    if (!was && tls_conn_established(c->tls)) {
+        char how[96];
+        tls_conn_describe(c->tls, how, sizeof(how));
+        log_msg(LOG_DEBUG, "%s: TLS from %s: %s, certificate name \"%s\"", s->base.conf.name,
+                conn_name(c), how, tls_conn_peer_name(c->tls));
+    }
+    if (rc == -1) {
+        f = tls_conn_failure(c->tls, &why);
+        if (!tls_conn_established(c->tls)) {
+            s->base.stats.tls_failures[f]++;
+            c->tls_counted = true;
+            if (input_log_allowed(&s->last_tls_log, uv_now(s->base.loop), LOG_EVERY_MS))
+                log_msg(LOG_WARNING,
+                        "%s: TLS handshake with %s failed (%s): %s; connection closed "
+                        "(corral_tls_handshake_failures_total)",
+                        s->base.conf.name, conn_name(c), tls_fail_name(f), why);
+        } else {
+            s->base.stats.errors++;
+            if (input_log_allowed(&s->last_tls_log, uv_now(s->base.loop), LOG_EVERY_MS))
+                log_msg(LOG_WARNING, "%s: TLS error from %s: %s; connection closed",
+                        s->base.conf.name, conn_name(c), why);
+        }
+    }
+    if (rc < 0 || wr < 0) {
+        conn_close(c, false);
+    } else if (rc == 1) {
+        conn_close(c, true); /* close_notify: the client is done */
+    }
+}
+
 static void
 conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     struct conn *c = st->data;
     struct stream_input *s = c->s;
 
+    if (nread > 0 && c->tls) {
+        conn_read_tls(s, c, buf->base, (size_t)nread);
+        return;
+    }
     if (nread > 0) {
         if (framer_feed(&c->fr, buf->base, (size_t)nread) < 0) {
             s->base.stats.errors++;
@@ -341,6 +442,7 @@ on_connection(uv_stream_t *server, int status)
         conn_close(c, false);
         return;
     }
+    if (s->tls) c->tls = tls_conn_new(s->tls, NULL);
     if (!s->is_unix) {
         struct sockaddr_storage ss;
         int len = sizeof(ss);
@@ -433,6 +535,9 @@ stream_maybe_free(struct stream_input *s)
     hash_table_free(&s->peers);
     fds_needed -= s->fd_reserved;
     free(s->rbuf);
+    free(s->pbuf);
+    tls_ctx_unref(s->tls);
+    tls_ctx_unref(s->tls_next);
     input_fini(&s->base);
     free(s);
 }
@@ -571,6 +676,31 @@ stream_bind(struct stream_input *s, const struct conf_input *ci, struct buf *err
     return 0;
 }
 
+/* A reload keeps the input: its certificate, key and CA are read again (tls.h). */
+static int
+stream_reload_prepare(struct input *in, const struct conf_input *ci, struct buf *err)
+{
+    struct stream_input *s = (struct stream_input *)in;
+    struct tls_ctx *ctx = tls_ctx_new(&ci->tls, true, err);
+
+    if (!ctx) return -1;
+    tls_ctx_unref(s->tls_next);
+    s->tls_next = ctx;
+    return 0;
+}
+
+static void
+stream_reload_commit(struct input *in)
+{
+    struct stream_input *s = (struct stream_input *)in;
+
+    if (!s->tls_next) return;
+    tls_ctx_unref(s->tls); /* connections open hold their own reference */
+    s->tls = s->tls_next;
+    s->tls_next = NULL;
+    log_msg(LOG_INFO, "input %s: certificate and key loaded again", s->base.conf.name);
+}
+
 struct input *
 in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
                const struct conf *conf, struct buf *err)
@@ -599,6 +729,19 @@ in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     s->base.pause = stream_pause;
     hash_table_init(&s->peers, 16);
     s->rbuf = xmalloc(READ_BUF_SIZE);
+    if (ci->type == CONF_IN_TLS) {
+        /* before binding: a bad certificate must not leave a port that accepts and then fails */
+        s->tls = tls_ctx_new(&ci->tls, true, &e);
+        if (!s->tls) {
+            buf_printf(err, "input %s: %s", s->base.conf.name, buf_str(&e));
+            buf_free(&e);
+            stream_close(&s->base);
+            return NULL;
+        }
+        s->pbuf = xmalloc(PLAIN_BUF_SIZE);
+        s->base.reload_prepare = stream_reload_prepare;
+        s->base.reload_commit = stream_reload_commit;
+    }
     reserve_fds(s);
     if (stream_bind(s, ci, &e) < 0) {
         buf_printf(err, "input %s: %s", s->base.conf.name, buf_str(&e));

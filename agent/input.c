@@ -1,6 +1,6 @@
 /*
  * input: opens an input by type (the modules are in_udp.c, in_stream.c for
- * TCP and unix-stream, in_unix.c for unix-dgram, in_file.c, in_stdin.c), and
+ * TCP, TLS and unix-stream, in_unix.c for unix-dgram, in_file.c, in_stdin.c), and
  * the helpers they share (in_common.h): counting and submitting messages,
  * where a datagram's message ends, resolving listen addresses, naming peers,
  * socket buffers and unix socket files.
@@ -30,6 +30,7 @@ input_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     switch (ci->type) {
     case CONF_IN_UDP: in = in_udp_open(srv, loop, ci, conf, &e); break;
     case CONF_IN_TCP:
+    case CONF_IN_TLS:
     case CONF_IN_UNIX_STREAM: in = in_stream_open(srv, loop, ci, conf, &e); break;
     case CONF_IN_UNIX_DGRAM: in = in_unix_dgram_open(srv, loop, ci, conf, &e); break;
     case CONF_IN_FILE: in = in_file_open(srv, loop, ci, conf, &e); break;
@@ -85,6 +86,38 @@ input_pause(struct input *in, bool pause)
     in->pause(in, pause);
 }
 
+const char *
+input_tls_peer(const struct input *in)
+{
+    return in->tls_peer;
+}
+
+int
+input_reload_prepare(struct input *in, const struct conf_input *ci, const struct conf *conf,
+                     struct buf *err)
+{
+    struct buf e = BUF_INIT;
+    int rc;
+
+    if (!in->reload_prepare) return 0;
+    rc = in->reload_prepare(in, ci, &e);
+    if (rc < 0) {
+        if (conf->file && ci->line > 0)
+            buf_printf(err, "%s:%d: input %s: %s\n", conf->file, ci->line, in->conf.name,
+                       buf_str(&e));
+        else
+            buf_printf(err, "input %s: %s\n", in->conf.name, buf_str(&e));
+    }
+    buf_free(&e);
+    return rc;
+}
+
+void
+input_reload_commit(struct input *in)
+{
+    if (in->reload_commit) in->reload_commit(in);
+}
+
 bool
 input_finished(const struct input *in)
 {
@@ -102,6 +135,9 @@ input_init(struct input *in, struct server *srv, uv_loop_t *loop, const struct c
     in->loop = loop;
     in->limits_changed = NULL;
     in->pause = NULL;
+    in->reload_prepare = NULL;
+    in->reload_commit = NULL;
+    in->tls_peer = NULL;
     in->paused = false;
     input_set_limits(in, conf);
     memset(&in->stats, 0, sizeof(in->stats));
@@ -381,6 +417,14 @@ input_check(const struct conf_input *ci, const struct conf *conf, struct buf *er
     switch (ci->type) {
     case CONF_IN_UDP: rc = input_resolve(ci->listen, SOCK_DGRAM, &ss, &e); break;
     case CONF_IN_TCP: rc = input_resolve(ci->listen, SOCK_STREAM, &ss, &e); break;
+    case CONF_IN_TLS: {
+        /* the certificate, key and CA are loaded as at opening: -t reports what start would */
+        struct tls_ctx *ctx = NULL;
+        rc = input_resolve(ci->listen, SOCK_STREAM, &ss, &e);
+        if (rc == 0 && !(ctx = tls_ctx_new(&ci->tls, true, &e))) rc = -1;
+        if (rc == 0) tls_ctx_unref(ctx);
+        break;
+    }
     case CONF_IN_UNIX_STREAM:
     case CONF_IN_UNIX_DGRAM: rc = unix_path_check(ci->path, &e); break;
     default: break; /* a file may appear later; stdin is always there */

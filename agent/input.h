@@ -1,6 +1,6 @@
 /*
  * input: where corrald's messages come from.  One module per kind (in_udp.c,
- * in_stream.c for TCP and unix-stream, in_unix.c for unix-dgram, in_file.c,
+ * in_stream.c for TCP, TLS and unix-stream, in_unix.c for unix-dgram, in_file.c,
  * in_stdin.c); each frames the bytes it receives into messages and hands them
  * to server_submit().  All run on the
  * server's libuv loop and never block it.
@@ -15,6 +15,7 @@
 
 #include "engine/buf.h"
 #include "agent/conf.h"
+#include "agent/tls.h"
 
 struct server;
 struct input;
@@ -32,6 +33,7 @@ struct input_stats {
     uint64_t active;      /* connections open now */
     /* datagrams the kernel dropped, its receive buffer full (UDP) */
     uint64_t kernel_drops;
+    uint64_t tls_failures[TLS_FAIL_N]; /* TLS handshakes that failed, by reason (tls.h) */
 };
 
 /*
@@ -62,6 +64,23 @@ void input_set_limits(struct input *in, const struct conf *conf);
  */
 bool input_can_pause(const struct input *in);
 void input_pause(struct input *in, bool pause);
+/*
+ * The name in the TLS certificate of the client whose message is being
+ * submitted (server_submit asks during the call), or NULL: not TLS, or no
+ * certificate.
+ */
+const char *input_tls_peer(const struct input *in);
+/*
+ * A reload keeps an input configured alike; what it reads at opening is
+ * read again all the same: a TLS input's certificate, key and CA.
+ * input_reload_prepare() loads them (-1 with a "file:line: input NAME:
+ * message" line in err: the reload fails, the input keeps what it has);
+ * input_reload_commit() puts them in place for the connections accepted
+ * from then on.
+ */
+int input_reload_prepare(struct input *in, const struct conf_input *ci, const struct conf *conf,
+                         struct buf *err);
+void input_reload_commit(struct input *in);
 /* True when the input has ended for good (stdin at its end). */
 bool input_finished(const struct input *in);
 /* The configuration the input runs with (conf_input_equal() tells whether a reload keeps it). */

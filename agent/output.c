@@ -8,7 +8,12 @@
  *            reopened by output_reopen() for log rotation
  *   forward  UDP: one datagram per message, uv_udp_try_send;
  *            TCP: connects, and reconnects with a 1 s..30 s backoff when the
- *            peer is down or goes away, re-resolving the name every time
+ *            peer is down or goes away, re-resolving the name every time;
+ *            TLS: TCP, then a handshake (tls.c, memory BIOs: the loop never
+ *            waits for it) within CONNECT_TIMEOUT_MS; the server's
+ *            certificate is verified by default.  A batch is encrypted
+ *            whole into `cipher` and written in one uv_write; a failed
+ *            handshake is counted by reason and retried with the backoff
  *
  * Every output keeps two buffers: `pend`, where output_write appends framed
  * messages, and `fly`, the batch being written.  When the sink is free the
@@ -75,7 +80,7 @@ enum framing {
     FR_DGRAM, /* queued as a 4-byte length and MSG, sent as one datagram */
 };
 
-enum fwd_state { FWD_IDLE, FWD_RESOLVING, FWD_CONNECTING, FWD_UP, FWD_WAITING };
+enum fwd_state { FWD_IDLE, FWD_RESOLVING, FWD_CONNECTING, FWD_HANDSHAKE, FWD_UP, FWD_WAITING };
 
 struct output {
     uv_loop_t *loop;
@@ -85,6 +90,7 @@ struct output {
     enum conf_select select;
     enum framing framing;
     bool tcp;
+    bool tls; /* forward over TLS */
     size_t max_msgs;
     struct output_stats stats;
 
@@ -132,6 +138,12 @@ struct output {
     bool was_up;     /* has been connected: the next connection is logged as "again" */
     bool down_noted; /* this outage has been logged */
     char rbuf[512];  /* what a peer sends us is read and ignored */
+
+    /* TLS */
+    struct tls_ctx *tls_ctx, *tls_next; /* the next: loaded by a reload, not yet in use */
+    struct tls_conn *tconn;             /* the connection's TLS engine */
+    struct buf cipher;                  /* the batch in flight, encrypted */
+    uint64_t tls_log_ms;                /* when a failed handshake was last logged */
 
     /* closing */
     uv_timer_t retry, deadline;
@@ -309,6 +321,10 @@ end_batch(struct output *o)
         buf_free(&o->fly);
     else
         buf_reset(&o->fly);
+    if (o->cipher.cap > KEEP_BUF_BYTES)
+        buf_free(&o->cipher);
+    else
+        buf_reset(&o->cipher);
     set_queued(o);
 }
 
@@ -361,6 +377,10 @@ finish(struct output *o)
     void *arg = o->done_arg;
 
     if (o->ai) uv_freeaddrinfo(o->ai);
+    tls_conn_free(o->tconn);
+    tls_ctx_unref(o->tls_ctx);
+    tls_ctx_unref(o->tls_next);
+    buf_free(&o->cipher);
     buf_free(&o->line);
     buf_free(&o->pend);
     buf_free(&o->fly);
@@ -521,7 +541,19 @@ stream_write(struct output *o)
     int r;
 
     take_batch(o);
-    b = uv_buf_init(o->fly.p, (unsigned int)o->fly.len);
+    if (o->tconn) {
+        /* the whole batch in one go: records of up to 16 KiB, written together */
+        buf_reset(&o->cipher);
+        if (tls_conn_write(o->tconn, o->fly.p, o->fly.len) < 0) {
+            requeue_batch(o);
+            fwd_lost(o, UV_EPROTO, "TLS");
+            return;
+        }
+        tls_conn_take(o->tconn, &o->cipher);
+        b = uv_buf_init(o->cipher.p, (unsigned int)o->cipher.len);
+    } else {
+        b = uv_buf_init(o->fly.p, (unsigned int)o->fly.len);
+    }
     r = uv_write(&o->wreq, &o->u.s, &b, 1, on_stream_written);
     if (r < 0) {
         if (o->type == CONF_OUT_FORWARD) {
@@ -809,7 +841,10 @@ on_retry(uv_timer_t *t)
 {
     struct output *o = t->data;
 
-    if (o->state == FWD_CONNECTING)
+    if (o->state == FWD_HANDSHAKE) {
+        o->stats.tls_failures[TLS_FAIL_CLOSED]++;
+        fwd_drop(o, UV_ETIMEDOUT);
+    } else if (o->state == FWD_CONNECTING)
         fwd_drop(o, UV_ETIMEDOUT);
     else
         fwd_start(o);
@@ -846,6 +881,8 @@ on_tcp_closed(uv_handle_t *h)
     struct output *o = h->data;
 
     o->pending--;
+    tls_conn_free(o->tconn);
+    o->tconn = NULL;
     if (o->tearing_down) {
         settle(o);
         return;
@@ -894,13 +931,81 @@ on_alloc(uv_handle_t *h, size_t size, uv_buf_t *b)
     *b = uv_buf_init(o->rbuf, sizeof(o->rbuf));
 }
 
+/* Connected (and through the TLS handshake): the queue goes out. */
+static void
+fwd_up(struct output *o)
+{
+    char how[112] = "";
+
+    uv_timer_stop(&o->retry);
+    if (o->tconn) {
+        memcpy(how, " over ", 6);
+        tls_conn_describe(o->tconn, how + 6, sizeof(how) - 6);
+    }
+    o->state = FWD_UP;
+    o->sink = SINK_STREAM;
+    o->backoff = BACKOFF_MIN_MS;
+    log_msg(o->down_noted ? LOG_WARNING : LOG_INFO, "output %s: connected to %s%s%s", o->name,
+            o->to, how, o->was_up ? " again" : "");
+    o->was_up = true;
+    o->down_noted = false;
+    progress(o);
+}
+
+/* What the TLS server sent: the handshake, then nothing but alerts or the end. */
+static void
+tls_read(struct output *o, const char *data, size_t len)
+{
+    bool was = tls_conn_established(o->tconn);
+    char plain[512];
+    const char *why;
+    enum tls_fail f;
+    int rc = tls_conn_feed(o->tconn, data, len, plain, sizeof(plain), NULL, NULL);
+    int wr = tls_conn_flush(o->tconn, &o->u.s);
+
+    if (rc == -1 && !was) {
+        f = tls_conn_failure(o->tconn, &why);
+        o->stats.tls_failures[f]++;
+        /* every attempt fails alike until someone fixes it: once a minute is enough */
+        if (!o->tls_log_ms || uv_now(o->loop) - o->tls_log_ms >= ERROR_LOG_MS) {
+            o->tls_log_ms = uv_now(o->loop);
+            log_msg(LOG_WARNING,
+                    "output %s: TLS handshake with %s failed (%s): %s "
+                    "(corral_tls_handshake_failures_total)",
+                    o->name, o->to, tls_fail_name(f), why);
+        }
+        fwd_drop(o, UV_EPROTO);
+    } else if (rc == -1) {
+        tls_conn_failure(o->tconn, &why);
+        log_msg(LOG_WARNING, "output %s: TLS error from %s: %s", o->name, o->to, why);
+        fwd_lost(o, UV_EPROTO, "TLS");
+    } else if (rc == 1) {
+        fwd_lost(o, UV_EOF, "closed by the peer");
+    } else if (wr < 0) {
+        if (o->state == FWD_UP)
+            fwd_lost(o, wr, "write");
+        else
+            fwd_drop(o, wr);
+    } else if (!was && tls_conn_established(o->tconn)) {
+        fwd_up(o);
+    }
+}
+
 /* Reading only tells when the peer closes or resets: syslog peers send nothing. */
 static void
 on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 {
     struct output *o = s->data;
 
-    (void)b;
+    if (nread > 0 && o->tconn) {
+        tls_read(o, b->base, (size_t)nread);
+        return;
+    }
+    if (nread < 0 && o->state == FWD_HANDSHAKE) {
+        o->stats.tls_failures[TLS_FAIL_CLOSED]++;
+        fwd_drop(o, (int)nread);
+        return;
+    }
     if (nread < 0) fwd_lost(o, (int)nread, nread == UV_EOF ? "closed by the peer" : "read");
 }
 
@@ -917,7 +1022,7 @@ on_connect(uv_connect_t *req, int status)
     }
     /* ECANCELED: the attempt timed out and its handle is closing already */
     if (status == UV_ECANCELED) return;
-    uv_timer_stop(&o->retry);
+    if (!o->tls_ctx) uv_timer_stop(&o->retry); /* TLS: it times the handshake too */
     if (status < 0) {
         fwd_drop(o, status);
         return;
@@ -932,14 +1037,16 @@ on_connect(uv_connect_t *req, int status)
     /* a peer that vanished without a word is noticed within minutes, not never */
     r = uv_tcp_keepalive(&o->u.tcp, 1, 60);
     if (r < 0) log_msg(LOG_DEBUG, "output %s: keepalive: %s", o->name, uv_strerror(r));
-    o->state = FWD_UP;
-    o->sink = SINK_STREAM;
-    o->backoff = BACKOFF_MIN_MS;
-    log_msg(o->down_noted ? LOG_WARNING : LOG_INFO, "output %s: connected to %s%s", o->name, o->to,
-            o->was_up ? " again" : "");
-    o->was_up = true;
-    o->down_noted = false;
-    progress(o);
+    if (!o->tls_ctx) {
+        fwd_up(o);
+        return;
+    }
+    /* the handshake: the ClientHello now, the rest as the server answers (tls_read) */
+    o->state = FWD_HANDSHAKE;
+    o->tconn = tls_conn_new(o->tls_ctx, o->host);
+    tls_conn_start(o->tconn);
+    r = tls_conn_flush(o->tconn, &o->u.s);
+    if (r < 0) fwd_drop(o, r);
 }
 
 /* Connects to the next address the name resolved to. */
@@ -1140,6 +1247,16 @@ open_forward(struct output *o, const struct conf_output *co, struct buf *err)
     snprintf(o->port, sizeof(o->port), "%d", port);
     o->backoff = BACKOFF_MIN_MS;
     o->sink = SINK_NONE;
+    if (co->tls) {
+        struct buf e = BUF_INIT;
+        o->tls = true;
+        o->tls_ctx = tls_ctx_new(&co->tls_conf, false, &e);
+        if (!o->tls_ctx) {
+            buf_printf(err, "output %s: %s\n", o->name, buf_str(&e));
+            buf_free(&e);
+            return -1;
+        }
+    }
     if (!o->tcp) {
         r = uv_udp_init(o->loop, &o->u.udp);
         if (r < 0) {
@@ -1189,8 +1306,13 @@ output_check(const struct conf_output *co, const char *conf_file, struct buf *er
         }
         break;
     case CONF_OUT_FORWARD:
-        if (!co->to || !conf_split_address(co->to, host, sizeof(host), &port) || port == 0)
+        if (!co->to || !conf_split_address(co->to, host, sizeof(host), &port) || port == 0) {
             buf_printf(&e, "bad address \"%s\" (expected host:port)", co->to ? co->to : "");
+        } else if (co->tls) {
+            /* the certificate, key and CA as opening loads them */
+            struct tls_ctx *ctx = tls_ctx_new(&co->tls_conf, false, &e);
+            tls_ctx_unref(ctx);
+        }
         break;
     default: break;
     }
@@ -1290,6 +1412,45 @@ const char *
 output_name(const struct output *o)
 {
     return o->name;
+}
+
+int
+output_reload_prepare(struct output *o, const struct conf_output *co, const char *conf_file,
+                      struct buf *err)
+{
+    struct buf e = BUF_INIT;
+    struct tls_ctx *ctx;
+
+    if (!o->tls) return 0;
+    ctx = tls_ctx_new(&co->tls_conf, false, &e);
+    if (!ctx) {
+        if (conf_file && co->line > 0)
+            buf_printf(err, "%s:%d: output %s: %s\n", conf_file, co->line, o->name, buf_str(&e));
+        else
+            buf_printf(err, "output %s: %s\n", o->name, buf_str(&e));
+        buf_free(&e);
+        return -1;
+    }
+    tls_ctx_unref(o->tls_next);
+    o->tls_next = ctx;
+    return 0;
+}
+
+void
+output_reload_commit(struct output *o)
+{
+    if (!o->tls_next) return;
+    tls_ctx_unref(o->tls_ctx); /* a connection up keeps its own reference */
+    o->tls_ctx = o->tls_next;
+    o->tls_next = NULL;
+    log_msg(LOG_INFO, "output %s: certificate and key loaded again (for its next connection)",
+            o->name);
+}
+
+bool
+output_is_tls(const struct output *o)
+{
+    return o->tls;
 }
 
 const struct output_stats *

@@ -1,6 +1,6 @@
 /*
  * output: where corrald writes messages: stdout, a file, or another syslog
- * server (UDP or TCP), as JSON lines or classic syslog lines.  Writes are
+ * server (UDP, TCP or TLS), as JSON lines or classic syslog lines.  Writes are
  * queued and never block the loop; a queue that is full drops and counts,
  * unless the message comes from an input that back-pressure can pause
  * (output_write_keep).
@@ -15,15 +15,17 @@
 
 #include "engine/buf.h"
 #include "agent/conf.h"
+#include "agent/tls.h"
 #include "engine/msg.h"
 
 struct output;
 
 struct output_stats {
-    uint64_t written; /* messages written (or sent) */
-    uint64_t dropped; /* messages dropped: queue full, receiver down too long */
-    uint64_t errors;  /* write or connection errors */
-    uint64_t queued;  /* messages waiting now */
+    uint64_t written;                  /* messages written (or sent) */
+    uint64_t dropped;                  /* messages dropped: queue full, receiver down too long */
+    uint64_t errors;                   /* write or connection errors */
+    uint64_t queued;                   /* messages waiting now */
+    uint64_t tls_failures[TLS_FAIL_N]; /* TLS forward: handshakes that failed, by reason */
 };
 
 struct output *output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err);
@@ -62,6 +64,19 @@ void output_reopen(struct output *o);
 /* Flushes what is queued, then closes; done (may be NULL) runs when finished. */
 void output_close(struct output *o, void (*done)(void *arg), void *arg);
 const char *output_name(const struct output *o);
+/*
+ * A reload keeps the outputs when they are all configured alike; a TLS
+ * forward output reads its certificate, key and CA again all the same:
+ * output_reload_prepare() loads them (-1 with a "file:line: output NAME:
+ * message" line in err: the reload fails, the output keeps what it has),
+ * output_reload_commit() puts them in place for its next connection.  Other
+ * outputs: nothing to do.
+ */
+int output_reload_prepare(struct output *o, const struct conf_output *co, const char *conf_file,
+                          struct buf *err);
+void output_reload_commit(struct output *o);
+/* A forward output over TLS (it has handshake failure counters). */
+bool output_is_tls(const struct output *o);
 const struct output_stats *output_get_stats(const struct output *o);
 
 /*

@@ -364,7 +364,7 @@ server_endpoint_stats(struct server *s, enum server_endpoint ep)
 void
 server_submit(struct server *s, struct input *in, const char *data, size_t len, const char *peer)
 {
-    const char *full;
+    const char *full, *tls_peer;
     size_t hlen = 0;
     bool can_pause = in && input_can_pause(in); /* a stream input: back-pressure holds it */
 
@@ -381,6 +381,12 @@ server_submit(struct server *s, struct input *in, const char *data, size_t len, 
     if (!msg_get(s->msg, NV_HOST, &hlen) || hlen == 0) {
         const char *host = peer ? peer : s->hostname;
         msg_set(s->msg, NV_HOST, host, strlen(host));
+    }
+    if (in && (tls_peer = input_tls_peer(in))) {
+        /* the name in the client's TLS certificate, for rules and routes */
+        static nv_handle h_tls_peer;
+        if (!h_tls_peer) h_tls_peer = nv_intern_str(".tls.peer_name");
+        msg_set(s->msg, h_tls_peer, tls_peer, strlen(tls_peer));
     }
     s->parsed++;
     if (msg_flags(s->msg) & MSG_F_TRUNCATED) s->truncated_values++;
@@ -651,7 +657,12 @@ prepare_outputs(struct server *s, struct stage *st, struct buf *err)
     const struct conf *c = st->conf;
     size_t i;
 
-    if (s->conf && outputs_alike(s->conf, c)) return 0;
+    if (s->conf && outputs_alike(s->conf, c)) {
+        /* kept, but a TLS output's certificate and key are read again */
+        for (i = 0; i < s->noutputs; i++)
+            if (output_reload_prepare(s->outputs[i], &c->outputs[i], c->file, err) < 0) return -1;
+        return 0;
+    }
     st->new_outputs = true;
     st->outputs = xcalloc(c->noutputs + 1, sizeof(*st->outputs));
     for (i = 0; i < c->noutputs; i++) {
@@ -742,6 +753,7 @@ input_conflicts(const struct conf_input *old, const struct conf_input *ci, bool 
     switch (ci->type) {
     case CONF_IN_UDP:
     case CONF_IN_TCP:
+    case CONF_IN_TLS:
         a = listen_port(old->listen);
         b = listen_port(ci->listen);
         return failed && a && b && strcmp(a, "0") != 0 && strcmp(a, b) == 0;
@@ -786,6 +798,8 @@ prepare_inputs(struct server *s, struct stage *st, struct buf *err)
         st->input_replaces[i] = SIZE_MAX;
         for (j = 0; j < s->ninputs; j++)
             if (!st->input_taken[j] && conf_input_equal(input_conf(s->inputs[j]), &c->inputs[i])) {
+                /* kept, but its certificate and key are read again (TLS) */
+                if (input_reload_prepare(s->inputs[j], &c->inputs[i], c, err) < 0) return -1;
                 st->inputs[i] = s->inputs[j];
                 st->input_taken[j] = true;
                 break;
@@ -1025,6 +1039,7 @@ commit_inputs(struct server *s, struct stage *st, struct buf *report)
             buf_printf(report, "input opened: %s\n", input_name(in));
         } else if (in) {
             input_set_limits(in, c);
+            input_reload_commit(in);
         } else {
             old = s->inputs[st->input_replaces[i]];
             conf_input_copy(&was, input_conf(old)); /* to open it again, should this fail */
@@ -1141,6 +1156,8 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         s->outputs = st->outputs;
         s->noutputs = st->noutputs;
         if (!starting) buf_printf(report, "outputs reopened (%zu)\n", s->noutputs);
+    } else {
+        for (i = 0; i < s->noutputs; i++) output_reload_commit(s->outputs[i]);
     }
 
     if (starting) {
@@ -1380,6 +1397,35 @@ server_queue_at(const struct server *s, size_t i)
     return s->queues[i];
 }
 
+/* TLS handshakes that failed, per TLS input and output and per reason (tls.h). */
+static void
+tls_metrics(struct buf *out, struct server *s)
+{
+    const char *name = "corral_tls_handshake_failures_total";
+    size_t i;
+    int f;
+
+    metric(out, name, "TLS handshakes that failed, per TLS input or output and reason.", "counter");
+    for (i = 0; i < s->ninputs; i++) {
+        if (input_conf(s->inputs[i])->type != CONF_IN_TLS) continue;
+        for (f = 0; f < TLS_FAIL_N; f++) {
+            buf_printf(out, "%s{input=\"", name);
+            label_value(out, input_name(s->inputs[i]));
+            buf_printf(out, "\",reason=\"%s\"} %llu\n", tls_fail_name(f),
+                       (unsigned long long)input_get_stats(s->inputs[i])->tls_failures[f]);
+        }
+    }
+    for (i = 0; i < s->noutputs; i++) {
+        if (!output_is_tls(s->outputs[i])) continue;
+        for (f = 0; f < TLS_FAIL_N; f++) {
+            buf_printf(out, "%s{output=\"", name);
+            label_value(out, output_name(s->outputs[i]));
+            buf_printf(out, "\",reason=\"%s\"} %llu\n", tls_fail_name(f),
+                       (unsigned long long)output_get_stats(s->outputs[i])->tls_failures[f]);
+        }
+    }
+}
+
 void
 server_set_dnscache(struct server *s, struct dnscache *dns)
 {
@@ -1541,6 +1587,7 @@ server_metrics(struct server *s, struct buf *out)
     input_metric(out, s, "corral_input_kernel_drops_total",
                  "Datagrams the kernel dropped, the receive buffer full (UDP inputs).",
                  offsetof(struct input_stats, kernel_drops));
+    tls_metrics(out, s);
     output_metric(out, s, "corral_output_written_total", "Messages written, per output.",
                   offsetof(struct output_stats, written));
     output_metric(out, s, "corral_output_dropped_total", "Messages dropped, per output.",
