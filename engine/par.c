@@ -38,6 +38,10 @@
  * out: all contexts and buckets with the same fields live in one shard and
  * rate limits keep their exact one-thread semantics.
  *
+ * Rate buckets are keyed by the scope fields after the rule's <values>, so a
+ * database where a rule's values set HOST, PROGRAM or PID and some action is
+ * rate-limited correlates in one shard too.
+ *
  * create-context reaches a context whose key is only known when the action
  * runs, at a time only the firing order across shards fixes (timeout
  * actions create contexts that may fire in the same advance, detach
@@ -451,6 +455,7 @@ par_new(struct pdb *db, const struct par_opts *o)
     struct corr_opts copts;
     size_t i, j;
     unsigned k;
+    bool rates = false, scope_values = false;
 
     p->db = db;
     p->o = *o;
@@ -461,10 +466,17 @@ par_new(struct pdb *db, const struct par_opts *o)
     (void)pdb_context_keep(db);
     for (i = 0; i < pdb_nrules(db); i++) {
         const struct pdb_rule *r = pdb_rule_at(db, i);
-        if (rate_limited(r)) p->noid[r->scope] = true;
+        if (rate_limited(r)) rates = true, p->noid[r->scope] = true;
         for (j = 0; j < r->nactions; j++)
             if (r->actions[j].kind == PDB_ACTION_CREATE_CONTEXT) p->nshards = 1;
+        for (j = 0; j < r->msg.nvalues; j++) {
+            nv_handle h = r->msg.values[j].name;
+            if (h == NV_HOST || h == NV_PROGRAM || h == NV_PID) scope_values = true;
+        }
     }
+    /* a bucket is keyed by the scope fields after the rule's values: a rule that rewrites them
+     * could share a bucket across the shards its input fields hash to */
+    if (rates && scope_values) p->nshards = 1;
     if (o->fixed_now) {
         p->now.sec = (int64_t)(o->fixed_now / 1000);
         p->now.usec = (int32_t)(o->fixed_now % 1000) * 1000;

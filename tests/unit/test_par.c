@@ -288,6 +288,31 @@ START_TEST(test_create_context_one_shard)
 }
 END_TEST
 
+/* A rule whose values rewrite HOST beside a rate limit: buckets would not follow the key. */
+START_TEST(test_rewritten_scope_one_shard)
+{
+    static const char rw[] =
+        "<?xml version='1.0'?>\n<patterndb version='4' pub_date='2026-01-01'>\n"
+        "<ruleset name='rs' id='rs'><rules>\n"
+        "<rule provider='t' id='r.rw' class='system'>"
+        "<patterns><pattern>go @NUMBER:n@</pattern></patterns>"
+        "<values><value name='HOST'>h${n}</value></values>"
+        "<actions><action rate='1/10'><message><values><value name='MESSAGE'>x</value>"
+        "</values></message></action></actions></rule>\n"
+        "</rules></ruleset></patterndb>\n";
+    struct pdb *db = pdb_new();
+    struct par_opts o = {4, render, write_out, NULL, NOW, NULL, 0, 0, 0};
+    struct par *p;
+
+    ck_assert_int_eq(pdb_load_memory(db, "rw", rw, sizeof(rw) - 1), 0);
+    p = par_new(db, &o);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(par_shards(p), 1);
+    par_free(p);
+    pdb_free(db);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -301,6 +326,7 @@ main(void)
     tcase_add_test(tc, test_shard_of);
     tcase_add_test(tc, test_same_as_one_thread);
     tcase_add_test(tc, test_create_context_one_shard);
+    tcase_add_test(tc, test_rewritten_scope_one_shard);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
