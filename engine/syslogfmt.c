@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -270,7 +271,14 @@ tz_check(void)
     if (tzc.init && tzc.tz_set == (tz != NULL) &&
         (!tz || (n < sizeof(tzc.tz) && strcmp(tz, tzc.tz) == 0)))
         return;
-    tzset();
+    {
+        /* glibc locks tzset() with a lock of its own that thread sanitizers do not see; one at a
+         * time keeps them quiet when several threads fill their caches (par.c) */
+        static pthread_mutex_t tz_lock = PTHREAD_MUTEX_INITIALIZER;
+        pthread_mutex_lock(&tz_lock);
+        tzset();
+        pthread_mutex_unlock(&tz_lock);
+    }
     memset(&tzc, 0, sizeof(tzc));
     /* An overlong TZ is not remembered, so the caches are rebuilt every time. */
     tzc.init = !tz || n < sizeof(tzc.tz);
