@@ -29,8 +29,8 @@
  *
  * Which shard owns a message (owner()): one whose rule has no context and
  * no rate-limited action needs no shared state (its actions see only the
- * message and the correlation time, which every shard has): any shard, by
- * position.  Otherwise the hash of its context key: the scope, the scope's
+ * message and the correlation time, which every shard has): any shard, the
+ * least busy (balance()).  Otherwise the hash of its context key: the scope, the scope's
  * fields (HOST, PROGRAM, PID) and the evaluated context id.  A rate limit is
  * shared by every context of its rule with the same scope fields, whatever
  * their id (the bucket key is the scope fields and rule:action), so when any
@@ -69,7 +69,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH 4096
+#define BATCH     4096
+#define ANY_SHARD UINT32_MAX /* a message that needs no shard's state: see balance() */
 
 struct slot {
     struct msg *m;
@@ -181,8 +182,9 @@ owner(struct par *p, struct shard *s, const struct slot *sl, size_t i)
     struct par_key k;
     struct template_env env;
 
+    (void)i;
     if (p->nshards <= 1) return 0;
-    if (!r || (!r->context_id && !rate_limited(r))) return (unsigned)((p->base + i) % p->nshards);
+    if (!r || (!r->context_id && !rate_limited(r))) return ANY_SHARD;
     memset(&k, 0, sizeof(k));
     k.scope = r->scope;
     k.host = k.prog = k.pid = "";
@@ -390,6 +392,32 @@ stamp_clock(struct par *p)
     p->clock = p->o.fixed_now ? p->o.fixed_now : clock_wall_ms();
 }
 
+/*
+ * Gives the messages that need no shard's state to the shards with the
+ * fewest messages of their own (in input order, filling one shard after the
+ * other up to an even share): a log where one key dominates (one busy host
+ * under a host-scoped rate limit) still keeps every shard busy.  It depends
+ * on the input alone, and such a message's output does not depend on the
+ * shard that processes it (every shard has the same time).
+ */
+static void
+balance(struct par *p)
+{
+    size_t count[64] = {0}, target, i;
+    unsigned k = 0;
+
+    if (p->nshards <= 1) return;
+    for (i = 0; i < p->nslots; i++)
+        if (p->slots[i].shard != ANY_SHARD) count[p->slots[i].shard]++;
+    target = (p->nslots + p->nshards - 1) / p->nshards;
+    for (i = 0; i < p->nslots; i++) {
+        if (p->slots[i].shard != ANY_SHARD) continue;
+        while (k + 1 < p->nshards && count[k] >= target) k++;
+        p->slots[i].shard = k;
+        count[k]++;
+    }
+}
+
 /* Waits for phase B of the last batch: its output is then ready to merge. */
 static void
 end_correlate(struct par *p)
@@ -417,6 +445,7 @@ run_batch(struct par *p)
     p->nslots = p->lines.n;
     p->lines.n = 0;
     buf_reset(&p->lines.text);
+    balance(p);
     start(p, PH_CORRELATE);
     p->correlating = true;
 }
