@@ -69,8 +69,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH     4096
-#define ANY_SHARD UINT32_MAX /* a message that needs no shard's state: see balance() */
+#define BATCH           4096
+#define ANY_SHARD       UINT32_MAX /* a message that needs no shard's state: see balance() */
+#define STATEFUL_WEIGHT 4
 
 struct slot {
     struct msg *m;
@@ -403,14 +404,20 @@ stamp_clock(struct par *p)
 static void
 balance(struct par *p)
 {
-    size_t count[64] = {0}, target, i;
-    unsigned k = 0;
+    size_t count[64] = {0}, target, total = 0, i;
+    unsigned k;
 
     if (p->nshards <= 1) return;
+    /* weights: a message of a context costs some STATEFUL_WEIGHT times one without (measured on
+     * sshd rules: a template over the context, its timer, its kept copy) */
     for (i = 0; i < p->nslots; i++)
-        if (p->slots[i].shard != ANY_SHARD) count[p->slots[i].shard]++;
-    target = (p->nslots + p->nshards - 1) / p->nshards;
-    for (i = 0; i < p->nslots; i++) {
+        if (p->slots[i].shard != ANY_SHARD)
+            count[p->slots[i].shard] += STATEFUL_WEIGHT;
+        else
+            total++;
+    for (k = 0; k < p->nshards; k++) total += count[k];
+    target = (total + p->nshards - 1) / p->nshards;
+    for (k = 0, i = 0; i < p->nslots; i++) {
         if (p->slots[i].shard != ANY_SHARD) continue;
         while (k + 1 < p->nshards && count[k] >= target) k++;
         p->slots[i].shard = k;
