@@ -394,10 +394,11 @@ stamp_clock(struct par *p)
 }
 
 /*
- * Gives the messages that need no shard's state to the shards with the
- * fewest messages of their own (in input order, filling one shard after the
- * other up to an even share): a log where one key dominates (one busy host
- * under a host-scoped rate limit) still keeps every shard busy.  It depends
+ * Gives the messages that need no shard's state to the thread that parsed
+ * them while its shard is under an even share, else to the shards with the
+ * fewest (in input order, filling one after the other): a log where one key
+ * dominates (one busy host under a host-scoped rate limit) still keeps
+ * every shard busy, and most messages stay in the cache of one core.  It depends
  * on the input alone, and such a message's output does not depend on the
  * shard that processes it (every shard has the same time).
  */
@@ -405,7 +406,7 @@ static void
 balance(struct par *p)
 {
     size_t count[64] = {0}, target, total = 0, i;
-    unsigned k;
+    unsigned k, w;
 
     if (p->nshards <= 1) return;
     /* weights: a message of a context costs some STATEFUL_WEIGHT times one without (measured on
@@ -417,8 +418,15 @@ balance(struct par *p)
             total++;
     for (k = 0; k < p->nshards; k++) total += count[k];
     target = (total + p->nshards - 1) / p->nshards;
-    for (k = 0, i = 0; i < p->nslots; i++) {
+    for (k = 0, w = 0, i = 0; i < p->nslots; i++) {
         if (p->slots[i].shard != ANY_SHARD) continue;
+        /* preferably the thread that parsed it, whose cache holds it (see classify()) */
+        while (i >= p->nslots * (w + 1) / p->nthreads) w++;
+        if (w < p->nshards && count[w] < target) {
+            p->slots[i].shard = w;
+            count[w]++;
+            continue;
+        }
         while (k + 1 < p->nshards && count[k] >= target) k++;
         p->slots[i].shard = k;
         count[k]++;
