@@ -18,8 +18,11 @@
  *      its own buffer, with a record: input position, whether a timeout
  *      fired it, and the firing timer's (expires, order, arming number).
  *
- * The caller's thread reads the next batch while phase B runs, and merges
- * the shards' records (par_merge) while phase A of the next batch runs:
+ * The last thread to finish phase A balances the batch (balance()) and
+ * releases the others into phase B, without the caller's thread.  While a
+ * batch runs, the caller's thread merges the previous batch's records
+ * (par_merge; the shards keep two output sets) and queues the next lines
+ * (two line buffers).  The merge puts out,
  * for each input position, the timeout messages of all shards in the
  * order one timer wheel fires them (expires, then order, then arming
  * number: the shards number their arms by input position, and a position
@@ -69,7 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH           4096
+#define BATCH           256
 #define ANY_SHARD       UINT32_MAX /* a message that needs no shard's state: see balance() */
 #define STATEFUL_WEIGHT 4
 
@@ -95,13 +98,15 @@ struct shard {
     struct corr *corr;
     struct pdb_scratch *scratch; /* phase A */
     struct buf id;               /* phase A: a context id */
-    struct buf out;              /* phase B: rendered messages */
-    struct par_rec *recs;
-    size_t nrecs, caprecs;
+    /* phase B: rendered messages and their records, two sets: one batch
+     * writes one while the caller merges the other (par.ob) */
+    struct buf out[2];
+    struct par_rec *recs[2];
+    size_t nrecs[2], caprecs[2];
     uint64_t pos; /* position being processed */
 };
 
-enum phase { PH_NONE, PH_CLASSIFY, PH_CORRELATE, PH_EXPIRE, PH_QUIT };
+enum phase { PH_NONE, PH_BATCH, PH_EXPIRE, PH_QUIT };
 
 struct par {
     struct pdb *db;
@@ -113,20 +118,26 @@ struct par {
     struct shard *shards;
 
     struct slot slots[BATCH];
-    struct lines lines; /* queued for the next phase A; free again once it ends */
-    uint64_t base;      /* input position of slots[0] */
-    size_t nslots;      /* slots of the batch in phase B or merge */
-    bool correlating;   /* phase B runs while the caller queues lines */
-    bool pending_merge; /* shards hold output not merged yet */
-    uint64_t clock;     /* the clock of the batch being classified */
+    struct lines lines[2]; /* lines[fill] is queued by the caller, the other is the batch's */
+    int fill;
+    const struct lines *batch; /* the lines the running batch parses */
+    uint64_t base;             /* input position of slots[0] */
+    size_t nslots;             /* slots of the running batch */
+    bool running;              /* a batch runs while the caller queues lines and merges */
+    int ob;                    /* the shards' output set the running batch writes */
+    bool pending_merge;        /* the other set holds output not merged yet */
+    int merge_ob;
+    uint64_t clock; /* the clock of the batch being classified */
     bool failed;
     unsigned nalloc; /* shards allocated (threads started: nthreads) */
 
     pthread_mutex_t lock;
-    pthread_cond_t go, done;
+    pthread_cond_t go, done, classified;
     enum phase phase;
-    uint64_t gen;     /* bumped at every phase start */
-    unsigned running; /* threads still in the phase */
+    uint64_t gen;       /* bumped at every phase start */
+    unsigned busy;      /* threads still in the phase */
+    unsigned left;      /* threads still classifying */
+    uint64_t class_gen; /* bumped when all have classified */
 
     /* merge scratch */
     const struct par_rec **mrecs;
@@ -259,7 +270,7 @@ write_rec(void *arg, unsigned shard, const struct par_rec *r)
 {
     struct par *p = arg;
 
-    return p->o.write(p->o.arg, p->shards[shard].out.p + r->off, r->len);
+    return p->o.write(p->o.arg, p->shards[shard].out[p->merge_ob].p + r->off, r->len);
 }
 
 static void
@@ -270,8 +281,8 @@ merge(struct par *p)
     if (!p->pending_merge) return;
     p->pending_merge = false;
     for (k = 0; k < p->nshards; k++) {
-        p->mrecs[k] = p->shards[k].recs;
-        p->mn[k] = p->shards[k].nrecs;
+        p->mrecs[k] = p->shards[k].recs[p->merge_ob];
+        p->mn[k] = p->shards[k].nrecs[p->merge_ob];
     }
     if (!p->failed && par_merge(p->mrecs, p->mn, p->nshards, write_rec, p) != 0) p->failed = true;
 }
@@ -282,15 +293,17 @@ static void
 on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action)
 {
     struct shard *s = arg;
+    int ob = s->par->ob;
+    struct buf *out = &s->out[ob];
     struct par_rec *r;
-    size_t off = s->out.len;
+    size_t off = out->len;
 
-    s->par->o.render(s->par->o.arg, m, kind, action, &s->out);
-    s->recs = xgrow(s->recs, &s->caprecs, s->nrecs + 1, sizeof(*s->recs));
-    r = &s->recs[s->nrecs++];
+    s->par->o.render(s->par->o.arg, m, kind, action, out);
+    s->recs[ob] = xgrow(s->recs[ob], &s->caprecs[ob], s->nrecs[ob] + 1, sizeof(*s->recs[ob]));
+    r = &s->recs[ob][s->nrecs[ob]++];
     r->pos = s->pos;
     r->off = off;
-    r->len = s->out.len - off;
+    r->len = out->len - off;
     r->expiry = corr_firing_key(s->corr, r->key);
     if (!r->expiry) memset(r->key, 0, sizeof(r->key));
 }
@@ -298,7 +311,7 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 static void
 classify(struct par *p, struct shard *s)
 {
-    const struct lines *l = &p->lines;
+    const struct lines *l = p->batch;
     size_t from = l->n * s->index / p->nthreads, to = l->n * (s->index + 1) / p->nthreads, i;
 
     for (i = from; i < to; i++) {
@@ -315,8 +328,8 @@ correlate(struct par *p, struct shard *s)
 {
     size_t i;
 
-    s->nrecs = 0;
-    buf_reset(&s->out);
+    s->nrecs[p->ob] = 0;
+    buf_reset(&s->out[p->ob]);
     if (s->index >= p->nshards) return;
     for (i = 0; i < p->nslots; i++) {
         struct slot *sl = &p->slots[i];
@@ -332,11 +345,36 @@ correlate(struct par *p, struct shard *s)
 static void
 expire(struct par *p, struct shard *s)
 {
-    s->nrecs = 0;
-    buf_reset(&s->out);
+    s->nrecs[p->ob] = 0;
+    buf_reset(&s->out[p->ob]);
     if (s->index >= p->nshards) return;
     s->pos = UINT64_MAX - 1;
     corr_expire_all(s->corr);
+}
+
+static void balance(struct par *p);
+
+/*
+ * Phase A, then phase B of the same batch: the last thread to finish
+ * classifying balances the batch (under the lock) and releases the others.
+ */
+static void
+run_phases(struct par *p, struct shard *s)
+{
+    uint64_t g;
+
+    classify(p, s);
+    pthread_mutex_lock(&p->lock);
+    g = p->class_gen;
+    if (--p->left == 0) {
+        balance(p);
+        p->class_gen++;
+        pthread_cond_broadcast(&p->classified);
+    } else {
+        while (p->class_gen == g) pthread_cond_wait(&p->classified, &p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    correlate(p, s);
 }
 
 static void *
@@ -354,11 +392,10 @@ worker(void *arg)
         ph = p->phase;
         pthread_mutex_unlock(&p->lock);
         if (ph == PH_QUIT) break;
-        if (ph == PH_CLASSIFY) classify(p, s);
-        if (ph == PH_CORRELATE) correlate(p, s);
+        if (ph == PH_BATCH) run_phases(p, s);
         if (ph == PH_EXPIRE) expire(p, s);
         pthread_mutex_lock(&p->lock);
-        if (--p->running == 0) pthread_cond_signal(&p->done);
+        if (--p->busy == 0) pthread_cond_signal(&p->done);
         pthread_mutex_unlock(&p->lock);
     }
     template_scratch_release();
@@ -371,7 +408,7 @@ start(struct par *p, enum phase ph)
 {
     pthread_mutex_lock(&p->lock);
     p->phase = ph;
-    p->running = p->nthreads;
+    p->busy = p->left = p->nthreads;
     p->gen++;
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->lock);
@@ -381,7 +418,7 @@ static void
 wait_done(struct par *p)
 {
     pthread_mutex_lock(&p->lock);
-    while (p->running) pthread_cond_wait(&p->done, &p->lock);
+    while (p->busy) pthread_cond_wait(&p->done, &p->lock);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -433,42 +470,43 @@ balance(struct par *p)
     }
 }
 
-/* Waits for phase B of the last batch: its output is then ready to merge. */
+/* Waits for the running batch: its output set is then ready to merge. */
 static void
-end_correlate(struct par *p)
+finish_batch(struct par *p)
 {
-    if (!p->correlating) return;
+    if (!p->running) return;
     wait_done(p);
-    p->correlating = false;
+    p->running = false;
     p->pending_merge = true;
+    p->merge_ob = p->ob;
 }
 
 /*
- * Runs the queued lines through phase A, merging the previous batch's
- * output meanwhile, then starts phase B and returns: the caller queues the
- * next lines while the batch correlates (phase B reads only the slots).
+ * Starts the queued lines as a batch (both phases run on the threads) and
+ * returns: the caller merges the previous batch's output and queues the
+ * next lines while it runs, into the other line buffer and output set.
  */
 static void
 run_batch(struct par *p)
 {
-    end_correlate(p);
-    stamp_clock(p);
-    start(p, PH_CLASSIFY);
-    merge(p); /* the previous batch, while this one is classified */
-    wait_done(p);
+    finish_batch(p);
+    p->batch = &p->lines[p->fill];
     p->base += p->nslots;
-    p->nslots = p->lines.n;
-    p->lines.n = 0;
-    buf_reset(&p->lines.text);
-    balance(p);
-    start(p, PH_CORRELATE);
-    p->correlating = true;
+    p->nslots = p->batch->n;
+    p->ob ^= 1;
+    stamp_clock(p);
+    start(p, PH_BATCH);
+    p->running = true;
+    merge(p); /* the previous batch, while this one runs */
+    p->fill ^= 1;
+    p->lines[p->fill].n = 0;
+    buf_reset(&p->lines[p->fill].text);
 }
 
 int
 par_line(struct par *p, const char *line, size_t len)
 {
-    struct lines *l = &p->lines;
+    struct lines *l = &p->lines[p->fill];
 
     if (p->failed) return -1;
     buf_append(&l->text, line, len);
@@ -480,13 +518,15 @@ par_line(struct par *p, const char *line, size_t len)
 int
 par_finish(struct par *p, bool expire_all)
 {
-    if (p->lines.n) run_batch(p);
-    end_correlate(p);
+    if (p->lines[p->fill].n) run_batch(p);
+    finish_batch(p);
     merge(p);
     if (expire_all && !p->failed) {
+        p->ob ^= 1;
         start(p, PH_EXPIRE);
         wait_done(p);
         p->pending_merge = true;
+        p->merge_ob = p->ob;
         merge(p);
     }
     return p->failed ? -1 : 0;
@@ -527,12 +567,13 @@ par_new(struct pdb *db, const struct par_opts *o)
         p->parse.now = &p->now;
     }
     for (i = 0; i < BATCH; i++) p->slots[i].m = msg_new();
-    p->lines.off = xcalloc(BATCH + 1, sizeof(size_t));
+    for (i = 0; i < 2; i++) p->lines[i].off = xcalloc(BATCH + 1, sizeof(size_t));
     p->mrecs = xcalloc(p->nthreads, sizeof(*p->mrecs));
     p->mn = xcalloc(p->nthreads, sizeof(*p->mn));
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);
+    pthread_cond_init(&p->classified, NULL);
     p->shards = xcalloc(p->nthreads, sizeof(*p->shards));
     p->nalloc = p->nthreads;
     for (k = 0; k < p->nthreads; k++) {
@@ -573,7 +614,7 @@ par_free(struct par *p)
 
     if (!p) return;
     n = p->nthreads;
-    end_correlate(p);
+    finish_batch(p);
     start(p, PH_QUIT);
     for (k = 0; k < n; k++) pthread_join(p->shards[k].thread, NULL);
     for (k = 0; k < p->nalloc; k++) {
@@ -581,18 +622,23 @@ par_free(struct par *p)
         corr_free(s->corr);
         pdb_scratch_free(s->scratch);
         buf_free(&s->id);
-        buf_free(&s->out);
-        free(s->recs);
+        for (i = 0; i < 2; i++) {
+            buf_free(&s->out[i]);
+            free(s->recs[i]);
+        }
     }
     free(p->shards);
     for (i = 0; i < BATCH; i++) msg_unref(p->slots[i].m);
-    buf_free(&p->lines.text);
-    free(p->lines.off);
+    for (i = 0; i < 2; i++) {
+        buf_free(&p->lines[i].text);
+        free(p->lines[i].off);
+    }
     free(p->mrecs);
     free(p->mn);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->go);
     pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->classified);
     free(p);
 }
 
