@@ -128,6 +128,7 @@ struct corr {
      * from it.
      */
     uint64_t firing;
+    const struct ctx *expiring; /* the context whose timeout actions run, for corr_firing_key() */
 
     struct corr_stats stats;
     struct msg **env; /* scratch: a context's messages plus one */
@@ -1025,7 +1026,13 @@ expire(struct tw_timer *t, void *arg)
      * and what holds its key afterwards leaves the table.
      */
     c->firing = x->target;
-    if (x->rule && x->nmsgs) run_actions(c, x->rule, PDB_TRIGGER_TIMEOUT, x, x->msgs[x->nmsgs - 1]);
+    {
+        const struct ctx *outer = c->expiring;
+        c->expiring = x;
+        if (x->rule && x->nmsgs)
+            run_actions(c, x->rule, PDB_TRIGGER_TIMEOUT, x, x->msgs[x->nmsgs - 1]);
+        c->expiring = outer;
+    }
     c->firing = saved;
     ctx_key(x, &k);
     holder = ctx_lookup(c, &k, x->node.hash);
@@ -1211,19 +1218,52 @@ join_also(struct corr *c, const struct pdb_rule *r, struct msg *m)
 void
 corr_process(struct corr *c, struct msg *m)
 {
+    uint64_t clock = clock_now(c);
+
+    c->last_tick = clock;
+    corr_process_rule(c, m, pdb_lookup(c->db, m), corr_msg_time(m, clock));
+}
+
+uint64_t
+corr_msg_time(const struct msg *m, uint64_t clock)
+{
     const struct msg_time *st = msg_stamp(m);
-    uint64_t clock = clock_now(c), stamp;
-    const struct pdb_rule *rule;
+    uint64_t stamp = st->sec > 0 ? (uint64_t)st->sec * 1000 + (uint64_t)st->usec / 1000 : 0;
+
+    return stamp < clock ? stamp : clock;
+}
+
+void
+corr_advance(struct corr *c, uint64_t to)
+{
+    advance(c, to);
+}
+
+void
+corr_set_arm_seq(struct corr *c, uint64_t seq)
+{
+    tw_set_seq(c->wheel, seq);
+}
+
+bool
+corr_firing_key(const struct corr *c, uint64_t key[3])
+{
+    if (!c->expiring) return false;
+    key[0] = c->expiring->timer.expires;
+    key[1] = c->expiring->timer.order;
+    key[2] = c->expiring->timer.seq;
+    return true;
+}
+
+void
+corr_process_rule(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint64_t to)
+{
     struct ctx *x = NULL, *also[PDB_ALSO_MAX];
     struct template_env env;
     size_t i;
 
     c->stats.processed++;
-    c->last_tick = clock;
-    stamp = st->sec > 0 ? (uint64_t)st->sec * 1000 + (uint64_t)st->usec / 1000 : 0;
-    advance(c, stamp < clock ? stamp : clock);
-
-    rule = pdb_lookup(c->db, m);
+    advance(c, to);
     if (!rule) {
         c->stats.unknown++;
         emit(c, m, CORR_INPUT, NULL);
@@ -1245,14 +1285,14 @@ corr_process(struct corr *c, struct msg *m)
     }
     if (x) {
         env = ctx_env(c, x, m);
-        pdb_apply(c->db, rule, m, &env);
+        pdb_apply_r(rule, m, &env, &c->value);
         /* a context keeps only the values some rule's templates can read */
         ctx_append(c, x, msg_clone_kept(m, pdb_context_keep(c->db)));
         x->rule = rule;
         arm(c, x, rule->timeout);
     } else {
         template_env_single(&env, &m);
-        pdb_apply(c->db, rule, m, &env);
+        pdb_apply_r(rule, m, &env, &c->value);
     }
     for (i = 0; i < rule->nalso; i++)
         also[i] = rule->also[i] ? join_also(c, rule->also[i], m) : NULL;

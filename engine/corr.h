@@ -84,6 +84,26 @@ void corr_free(struct corr *c);
  */
 void corr_process(struct corr *c, struct msg *m);
 
+/*
+ * corr_process in steps, for the parallel engine (par.c), which classifies
+ * on other threads and feeds every shard the time of every message:
+ * corr_msg_time() is the time a message moves correlation to (its stamp,
+ * at most clock), corr_advance() moves time (no-op unless later, firing
+ * due timeouts), corr_process_rule() processes m whose rule (NULL: unknown)
+ * pdb_lookup*() found, after advancing to `to`.
+ */
+uint64_t corr_msg_time(const struct msg *m, uint64_t clock);
+void corr_advance(struct corr *c, uint64_t to);
+void corr_process_rule(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint64_t to);
+/*
+ * The arming number the next context timer gets (timers due at the same
+ * time with the same order fire by it); the parallel engine numbers arms by
+ * input position so that shards' timeouts merge in one-thread order.
+ */
+void corr_set_arm_seq(struct corr *c, uint64_t seq);
+/* While timeout actions run (inside emit): the firing timer's (expires, order, seq); else false. */
+bool corr_firing_key(const struct corr *c, uint64_t key[3]);
+
 /* Advances correlation time to the clock (daemon tick), firing due timeouts. */
 void corr_tick(struct corr *c);
 /*

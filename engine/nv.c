@@ -2,9 +2,30 @@
 #include "engine/nv.h"
 #include "engine/strtab.h"
 
+#include <pthread.h>
 #include <string.h>
 
+/*
+ * Interning and lookups take the lock (names are interned at load time, and
+ * at run time only for new structured-data names).  nv_name(), called for
+ * every value written out, reads the names array without it: an entry is
+ * written once, under the lock, before its handle is returned, and a handle
+ * reaches another thread only through a message handed over under a lock.
+ */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct strtab *names;
+static struct {
+    const char *s;
+    size_t len;
+} namev[NV_MAX_NAMES + 1];
+
+/* Records the name of a handle just interned (under the lock). */
+static nv_handle
+publish(nv_handle h)
+{
+    if (h && h <= NV_MAX_NAMES && !namev[h].s) namev[h].s = strtab_str(names, h, &namev[h].len);
+    return h;
+}
 
 static const char *const builtin_names[NV_NBUILTIN] = {
     [NV_HOST] = "HOST",
@@ -28,7 +49,7 @@ registry(void)
     if (names) return names;
     names = strtab_new(NV_MAX_NAMES);
     for (i = 1; i < NV_NBUILTIN; i++)
-        strtab_intern(names, builtin_names[i], strlen(builtin_names[i]));
+        publish(strtab_intern(names, builtin_names[i], strlen(builtin_names[i])));
     return names;
 }
 
@@ -36,8 +57,13 @@ nv_handle
 nv_intern(const char *name, size_t len)
 {
     /* MSG is syslog-ng's alias of MESSAGE. */
+    nv_handle h;
+
     if (len == 3 && memcmp(name, "MSG", 3) == 0) return NV_MESSAGE;
-    return strtab_intern(registry(), name, len);
+    pthread_mutex_lock(&lock);
+    h = publish(strtab_intern(registry(), name, len));
+    pthread_mutex_unlock(&lock);
+    return h;
 }
 
 nv_handle
@@ -49,12 +75,26 @@ nv_intern_str(const char *name)
 nv_handle
 nv_lookup(const char *name, size_t len)
 {
+    nv_handle h;
+
     if (len == 3 && memcmp(name, "MSG", 3) == 0) return NV_MESSAGE;
-    return strtab_lookup(registry(), name, len);
+    pthread_mutex_lock(&lock);
+    h = strtab_lookup(registry(), name, len);
+    pthread_mutex_unlock(&lock);
+    return h;
 }
 
 const char *
 nv_name(nv_handle h, size_t *len)
 {
-    return strtab_str(registry(), h, len);
+    const char *s;
+
+    if (h && h <= NV_MAX_NAMES && namev[h].s) {
+        if (len) *len = namev[h].len;
+        return namev[h].s;
+    }
+    pthread_mutex_lock(&lock);
+    s = strtab_str(registry(), h, len);
+    pthread_mutex_unlock(&lock);
+    return s;
 }

@@ -4,8 +4,8 @@
  * interned once into a small integer handle; messages, templates and the
  * matcher only ever deal in handles.  The built-in names have fixed handles.
  *
- * The registry is process-wide and not thread-safe: corral runs its engine
- * on one thread.
+ * The registry is process-wide and thread-safe (the parallel engine, par.c,
+ * parses on several threads); reading a name takes no lock.
  */
 #ifndef CORRAL_NV_H
 #define CORRAL_NV_H

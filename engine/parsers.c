@@ -28,7 +28,6 @@ struct parser {
     int32_t lladdr_parts;  /* LLADDR maximum number of pairs */
     int32_t lladdr_maxlen; /* LLADDR longest accepted text, 3 * parts - 1 */
     pcre2_code *re;        /* PCRE */
-    pcre2_match_data *md;  /* PCRE, reused between matches */
 };
 
 static const char *const type_names[] = {
@@ -252,11 +251,11 @@ parser_compile(const char *spec, size_t len, struct buf *err)
         /*
          * syslog-ng gives the match room for the whole match and up to 256
          * groups; when a match sets a group beyond that, it fails ("Error while
-         * storing matching substrings").  The same room here makes pcre2_match()
-         * return 0 in just those cases.
+         * storing matching substrings").  The same room here (parser_match_data())
+         * makes pcre2_match() return 0 in just those cases.
          */
         pcre2_pattern_info(p->re, PCRE2_INFO_CAPTURECOUNT, &groups);
-        p->md = pcre2_match_data_create((groups < 256 ? groups : 256) + 1, NULL);
+        (void)groups;
         break;
     }
     default: break;
@@ -268,12 +267,33 @@ fail:
     return NULL;
 }
 
+/*
+ * Match data for the whole match and 256 groups, per thread: the parallel
+ * engine (par.c) matches on several threads at once, and a pattern's own
+ * match data would be shared between them.
+ */
+static _Thread_local pcre2_match_data *thread_md;
+
+void *
+parser_match_data(void)
+{
+    if (!thread_md) thread_md = pcre2_match_data_create(257, NULL);
+    if (!thread_md) abort(); /* out of memory: xalloc's policy */
+    return thread_md;
+}
+
+void
+parser_match_data_release(void)
+{
+    if (thread_md) pcre2_match_data_free(thread_md);
+    thread_md = NULL;
+}
+
 void
 parser_free(struct parser *p)
 {
     if (!p) return;
     free(p->arg);
-    if (p->md) pcre2_match_data_free(p->md);
     if (p->re) pcre2_code_free(p->re);
     free(p);
 }
@@ -641,10 +661,11 @@ parser_match(const struct parser *p, const char *subject, size_t n, size_t pos,
         m->len = m->cap_len = (size_t)(e - s);
         return true;
     case PARSER_PCRE: {
-        int rc = pcre2_match(p->re, (PCRE2_SPTR)s, rest, 0, 0, p->md, NULL);
+        pcre2_match_data *md = parser_match_data();
+        int rc = pcre2_match(p->re, (PCRE2_SPTR)s, rest, 0, 0, md, NULL);
         PCRE2_SIZE *ov;
         if (rc <= 0) return false; /* 0: more groups set than there is room for, see above */
-        ov = pcre2_get_ovector_pointer(p->md);
+        ov = pcre2_get_ovector_pointer(md);
         m->len = m->cap_len = ov[1] - ov[0];
         return true;
     }

@@ -74,4 +74,11 @@ nv_handle parser_name(const struct parser *p);
 /* Prints the parser back in @TYPE:name:arg@ form. */
 void parser_format(const struct parser *p, struct buf *out);
 
+/*
+ * The calling thread's PCRE2 match data (room for 256 groups), for every
+ * regular expression match of the engine; a thread that ends releases it.
+ */
+void *parser_match_data(void);
+void parser_match_data_release(void);
+
 #endif

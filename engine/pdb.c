@@ -66,10 +66,30 @@ struct pdb {
     unsigned char *keep; /* see pdb_context_keep(); computed on first use */
     bool keep_known, keep_all;
 
-    /* scratch for classification */
-    struct radix_caps pcaps, caps;
+    /* scratch for classification (pdb_lookup, pdb_apply) */
+    struct pdb_scratch *scratch;
     struct buf value;
 };
+
+/* What one classification needs to write: the captures of the two radix lookups. */
+struct pdb_scratch {
+    struct radix_caps pcaps, caps;
+};
+
+struct pdb_scratch *
+pdb_scratch_new(void)
+{
+    return xcalloc(1, sizeof(struct pdb_scratch));
+}
+
+void
+pdb_scratch_free(struct pdb_scratch *s)
+{
+    if (!s) return;
+    radix_caps_free(&s->pcaps);
+    radix_caps_free(&s->caps);
+    free(s);
+}
 
 /* Upper bound on diagnostics kept; a hostile file must not make us store millions. */
 #define MAX_DIAGS 1000
@@ -84,6 +104,7 @@ pdb_new(void)
     db->rule_ids = strtab_new(UINT32_MAX);
     db->generic = xcalloc(1, sizeof(*db->generic));
     db->generic->rules = radix_new();
+    db->scratch = pdb_scratch_new();
     return db;
 }
 
@@ -182,8 +203,7 @@ pdb_free(struct pdb *db)
     for (i = 0; i < db->nfiles; i++) free(db->files[i]);
     free(db->files);
     free(db->keep);
-    radix_caps_free(&db->pcaps);
-    radix_caps_free(&db->caps);
+    pdb_scratch_free(db->scratch);
     buf_free(&db->value);
     free(db);
 }
@@ -628,22 +648,28 @@ set_captures(struct msg *m, const struct radix_caps *caps, const char *text)
 }
 
 static const struct pdb_program *
-select_program(struct pdb *db, struct msg *m)
+select_program(const struct pdb *db, struct msg *m, struct pdb_scratch *s)
 {
     size_t plen;
     const char *prog = msg_get(m, NV_PROGRAM, &plen);
     const struct pdb_program *p;
 
     if (!prog) prog = "", plen = 0;
-    p = radix_find(db->programs, prog, plen, &db->pcaps);
-    if (p) set_captures(m, &db->pcaps, prog);
+    p = radix_find(db->programs, prog, plen, &s->pcaps);
+    if (p) set_captures(m, &s->pcaps, prog);
     return p;
 }
 
 const struct pdb_rule *
 pdb_lookup(struct pdb *db, struct msg *m)
 {
-    const struct pdb_program *p = select_program(db, m);
+    return pdb_lookup_r(db, m, db->scratch);
+}
+
+const struct pdb_rule *
+pdb_lookup_r(const struct pdb *db, struct msg *m, struct pdb_scratch *s)
+{
+    const struct pdb_program *p = select_program(db, m, s);
     const struct pdb_rule *rule = NULL;
     const char *text;
     size_t tlen;
@@ -651,8 +677,8 @@ pdb_lookup(struct pdb *db, struct msg *m)
     if (p) {
         text = msg_get(m, NV_MESSAGE, &tlen);
         if (!text) text = "", tlen = 0;
-        rule = radix_find(p->rules, text, tlen, &db->caps);
-        if (rule) set_captures(m, &db->caps, text);
+        rule = radix_find(p->rules, text, tlen, &s->caps);
+        if (rule) set_captures(m, &s->caps, text);
     }
     if (!rule) {
         msg_set(m, NV_CLASS, "unknown", 7);
@@ -671,6 +697,13 @@ void
 pdb_apply(struct pdb *db, const struct pdb_rule *rule, struct msg *m,
           const struct template_env *env)
 {
+    pdb_apply_r(rule, m, env, &db->value);
+}
+
+void
+pdb_apply_r(const struct pdb_rule *rule, struct msg *m, const struct template_env *env,
+            struct buf *value)
+{
     size_t i;
 
     msg_tag_clear(m, TAG_CLASSIFIER_UNKNOWN);
@@ -684,9 +717,9 @@ pdb_apply(struct pdb *db, const struct pdb_rule *rule, struct msg *m,
             msg_set(m, v->name, lit, len);
             continue;
         }
-        buf_reset(&db->value);
-        template_eval(v->tpl, env, &db->value);
-        msg_set(m, v->name, db->value.p, db->value.len);
+        buf_reset(value);
+        template_eval(v->tpl, env, value);
+        msg_set(m, v->name, value->p, value->len);
     }
 }
 

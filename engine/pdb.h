@@ -178,6 +178,18 @@ void pdb_apply(struct pdb *db, const struct pdb_rule *rule, struct msg *m,
 const struct pdb_rule *pdb_classify(struct pdb *db, struct msg *m);
 
 /*
+ * The same for several threads at once (engine/par.c): the database is read
+ * only, the scratch space each call needs is the caller's (one per thread).
+ * pdb_context_keep() must have been called once before the threads start.
+ */
+struct pdb_scratch;
+struct pdb_scratch *pdb_scratch_new(void);
+void pdb_scratch_free(struct pdb_scratch *s);
+const struct pdb_rule *pdb_lookup_r(const struct pdb *db, struct msg *m, struct pdb_scratch *s);
+void pdb_apply_r(const struct pdb_rule *rule, struct msg *m, const struct template_env *env,
+                 struct buf *value);
+
+/*
  * Which values a correlation context must keep of its messages: those that
  * some template, condition or inheritance of the database can read (indexed
  * by handle), or NULL when everything must be kept.

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -238,8 +239,10 @@ wall_seconds(const struct tfields *f)
  * for the tz database, that no zone changes its offset twice within 32 hours or by more than 4
  * hours at once (except Samoa's date-line jump in 2011). Looking at TZ for every line costs more
  * than the parse, so a change of TZ takes effect at syslogfmt_tz_reset().
+ * The caches are per thread (the parallel engine, par.c, parses on several);
+ * syslogfmt_tz_reset() resets the calling thread's.
  */
-static struct {
+static _Thread_local struct {
     bool init;
     bool tz_set;
     char tz[256];
@@ -268,7 +271,14 @@ tz_check(void)
     if (tzc.init && tzc.tz_set == (tz != NULL) &&
         (!tz || (n < sizeof(tzc.tz) && strcmp(tz, tzc.tz) == 0)))
         return;
-    tzset();
+    {
+        /* glibc locks tzset() with a lock of its own that thread sanitizers do not see; one at a
+         * time keeps them quiet when several threads fill their caches (par.c) */
+        static pthread_mutex_t tz_lock = PTHREAD_MUTEX_INITIALIZER;
+        pthread_mutex_lock(&tz_lock);
+        tzset();
+        pthread_mutex_unlock(&tz_lock);
+    }
     memset(&tzc, 0, sizeof(tzc));
     /* An overlong TZ is not remembered, so the caches are rebuilt every time. */
     tzc.init = !tz || n < sizeof(tzc.tz);
@@ -1070,10 +1080,17 @@ syslogfmt_parse(struct msg *m, const char *line, size_t len, const struct syslog
     set_slice(m, NV_MSGID, base, &p.msgid);
     set_slice(m, NV_LEGACY_MSGHDR, base, &p.legacy);
     if (p.seqid.set || p.synced >= 0) {
-        if (!h_seqid) h_seqid = nv_intern_str(".SDATA.meta.sequenceId");
-        if (!h_synced) h_synced = nv_intern_str(".SDATA.timeQuality.isSynced");
-        set_slice(m, h_seqid, base, &p.seqid);
-        if (p.synced >= 0) msg_set(m, h_synced, p.synced ? "1" : "0", 1);
+        /* atomic: several threads may parse at once (par.c); interning gives all the same handle */
+        nv_handle seqid = __atomic_load_n(&h_seqid, __ATOMIC_RELAXED);
+        nv_handle synced = __atomic_load_n(&h_synced, __ATOMIC_RELAXED);
+        if (!seqid)
+            __atomic_store_n(&h_seqid, seqid = nv_intern_str(".SDATA.meta.sequenceId"),
+                             __ATOMIC_RELAXED);
+        if (!synced)
+            __atomic_store_n(&h_synced, synced = nv_intern_str(".SDATA.timeQuality.isSynced"),
+                             __ATOMIC_RELAXED);
+        set_slice(m, seqid, base, &p.seqid);
+        if (p.synced >= 0) msg_set(m, synced, p.synced ? "1" : "0", 1);
     }
     if (p.rfc5424 && p.sd_start < len && line[p.sd_start] == '[') {
         struct sd_out o = {m, base, p.message.off, BUF_INIT};

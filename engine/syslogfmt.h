@@ -37,8 +37,8 @@ void syslogfmt_parse(struct msg *m, const char *line, size_t len,
                      const struct syslogfmt_opts *opts);
 
 /*
- * Forgets the cached time-zone offsets.  Call after changing the TZ
- * environment variable (the daemon does on reload).
+ * Forgets the calling thread's cached time-zone offsets.  Call after changing
+ * the TZ environment variable (the daemon does on reload).
  */
 void syslogfmt_tz_reset(void);
 

@@ -515,8 +515,19 @@ tfunc_arg(const struct tfunc_call *call, int i, const struct template_env *env, 
 
 /* ---- scratch buffers ---- */
 
-static struct buf *scratch[64];
-static int nscratch;
+/* per thread: the parallel engine (par.c) evaluates templates on several threads */
+static _Thread_local struct buf *scratch[64];
+static _Thread_local int nscratch;
+
+void
+template_scratch_release(void)
+{
+    while (nscratch > 0) {
+        struct buf *b = scratch[--nscratch];
+        buf_free(b);
+        free(b);
+    }
+}
 
 struct buf *
 template_scratch_get(void)

@@ -54,6 +54,8 @@ void template_eval(const struct template *t, const struct template_env *env, str
  */
 struct buf *template_scratch_get(void);
 void template_scratch_put(struct buf *b);
+/* Frees the calling thread's spare scratch buffers (a worker thread calls it before it ends). */
+void template_scratch_release(void);
 
 /* A one-message environment. */
 void template_env_single(struct template_env *env, struct msg *const *m);

@@ -50,6 +50,12 @@ tw_free(struct tw *w)
     free(w);
 }
 
+void
+tw_set_seq(struct tw *w, uint64_t seq)
+{
+    w->seq = seq;
+}
+
 uint64_t
 tw_now(const struct tw *w)
 {

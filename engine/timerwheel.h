@@ -39,6 +39,8 @@ void tw_arm(struct tw *w, struct tw_timer *t, uint64_t expires);
 /* The same, with an order among timers due at the same time (tw_arm: 0). */
 void tw_arm_ordered(struct tw *w, struct tw_timer *t, uint64_t expires, uint64_t order);
 void tw_cancel(struct tw *w, struct tw_timer *t);
+/* Sets the arming number of the next timer armed (they count up from there). */
+void tw_set_seq(struct tw *w, uint64_t seq);
 
 /*
  * Moves time forward to `to` (no-op if not later than now), firing every timer

@@ -2,7 +2,10 @@
  * corral match: classifies one message (-P/-M) or every line of a syslog
  * file (-f), printing what the rules extracted.  Output is pdbtool's
  * NAME=value form by default, one JSON object a message with --json (a
- * stable contract, see json.h), or a template with -T.
+ * stable contract, see json.h), or a template with -T.  A file is replayed
+ * on -j threads by the parallel engine (engine/par.h), with the output of
+ * one thread; -j 1 (and --dry-run, whose executors render on one thread)
+ * runs corr directly.
  */
 #include "tools/cmd.h"
 #include "agent/conf.h"
@@ -11,6 +14,7 @@
 #include "actions/queue.h"
 #include "agent/route.h"
 #include "engine/json.h"
+#include "engine/par.h"
 #include "engine/syslogfmt.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
@@ -45,6 +49,7 @@ struct matcher {
     struct template *tpl;
     struct buf out;
     FILE *fp;
+    unsigned jobs; /* -j */
 };
 
 /* C escapes in a -T template, as pdbtool's g_strcompress() does them. */
@@ -107,22 +112,47 @@ flush(struct matcher *mt, bool force)
     return 0;
 }
 
-static int
-emit(struct matcher *mt, struct msg *m)
+/* Renders m into out; reads only what stays constant while a replay runs (par.h). */
+static void
+render(const struct matcher *mt, struct msg *m, struct buf *out)
 {
     struct template_env env;
 
     switch (mt->format) {
-    case FMT_PAIRS: print_pairs(m, &mt->out); break;
+    case FMT_PAIRS: print_pairs(m, out); break;
     case FMT_JSON:
-        json_format_msg(m, &mt->out);
-        buf_putc(&mt->out, '\n');
+        json_format_msg(m, out);
+        buf_putc(out, '\n');
         break;
     case FMT_TEMPLATE:
         template_env_single(&env, &m);
-        template_eval(mt->tpl, &env, &mt->out);
+        template_eval(mt->tpl, &env, out);
         break;
     }
+}
+
+static int
+emit(struct matcher *mt, struct msg *m)
+{
+    render(mt, m, &mt->out);
+    return flush(mt, false);
+}
+
+static void
+par_render(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action,
+           struct buf *out)
+{
+    (void)kind;
+    (void)action;
+    render(arg, m, out);
+}
+
+static int
+par_write(void *arg, const char *p, size_t len)
+{
+    struct matcher *mt = arg;
+
+    buf_append(&mt->out, p, len);
     return flush(mt, false);
 }
 
@@ -221,8 +251,53 @@ fixed_clock(void *arg)
     return (uint64_t)((struct matcher *)arg)->fixed_now;
 }
 
+/* -j N: the same replay on the parallel engine; par_finish does what corr_expire_all does. */
 static int
-match_file(struct matcher *mt, const char *path)
+match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
+               struct corr_stats *stats)
+{
+    struct par_opts po = {
+        .threads = mt->jobs,
+        .render = par_render,
+        .write = par_write,
+        .log = on_log,
+        .fixed_now = mt->fixed_now > 0 ? (uint64_t)mt->fixed_now : 0,
+        .arg = mt,
+        /* each shard gets the limits one thread has (corr's defaults): the output is then that
+         * of -j 1 unless -j 1 reaches a limit (see -j in corral(1)) */
+        .max_contexts = (size_t)mt->jobs * 1000000,
+        .max_context_memory = (size_t)mt->jobs << 30,
+        .max_rate_buckets = (size_t)mt->jobs * 1000000,
+    };
+    struct par *p = par_new(mt->db, &po);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = 0;
+
+    if (!p) {
+        cmd_error("match", "cannot start %u threads", mt->jobs);
+        return 1;
+    }
+    while ((n = getline(&line, &cap, in)) > 0) {
+        if (line[n - 1] == '\n') n--;
+        if (par_line(p, line, (size_t)n) != 0) break;
+    }
+    if (ferror(in)) {
+        cmd_error("match", "%s: %s", path, strerror(errno));
+        rc = 1;
+    }
+    /* the counters as -j 1 prints them: before the final expiry */
+    if (par_finish(p, false) != 0) mt->failed = true;
+    par_stats(p, stats);
+    if (!keep_open && par_finish(p, true) != 0) mt->failed = true;
+    free(line);
+    par_free(p);
+    return rc;
+}
+
+static int
+match_file(struct matcher *mt, const char *path, bool keep_open, struct corr_stats *stats)
 {
     FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     struct msg *m = msg_new();
@@ -237,6 +312,12 @@ match_file(struct matcher *mt, const char *path)
         cmd_error("match", "%s: %s", path, strerror(errno));
         msg_unref(m);
         return 1;
+    }
+    if (mt->jobs > 1) {
+        msg_unref(m);
+        rc = match_file_par(mt, in, path, keep_open, stats);
+        if (in != stdin) fclose(in);
+        return rc;
     }
     if (mt->fixed_now) {
         now.sec = mt->fixed_now / 1000;
@@ -256,6 +337,8 @@ match_file(struct matcher *mt, const char *path)
     free(line);
     msg_unref(m);
     if (in != stdin) fclose(in);
+    corr_stats(mt->corr, stats);
+    if (!keep_open) corr_expire_all(mt->corr);
     return rc;
 }
 
@@ -297,6 +380,8 @@ usage(FILE *out)
           "  -P, --program NAME     program of the single message\n"
           "  -M, --message TEXT     text of the single message\n"
           "  -f, --file LOG         classify every line of a syslog file ('-': stdin)\n"
+          "  -j, --jobs N           replay the file on N threads, with the output of one\n"
+          "                         (default: the number of processors; 1: one thread)\n"
           "      --json             one JSON object a message\n"
           "  -T, --template TPL     print a template for each message (\\n etc. allowed)\n"
           "      --keep-open        leave open contexts open at the end of the file (by\n"
@@ -317,19 +402,13 @@ int
 cmd_match(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"rules", required_argument, NULL, 'r'},
-        {"program", required_argument, NULL, 'P'},
-        {"message", required_argument, NULL, 'M'},
-        {"file", required_argument, NULL, 'f'},
-        {"json", no_argument, NULL, 'j'},
-        {"template", required_argument, NULL, 'T'},
-        {"keep-open", no_argument, NULL, 'k'},
-        {"now", required_argument, NULL, 'n'},
-        {"config", required_argument, NULL, 'c'},
-        {"dry-run", no_argument, NULL, 'd'},
-        {"stats", no_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"rules", required_argument, NULL, 'r'},    {"program", required_argument, NULL, 'P'},
+        {"message", required_argument, NULL, 'M'},  {"file", required_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'J'},           {"jobs", required_argument, NULL, 'j'},
+        {"template", required_argument, NULL, 'T'}, {"keep-open", no_argument, NULL, 'k'},
+        {"now", required_argument, NULL, 'n'},      {"config", required_argument, NULL, 'c'},
+        {"dry-run", no_argument, NULL, 'd'},        {"stats", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     char **rules = xcalloc((size_t)argc, sizeof(char *));
     const char *program = NULL, *message = NULL, *file = NULL, *template_src = NULL;
@@ -338,14 +417,29 @@ cmd_match(int argc, char **argv)
     bool keep_open = false, dry_run = false, stats = false;
     const char *config = NULL;
     struct corr_opts copts = {0};
+    struct corr_stats cs = {0};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    char *end;
+    long jobs;
 
-    while ((c = getopt_long(argc, argv, "r:P:M:f:T:c:h", longopts, NULL)) != -1) {
+    mt.jobs = ncpu > 1 ? (unsigned)(ncpu > 64 ? 64 : ncpu) : 1;
+
+    while ((c = getopt_long(argc, argv, "r:P:M:f:T:c:j:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'r': rules[nrules++] = optarg; break;
         case 'P': program = optarg; break;
         case 'M': message = optarg; break;
         case 'f': file = optarg; break;
-        case 'j': mt.format = FMT_JSON; break;
+        case 'J': mt.format = FMT_JSON; break;
+        case 'j':
+            jobs = strtol(optarg, &end, 10);
+            if (*end || end == optarg || jobs < 1 || jobs > 64) {
+                cmd_error("match", "bad -j '%s' (1 to 64 threads)", optarg);
+                free(rules);
+                return 2;
+            }
+            mt.jobs = (unsigned)jobs;
+            break;
         case 'T':
             template_src = optarg;
             mt.format = FMT_TEMPLATE;
@@ -375,6 +469,7 @@ cmd_match(int argc, char **argv)
         return 2;
     }
     if (config) {
+        mt.jobs = 1; /* the executors render on one thread */
         mt.dry = dryrun_open(config);
         if (!mt.dry) {
             free(rules);
@@ -417,7 +512,7 @@ cmd_match(int argc, char **argv)
     copts.arg = &mt;
     mt.corr = corr_new(mt.db, &copts);
     if (file) {
-        rc = match_file(&mt, file);
+        rc = match_file(&mt, file, keep_open, &cs);
     } else {
         struct msg *m = msg_new();
         struct msg_time t = single_message_time(&mt);
@@ -428,10 +523,10 @@ cmd_match(int argc, char **argv)
         if (program && program[0]) msg_set(m, NV_PROGRAM, program, strlen(program));
         corr_process(mt.corr, m);
         msg_unref(m);
+        corr_stats(mt.corr, &cs);
+        if (!keep_open) corr_expire_all(mt.corr);
     }
     if (stats) {
-        struct corr_stats cs;
-        corr_stats(mt.corr, &cs);
         fprintf(stderr,
                 "corral match: %llu messages, %llu matched, %llu unknown, %llu generated; "
                 "%llu contexts created, %llu open holding %llu bytes (%llu bytes each)\n",
@@ -441,7 +536,6 @@ cmd_match(int argc, char **argv)
                 (unsigned long long)cs.context_bytes,
                 (unsigned long long)(cs.contexts_open ? cs.context_bytes / cs.contexts_open : 0));
     }
-    if (!keep_open) corr_expire_all(mt.corr);
     corr_free(mt.corr);
     if (mt.failed) rc = 1;
     if (flush(&mt, true) < 0) rc = 1;

@@ -1,0 +1,678 @@
+/*
+ * par: the parallel engine (see par.h and doc/parallel.md).
+ *
+ * Lines go through in batches of BATCH, in two phases on the same N
+ * threads, each phase ending at a barrier:
+ *
+ *   A. parse and classify (stateless): thread w takes a contiguous part of
+ *      the batch, parses each line into its slot's message, finds its rule
+ *      (pdb_lookup_r, the thread's own scratch), computes the time the
+ *      message moves correlation to (corr_msg_time) and the shard that owns
+ *      it (owner(), below).
+ *   B. correlate: thread k is shard k, a corr of its own (contexts, timer
+ *      wheel, rate buckets).  It walks the whole batch in input order: for
+ *      every message it advances its time to the message's time (so a shard
+ *      that owns no message still sees time pass, and its timeouts fire at
+ *      exactly the input position where they fire with one thread), and it
+ *      processes the messages it owns.  Everything it emits is rendered into
+ *      its own buffer, with a record: input position, whether a timeout
+ *      fired it, and the firing timer's (expires, order, arming number).
+ *
+ * The last thread to finish phase A balances the batch (balance()) and
+ * releases the others into phase B, without the caller's thread.  While a
+ * batch runs, the caller's thread merges the previous batch's records
+ * (par_merge; the shards keep two output sets) and queues the next lines
+ * (two line buffers).  The merge puts out,
+ * for each input position, the timeout messages of all shards in the
+ * order one timer wheel fires them (expires, then order, then arming
+ * number: the shards number their arms by input position, and a position
+ * arms at most one timer in sharded mode), then the input message and what
+ * its match actions generated.  The output is byte for byte that of one
+ * thread; nothing is sorted after the fact.
+ *
+ * Which shard owns a message (owner()): one whose rule has no context and
+ * no rate-limited action needs no shared state (its actions see only the
+ * message and the correlation time, which every shard has): any shard, the
+ * least busy (balance()).  Otherwise the hash of its context key: the scope, the scope's
+ * fields (HOST, PROGRAM, PID) and the evaluated context id.  A rate limit is
+ * shared by every context of its rule with the same scope fields, whatever
+ * their id (the bucket key is the scope fields and rule:action), so when any
+ * rule of a scope has a rate-limited action, that scope's key leaves the id
+ * out: all contexts and buckets with the same fields live in one shard and
+ * rate limits keep their exact one-thread semantics.
+ *
+ * Rate buckets are keyed by the scope fields after the rule's <values>, so a
+ * database where a rule's values set HOST, PROGRAM or PID and some action is
+ * rate-limited correlates in one shard too.
+ *
+ * create-context reaches a context whose key is only known when the action
+ * runs, at a time only the firing order across shards fixes (timeout
+ * actions create contexts that may fire in the same advance, detach
+ * others...).  Rather than approximate, a database with a create-context
+ * action runs correlation in one shard (classification stays parallel):
+ * correct by construction.  So does one with a rule that also-correlates
+ * (its message joins contexts of another rule's key, in another shard):
+ * the shipped sshd rules do, for the distributed brute force.  Sending such actions to their owning
+ * shard, with a wait on the shards' progress, is what remains to scale those rules.
+ *
+ * Limits: each shard enforces 1/N of max-contexts, max-context-memory and
+ * max-rate-buckets (and of each rule's share of them), so a flood is refused
+ * at the same totals, but which message is refused at the brink depends on
+ * how keys fall into shards (documented in corral-rules(5)).
+ *
+ * The per-message path allocates nothing once the batch's buffers have
+ * grown: slots keep their message, shards their output buffer and records.
+ */
+#include "engine/par.h"
+#include "engine/clock.h"
+#include "engine/hash.h"
+#include "engine/parsers.h"
+#include "engine/template.h"
+#include "engine/xalloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH           256
+#define ANY_SHARD       UINT32_MAX /* a message that needs no shard's state: see balance() */
+#define STATEFUL_WEIGHT 4
+
+struct slot {
+    struct msg *m;
+    const struct pdb_rule *rule;
+    uint64_t t;     /* corr_msg_time() */
+    unsigned shard; /* owner */
+};
+
+struct lines {
+    struct buf text;
+    size_t *off; /* BATCH + 1 offsets into text */
+    size_t n;
+};
+
+struct par;
+
+struct shard {
+    struct par *par;
+    unsigned index;
+    pthread_t thread;
+    struct corr *corr;
+    struct pdb_scratch *scratch; /* phase A */
+    struct buf id;               /* phase A: a context id */
+    /* phase B: rendered messages and their records, two sets: one batch
+     * writes one while the caller merges the other (par.ob) */
+    struct buf out[2];
+    struct par_rec *recs[2];
+    size_t nrecs[2], caprecs[2];
+    uint64_t pos; /* position being processed */
+};
+
+enum phase { PH_NONE, PH_BATCH, PH_EXPIRE, PH_QUIT };
+
+struct par {
+    struct pdb *db;
+    struct par_opts o;
+    struct syslogfmt_opts parse;
+    struct msg_time now;
+    unsigned nthreads, nshards;
+    bool noid[4]; /* by scope: the key leaves the context id out (rate limits) */
+    struct shard *shards;
+
+    struct slot slots[BATCH];
+    struct lines lines[2]; /* lines[fill] is queued by the caller, the other is the batch's */
+    int fill;
+    const struct lines *batch; /* the lines the running batch parses */
+    uint64_t base;             /* input position of slots[0] */
+    size_t nslots;             /* slots of the running batch */
+    bool running;              /* a batch runs while the caller queues lines and merges */
+    int ob;                    /* the shards' output set the running batch writes */
+    bool pending_merge;        /* the other set holds output not merged yet */
+    int merge_ob;
+    uint64_t clock; /* the clock of the batch being classified */
+    bool failed;
+    unsigned nalloc; /* shards allocated (threads started: nthreads) */
+
+    pthread_mutex_t lock;
+    pthread_cond_t go, done, classified;
+    enum phase phase;
+    uint64_t gen;       /* bumped at every phase start */
+    unsigned busy;      /* threads still in the phase */
+    unsigned left;      /* threads still classifying */
+    uint64_t class_gen; /* bumped when all have classified */
+
+    /* merge scratch */
+    const struct par_rec **mrecs;
+    size_t *mn;
+};
+
+/* ---- which shard owns a message ---- */
+
+unsigned
+par_shard_of(const struct par_key *k, unsigned n)
+{
+    uint64_t h = HASH_SEED;
+    uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
+                        (uint32_t)(k->id ? k->idlen : 0)};
+
+    if (n <= 1) return 0;
+    h = hash_bytes(h, &k->scope, sizeof(k->scope));
+    h = hash_bytes(h, lens, sizeof(lens));
+    h = hash_bytes(h, k->host, k->hostlen);
+    h = hash_bytes(h, k->prog, k->proglen);
+    h = hash_bytes(h, k->pid, k->pidlen);
+    if (k->id) h = hash_bytes(h, k->id, k->idlen);
+    /* the high bits of a multiplied hash: corr's tables use the low bits of its own hash of the
+     * same fields, and a shard should not see only 1/n of its buckets used */
+    return (unsigned)(((h * 0x9E3779B97F4A7C15ULL) >> 32) % n);
+}
+
+static const char *
+field(const struct msg *m, nv_handle h, size_t *len)
+{
+    const char *v = msg_get(m, h, len);
+
+    if (!v) {
+        *len = 0;
+        return "";
+    }
+    return v;
+}
+
+static bool
+rate_limited(const struct pdb_rule *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->nactions; i++)
+        if (r->actions[i].rate_n) return true;
+    return false;
+}
+
+static unsigned
+owner(struct par *p, struct shard *s, const struct slot *sl, size_t i)
+{
+    const struct pdb_rule *r = sl->rule;
+    struct par_key k;
+    struct template_env env;
+
+    (void)i;
+    if (p->nshards <= 1) return 0;
+    if (!r || (!r->context_id && !rate_limited(r))) return ANY_SHARD;
+    memset(&k, 0, sizeof(k));
+    k.scope = r->scope;
+    k.host = k.prog = k.pid = "";
+    switch (r->scope) {
+    case PDB_SCOPE_PROCESS: k.pid = field(sl->m, NV_PID, &k.pidlen);       /* fall through */
+    case PDB_SCOPE_PROGRAM: k.prog = field(sl->m, NV_PROGRAM, &k.proglen); /* fall through */
+    case PDB_SCOPE_HOST: k.host = field(sl->m, NV_HOST, &k.hostlen);       /* fall through */
+    case PDB_SCOPE_GLOBAL: break;
+    }
+    if (r->context_id && !p->noid[r->scope]) {
+        /* as corr_process evaluates it: over the message alone, before the rule's values */
+        template_env_single(&env, (struct msg **)&sl->m);
+        buf_reset(&s->id);
+        template_eval(r->context_id, &env, &s->id);
+        k.id = buf_str(&s->id);
+        k.idlen = s->id.len;
+    }
+    return par_shard_of(&k, p->nshards);
+}
+
+/* ---- merge ---- */
+
+static int
+key_cmp(const struct par_rec *a, const struct par_rec *b)
+{
+    int i;
+
+    for (i = 0; i < 3; i++)
+        if (a->key[i] != b->key[i]) return a->key[i] < b->key[i] ? -1 : 1;
+    return 0;
+}
+
+int
+par_merge(const struct par_rec *const *recs, const size_t *nrecs, unsigned n,
+          int (*fn)(void *arg, unsigned shard, const struct par_rec *r), void *arg)
+{
+    size_t cur[64] = {0};
+    unsigned k;
+    int rc;
+
+    if (n > 64) return -1;
+    for (;;) {
+        uint64_t pos = UINT64_MAX;
+        for (k = 0; k < n; k++)
+            if (cur[k] < nrecs[k] && recs[k][cur[k]].pos < pos) pos = recs[k][cur[k]].pos;
+        if (pos == UINT64_MAX) return 0;
+        /* timeouts fired before the input message at pos, in one wheel's order */
+        for (;;) {
+            const struct par_rec *best = NULL;
+            unsigned bk = 0;
+            for (k = 0; k < n; k++) {
+                const struct par_rec *r = cur[k] < nrecs[k] ? &recs[k][cur[k]] : NULL;
+                if (!r || r->pos != pos || !r->expiry) continue;
+                if (!best || key_cmp(r, best) < 0) best = r, bk = k;
+            }
+            if (!best) break;
+            if ((rc = fn(arg, bk, best))) return rc;
+            cur[bk]++;
+        }
+        /* the input message and what it generated (one shard has them) */
+        for (k = 0; k < n; k++)
+            while (cur[k] < nrecs[k] && recs[k][cur[k]].pos == pos) {
+                if ((rc = fn(arg, k, &recs[k][cur[k]]))) return rc;
+                cur[k]++;
+            }
+    }
+}
+
+static int
+write_rec(void *arg, unsigned shard, const struct par_rec *r)
+{
+    struct par *p = arg;
+
+    return p->o.write(p->o.arg, p->shards[shard].out[p->merge_ob].p + r->off, r->len);
+}
+
+static void
+merge(struct par *p)
+{
+    unsigned k;
+
+    if (!p->pending_merge) return;
+    p->pending_merge = false;
+    for (k = 0; k < p->nshards; k++) {
+        p->mrecs[k] = p->shards[k].recs[p->merge_ob];
+        p->mn[k] = p->shards[k].nrecs[p->merge_ob];
+    }
+    if (!p->failed && par_merge(p->mrecs, p->mn, p->nshards, write_rec, p) != 0) p->failed = true;
+}
+
+/* ---- the threads' work ---- */
+
+static void
+on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action)
+{
+    struct shard *s = arg;
+    int ob = s->par->ob;
+    struct buf *out = &s->out[ob];
+    struct par_rec *r;
+    size_t off = out->len;
+
+    s->par->o.render(s->par->o.arg, m, kind, action, out);
+    s->recs[ob] = xgrow(s->recs[ob], &s->caprecs[ob], s->nrecs[ob] + 1, sizeof(*s->recs[ob]));
+    r = &s->recs[ob][s->nrecs[ob]++];
+    r->pos = s->pos;
+    r->off = off;
+    r->len = out->len - off;
+    r->expiry = corr_firing_key(s->corr, r->key);
+    if (!r->expiry) memset(r->key, 0, sizeof(r->key));
+}
+
+static void
+classify(struct par *p, struct shard *s)
+{
+    const struct lines *l = p->batch;
+    size_t from = l->n * s->index / p->nthreads, to = l->n * (s->index + 1) / p->nthreads, i;
+
+    for (i = from; i < to; i++) {
+        struct slot *sl = &p->slots[i];
+        syslogfmt_parse(sl->m, l->text.p + l->off[i], l->off[i + 1] - l->off[i], &p->parse);
+        sl->rule = pdb_lookup_r(p->db, sl->m, s->scratch);
+        sl->t = corr_msg_time(sl->m, p->clock);
+        sl->shard = owner(p, s, sl, i);
+    }
+}
+
+static void
+correlate(struct par *p, struct shard *s)
+{
+    size_t i;
+
+    s->nrecs[p->ob] = 0;
+    buf_reset(&s->out[p->ob]);
+    if (s->index >= p->nshards) return;
+    for (i = 0; i < p->nslots; i++) {
+        struct slot *sl = &p->slots[i];
+        s->pos = p->base + i;
+        corr_advance(s->corr, sl->t);
+        if (sl->shard != s->index) continue;
+        /* sharded, a position arms at most one timer: number it by position (see top) */
+        if (p->nshards > 1) corr_set_arm_seq(s->corr, s->pos);
+        corr_process_rule(s->corr, sl->m, sl->rule, sl->t);
+    }
+}
+
+static void
+expire(struct par *p, struct shard *s)
+{
+    s->nrecs[p->ob] = 0;
+    buf_reset(&s->out[p->ob]);
+    if (s->index >= p->nshards) return;
+    s->pos = UINT64_MAX - 1;
+    corr_expire_all(s->corr);
+}
+
+static void balance(struct par *p);
+
+/*
+ * Phase A, then phase B of the same batch: the last thread to finish
+ * classifying balances the batch (under the lock) and releases the others.
+ */
+static void
+run_phases(struct par *p, struct shard *s)
+{
+    uint64_t g;
+
+    classify(p, s);
+    pthread_mutex_lock(&p->lock);
+    g = p->class_gen;
+    if (--p->left == 0) {
+        balance(p);
+        p->class_gen++;
+        pthread_cond_broadcast(&p->classified);
+    } else {
+        while (p->class_gen == g) pthread_cond_wait(&p->classified, &p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    correlate(p, s);
+}
+
+static void *
+worker(void *arg)
+{
+    struct shard *s = arg;
+    struct par *p = s->par;
+    uint64_t seen = 0;
+
+    for (;;) {
+        enum phase ph;
+        pthread_mutex_lock(&p->lock);
+        while (p->gen == seen) pthread_cond_wait(&p->go, &p->lock);
+        seen = p->gen;
+        ph = p->phase;
+        pthread_mutex_unlock(&p->lock);
+        if (ph == PH_QUIT) break;
+        if (ph == PH_BATCH) run_phases(p, s);
+        if (ph == PH_EXPIRE) expire(p, s);
+        pthread_mutex_lock(&p->lock);
+        if (--p->busy == 0) pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->lock);
+    }
+    template_scratch_release();
+    parser_match_data_release();
+    return NULL;
+}
+
+static void
+start(struct par *p, enum phase ph)
+{
+    pthread_mutex_lock(&p->lock);
+    p->phase = ph;
+    p->busy = p->left = p->nthreads;
+    p->gen++;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void
+wait_done(struct par *p)
+{
+    pthread_mutex_lock(&p->lock);
+    while (p->busy) pthread_cond_wait(&p->done, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- the pipeline ---- */
+
+static void
+stamp_clock(struct par *p)
+{
+    p->clock = p->o.fixed_now ? p->o.fixed_now : clock_wall_ms();
+}
+
+/*
+ * Gives the messages that need no shard's state to the thread that parsed
+ * them while its shard is under an even share, else to the shards with the
+ * fewest (in input order, filling one after the other): a log where one key
+ * dominates (one busy host under a host-scoped rate limit) still keeps
+ * every shard busy, and most messages stay in the cache of one core.  It depends
+ * on the input alone, and such a message's output does not depend on the
+ * shard that processes it (every shard has the same time).
+ */
+static void
+balance(struct par *p)
+{
+    size_t count[64] = {0}, target, total = 0, i;
+    unsigned k, w;
+
+    if (p->nshards <= 1) return;
+    /* weights: a message of a context costs some STATEFUL_WEIGHT times one without (measured on
+     * sshd rules: a template over the context, its timer, its kept copy) */
+    for (i = 0; i < p->nslots; i++)
+        if (p->slots[i].shard != ANY_SHARD)
+            count[p->slots[i].shard] += STATEFUL_WEIGHT;
+        else
+            total++;
+    for (k = 0; k < p->nshards; k++) total += count[k];
+    target = (total + p->nshards - 1) / p->nshards;
+    for (k = 0, w = 0, i = 0; i < p->nslots; i++) {
+        if (p->slots[i].shard != ANY_SHARD) continue;
+        /* preferably the thread that parsed it, whose cache holds it (see classify()) */
+        while (i >= p->nslots * (w + 1) / p->nthreads) w++;
+        if (w < p->nshards && count[w] < target) {
+            p->slots[i].shard = w;
+            count[w]++;
+            continue;
+        }
+        while (k + 1 < p->nshards && count[k] >= target) k++;
+        p->slots[i].shard = k;
+        count[k]++;
+    }
+}
+
+/* Waits for the running batch: its output set is then ready to merge. */
+static void
+finish_batch(struct par *p)
+{
+    if (!p->running) return;
+    wait_done(p);
+    p->running = false;
+    p->pending_merge = true;
+    p->merge_ob = p->ob;
+}
+
+/*
+ * Starts the queued lines as a batch (both phases run on the threads) and
+ * returns: the caller merges the previous batch's output and queues the
+ * next lines while it runs, into the other line buffer and output set.
+ */
+static void
+run_batch(struct par *p)
+{
+    finish_batch(p);
+    p->batch = &p->lines[p->fill];
+    p->base += p->nslots;
+    p->nslots = p->batch->n;
+    p->ob ^= 1;
+    stamp_clock(p);
+    start(p, PH_BATCH);
+    p->running = true;
+    merge(p); /* the previous batch, while this one runs */
+    p->fill ^= 1;
+    p->lines[p->fill].n = 0;
+    buf_reset(&p->lines[p->fill].text);
+}
+
+int
+par_line(struct par *p, const char *line, size_t len)
+{
+    struct lines *l = &p->lines[p->fill];
+
+    if (p->failed) return -1;
+    buf_append(&l->text, line, len);
+    l->off[++l->n] = l->text.len;
+    if (l->n == BATCH) run_batch(p);
+    return p->failed ? -1 : 0;
+}
+
+int
+par_finish(struct par *p, bool expire_all)
+{
+    if (p->lines[p->fill].n) run_batch(p);
+    finish_batch(p);
+    merge(p);
+    if (expire_all && !p->failed) {
+        p->ob ^= 1;
+        start(p, PH_EXPIRE);
+        wait_done(p);
+        p->pending_merge = true;
+        p->merge_ob = p->ob;
+        merge(p);
+    }
+    return p->failed ? -1 : 0;
+}
+
+struct par *
+par_new(struct pdb *db, const struct par_opts *o)
+{
+    struct par *p = xcalloc(1, sizeof(*p));
+    struct corr_opts copts;
+    size_t i, j;
+    unsigned k;
+    bool rates = false, scope_values = false;
+
+    p->db = db;
+    p->o = *o;
+    p->nthreads = o->threads ? o->threads : 1;
+    if (p->nthreads > 64) p->nthreads = 64;
+    p->nshards = p->nthreads;
+    /* computed now, read by every thread later */
+    (void)pdb_context_keep(db);
+    for (i = 0; i < pdb_nrules(db); i++) {
+        const struct pdb_rule *r = pdb_rule_at(db, i);
+        if (rate_limited(r)) rates = true, p->noid[r->scope] = true;
+        for (j = 0; j < r->nactions; j++)
+            if (r->actions[j].kind == PDB_ACTION_CREATE_CONTEXT) p->nshards = 1;
+        /* also-correlate: one message joins contexts of other keys (another shard's) */
+        if (r->nalso) p->nshards = 1;
+        for (j = 0; j < r->msg.nvalues; j++) {
+            nv_handle h = r->msg.values[j].name;
+            if (h == NV_HOST || h == NV_PROGRAM || h == NV_PID) scope_values = true;
+        }
+    }
+    /* a bucket is keyed by the scope fields after the rule's values: a rule that rewrites them
+     * could share a bucket across the shards its input fields hash to */
+    if (rates && scope_values) p->nshards = 1;
+    if (o->fixed_now) {
+        p->now.sec = (int64_t)(o->fixed_now / 1000);
+        p->now.usec = (int32_t)(o->fixed_now % 1000) * 1000;
+        p->parse.now = &p->now;
+    }
+    for (i = 0; i < BATCH; i++) p->slots[i].m = msg_new();
+    for (i = 0; i < 2; i++) p->lines[i].off = xcalloc(BATCH + 1, sizeof(size_t));
+    p->mrecs = xcalloc(p->nthreads, sizeof(*p->mrecs));
+    p->mn = xcalloc(p->nthreads, sizeof(*p->mn));
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->done, NULL);
+    pthread_cond_init(&p->classified, NULL);
+    p->shards = xcalloc(p->nthreads, sizeof(*p->shards));
+    p->nalloc = p->nthreads;
+    for (k = 0; k < p->nthreads; k++) {
+        struct shard *s = &p->shards[k];
+        s->par = p;
+        s->index = k;
+        s->scratch = pdb_scratch_new();
+        if (k < p->nshards) {
+            memset(&copts, 0, sizeof(copts));
+            copts.emit = on_emit;
+            copts.log = o->log;
+            copts.arg = s;
+            copts.max_contexts = (o->max_contexts ? o->max_contexts : 1000000) / p->nshards;
+            copts.max_context_memory =
+                (o->max_context_memory ? o->max_context_memory : (size_t)1 << 30) / p->nshards;
+            copts.max_rate_buckets =
+                (o->max_rate_buckets ? o->max_rate_buckets : 1000000) / p->nshards;
+            if (!copts.max_contexts) copts.max_contexts = 1;
+            if (!copts.max_rate_buckets) copts.max_rate_buckets = 1;
+            if (!copts.max_context_memory) copts.max_context_memory = 1;
+            s->corr = corr_new(db, &copts);
+        }
+    }
+    for (k = 0; k < p->nthreads; k++)
+        if (pthread_create(&p->shards[k].thread, NULL, worker, &p->shards[k]) != 0) {
+            p->nthreads = k; /* par_free joins those */
+            par_free(p);
+            return NULL;
+        }
+    return p;
+}
+
+void
+par_free(struct par *p)
+{
+    unsigned k, n;
+    size_t i;
+
+    if (!p) return;
+    n = p->nthreads;
+    finish_batch(p);
+    start(p, PH_QUIT);
+    for (k = 0; k < n; k++) pthread_join(p->shards[k].thread, NULL);
+    for (k = 0; k < p->nalloc; k++) {
+        struct shard *s = &p->shards[k];
+        corr_free(s->corr);
+        pdb_scratch_free(s->scratch);
+        buf_free(&s->id);
+        for (i = 0; i < 2; i++) {
+            buf_free(&s->out[i]);
+            free(s->recs[i]);
+        }
+    }
+    free(p->shards);
+    for (i = 0; i < BATCH; i++) msg_unref(p->slots[i].m);
+    for (i = 0; i < 2; i++) {
+        buf_free(&p->lines[i].text);
+        free(p->lines[i].off);
+    }
+    free(p->mrecs);
+    free(p->mn);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->go);
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->classified);
+    free(p);
+}
+
+unsigned
+par_shards(const struct par *p)
+{
+    return p->nshards;
+}
+
+void
+par_stats(const struct par *p, struct corr_stats *out)
+{
+    unsigned k;
+
+    memset(out, 0, sizeof(*out));
+    for (k = 0; k < p->nshards; k++) {
+        struct corr_stats s;
+        corr_stats(p->shards[k].corr, &s);
+        out->processed += s.processed;
+        out->matched += s.matched;
+        out->unknown += s.unknown;
+        out->generated += s.generated;
+        out->contexts_created += s.contexts_created;
+        out->contexts_expired += s.contexts_expired;
+        out->contexts_open += s.contexts_open;
+        out->contexts_refused += s.contexts_refused;
+        out->messages_dropped += s.messages_dropped;
+        out->bytes_dropped += s.bytes_dropped;
+        out->rate_limited += s.rate_limited;
+        out->rate_buckets += s.rate_buckets;
+        out->context_bytes += s.context_bytes;
+    }
+}

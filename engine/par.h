@@ -1,0 +1,100 @@
+/*
+ * par: the parallel engine.  Replays syslog lines through the correlation
+ * engine on N threads with exactly the output of one corr (corr.h) fed the
+ * same lines: parsing and classification run on every thread, correlation
+ * is split into shards by context key, and the per-shard outputs are merged
+ * back into one-thread order.  The design, and what it guarantees, is at
+ * the top of par.c and in doc/parallel.md.
+ *
+ * The caller feeds lines and receives rendered output in order through a
+ * write callback; par has no I/O of its own.
+ */
+#ifndef CORRAL_PAR_H
+#define CORRAL_PAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/buf.h"
+#include "engine/corr.h"
+#include "engine/syslogfmt.h"
+
+struct par;
+
+/*
+ * Renders an emitted message, appending to out.  Called on the threads of
+ * the engine (any of them, several at once), each with its own out: it must
+ * only read m and what is read-only while the engine runs.
+ */
+typedef void (*par_render_fn)(void *arg, struct msg *m, enum corr_emit_kind kind,
+                              const struct pdb_action *action, struct buf *out);
+/* Receives the rendered output in order, on the caller's thread; nonzero stops the engine. */
+typedef int (*par_write_fn)(void *arg, const char *p, size_t len);
+
+struct par_opts {
+    unsigned threads; /* at least 1 */
+    par_render_fn render;
+    par_write_fn write;
+    corr_log_fn log;    /* may be NULL; called on any thread */
+    uint64_t fixed_now; /* ms: the clock (corral match --now); 0: the wall clock */
+    void *arg;          /* passed to the callbacks */
+    /*
+     * Limits of all shards together (corr_opts); each of the N shards
+     * enforces 1/N of them.  0: corr's defaults.
+     */
+    size_t max_contexts, max_context_memory, max_rate_buckets;
+};
+
+/*
+ * An engine over db (read-only from now on).  The number of correlation
+ * shards is opts->threads, or 1 when the rules make sharding unsafe
+ * (create-context: see par.c); classification uses every thread anyway.
+ * NULL when the threads cannot be started.
+ */
+struct par *par_new(struct pdb *db, const struct par_opts *opts);
+void par_free(struct par *p);
+
+/* Queues one line (copied; without its newline).  Returns nonzero once writing has failed. */
+int par_line(struct par *p, const char *line, size_t len);
+/*
+ * Processes every queued line and, with expire, fires every pending
+ * timeout as corr_expire_all() does.  Returns nonzero if writing failed.
+ */
+int par_finish(struct par *p, bool expire);
+
+unsigned par_shards(const struct par *p);
+/* The sums over the shards. */
+void par_stats(const struct par *p, struct corr_stats *out);
+
+/* ---- the pieces, exposed for the unit tests ---- */
+
+/* Which shard of n owns messages of rule r with context id (or NULL) id. */
+struct par_key {
+    enum pdb_scope scope;
+    const char *host, *prog, *pid, *id; /* id NULL: not part of the key */
+    size_t hostlen, proglen, pidlen, idlen;
+};
+unsigned par_shard_of(const struct par_key *k, unsigned n);
+
+/*
+ * One emitted message's place in the output: its input position, whether
+ * a timeout fired it (before the input message at pos) and the firing
+ * timer's (expires, order, arming number).
+ */
+struct par_rec {
+    uint64_t pos;
+    uint64_t key[3];
+    size_t off, len;
+    bool expiry;
+};
+/*
+ * Merges n shards' record lists (each in its shard's order) into output
+ * order, calling fn for each record: for each position, the timeout
+ * records of all shards by key (ties by shard), then the others.  Returns
+ * nonzero as soon as fn does.
+ */
+int par_merge(const struct par_rec *const *recs, const size_t *nrecs, unsigned n,
+              int (*fn)(void *arg, unsigned shard, const struct par_rec *r), void *arg);
+
+#endif
