@@ -506,7 +506,8 @@ class Bench:
         if sender == "loadgen":
             # on the CPUs the daemon does not use (all of them if it uses every one)
             free = set(range(os.cpu_count())) - d.cpus or set(range(os.cpu_count()))
-            p = cloadgen(["-c", str(conns)], d.port, secs, cpus=free)
+            # newline framing: syslog-ng's network() source expects it, as loggen sends
+            p = cloadgen(["-N", "-c", str(conns)], d.port, secs, cpus=free)
         else:
             p = loggen(["--stream", "-l", "-R", A.corpus, "-r", str(TCP_FLOOD),
                         "--active-connections=%d" % conns], d.port, secs)
@@ -594,7 +595,7 @@ class Bench:
             port = int(sink.stdout.readline())
             cpu0 = proc_cpu(sink.pid)
             t0 = time.monotonic()
-            p = cloadgen(["-c", str(conns)], port, A.window)
+            p = cloadgen(["-N", "-c", str(conns)], port, A.window)
             sent, lsecs, lcpu, _ = cloadgen_wait(p)
             scpu = (proc_cpu(sink.pid) - cpu0) / (time.monotonic() - t0)
         finally:
@@ -1120,9 +1121,9 @@ def _report_loadgen(self, w, P):
     """The section of the TCP runs driven by bench/loadgen."""
     w("## TCP with bench/loadgen: the daemons' own ceiling")
     w("")
-    w("The same TCP runs with `bench/loadgen -c CONNS -d %g` as the sender (the corpus loaded "
-      "once, framed once with octet counting, written in 256-KiB writes, one thread a "
-      "connection), pinned to the CPUs the daemon does not use.  It sends lines verbatim, so "
+    w("The same TCP runs with `bench/loadgen -N -c CONNS -d %g` as the sender (the corpus "
+      "loaded once, framed once with newlines as loggen does, which syslog-ng's `network()` "
+      "source expects, written in 256-KiB writes, one thread a connection), pinned to the CPUs the daemon does not use.  It sends lines verbatim, so "
       "its copy of the corpus has the time of its creation as every line's stamp (loggen puts "
       "the current time in each line): in both cases no context times out during a run."
       % (A.warmup + A.window + 2))
