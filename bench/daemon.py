@@ -6,6 +6,7 @@
               --rules FILE --corpus FILE --out REPORT.md
               [--runs 3] [--window 10] [--udp-seconds 8] [--udp-settle 3]
               [--conns 1,4] [--context-variant 100]
+              [--cloadgen BIN [--workers 1,2]]
 
 corrald and syslog-ng (with db-parser() and the same merged rule file) are
 started here, one at a time, pinned to one CPU, listening on a free loopback
@@ -13,7 +14,12 @@ port for TCP and UDP; loggen, pinned to the other CPU, sends them the corpus;
 their own counters (`corral stats --raw`, `syslog-ng-ctl stats`) say how many
 messages they received.  CPU time comes from /proc/PID/stat (all threads),
 peak RSS from VmHWM in /proc/PID/status.  Every process started here is
-stopped here, by its pid.  See bench/README.md for what the figures mean.
+stopped here, by its pid.  With --cloadgen (bench/loadgen, built by make) the
+TCP throughput is measured again with it as the sender, which is not the
+bottleneck (loggen is): corrald beside syslog-ng, corrald with each worker
+count of --workers (`<engine workers="N"/>`, pinned to N CPUs; skipped with a
+note while corrald rejects the element), and loadgen's own ceiling into its
+--sink.  See bench/README.md for what the figures mean.
 """
 import argparse
 import collections
@@ -67,7 +73,7 @@ CORRALD_CONF = """<?xml version="1.0"?>
   <rules path="{rules}"/>
   <log level="info" to="stderr"/>
   <control socket="{ctl}"/>
-{limits}  <inputs>
+{limits}{engine}  <inputs>
     <tcp name="tcp" listen="127.0.0.1:{port}"/>
     <udp name="udp" listen="127.0.0.1:{port}"/>
   </inputs>
@@ -79,8 +85,9 @@ CORRALD_CONF = """<?xml version="1.0"?>
 
 SYSLOG_NG_CONF = """@version: 3.38
 # corral bench/daemon.sh
-options {{ stats-freq(0); keep-hostname(yes); }};
-source s_tcp {{ network(ip("127.0.0.1") port({port}) transport("tcp")); }};
+options {{ stats-freq(0); keep-hostname(yes); threaded(yes); }};
+source s_tcp {{ network(ip("127.0.0.1") port({port}) transport("tcp")
+                         max-connections(100) log-iw-size(100000)); }};
 source s_udp {{ network(ip("127.0.0.1") port({port}) transport("udp") so-rcvbuf(8388608)); }};
 parser p_db {{ db-parser(file("{rules}")); }};
 destination d_gen {{ file("{out}" template("${{corral.event}}|${{MESSAGE}}\\n")); }};
@@ -98,10 +105,11 @@ TCP_FLOOD = 10000000  # loggen -r for "as fast as it goes"
 
 
 def pin(cpu):
-    return lambda: os.sched_setaffinity(0, {cpu})
+    cpus = set(cpu) if isinstance(cpu, (set, list, tuple)) else {cpu}
+    return lambda: os.sched_setaffinity(0, cpus)
 
 
-def tool(argv, timeout=20):
+def tool(argv, timeout=30):
     """A short command pinned to the load CPU; its stdout."""
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        preexec_fn=pin(A.load_cpu), timeout=timeout)
@@ -193,6 +201,7 @@ class Daemon:
         os.makedirs(self.dir, exist_ok=True)
         self.proc = None
         self.port = None
+        self.cpus = {A.cpu}
 
     def path(self, name):
         return os.path.join(self.dir, "%s-%s" % (self.kind, name))
@@ -205,7 +214,7 @@ class Daemon:
                                                    self.tag, self.port)).encode())
         self.log.flush()
         self.proc = started(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
-                                             stderr=self.log, preexec_fn=pin(A.cpu)))
+                                             stderr=self.log, preexec_fn=pin(self.cpus)))
         self.pid = self.proc.pid
         deadline = time.monotonic() + 20
         while True:
@@ -266,9 +275,13 @@ class Daemon:
 class Corrald(Daemon):
     kind = "corrald"
 
-    def __init__(self, tag, check=False, max_context_messages=None):
+    def __init__(self, tag, check=False, max_context_messages=None, workers=1):
         Daemon.__init__(self, tag, check)
         self.mcm = max_context_messages
+        # N workers: the hook for the parallel engine (issue 13); pinned to N CPUs
+        self.workers = workers
+        if workers > 1:
+            self.cpus = set(range(A.cpu, A.cpu + workers)) & set(range(os.cpu_count()))
 
     def prepare(self):
         self.ctl = self.path("ctl.sock")
@@ -281,12 +294,14 @@ class Corrald(Daemon):
         with open(conf, "w") as f:
             f.write(CORRALD_CONF.format(rules=A.rules, ctl=self.ctl, port=self.port, out=self.out,
                                         select="all" if self.check else "generated",
-                                        limits=limits))
+                                        limits=limits,
+                                        engine=('  <engine workers="%d"/>\n' % self.workers
+                                                if self.workers > 1 else "")))
         return [A.corrald, "-F", "-f", conf, "--schema", A.schema]
 
     def counters(self):
         k = {}
-        for line in tool([A.corral, "stats", "-s", self.ctl, "--raw"], timeout=10).splitlines():
+        for line in tool([A.corral, "stats", "-s", self.ctl, "--raw"], timeout=30).splitlines():
             if line.startswith("#") or not line.strip():
                 continue
             name, val = line.rsplit(" ", 1)
@@ -387,6 +402,37 @@ def loggen_wait(p):
     return int(count), float(secs), ru.ru_utime + ru.ru_stime, out
 
 
+def cloadgen(args, port, secs, cpus=None):
+    """Starts bench/loadgen pinned to the load CPU(s); the Popen (its JSON line
+    on stdout, its text on stderr, both in files)."""
+    path = os.path.join(A.scratch, "run", "loadgen.out")
+    f = open(path, "wb")
+    e = open(path + ".err", "wb")
+    argv = [A.cloadgen] + args + ["-d", "%g" % secs, "-H", "127.0.0.1", "-p", str(port),
+                                  "-f", A.cloadgen_corpus or A.corpus]
+    p = started(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=e,
+                                 preexec_fn=pin(cpus if cpus is not None else A.load_cpu)))
+    p.outfile, p.errfile, p.outpath, p.argv, p.secs = f, e, path, argv, secs
+    return p
+
+
+def cloadgen_wait(p):
+    """Waits for loadgen; (sent, seconds, its CPU seconds, its report as a dict)."""
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    reaped(p)
+    p.outfile.close()
+    p.errfile.close()
+    with open(p.outpath, errors="replace") as f:
+        lines = [l for l in f.read().splitlines() if l.startswith("{")]
+    if not lines:
+        with open(p.outpath + ".err", errors="replace") as f:
+            raise RuntimeError("loadgen (%s) printed no report:\n%s" % (" ".join(p.argv),
+                                                                       f.read()[-2000:]))
+    r = json.loads(lines[-1])
+    return r["messages"], r["elapsed"], ru.ru_utime + ru.ru_stime, r
+
+
 def drain(d, key, sent, settle=0.6, limit=60):
     """Waits until the daemon's counter key reaches sent, or stops moving (and,
     for UDP, its socket's receive queue is empty).  The final counters."""
@@ -450,12 +496,21 @@ class Bench:
 
     # -- TCP -----------------------------------------------------------------
 
-    def tcp_run(self, kind, conns, variant=None, label=None):
+    def tcp_run(self, kind, conns, variant=None, label=None, sender="loggen", workers=1):
         label = label or kind
-        d = (Corrald("tcp", max_context_messages=variant) if variant else DAEMONS[kind]("tcp")).start()
+        if kind == "corrald" and (variant or workers > 1):
+            d = Corrald("tcp", max_context_messages=variant, workers=workers).start()
+        else:
+            d = DAEMONS[kind]("tcp").start()
         secs = A.warmup + A.window + 2
-        p = loggen(["--stream", "-l", "-R", A.corpus, "-r", str(TCP_FLOOD),
-                    "--active-connections=%d" % conns], d.port, secs)
+        if sender == "loadgen":
+            # on the CPUs the daemon does not use (all of them if it uses every one)
+            free = set(range(os.cpu_count())) - d.cpus or set(range(os.cpu_count()))
+            # newline framing: syslog-ng's network() source expects it, as loggen sends
+            p = cloadgen(["-N", "-c", str(conns)], d.port, secs, cpus=free)
+        else:
+            p = loggen(["--stream", "-l", "-R", A.corpus, "-r", str(TCP_FLOOD),
+                        "--active-connections=%d" % conns], d.port, secs)
         time.sleep(A.warmup)
         c0 = cpu_times()
         t0, cpu0, k0 = d.sample()
@@ -463,7 +518,7 @@ class Bench:
         t1, cpu1, k1 = d.sample()
         c1 = cpu_times()
         alive = d.proc.poll() is None
-        sent, lsecs, lcpu, lout = loggen_wait(p)
+        sent, lsecs, lcpu, lout = (cloadgen_wait if sender == "loadgen" else loggen_wait)(p)
         k = drain(d, "tcp", sent) if d.proc.poll() is None else k1
         hwm = proc_hwm_kb(d.pid) if d.proc.poll() is None else 0
         self.note(d.stop())
@@ -471,7 +526,8 @@ class Bench:
             self.note("%s exited during a TCP run (%d connections)" % (label, conns))
         dt = t1 - t0
         r = {
-            "test": "tcp", "daemon": label, "conns": conns,
+            "test": "tcp", "daemon": label, "conns": conns, "sender": sender,
+            "workers": workers, "cpus": sorted(d.cpus),
             "rate": (k1["tcp"] - k0["tcp"]) / dt, "cpu": (cpu1 - cpu0) / dt,
             "hwm_mb": hwm / 1024.0, "sent": sent, "received": k["tcp"],
             "loggen_rate": sent / lsecs, "loggen_cpu": lcpu / lsecs,
@@ -481,17 +537,18 @@ class Bench:
             "counters": k,
         }
         if r["received"] != sent:
-            self.note("TCP %s, %d connection(s): loggen sent %d messages, the daemon counted %d "
-                      "(%+d) after draining" % (label, conns, sent, r["received"], r["received"] - sent))
+            self.note("TCP %s, %d connection(s): %s sent %d messages, the daemon counted %d "
+                      "(%+d) after draining" % (label, conns, sender, sent, r["received"],
+                                                r["received"] - sent))
         if kind == "corrald":
             k = r["counters"]
             if not (k["received"] == k["tcp"] == k["parsed"] == k["matched"] + k["unknown"]):
                 self.note("corrald counters disagree after a TCP run: received %d, tcp input %d, "
                           "parsed %d, matched %d + unknown %d" % (k["received"], k["tcp"], k["parsed"],
                                                                   k["matched"], k["unknown"]))
-        print("  tcp %-28s conns %d: %9.0f msg/s  cpu %5.1f%%  rss %7.1f MB  (loggen %.0f msg/s, "
+        print("  tcp %-28s conns %d: %9.0f msg/s  cpu %5.1f%%  rss %7.1f MB  (%s %.0f msg/s, "
               "cpu %.0f%%; other load on cpu%d %.0f%%)" % (
-                  label, conns, r["rate"], 100 * r["cpu"], r["hwm_mb"], r["loggen_rate"],
+                  label, conns, r["rate"], 100 * r["cpu"], r["hwm_mb"], sender, r["loggen_rate"],
                   100 * r["loggen_cpu"], A.cpu, 100 * r["cpu0_other"]), flush=True)
         self.runs.append(r)
         return r
@@ -525,6 +582,30 @@ class Bench:
         r = {"test": "sink", "daemon": "null sink", "conns": conns, "rate": sent / lsecs,
              "cpu": scpu, "loggen_cpu": lcpu / lsecs, "sent": sent}
         print("  sink conns %d: loggen %9.0f msg/s, loggen cpu %.0f%%, sink cpu %.0f%%" % (
+            conns, r["rate"], 100 * r["loggen_cpu"], 100 * scpu), flush=True)
+        self.runs.append(r)
+        return r
+
+    def lsink_run(self, conns):
+        """loadgen's own ceiling: loadgen into `loadgen --sink` (which only reads),
+        the sink pinned where the daemons run."""
+        sink = started(subprocess.Popen([A.cloadgen, "--sink", "-p", "0"], stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, preexec_fn=pin(A.cpu)))
+        try:
+            port = int(sink.stdout.readline())
+            cpu0 = proc_cpu(sink.pid)
+            t0 = time.monotonic()
+            p = cloadgen(["-N", "-c", str(conns)], port, A.window)
+            sent, lsecs, lcpu, _ = cloadgen_wait(p)
+            scpu = (proc_cpu(sink.pid) - cpu0) / (time.monotonic() - t0)
+        finally:
+            os.kill(sink.pid, signal.SIGTERM)
+            sink.wait()
+            reaped(sink)
+        r = {"test": "sink", "daemon": "null sink (loadgen --sink)", "conns": conns,
+             "rate": sent / lsecs, "cpu": scpu, "loggen_cpu": lcpu / lsecs, "sent": sent,
+             "sender": "loadgen"}
+        print("  sink conns %d: loadgen %9.0f msg/s, loadgen cpu %.0f%%, sink cpu %.0f%%" % (
             conns, r["rate"], 100 * r["loggen_cpu"], 100 * scpu), flush=True)
         self.runs.append(r)
         return r
@@ -645,6 +726,8 @@ class Bench:
         self.load("after the check")
         self.tcp = collections.defaultdict(list)
         self.sink = collections.defaultdict(list)
+        self.lsink = collections.defaultdict(list)
+        self.workers_rejected = {}
         for i in range(A.runs):
             print("TCP, run %d of %d" % (i + 1, A.runs), flush=True)
             for c in A.conns:
@@ -655,6 +738,8 @@ class Bench:
                 label = "corrald mcm=%d" % A.context_variant
                 self.tcp[label, A.conns[0]].append(
                     self.tcp_run("corrald", A.conns[0], variant=A.context_variant, label=label))
+            if A.cloadgen:
+                self.measure_loadgen()
         self.load("after TCP")
         self.udp = collections.defaultdict(list)
         hints = {k: {"total": A.udp_start, "steady": A.udp_start} for k in DAEMONS}
@@ -685,6 +770,38 @@ class Bench:
                                                         tag="udp-at-sng-steady"))
         self.load("end")
         self.scan_logs()
+
+    def measure_loadgen(self):
+        """The TCP runs again with bench/loadgen as the sender, corrald with every
+        worker count asked for, and loadgen's own ceiling."""
+        def run(label, *args, **kw):
+            try:
+                r = self.tcp_run(*args, label=label, sender="loadgen", **kw)
+                self.tcp[label, c].append(r)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                # e.g. a daemon that does not answer its counters under the flood:
+                # a finding, not the end of the benchmark
+                stop_all()
+                self.note("TCP %s, %d connection(s): run abandoned: %s" % (label, c, e))
+        for c in A.conns:
+            for kind in DAEMONS:
+                run(kind + " (loadgen)", kind, c)
+            if A.context_variant:
+                run("corrald mcm=%d (loadgen)" % A.context_variant, "corrald", c,
+                    variant=A.context_variant)
+            for w in A.workers:
+                if w <= 1 or w in self.workers_rejected:
+                    continue
+                label = "corrald %d workers (loadgen)" % w
+                try:
+                    r = self.tcp_run("corrald", c, label=label, sender="loadgen", workers=w)
+                    self.tcp[label, c].append(r)
+                except RuntimeError as e:
+                    # <engine workers="N"/> does not exist before the parallel engine
+                    self.workers_rejected[w] = str(e)
+                    self.note("corrald with `<engine workers=\"%d\"/>` did not start (%s): only "
+                              "1 worker is reported" % (w, str(e).split(";")[0]))
+            self.lsink[c].append(self.lsink_run(c))
 
     def scan_logs(self):
         """Warnings and errors the daemons logged."""
@@ -732,12 +849,12 @@ class Bench:
                 c, fr(max(cr)), fr(med(cr)), fr(max(sr)), fr(med(sr)), R[c][0], R[c][1]))
         w("")
         w("| connections | daemon | CPU of its core | msg per CPU-second | peak RSS (MB) | "
-          "loggen msg/s, its CPU | other load on CPU %d |" % A.cpu)
+          "sender msg/s, its CPU | other load on CPU %d |" % A.cpu)
         w("|---:|---|---:|---:|---:|---:|---:|")
         P = {}
         keys = [k for k in self.tcp]
         for c in A.conns:
-            for label in [k[0] for k in keys if k[1] == c]:
+            for label in [k[0] for k in keys if k[1] == c and self.tcp[k]]:
                 rs = self.tcp[label, c]
                 per = [r["rate"] / r["cpu"] for r in rs if r["cpu"] > 0]
                 P[label, c] = (max(per), med(per)) if per else (0, 0)
@@ -778,6 +895,8 @@ class Bench:
               "490f550, corrald moved all of a full context's message pointers for every "
               "message added to it)%s." % (label, A.context_variant, ratio))
         w("")
+        if getattr(A, "cloadgen", None):
+            self.report_loadgen(w, P)
         # UDP
         w("## UDP: highest lossless rate")
         w("")
@@ -998,6 +1117,68 @@ class Bench:
         print("report written to %s" % A.out)
 
 
+def _report_loadgen(self, w, P):
+    """The section of the TCP runs driven by bench/loadgen."""
+    w("## TCP with bench/loadgen: the daemons' own ceiling")
+    w("")
+    w("The same TCP runs with `bench/loadgen -N -c CONNS -d %g` as the sender (the corpus "
+      "loaded once, framed once with newlines as loggen does, which syslog-ng's `network()` "
+      "source expects, written in 256-KiB writes, one thread a connection), pinned to the CPUs the daemon does not use.  It sends lines verbatim, so "
+      "its copy of the corpus has the time of its creation as every line's stamp (loggen puts "
+      "the current time in each line): in both cases no context times out during a run."
+      % (A.warmup + A.window + 2))
+    w("")
+    w("| connections | daemon | msg/s | CPU of its core(s) | msg per CPU-second | against "
+      "syslog-ng (msg/s) |")
+    w("|---:|---|---:|---:|---:|---:|")
+    for c in A.conns:
+        base = self.tcp.get(("syslog-ng (loadgen)", c))
+        brate = max(r["rate"] for r in base) if base else 0
+        for label in [k[0] for k in self.tcp
+                      if k[1] == c and k[0].endswith("(loadgen)") and self.tcp[k]]:
+            rs = self.tcp[label, c]
+            best = max(r["rate"] for r in rs)
+            w("| %d | %s | **%s** / %s | %s | %s | %s |" % (
+                c, label, fr(best), fr(med([r["rate"] for r in rs])),
+                pc(med([r["cpu"] for r in rs])), fr(P.get((label, c), (0, 0))[0]),
+                "%.2fx" % (best / brate) if brate else "-"))
+    w("")
+    for c in A.conns:
+        rs = self.lsink.get(c)
+        if rs:
+            w("- loadgen's own ceiling, %d connection(s), into `loadgen --sink` (reads and "
+              "discards, on CPU %d): **%s** / %s msg/s (loadgen's CPU %.0f%%, the sink's %.0f%%)."
+              % (c, A.cpu, fr(max(r["rate"] for r in rs)), fr(med([r["rate"] for r in rs])),
+                 100 * med([r["loggen_cpu"] for r in rs]), 100 * med([r["cpu"] for r in rs])))
+            top = max((max(r["rate"] for r in v) for (l, cc), v in self.tcp.items()
+                       if cc == c and l.endswith("(loadgen)") and v), default=0)
+            if top:
+                w("  - that is **%.1fx** the fastest daemon's rate above: loadgen is %s the "
+                  "bottleneck." % (max(r["rate"] for r in rs) / top,
+                                   "not" if max(r["rate"] for r in rs) > 1.5 * top else
+                                   "**perhaps**"))
+    rej = getattr(self, "workers_rejected", {})
+    asked = [n for n in getattr(A, "workers", [1]) if n > 1]
+    if asked:
+        for n in asked:
+            if n in rej:
+                w("- corrald with %d workers: **not measured**: this corrald rejects "
+                  "`<engine workers=\"%d\"/>` (the parallel engine is not in it), so only 1 "
+                  "worker is reported." % (n, n))
+            else:
+                w("- corrald with %d workers: `<engine workers=\"%d\"/>`, the daemon pinned to "
+                  "%d CPUs (on a machine with no CPU left over, loadgen shares them)." % (n, n, n))
+    else:
+        w("- corrald with N workers: not asked for (`daemon.sh -W 1,2`).")
+    w("- syslog-ng runs with its multi-threading options on: `threaded(yes)` in the global "
+      "options and `max-connections(100) log-iw-size(100000)` on the TCP source (a window of "
+      "1,000 messages a connection); it is pinned to the same CPU(s) as corrald with 1 worker.")
+    w("")
+
+
+Bench.report_loadgen = _report_loadgen
+
+
 def read_check(d):
     """([class|rule_id per log message], [corral.event|MESSAGE per generated message])"""
     cls, gen = [], []
@@ -1076,6 +1257,11 @@ def main():
                     help="also measure corrald with this max-context-messages (0: not)")
     # --report-from RESULTS.pickle [--out REPORT.md]: only write the report again, from
     # the saved results of a run kept with daemon.sh -k (scratch/run/results.pickle)
+    ap.add_argument("--cloadgen", default="", help="bench/loadgen: TCP runs with it too")
+    ap.add_argument("--cloadgen-corpus", default=None,
+                    help="loadgen's corpus (default --corpus): it sends lines verbatim")
+    ap.add_argument("--workers", default="1",
+                    help="corrald worker counts for the loadgen runs (<engine workers=N/>)")
     ap.add_argument("--cpu", type=int, default=0)
     ap.add_argument("--load-cpu", type=int, default=None)
     if "--report-from" in sys.argv:
@@ -1094,6 +1280,7 @@ def main():
         return
     A = ap.parse_args()
     A.conns = [int(x) for x in A.conns.split(",")]
+    A.workers = [int(x) for x in A.workers.split(",")]
     if A.udp_settle is None:
         A.udp_settle = min(3.0, A.udp_seconds / 2)
     if A.load_cpu is None:

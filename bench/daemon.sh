@@ -1,15 +1,20 @@
 #!/bin/sh
 # bench/daemon.sh: corrald's end-to-end throughput on loopback against
-# syslog-ng 3.38 with db-parser and the same rules, driven by loggen.  See
+# syslog-ng 3.38 with db-parser and the same rules, driven by loggen and, when
+# it is built, by bench/loadgen (which is not the bottleneck).  See
 # bench/README.md.
 #
-#   sh bench/daemon.sh [-r RUNS] [-w SECONDS] [-u SECONDS] [-n CONNS] [-d DIR] [-k] [-q]
+#   sh bench/daemon.sh [-r RUNS] [-w SECONDS] [-u SECONDS] [-n CONNS] [-W WORKERS]
+#                      [-d DIR] [-k] [-q]
 #
 #   -r RUNS     repetitions of each measurement (default 3)
 #   -w SECONDS  TCP measuring window (default 10; after 2 s of warm-up)
 #   -u SECONDS  length of each UDP step (default 8; the steady part starts
 #               3 s in)
 #   -n CONNS    TCP connection counts, comma-separated (default 1,4)
+#   -W WORKERS  corrald worker counts for the loadgen runs, comma-separated
+#               (default 1,2: <engine workers="2"/>, reported only if corrald
+#               accepts it)
 #   -d DIR      scratch directory (default: a new private one under
 #               ${TMPDIR:-/tmp}, removed at the end unless -k)
 #   -k          keep the scratch directory (daemon logs, configurations, outputs)
@@ -19,7 +24,9 @@
 # The daemons run pinned to CPU 0, loggen and the tools that read counters to
 # CPU 1 (as taskset -c does).  Environment: CORRALD, CORRAL (default:
 # agent/corrald and tools/corral of this tree, which must be built),
-# SYSLOG_NG, SYSLOG_NG_CTL, LOGGEN, PDBTOOL (default: from PATH).
+# SYSLOG_NG, SYSLOG_NG_CTL, LOGGEN, PDBTOOL (default: from PATH), CORRAL_LOADGEN
+# (default: bench/loadgen beside CORRALD's agent/ directory; without it the
+# loadgen runs are left out, with a warning).
 #
 # The report is printed and written to bench/results/daemon-DATE.md (a later
 # run the same day replaces it).
@@ -31,20 +38,22 @@ runs=3
 window=10
 udp_secs=8
 conns=1,4
+workers=1,2
 scratch=
 keep=
 quick=
 
-while getopts r:w:u:n:d:kqh opt; do
+while getopts r:w:u:n:W:d:kqh opt; do
     case $opt in
     r) runs=$OPTARG ;;
     w) window=$OPTARG ;;
     u) udp_secs=$OPTARG ;;
     n) conns=$OPTARG ;;
+    W) workers=$OPTARG ;;
     d) scratch=$OPTARG ;;
     k) keep=1 ;;
     q) runs=1 window=4 udp_secs=4 conns=1 quick=-quick ;;
-    *) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    *) sed -n '2,32s/^# \{0,1\}//p' "$0"; exit 2 ;;
     esac
 done
 
@@ -54,6 +63,7 @@ SYSLOG_NG=${SYSLOG_NG:-$(command -v syslog-ng || echo /usr/sbin/syslog-ng)}
 SYSLOG_NG_CTL=${SYSLOG_NG_CTL:-$(command -v syslog-ng-ctl || echo /usr/sbin/syslog-ng-ctl)}
 LOGGEN=${LOGGEN:-$(command -v loggen || echo /usr/bin/loggen)}
 PDBTOOL=${PDBTOOL:-$(command -v pdbtool || echo /usr/bin/pdbtool)}
+CORRAL_LOADGEN=${CORRAL_LOADGEN:-$(dirname "$CORRALD")/../bench/loadgen}
 for t in "$CORRALD" "$CORRAL" "$SYSLOG_NG" "$SYSLOG_NG_CTL" "$LOGGEN" "$PDBTOOL"; do
     if [ ! -x "$t" ]; then
         echo "daemon.sh: '$t' is missing: build corral (make) and install" \
@@ -80,6 +90,13 @@ trap cleanup EXIT
 cp "$CORRALD" "$scratch/corrald"
 cp "$CORRAL" "$scratch/corral"
 cp "$top/etc/corrald.xsd" "$scratch/corrald.xsd"
+cloadgen=
+if [ -x "$CORRAL_LOADGEN" ]; then
+    cp "$CORRAL_LOADGEN" "$scratch/loadgen"
+    cloadgen=$scratch/loadgen
+else
+    echo "daemon.sh: warning: $CORRAL_LOADGEN not built (make bench/loadgen): loggen only" >&2
+fi
 corral_desc="built from $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo '?')"
 if [ -n "$(git -C "$top" status --porcelain -- engine agent 2>/dev/null)" ]; then
     corral_desc="$corral_desc with uncommitted changes to engine/ or agent/"
@@ -106,6 +123,14 @@ nfiles=$(ls "$scratch/stage" | wc -l)
 corpus="$scratch/OpenSSH_2k.log"
 awk '{ sub(/\r$/, ""); print "<38>" $0 }' "$top/tests/data/loghub/OpenSSH_2k.log" > "$corpus"
 cp "$top/tests/data/loghub/LICENSE" "$scratch/LICENSE.loghub"
+# loadgen sends lines verbatim, so its copy gets the current time stamp in
+# place of loghub's (corrald's correlation time is the messages' own, clamped
+# by its clock): as with loggen, no context times out during a run because
+# the replayed stamps jump about.
+lcorpus="$scratch/OpenSSH_2k-now.log"
+awk -v now="$(LC_ALL=C date +'%b %e %H:%M:%S')" \
+    '{ sub(/\r$/, ""); print "<38>" now substr($0, 16) }' \
+    "$top/tests/data/loghub/OpenSSH_2k.log" > "$lcorpus"
 
 mkdir -p "$here/results"
 out="$here/results/daemon-$(date +%Y-%m-%d)$quick.md"
@@ -117,6 +142,7 @@ python3 "$here/daemon.py" --scratch "$scratch" --corrald "$scratch/corrald" \
     --syslog-ng "$SYSLOG_NG" --syslog-ng-ctl "$SYSLOG_NG_CTL" --loggen "$LOGGEN" \
     --rules "$scratch/rules.xml" --corpus "$corpus" --out "$out" \
     --runs "$runs" --window "$window" --udp-seconds "$udp_secs" --conns "$conns" \
+    --cloadgen "$cloadgen" --cloadgen-corpus "$lcorpus" --workers "$workers" \
     --rules-desc "corral's rule library, the $nfiles files rules/*.xml, $nrules rules, merged with pdbtool merge" \
     --corral-desc "$corral_desc" \
     --syslog-ng-version "$("$SYSLOG_NG" --version | head -1)" \
