@@ -35,6 +35,7 @@
  */
 #include "agent/http.h"
 #include "agent/control.h"
+#include "agent/queuectl.h"
 #include "agent/input.h"
 #include "agent/server.h"
 #include "agent/status.h"
@@ -299,19 +300,31 @@ delete_silence(struct http_request *req, struct http_reply *rep)
                    json_pack("{s:s, s:[s]}", "command", "silence-expire", "ids", req->rest), 404);
 }
 
+/* What each executor holds: queued, retrying, dead letters (as `corral queue list --json`). */
+static void
+get_queues(struct http_request *req, struct http_reply *rep)
+{
+    const char *name = MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, "executor");
+    json_t *j = queuectl_list_json(req->srv, name);
+
+    if (name && json_array_size(json_object_get(j, "executors")) == 0) {
+        json_decref(j);
+        http_error(rep, 404, "no executor %s", name);
+        return;
+    }
+    http_json(rep, 200, json_pack("{s:s, s:o}", "status", "success", "data", j));
+}
+
 /*
  * Every endpoint.  An API endpoint is a line here and a handler; write
  * methods reach their handler only with the right token and, if a body
  * came, a parsed one in req->body.
  */
 static const struct route routes[] = {
-    {"GET", "/metrics", get_metrics},
-    {"GET", "/", get_page},
-    {"GET", "/api/v1/status", get_status},
-    {"GET", "/api/v1/alerts", get_alerts},
-    {"GET", "/api/v1/silences", get_silences},
-    {"POST", "/api/v1/silences", post_silence},
-    {"DELETE", "/api/v1/silences/", delete_silence},
+    {"GET", "/metrics", get_metrics},           {"GET", "/", get_page},
+    {"GET", "/api/v1/status", get_status},      {"GET", "/api/v1/alerts", get_alerts},
+    {"GET", "/api/v1/queues", get_queues},      {"GET", "/api/v1/silences", get_silences},
+    {"POST", "/api/v1/silences", post_silence}, {"DELETE", "/api/v1/silences/", delete_silence},
 };
 
 static bool

@@ -280,6 +280,14 @@ assert sorted((a["id"], a["state"]) for a in d) == [("disk-web1", "inhibited"), 
 PY
 code=$(curl -sS -o "$WORK/bad.json" -w '%{http_code}' "$URL/api/v1/alerts?filter=HOST%3D~(")
 [ "$code" = 400 ] || fail "GET /api/v1/alerts with a bad filter: $code $(cat "$WORK/bad.json")"
+curl -sS -o "$WORK/queues.json" "$URL/api/v1/queues?executor=runner" || fail "GET /api/v1/queues"
+python3 - "$WORK/queues.json" <<'PY' || fail "GET /api/v1/queues: $(head -c 600 "$WORK/queues.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))["data"]["executors"]
+assert [e["executor"] for e in d] == ["runner"] and d[0]["queued_total"] == 0 and d[0]["dead"] == [], d
+PY
+code=$(curl -sS -o "$WORK/bad.json" -w '%{http_code}' "$URL/api/v1/queues?executor=nope")
+[ "$code" = 404 ] || fail "GET /api/v1/queues of an unknown executor: $code $(cat "$WORK/bad.json")"
 # delete: no token 401; the token 200; the same id again 404
 delete() {
     curl -sS -o "$WORK/delete.out" -w '%{http_code}' -X DELETE ${1:+-H "Authorization: Bearer $1"} \
