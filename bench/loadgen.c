@@ -7,12 +7,24 @@
  * N TCP connections, one thread each, in large writes straight from that
  * buffer (no per-message work at all at full speed), or over UDP in
  * sendmmsg() batches of one datagram a line.  Lines are sent verbatim: their
- * own time stamps (corrald's correlation runs on its own clock).
+ * own time stamps (corrald's correlation runs on its own clock).  With -T the
+ * TCP connections speak TLS (OpenSSL, TLS 1.2 or later; RFC 5425 is octet
+ * counting over TLS, the default framing here too): the same large writes
+ * go through SSL_write(), so the only work a message costs is its share of
+ * the encryption.  The server's certificate is checked only when --ca is
+ * given (a benchmark on loopback needs no more); --cert/--key present a
+ * client certificate.
  *
- *   loadgen [-U] [-c CONNS] [-r RATE] [-d SECONDS] [-n COUNT] [-N]
- *           [-H HOST] -p PORT -f CORPUS
- *   loadgen --sink [-U] [-p PORT]       a receiver that reads and discards
+ *   loadgen [-U | -T [--ca FILE] [--cert FILE --key FILE]] [-c CONNS]
+ *           [-r RATE] [-d SECONDS] [-n COUNT] [-N] [-H HOST] -p PORT -f CORPUS
+ *   loadgen --sink [-U | -T [--cert FILE --key FILE]] [-p PORT]
+ *                                       a receiver that reads and discards
  *   loadgen --self-test [options] -f CORPUS   sends to an in-process sink
+ *
+ * The TLS sink decrypts what it reads (one thread a connection) with the
+ * certificate given, or with a self-signed one made at start-up (P-256):
+ * loadgen's ceiling over TLS includes the receiver's decryption, as a
+ * daemon's does.
  *
  * It stops after -d seconds or -n messages (whichever comes first; at least
  * one of them), and prints what it sent: human text on stderr and one JSON
@@ -22,7 +34,8 @@
  * send timeout: a receiver that stops reading (back-pressure) makes writes
  * time out (EAGAIN), and the deadline is checked between them.  A message
  * cut by the deadline is finished (within a grace period) so the receiver
- * never sees a truncated frame.  Not part of corral: built as a noinst
+ * never sees a truncated frame (over TLS, a write is retried whole within
+ * the grace period: OpenSSL needs the same write again).  Not part of corral: built as a noinst
  * program for bench/daemon.sh and tests/integration/bench_loadgen.sh.
  */
 #include <errno.h>
@@ -31,6 +44,11 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -43,12 +61,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_CONNS   1024
-#define TCP_CHUNK   (256 * 1024) /* bytes a write at full speed */
-#define UDP_BATCH   64           /* datagrams a sendmmsg() */
-#define UDP_MAX     65507
-#define GRACE_SECS  10 /* to finish a message cut by the deadline */
-#define SNDTIMEO_MS 200
+#define MAX_CONNS      1024
+#define TCP_CHUNK      (256 * 1024) /* bytes a write at full speed */
+#define UDP_BATCH      64           /* datagrams a sendmmsg() */
+#define UDP_MAX        65507
+#define GRACE_SECS     10 /* to finish a message cut by the deadline */
+#define SNDTIMEO_MS    200
+#define HANDSHAKE_SECS 10 /* TLS: a server that does not finish its handshake */
 
 struct corpus {
     char *buf;    /* every message, framed, back to back */
@@ -64,13 +83,18 @@ struct conn {
     double rate;       /* messages a second, 0: full speed */
     uint64_t messages; /* sent completely */
     uint64_t bytes;
-    uint64_t refused; /* UDP: datagrams the kernel refused (ICMP unreachable) */
-    int err;          /* errno that ended it, 0 if it ended normally */
-    const char *what; /* where err happened */
+    uint64_t refused;                 /* UDP: datagrams the kernel refused (ICMP unreachable) */
+    int err;                          /* errno that ended it, 0 if it ended normally */
+    const char *what;                 /* where err happened */
+    SSL *ssl;                         /* TLS: the connection's session */
+    char detail[160];                 /* TLS: OpenSSL's reason, when it ended one */
+    const char *tls_version, *cipher; /* TLS: what the handshake agreed */
 };
 
 static struct corpus C;
-static int use_udp, newline;
+static int use_udp, newline, use_tls;
+static const char *tls_ca, *tls_cert, *tls_key; /* -T: --ca, --cert, --key */
+static SSL_CTX *client_ctx;                     /* -T: shared by the connections */
 static const char *host = "127.0.0.1", *port;
 static double duration; /* seconds, 0: none */
 static struct timespec t_start;
@@ -234,6 +258,166 @@ write_all(struct conn *c, int fd, const char *buf, size_t len, size_t *done, dou
     return 0;
 }
 
+/* ---- TLS ---- */
+
+/* Ends connection c with OpenSSL's reason for the failure of call (e: its
+ * SSL_get_error()). */
+static void
+tls_failed(struct conn *c, const char *call, int e)
+{
+    unsigned long q = ERR_get_error();
+    c->err = e == SSL_ERROR_SYSCALL && errno ? errno : EPROTO;
+    c->what = call;
+    if (q)
+        ERR_error_string_n(q, c->detail, sizeof c->detail);
+    else if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !errno))
+        snprintf(c->detail, sizeof c->detail, "the server closed the connection");
+    ERR_clear_error();
+}
+
+static void
+tls_print_errors(const char *what)
+{
+    unsigned long q;
+    char b[200];
+    fprintf(stderr, "loadgen: %s\n", what);
+    while ((q = ERR_get_error())) {
+        ERR_error_string_n(q, b, sizeof b);
+        fprintf(stderr, "loadgen:   %s\n", b);
+    }
+}
+
+/* Loads --cert and --key into ctx, or (a sink without them) a self-signed
+ * P-256 certificate made now.  0 or -1. */
+static int
+tls_ctx_identity(SSL_CTX *ctx, int self_signed)
+{
+    if (tls_cert) {
+        if (SSL_CTX_use_certificate_chain_file(ctx, tls_cert) != 1 ||
+            SSL_CTX_use_PrivateKey_file(ctx, tls_key, SSL_FILETYPE_PEM) != 1 ||
+            SSL_CTX_check_private_key(ctx) != 1) {
+            tls_print_errors("cannot load --cert/--key");
+            return -1;
+        }
+        return 0;
+    }
+    if (!self_signed) return 0;
+    EVP_PKEY *pk = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    int ok = pk && x && X509_set_version(x, 2) && ASN1_INTEGER_set(X509_get_serialNumber(x), 1) &&
+             X509_gmtime_adj(X509_getm_notBefore(x), 0) &&
+             X509_gmtime_adj(X509_getm_notAfter(x), 86400) && X509_set_pubkey(x, pk) &&
+             X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                                        (const unsigned char *)"loadgen-sink", -1, -1, 0) &&
+             X509_set_issuer_name(x, X509_get_subject_name(x)) && X509_sign(x, pk, EVP_sha256()) &&
+             SSL_CTX_use_certificate(ctx, x) == 1 && SSL_CTX_use_PrivateKey(ctx, pk) == 1;
+    X509_free(x);
+    EVP_PKEY_free(pk);
+    if (!ok) tls_print_errors("cannot make a self-signed certificate");
+    return ok ? 0 : -1;
+}
+
+/* The context of the sending side (server = 0) or of the sink; NULL after
+ * printing why not. */
+static SSL_CTX *
+tls_ctx_new(int server)
+{
+    SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
+    if (!ctx || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+        tls_print_errors("cannot make a TLS context");
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (tls_ctx_identity(ctx, server) < 0) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (!server && tls_ca) {
+        struct stat st;
+        int dir = stat(tls_ca, &st) == 0 && S_ISDIR(st.st_mode);
+        if (SSL_CTX_load_verify_locations(ctx, dir ? NULL : tls_ca, dir ? tls_ca : NULL) != 1) {
+            tls_print_errors("cannot load --ca");
+            SSL_CTX_free(ctx);
+            return NULL;
+        }
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    } else {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    }
+    return ctx;
+}
+
+/* The client side of the handshake on fd (blocking, with send and receive
+ * timeouts so that the deadline is seen).  0, or -1 with c->err set. */
+static int
+tls_connect(struct conn *c, int fd)
+{
+    struct timeval tv = {.tv_sec = 0, .tv_usec = SNDTIMEO_MS * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    c->ssl = SSL_new(client_ctx);
+    if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+        tls_failed(c, "SSL_new", SSL_ERROR_SSL);
+        return -1;
+    }
+    unsigned char a[16];
+    int literal = inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
+    if (!literal) SSL_set_tlsext_host_name(c->ssl, host); /* SNI takes names only */
+    if (tls_ca && SSL_set1_host(c->ssl, host) != 1) {     /* a name or an address */
+        tls_failed(c, "SSL_set1_host", SSL_ERROR_SSL);
+        return -1;
+    }
+    double until = now_s() + HANDSHAKE_SECS;
+    for (;;) {
+        ERR_clear_error();
+        errno = 0;
+        int r = SSL_connect(c->ssl);
+        if (r == 1) break;
+        int e = SSL_get_error(c->ssl, r);
+        if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) && now_s() < until &&
+            !interrupted)
+            continue;
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) errno = ETIMEDOUT;
+        tls_failed(c, "TLS handshake", e);
+        return -1;
+    }
+    c->tls_version = SSL_get_version(c->ssl);
+    c->cipher = SSL_CIPHER_get_name(SSL_get_current_cipher(c->ssl));
+    return 0;
+}
+
+/* Writes buf[0..len) over TLS, completely: 0, or -1 with c->err set.
+ * Without SSL_MODE_ENABLE_PARTIAL_WRITE, SSL_write() returns only once all
+ * of it is sent, and after a timeout (the receiver not reading) it must be
+ * called again with the same bytes: so the write is never cut, and one that
+ * the deadline catches is finished within GRACE_SECS, else the connection
+ * ends (the last frame may then be cut: counted in neither figure). */
+static int
+tls_write_all(struct conn *c, const char *buf, size_t len)
+{
+    double grace_until = 0;
+    for (;;) {
+        ERR_clear_error();
+        errno = 0;
+        int k = SSL_write(c->ssl, buf, (int)len);
+        if (k > 0) return 0;
+        int e = SSL_get_error(c->ssl, k);
+        if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+            if (time_up()) {
+                if (grace_until == 0)
+                    grace_until = now_s() + GRACE_SECS;
+                else if (now_s() >= grace_until) {
+                    c->err = ETIMEDOUT;
+                    c->what = "finishing the last write";
+                    return -1;
+                }
+            }
+            continue;
+        }
+        tls_failed(c, "SSL_write", e);
+        return -1;
+    }
+}
+
 /* Messages allowed now under the rate, at most want; sleeps until one is. */
 static uint64_t
 pace(struct conn *c, uint64_t want)
@@ -262,7 +446,13 @@ tcp_run(struct conn *c, int fd, size_t i)
         size_t j = i + 1;
         while (j < C.n && (uint64_t)(j - i) < want && C.off[j + 1] - C.off[i] <= TCP_CHUNK) j++;
         size_t len = C.off[j] - C.off[i], done;
-        int rc = write_all(c, fd, C.buf + C.off[i], len, &done, 0);
+        int rc;
+        if (c->ssl) {
+            rc = tls_write_all(c, C.buf + C.off[i], len);
+            done = rc == 0 ? len : 0;
+        } else {
+            rc = write_all(c, fd, C.buf + C.off[i], len, &done, 0);
+        }
         if (rc == 1) {
             /* time is up mid-run: finish the message that was cut */
             size_t m = i;
@@ -340,8 +530,17 @@ conn_main(void *arg)
     size_t i = (size_t)((uint64_t)C.n * (uint64_t)c->idx / MAX_CONNS) % C.n;
     if (use_udp)
         udp_run(c, fd, i);
-    else
+    else if (!use_tls || tls_connect(c, fd) == 0)
         tcp_run(c, fd, i);
+    if (c->ssl) {
+        /* close_notify, so that the receiver knows the stream ended whole */
+        if (!c->err) {
+            ERR_clear_error();
+            SSL_shutdown(c->ssl);
+        }
+        SSL_free(c->ssl);
+        c->ssl = NULL;
+    }
     close(fd);
     return NULL;
 }
@@ -350,7 +549,9 @@ conn_main(void *arg)
 
 struct sink {
     int lfd;
+    SSL_CTX *tls;              /* -T: the readers decrypt with it */
     uint64_t bytes, datagrams; /* updated with atomic adds by the readers */
+    uint64_t tls_failed;       /* -T: handshakes that failed */
 };
 
 static void *
@@ -361,6 +562,21 @@ sink_reader(void *arg)
     free(arg);
     char *b = malloc(1 << 20);
     ssize_t k;
+    if (s->tls) {
+        SSL *ssl = SSL_new(s->tls);
+        if (!ssl || SSL_set_fd(ssl, fd) != 1 || SSL_accept(ssl) != 1) {
+            __atomic_add_fetch(&s->tls_failed, 1, __ATOMIC_RELAXED);
+        } else {
+            int n;
+            while (b && (n = SSL_read(ssl, b, 1 << 20)) > 0)
+                __atomic_add_fetch(&s->bytes, (uint64_t)n, __ATOMIC_RELAXED);
+        }
+        SSL_free(ssl);
+        ERR_clear_error();
+        free(b);
+        close(fd);
+        return NULL;
+    }
     while (b && (k = read(fd, b, 1 << 20)) != 0) {
         if (k < 0) {
             if (errno == EINTR) continue;
@@ -457,16 +673,26 @@ report(struct conn *cs, int nc, double elapsed, const struct sink *self)
         failed += cs[i].err != 0;
     }
     const char *fr = use_udp ? "datagram" : newline ? "newline" : "octet-counting";
+    const char *ver = NULL, *cipher = NULL; /* the first connection's: all have the same */
+    for (int i = 0; i < nc && !ver; i++) ver = cs[i].tls_version, cipher = cs[i].cipher;
     fprintf(stderr,
             "loadgen: sent %" PRIu64 " messages, %" PRIu64 " bytes in %.3f s over %d %s "
             "connection(s) (%s): %.0f msg/s, %.1f MB/s\n",
-            m, b, elapsed, nc, use_udp ? "UDP" : "TCP", fr, elapsed > 0 ? m / elapsed : 0,
-            elapsed > 0 ? b / elapsed / 1e6 : 0);
+            m, b, elapsed, nc,
+            use_udp   ? "UDP"
+            : use_tls ? "TLS"
+                      : "TCP",
+            fr, elapsed > 0 ? m / elapsed : 0, elapsed > 0 ? b / elapsed / 1e6 : 0);
+    if (use_tls)
+        fprintf(stderr, "loadgen: TLS %s %s, server certificate %s\n", ver ? ver : "-",
+                cipher ? cipher : "-", tls_ca ? "verified (--ca)" : "NOT verified (no --ca)");
     for (int i = 0; i < nc; i++) {
         fprintf(stderr, "loadgen:   connection %d: %" PRIu64 " messages, %" PRIu64 " bytes", i,
                 cs[i].messages, cs[i].bytes);
         if (cs[i].refused) fprintf(stderr, ", %" PRIu64 " refused", cs[i].refused);
-        if (cs[i].err) fprintf(stderr, ", ended by %s: %s", cs[i].what, strerror(cs[i].err));
+        if (cs[i].err)
+            fprintf(stderr, ", ended by %s: %s", cs[i].what,
+                    cs[i].detail[0] ? cs[i].detail : strerror(cs[i].err));
         fputc('\n', stderr);
     }
     if (self)
@@ -474,14 +700,21 @@ report(struct conn *cs, int nc, double elapsed, const struct sink *self)
                 __atomic_load_n(&self->bytes, __ATOMIC_RELAXED));
     printf("{\"proto\":\"%s\",\"framing\":\"%s\",\"connections\":%d,\"messages\":%" PRIu64
            ",\"bytes\":%" PRIu64 ",\"elapsed\":%.6f,\"rate\":%.1f,\"failed\":%d",
-           use_udp ? "udp" : "tcp", fr, nc, m, b, elapsed, elapsed > 0 ? m / elapsed : 0, failed);
+           use_udp   ? "udp"
+           : use_tls ? "tls"
+                     : "tcp",
+           fr, nc, m, b, elapsed, elapsed > 0 ? m / elapsed : 0, failed);
+    if (use_tls)
+        printf(",\"tls_version\":\"%s\",\"cipher\":\"%s\",\"verify\":%s", ver ? ver : "",
+               cipher ? cipher : "", tls_ca ? "true" : "false");
     if (self) printf(",\"sink_bytes\":%" PRIu64, __atomic_load_n(&self->bytes, __ATOMIC_RELAXED));
     printf(",\"per_connection\":[");
     for (int i = 0; i < nc; i++)
         printf("%s{\"messages\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"refused\":%" PRIu64
                ",\"error\":%s%s%s}",
                i ? "," : "", cs[i].messages, cs[i].bytes, cs[i].refused, cs[i].err ? "\"" : "",
-               cs[i].err ? strerror(cs[i].err) : "null", cs[i].err ? "\"" : "");
+               cs[i].err ? (cs[i].detail[0] ? cs[i].detail : strerror(cs[i].err)) : "null",
+               cs[i].err ? "\"" : "");
     printf("]}\n");
     fflush(stdout);
 }
@@ -490,12 +723,16 @@ static void
 usage(void)
 {
     fprintf(stderr,
-            "usage: loadgen [-U] [-c CONNS] [-r RATE] [-d SECONDS] [-n COUNT] [-N]\n"
-            "               [-H HOST] -p PORT -f CORPUS\n"
-            "       loadgen --sink [-U] [-p PORT]\n"
-            "       loadgen --self-test [-U] [-c CONNS] [-d SECONDS] [-n COUNT] -f CORPUS\n"
+            "usage: loadgen [-U | -T [--ca FILE] [--cert FILE --key FILE]] [-c CONNS]\n"
+            "               [-r RATE] [-d SECONDS] [-n COUNT] [-N] [-H HOST] -p PORT -f CORPUS\n"
+            "       loadgen --sink [-U | -T [--cert FILE --key FILE]] [-p PORT]\n"
+            "       loadgen --self-test [-U | -T] [-c CONNS] [-d SECONDS] [-n COUNT] -f CORPUS\n"
             "  -U          UDP, one datagram a line, sendmmsg() batches (default TCP)\n"
-            "  -N          TCP newline framing (default RFC 6587 octet counting)\n"
+            "  -T, --tls   TLS over TCP (RFC 5425); the server's certificate is NOT\n"
+            "              verified unless --ca FILE|DIR is given (then also its name,\n"
+            "              against -H); --cert/--key: a client certificate (PEM); the\n"
+            "              sink: its certificate (default: a self-signed one made now)\n"
+            "  -N          TCP/TLS newline framing (default RFC 6587 octet counting)\n"
             "  -c CONNS    connections (TCP) or sockets (UDP), one thread each (default 1)\n"
             "  -r RATE     messages a second in all (default 0: as fast as possible)\n"
             "  -d SECONDS  stop after this long;  -n COUNT  stop after this many messages\n"
@@ -506,15 +743,17 @@ usage(void)
 int
 main(int argc, char **argv)
 {
-    static const struct option lo[] = {{"sink", no_argument, NULL, 'S'},
-                                       {"self-test", no_argument, NULL, 'T'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+    enum { O_SELF = 256, O_CA, O_CERT, O_KEY };
+    static const struct option lo[] = {
+        {"sink", no_argument, NULL, 'S'},          {"self-test", no_argument, NULL, O_SELF},
+        {"tls", no_argument, NULL, 'T'},           {"ca", required_argument, NULL, O_CA},
+        {"cert", required_argument, NULL, O_CERT}, {"key", required_argument, NULL, O_KEY},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     const char *file = NULL;
     int nc = 1, sink = 0, self_test = 0, o;
     double rate = 0;
     uint64_t count = 0;
-    while ((o = getopt_long(argc, argv, "UNc:r:d:n:H:p:f:h", lo, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "UTNc:r:d:n:H:p:f:h", lo, NULL)) != -1) {
         char *e = NULL;
         switch (o) {
         case 'U': use_udp = 1; break;
@@ -527,7 +766,11 @@ main(int argc, char **argv)
         case 'p': port = optarg; break;
         case 'f': file = optarg; break;
         case 'S': sink = 1; break;
-        case 'T': self_test = 1; break;
+        case O_SELF: self_test = 1; break;
+        case 'T': use_tls = 1; break;
+        case O_CA: tls_ca = optarg; break;
+        case O_CERT: tls_cert = optarg; break;
+        case O_KEY: tls_key = optarg; break;
         default: usage(); return 2;
         }
         if (e && *e) {
@@ -539,9 +782,19 @@ main(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    if ((use_tls && use_udp) || (!tls_cert != !tls_key) || ((tls_ca || tls_cert) && !use_tls)) {
+        fprintf(stderr, "loadgen: -T and -U exclude each other; --cert and --key go together, "
+                        "with -T, as --ca does\n");
+        return 2;
+    }
+    if (use_tls && self_test && tls_ca) {
+        fprintf(stderr, "loadgen: --self-test: its sink's certificate is self-signed: no --ca\n");
+        return 2;
+    }
 
     if (sink) {
         struct sink s = {0};
+        if (use_tls && !(s.tls = tls_ctx_new(1))) return 1;
         int p = sink_open(&s, port);
         if (p < 0) return 1;
         printf("%d\n", p);
@@ -549,9 +802,12 @@ main(int argc, char **argv)
         pthread_t t;
         if (pthread_create(&t, NULL, sink_main, &s)) return 1;
         while (!interrupted) pause();
-        fprintf(stderr, "loadgen: sink received %" PRIu64 " bytes, %" PRIu64 " datagrams\n",
+        fprintf(stderr,
+                "loadgen: sink received %" PRIu64 " bytes, %" PRIu64 " datagrams, %" PRIu64
+                " failed TLS handshakes\n",
                 __atomic_load_n(&s.bytes, __ATOMIC_RELAXED),
-                __atomic_load_n(&s.datagrams, __ATOMIC_RELAXED));
+                __atomic_load_n(&s.datagrams, __ATOMIC_RELAXED),
+                __atomic_load_n(&s.tls_failed, __ATOMIC_RELAXED));
         return 0;
     }
     if (nc < 1 || nc > MAX_CONNS || rate < 0 || duration < 0 || !file || (!port && !self_test) ||
@@ -562,10 +818,16 @@ main(int argc, char **argv)
         return 2;
     }
     if (corpus_load(file) < 0) return 1;
+    if (use_tls && !(client_ctx = tls_ctx_new(0))) return 1;
 
     struct sink self = {0};
     char portbuf[16];
     if (self_test) {
+        /* the sink presents a certificate of its own: not the client's --cert */
+        const char *cert = tls_cert, *key = tls_key;
+        tls_cert = tls_key = NULL;
+        if (use_tls && !(self.tls = tls_ctx_new(1))) return 1;
+        tls_cert = cert, tls_key = key;
         int p = sink_open(&self, "0");
         pthread_t t;
         if (p < 0 || pthread_create(&t, NULL, sink_main, &self)) return 1;
@@ -612,5 +874,6 @@ main(int argc, char **argv)
         if (m < count) failed = 1;
     }
     free(cs);
+    SSL_CTX_free(client_ctx);
     return failed ? 1 : 0;
 }
