@@ -19,7 +19,13 @@ TCP throughput is measured again with it as the sender, which is not the
 bottleneck (loggen is): corrald beside syslog-ng, corrald with each worker
 count of --workers (`<engine workers="N"/>`, pinned to N CPUs; skipped with a
 note while corrald rejects the element), and loadgen's own ceiling into its
---sink.  See bench/README.md for what the figures mean.
+--sink.  With --tls-cert/--tls-key (a certificate for 127.0.0.1 and its key)
+the daemons also get TLS inputs: corrald a `<tls>` input, syslog-ng a
+`syslog(transport("tls"))` source (RFC 5425, octet counting) and a
+`network(transport("tls"))` one (lines), and `loadgen -T` measures them
+beside plain TCP, with loadgen's own TLS ceiling into `loadgen --sink -T`;
+--tls-only measures only that (bench/daemon.sh -t).  See bench/README.md for
+what the figures mean.
 """
 import argparse
 import collections
@@ -76,7 +82,7 @@ CORRALD_CONF = """<?xml version="1.0"?>
 {limits}{engine}  <inputs>
     <tcp name="tcp" listen="127.0.0.1:{port}"/>
     <udp name="udp" listen="127.0.0.1:{port}"/>
-  </inputs>
+{tls_inputs}  </inputs>
   <outputs>
     <file path="{out}" format="json" select="{select}"/>
   </outputs>
@@ -89,7 +95,7 @@ options {{ stats-freq(0); keep-hostname(yes); threaded(yes); }};
 source s_tcp {{ network(ip("127.0.0.1") port({port}) transport("tcp")
                          max-connections(100) log-iw-size(100000)); }};
 source s_udp {{ network(ip("127.0.0.1") port({port}) transport("udp") so-rcvbuf(8388608)); }};
-parser p_db {{ db-parser(file("{rules}")); }};
+{tls_sources}parser p_db {{ db-parser(file("{rules}")); }};
 destination d_gen {{ file("{out}" template("${{corral.event}}|${{MESSAGE}}\\n")); }};
 {body}
 """
@@ -98,6 +104,23 @@ log { source(s_tcp); source(s_udp); parser(p_db); filter(f_gen); destination(d_g
 SNG_CHECK_BODY = """destination d_all {{ file("{all}" template("${{.classifier.class}}|${{.classifier.rule_id}}\\n")); }};
 log {{ source(s_tcp); source(s_udp); parser(p_db);
       if (tags("corral.correlated")) {{ destination(d_gen); }} else {{ destination(d_all); }}; }};"""
+
+# TLS (--tls-cert): corrald's <tls> input takes both framings (framing="auto");
+# syslog-ng needs a source for each: syslog() is RFC 5425 (octet counting),
+# network() lines.  Neither asks for a client certificate that must verify.
+CORRALD_TLS = """    <tls name="tls" listen="127.0.0.1:{port}" cert="{cert}" key="{key}"/>
+"""
+SNG_TLS = """source s_tls {{ syslog(ip("127.0.0.1") port({port}) transport("tls")
+                         max-connections(100) log-iw-size(100000)
+                         tls(cert-file("{cert}") key-file("{key}") peer-verify(optional-untrusted))); }};
+source s_tlsnet {{ network(ip("127.0.0.1") port({lport}) transport("tls")
+                         max-connections(100) log-iw-size(100000)
+                         tls(cert-file("{cert}") key-file("{key}") peer-verify(optional-untrusted))); }};
+"""
+# what a TLS-mode run measures: (proto, loadgen's options, what it is)
+TLS_ROWS = [("tcp", ["-N"], "TCP, lines"),
+            ("tls", ["-T"], "TLS, RFC 5425 octet counting"),
+            ("tls-lines", ["-T", "-N"], "TLS, lines")]
 
 TIME_RE = re.compile(r"[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d")
 LOGGEN_RE = re.compile(r"average rate = ([0-9.]+) msg/sec, count=([0-9]+), time=([0-9.]+)")
@@ -201,6 +224,7 @@ class Daemon:
         os.makedirs(self.dir, exist_ok=True)
         self.proc = None
         self.port = None
+        self.tls_port = self.tls_lines_port = None
         self.cpus = {A.cpu}
 
     def path(self, name):
@@ -208,6 +232,10 @@ class Daemon:
 
     def start(self):
         self.port = free_port()
+        if A.tls_cert:
+            self.tls_port = free_port()
+            # corrald's one <tls> input takes both framings; syslog-ng needs two sources
+            self.tls_lines_port = free_port() if self.kind == "syslog-ng" else self.tls_port
         argv = self.prepare()
         self.log = open(self.path("stderr.log"), "ab")
         self.log.write(("\n=== %s %s port %d\n" % (datetime.datetime.now().isoformat(timespec="seconds"),
@@ -238,8 +266,12 @@ class Daemon:
         if q is None:
             return False
         with open("/proc/net/tcp") as f:
-            return any(l.split()[1] == "0100007F:%04X" % self.port and l.split()[3] == "0A"
-                       for l in f.readlines()[1:])
+            ls = {l.split()[1] for l in f.readlines()[1:] if l.split()[3] == "0A"}
+        return all("0100007F:%04X" % p in ls for p in (self.port, self.tls_port,
+                                                       self.tls_lines_port) if p)
+
+    def port_of(self, proto):
+        return {"tcp": self.port, "tls": self.tls_port, "tls-lines": self.tls_lines_port}[proto]
 
     def stop(self):
         """SIGTERM to our daemon, by pid; SIGKILL after 15 s.  Returns a note when
@@ -295,6 +327,9 @@ class Corrald(Daemon):
             f.write(CORRALD_CONF.format(rules=A.rules, ctl=self.ctl, port=self.port, out=self.out,
                                         select="all" if self.check else "generated",
                                         limits=limits,
+                                        tls_inputs=CORRALD_TLS.format(
+                                            port=self.tls_port, cert=A.tls_cert, key=A.tls_key)
+                                        if A.tls_cert else "",
                                         engine=('  <engine workers="%d"/>\n' % self.workers
                                                 if self.workers > 1 else "")))
         return [A.corrald, "-F", "-f", conf, "--schema", A.schema]
@@ -311,6 +346,8 @@ class Corrald(Daemon):
         return {
             "tcp": k.get('corral_input_messages_total{input="tcp"}', 0),
             "udp": k.get('corral_input_messages_total{input="udp"}', 0),
+            "tls": k.get('corral_input_messages_total{input="tls"}', 0),
+            "tls-lines": k.get('corral_input_messages_total{input="tls"}', 0),
             "received": k.get("corral_messages_received_total", 0),
             "parsed": k.get("corral_messages_parsed_total", 0),
             "matched": k.get("corral_messages_matched_total", 0),
@@ -338,9 +375,16 @@ class SyslogNg(Daemon):
             if os.path.exists(f):
                 os.unlink(f)
         body = SNG_CHECK_BODY.format(all=self.all) if self.check else SNG_BODY
+        tls = ""
+        if A.tls_cert:
+            tls = SNG_TLS.format(port=self.tls_port, lport=self.tls_lines_port, cert=A.tls_cert,
+                                 key=A.tls_key)
+            body = body.replace("source(s_tcp); source(s_udp);",
+                                "source(s_tcp); source(s_udp); source(s_tls); source(s_tlsnet);")
         conf = self.path("conf")
         with open(conf, "w") as f:
-            f.write(SYSLOG_NG_CONF.format(port=self.port, rules=A.rules, out=self.out, body=body))
+            f.write(SYSLOG_NG_CONF.format(port=self.port, rules=A.rules, out=self.out, body=body,
+                                          tls_sources=tls))
         return [A.syslog_ng, "-F", "--no-caps", "-f", conf, "-R", self.path("persist"),
                 "-p", self.path("pid"), "-c", self.ctl]
 
@@ -353,6 +397,8 @@ class SyslogNg(Daemon):
         return {
             "tcp": k.get(("source", "s_tcp", "", "a", "processed"), 0),
             "udp": k.get(("source", "s_udp", "", "a", "processed"), 0),
+            "tls": k.get(("source", "s_tls", "", "a", "processed"), 0),
+            "tls-lines": k.get(("source", "s_tlsnet", "", "a", "processed"), 0),
             "received": k.get(("center", "", "received", "a", "processed"), 0),
             "written": k.get(("destination", "d_gen", "", "a", "processed"), 0),
             "out_dropped": sum(v for kk, v in k.items() if kk[0].startswith("dst.") and kk[4] == "dropped"),
@@ -496,7 +542,10 @@ class Bench:
 
     # -- TCP -----------------------------------------------------------------
 
-    def tcp_run(self, kind, conns, variant=None, label=None, sender="loggen", workers=1):
+    def tcp_run(self, kind, conns, variant=None, label=None, sender="loggen", workers=1,
+                proto="tcp", largs=None):
+        """One run; proto "tls" or "tls-lines" (loadgen only, largs its
+        options): into the daemon's TLS input of that framing."""
         label = label or kind
         if kind == "corrald" and (variant or workers > 1):
             d = Corrald("tcp", max_context_messages=variant, workers=workers).start()
@@ -507,7 +556,8 @@ class Bench:
             # on the CPUs the daemon does not use (all of them if it uses every one)
             free = set(range(os.cpu_count())) - d.cpus or set(range(os.cpu_count()))
             # newline framing: syslog-ng's network() source expects it, as loggen sends
-            p = cloadgen(["-N", "-c", str(conns)], d.port, secs, cpus=free)
+            p = cloadgen((largs or ["-N"]) + ["-c", str(conns)], d.port_of(proto), secs,
+                         cpus=free)
         else:
             p = loggen(["--stream", "-l", "-R", A.corpus, "-r", str(TCP_FLOOD),
                         "--active-connections=%d" % conns], d.port, secs)
@@ -519,7 +569,7 @@ class Bench:
         c1 = cpu_times()
         alive = d.proc.poll() is None
         sent, lsecs, lcpu, lout = (cloadgen_wait if sender == "loadgen" else loggen_wait)(p)
-        k = drain(d, "tcp", sent) if d.proc.poll() is None else k1
+        k = drain(d, proto, sent) if d.proc.poll() is None else k1
         hwm = proc_hwm_kb(d.pid) if d.proc.poll() is None else 0
         self.note(d.stop())
         if not alive:
@@ -527,28 +577,32 @@ class Bench:
         dt = t1 - t0
         r = {
             "test": "tcp", "daemon": label, "conns": conns, "sender": sender,
-            "workers": workers, "cpus": sorted(d.cpus),
-            "rate": (k1["tcp"] - k0["tcp"]) / dt, "cpu": (cpu1 - cpu0) / dt,
-            "hwm_mb": hwm / 1024.0, "sent": sent, "received": k["tcp"],
+            "workers": workers, "cpus": sorted(d.cpus), "proto": proto,
+            "rate": (k1[proto] - k0[proto]) / dt, "cpu": (cpu1 - cpu0) / dt,
+            "hwm_mb": hwm / 1024.0, "sent": sent, "received": k[proto],
             "loggen_rate": sent / lsecs, "loggen_cpu": lcpu / lsecs,
             "cpu0_other": max(0.0, (c1[A.cpu][0] - c0[A.cpu][0]) / HZ / dt - (cpu1 - cpu0) / dt),
             "cpu1_busy": (c1[A.load_cpu][0] - c0[A.load_cpu][0]) / HZ / dt,
             "steal": (c1[A.cpu][1] - c0[A.cpu][1]) / HZ / dt,
             "counters": k,
         }
+        if proto != "tcp" and sender == "loadgen":
+            r["tls"] = "%s %s" % (lout.get("tls_version", "?"), lout.get("cipher", "?"))
         if r["received"] != sent:
-            self.note("TCP %s, %d connection(s): %s sent %d messages, the daemon counted %d "
-                      "(%+d) after draining" % (label, conns, sender, sent, r["received"],
-                                                r["received"] - sent))
+            self.note("%s %s, %d connection(s): %s sent %d messages, the daemon counted %d "
+                      "(%+d) after draining" % (proto.upper(), label, conns, sender, sent,
+                                                r["received"], r["received"] - sent))
         if kind == "corrald":
             k = r["counters"]
-            if not (k["received"] == k["tcp"] == k["parsed"] == k["matched"] + k["unknown"]):
-                self.note("corrald counters disagree after a TCP run: received %d, tcp input %d, "
-                          "parsed %d, matched %d + unknown %d" % (k["received"], k["tcp"], k["parsed"],
-                                                                  k["matched"], k["unknown"]))
-        print("  tcp %-28s conns %d: %9.0f msg/s  cpu %5.1f%%  rss %7.1f MB  (%s %.0f msg/s, "
+            if not (k["received"] == k[proto] == k["parsed"] == k["matched"] + k["unknown"]):
+                self.note("corrald counters disagree after a %s run: received %d, %s input %d, "
+                          "parsed %d, matched %d + unknown %d" % (
+                              proto, k["received"], proto, k[proto], k["parsed"], k["matched"],
+                              k["unknown"]))
+        print("  %-9s %-28s conns %d: %9.0f msg/s  cpu %5.1f%%  rss %7.1f MB  (%s %.0f msg/s, "
               "cpu %.0f%%; other load on cpu%d %.0f%%)" % (
-                  label, conns, r["rate"], 100 * r["cpu"], r["hwm_mb"], sender, r["loggen_rate"],
+                  proto, label, conns, r["rate"], 100 * r["cpu"], r["hwm_mb"], sender,
+                  r["loggen_rate"],
                   100 * r["loggen_cpu"], A.cpu, 100 * r["cpu0_other"]), flush=True)
         self.runs.append(r)
         return r
@@ -586,27 +640,31 @@ class Bench:
         self.runs.append(r)
         return r
 
-    def lsink_run(self, conns):
-        """loadgen's own ceiling: loadgen into `loadgen --sink` (which only reads),
-        the sink pinned where the daemons run."""
-        sink = started(subprocess.Popen([A.cloadgen, "--sink", "-p", "0"], stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, preexec_fn=pin(A.cpu)))
+    def lsink_run(self, conns, tls=False):
+        """loadgen's own ceiling: loadgen into `loadgen --sink` (which only reads,
+        and with tls decrypts: TLS 1.3, a self-signed P-256 certificate), the
+        sink pinned where the daemons run."""
+        t = ["-T"] if tls else []
+        sink = started(subprocess.Popen([A.cloadgen, "--sink", "-p", "0"] + t,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        preexec_fn=pin(A.cpu)))
         try:
             port = int(sink.stdout.readline())
             cpu0 = proc_cpu(sink.pid)
             t0 = time.monotonic()
-            p = cloadgen(["-N", "-c", str(conns)], port, A.window)
+            p = cloadgen((t or ["-N"]) + ["-c", str(conns)], port, A.window)
             sent, lsecs, lcpu, _ = cloadgen_wait(p)
             scpu = (proc_cpu(sink.pid) - cpu0) / (time.monotonic() - t0)
         finally:
             os.kill(sink.pid, signal.SIGTERM)
             sink.wait()
             reaped(sink)
-        r = {"test": "sink", "daemon": "null sink (loadgen --sink)", "conns": conns,
-             "rate": sent / lsecs, "cpu": scpu, "loggen_cpu": lcpu / lsecs, "sent": sent,
-             "sender": "loadgen"}
-        print("  sink conns %d: loadgen %9.0f msg/s, loadgen cpu %.0f%%, sink cpu %.0f%%" % (
-            conns, r["rate"], 100 * r["loggen_cpu"], 100 * scpu), flush=True)
+        r = {"test": "sink", "daemon": "null sink (loadgen --sink%s)" % (" -T" if tls else ""),
+             "conns": conns, "rate": sent / lsecs, "cpu": scpu, "loggen_cpu": lcpu / lsecs,
+             "sent": sent, "sender": "loadgen", "tls": tls}
+        print("  sink%s conns %d: loadgen %9.0f msg/s, loadgen cpu %.0f%%, sink cpu %.0f%%" % (
+            " TLS" if tls else "", conns, r["rate"], 100 * r["loggen_cpu"], 100 * scpu),
+            flush=True)
         self.runs.append(r)
         return r
 
@@ -741,6 +799,9 @@ class Bench:
             if A.cloadgen:
                 self.measure_loadgen()
         self.load("after TCP")
+        if A.cloadgen and A.tls_cert:
+            self.measure_tls()
+            self.load("after TLS")
         self.udp = collections.defaultdict(list)
         hints = {k: {"total": A.udp_start, "steady": A.udp_start} for k in DAEMONS}
         for i in range(A.runs):
@@ -768,6 +829,37 @@ class Bench:
             for i in range(A.runs):
                 self.at_sng_steady.append(self.udp_step("corrald", self.at_sng_steady_rate,
                                                         tag="udp-at-sng-steady"))
+        self.load("end")
+        self.scan_logs()
+
+    def measure_tls(self):
+        """TLS beside plain TCP, bench/loadgen the sender: both daemons for each
+        row of TLS_ROWS and each connection count, one daemon after the other
+        (so that a change of the machine's load falls on both alike); then
+        loadgen's own ceilings, TCP and TLS."""
+        self.tlsr = collections.defaultdict(list)
+        self.tls_sink = collections.defaultdict(list)
+        for i in range(A.runs):
+            print("TLS and TCP with loadgen, run %d of %d" % (i + 1, A.runs), flush=True)
+            for c in A.conns:
+                for proto, largs, _ in TLS_ROWS:
+                    for kind in DAEMONS:
+                        label = "%s %s" % (kind, proto)
+                        try:
+                            self.tlsr[proto, kind, c].append(self.tcp_run(
+                                kind, c, label=label, sender="loadgen", proto=proto,
+                                largs=largs))
+                        except (RuntimeError, subprocess.TimeoutExpired) as e:
+                            stop_all()
+                            self.note("%s, %d connection(s): run abandoned: %s" % (label, c, e))
+                for tls in (False, True):
+                    self.tls_sink[tls, c].append(self.lsink_run(c, tls=tls))
+
+    def measure_tls_only(self):
+        """bench/daemon.sh -t: only measure_tls()."""
+        self.when = datetime.datetime.now()
+        self.load("start")
+        self.measure_tls()
         self.load("end")
         self.scan_logs()
 
@@ -897,6 +989,7 @@ class Bench:
         w("")
         if getattr(A, "cloadgen", None):
             self.report_loadgen(w, P)
+        self.report_tls(w)
         # UDP
         w("## UDP: highest lossless rate")
         w("")
@@ -1082,7 +1175,17 @@ class Bench:
             cpu_model(), os.cpu_count(), platform.machine(), platform.release(), mem_gb()))
         w("- load average: %s" % "; ".join("%s %s" % x for x in self.loads))
         w("")
-        # raw
+        self.raw_table(w)
+        text = "\n".join(L)
+        with open(A.out, "w") as f:
+            f.write(text)
+        print()
+        print(text)
+        print("report written to %s" % A.out)
+
+
+    def raw_table(self, w):
+        """The raw runs, every measurement, as a table."""
         w("## Raw runs")
         w("")
         w("TCP rows: msg/s and CPU over the window, from the daemon's counter and /proc.  "
@@ -1097,24 +1200,162 @@ class Bench:
         w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in self.runs:
             if r["test"] == "tcp":
-                w("| tcp | %s | %d | %s | %s | %.1f | %d | %d | | | %s | %s |" % (
-                    r["daemon"], r["conns"], fr(r["rate"]), pc(r["cpu"]), r["hwm_mb"], r["sent"],
-                    r["received"], pc(r["loggen_cpu"]), pc(r["cpu0_other"])))
+                w("| %s | %s | %d | %s | %s | %.1f | %d | %d | | | %s | %s |" % (
+                    r.get("proto", "tcp"), r["daemon"], r["conns"], fr(r["rate"]), pc(r["cpu"]),
+                    r["hwm_mb"], r["sent"], r["received"], pc(r["loggen_cpu"]),
+                    pc(r["cpu0_other"])))
             elif r["test"] == "sink":
-                w("| tcp | null sink | %d | %s | %s | | %d | | | | %s | |" % (
-                    r["conns"], fr(r["rate"]), pc(r["cpu"]), r["sent"], pc(r["loggen_cpu"])))
+                w("| %s | %s | %d | %s | %s | | %d | | | | %s | |" % (
+                    "tls" if r.get("tls") else "tcp", r["daemon"], r["conns"], fr(r["rate"]),
+                    pc(r["cpu"]), r["sent"], pc(r["loggen_cpu"])))
             else:
                 w("| %s | %s | %s | %s | %s | | %d | %d | %d (steady %d) | %d | %s | %s |" % (
                     r["tag"], r["daemon"], fr(r["rate_asked"]), fr(r["actual"]), pc(r["cpu"]),
                     r["sent"], r["received"], r["loss"], r["steady_loss"], r["drops"],
                     pc(r["loggen_cpu"]), pc(r["cpu0_other"])))
         w("")
+
+    def report_tls_only(self):
+        """The report of bench/daemon.sh -t."""
+        L = []
+        w = L.append
+        now = getattr(self, "when", None) or datetime.datetime.now()
+        w("# corrald TLS input benchmark, %s" % now.strftime("%Y-%m-%d %H:%M"))
+        w("")
+        w("Produced by `bench/daemon.sh -t` (see bench/README.md): corrald's `<tls>` input "
+          "beside syslog-ng 3.38's TLS sources (`db-parser()`, the same rules), with plain TCP "
+          "in the same run for reference; bench/loadgen the sender.  Each daemon pinned to "
+          "CPU %d, loadgen to CPU %d.  %d run(s) of each measurement.  Message rates are the "
+          "daemons' own counters." % (A.cpu, A.load_cpu, A.runs))
+        if A.machine_note:
+            w("")
+            w("**%s**" % A.machine_note)
+        w("")
+        self.report_tls(w)
+        tr = [r for r in self.runs if r["test"] == "tcp"]
+        bad = [r for r in tr if r["received"] != r["sent"]]
+        w("## Checks")
+        w("")
+        w("- loadgen's sent count and the daemon's received count (that input's counter) after "
+          "draining %s" % ("agree in all %d runs" % len(tr) if not bad else
+                           "**disagree** in %d of %d runs (see the notes)" % (len(bad), len(tr))))
+        for kind in DAEMONS:
+            ls = self.log_lines.get(kind, [])
+            if ls:
+                w("- %s logged %d warning/error lines, e.g.: `%s`" % (kind, len(ls), ls[0][:300]))
+            else:
+                w("- %s logged no warnings or errors" % kind)
+        w("")
+        if self.notes:
+            w("Notes:")
+            w("")
+            for x in self.notes:
+                w("- " + x)
+            w("")
+        w("## Setup")
+        w("")
+        w("- corpus: %s, loadgen's copy with the time of its creation as every line's stamp, "
+          "replayed in a loop" % A.corpus_desc)
+        w("- rules: %s" % A.rules_desc)
+        w("- corrald: %s; configuration: the rules, a control socket, `<tcp>`, `<udp>` and "
+          "`<tls cert=\"...\" key=\"...\"/>` inputs on free loopback ports (TLS: "
+          "`framing=\"auto\"`, the default, takes both framings; `verify=\"none\"`, the "
+          "default without `ca`), `<file format=\"json\" select=\"generated\">`" % A.corral_desc)
+        w("- syslog-ng: `%s`, `syslog-ng -F --no-caps`; CONF: `network(transport(\"tcp\"))`, "
+          "`syslog(transport(\"tls\"))` (RFC 5425) and `network(transport(\"tls\"))` "
+          "(lines) sources, each `max-connections(100) log-iw-size(100000)`, TLS with "
+          "`peer-verify(optional-untrusted)`; `threaded(yes)`, `keep-hostname(yes)`, "
+          "`db-parser(file(RULES))`, a `file()` destination for the generated messages"
+          % A.syslog_ng_version)
+        w("- certificate: %s" % A.tls_desc)
+        w("- pinned (sched_setaffinity): the daemon (all its threads) to CPU %d; loadgen, "
+          "`corral stats` and `syslog-ng-ctl` to CPU %d" % (A.cpu, A.load_cpu))
+        w("- machine: %s, %d CPUs (nproc), %s, Linux %s, %.1f GB RAM" % (
+            cpu_model(), os.cpu_count(), platform.machine(), platform.release(), mem_gb()))
+        w("- load average: %s" % "; ".join("%s %s" % x for x in self.loads))
+        w("")
+        self.raw_table(w)
         text = "\n".join(L)
         with open(A.out, "w") as f:
             f.write(text)
         print()
         print(text)
         print("report written to %s" % A.out)
+
+
+def _report_tls(self, w):
+    """The TLS section: corrald's <tls> input beside syslog-ng's TLS sources."""
+    if not getattr(self, "tlsr", None):
+        return
+    many = A.runs > 1
+
+    def best(rs, f=lambda r: r["rate"]):
+        v = [f(r) for r in rs]
+        return "**%s**" % fr(max(v)) + (" / %s" % fr(med(v)) if many else "")
+
+    w("## TLS: corrald's `<tls>` input beside syslog-ng's TLS sources")
+    w("")
+    w("`bench/loadgen -c CONNS -d %g` sends the corpus (256-KiB writes, one thread a "
+      "connection; over TLS the same writes through `SSL_write()`), pinned to CPU %d; a fresh "
+      "daemon each run; the rate is the daemon's counter of that input over a %g-s window "
+      "after %g s of warm-up; CPU the daemon's over the window (100%% = one core).  Rows: "
+      "plain TCP with lines (`-N`) into corrald's `<tcp>` and syslog-ng's "
+      "`network(transport(\"tcp\"))`, for reference; TLS with RFC 5425 octet counting "
+      "(`-T`) into corrald's `<tls>` and syslog-ng's `syslog(transport(\"tls\"))`; TLS with "
+      "lines (`-T -N`) into corrald's `<tls>` and syslog-ng's `network(transport(\"tls\"))`.  "
+      "loadgen does not verify the daemons' certificate (no `--ca`): the handshake's cost "
+      "does not matter here, each connection makes one." % (
+          A.warmup + A.window + 2, A.load_cpu, A.window, A.warmup))
+    w("")
+    w("| connections | transport | corrald msg/s | syslog-ng msg/s | corrald / syslog-ng | "
+      "CPU corrald, syslog-ng | msg per CPU-second, corrald / syslog-ng |")
+    w("|---:|---|---:|---:|---:|---:|---:|")
+    for c in A.conns:
+        for proto, _, what in TLS_ROWS:
+            a, b = self.tlsr.get((proto, "corrald", c)), self.tlsr.get((proto, "syslog-ng", c))
+            if not a or not b:
+                w("| %d | %s | %s | %s | - | | |" % (c, what, best(a) if a else "not measured",
+                                                      best(b) if b else "not measured"))
+                continue
+            ra, rb = max(r["rate"] for r in a), max(r["rate"] for r in b)
+            pa = max([r["rate"] / r["cpu"] for r in a if r["cpu"] > 0], default=0)
+            pb = max([r["rate"] / r["cpu"] for r in b if r["cpu"] > 0], default=0)
+            w("| %d | %s | %s | %s | **%.2fx** | %s, %s | %s / %s = %s |" % (
+                c, what, best(a), best(b), ra / rb if rb else 0,
+                pc(med([r["cpu"] for r in a])), pc(med([r["cpu"] for r in b])),
+                fr(pa), fr(pb), "%.2fx" % (pa / pb) if pb else "-"))
+    w("")
+    for c in A.conns:
+        for kind in DAEMONS:
+            t = self.tlsr.get(("tcp", kind, c))
+            s5 = self.tlsr.get(("tls", kind, c))
+            if t and s5:
+                w("- %s, %d connection(s): TLS (RFC 5425) at %.0f%% of its plain-TCP rate" % (
+                    kind, c, 100 * max(r["rate"] for r in s5) / max(r["rate"] for r in t)))
+    ciphers = sorted({r["tls"] for r in self.runs
+                      if r.get("proto", "tcp") != "tcp" and r.get("tls")})
+    w("- negotiated (loadgen's report): %s" % (", ".join(ciphers) or "?"))
+    for c in A.conns:
+        for tls in (False, True):
+            rs = self.tls_sink.get((tls, c))
+            if not rs:
+                continue
+            top = max((max(r["rate"] for r in v) for (p, k, cc), v in self.tlsr.items()
+                       if cc == c and (p != "tcp") == tls and v), default=0)
+            ceil = max(r["rate"] for r in rs)
+            w("- loadgen's own %s ceiling, %d connection(s), into `loadgen --sink%s` (%s, on "
+              "CPU %d): **%s** msg/s (loadgen's CPU %.0f%%, the sink's %.0f%%)%s" % (
+                  "TLS" if tls else "TCP", c, " -T" if tls else "",
+                  "decrypts and discards, TLS 1.3, a self-signed P-256 certificate" if tls else
+                  "reads and discards", A.cpu, fr(ceil), 100 * med([r["loggen_cpu"] for r in rs]),
+                  100 * med([r["cpu"] for r in rs]),
+                  ": %.1fx the fastest daemon's %s rate above, so loadgen is %s the bottleneck" % (
+                      ceil / top, "TLS" if tls else "TCP",
+                      "not" if ceil > 1.5 * top else "**perhaps**") if top else ""))
+    w("")
+
+
+Bench.report_tls = _report_tls
 
 
 def _report_loadgen(self, w, P):
@@ -1262,6 +1503,12 @@ def main():
                     help="loadgen's corpus (default --corpus): it sends lines verbatim")
     ap.add_argument("--workers", default="1",
                     help="corrald worker counts for the loadgen runs (<engine workers=N/>)")
+    ap.add_argument("--tls-cert", default="", help="TLS inputs with this certificate (PEM)")
+    ap.add_argument("--tls-key", default="", help="its private key")
+    ap.add_argument("--tls-desc", default="", help="what the certificate is, for the report")
+    ap.add_argument("--tls-only", action="store_true",
+                    help="measure only TLS beside TCP, with loadgen (daemon.sh -t)")
+    ap.add_argument("--machine-note", default="", help="a line for the report about the machine")
     ap.add_argument("--cpu", type=int, default=0)
     ap.add_argument("--load-cpu", type=int, default=None)
     if "--report-from" in sys.argv:
@@ -1276,7 +1523,10 @@ def main():
         b.__dict__.update(state)
         if "when" not in state:
             b.when = datetime.datetime.fromtimestamp(os.path.getmtime(path))
-        b.report()
+        for opt in ("tls_cert", "tls_only", "machine_note", "tls_desc"):
+            if not hasattr(A, opt):
+                setattr(A, opt, "")  # a run from before the TLS rows
+        (b.report_tls_only if A.tls_only else b.report)()
         return
     A = ap.parse_args()
     A.conns = [int(x) for x in A.conns.split(",")]
@@ -1290,16 +1540,22 @@ def main():
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
+    if A.tls_only and not (A.cloadgen and A.tls_cert and A.tls_key):
+        ap.error("--tls-only needs --cloadgen, --tls-cert and --tls-key")
     b = Bench()
-    print("%d runs; TCP window %g s; UDP steps of %g s; connections %s" % (
-        A.runs, A.window, A.udp_seconds, A.conns), flush=True)
+    if A.tls_only:
+        print("%d run(s); TLS and TCP with loadgen, window %g s; connections %s" % (
+            A.runs, A.window, A.conns), flush=True)
+    else:
+        print("%d runs; TCP window %g s; UDP steps of %g s; connections %s" % (
+            A.runs, A.window, A.udp_seconds, A.conns), flush=True)
     try:
-        b.measure()
+        (b.measure_tls_only if A.tls_only else b.measure)()
     finally:
         stop_all()
     with open(os.path.join(A.scratch, "run", "results.pickle"), "wb") as f:
         pickle.dump((A, b.__dict__), f)
-    b.report()
+    (b.report_tls_only if A.tls_only else b.report)()
 
 
 if __name__ == "__main__":
