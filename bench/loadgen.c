@@ -808,6 +808,7 @@ main(int argc, char **argv)
                 __atomic_load_n(&s.bytes, __ATOMIC_RELAXED),
                 __atomic_load_n(&s.datagrams, __ATOMIC_RELAXED),
                 __atomic_load_n(&s.tls_failed, __ATOMIC_RELAXED));
+        SSL_CTX_free(s.tls); /* a reference: readers still running keep theirs */
         return 0;
     }
     if (nc < 1 || nc > MAX_CONNS || rate < 0 || duration < 0 || !file || (!port && !self_test) ||
@@ -875,5 +876,6 @@ main(int argc, char **argv)
     }
     free(cs);
     SSL_CTX_free(client_ctx);
+    SSL_CTX_free(self.tls);
     return failed ? 1 : 0;
 }
