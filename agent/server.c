@@ -43,6 +43,7 @@
 #include "agent/absence.h"
 #include "agent/silences.h"
 #include "agent/snapshot.h"
+#include "agent/workers.h"
 #include "engine/durable.h"
 #include "engine/syslogfmt.h"
 #include "engine/xalloc.h"
@@ -58,7 +59,8 @@ struct server {
     uv_loop_t *loop;
     struct conf *conf;
     struct pdb *db;
-    struct corr *corr;
+    struct corr *corr;       /* one engine on the loop thread (<engine workers="1"/>), or */
+    struct workers *workers; /* shards on worker threads (workers.c); one of the two is NULL */
     struct absence *absence;
     struct input **inputs;
     size_t ninputs;
@@ -127,6 +129,7 @@ server_free(struct server *s)
     if (!s) return;
     snapshot_free(s->snap);
     corr_free(s->corr);
+    if (s->workers) workers_free(s->workers);
     absence_free(s->absence);
     pdb_free(s->db);
     conf_free(s->conf);
@@ -255,6 +258,23 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
     to_executors(s, m, action);
 }
 
+static const char *full_queue(struct server *s);
+static void pause_inputs(struct server *s, const char *which);
+
+/* What the workers hand back, in order, on the loop thread. */
+static void
+on_worker_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action,
+               bool keep)
+{
+    struct server *s = arg;
+    const char *full;
+
+    s->keeping = keep;
+    on_emit(s, m, kind, action);
+    s->keeping = false;
+    if (keep && !s->paused && (full = full_queue(s))) pause_inputs(s, full);
+}
+
 static void
 on_absence(void *arg, struct msg *m)
 {
@@ -296,6 +316,7 @@ full_queue(struct server *s)
         if (output_full(s->outputs[i])) return output_name(s->outputs[i]);
     for (i = 0; i < s->nqueues; i++)
         if (queue_full(s->queues[i])) return queue_name(s->queues[i]);
+    if (s->workers && workers_full(s->workers)) return "engine";
     return NULL;
 }
 
@@ -308,7 +329,7 @@ all_low(struct server *s)
         if (!output_low(s->outputs[i])) return false;
     for (i = 0; i < s->nqueues; i++)
         if (!queue_low(s->queues[i])) return false;
-    return true;
+    return !s->workers || workers_low(s->workers);
 }
 
 static void
@@ -369,6 +390,14 @@ server_submit(struct server *s, struct input *in, const char *data, size_t len, 
     bool can_pause = in && input_can_pause(in); /* a stream input: back-pressure holds it */
 
     s->received++;
+    if (s->workers) {
+        /* parsed on a worker thread, as below */
+        if (!workers_submit(s->workers, data, len, peer, in ? input_tls_peer(in) : NULL, can_pause))
+            return; /* a datagram, the queue full: counted there */
+        s->parsed++;
+        if (can_pause && !s->paused && (full = full_queue(s))) pause_inputs(s, full);
+        return;
+    }
     syslogfmt_parse(s->msg, data, len, NULL);
     if (peer) msg_set(s->msg, NV_SOURCEIP, peer, strlen(peer));
     /*
@@ -403,7 +432,10 @@ on_tick(uv_timer_t *t)
 {
     struct server *s = t->data;
 
-    corr_tick(s->corr);
+    if (s->workers)
+        workers_tick(s->workers);
+    else
+        corr_tick(s->corr);
     if (s->absence) absence_tick(s->absence, clock_wall_ms());
     if (s->silences) silences_tick(s->silences, clock_wall_ms());
 }
@@ -414,7 +446,16 @@ write_state(void *arg)
 {
     struct server *s = arg;
     struct buf path = BUF_INIT;
-    int rc = corr_save(s->corr, s->conf->state_file);
+    int rc;
+
+    if (s->workers) {
+        const struct corr *all[64];
+        unsigned k, n = workers_nshards(s->workers);
+        for (k = 0; k < n; k++) all[k] = workers_shard(s->workers, k);
+        rc = corr_save_many(all, n, s->conf->state_file);
+    } else {
+        rc = corr_save(s->corr, s->conf->state_file);
+    }
 
     /* the alert store goes beside it, in the same save */
     if (rc == 0 && s->alerts) {
@@ -443,14 +484,23 @@ save_failed(void *arg, long pid, const char *why)
 static bool
 saving(const struct server *s)
 {
-    return s->conf && s->conf->state_file && s->corr;
+    return s->conf && s->conf->state_file && (s->corr || s->workers);
+}
+
+/* The child's image must hold no batch half processed: the workers stop between two. */
+static void
+before_fork(void *arg)
+{
+    struct server *s = arg;
+
+    if (s->workers) workers_drain(s->workers);
 }
 
 static struct snapshot *
 snapshot_of(struct server *s)
 {
     if (!s->snap) {
-        struct snapshot_ops ops = {write_state, save_failed, s};
+        struct snapshot_ops ops = {write_state, save_failed, s, before_fork};
         s->snap = snapshot_new(s->loop, &ops);
     }
     return s->snap;
@@ -984,9 +1034,22 @@ start_corr(struct server *s, const struct conf *conf)
     copts.max_context_bytes = conf->max_context_bytes;
     copts.max_context_memory = conf->max_context_memory;
     copts.max_rate_buckets = conf->max_rate_buckets;
-    s->corr = corr_new(s->db, &copts);
+    if (conf->engine_workers > 1) {
+        struct workers_opts wo = {0};
+        wo.threads = (unsigned)conf->engine_workers;
+        wo.queue = conf->engine_queue ? conf->engine_queue : 4096;
+        wo.hostname = s->hostname;
+        wo.corr = &copts;
+        wo.emit = on_worker_emit;
+        wo.arg = s;
+        s->workers = workers_new(s->loop, s->db, &wo);
+    }
+    if (!s->workers) s->corr = corr_new(s->db, &copts);
     if (!conf->state_file) return;
-    loaded = corr_load(s->corr, conf->state_file, &dropped);
+    if (s->workers)
+        loaded = workers_load(s->workers, conf->state_file, &dropped);
+    else
+        loaded = corr_load(s->corr, conf->state_file, &dropped);
     if (loaded >= 0) {
         log_msg(LOG_INFO, "state %s: %ld open contexts restored, %zu dropped (rules gone)",
                 conf->state_file, loaded, dropped);
@@ -1165,7 +1228,10 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         start_corr(s, c);
     } else {
         describe_changes(s->db, st->db, report);
-        corr_set_db(s->corr, st->db, &kept, &dropped);
+        if (s->workers)
+            workers_set_db(s->workers, st->db, &kept, &dropped);
+        else
+            corr_set_db(s->corr, st->db, &kept, &dropped);
         buf_printf(report, "contexts: %zu kept, %zu dropped (their rule is gone)\n", kept, dropped);
         pdb_free(s->db);
         s->db = st->db;
@@ -1272,13 +1338,117 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
      * live on.  In-process: the loop is stopping, and a save running in a
      * child holds older state (snapshot_final kills it).
      */
+    if (s->workers) workers_drain(s->workers); /* what was read is processed and written */
     if (saving(s)) snapshot_final(snapshot_of(s));
+    if (s->workers) {
+        /* the counters the metrics and `corral ctl` read stay in a corr of the loop's */
+        workers_free(s->workers);
+        s->workers = NULL;
+        s->corr = corr_new(s->db, &(struct corr_opts){0});
+    }
     s->closing = s->noutputs + s->nqueues + 1;
     for (i = 0; i < s->noutputs; i++) output_close(s->outputs[i], output_closed, s);
     for (i = 0; i < s->nqueues; i++) queue_close(s->queues[i], output_closed, s);
     s->noutputs = 0;
     s->nqueues = 0;
     output_closed(s);
+}
+
+/* ---- the engine's state, in one corr or in the workers' shards ---- */
+
+/* The shards, still (workers_drain) until the end of this loop iteration; n of them. */
+static unsigned
+engines(struct server *s, struct corr **out, unsigned max)
+{
+    unsigned k, n;
+
+    if (!s->workers) {
+        out[0] = s->corr;
+        return s->corr ? 1 : 0;
+    }
+    workers_drain(s->workers);
+    n = workers_nshards(s->workers);
+    for (k = 0; k < n && k < max; k++) out[k] = workers_shard(s->workers, k);
+    return k;
+}
+
+static void
+engine_stats(struct server *s, struct corr_stats *cs)
+{
+    struct corr *all[64];
+    unsigned k, n = engines(s, all, 64);
+
+    memset(cs, 0, sizeof(*cs));
+    for (k = 0; k < n; k++) {
+        struct corr_stats o;
+        corr_stats(all[k], &o);
+        cs->processed += o.processed;
+        cs->matched += o.matched;
+        cs->unknown += o.unknown;
+        cs->generated += o.generated;
+        cs->contexts_created += o.contexts_created;
+        cs->contexts_expired += o.contexts_expired;
+        cs->contexts_open += o.contexts_open;
+        cs->contexts_refused += o.contexts_refused;
+        cs->messages_dropped += o.messages_dropped;
+        cs->bytes_dropped += o.bytes_dropped;
+        cs->rate_limited += o.rate_limited;
+        cs->rate_buckets += o.rate_buckets;
+        cs->context_bytes += o.context_bytes;
+    }
+}
+
+static void
+engine_foreach(struct server *s, void (*fn)(const struct corr_context_info *ci, void *arg),
+               void *arg)
+{
+    struct corr *all[64];
+    unsigned k, n = engines(s, all, 64);
+
+    for (k = 0; k < n; k++) corr_foreach(all[k], fn, arg);
+}
+
+/* Per rule, summed over the shards (one series per rule, as with one engine). */
+struct rule_sums {
+    struct corr_rule_stats *r;
+    size_t n, cap;
+};
+
+static void
+rule_add(const struct corr_rule_stats *rs, void *arg)
+{
+    struct rule_sums *sum = arg;
+    size_t i;
+
+    for (i = 0; i < sum->n; i++)
+        if (strcmp(sum->r[i].rule_id, rs->rule_id) == 0) break;
+    if (i == sum->n) {
+        sum->r = xgrow(sum->r, &sum->cap, sum->n + 1, sizeof(*sum->r));
+        sum->r[sum->n++] = *rs;
+        return;
+    }
+    sum->r[i].contexts += rs->contexts;
+    sum->r[i].bytes += rs->bytes;
+    sum->r[i].refused += rs->refused;
+    sum->r[i].dropped += rs->dropped;
+}
+
+static void
+engine_foreach_rule(struct server *s, void (*fn)(const struct corr_rule_stats *rs, void *arg),
+                    void *arg)
+{
+    struct corr *all[64];
+    struct rule_sums sum = {0};
+    unsigned k, n = engines(s, all, 64);
+    size_t i;
+
+    if (n == 1) {
+        corr_foreach_rule(all[0], fn, arg);
+        return;
+    }
+    for (k = 0; k < n; k++) corr_foreach_rule(all[k], rule_add, &sum);
+    for (i = 0; i < sum.n; i++) fn(&sum.r[i], arg);
+    free(sum.r);
 }
 
 /* ---- metrics ---- */
@@ -1339,7 +1509,7 @@ rule_metric(struct buf *out, struct server *s, const char *name, const char *hel
     struct rule_metric rm = {out, name, field};
 
     metric(out, name, help, metric_type(name));
-    corr_foreach_rule(s->corr, rule_sample, &rm);
+    engine_foreach_rule(s, rule_sample, &rm);
 }
 
 static void
@@ -1436,8 +1606,11 @@ void
 server_metrics(struct server *s, struct buf *out)
 {
     struct corr_stats cs;
+    struct workers_stats ws;
 
-    corr_stats(s->corr, &cs);
+    engine_stats(s, &cs);
+    memset(&ws, 0, sizeof(ws));
+    if (s->workers) workers_get_stats(s->workers, &ws);
 #define SIMPLE(name, type, help, value)                                                            \
     do {                                                                                           \
         metric(out, name, help, type);                                                             \
@@ -1471,7 +1644,7 @@ server_metrics(struct server *s, struct buf *out)
     buf_printf(out, "corral_dropped_total{reason=\"rate_limit\"} %llu\n",
                (unsigned long long)cs.rate_limited);
     buf_printf(out, "corral_dropped_total{reason=\"value_truncated\"} %llu\n",
-               (unsigned long long)s->truncated_values);
+               (unsigned long long)(s->truncated_values + ws.truncated));
     SIMPLE("corral_reloads_total", "counter", "Configuration reloads attempted.", s->reloads);
     SIMPLE("corral_reload_failures_total", "counter",
            "Reloads that failed (old configuration kept).", s->reload_failures);
@@ -1555,6 +1728,23 @@ server_metrics(struct server *s, struct buf *out)
     SIMPLE("corral_backpressure_paused_seconds_total", "counter",
            "Seconds stream inputs have spent paused.",
            (s->paused_ms + (s->paused ? uv_now(s->loop) - s->paused_at : 0)) / 1000);
+    if (s->workers) {
+        unsigned k, n = workers_nthreads(s->workers);
+        SIMPLE("corral_engine_shards", "gauge",
+               "Correlation shards of the worker threads (<engine workers>).",
+               workers_nshards(s->workers));
+        SIMPLE("corral_engine_queued", "gauge",
+               "Messages waiting for the worker threads or being processed by them.", ws.queued);
+        SIMPLE("corral_engine_batches_total", "counter",
+               "Batches of messages handed to the worker threads.", ws.batches);
+        SIMPLE("corral_engine_dropped_total", "counter",
+               "Datagrams dropped: the queue to the worker threads was full.", ws.dropped);
+        metric(out, "corral_engine_busy_seconds_total",
+               "Seconds each worker thread spent parsing, classifying and correlating.", "counter");
+        for (k = 0; k < n; k++)
+            buf_printf(out, "corral_engine_busy_seconds_total{worker=\"%u\"} %.6f\n", k,
+                       workers_busy_seconds(s->workers, k));
+    }
 #undef SIMPLE
     rule_metric(out, s, "corral_rule_contexts_open", "Open contexts a rule created.",
                 offsetof(struct corr_rule_stats, contexts));
@@ -1699,7 +1889,7 @@ server_contexts_json(struct server *s, struct buf *out)
     struct ctx_json cj = {out, 0};
 
     buf_putc(out, '[');
-    corr_foreach(s->corr, context_json, &cj);
+    engine_foreach(s, context_json, &cj);
     buf_puts(out, "]\n");
 }
 
@@ -1729,14 +1919,14 @@ void
 server_foreach_rule(struct server *s, void (*fn)(const struct corr_rule_stats *rs, void *arg),
                     void *arg)
 {
-    if (s->corr) corr_foreach_rule(s->corr, fn, arg);
+    engine_foreach_rule(s, fn, arg);
 }
 
 void
 server_foreach_context(struct server *s, void (*fn)(const struct corr_context_info *ci, void *arg),
                        void *arg)
 {
-    if (s->corr) corr_foreach(s->corr, fn, arg);
+    engine_foreach(s, fn, arg);
 }
 
 void
@@ -1744,7 +1934,7 @@ server_counts(struct server *s, uint64_t *received, uint64_t *generated)
 {
     struct corr_stats cs = {0};
 
-    if (s->corr) corr_stats(s->corr, &cs);
+    engine_stats(s, &cs);
     *received = s->received;
     *generated = cs.generated;
 }

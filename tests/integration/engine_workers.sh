@@ -1,0 +1,118 @@
+#!/bin/sh
+# <engine workers="4"/>: the same input over several TCP connections gives
+# the same generated events and the same open contexts as workers="1" (the
+# shipped rules, which correlate in one shard, and the shipped rules without
+# sshd.xml, which correlate in four); the contexts of four shards are saved
+# at SIGTERM and read back by four workers and by one; a reload keeps them;
+# with a tiny queue between the inputs and the workers, TCP input is paused
+# (back-pressure) and nothing is lost.
+. "$(dirname "$0")/corrald_lib.sh"
+need python3
+
+CONTROL=$WORK/control.sock
+DATA=$top_srcdir/tests/data/loghub
+FILES="$DATA/OpenSSH_2k.log $DATA/Linux_2k.log $top_srcdir/contrib/samples/auth.log"
+mkdir "$WORK/rules4"
+for f in "$top_srcdir"/rules/*.xml; do
+    [ "$(basename "$f")" = sshd.xml ] || cp "$f" "$WORK/rules4/"
+done
+
+# conf FILE RULES WORKERS [QUEUE [SELECT]]
+conf() {
+    _q=
+    [ -z "${4:-}" ] || _q="queue=\"$4\""
+    cat > "$1" <<XML
+<corrald>
+  <rules path="$2"/>
+  <engine workers="$3" $_q/>
+  <state file="$WORK/state" interval="3600s"/>
+  <control socket="$CONTROL"/>
+  <inputs><tcp listen="127.0.0.1:0" name="tcp"/></inputs>
+  <outputs><file path="$WORK/out.json" format="json" select="${5:-generated}"/></outputs>
+</corrald>
+XML
+}
+
+# send_all: each file over a connection of its own, one after the other (a
+# global-scope rule's context sees the connections in one order in every run)
+send_all() {
+    _n=$(metric corral_messages_received_total)
+    for f in $FILES; do
+        send_tcp_file "$(input_port tcp)" "$f"
+        _n=$((_n + $(grep -c "" "$f")))
+        wait_metric corral_messages_received_total -eq "$_n" || fail "not all of $f received"
+    done
+}
+
+# contexts OUT: the open contexts, one JSON object a line, sorted, without
+# their deadlines (wall-clock times)
+contexts() {
+    "$CORRAL" ctl -s "$CONTROL" contexts | python3 -c '
+import json, sys
+for c in sorted(json.dumps({k: v for k, v in c.items() if k != "expires_ms"}, sort_keys=True)
+                for c in json.load(sys.stdin)):
+    print(c)' > "$1"
+}
+
+# run NAME RULES WORKERS: a fresh start, the corpus, contexts and events
+run() {
+    rm -f "$WORK/state" "$WORK/out.json"
+    conf "$WORK/$1.conf" "$2" "$3"
+    start_corrald "$1" "$WORK/$1.conf"
+    send_all
+    contexts "$WORK/$1.contexts"
+    stop_corrald
+    sort "$WORK/out.json" > "$WORK/$1.events"
+    [ -s "$WORK/$1.events" ] || fail "$1: no events generated"
+    [ -s "$WORK/$1.contexts" ] || fail "$1: no contexts open"
+}
+
+# --- the shipped rules (also-correlate: one shard), then without sshd.xml (four shards)
+run one "$top_srcdir/rules" 1
+run four "$top_srcdir/rules" 4
+grep -q "engine: 4 workers, 1 correlation shard" "$WORK/four.log" || fail "four: not 4 workers"
+cmp "$WORK/one.events" "$WORK/four.events" || fail "shipped rules: events differ with 4 workers"
+cmp "$WORK/one.contexts" "$WORK/four.contexts" || fail "shipped rules: contexts differ"
+
+run one4 "$WORK/rules4" 1
+run four4 "$WORK/rules4" 4
+grep -q "engine: 4 workers, 4 correlation shards" "$WORK/four4.log" || fail "four4: not 4 shards"
+cmp "$WORK/one4.events" "$WORK/four4.events" || fail "sharded: events differ with 4 workers"
+cmp "$WORK/one4.contexts" "$WORK/four4.contexts" || fail "sharded: contexts differ"
+
+# --- the state of four shards: saved at SIGTERM (run four4 stopped so), read back by 4 and by 1
+open=$(wc -l < "$WORK/four4.contexts")
+start_corrald again4 "$WORK/four4.conf"
+grep -q "$open open contexts restored" "$WORK/again4.log" || fail "4 workers: contexts not restored"
+contexts "$WORK/again4.contexts"
+cmp "$WORK/four4.contexts" "$WORK/again4.contexts" || fail "4 workers: other contexts restored"
+
+# --- a reload keeps them (every shard takes the new rules)
+kill -HUP "$CORRALD_PID"
+wait_log "contexts: $open kept, 0 dropped" || fail "reload did not keep the contexts"
+contexts "$WORK/reloaded.contexts"
+cmp "$WORK/four4.contexts" "$WORK/reloaded.contexts" || fail "contexts changed by the reload"
+stop_corrald
+start_corrald again1 "$WORK/one4.conf"
+grep -q "$open open contexts restored" "$WORK/again1.log" || fail "1 worker: contexts not restored"
+stop_corrald
+
+# --- back-pressure: a queue of 2 messages; every line sent is written, none dropped
+rm -f "$WORK/state" "$WORK/out.json"
+for i in 1 2 3 4 5; do cat "$DATA/OpenSSH_2k.log"; echo; done > "$WORK/big.txt"
+sent=$(grep -c "" "$WORK/big.txt")
+conf "$WORK/bp.conf" "$WORK/rules4" 4 2 all
+start_corrald bp "$WORK/bp.conf"
+send_tcp_file "$(input_port tcp)" "$WORK/big.txt"
+wait_metric corral_messages_received_total -eq "$sent" || fail "back-pressure: not all received"
+wait_lines "$WORK/out.json" "$sent" || fail "back-pressure: not every message written"
+metric_is corral_backpressure_pauses_total -gt 0 || fail "back-pressure: TCP input never paused"
+metric_is corral_engine_dropped_total -eq 0 || fail "back-pressure: messages dropped"
+metric_is corral_engine_batches_total -gt 0 || fail "no batches counted"
+# every metric served is documented in corrald(8), those of the workers too
+for name in $("$CORRAL" ctl -s "$CONTROL" stats | sed -n 's/^# HELP \([a-z_]*\) .*/\1/p'); do
+    grep -q "^\.B $name\$" "$top_srcdir/doc/corrald.8" || fail "metric $name is not in doc/corrald.8"
+done
+stop_corrald
+[ "$(grep -c '"MESSAGE"' "$WORK/out.json")" -eq "$sent" ] || fail "back-pressure: messages lost"
+echo "ok: 4 workers give 1 worker's events and contexts; state, reload and back-pressure hold"
