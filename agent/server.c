@@ -10,7 +10,13 @@
  * <inhibit> rule mutes it, it is recorded as such and sent to none of them.
  *
  * Everything runs on one libuv loop.  A message is parsed into one reused
- * struct msg, so the steady-state path allocates nothing of its own.  A
+ * struct msg, so the steady-state path allocates nothing of its own.  With
+ * <engine workers="N"/> above 1, parsing, classification and correlation
+ * run on N threads instead (workers.c): server_submit queues the raw
+ * message, and the workers hand back, in the same order, what corr_process
+ * would have emitted (on_worker_emit); everything from the emit on stays on
+ * the loop.  What reads the engine's state (metrics, contexts, save,
+ * reload) goes through engines(), which first lets the workers finish.  A
  * one-second timer moves correlation time on while the inputs are idle, and
  * another saves the correlation state periodically, in a forked child
  * (snapshot.c) so that the loop never stops for it; a check handle measures
@@ -90,7 +96,7 @@ struct server {
     bool paused;             /* stream inputs are paused */
     uv_check_t resume_check; /* while paused: after every loop iteration, can they go on? */
     bool check_init;
-    uint64_t paused_at, paused_ms, pauses, pause_log_ms;
+    uint64_t paused_at, paused_ms, pauses, pause_log_ms, engine_pause_log_ms, engine_pauses;
     struct server_endpoint_stats endpoints[SERVER_EP_N];
     struct dnscache *dns; /* $(dns-resolve-ip)'s cache, for its counters; may be NULL */
     /* shutdown */
@@ -356,12 +362,20 @@ static void
 pause_inputs(struct server *s, const char *which)
 {
     uint64_t now = uv_now(s->loop);
+    /* once a minute, the workers' queue apart from the outputs' and executors' */
+    uint64_t *last = strcmp(which, "engine") == 0 ? &s->engine_pause_log_ms : &s->pause_log_ms;
 
     s->paused = true;
-    s->pauses++;
+    /* counted apart: the workers' queue fills in the normal run of things when they are the
+     * slowest stage, a full output or executor queue means that one is slow */
+    if (last == &s->engine_pause_log_ms)
+        s->engine_pauses++;
+    else
+        s->pauses++;
     s->paused_at = now;
-    if (!s->pause_log_ms || now - s->pause_log_ms >= 60000) {
-        s->pause_log_ms = now ? now : 1;
+
+    if (!*last || now - *last >= 60000) {
+        *last = now ? now : 1;
         log_msg(LOG_INFO,
                 "%s: queue full, stream inputs paused until it drains (back-pressure; "
                 "%llu pauses so far)",
@@ -1021,7 +1035,7 @@ static void
 start_corr(struct server *s, const struct conf *conf)
 {
     struct corr_opts copts = {0};
-    size_t dropped = 0;
+    size_t dropped = 0, nworkers;
     long loaded;
 
     log_msg(LOG_INFO, "loaded %zu rules from %zu files", pdb_nrules(s->db), pdb_nfiles(s->db));
@@ -1034,9 +1048,15 @@ start_corr(struct server *s, const struct conf *conf)
     copts.max_context_bytes = conf->max_context_bytes;
     copts.max_context_memory = conf->max_context_memory;
     copts.max_rate_buckets = conf->max_rate_buckets;
-    if (conf->engine_workers > 1) {
+    nworkers = conf->engine_workers;
+    if (!nworkers) {
+        /* the default: one per core */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        nworkers = cores > 64 ? 64 : cores > 1 ? (size_t)cores : 1;
+    }
+    if (nworkers > 1) {
         struct workers_opts wo = {0};
-        wo.threads = (unsigned)conf->engine_workers;
+        wo.threads = (unsigned)nworkers;
         wo.queue = conf->engine_queue ? conf->engine_queue : 4096;
         wo.hostname = s->hostname;
         wo.corr = &copts;
@@ -1737,6 +1757,9 @@ server_metrics(struct server *s, struct buf *out)
                "Messages waiting for the worker threads or being processed by them.", ws.queued);
         SIMPLE("corral_engine_batches_total", "counter",
                "Batches of messages handed to the worker threads.", ws.batches);
+        SIMPLE("corral_engine_pauses_total", "counter",
+               "Times stream inputs were paused because the queue to the worker threads was full.",
+               s->engine_pauses);
         SIMPLE("corral_engine_dropped_total", "counter",
                "Datagrams dropped: the queue to the worker threads was full.", ws.dropped);
         metric(out, "corral_engine_busy_seconds_total",

@@ -118,6 +118,7 @@ struct workers {
     nv_handle h_tls_peer;
     struct par_route route;
     unsigned nthreads, nshards;
+    unsigned nalloc; /* threads allocated (started: nthreads) */
     struct thread *threads;
     size_t nbatches, cap;
     struct batch *ring;
@@ -130,8 +131,10 @@ struct workers {
     bool quit;
     uint64_t dispatched; /* loop thread only */
 
-    uv_async_t async;
-    uv_check_t check;
+    /* allocated apart: they outlive w until the loop has closed them */
+    uv_async_t *async;
+    uv_check_t *check;
+    uint64_t tz_gen; /* under lock: bumped at a reload, each thread then forgets its time zone */
     struct workers_stats st;
     uint64_t drop_log_ms;
     /* merge scratch */
@@ -239,7 +242,7 @@ worker(void *arg)
 {
     struct thread *t = arg;
     struct workers *w = t->w;
-    uint64_t seen = 0, t0;
+    uint64_t seen = 0, t0, tz = 0;
     struct batch *b;
     bool last;
 
@@ -250,6 +253,10 @@ worker(void *arg)
         if (w->submitted == seen) {
             pthread_mutex_unlock(&w->lock);
             break;
+        }
+        if (tz != w->tz_gen) {
+            tz = w->tz_gen;
+            syslogfmt_tz_reset(); /* this thread's cache: a reload reads the time zone anew */
         }
         pthread_mutex_unlock(&w->lock);
         b = &w->ring[seen % w->nbatches];
@@ -275,7 +282,7 @@ worker(void *arg)
             pthread_cond_broadcast(&w->done);
         }
         pthread_mutex_unlock(&w->lock);
-        if (last) uv_async_send(&w->async);
+        if (last) uv_async_send(w->async);
         seen++;
     }
     template_scratch_release();
@@ -565,6 +572,9 @@ workers_set_db(struct workers *w, struct pdb *db, size_t *kept, size_t *dropped)
         *dropped += dd;
     }
     w->db = db;
+    pthread_mutex_lock(&w->lock);
+    w->tz_gen++;
+    pthread_mutex_unlock(&w->lock);
     n = par_route_init(&rt, db, w->nthreads);
     if (n != w->nshards || memcmp(rt.noid, w->route.noid, sizeof(rt.noid)) != 0) {
         const struct corr **all = xcalloc(w->nshards, sizeof(*all));
@@ -629,13 +639,16 @@ workers_new(uv_loop_t *loop, struct pdb *db, const struct workers_opts *o)
     pthread_cond_init(&w->go, NULL);
     pthread_cond_init(&w->classified, NULL);
     pthread_cond_init(&w->done, NULL);
-    uv_async_init(loop, &w->async, on_async);
-    w->async.data = w;
-    uv_check_init(loop, &w->check);
-    w->check.data = w;
-    uv_check_start(&w->check, on_check);
-    uv_unref((uv_handle_t *)&w->check);
+    w->async = xcalloc(1, sizeof(*w->async));
+    w->check = xcalloc(1, sizeof(*w->check));
+    uv_async_init(loop, w->async, on_async);
+    w->async->data = w;
+    uv_check_init(loop, w->check);
+    w->check->data = w;
+    uv_check_start(w->check, on_check);
+    uv_unref((uv_handle_t *)w->check);
     w->threads = xcalloc(w->nthreads, sizeof(*w->threads));
+    w->nalloc = w->nthreads;
     for (k = 0; k < w->nthreads; k++) {
         struct thread *t = &w->threads[k];
         t->w = w;
@@ -658,9 +671,7 @@ workers_new(uv_loop_t *loop, struct pdb *db, const struct workers_opts *o)
 static void
 handle_closed(uv_handle_t *h)
 {
-    struct workers *w = h->data;
-
-    if (h == (uv_handle_t *)&w->check) free(w);
+    free(h);
 }
 
 void
@@ -676,7 +687,7 @@ workers_free(struct workers *w)
     pthread_cond_broadcast(&w->go);
     pthread_mutex_unlock(&w->lock);
     for (k = 0; k < w->nthreads; k++) pthread_join(w->threads[k].tid, NULL);
-    for (k = 0; k < w->nthreads; k++) {
+    for (k = 0; k < w->nalloc; k++) {
         corr_free(w->threads[k].corr);
         pdb_scratch_free(w->threads[k].scratch);
         buf_free(&w->threads[k].id);
@@ -686,7 +697,7 @@ workers_free(struct workers *w)
         struct batch *b = &w->ring[i];
         for (j = 0; j < b->cap; j++) msg_unref(b->items[j].m);
         free(b->items);
-        for (k = 0; k < w->nthreads; k++) {
+        for (k = 0; k < w->nalloc; k++) {
             free(b->out[k].recs);
             free(b->out[k].msgs);
         }
@@ -701,7 +712,9 @@ workers_free(struct workers *w)
     pthread_cond_destroy(&w->go);
     pthread_cond_destroy(&w->classified);
     pthread_cond_destroy(&w->done);
-    /* the handles close on the loop; the last one frees w */
-    uv_close((uv_handle_t *)&w->async, handle_closed);
-    uv_close((uv_handle_t *)&w->check, handle_closed);
+    /* the handles are freed once the loop has closed them (at a failed start, never: the
+     * process is ending, and the loop still holds them) */
+    uv_close((uv_handle_t *)w->async, handle_closed);
+    uv_close((uv_handle_t *)w->check, handle_closed);
+    free(w);
 }

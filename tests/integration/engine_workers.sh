@@ -106,7 +106,7 @@ start_corrald bp "$WORK/bp.conf"
 send_tcp_file "$(input_port tcp)" "$WORK/big.txt"
 wait_metric corral_messages_received_total -eq "$sent" || fail "back-pressure: not all received"
 wait_lines "$WORK/out.json" "$sent" || fail "back-pressure: not every message written"
-metric_is corral_backpressure_pauses_total -gt 0 || fail "back-pressure: TCP input never paused"
+metric_is corral_engine_pauses_total -gt 0 || fail "back-pressure: TCP input never paused"
 metric_is corral_engine_dropped_total -eq 0 || fail "back-pressure: messages dropped"
 metric_is corral_engine_batches_total -gt 0 || fail "no batches counted"
 # every metric served is documented in corrald(8), those of the workers too
