@@ -5,7 +5,8 @@
 # sshd.xml, which correlate in four); the contexts of four shards are saved
 # at SIGTERM and read back by four workers and by one; a reload keeps them;
 # with a tiny queue between the inputs and the workers, TCP input is paused
-# (back-pressure) and nothing is lost.
+# (back-pressure) and nothing is lost, while datagrams that find it full are
+# dropped and counted.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 
@@ -44,6 +45,18 @@ send_all() {
     done
 }
 
+# settled: no open context is due within 10 s.  corrald's time is the wall
+# clock (these corpora's stamps are in the future or the past: the clock
+# wins), so the rules' 1-second contexts (a closed SSH session) fire a second
+# after their message, in any run; what is compared is what is left after.
+# (The next shortest timeout is 60 s: each run takes a few seconds.)
+settled() {
+    "$CORRAL" ctl -s "$CONTROL" contexts | python3 -c '
+import json, sys, time
+now = time.time() * 1000
+sys.exit(any(c["expires_ms"] - now < 10000 for c in json.load(sys.stdin)))'
+}
+
 # contexts OUT: the open contexts, one JSON object a line, sorted, without
 # their deadlines (wall-clock times)
 contexts() {
@@ -60,6 +73,7 @@ run() {
     conf "$WORK/$1.conf" "$2" "$3"
     start_corrald "$1" "$WORK/$1.conf"
     send_all
+    wait_until settled || fail "$1: contexts due within 10 s do not fire"
     contexts "$WORK/$1.contexts"
     stop_corrald
     sort "$WORK/out.json" > "$WORK/$1.events"
@@ -115,4 +129,31 @@ for name in $("$CORRAL" ctl -s "$CONTROL" stats | sed -n 's/^# HELP \([a-z_]*\) 
 done
 stop_corrald
 [ "$(grep -c '"MESSAGE"' "$WORK/out.json")" -eq "$sent" ] || fail "back-pressure: messages lost"
+
+# --- datagrams meet the same tiny queue: what it cannot take is dropped and counted, the rest
+#     written: received = written + dropped
+rm -f "$WORK/out.json"
+sed 's|<tcp listen="127.0.0.1:0" name="tcp"/>|<udp listen="127.0.0.1:0" name="udp"/>|' "$WORK/bp.conf" \
+    > "$WORK/udp.conf"
+start_corrald udp "$WORK/udp.conf"
+python3 - "$(input_port udp)" "$WORK/big.txt" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for line in open(sys.argv[2], "rb").read().splitlines()[:3000]:
+    s.sendto(line, ("127.0.0.1", int(sys.argv[1])))
+PY
+# the 3,000 datagrams are received or counted as dropped by the kernel (a full socket buffer);
+# of those received, each is written or counted as dropped for want of room in the queue
+arrived() {
+    [ $(($(metric corral_input_messages_total input=udp) + \
+         $(metric corral_input_kernel_drops_total input=udp))) -eq 3000 ]
+}
+wait_until arrived || fail "udp: of 3000 datagrams, $(metric corral_input_messages_total input=udp) received, $(metric corral_input_kernel_drops_total input=udp) dropped by the kernel"
+accounted() {
+    [ "$(metric corral_messages_received_total)" -eq \
+      $(($(grep -c "" "$WORK/out.json" 2>/dev/null) + $(metric corral_engine_dropped_total))) ]
+}
+wait_until accounted || fail "udp: received $(metric corral_messages_received_total), written $(grep -c "" "$WORK/out.json"), dropped $(metric corral_engine_dropped_total)"
+echo "udp: $(metric corral_messages_received_total) received, $(metric corral_engine_dropped_total) of them dropped (queue full)"
+stop_corrald
 echo "ok: 4 workers give 1 worker's events and contexts; state, reload and back-pressure hold"
