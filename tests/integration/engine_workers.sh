@@ -106,6 +106,17 @@ kill -HUP "$CORRALD_PID"
 wait_log "contexts: $open kept, 0 dropped" || fail "reload did not keep the contexts"
 contexts "$WORK/reloaded.contexts"
 cmp "$WORK/four4.contexts" "$WORK/reloaded.contexts" || fail "contexts changed by the reload"
+# rules with an also-correlate (sshd.xml) correlate in one shard: the contexts of four move there
+sed "s|$WORK/rules4|$top_srcdir/rules|" "$WORK/four4.conf" > "$WORK/moved.conf"
+cp "$WORK/four4.conf" "$WORK/four4.conf.orig"
+cp "$WORK/moved.conf" "$WORK/four4.conf"
+kill -HUP "$CORRALD_PID"
+wait_log "contexts moved to 1 shard" || fail "reload: contexts not moved to one shard"
+wait_log "contexts: $open kept, 0 dropped" 2 || fail "second reload did not keep the contexts"
+metric_is corral_engine_shards -eq 1 || fail "reload: not one shard"
+contexts "$WORK/moved.contexts"
+cmp "$WORK/four4.contexts" "$WORK/moved.contexts" || fail "contexts changed by moving to one shard"
+cp "$WORK/four4.conf.orig" "$WORK/four4.conf"
 stop_corrald
 start_corrald again1 "$WORK/one4.conf"
 grep -q "$open open contexts restored" "$WORK/again1.log" || fail "1 worker: contexts not restored"
@@ -117,7 +128,12 @@ for i in 1 2 3 4 5; do cat "$DATA/OpenSSH_2k.log"; echo; done > "$WORK/big.txt"
 sent=$(grep -c "" "$WORK/big.txt")
 conf "$WORK/bp.conf" "$WORK/rules4" 4 2 all
 start_corrald bp "$WORK/bp.conf"
-send_tcp_file "$(input_port tcp)" "$WORK/big.txt"
+send_tcp_file "$(input_port tcp)" "$WORK/big.txt" &
+track $!
+# a reload while the workers are busy loses nothing either
+wait_metric corral_messages_received_total -ge 1000 || fail "back-pressure: nothing received"
+kill -HUP "$CORRALD_PID"
+wait_log "contexts: .* kept" || fail "back-pressure: no reload"
 wait_metric corral_messages_received_total -eq "$sent" || fail "back-pressure: not all received"
 wait_lines "$WORK/out.json" "$sent" || fail "back-pressure: not every message written"
 metric_is corral_engine_pauses_total -gt 0 || fail "back-pressure: TCP input never paused"
