@@ -1249,7 +1249,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     } else {
         describe_changes(s->db, st->db, report);
         if (s->workers)
-            workers_set_db(s->workers, st->db, &kept, &dropped);
+            workers_set_db(s->workers, st->db, st->conf->state_file, &kept, &dropped);
         else
             corr_set_db(s->corr, st->db, &kept, &dropped);
         buf_printf(report, "contexts: %zu kept, %zu dropped (their rule is gone)\n", kept, dropped);

@@ -130,6 +130,7 @@ struct workers {
     uint64_t submitted, completed; /* under lock */
     bool quit;
     uint64_t dispatched; /* loop thread only */
+    bool dispatching;    /* in dispatch(): emit must not dispatch again */
 
     /* allocated apart: they outlive w until the loop has closed them */
     uv_async_t *async;
@@ -319,6 +320,8 @@ dispatch(struct workers *w)
     unsigned k;
     size_t i;
 
+    if (w->dispatching) return;
+    w->dispatching = true;
     pthread_mutex_lock(&w->lock);
     completed = w->completed;
     pthread_mutex_unlock(&w->lock);
@@ -342,6 +345,7 @@ dispatch(struct workers *w)
         buf_reset(&b->text);
         w->dispatched++;
     }
+    w->dispatching = false;
 }
 
 /* Hands the batch being filled to the workers, if it holds anything and a slot is free. */
@@ -458,6 +462,8 @@ workers_drain(struct workers *w)
         pthread_mutex_lock(&w->lock);
         while (w->completed < w->submitted) pthread_cond_wait(&w->done, &w->lock);
         pthread_mutex_unlock(&w->lock);
+        /* called from an emit (dispatch() running): the shards are still, which is enough */
+        if (w->dispatching) return;
         dispatch(w);
         if (!filling(w)->n && !w->pending_tick) return;
         submit(w);
@@ -557,7 +563,7 @@ new_shard(struct workers *w, unsigned k)
  * temporary state file.
  */
 void
-workers_set_db(struct workers *w, struct pdb *db, size_t *kept, size_t *dropped)
+workers_set_db(struct workers *w, struct pdb *db, const char *near, size_t *kept, size_t *dropped)
 {
     struct par_route rt;
     size_t kk, dd;
@@ -578,9 +584,19 @@ workers_set_db(struct workers *w, struct pdb *db, size_t *kept, size_t *dropped)
     n = par_route_init(&rt, db, w->nthreads);
     if (n != w->nshards || memcmp(rt.noid, w->route.noid, sizeof(rt.noid)) != 0) {
         const struct corr **all = xcalloc(w->nshards, sizeof(*all));
-        char path[] = "/tmp/corrald-reshard-XXXXXX";
-        int fd = mkstemp(path);
+        struct buf tmp = BUF_INIT;
+        char *path;
+        int fd;
         bool saved;
+
+        /* beside the state file: a directory of corrald's own, on disk (else $TMPDIR or /tmp) */
+        if (near)
+            buf_printf(&tmp, "%s.reshard-XXXXXX", near);
+        else
+            buf_printf(&tmp, "%s/corrald-reshard-XXXXXX",
+                       getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        path = (char *)buf_str(&tmp);
+        fd = mkstemp(path);
         for (k = 0; k < w->nshards; k++) all[k] = w->threads[k].corr;
         saved = fd >= 0 && corr_save_many(all, w->nshards, path) == 0;
         free(all);
@@ -590,6 +606,7 @@ workers_set_db(struct workers *w, struct pdb *db, size_t *kept, size_t *dropped)
             log_msg(LOG_ERR, "reload: cannot move contexts between shards (%s): routing kept",
                     path);
             if (fd >= 0) unlink(path);
+            buf_free(&tmp);
             return;
         }
         for (k = 0; k < w->nshards; k++) {
@@ -601,6 +618,7 @@ workers_set_db(struct workers *w, struct pdb *db, size_t *kept, size_t *dropped)
         for (k = 0; k < w->nshards; k++) w->threads[k].corr = new_shard(w, k);
         workers_load(w, path, &dd);
         unlink(path);
+        buf_free(&tmp);
         log_msg(LOG_INFO, "reload: contexts moved to %u shard%s", n, n == 1 ? "" : "s");
     }
 }

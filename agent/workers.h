@@ -66,8 +66,10 @@ struct corr *workers_shard(struct workers *w, unsigned k);
 /* Restores the state file: each shard takes its own contexts.  As corr_load. */
 long workers_load(struct workers *w, const char *path, size_t *dropped);
 /* Drained first.  Swaps the rules in every shard (corr_set_db); contexts move to the shard
- * that owns them under the new rules.  Sums of kept and dropped. */
-void workers_set_db(struct workers *w, struct pdb *db, size_t *kept, size_t *dropped);
+ * that owns them under the new rules, through a temporary file named after near (the state
+ * file; NULL: in $TMPDIR).  Sums of kept and dropped. */
+void workers_set_db(struct workers *w, struct pdb *db, const char *near, size_t *kept,
+                    size_t *dropped);
 
 struct workers_stats {
     uint64_t dropped;   /* datagrams refused, the queue full */
