@@ -92,8 +92,11 @@ struct server {
     uint64_t stall_last_ns, stall_last_idle_ns, stall_max_ns;
     uint64_t started_ms;
     /* back-pressure */
-    bool keeping;            /* the message being handled comes from a stream input */
-    bool paused;             /* stream inputs are paused */
+    bool keeping;          /* the message being handled comes from a stream input */
+    bool paused;           /* stream inputs are paused */
+    bool held;             /* UDP inputs held: the workers' queue is full (input_hold) */
+    uv_check_t hold_check; /* while the queue is full: after every loop iteration */
+    bool hold_init;
     uv_check_t resume_check; /* while paused: after every loop iteration, can they go on? */
     bool check_init;
     uint64_t paused_at, paused_ms, pauses, pause_log_ms, engine_pause_log_ms, engine_pauses;
@@ -346,6 +349,52 @@ set_paused(struct server *s, bool pause)
     for (i = 0; i < s->ninputs; i++) input_pause(s->inputs[i], pause);
 }
 
+/* UDP inputs wait in their socket buffers while the workers' queue is full (input_hold). */
+static void
+set_held(struct server *s, bool hold)
+{
+    size_t i;
+
+    s->held = hold;
+    for (i = 0; i < s->ninputs; i++) input_hold(s->inputs[i], hold);
+}
+
+/*
+ * After the loop iteration in which a UDP message found the workers' queue
+ * full (outside the inputs' read callbacks): hold the UDP inputs until it is
+ * half empty.  Apart from the stream inputs' pause: a full output does not
+ * hold datagrams (it drops them, as with one engine).
+ */
+static void
+on_hold_check(uv_check_t *h)
+{
+    struct server *s = h->data;
+
+    if (!s->held) {
+        if (!s->workers || !workers_full(s->workers)) {
+            uv_check_stop(&s->hold_check);
+            return;
+        }
+        set_held(s, true);
+        s->engine_pauses++;
+        return;
+    }
+    if (s->workers && !workers_low(s->workers)) return;
+    set_held(s, false);
+    uv_check_stop(&s->hold_check);
+}
+
+static void
+hold_inputs(struct server *s)
+{
+    if (!s->hold_init) {
+        uv_check_init(s->loop, &s->hold_check);
+        s->hold_check.data = s;
+        s->hold_init = true;
+    }
+    uv_check_start(&s->hold_check, on_hold_check);
+}
+
 static void
 on_resume_check(uv_check_t *h)
 {
@@ -402,14 +451,18 @@ server_submit(struct server *s, struct input *in, const char *data, size_t len, 
     const char *full, *tls_peer;
     size_t hlen = 0;
     bool can_pause = in && input_can_pause(in); /* a stream input: back-pressure holds it */
+    bool can_hold = in && input_can_hold(in);   /* UDP: the workers' queue holds it */
 
     s->received++;
     if (s->workers) {
         /* parsed on a worker thread, as below */
-        if (!workers_submit(s->workers, data, len, peer, in ? input_tls_peer(in) : NULL, can_pause))
+        /* a held input's batched read still goes in whole (see input_hold) */
+        if (!workers_submit(s->workers, data, len, peer, in ? input_tls_peer(in) : NULL, can_pause,
+                            can_pause || can_hold))
             return; /* a datagram, the queue full: counted there */
         s->parsed++;
         if (can_pause && !s->paused && (full = full_queue(s))) pause_inputs(s, full);
+        if (can_hold && !s->held && workers_full(s->workers)) hold_inputs(s);
         return;
     }
     syslogfmt_parse(s->msg, data, len, NULL);
@@ -1145,6 +1198,7 @@ commit_inputs(struct server *s, struct stage *st, struct buf *report)
             conf_input_clear(&was);
         }
         if (in && s->paused) input_pause(in, true); /* a new input waits with the others */
+        if (in && s->held) input_hold(in, true);
         st->inputs[i] = in;
     }
     free(s->inputs);
@@ -1335,6 +1389,7 @@ output_closed(void *arg)
             uv_close((uv_handle_t *)&s->stall_check, NULL);
         }
         if (s->check_init) uv_close((uv_handle_t *)&s->resume_check, NULL);
+        if (s->hold_init) uv_close((uv_handle_t *)&s->hold_check, NULL);
         if (s->done) s->done(s->done_arg);
     }
 }
@@ -1349,6 +1404,7 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
     for (i = 0; i < s->ninputs; i++) input_close(s->inputs[i]);
     s->ninputs = 0;
     if (s->check_init) uv_check_stop(&s->resume_check);
+    if (s->hold_init) uv_check_stop(&s->hold_check);
     if (s->timers_started) {
         uv_timer_stop(&s->tick);
         uv_timer_stop(&s->save);

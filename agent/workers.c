@@ -390,7 +390,7 @@ on_check(uv_check_t *c)
 
 bool
 workers_submit(struct workers *w, const char *data, size_t len, const char *peer,
-               const char *tls_peer, bool keep)
+               const char *tls_peer, bool keep, bool overflow)
 {
     struct batch *b = filling(w);
     struct item *it;
@@ -399,7 +399,7 @@ workers_submit(struct workers *w, const char *data, size_t len, const char *peer
         submit(w);
         b = filling(w);
     }
-    if (b->n >= w->cap && !keep) {
+    if (b->n >= w->cap && !overflow) {
         uint64_t now = uv_now(w->loop);
         w->st.dropped++;
         if (!w->drop_log_ms || now - w->drop_log_ms >= 60000) {

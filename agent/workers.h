@@ -43,13 +43,14 @@ struct workers *workers_new(uv_loop_t *loop, struct pdb *db, const struct worker
 void workers_free(struct workers *w);
 
 /*
- * Queues one message read by an input (peer, tls_peer may be NULL).  A
- * message from a stream input (keep) is always taken, beyond the queue's
- * size by at most what one read brings; another is refused (false, and
- * counted) when the queue is full.
+ * Queues one message read by an input (peer, tls_peer may be NULL); keep:
+ * it comes from a stream input (for the outputs' back-pressure).  With
+ * overflow (an input the caller pauses or holds when the queue is full) it
+ * is always taken, beyond the queue's size by at most what one read brings;
+ * otherwise it is refused (false, and counted) when the queue is full.
  */
 bool workers_submit(struct workers *w, const char *data, size_t len, const char *peer,
-                    const char *tls_peer, bool keep);
+                    const char *tls_peer, bool keep, bool overflow);
 bool workers_full(const struct workers *w);
 bool workers_low(const struct workers *w);
 /* The one-second tick: every shard moves its time on by the clock (corr_tick). */
