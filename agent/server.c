@@ -266,6 +266,7 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 
 static const char *full_queue(struct server *s);
 static void pause_inputs(struct server *s, const char *which);
+static void engine_stats(struct server *s, struct corr_stats *cs);
 
 /* What the workers hand back, in order, on the loop thread. */
 static void
@@ -1412,6 +1413,14 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
      * child holds older state (snapshot_final kills it).
      */
     if (s->workers) workers_drain(s->workers); /* what was read is processed and written */
+    {
+        /* what an operator (and engine_workers.sh) checks after a stop: nothing read was lost */
+        struct corr_stats cs;
+        engine_stats(s, &cs);
+        log_msg(LOG_INFO, "stopping: %llu messages received, %llu processed, %llu open contexts",
+                (unsigned long long)s->received, (unsigned long long)cs.processed,
+                (unsigned long long)cs.contexts_open);
+    }
     if (saving(s)) snapshot_final(snapshot_of(s));
     if (s->workers) {
         /* the counters the metrics and `corral ctl` read stay in a corr of the loop's */

@@ -146,6 +146,27 @@ done
 stop_corrald
 [ "$(grep -c '"MESSAGE"' "$WORK/out.json")" -eq "$sent" ] || fail "back-pressure: messages lost"
 
+# --- SIGTERM while the workers are busy: every message read is processed and written, and
+#     the contexts open at the stop are all in the state file (a restart restores as many)
+rm -f "$WORK/state" "$WORK/out.json"
+for i in 1 2 3 4 5 6 7 8 9 10; do cat "$DATA/Linux_2k.log" "$DATA/OpenSSH_2k.log"; done > "$WORK/term.txt"
+start_corrald term "$WORK/bp.conf"
+send_tcp_file "$(input_port tcp)" "$WORK/term.txt" 2>/dev/null &
+track $!
+wait_metric corral_messages_received_total -ge 1000 || fail "sigterm: nothing received"
+stop_corrald
+line=$(grep "stopping: [0-9]* messages received" "$WORK/term.log") || fail "sigterm: no stop summary"
+got=$(echo "$line" | sed 's/.*stopping: \([0-9]*\) messages received, \([0-9]*\) processed, \([0-9]*\) open.*/\1 \2 \3/')
+set -- $got
+[ "$1" -ge 1000 ] && [ "$1" -eq "$2" ] || fail "sigterm: $1 received, $2 processed"
+# the messages read (they carry their sender's address; generated ones do not)
+[ "$(grep -c '"SOURCEIP"' "$WORK/out.json")" -eq "$1" ] || fail "sigterm: $1 received, $(grep -c '"SOURCEIP"' "$WORK/out.json") written"
+[ "$3" -gt 0 ] || fail "sigterm: no open context to save"
+start_corrald term2 "$WORK/bp.conf"
+grep -q "$3 open contexts restored" "$WORK/term2.log" || fail "sigterm: $3 contexts open at the stop, not all restored"
+stop_corrald
+echo "sigterm while busy: $1 of $(grep -c "" "$WORK/term.txt") received, all processed and written, $3 contexts saved and restored"
+
 # --- datagrams meet the same tiny queue: the UDP input stops reading while it is full (they
 #     wait in the socket buffer, as while one engine is busy; what the kernel drops is
 #     counted), so none is dropped by corrald and every one received is written
