@@ -295,8 +295,8 @@ class Corrald(Daemon):
             f.write(CORRALD_CONF.format(rules=A.rules, ctl=self.ctl, port=self.port, out=self.out,
                                         select="all" if self.check else "generated",
                                         limits=limits,
-                                        engine=('  <engine workers="%d"/>\n' % self.workers
-                                                if self.workers > 1 else "")))
+                                        # always said: corrald's default is one per core
+                                        engine='  <engine workers="%d"/>\n' % self.workers))
         return [A.corrald, "-F", "-f", conf, "--schema", A.schema]
 
     def counters(self):
