@@ -809,6 +809,12 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->stats_api_token_file = attr(n, "api-token-file");
             if (c->stats_api_token_file)
                 c->stats_api_token = read_token(r, n, c->stats_api_token_file);
+        } else if (is(n, "engine")) {
+            c->engine_workers = number_attr(r, n, "workers", c->engine_workers, false);
+            c->engine_queue = number_attr(r, n, "queue", c->engine_queue, false);
+            if (c->engine_workers > 64) error(r, n, "workers must lie between 1 and 64");
+            if (xmlHasProp(n, (const xmlChar *)"queue") && c->engine_queue < 2)
+                error(r, n, "queue must be at least 2");
         } else if (is(n, "limits")) {
             c->max_message_size = number_attr(r, n, "max-message-size", c->max_message_size, true);
             c->max_connections = number_attr(r, n, "max-connections", c->max_connections, false);

@@ -122,6 +122,10 @@ struct conf {
     char *stats_api_token; /* its contents, read with the configuration, the final newline cut */
     char *log_level;       /* error, warning, info, debug */
     char *log_to;          /* corrald's own log: stderr, journal, syslog; NULL: journal or stderr */
+    /* <engine>: threads that parse, classify and correlate (0: one per core; 1: the loop
+     * thread alone) and the messages queued between the inputs and them (0: the default) */
+    size_t engine_workers;
+    size_t engine_queue;
     size_t max_message_size;
     size_t max_connections;
     size_t max_connections_per_peer; /* per client address, per TCP input */

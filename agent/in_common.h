@@ -45,6 +45,13 @@ struct input {
      * go on (!pause); NULL for datagram inputs, which cannot make a sender wait.
      */
     void (*pause)(struct input *in, bool pause);
+    /*
+     * Datagram inputs that can (UDP): stop reading while corrald's worker
+     * threads have no room (input_hold); NULL otherwise.  Never called from
+     * inside the input's own read callback.
+     */
+    void (*hold)(struct input *in, bool hold);
+    bool held;
     /* optional: what input_reload_prepare() and input_reload_commit() do (TLS) */
     int (*reload_prepare)(struct input *in, const struct conf_input *ci, struct buf *err);
     void (*reload_commit)(struct input *in);

@@ -161,6 +161,17 @@ udp_closed(uv_handle_t *h)
 }
 
 static void
+udp_hold(struct input *in, bool hold)
+{
+    struct udp_input *u = (struct udp_input *)in;
+
+    if (hold)
+        uv_udp_recv_stop(&u->udp);
+    else
+        uv_udp_recv_start(&u->udp, udp_alloc, udp_recv);
+}
+
+static void
 udp_close(struct input *in)
 {
     struct udp_input *u = (struct udp_input *)in;
@@ -184,6 +195,7 @@ in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
 
     input_init(&u->base, srv, loop, ci, conf);
     u->base.close = udp_close;
+    u->base.hold = udp_hold;
     if (input_resolve(ci->listen, SOCK_DGRAM, &ss, &e) < 0) {
         buf_printf(err, "input %s: %s", u->base.conf.name, buf_str(&e));
         buf_free(&e);

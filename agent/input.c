@@ -86,6 +86,20 @@ input_pause(struct input *in, bool pause)
     in->pause(in, pause);
 }
 
+bool
+input_can_hold(const struct input *in)
+{
+    return in->hold != NULL;
+}
+
+void
+input_hold(struct input *in, bool hold)
+{
+    if (!in->hold || in->held == hold) return;
+    in->held = hold;
+    in->hold(in, hold);
+}
+
 const char *
 input_tls_peer(const struct input *in)
 {

@@ -65,6 +65,15 @@ void input_set_limits(struct input *in, const struct conf *conf);
 bool input_can_pause(const struct input *in);
 void input_pause(struct input *in, bool pause);
 /*
+ * A UDP input stops reading while held: when the queue to corrald's worker
+ * threads (<engine workers>) is full, datagrams wait in the socket's large
+ * receive buffer, as they do while the loop is busy with one engine, and
+ * what the kernel drops is counted there.  Not to be called from inside the
+ * input's read callback (libuv would drop the rest of a batched read).
+ */
+bool input_can_hold(const struct input *in);
+void input_hold(struct input *in, bool hold);
+/*
  * The name in the TLS certificate of the client whose message is being
  * submitted (server_submit asks during the call), or NULL: not TLS, or no
  * certificate.

@@ -10,7 +10,13 @@
  * <inhibit> rule mutes it, it is recorded as such and sent to none of them.
  *
  * Everything runs on one libuv loop.  A message is parsed into one reused
- * struct msg, so the steady-state path allocates nothing of its own.  A
+ * struct msg, so the steady-state path allocates nothing of its own.  With
+ * <engine workers="N"/> above 1, parsing, classification and correlation
+ * run on N threads instead (workers.c): server_submit queues the raw
+ * message, and the workers hand back, in the same order, what corr_process
+ * would have emitted (on_worker_emit); everything from the emit on stays on
+ * the loop.  What reads the engine's state (metrics, contexts, save,
+ * reload) goes through engines(), which first lets the workers finish.  A
  * one-second timer moves correlation time on while the inputs are idle, and
  * another saves the correlation state periodically, in a forked child
  * (snapshot.c) so that the loop never stops for it; a check handle measures
@@ -43,6 +49,7 @@
 #include "agent/absence.h"
 #include "agent/silences.h"
 #include "agent/snapshot.h"
+#include "agent/workers.h"
 #include "engine/durable.h"
 #include "engine/syslogfmt.h"
 #include "engine/xalloc.h"
@@ -58,7 +65,8 @@ struct server {
     uv_loop_t *loop;
     struct conf *conf;
     struct pdb *db;
-    struct corr *corr;
+    struct corr *corr;       /* one engine on the loop thread (<engine workers="1"/>), or */
+    struct workers *workers; /* shards on worker threads (workers.c); one of the two is NULL */
     struct absence *absence;
     struct input **inputs;
     size_t ninputs;
@@ -83,11 +91,14 @@ struct server {
     uint64_t stall_last_ns, stall_last_idle_ns, stall_max_ns;
     uint64_t started_ms;
     /* back-pressure */
-    bool keeping;            /* the message being handled comes from a stream input */
-    bool paused;             /* stream inputs are paused */
+    bool keeping;          /* the message being handled comes from a stream input */
+    bool paused;           /* stream inputs are paused */
+    bool held;             /* UDP inputs held: the workers' queue is full (input_hold) */
+    uv_check_t hold_check; /* while the queue is full: after every loop iteration */
+    bool hold_init;
     uv_check_t resume_check; /* while paused: after every loop iteration, can they go on? */
     bool check_init;
-    uint64_t paused_at, paused_ms, pauses, pause_log_ms;
+    uint64_t paused_at, paused_ms, pauses, pause_log_ms, engine_pause_log_ms, engine_pauses;
     struct server_endpoint_stats endpoints[SERVER_EP_N];
     struct dnscache *dns; /* $(dns-resolve-ip)'s cache, for its counters; may be NULL */
     /* shutdown */
@@ -124,6 +135,7 @@ server_free(struct server *s)
     if (!s) return;
     snapshot_free(s->snap);
     corr_free(s->corr);
+    if (s->workers) workers_free(s->workers);
     absence_free(s->absence);
     pdb_free(s->db);
     conf_free(s->conf);
@@ -252,6 +264,24 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
     to_executors(s, m, action);
 }
 
+static const char *full_queue(struct server *s);
+static void pause_inputs(struct server *s, const char *which);
+static void engine_stats(struct server *s, struct corr_stats *cs);
+
+/* What the workers hand back, in order, on the loop thread. */
+static void
+on_worker_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action,
+               bool keep)
+{
+    struct server *s = arg;
+    const char *full;
+
+    s->keeping = keep;
+    on_emit(s, m, kind, action);
+    s->keeping = false;
+    if (keep && !s->paused && (full = full_queue(s))) pause_inputs(s, full);
+}
+
 static void
 on_absence(void *arg, struct msg *m)
 {
@@ -293,6 +323,7 @@ full_queue(struct server *s)
         if (output_full(s->outputs[i])) return output_name(s->outputs[i]);
     for (i = 0; i < s->nqueues; i++)
         if (queue_full(s->queues[i])) return queue_name(s->queues[i]);
+    if (s->workers && workers_full(s->workers)) return "engine";
     return NULL;
 }
 
@@ -305,7 +336,7 @@ all_low(struct server *s)
         if (!output_low(s->outputs[i])) return false;
     for (i = 0; i < s->nqueues; i++)
         if (!queue_low(s->queues[i])) return false;
-    return true;
+    return !s->workers || workers_low(s->workers);
 }
 
 static void
@@ -314,6 +345,52 @@ set_paused(struct server *s, bool pause)
     size_t i;
 
     for (i = 0; i < s->ninputs; i++) input_pause(s->inputs[i], pause);
+}
+
+/* UDP inputs wait in their socket buffers while the workers' queue is full (input_hold). */
+static void
+set_held(struct server *s, bool hold)
+{
+    size_t i;
+
+    s->held = hold;
+    for (i = 0; i < s->ninputs; i++) input_hold(s->inputs[i], hold);
+}
+
+/*
+ * After the loop iteration in which a UDP message found the workers' queue
+ * full (outside the inputs' read callbacks): hold the UDP inputs until it is
+ * half empty.  Apart from the stream inputs' pause: a full output does not
+ * hold datagrams (it drops them, as with one engine).
+ */
+static void
+on_hold_check(uv_check_t *h)
+{
+    struct server *s = h->data;
+
+    if (!s->held) {
+        if (!s->workers || !workers_full(s->workers)) {
+            uv_check_stop(&s->hold_check);
+            return;
+        }
+        set_held(s, true);
+        s->engine_pauses++;
+        return;
+    }
+    if (s->workers && !workers_low(s->workers)) return;
+    set_held(s, false);
+    uv_check_stop(&s->hold_check);
+}
+
+static void
+hold_inputs(struct server *s)
+{
+    if (!s->hold_init) {
+        uv_check_init(s->loop, &s->hold_check);
+        s->hold_check.data = s;
+        s->hold_init = true;
+    }
+    uv_check_start(&s->hold_check, on_hold_check);
 }
 
 static void
@@ -332,12 +409,20 @@ static void
 pause_inputs(struct server *s, const char *which)
 {
     uint64_t now = uv_now(s->loop);
+    /* once a minute, the workers' queue apart from the outputs' and executors' */
+    uint64_t *last = strcmp(which, "engine") == 0 ? &s->engine_pause_log_ms : &s->pause_log_ms;
 
     s->paused = true;
-    s->pauses++;
+    /* counted apart: the workers' queue fills in the normal run of things when they are the
+     * slowest stage, a full output or executor queue means that one is slow */
+    if (last == &s->engine_pause_log_ms)
+        s->engine_pauses++;
+    else
+        s->pauses++;
     s->paused_at = now;
-    if (!s->pause_log_ms || now - s->pause_log_ms >= 60000) {
-        s->pause_log_ms = now ? now : 1;
+
+    if (!*last || now - *last >= 60000) {
+        *last = now ? now : 1;
         log_msg(LOG_INFO,
                 "%s: queue full, stream inputs paused until it drains (back-pressure; "
                 "%llu pauses so far)",
@@ -364,8 +449,20 @@ server_submit(struct server *s, struct input *in, const char *data, size_t len, 
     const char *full, *tls_peer;
     size_t hlen = 0;
     bool can_pause = in && input_can_pause(in); /* a stream input: back-pressure holds it */
+    bool can_hold = in && input_can_hold(in);   /* UDP: the workers' queue holds it */
 
     s->received++;
+    if (s->workers) {
+        /* parsed on a worker thread, as below */
+        /* a held input's batched read still goes in whole (see input_hold) */
+        if (!workers_submit(s->workers, data, len, peer, in ? input_tls_peer(in) : NULL, can_pause,
+                            can_pause || can_hold))
+            return; /* a datagram, the queue full: counted there */
+        s->parsed++;
+        if (can_pause && !s->paused && (full = full_queue(s))) pause_inputs(s, full);
+        if (can_hold && !s->held && workers_full(s->workers)) hold_inputs(s);
+        return;
+    }
     syslogfmt_parse(s->msg, data, len, NULL);
     if (peer) msg_set(s->msg, NV_SOURCEIP, peer, strlen(peer));
     /*
@@ -400,7 +497,10 @@ on_tick(uv_timer_t *t)
 {
     struct server *s = t->data;
 
-    corr_tick(s->corr);
+    if (s->workers)
+        workers_tick(s->workers);
+    else
+        corr_tick(s->corr);
     if (s->absence) absence_tick(s->absence, clock_wall_ms());
     if (s->silences) silences_tick(s->silences, clock_wall_ms());
 }
@@ -411,7 +511,16 @@ write_state(void *arg)
 {
     struct server *s = arg;
     struct buf path = BUF_INIT;
-    int rc = corr_save(s->corr, s->conf->state_file);
+    int rc;
+
+    if (s->workers) {
+        const struct corr *all[64];
+        unsigned k, n = workers_nshards(s->workers);
+        for (k = 0; k < n; k++) all[k] = workers_shard(s->workers, k);
+        rc = corr_save_many(all, n, s->conf->state_file);
+    } else {
+        rc = corr_save(s->corr, s->conf->state_file);
+    }
 
     /* the alert store goes beside it, in the same save */
     if (rc == 0 && s->alerts) {
@@ -440,14 +549,23 @@ save_failed(void *arg, long pid, const char *why)
 static bool
 saving(const struct server *s)
 {
-    return s->conf && s->conf->state_file && s->corr;
+    return s->conf && s->conf->state_file && (s->corr || s->workers);
+}
+
+/* The child's image must hold no batch half processed: the workers stop between two. */
+static void
+before_fork(void *arg)
+{
+    struct server *s = arg;
+
+    if (s->workers) workers_drain(s->workers);
 }
 
 static struct snapshot *
 snapshot_of(struct server *s)
 {
     if (!s->snap) {
-        struct snapshot_ops ops = {write_state, save_failed, s};
+        struct snapshot_ops ops = {write_state, save_failed, s, before_fork};
         s->snap = snapshot_new(s->loop, &ops);
     }
     return s->snap;
@@ -968,7 +1086,7 @@ static void
 start_corr(struct server *s, const struct conf *conf)
 {
     struct corr_opts copts = {0};
-    size_t dropped = 0;
+    size_t dropped = 0, nworkers;
     long loaded;
 
     log_msg(LOG_INFO, "loaded %zu rules from %zu files", pdb_nrules(s->db), pdb_nfiles(s->db));
@@ -981,9 +1099,28 @@ start_corr(struct server *s, const struct conf *conf)
     copts.max_context_bytes = conf->max_context_bytes;
     copts.max_context_memory = conf->max_context_memory;
     copts.max_rate_buckets = conf->max_rate_buckets;
-    s->corr = corr_new(s->db, &copts);
+    nworkers = conf->engine_workers;
+    if (!nworkers) {
+        /* the default: one per core */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        nworkers = cores > 64 ? 64 : cores > 1 ? (size_t)cores : 1;
+    }
+    if (nworkers > 1) {
+        struct workers_opts wo = {0};
+        wo.threads = (unsigned)nworkers;
+        wo.queue = conf->engine_queue ? conf->engine_queue : 4096;
+        wo.hostname = output_local_hostname();
+        wo.corr = &copts;
+        wo.emit = on_worker_emit;
+        wo.arg = s;
+        s->workers = workers_new(s->loop, s->db, &wo);
+    }
+    if (!s->workers) s->corr = corr_new(s->db, &copts);
     if (!conf->state_file) return;
-    loaded = corr_load(s->corr, conf->state_file, &dropped);
+    if (s->workers)
+        loaded = workers_load(s->workers, conf->state_file, &dropped);
+    else
+        loaded = corr_load(s->corr, conf->state_file, &dropped);
     if (loaded >= 0) {
         log_msg(LOG_INFO, "state %s: %ld open contexts restored, %zu dropped (rules gone)",
                 conf->state_file, loaded, dropped);
@@ -1059,6 +1196,7 @@ commit_inputs(struct server *s, struct stage *st, struct buf *report)
             conf_input_clear(&was);
         }
         if (in && s->paused) input_pause(in, true); /* a new input waits with the others */
+        if (in && s->held) input_hold(in, true);
         st->inputs[i] = in;
     }
     free(s->inputs);
@@ -1162,7 +1300,10 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         start_corr(s, c);
     } else {
         describe_changes(s->db, st->db, report);
-        corr_set_db(s->corr, st->db, &kept, &dropped);
+        if (s->workers)
+            workers_set_db(s->workers, st->db, st->conf->state_file, &kept, &dropped);
+        else
+            corr_set_db(s->corr, st->db, &kept, &dropped);
         buf_printf(report, "contexts: %zu kept, %zu dropped (their rule is gone)\n", kept, dropped);
         pdb_free(s->db);
         s->db = st->db;
@@ -1246,6 +1387,7 @@ output_closed(void *arg)
             uv_close((uv_handle_t *)&s->stall_check, NULL);
         }
         if (s->check_init) uv_close((uv_handle_t *)&s->resume_check, NULL);
+        if (s->hold_init) uv_close((uv_handle_t *)&s->hold_check, NULL);
         if (s->done) s->done(s->done_arg);
     }
 }
@@ -1260,6 +1402,7 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
     for (i = 0; i < s->ninputs; i++) input_close(s->inputs[i]);
     s->ninputs = 0;
     if (s->check_init) uv_check_stop(&s->resume_check);
+    if (s->hold_init) uv_check_stop(&s->hold_check);
     if (s->timers_started) {
         uv_timer_stop(&s->tick);
         uv_timer_stop(&s->save);
@@ -1269,13 +1412,125 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
      * live on.  In-process: the loop is stopping, and a save running in a
      * child holds older state (snapshot_final kills it).
      */
+    if (s->workers) workers_drain(s->workers); /* what was read is processed and written */
+    {
+        /* what an operator (and engine_workers.sh) checks after a stop: nothing read was lost */
+        struct corr_stats cs;
+        engine_stats(s, &cs);
+        log_msg(LOG_INFO, "stopping: %llu messages received, %llu processed, %llu open contexts",
+                (unsigned long long)s->received, (unsigned long long)cs.processed,
+                (unsigned long long)cs.contexts_open);
+    }
     if (saving(s)) snapshot_final(snapshot_of(s));
+    if (s->workers) {
+        /* the counters the metrics and `corral ctl` read stay in a corr of the loop's */
+        workers_free(s->workers);
+        s->workers = NULL;
+        s->corr = corr_new(s->db, &(struct corr_opts){0});
+    }
     s->closing = s->noutputs + s->nqueues + 1;
     for (i = 0; i < s->noutputs; i++) output_close(s->outputs[i], output_closed, s);
     for (i = 0; i < s->nqueues; i++) queue_close(s->queues[i], output_closed, s);
     s->noutputs = 0;
     s->nqueues = 0;
     output_closed(s);
+}
+
+/* ---- the engine's state, in one corr or in the workers' shards ---- */
+
+/* The shards, still (workers_drain) until the end of this loop iteration; n of them. */
+static unsigned
+engines(struct server *s, struct corr **out, unsigned max)
+{
+    unsigned k, n;
+
+    if (!s->workers) {
+        out[0] = s->corr;
+        return s->corr ? 1 : 0;
+    }
+    workers_drain(s->workers);
+    n = workers_nshards(s->workers);
+    for (k = 0; k < n && k < max; k++) out[k] = workers_shard(s->workers, k);
+    return k;
+}
+
+static void
+engine_stats(struct server *s, struct corr_stats *cs)
+{
+    struct corr *all[64];
+    unsigned k, n = engines(s, all, 64);
+
+    memset(cs, 0, sizeof(*cs));
+    for (k = 0; k < n; k++) {
+        struct corr_stats o;
+        corr_stats(all[k], &o);
+        cs->processed += o.processed;
+        cs->matched += o.matched;
+        cs->unknown += o.unknown;
+        cs->generated += o.generated;
+        cs->contexts_created += o.contexts_created;
+        cs->contexts_expired += o.contexts_expired;
+        cs->contexts_open += o.contexts_open;
+        cs->contexts_refused += o.contexts_refused;
+        cs->messages_dropped += o.messages_dropped;
+        cs->bytes_dropped += o.bytes_dropped;
+        cs->rate_limited += o.rate_limited;
+        cs->rate_buckets += o.rate_buckets;
+        cs->context_bytes += o.context_bytes;
+    }
+}
+
+static void
+engine_foreach(struct server *s, void (*fn)(const struct corr_context_info *ci, void *arg),
+               void *arg)
+{
+    struct corr *all[64];
+    unsigned k, n = engines(s, all, 64);
+
+    for (k = 0; k < n; k++) corr_foreach(all[k], fn, arg);
+}
+
+/* Per rule, summed over the shards (one series per rule, as with one engine). */
+struct rule_sums {
+    struct corr_rule_stats *r;
+    size_t n, cap;
+};
+
+static void
+rule_add(const struct corr_rule_stats *rs, void *arg)
+{
+    struct rule_sums *sum = arg;
+    size_t i;
+
+    for (i = 0; i < sum->n; i++)
+        if (strcmp(sum->r[i].rule_id, rs->rule_id) == 0) break;
+    if (i == sum->n) {
+        sum->r = xgrow(sum->r, &sum->cap, sum->n + 1, sizeof(*sum->r));
+        sum->r[sum->n++] = *rs;
+        return;
+    }
+    sum->r[i].contexts += rs->contexts;
+    sum->r[i].bytes += rs->bytes;
+    sum->r[i].refused += rs->refused;
+    sum->r[i].dropped += rs->dropped;
+}
+
+static void
+engine_foreach_rule(struct server *s, void (*fn)(const struct corr_rule_stats *rs, void *arg),
+                    void *arg)
+{
+    struct corr *all[64];
+    struct rule_sums sum = {0};
+    unsigned k, n = engines(s, all, 64);
+    size_t i;
+
+    if (n == 1) {
+        corr_foreach_rule(all[0], fn, arg);
+        return;
+    }
+    for (k = 0; k < n; k++) corr_foreach_rule(all[k], rule_add, &sum);
+    for (i = 0; i < sum.n; i++) fn(&sum.r[i], arg);
+    free(sum.r);
 }
 
 /* ---- metrics ---- */
@@ -1336,7 +1591,7 @@ rule_metric(struct buf *out, struct server *s, const char *name, const char *hel
     struct rule_metric rm = {out, name, field};
 
     metric(out, name, help, metric_type(name));
-    corr_foreach_rule(s->corr, rule_sample, &rm);
+    engine_foreach_rule(s, rule_sample, &rm);
 }
 
 static void
@@ -1433,8 +1688,11 @@ void
 server_metrics(struct server *s, struct buf *out)
 {
     struct corr_stats cs;
+    struct workers_stats ws;
 
-    corr_stats(s->corr, &cs);
+    engine_stats(s, &cs);
+    memset(&ws, 0, sizeof(ws));
+    if (s->workers) workers_get_stats(s->workers, &ws);
 #define SIMPLE(name, type, help, value)                                                            \
     do {                                                                                           \
         metric(out, name, help, type);                                                             \
@@ -1468,7 +1726,7 @@ server_metrics(struct server *s, struct buf *out)
     buf_printf(out, "corral_dropped_total{reason=\"rate_limit\"} %llu\n",
                (unsigned long long)cs.rate_limited);
     buf_printf(out, "corral_dropped_total{reason=\"value_truncated\"} %llu\n",
-               (unsigned long long)s->truncated_values);
+               (unsigned long long)(s->truncated_values + ws.truncated));
     SIMPLE("corral_reloads_total", "counter", "Configuration reloads attempted.", s->reloads);
     SIMPLE("corral_reload_failures_total", "counter",
            "Reloads that failed (old configuration kept).", s->reload_failures);
@@ -1552,6 +1810,26 @@ server_metrics(struct server *s, struct buf *out)
     SIMPLE("corral_backpressure_paused_seconds_total", "counter",
            "Seconds stream inputs have spent paused.",
            (s->paused_ms + (s->paused ? uv_now(s->loop) - s->paused_at : 0)) / 1000);
+    if (s->workers) {
+        unsigned k, n = workers_nthreads(s->workers);
+        SIMPLE("corral_engine_shards", "gauge",
+               "Correlation shards of the worker threads (<engine workers>).",
+               workers_nshards(s->workers));
+        SIMPLE("corral_engine_queued", "gauge",
+               "Messages waiting for the worker threads or being processed by them.", ws.queued);
+        SIMPLE("corral_engine_batches_total", "counter",
+               "Batches of messages handed to the worker threads.", ws.batches);
+        SIMPLE("corral_engine_pauses_total", "counter",
+               "Times stream inputs were paused because the queue to the worker threads was full.",
+               s->engine_pauses);
+        SIMPLE("corral_engine_dropped_total", "counter",
+               "Datagrams dropped: the queue to the worker threads was full.", ws.dropped);
+        metric(out, "corral_engine_busy_seconds_total",
+               "Seconds each worker thread spent parsing, classifying and correlating.", "counter");
+        for (k = 0; k < n; k++)
+            buf_printf(out, "corral_engine_busy_seconds_total{worker=\"%u\"} %.6f\n", k,
+                       workers_busy_seconds(s->workers, k));
+    }
 #undef SIMPLE
     rule_metric(out, s, "corral_rule_contexts_open", "Open contexts a rule created.",
                 offsetof(struct corr_rule_stats, contexts));
@@ -1696,7 +1974,7 @@ server_contexts_json(struct server *s, struct buf *out)
     struct ctx_json cj = {out, 0};
 
     buf_putc(out, '[');
-    corr_foreach(s->corr, context_json, &cj);
+    engine_foreach(s, context_json, &cj);
     buf_puts(out, "]\n");
 }
 
@@ -1726,14 +2004,14 @@ void
 server_foreach_rule(struct server *s, void (*fn)(const struct corr_rule_stats *rs, void *arg),
                     void *arg)
 {
-    if (s->corr) corr_foreach_rule(s->corr, fn, arg);
+    engine_foreach_rule(s, fn, arg);
 }
 
 void
 server_foreach_context(struct server *s, void (*fn)(const struct corr_context_info *ci, void *arg),
                        void *arg)
 {
-    if (s->corr) corr_foreach(s->corr, fn, arg);
+    engine_foreach(s, fn, arg);
 }
 
 void
@@ -1741,7 +2019,7 @@ server_counts(struct server *s, uint64_t *received, uint64_t *generated)
 {
     struct corr_stats cs = {0};
 
-    if (s->corr) corr_stats(s->corr, &cs);
+    engine_stats(s, &cs);
     *received = s->received;
     *generated = cs.generated;
 }

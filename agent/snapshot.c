@@ -243,6 +243,7 @@ start(struct snapshot *sn)
     sn->again = false;
     waiters_move(&sn->current, &sn->next);
     if (pipe2(fds, O_CLOEXEC) < 0) goto fail;
+    if (sn->ops.before_fork) sn->ops.before_fork(sn->ops.arg);
     t0 = uv_hrtime();
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

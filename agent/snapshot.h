@@ -23,6 +23,9 @@ struct snapshot_ops {
     /* In the parent, after a failed save: log it, remove what the child left (pid). */
     void (*failed)(void *arg, long pid, const char *why);
     void *arg;
+    /* May be NULL: in the parent just before it forks (corrald's workers stop between two
+     * batches, so that the child's image holds no half-processed one). */
+    void (*before_fork)(void *arg);
 };
 
 struct snapshot_stats {

@@ -330,8 +330,8 @@ class Corrald(Daemon):
                                         tls_inputs=CORRALD_TLS.format(
                                             port=self.tls_port, cert=A.tls_cert, key=A.tls_key)
                                         if A.tls_cert else "",
-                                        engine=('  <engine workers="%d"/>\n' % self.workers
-                                                if self.workers > 1 else "")))
+                                        # always said: corrald's default is one per core
+                                        engine='  <engine workers="%d"/>\n' % self.workers))
         return [A.corrald, "-F", "-f", conf, "--schema", A.schema]
 
     def counters(self):

@@ -1240,6 +1240,12 @@ corr_advance(struct corr *c, uint64_t to)
 }
 
 void
+corr_note_clock(struct corr *c, uint64_t clock)
+{
+    c->last_tick = clock;
+}
+
+void
 corr_set_arm_seq(struct corr *c, uint64_t seq)
 {
     tw_set_seq(c->wheel, seq);
@@ -1465,28 +1471,42 @@ state_flush(struct durable_file *df, struct buf *b, uint32_t *crc)
 int
 corr_save(const struct corr *c, const char *path)
 {
+    return corr_save_many(&c, 1, path);
+}
+
+/* The shards of corrald's workers go into one file, as one corr's contexts: any number of
+ * workers reads it back. */
+int
+corr_save_many(const struct corr *const *cs, size_t ncs, const char *path)
+{
     struct buf b = BUF_INIT;
     struct durable_file df;
-    size_t i, j, n = 0;
+    size_t i, j, n = 0, total = 0;
     uint32_t crc = 0;
     int rc = -1, saved;
     struct ctx *x;
     struct firing *all;
     const struct hash_node *node;
     struct key k;
+    uint64_t now = 0;
 
     if (durable_begin(&df, path) < 0) return -1;
-    all = xcalloc(c->contexts.count + c->ndetached + 1, sizeof(*all));
-    for (node = hash_table_iter(&c->contexts, &i, NULL); node;
-         node = hash_table_iter(&c->contexts, &i, node))
-        firing_add(&all[n++], ctx_of(node));
-    for (x = c->detached; x; x = detached_next(x)) firing_add(&all[n++], x);
+    for (j = 0; j < ncs; j++) total += cs[j]->contexts.count + cs[j]->ndetached;
+    all = xcalloc(total + 1, sizeof(*all));
+    for (j = 0; j < ncs; j++) {
+        const struct corr *c = cs[j];
+        for (node = hash_table_iter(&c->contexts, &i, NULL); node;
+             node = hash_table_iter(&c->contexts, &i, node))
+            firing_add(&all[n++], ctx_of(node));
+        for (x = c->detached; x; x = detached_next(x)) firing_add(&all[n++], x);
+        if (tw_now(c->wheel) > now) now = tw_now(c->wheel);
+    }
     /* in firing order: loading arms them in file order, which keeps ties in order */
     qsort(all, n, sizeof(*all), by_firing_order);
 
     buf_append(&b, STATE_MAGIC, 8);
     wire_put32(&b, STATE_VERSION);
-    wire_put64(&b, tw_now(c->wheel));
+    wire_put64(&b, now);
     wire_put64(&b, n);
     for (i = 0; i < n; i++) {
         x = all[i].x;
@@ -1682,8 +1702,16 @@ invalid:
     return false;
 }
 
+static long load_file(struct corr *c, FILE *f, size_t *dropped, corr_keep_fn keep, void *arg);
+
 long
 corr_load(struct corr *c, const char *path, size_t *dropped)
+{
+    return corr_load_some(c, path, dropped, NULL, NULL);
+}
+
+long
+corr_load_some(struct corr *c, const char *path, size_t *dropped, corr_keep_fn keep, void *arg)
 {
     int fd = durable_open_regular(path, DURABLE_MAX_STATE), saved;
     FILE *f;
@@ -1697,7 +1725,7 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
         errno = saved;
         return -1;
     }
-    rc = corr_load_file(c, f, dropped);
+    rc = load_file(c, f, dropped, keep, arg);
     saved = errno;
     fclose(f);
     errno = saved;
@@ -1711,6 +1739,12 @@ corr_load(struct corr *c, const char *path, size_t *dropped)
  */
 long
 corr_load_file(struct corr *c, FILE *f, size_t *dropped)
+{
+    return load_file(c, f, dropped, NULL, NULL);
+}
+
+static long
+load_file(struct corr *c, FILE *f, size_t *dropped, corr_keep_fn keep, void *arg)
 {
     struct state_in in = {f, 0, NULL, STATE_WINDOW, 0, 0};
     unsigned char head[STATE_HEADER];
@@ -1768,6 +1802,14 @@ corr_load_file(struct corr *c, FILE *f, size_t *dropped)
         struct ctx *x = l[i].x;
         struct key k;
 
+        if (keep) {
+            struct corr_context_info ci;
+            ctx_info(x, &ci);
+            if (!keep(arg, &ci)) {
+                ctx_free(x); /* another's: not dropped */
+                continue;
+            }
+        }
         ctx_key(x, &k);
         if (!x->rule || !x->nmsgs || (!x->detached && ctx_lookup(c, &k, x->node.hash))) {
             ctx_free(x);

@@ -104,6 +104,9 @@ void corr_set_arm_seq(struct corr *c, uint64_t seq);
 /* While timeout actions run (inside emit): the firing timer's (expires, order, seq); else false. */
 bool corr_firing_key(const struct corr *c, uint64_t key[3]);
 
+/* What corr_process does with the clock, for a caller that classifies itself (corrald's workers):
+ * the next corr_tick() moves time on by the clock's progress since then. */
+void corr_note_clock(struct corr *c, uint64_t clock);
 /* Advances correlation time to the clock (daemon tick), firing due timeouts. */
 void corr_tick(struct corr *c);
 /*
@@ -157,6 +160,13 @@ int corr_save(const struct corr *c, const char *path);
  * of which nothing is loaded.
  */
 long corr_load(struct corr *c, const char *path, size_t *dropped);
+/* Several engines' contexts (corrald's shards) in one file, read back by corr_load as one's. */
+int corr_save_many(const struct corr *const *cs, size_t n, const char *path);
+/* corr_load, taking only the contexts keep says yes to (the others are neither kept nor
+ * counted as dropped): each shard of corrald's workers reads its own from one file. */
+typedef bool (*corr_keep_fn)(void *arg, const struct corr_context_info *ci);
+long corr_load_some(struct corr *c, const char *path, size_t *dropped, corr_keep_fn keep,
+                    void *arg);
 /* The same from an open, seekable stream (read in a bounded window, not whole). */
 long corr_load_file(struct corr *c, FILE *f, size_t *dropped);
 

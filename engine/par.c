@@ -8,7 +8,7 @@
  *      the batch, parses each line into its slot's message, finds its rule
  *      (pdb_lookup_r, the thread's own scratch), computes the time the
  *      message moves correlation to (corr_msg_time) and the shard that owns
- *      it (owner(), below).
+ *      it (par_owner(), below).
  *   B. correlate: thread k is shard k, a corr of its own (contexts, timer
  *      wheel, rate buckets).  It walks the whole batch in input order: for
  *      every message it advances its time to the message's time (so a shard
@@ -30,7 +30,7 @@
  * its match actions generated.  The output is byte for byte that of one
  * thread; nothing is sorted after the fact.
  *
- * Which shard owns a message (owner()): one whose rule has no context and
+ * Which shard owns a message (par_owner()): one whose rule has no context and
  * no rate-limited action needs no shared state (its actions see only the
  * message and the correlation time, which every shard has): any shard, the
  * least busy (balance()).  Otherwise the hash of its context key: the scope, the scope's
@@ -75,7 +75,7 @@
 #include <string.h>
 
 #define BATCH           256
-#define ANY_SHARD       UINT32_MAX /* a message that needs no shard's state: see balance() */
+#define ANY_SHARD       PAR_ANY_SHARD
 #define STATEFUL_WEIGHT 4
 
 struct slot {
@@ -116,7 +116,7 @@ struct par {
     struct syslogfmt_opts parse;
     struct msg_time now;
     unsigned nthreads, nshards;
-    bool noid[4]; /* by scope: the key leaves the context id out (rate limits) */
+    struct par_route route; /* which shard owns a message */
     struct shard *shards;
 
     struct slot slots[BATCH];
@@ -189,34 +189,79 @@ rate_limited(const struct pdb_rule *r)
     return false;
 }
 
-static unsigned
-owner(struct par *p, struct shard *s, const struct slot *sl, size_t i)
+unsigned
+par_route_init(struct par_route *rt, const struct pdb *db, unsigned n)
 {
-    const struct pdb_rule *r = sl->rule;
+    size_t i, j;
+    bool rates = false, scope_values = false;
+
+    memset(rt, 0, sizeof(*rt));
+    rt->nshards = n ? n : 1;
+    for (i = 0; i < pdb_nrules(db); i++) {
+        const struct pdb_rule *r = pdb_rule_at(db, i);
+        if (rate_limited(r)) rates = true, rt->noid[r->scope] = true;
+        for (j = 0; j < r->nactions; j++)
+            if (r->actions[j].kind == PDB_ACTION_CREATE_CONTEXT) rt->nshards = 1;
+        /* also-correlate: one message joins contexts of other keys (another shard's) */
+        if (r->nalso) rt->nshards = 1;
+        for (j = 0; j < r->msg.nvalues; j++) {
+            nv_handle h = r->msg.values[j].name;
+            if (h == NV_HOST || h == NV_PROGRAM || h == NV_PID) scope_values = true;
+        }
+    }
+    /* a bucket is keyed by the scope fields after the rule's values: a rule that rewrites them
+     * could share a bucket across the shards its input fields hash to */
+    if (rates && scope_values) rt->nshards = 1;
+    return rt->nshards;
+}
+
+unsigned
+par_owner(const struct par_route *rt, const struct msg *m, const struct pdb_rule *r, struct buf *id)
+{
     struct par_key k;
     struct template_env env;
 
-    (void)i;
-    if (p->nshards <= 1) return 0;
-    if (!r || (!r->context_id && !rate_limited(r))) return ANY_SHARD;
+    if (rt->nshards <= 1) return 0;
+    if (!r || (!r->context_id && !rate_limited(r))) return PAR_ANY_SHARD;
     memset(&k, 0, sizeof(k));
     k.scope = r->scope;
     k.host = k.prog = k.pid = "";
     switch (r->scope) {
-    case PDB_SCOPE_PROCESS: k.pid = field(sl->m, NV_PID, &k.pidlen);       /* fall through */
-    case PDB_SCOPE_PROGRAM: k.prog = field(sl->m, NV_PROGRAM, &k.proglen); /* fall through */
-    case PDB_SCOPE_HOST: k.host = field(sl->m, NV_HOST, &k.hostlen);       /* fall through */
+    case PDB_SCOPE_PROCESS: k.pid = field(m, NV_PID, &k.pidlen);       /* fall through */
+    case PDB_SCOPE_PROGRAM: k.prog = field(m, NV_PROGRAM, &k.proglen); /* fall through */
+    case PDB_SCOPE_HOST: k.host = field(m, NV_HOST, &k.hostlen);       /* fall through */
     case PDB_SCOPE_GLOBAL: break;
     }
-    if (r->context_id && !p->noid[r->scope]) {
+    if (r->context_id && !rt->noid[r->scope]) {
         /* as corr_process evaluates it: over the message alone, before the rule's values */
-        template_env_single(&env, (struct msg **)&sl->m);
-        buf_reset(&s->id);
-        template_eval(r->context_id, &env, &s->id);
-        k.id = buf_str(&s->id);
-        k.idlen = s->id.len;
+        template_env_single(&env, (struct msg **)&m);
+        buf_reset(id);
+        template_eval(r->context_id, &env, id);
+        k.id = buf_str(id);
+        k.idlen = id->len;
     }
-    return par_shard_of(&k, p->nshards);
+    return par_shard_of(&k, rt->nshards);
+}
+
+unsigned
+par_context_owner(const struct par_route *rt, const struct corr_context_info *ci)
+{
+    struct par_key k;
+
+    if (rt->nshards <= 1) return 0;
+    memset(&k, 0, sizeof(k));
+    k.scope = ci->scope;
+    k.host = ci->host;
+    k.hostlen = ci->hostlen;
+    k.prog = ci->program;
+    k.proglen = ci->programlen;
+    k.pid = ci->pid;
+    k.pidlen = ci->pidlen;
+    if (!rt->noid[ci->scope]) {
+        k.id = ci->id;
+        k.idlen = ci->idlen;
+    }
+    return par_shard_of(&k, rt->nshards);
 }
 
 /* ---- merge ---- */
@@ -321,7 +366,7 @@ classify(struct par *p, struct shard *s)
         syslogfmt_parse(sl->m, l->text.p + l->off[i], l->off[i + 1] - l->off[i], &p->parse);
         sl->rule = pdb_lookup_r(p->db, sl->m, s->scratch);
         sl->t = corr_msg_time(sl->m, p->clock);
-        sl->shard = owner(p, s, sl, i);
+        sl->shard = par_owner(&p->route, sl->m, sl->rule, &s->id);
     }
 }
 
@@ -539,32 +584,16 @@ par_new(struct pdb *db, const struct par_opts *o)
 {
     struct par *p = xcalloc(1, sizeof(*p));
     struct corr_opts copts;
-    size_t i, j;
+    size_t i;
     unsigned k;
-    bool rates = false, scope_values = false;
 
     p->db = db;
     p->o = *o;
     p->nthreads = o->threads ? o->threads : 1;
     if (p->nthreads > 64) p->nthreads = 64;
-    p->nshards = p->nthreads;
     /* computed now, read by every thread later */
     (void)pdb_context_keep(db);
-    for (i = 0; i < pdb_nrules(db); i++) {
-        const struct pdb_rule *r = pdb_rule_at(db, i);
-        if (rate_limited(r)) rates = true, p->noid[r->scope] = true;
-        for (j = 0; j < r->nactions; j++)
-            if (r->actions[j].kind == PDB_ACTION_CREATE_CONTEXT) p->nshards = 1;
-        /* also-correlate: one message joins contexts of other keys (another shard's) */
-        if (r->nalso) p->nshards = 1;
-        for (j = 0; j < r->msg.nvalues; j++) {
-            nv_handle h = r->msg.values[j].name;
-            if (h == NV_HOST || h == NV_PROGRAM || h == NV_PID) scope_values = true;
-        }
-    }
-    /* a bucket is keyed by the scope fields after the rule's values: a rule that rewrites them
-     * could share a bucket across the shards its input fields hash to */
-    if (rates && scope_values) p->nshards = 1;
+    p->nshards = par_route_init(&p->route, db, p->nthreads);
     if (o->fixed_now) {
         p->now.sec = (int64_t)(o->fixed_now / 1000);
         p->now.usec = (int32_t)(o->fixed_now % 1000) * 1000;

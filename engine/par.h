@@ -67,6 +67,24 @@ unsigned par_shards(const struct par *p);
 /* The sums over the shards. */
 void par_stats(const struct par *p, struct corr_stats *out);
 
+/*
+ * Which shard owns a message: shared by par and corrald's workers
+ * (agent/workers.c).  par_route_init() reads the rules (read-only from then
+ * on) and returns the number of shards usable for n threads: n, or 1 when
+ * the rules make sharding unsafe (see par.c).
+ */
+struct par_route {
+    unsigned nshards;
+    bool noid[4]; /* by scope: the key leaves the context id out (rate limits) */
+};
+#define PAR_ANY_SHARD UINT32_MAX /* needs no shard's state: any shard may take it */
+unsigned par_route_init(struct par_route *rt, const struct pdb *db, unsigned n);
+/* The owner of m classified as rule (NULL: none), or PAR_ANY_SHARD; id is scratch. */
+unsigned par_owner(const struct par_route *rt, const struct msg *m, const struct pdb_rule *rule,
+                   struct buf *id);
+/* The shard that owns an open context (to place contexts read from a state file). */
+unsigned par_context_owner(const struct par_route *rt, const struct corr_context_info *ci);
+
 /* ---- the pieces, exposed for the unit tests ---- */
 
 /* Which shard of n owns messages of rule r with context id (or NULL) id. */

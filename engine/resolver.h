@@ -21,6 +21,12 @@ typedef int (*resolver_fn)(void *arg, const struct sockaddr *sa, socklen_t salen
 
 /* Installs fn (NULL: back to the blocking getnameinfo()); not thread-safe. */
 void resolver_set(resolver_fn fn, void *arg);
+/*
+ * On the calling thread, every lookup fails (the address is answered): for
+ * corrald's worker threads, whose hook (a cache on the loop thread) is not
+ * theirs to call, and which must not block.
+ */
+void resolver_off_thread(void);
 /* The host name of sa through the installed resolver; see resolver_fn. */
 int resolver_name(const struct sockaddr *sa, socklen_t salen, char *host, size_t hostlen);
 

@@ -1,10 +1,11 @@
 #!/bin/sh
 # The whole test suite, as CI runs it: a warnings-as-errors build and `make
 # check`, the same suite again under AddressSanitizer and
-# UndefinedBehaviorSanitizer, `make distcheck`, coverage with floors per
+# UndefinedBehaviorSanitizer, the threaded parts under ThreadSanitizer,
+# `make distcheck`, coverage with floors per
 # layer, a short libFuzzer run of every harness, then the Debian package
 # built, installed, run and purged (tests/package/deb.sh).  Builds go to
-# build/, build-san/ and build/build-cov/ beside the sources.
+# build/, build-san/, build-tsan/ and build/build-cov/ beside the sources.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -32,6 +33,16 @@ mkdir -p build-san && cd build-san
 ../configure --enable-werror --enable-sanitizers CFLAGS="-O1 -g"
 make -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    make -j"$jobs" check || { cat test-suite.log; exit 1; }
+cd "$src"
+
+# corrald's worker threads and corral match -j: the suite once more under
+# ThreadSanitizer (it cannot be combined with ASan, hence its own build)
+echo "=== build and check under ThreadSanitizer"
+mkdir -p build-tsan && cd build-tsan
+../configure --enable-werror --enable-sanitizers=thread CFLAGS="-O1 -g"
+make -j"$jobs"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     make -j"$jobs" check || { cat test-suite.log; exit 1; }
 cd "$src"
 

@@ -1,0 +1,738 @@
+/*
+ * workers: corrald's parallel engine (see workers.h, doc/parallel.md).
+ *
+ * Batches.  The loop thread copies each message its inputs read into the
+ * batch being filled (raw bytes, peer, TLS peer: nothing parsed), and hands
+ * the batch to the workers when it is full, at the end of every loop
+ * iteration (a check handle: a quiet link is not held back), and with the
+ * one-second tick.  The batches form a ring of queue/256 (at least 2): one
+ * filling, the others with the workers or done; a batch whose messages the
+ * loop has not taken back is not refilled.  That ring is the bounded queue
+ * between the stages: when the batch being filled is full and cannot be
+ * handed over, workers_full() says so and server.c pauses the stream
+ * inputs (the rest of a read still goes in: the batch grows by that much);
+ * a datagram is refused and counted.
+ *
+ * Each batch runs on all N threads, as in engine/par.c, in two phases:
+ *   A. thread w parses and classifies its slice of the batch (syslogfmt,
+ *      the peer's fields as server_submit sets them, pdb_lookup_r with its
+ *      own scratch, the message's time and its owning shard: par_owner());
+ *   B. after the last thread of A, thread k is shard k (a corr of its own):
+ *      it walks the batch in order, advancing its time to every message's
+ *      (so that its timers fire where one engine fires them) and processes
+ *      the messages it owns.  What it emits is recorded with its position
+ *      and, for a timeout, the firing timer's key, its messages referenced.
+ * The last thread of B marks the batch done and wakes the loop (uv_async).
+ * The loop then merges the shards' records in one engine's order
+ * (par_merge: per position the timeouts in wheel order, then the input
+ * message and what it generated) and calls emit for each: outputs,
+ * executors, the alert store and silences see exactly what one engine
+ * would have given them, in the order the loop read the messages.
+ *
+ * A thread may start phase A of the next batch while others are still in
+ * phase B of this one: A touches only its batch's items, and phase B of the
+ * next waits for all of A, so each shard is only ever touched by its own
+ * thread.  Messages cross threads only under the lock (the ring's counters):
+ * a message the loop takes back is no longer touched by any worker.
+ *
+ * Time is the wall clock: each batch carries the clock read when it was
+ * handed over (a message's time is its stamp, at most that clock, as
+ * corr_process has it), and the tick moves every shard's time on.
+ *
+ * Anything else the loop thread does with the shards (state save, reload,
+ * listing contexts, the metrics) first drains the workers (workers_drain):
+ * they then wait on the lock, still, until the next batch.
+ */
+#include "agent/workers.h"
+#include "engine/clock.h"
+#include "engine/log.h"
+#include "engine/par.h"
+#include "engine/parsers.h"
+#include "engine/pdb.h"
+#include "engine/resolver.h"
+#include "engine/syslogfmt.h"
+#include "engine/template.h"
+#include "engine/xalloc.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCH 256
+#define NONE  SIZE_MAX
+
+struct item {
+    struct msg *m;
+    const struct pdb_rule *rule;
+    uint64_t t;
+    unsigned shard;
+    size_t off, len, peer, peerlen, tls, tlslen; /* in the batch's text; NONE: absent */
+    bool keep;
+};
+
+/* What one shard emitted during a batch: records for par_merge, each rec.off an index in msgs. */
+struct shard_out {
+    struct par_rec *recs;
+    struct emitted {
+        struct msg *m;
+        enum corr_emit_kind kind;
+        const struct pdb_action *action;
+    } * msgs;
+    size_t n, cap, capmsgs;
+    uint64_t truncated; /* phase A, by thread */
+};
+
+struct batch {
+    struct buf text;
+    struct item *items;
+    size_t n, cap;
+    uint64_t base;  /* position of the tick (if any), then of items[0] on */
+    uint64_t clock; /* ms, read when handed over */
+    bool tick;
+    unsigned left_a, left_b;
+    bool classified;
+    struct shard_out *out; /* per thread */
+};
+
+struct thread {
+    struct workers *w;
+    unsigned index;
+    pthread_t tid;
+    struct corr *corr; /* NULL for a thread beyond the shards: it classifies only */
+    struct pdb_scratch *scratch;
+    struct buf id;
+    struct batch *cur;
+    uint64_t pos;
+    uint64_t busy_ns; /* read by the loop thread: atomic */
+};
+
+struct workers {
+    uv_loop_t *loop;
+    struct pdb *db;
+    struct workers_opts o;
+    struct corr_opts copts;
+    char *hostname;
+    nv_handle h_tls_peer;
+    struct par_route route;
+    unsigned nthreads, nshards;
+    unsigned nalloc; /* threads allocated (started: nthreads) */
+    struct thread *threads;
+    size_t nbatches, cap;
+    struct batch *ring;
+    uint64_t base; /* next position */
+    bool pending_tick;
+
+    pthread_mutex_t lock;
+    pthread_cond_t go, classified, done;
+    uint64_t submitted, completed; /* under lock */
+    bool quit;
+    uint64_t dispatched; /* loop thread only */
+    bool dispatching;    /* in dispatch(): emit must not dispatch again */
+
+    /* allocated apart: they outlive w until the loop has closed them */
+    uv_async_t *async;
+    uv_check_t *check;
+    uint64_t tz_gen; /* under lock: bumped at a reload, each thread then forgets its time zone */
+    struct workers_stats st;
+    uint64_t drop_log_ms;
+    /* merge scratch */
+    const struct par_rec **mrecs;
+    size_t *mn;
+    struct batch *merging;
+};
+
+static uint64_t
+mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- on the worker threads ---- */
+
+static void
+on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action)
+{
+    struct thread *t = arg;
+    struct shard_out *so = &t->cur->out[t->index];
+    struct par_rec *r;
+
+    so->recs = xgrow(so->recs, &so->cap, so->n + 1, sizeof(*so->recs));
+    so->msgs = xgrow(so->msgs, &so->capmsgs, so->n + 1, sizeof(*so->msgs));
+    r = &so->recs[so->n];
+    r->pos = t->pos;
+    r->off = so->n;
+    r->len = 0;
+    r->expiry = corr_firing_key(t->corr, r->key);
+    if (!r->expiry) memset(r->key, 0, sizeof(r->key));
+    /* the loop thread takes this reference back once the batch is done */
+    so->msgs[so->n].m = msg_ref(m);
+    so->msgs[so->n].kind = kind;
+    so->msgs[so->n].action = action;
+    so->n++;
+}
+
+static void
+classify(struct workers *w, struct thread *t, struct batch *b)
+{
+    size_t from = b->n * t->index / w->nthreads, to = b->n * (t->index + 1) / w->nthreads, i;
+    struct shard_out *so = &b->out[t->index];
+    size_t hlen;
+
+    for (i = from; i < to; i++) {
+        struct item *it = &b->items[i];
+        syslogfmt_parse(it->m, b->text.p + it->off, it->len, NULL);
+        /* as server_submit does on the loop thread with one engine */
+        if (it->peer != NONE) msg_set(it->m, NV_SOURCEIP, b->text.p + it->peer, it->peerlen);
+        hlen = 0;
+        if (!msg_get(it->m, NV_HOST, &hlen) || hlen == 0) {
+            if (it->peer != NONE)
+                msg_set(it->m, NV_HOST, b->text.p + it->peer, it->peerlen);
+            else
+                msg_set(it->m, NV_HOST, w->hostname, strlen(w->hostname));
+        }
+        if (it->tls != NONE) msg_set(it->m, w->h_tls_peer, b->text.p + it->tls, it->tlslen);
+        if (msg_flags(it->m) & MSG_F_TRUNCATED) so->truncated++;
+        it->rule = pdb_lookup_r(w->db, it->m, t->scratch);
+        it->t = corr_msg_time(it->m, b->clock);
+        it->shard = par_owner(&w->route, it->m, it->rule, &t->id);
+    }
+}
+
+/* Messages that need no shard's state go to the shards in even runs (input order). */
+static void
+balance(struct workers *w, struct batch *b)
+{
+    size_t i;
+
+    for (i = 0; i < b->n; i++)
+        if (b->items[i].shard == PAR_ANY_SHARD)
+            b->items[i].shard = (unsigned)(i * w->nshards / b->n);
+}
+
+static void
+correlate(struct workers *w, struct thread *t, struct batch *b)
+{
+    size_t i;
+
+    if (!t->corr) return;
+    t->cur = b;
+    if (b->tick) {
+        t->pos = b->base;
+        corr_tick(t->corr);
+    }
+    for (i = 0; i < b->n; i++) {
+        struct item *it = &b->items[i];
+        t->pos = b->base + (b->tick ? 1 : 0) + i;
+        corr_note_clock(t->corr, b->clock);
+        corr_advance(t->corr, it->t);
+        if (it->shard != t->index) continue;
+        /* sharded, a position arms at most one timer: number it by position (see par.c) */
+        if (w->nshards > 1) corr_set_arm_seq(t->corr, t->pos);
+        corr_process_rule(t->corr, it->m, it->rule, it->t);
+    }
+}
+
+static void *
+worker(void *arg)
+{
+    struct thread *t = arg;
+    struct workers *w = t->w;
+    uint64_t seen = 0, t0, tz = 0;
+    struct batch *b;
+    bool last;
+
+    resolver_off_thread(); /* see corrald.conf(5), <engine> */
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        while (w->submitted == seen && !w->quit) pthread_cond_wait(&w->go, &w->lock);
+        if (w->submitted == seen) {
+            pthread_mutex_unlock(&w->lock);
+            break;
+        }
+        if (tz != w->tz_gen) {
+            tz = w->tz_gen;
+            syslogfmt_tz_reset(); /* this thread's cache: a reload reads the time zone anew */
+        }
+        pthread_mutex_unlock(&w->lock);
+        b = &w->ring[seen % w->nbatches];
+        t0 = mono_ns();
+        classify(w, t, b);
+        __atomic_add_fetch(&t->busy_ns, mono_ns() - t0, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&w->lock);
+        if (--b->left_a == 0) {
+            balance(w, b);
+            b->classified = true;
+            pthread_cond_broadcast(&w->classified);
+        } else {
+            while (!b->classified) pthread_cond_wait(&w->classified, &w->lock);
+        }
+        pthread_mutex_unlock(&w->lock);
+        t0 = mono_ns();
+        correlate(w, t, b);
+        __atomic_add_fetch(&t->busy_ns, mono_ns() - t0, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&w->lock);
+        last = --b->left_b == 0;
+        if (last) {
+            w->completed++;
+            pthread_cond_broadcast(&w->done);
+        }
+        pthread_mutex_unlock(&w->lock);
+        if (last) uv_async_send(w->async);
+        seen++;
+    }
+    template_scratch_release();
+    parser_match_data_release();
+    return NULL;
+}
+
+/* ---- on the loop thread ---- */
+
+static struct batch *
+filling(struct workers *w)
+{
+    return &w->ring[(w->submitted) % w->nbatches]; /* submitted only changes on this thread */
+}
+
+static int
+dispatch_rec(void *arg, unsigned k, const struct par_rec *r)
+{
+    struct workers *w = arg;
+    struct batch *b = w->merging;
+    struct emitted *e = &b->out[k].msgs[r->off];
+    uint64_t first = b->base + (b->tick ? 1 : 0);
+    bool keep = !r->expiry && r->pos >= first && b->items[r->pos - first].keep;
+
+    w->o.emit(w->o.arg, e->m, e->kind, e->action, keep);
+    return 0;
+}
+
+/* Hands back the batches done, in order; their slots can be filled again. */
+static void
+dispatch(struct workers *w)
+{
+    uint64_t completed;
+    unsigned k;
+    size_t i;
+
+    if (w->dispatching) return;
+    w->dispatching = true;
+    pthread_mutex_lock(&w->lock);
+    completed = w->completed;
+    pthread_mutex_unlock(&w->lock);
+    while (w->dispatched < completed) {
+        struct batch *b = &w->ring[w->dispatched % w->nbatches];
+        for (k = 0; k < w->nthreads; k++) {
+            w->mrecs[k] = b->out[k].recs;
+            w->mn[k] = b->out[k].n;
+            w->st.truncated += b->out[k].truncated;
+        }
+        w->merging = b;
+        par_merge(w->mrecs, w->mn, w->nthreads, dispatch_rec, w);
+        for (k = 0; k < w->nthreads; k++) {
+            struct shard_out *so = &b->out[k];
+            for (i = 0; i < so->n; i++) msg_unref(so->msgs[i].m);
+            so->n = 0;
+            so->truncated = 0;
+        }
+        b->n = 0;
+        b->tick = false;
+        buf_reset(&b->text);
+        w->dispatched++;
+    }
+    w->dispatching = false;
+}
+
+/* Hands the batch being filled to the workers, if it holds anything and a slot is free. */
+static void
+submit(struct workers *w)
+{
+    struct batch *b = filling(w), *next;
+
+    if (!b->n && !w->pending_tick) return;
+    /* the next batch to fill must be free: taken back by the loop */
+    if (w->submitted + 1 - w->dispatched >= w->nbatches) return;
+    next = &w->ring[(w->submitted + 1) % w->nbatches];
+    (void)next;
+    b->tick = w->pending_tick;
+    w->pending_tick = false;
+    b->base = w->base;
+    w->base += b->n + (b->tick ? 1 : 0);
+    b->clock = clock_wall_ms();
+    b->left_a = b->left_b = w->nthreads;
+    b->classified = false;
+    w->st.batches++;
+    pthread_mutex_lock(&w->lock);
+    w->submitted++;
+    pthread_cond_broadcast(&w->go);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void
+on_async(uv_async_t *a)
+{
+    struct workers *w = a->data;
+
+    dispatch(w);
+    submit(w);
+}
+
+static void
+on_check(uv_check_t *c)
+{
+    submit(c->data);
+}
+
+bool
+workers_submit(struct workers *w, const char *data, size_t len, const char *peer,
+               const char *tls_peer, bool keep, bool overflow)
+{
+    struct batch *b = filling(w);
+    struct item *it;
+
+    if (b->n >= w->cap) {
+        submit(w);
+        b = filling(w);
+    }
+    if (b->n >= w->cap && !overflow) {
+        uint64_t now = uv_now(w->loop);
+        w->st.dropped++;
+        if (!w->drop_log_ms || now - w->drop_log_ms >= 60000) {
+            w->drop_log_ms = now ? now : 1;
+            log_msg(LOG_WARNING,
+                    "engine queue full: datagrams dropped (%llu so far, "
+                    "corral_engine_dropped_total)",
+                    (unsigned long long)w->st.dropped);
+        }
+        return false;
+    }
+    if (b->n == b->cap) {
+        size_t old = b->cap;
+        b->items = xgrow(b->items, &b->cap, b->n + 1, sizeof(*b->items));
+        for (; old < b->cap; old++) b->items[old].m = msg_new();
+    }
+    it = &b->items[b->n++];
+    it->off = b->text.len;
+    it->len = len;
+    buf_append(&b->text, data, len);
+    it->peer = it->tls = NONE;
+    if (peer) {
+        it->peer = b->text.len;
+        it->peerlen = strlen(peer);
+        buf_append(&b->text, peer, it->peerlen);
+    }
+    if (tls_peer) {
+        it->tls = b->text.len;
+        it->tlslen = strlen(tls_peer);
+        buf_append(&b->text, tls_peer, it->tlslen);
+    }
+    it->keep = keep;
+    if (b->n >= w->cap) submit(w);
+    return true;
+}
+
+bool
+workers_full(const struct workers *w)
+{
+    return w->ring[w->submitted % w->nbatches].n >= w->cap;
+}
+
+bool
+workers_low(const struct workers *w)
+{
+    return w->ring[w->submitted % w->nbatches].n <= w->cap / 2;
+}
+
+void
+workers_tick(struct workers *w)
+{
+    w->pending_tick = true;
+    submit(w);
+}
+
+void
+workers_drain(struct workers *w)
+{
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        while (w->completed < w->submitted) pthread_cond_wait(&w->done, &w->lock);
+        pthread_mutex_unlock(&w->lock);
+        /* called from an emit (dispatch() running): the shards are still, which is enough */
+        if (w->dispatching) return;
+        dispatch(w);
+        if (!filling(w)->n && !w->pending_tick) return;
+        submit(w);
+    }
+}
+
+unsigned
+workers_nshards(const struct workers *w)
+{
+    return w->nshards;
+}
+
+unsigned
+workers_nthreads(const struct workers *w)
+{
+    return w->nthreads;
+}
+
+struct corr *
+workers_shard(struct workers *w, unsigned k)
+{
+    return k < w->nshards ? w->threads[k].corr : NULL;
+}
+
+void
+workers_get_stats(const struct workers *w, struct workers_stats *st)
+{
+    uint64_t q;
+
+    *st = w->st;
+    st->queued = 0;
+    for (q = w->dispatched; q <= w->submitted; q++) st->queued += w->ring[q % w->nbatches].n;
+}
+
+double
+workers_busy_seconds(const struct workers *w, unsigned thread)
+{
+    return (double)__atomic_load_n(&w->threads[thread].busy_ns, __ATOMIC_RELAXED) / 1e9;
+}
+
+struct owner_arg {
+    struct workers *w;
+    unsigned k;
+};
+
+static bool
+owns(void *arg, const struct corr_context_info *ci)
+{
+    struct owner_arg *oa = arg;
+
+    return par_context_owner(&oa->w->route, ci) == oa->k;
+}
+
+long
+workers_load(struct workers *w, const char *path, size_t *dropped)
+{
+    long total = 0, n;
+    size_t d;
+    unsigned k;
+
+    workers_drain(w);
+    if (dropped) *dropped = 0;
+    for (k = 0; k < w->nshards; k++) {
+        struct owner_arg oa = {w, k};
+        n = corr_load_some(w->threads[k].corr, path, &d, owns, &oa);
+        if (n < 0) return -1; /* the same file for every shard: the first says it */
+        total += n;
+        if (dropped) *dropped += d;
+    }
+    return total;
+}
+
+static struct corr *
+new_shard(struct workers *w, unsigned k)
+{
+    struct corr_opts c = w->copts;
+
+    c.emit = on_emit;
+    c.arg = &w->threads[k];
+    /* the limits are totals: each shard its part */
+    c.max_contexts = (c.max_contexts ? c.max_contexts : 1000000) / w->nshards;
+    c.max_context_memory =
+        (c.max_context_memory ? c.max_context_memory : (size_t)1 << 30) / w->nshards;
+    c.max_rate_buckets = (c.max_rate_buckets ? c.max_rate_buckets : 1000000) / w->nshards;
+    if (c.context_share) c.context_share = (c.context_share + w->nshards - 1) / w->nshards;
+    if (!c.max_contexts) c.max_contexts = 1;
+    if (!c.max_context_memory) c.max_context_memory = 1;
+    if (!c.max_rate_buckets) c.max_rate_buckets = 1;
+    if (c.context_share > c.max_contexts) c.context_share = c.max_contexts;
+    return corr_new(w->db, &c);
+}
+
+/*
+ * The rules change: every shard takes the new ones; when they route
+ * messages differently (another number of shards, rate limits that key
+ * without the id), the contexts move to their new owners through a
+ * temporary state file.
+ */
+void
+workers_set_db(struct workers *w, struct pdb *db, const char *near, size_t *kept, size_t *dropped)
+{
+    struct par_route rt;
+    size_t kk, dd;
+    unsigned k, n;
+
+    workers_drain(w);
+    *kept = *dropped = 0;
+    (void)pdb_context_keep(db);
+    for (k = 0; k < w->nshards; k++) {
+        corr_set_db(w->threads[k].corr, db, &kk, &dd);
+        *kept += kk;
+        *dropped += dd;
+    }
+    w->db = db;
+    pthread_mutex_lock(&w->lock);
+    w->tz_gen++;
+    pthread_mutex_unlock(&w->lock);
+    n = par_route_init(&rt, db, w->nthreads);
+    if (n != w->nshards || memcmp(rt.noid, w->route.noid, sizeof(rt.noid)) != 0) {
+        const struct corr **all = xcalloc(w->nshards, sizeof(*all));
+        struct buf tmp = BUF_INIT;
+        char *path;
+        int fd;
+        bool saved;
+
+        /* beside the state file: a directory of corrald's own, on disk (else $TMPDIR or /tmp) */
+        if (near)
+            buf_printf(&tmp, "%s.reshard-XXXXXX", near);
+        else
+            buf_printf(&tmp, "%s/corrald-reshard-XXXXXX",
+                       getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        path = (char *)buf_str(&tmp);
+        fd = mkstemp(path);
+        for (k = 0; k < w->nshards; k++) all[k] = w->threads[k].corr;
+        saved = fd >= 0 && corr_save_many(all, w->nshards, path) == 0;
+        free(all);
+        if (fd >= 0) close(fd);
+        if (!saved) {
+            /* keep the running routing: correct for the old rules' keys, logged */
+            log_msg(LOG_ERR, "reload: cannot move contexts between shards (%s): routing kept",
+                    path);
+            if (fd >= 0) unlink(path);
+            buf_free(&tmp);
+            return;
+        }
+        for (k = 0; k < w->nshards; k++) {
+            corr_free(w->threads[k].corr);
+            w->threads[k].corr = NULL;
+        }
+        w->route = rt;
+        w->nshards = n;
+        for (k = 0; k < w->nshards; k++) w->threads[k].corr = new_shard(w, k);
+        workers_load(w, path, &dd);
+        unlink(path);
+        buf_free(&tmp);
+        log_msg(LOG_INFO, "reload: contexts moved to %u shard%s", n, n == 1 ? "" : "s");
+    }
+}
+
+struct workers *
+workers_new(uv_loop_t *loop, struct pdb *db, const struct workers_opts *o)
+{
+    struct workers *w = xcalloc(1, sizeof(*w));
+    unsigned k;
+    size_t i;
+
+    w->loop = loop;
+    w->db = db;
+    w->o = *o;
+    w->copts = *o->corr;
+    w->hostname = xstrdup(o->hostname);
+    w->h_tls_peer = nv_intern_str(".tls.peer_name");
+    w->nthreads = o->threads < 2 ? 2 : o->threads > 64 ? 64 : o->threads;
+    (void)pdb_context_keep(db); /* computed now, read by every thread later */
+    w->nshards = par_route_init(&w->route, db, w->nthreads);
+    w->cap = o->queue < 2 * BATCH ? (o->queue + 1) / 2 : BATCH;
+    if (w->cap < 1) w->cap = 1;
+    w->nbatches = o->queue / w->cap;
+    if (w->nbatches < 2) w->nbatches = 2;
+    w->ring = xcalloc(w->nbatches, sizeof(*w->ring));
+    for (i = 0; i < w->nbatches; i++) {
+        struct batch *b = &w->ring[i];
+        b->cap = w->cap;
+        b->items = xcalloc(b->cap, sizeof(*b->items));
+        for (k = 0; k < b->cap; k++) b->items[k].m = msg_new();
+        b->out = xcalloc(w->nthreads, sizeof(*b->out));
+    }
+    w->mrecs = xcalloc(w->nthreads, sizeof(*w->mrecs));
+    w->mn = xcalloc(w->nthreads, sizeof(*w->mn));
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->go, NULL);
+    pthread_cond_init(&w->classified, NULL);
+    pthread_cond_init(&w->done, NULL);
+    w->async = xcalloc(1, sizeof(*w->async));
+    w->check = xcalloc(1, sizeof(*w->check));
+    uv_async_init(loop, w->async, on_async);
+    w->async->data = w;
+    uv_check_init(loop, w->check);
+    w->check->data = w;
+    uv_check_start(w->check, on_check);
+    uv_unref((uv_handle_t *)w->check);
+    w->threads = xcalloc(w->nthreads, sizeof(*w->threads));
+    w->nalloc = w->nthreads;
+    for (k = 0; k < w->nthreads; k++) {
+        struct thread *t = &w->threads[k];
+        t->w = w;
+        t->index = k;
+        t->scratch = pdb_scratch_new();
+        if (k < w->nshards) t->corr = new_shard(w, k);
+    }
+    for (k = 0; k < w->nthreads; k++)
+        if (pthread_create(&w->threads[k].tid, NULL, worker, &w->threads[k]) != 0) {
+            log_msg(LOG_ERR, "cannot start worker thread %u", k);
+            w->nthreads = k; /* workers_free joins those */
+            workers_free(w);
+            return NULL;
+        }
+    log_msg(LOG_INFO, "engine: %u workers, %u correlation shard%s, queue of %zu messages",
+            w->nthreads, w->nshards, w->nshards == 1 ? "" : "s", w->cap * w->nbatches);
+    return w;
+}
+
+static void
+handle_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+void
+workers_free(struct workers *w)
+{
+    unsigned k;
+    size_t i, j;
+
+    if (!w) return;
+    workers_drain(w);
+    pthread_mutex_lock(&w->lock);
+    w->quit = true;
+    pthread_cond_broadcast(&w->go);
+    pthread_mutex_unlock(&w->lock);
+    for (k = 0; k < w->nthreads; k++) pthread_join(w->threads[k].tid, NULL);
+    for (k = 0; k < w->nalloc; k++) {
+        corr_free(w->threads[k].corr);
+        pdb_scratch_free(w->threads[k].scratch);
+        buf_free(&w->threads[k].id);
+    }
+    free(w->threads);
+    for (i = 0; i < w->nbatches; i++) {
+        struct batch *b = &w->ring[i];
+        for (j = 0; j < b->cap; j++) msg_unref(b->items[j].m);
+        free(b->items);
+        for (k = 0; k < w->nalloc; k++) {
+            free(b->out[k].recs);
+            free(b->out[k].msgs);
+        }
+        free(b->out);
+        buf_free(&b->text);
+    }
+    free(w->ring);
+    free(w->mrecs);
+    free(w->mn);
+    free(w->hostname);
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->go);
+    pthread_cond_destroy(&w->classified);
+    pthread_cond_destroy(&w->done);
+    /* the handles are freed once the loop has closed them (at a failed start, never: the
+     * process is ending, and the loop still holds them) */
+    uv_close((uv_handle_t *)w->async, handle_closed);
+    uv_close((uv_handle_t *)w->check, handle_closed);
+    free(w);
+}
