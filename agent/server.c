@@ -1108,7 +1108,7 @@ start_corr(struct server *s, const struct conf *conf)
         struct workers_opts wo = {0};
         wo.threads = (unsigned)nworkers;
         wo.queue = conf->engine_queue ? conf->engine_queue : 4096;
-        wo.hostname = s->hostname;
+        wo.hostname = output_local_hostname();
         wo.corr = &copts;
         wo.emit = on_worker_emit;
         wo.arg = s;
