@@ -20,7 +20,8 @@
  *   B. after the last thread of A, thread k is shard k (a corr of its own):
  *      it walks the batch in order, advancing its time to every message's
  *      (so that its timers fire where one engine fires them) and processes
- *      the messages it owns.  What it emits is recorded with its position
+ *      the messages it owns, or its steps of one split between shards
+ *      (also-correlate: par_process(), see par.c).  What it emits is recorded with its position
  *      and, for a timeout, the firing timer's key, its messages referenced.
  * The last thread of B marks the batch done and wakes the loop (uv_async).
  * The loop then merges the shards' records in one engine's order

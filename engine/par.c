@@ -26,7 +26,7 @@
  * for each input position, the timeout messages of all shards in the
  * order one timer wheel fires them (expires, then order, then arming
  * number: the shards number their arms by input position, and a position
- * arms at most one timer in sharded mode), then the input message and what
+ * arms at most one timer per step, see below), then the input message and what
  * its match actions generated.  The output is byte for byte that of one
  * thread; nothing is sorted after the fact.
  *
@@ -50,10 +50,16 @@
  * actions create contexts that may fire in the same advance, detach
  * others...).  Rather than approximate, a database with a create-context
  * action runs correlation in one shard (classification stays parallel):
- * correct by construction.  So does one with a rule that also-correlates
- * (its message joins contexts of another rule's key, in another shard):
- * the shipped sshd rules do, for the distributed brute force.  Sending such actions to their owning
- * shard, with a wait on the shards' progress, is what remains to scale those rules.
+ * correct by construction.
+ *
+ * also-correlate: a message joins contexts of other rules' keys, which other
+ * shards may own.  Classification finds each join's owner
+ * (par_owner_steps(); split_safe() checks at load that the keys can be known
+ * then, else one shard); a message whose contexts are not all in one shard
+ * is split into steps, run each on its owner in one thread's order with a
+ * wait on the step before (par_process(), corr_part_*()).  Timers are
+ * numbered pos * PAR_STEPS + step, and the merge orders a position's parts
+ * by par_rec.sub.
  *
  * Limits: each shard enforces 1/N of max-contexts, max-context-memory and
  * max-rate-buckets (and of each rule's share of them), so a flood is refused

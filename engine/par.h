@@ -49,7 +49,8 @@ struct par_opts {
 /*
  * An engine over db (read-only from now on).  The number of correlation
  * shards is opts->threads, or 1 when the rules make sharding unsafe
- * (create-context: see par.c); classification uses every thread anyway.
+ * (create-context, an also-correlate key known only after the rule's values:
+ * see par.c); classification uses every thread anyway.
  * NULL when the threads cannot be started.
  */
 struct par *par_new(struct pdb *db, const struct par_opts *opts);
