@@ -251,10 +251,7 @@ par_route_init(struct par_route *rt, const struct pdb *db, unsigned n)
         for (j = 0; j < r->nactions; j++)
             if (r->actions[j].kind == PDB_ACTION_CREATE_CONTEXT) rt->nshards = 1;
         /* also-correlate: one message joins contexts of other keys (split_safe()) */
-        if (r->nalso) {
-            rt->also = true;
-            if (!split_safe(r, refs)) rt->nshards = 1;
-        }
+        if (r->nalso && !split_safe(r, refs)) rt->nshards = 1;
         for (j = 0; j < r->msg.nvalues; j++) {
             nv_handle h = r->msg.values[j].name;
             if (h == NV_HOST || h == NV_PROGRAM || h == NV_PID) scope_values = true;

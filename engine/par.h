@@ -77,7 +77,6 @@ void par_stats(const struct par *p, struct corr_stats *out);
 struct par_route {
     unsigned nshards;
     bool noid[4]; /* by scope: the key leaves the context id out (rate limits) */
-    bool also;    /* some rule also-correlates: see par_owner_steps() */
 };
 #define PAR_ANY_SHARD UINT32_MAX /* needs no shard's state: any shard may take it */
 unsigned par_route_init(struct par_route *rt, const struct pdb *db, unsigned n);
