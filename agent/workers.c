@@ -20,7 +20,8 @@
  *   B. after the last thread of A, thread k is shard k (a corr of its own):
  *      it walks the batch in order, advancing its time to every message's
  *      (so that its timers fire where one engine fires them) and processes
- *      the messages it owns.  What it emits is recorded with its position
+ *      the messages it owns, or its steps of one split between shards
+ *      (also-correlate: par_process(), see par.c).  What it emits is recorded with its position
  *      and, for a timeout, the firing timer's key, its messages referenced.
  * The last thread of B marks the batch done and wakes the loop (uv_async).
  * The loop then merges the shards' records in one engine's order
@@ -69,6 +70,7 @@ struct item {
     const struct pdb_rule *rule;
     uint64_t t;
     unsigned shard;
+    struct par_steps steps; /* a message split between shards (also-correlate) */
     size_t off, len, peer, peerlen, tls, tlslen; /* in the batch's text; NONE: absent */
     bool keep;
 };
@@ -106,6 +108,7 @@ struct thread {
     struct buf id;
     struct batch *cur;
     uint64_t pos;
+    uint8_t sub;      /* par_rec.sub of what it emits */
     uint64_t busy_ns; /* read by the loop thread: atomic */
 };
 
@@ -117,6 +120,7 @@ struct workers {
     char *hostname;
     nv_handle h_tls_peer;
     struct par_route route;
+    struct par_sync *sync; /* split messages: the shards' progress */
     unsigned nthreads, nshards;
     unsigned nalloc; /* threads allocated (started: nthreads) */
     struct thread *threads;
@@ -170,6 +174,7 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
     r->len = 0;
     r->expiry = corr_firing_key(t->corr, r->key);
     if (!r->expiry) memset(r->key, 0, sizeof(r->key));
+    r->sub = r->expiry ? 0 : t->sub;
     /* the loop thread takes this reference back once the batch is done */
     so->msgs[so->n].m = msg_ref(m);
     so->msgs[so->n].kind = kind;
@@ -200,7 +205,7 @@ classify(struct workers *w, struct thread *t, struct batch *b)
         if (msg_flags(it->m) & MSG_F_TRUNCATED) so->truncated++;
         it->rule = pdb_lookup_r(w->db, it->m, t->scratch);
         it->t = corr_msg_time(it->m, b->clock);
-        it->shard = par_owner(&w->route, it->m, it->rule, &t->id);
+        it->shard = par_owner_steps(&w->route, it->m, it->rule, &t->id, &it->steps);
     }
 }
 
@@ -231,10 +236,9 @@ correlate(struct workers *w, struct thread *t, struct batch *b)
         t->pos = b->base + (b->tick ? 1 : 0) + i;
         corr_note_clock(t->corr, b->clock);
         corr_advance(t->corr, it->t);
-        if (it->shard != t->index) continue;
-        /* sharded, a position arms at most one timer: number it by position (see par.c) */
-        if (w->nshards > 1) corr_set_arm_seq(t->corr, t->pos);
-        corr_process_rule(t->corr, it->m, it->rule, it->t);
+        /* its part of the message, if any; timers numbered by position and step (see par.c) */
+        par_process(t->corr, t->index, w->nshards, w->sync, t->pos, it->m, it->rule, it->t,
+                    it->shard, &it->steps, &t->sub);
     }
 }
 
@@ -652,6 +656,7 @@ workers_new(uv_loop_t *loop, struct pdb *db, const struct workers_opts *o)
         b->out = xcalloc(w->nthreads, sizeof(*b->out));
     }
     w->mrecs = xcalloc(w->nthreads, sizeof(*w->mrecs));
+    w->sync = par_sync_new(w->nthreads); /* as many as the shards may ever be */
     w->mn = xcalloc(w->nthreads, sizeof(*w->mn));
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->go, NULL);
@@ -724,6 +729,7 @@ workers_free(struct workers *w)
     }
     free(w->ring);
     free(w->mrecs);
+    par_sync_free(w->sync);
     free(w->mn);
     free(w->hostname);
     pthread_mutex_destroy(&w->lock);

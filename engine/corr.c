@@ -1261,20 +1261,25 @@ corr_firing_key(const struct corr *c, uint64_t key[3])
     return true;
 }
 
+/*
+ * corr_process_rule() in the parts the parallel engine runs on different
+ * shards when a message's also-correlate contexts live elsewhere (par.c):
+ * the classifying rule's context and values, each also-correlate join in
+ * order, the input message with the rule's match actions, each joined
+ * rule's match actions.  Run in this order on one corr they are
+ * corr_process_rule().
+ */
 void
-corr_process_rule(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint64_t to)
+corr_part_main(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint64_t to,
+               struct corr_part *p)
 {
-    struct ctx *x = NULL, *also[PDB_ALSO_MAX];
+    struct ctx *x = NULL;
     struct template_env env;
-    size_t i;
 
+    memset(p, 0, sizeof(*p));
     c->stats.processed++;
     advance(c, to);
-    if (!rule) {
-        c->stats.unknown++;
-        emit(c, m, CORR_INPUT, NULL);
-        return;
-    }
+    if (!rule) return;
     c->stats.matched++;
     if (rule->context_id) {
         struct key k;
@@ -1300,12 +1305,45 @@ corr_process_rule(struct corr *c, struct msg *m, const struct pdb_rule *rule, ui
         template_env_single(&env, &m);
         pdb_apply_r(rule, m, &env, &c->value);
     }
-    for (i = 0; i < rule->nalso; i++)
-        also[i] = rule->also[i] ? join_also(c, rule->also[i], m) : NULL;
+    p->x = x;
+}
+
+void
+corr_part_also(struct corr *c, struct msg *m, const struct pdb_rule *rule, size_t i,
+               struct corr_part *p)
+{
+    p->also[i] = rule->also[i] ? join_also(c, rule->also[i], m) : NULL;
+}
+
+void
+corr_part_emit(struct corr *c, struct msg *m, const struct pdb_rule *rule, struct corr_part *p)
+{
+    if (!rule) c->stats.unknown++;
     emit(c, m, CORR_INPUT, NULL);
-    if (rule->nactions) run_actions(c, rule, PDB_TRIGGER_MATCH, x, m);
-    for (i = 0; i < rule->nalso; i++)
-        if (also[i]) run_actions(c, rule->also[i], PDB_TRIGGER_MATCH, also[i], m);
+    if (rule && rule->nactions) run_actions(c, rule, PDB_TRIGGER_MATCH, p->x, m);
+}
+
+void
+corr_part_also_actions(struct corr *c, struct msg *m, const struct pdb_rule *rule, size_t i,
+                       struct corr_part *p)
+{
+    if (p->also[i]) run_actions(c, rule->also[i], PDB_TRIGGER_MATCH, p->also[i], m);
+}
+
+void
+corr_process_rule(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint64_t to)
+{
+    struct corr_part p;
+    size_t i;
+
+    corr_part_main(c, m, rule, to, &p);
+    if (!rule) {
+        corr_part_emit(c, m, rule, &p);
+        return;
+    }
+    for (i = 0; i < rule->nalso; i++) corr_part_also(c, m, rule, i, &p);
+    corr_part_emit(c, m, rule, &p);
+    for (i = 0; i < rule->nalso; i++) corr_part_also_actions(c, m, rule, i, &p);
 }
 
 /* ---- reload and inspection ---- */

@@ -96,6 +96,30 @@ uint64_t corr_msg_time(const struct msg *m, uint64_t clock);
 void corr_advance(struct corr *c, uint64_t to);
 void corr_process_rule(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint64_t to);
 /*
+ * corr_process_rule() in parts, for the parallel engine (par.c) when a
+ * message's also-correlate contexts live in other shards: each part runs on
+ * the corr that owns its context, in this order for one message:
+ * corr_part_main() (advance, count, the rule's context and values),
+ * corr_part_also() for i = 0 .. nalso-1 (joins also[i]'s context, sets its
+ * values on m), corr_part_emit() (the input message, the rule's match
+ * actions), corr_part_also_actions() for each i.  The first three need the
+ * same p; the joins need m as the previous part left it.  A joined rule's
+ * match actions read only its context, not m.
+ */
+struct ctx;
+struct corr_part {
+    struct ctx *x;
+    struct ctx *also[PDB_ALSO_MAX];
+};
+void corr_part_main(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint64_t to,
+                    struct corr_part *p);
+void corr_part_also(struct corr *c, struct msg *m, const struct pdb_rule *rule, size_t i,
+                    struct corr_part *p);
+void corr_part_emit(struct corr *c, struct msg *m, const struct pdb_rule *rule,
+                    struct corr_part *p);
+void corr_part_also_actions(struct corr *c, struct msg *m, const struct pdb_rule *rule, size_t i,
+                            struct corr_part *p);
+/*
  * The arming number the next context timer gets (timers due at the same
  * time with the same order fire by it); the parallel engine numbers arms by
  * input position so that shards' timeouts merge in one-thread order.

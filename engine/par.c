@@ -26,7 +26,7 @@
  * for each input position, the timeout messages of all shards in the
  * order one timer wheel fires them (expires, then order, then arming
  * number: the shards number their arms by input position, and a position
- * arms at most one timer in sharded mode), then the input message and what
+ * arms at most one timer per step, see below), then the input message and what
  * its match actions generated.  The output is byte for byte that of one
  * thread; nothing is sorted after the fact.
  *
@@ -50,10 +50,16 @@
  * actions create contexts that may fire in the same advance, detach
  * others...).  Rather than approximate, a database with a create-context
  * action runs correlation in one shard (classification stays parallel):
- * correct by construction.  So does one with a rule that also-correlates
- * (its message joins contexts of another rule's key, in another shard):
- * the shipped sshd rules do, for the distributed brute force.  Sending such actions to their owning
- * shard, with a wait on the shards' progress, is what remains to scale those rules.
+ * correct by construction.
+ *
+ * also-correlate: a message joins contexts of other rules' keys, which other
+ * shards may own.  Classification finds each join's owner
+ * (par_owner_steps(); split_safe() checks at load that the keys can be known
+ * then, else one shard); a message whose contexts are not all in one shard
+ * is split into steps, run each on its owner in one thread's order with a
+ * wait on the step before (par_process(), corr_part_*()).  Timers are
+ * numbered pos * PAR_STEPS + step, and the merge orders a position's parts
+ * by par_rec.sub.
  *
  * Limits: each shard enforces 1/N of max-contexts, max-context-memory and
  * max-rate-buckets (and of each rule's share of them), so a flood is refused
@@ -71,6 +77,7 @@
 #include "engine/xalloc.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,7 +89,8 @@ struct slot {
     struct msg *m;
     const struct pdb_rule *rule;
     uint64_t t;     /* corr_msg_time() */
-    unsigned shard; /* owner */
+    unsigned shard; /* owner (of step 0 if split) */
+    struct par_steps steps;
 };
 
 struct lines {
@@ -106,6 +114,7 @@ struct shard {
     struct par_rec *recs[2];
     size_t nrecs[2], caprecs[2];
     uint64_t pos; /* position being processed */
+    uint8_t sub;  /* par_rec.sub of what it emits */
 };
 
 enum phase { PH_NONE, PH_BATCH, PH_EXPIRE, PH_QUIT };
@@ -117,6 +126,7 @@ struct par {
     struct msg_time now;
     unsigned nthreads, nshards;
     struct par_route route; /* which shard owns a message */
+    struct par_sync *sync;  /* split messages */
     struct shard *shards;
 
     struct slot slots[BATCH];
@@ -189,11 +199,49 @@ rate_limited(const struct pdb_rule *r)
     return false;
 }
 
+/*
+ * Whether the keys of r's also-correlate contexts can be known when the
+ * message is classified (par_owner_steps() evaluates them over the parsed
+ * message): corr evaluates also[i]'s context-id and takes its scope fields
+ * after r's values (and .classifier.context_id) and those of also[0..i-1]
+ * are set.  So none of them may read what those set.  refs is scratch.
+ */
+static bool
+split_safe(const struct pdb_rule *r, unsigned char *refs)
+{
+    size_t i, j, v;
+
+    for (i = 0; i < r->nalso; i++) {
+        const struct pdb_rule *a = r->also[i];
+        if (!a) continue;
+        memset(refs, 0, NV_MAX_NAMES + 1);
+        if (a->context_id && !template_refs(a->context_id, refs)) return false;
+        /* $TAGS reads what the rules' tags set, which template_refs() does not say */
+        if (a->context_id && strstr(template_source(a->context_id), "TAGS")) return false;
+        /* the scope fields its key takes (par_owner_steps() reads them from the parsed message) */
+        switch (a->scope) {
+        case PDB_SCOPE_PROCESS: refs[NV_PID] = 1;     /* fall through */
+        case PDB_SCOPE_PROGRAM: refs[NV_PROGRAM] = 1; /* fall through */
+        case PDB_SCOPE_HOST: refs[NV_HOST] = 1;       /* fall through */
+        case PDB_SCOPE_GLOBAL: break;
+        }
+        if (r->context_id && refs[NV_CONTEXT_ID]) return false;
+        for (j = 0; j <= i; j++) {
+            const struct pdb_rule *w = j == 0 ? r : r->also[j - 1];
+            if (!w) continue;
+            for (v = 0; v < w->msg.nvalues; v++)
+                if (refs[w->msg.values[v].name]) return false;
+        }
+    }
+    return true;
+}
+
 unsigned
 par_route_init(struct par_route *rt, const struct pdb *db, unsigned n)
 {
     size_t i, j;
     bool rates = false, scope_values = false;
+    unsigned char *refs = xcalloc(NV_MAX_NAMES + 1, 1);
 
     memset(rt, 0, sizeof(*rt));
     rt->nshards = n ? n : 1;
@@ -202,8 +250,8 @@ par_route_init(struct par_route *rt, const struct pdb *db, unsigned n)
         if (rate_limited(r)) rates = true, rt->noid[r->scope] = true;
         for (j = 0; j < r->nactions; j++)
             if (r->actions[j].kind == PDB_ACTION_CREATE_CONTEXT) rt->nshards = 1;
-        /* also-correlate: one message joins contexts of other keys (another shard's) */
-        if (r->nalso) rt->nshards = 1;
+        /* also-correlate: one message joins contexts of other keys (split_safe()) */
+        if (r->nalso && !split_safe(r, refs)) rt->nshards = 1;
         for (j = 0; j < r->msg.nvalues; j++) {
             nv_handle h = r->msg.values[j].name;
             if (h == NV_HOST || h == NV_PROGRAM || h == NV_PID) scope_values = true;
@@ -212,35 +260,193 @@ par_route_init(struct par_route *rt, const struct pdb *db, unsigned n)
     /* a bucket is keyed by the scope fields after the rule's values: a rule that rewrites them
      * could share a bucket across the shards its input fields hash to */
     if (rates && scope_values) rt->nshards = 1;
+    free(refs);
     return rt->nshards;
 }
 
-unsigned
-par_owner(const struct par_route *rt, const struct msg *m, const struct pdb_rule *r, struct buf *id)
+/* The shard of the key a context of scope with context-id tpl (NULL: none) has for m. */
+static unsigned
+key_owner(const struct par_route *rt, const struct msg *m, enum pdb_scope scope,
+          const struct template *tpl, struct buf *id)
 {
     struct par_key k;
     struct template_env env;
 
-    if (rt->nshards <= 1) return 0;
-    if (!r || (!r->context_id && !rate_limited(r))) return PAR_ANY_SHARD;
     memset(&k, 0, sizeof(k));
-    k.scope = r->scope;
+    k.scope = scope;
     k.host = k.prog = k.pid = "";
-    switch (r->scope) {
+    switch (scope) {
     case PDB_SCOPE_PROCESS: k.pid = field(m, NV_PID, &k.pidlen);       /* fall through */
     case PDB_SCOPE_PROGRAM: k.prog = field(m, NV_PROGRAM, &k.proglen); /* fall through */
     case PDB_SCOPE_HOST: k.host = field(m, NV_HOST, &k.hostlen);       /* fall through */
     case PDB_SCOPE_GLOBAL: break;
     }
-    if (r->context_id && !rt->noid[r->scope]) {
+    if (tpl && !rt->noid[scope]) {
         /* as corr_process evaluates it: over the message alone, before the rule's values */
         template_env_single(&env, (struct msg **)&m);
         buf_reset(id);
-        template_eval(r->context_id, &env, id);
+        template_eval(tpl, &env, id);
         k.id = buf_str(id);
         k.idlen = id->len;
     }
     return par_shard_of(&k, rt->nshards);
+}
+
+unsigned
+par_owner(const struct par_route *rt, const struct msg *m, const struct pdb_rule *r, struct buf *id)
+{
+    if (rt->nshards <= 1) return 0;
+    if (!r || (!r->context_id && !rate_limited(r))) return PAR_ANY_SHARD;
+    return key_owner(rt, m, r->scope, r->context_id, id);
+}
+
+unsigned
+par_owner_steps(const struct par_route *rt, const struct msg *m, const struct pdb_rule *r,
+                struct buf *id, struct par_steps *st)
+{
+    unsigned o = par_owner(rt, m, r, id);
+    size_t i;
+    bool split = false;
+
+    st->n = 0;
+    if (rt->nshards <= 1 || !r || !r->nalso) return o;
+    for (i = 0; i < r->nalso; i++) {
+        const struct pdb_rule *a = r->also[i];
+        /* the key split_safe() vouches for: the parsed message's fields and id */
+        unsigned ao = a ? key_owner(rt, m, a->scope, a->context_id, id) : PAR_ANY_SHARD;
+        if (o == PAR_ANY_SHARD) o = ao; /* step 0 needs no state: with the first join */
+        st->owner[1 + i] = (uint8_t)ao;
+    }
+    if (o == PAR_ANY_SHARD) return o;
+    st->owner[0] = (uint8_t)o;
+    for (i = 1; i <= r->nalso; i++) {
+        /* an unresolved also-correlate joins nothing: its step stays with the step before */
+        if (st->owner[i] == (uint8_t)PAR_ANY_SHARD) st->owner[i] = st->owner[i - 1];
+        if (st->owner[i] != o) split = true;
+    }
+    if (split) st->n = (uint8_t)(1 + r->nalso);
+    return o;
+}
+
+/* ---- split messages ---- */
+
+/* One shard's progress, on a cache line of its own: pos * PAR_STEPS + step + 1 of the last step
+ * it did. */
+struct progress {
+    uint64_t v;
+    char pad[56];
+};
+struct par_sync {
+    unsigned n;
+    struct progress *p;
+};
+
+struct par_sync *
+par_sync_new(unsigned nshards)
+{
+    struct par_sync *sy = xcalloc(1, sizeof(*sy));
+
+    sy->n = nshards ? nshards : 1;
+    sy->p = xcalloc(sy->n, sizeof(*sy->p));
+    return sy;
+}
+
+void
+par_sync_free(struct par_sync *sy)
+{
+    if (!sy) return;
+    free(sy->p);
+    free(sy);
+}
+
+static uint64_t
+step_mark(uint64_t pos, unsigned step)
+{
+    return pos * PAR_STEPS + step + 1;
+}
+
+static void
+step_done(struct par_sync *sy, unsigned self, uint64_t pos, unsigned step)
+{
+    __atomic_store_n(&sy->p[self].v, step_mark(pos, step), __ATOMIC_RELEASE);
+}
+
+/*
+ * Waits until shard k has done step of pos.  k walks the batch in input
+ * order and never waits for a later step than the one it is at, so this
+ * ends (see par_process()).  A short spin, then the CPU is given up: on a
+ * loaded machine k may not be running.
+ */
+static void
+step_wait(struct par_sync *sy, unsigned k, uint64_t pos, unsigned step)
+{
+    uint64_t want = step_mark(pos, step);
+    unsigned spins = 0;
+
+    while (__atomic_load_n(&sy->p[k].v, __ATOMIC_ACQUIRE) < want) {
+        if (++spins < 200) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        sched_yield();
+    }
+}
+
+/*
+ * A split message (st->n > 0): the steps run on their owners, each after
+ * the step before it, which changed m (values), so a shard that owns step
+ * s waits for step s-1's owner; the owner of step 0 emits the input
+ * message and runs the rule's match actions once the last join has set
+ * its values on m, and each join's owner runs that rule's match actions
+ * (they read only its context).  Every wait is for an earlier step of the
+ * same position, or for the last step by a shard that does not wait for
+ * step 0's emission: no cycle.  Timers are numbered pos * PAR_STEPS + step:
+ * one arm per step, in one thread's order.  The records' sub orders the
+ * parts in the merge as corr_process_rule() orders them.
+ */
+void
+par_process(struct corr *c, unsigned self, unsigned nshards, struct par_sync *sy, uint64_t pos,
+            struct msg *m, const struct pdb_rule *rule, uint64_t t, unsigned owner,
+            const struct par_steps *st, uint8_t *sub)
+{
+    struct corr_part part;
+    unsigned s, last;
+    bool mine = false;
+
+    if (!st->n) {
+        if (owner != self) return;
+        if (nshards > 1) corr_set_arm_seq(c, pos * PAR_STEPS);
+        *sub = 0;
+        corr_process_rule(c, m, rule, t);
+        return;
+    }
+    for (s = 0; s < st->n; s++) mine |= st->owner[s] == self;
+    if (!mine) return;
+    memset(&part, 0, sizeof(part));
+    for (s = 0; s < st->n; s++) {
+        if (st->owner[s] != self) continue;
+        if (s > 0 && st->owner[s - 1] != self) step_wait(sy, st->owner[s - 1], pos, s - 1);
+        corr_set_arm_seq(c, pos * PAR_STEPS + s);
+        if (s == 0)
+            corr_part_main(c, m, rule, t, &part);
+        else
+            corr_part_also(c, m, rule, s - 1, &part);
+        step_done(sy, self, pos, s);
+    }
+    last = st->n - 1u;
+    if (st->owner[0] == self) {
+        if (st->owner[last] != self) step_wait(sy, st->owner[last], pos, last);
+        *sub = 0;
+        corr_part_emit(c, m, rule, &part);
+    }
+    for (s = 1; s < st->n; s++)
+        if (st->owner[s] == self) {
+            *sub = (uint8_t)s;
+            corr_part_also_actions(c, m, rule, s - 1, &part);
+        }
+    *sub = 0;
 }
 
 unsigned
@@ -303,12 +509,19 @@ par_merge(const struct par_rec *const *recs, const size_t *nrecs, unsigned n,
             if ((rc = fn(arg, bk, best))) return rc;
             cur[bk]++;
         }
-        /* the input message and what it generated (one shard has them) */
-        for (k = 0; k < n; k++)
-            while (cur[k] < nrecs[k] && recs[k][cur[k]].pos == pos) {
-                if ((rc = fn(arg, k, &recs[k][cur[k]]))) return rc;
-                cur[k]++;
+        /* the input message and what it generated: one shard, or a split message's parts by sub */
+        for (;;) {
+            const struct par_rec *best = NULL;
+            unsigned bk = 0;
+            for (k = 0; k < n; k++) {
+                const struct par_rec *r = cur[k] < nrecs[k] ? &recs[k][cur[k]] : NULL;
+                if (!r || r->pos != pos) continue;
+                if (!best || r->sub < best->sub) best = r, bk = k;
             }
+            if (!best) break;
+            if ((rc = fn(arg, bk, best))) return rc;
+            cur[bk]++;
+        }
     }
 }
 
@@ -353,6 +566,7 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
     r->len = out->len - off;
     r->expiry = corr_firing_key(s->corr, r->key);
     if (!r->expiry) memset(r->key, 0, sizeof(r->key));
+    r->sub = r->expiry ? 0 : s->sub;
 }
 
 static void
@@ -366,7 +580,7 @@ classify(struct par *p, struct shard *s)
         syslogfmt_parse(sl->m, l->text.p + l->off[i], l->off[i + 1] - l->off[i], &p->parse);
         sl->rule = pdb_lookup_r(p->db, sl->m, s->scratch);
         sl->t = corr_msg_time(sl->m, p->clock);
-        sl->shard = par_owner(&p->route, sl->m, sl->rule, &s->id);
+        sl->shard = par_owner_steps(&p->route, sl->m, sl->rule, &s->id, &sl->steps);
     }
 }
 
@@ -382,10 +596,9 @@ correlate(struct par *p, struct shard *s)
         struct slot *sl = &p->slots[i];
         s->pos = p->base + i;
         corr_advance(s->corr, sl->t);
-        if (sl->shard != s->index) continue;
-        /* sharded, a position arms at most one timer: number it by position (see top) */
-        if (p->nshards > 1) corr_set_arm_seq(s->corr, s->pos);
-        corr_process_rule(s->corr, sl->m, sl->rule, sl->t);
+        /* timers numbered by position and step (see top) */
+        par_process(s->corr, s->index, p->nshards, p->sync, s->pos, sl->m, sl->rule, sl->t,
+                    sl->shard, &sl->steps, &s->sub);
     }
 }
 
@@ -594,6 +807,7 @@ par_new(struct pdb *db, const struct par_opts *o)
     /* computed now, read by every thread later */
     (void)pdb_context_keep(db);
     p->nshards = par_route_init(&p->route, db, p->nthreads);
+    p->sync = par_sync_new(p->nshards);
     if (o->fixed_now) {
         p->now.sec = (int64_t)(o->fixed_now / 1000);
         p->now.usec = (int32_t)(o->fixed_now % 1000) * 1000;
@@ -668,6 +882,7 @@ par_free(struct par *p)
     }
     free(p->mrecs);
     free(p->mn);
+    par_sync_free(p->sync);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->go);
     pthread_cond_destroy(&p->done);

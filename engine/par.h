@@ -49,7 +49,8 @@ struct par_opts {
 /*
  * An engine over db (read-only from now on).  The number of correlation
  * shards is opts->threads, or 1 when the rules make sharding unsafe
- * (create-context: see par.c); classification uses every thread anyway.
+ * (create-context, an also-correlate key known only after the rule's values:
+ * see par.c); classification uses every thread anyway.
  * NULL when the threads cannot be started.
  */
 struct par *par_new(struct pdb *db, const struct par_opts *opts);
@@ -82,6 +83,40 @@ unsigned par_route_init(struct par_route *rt, const struct pdb *db, unsigned n);
 /* The owner of m classified as rule (NULL: none), or PAR_ANY_SHARD; id is scratch. */
 unsigned par_owner(const struct par_route *rt, const struct msg *m, const struct pdb_rule *rule,
                    struct buf *id);
+/*
+ * A message whose rule also-correlates joins contexts that other shards may
+ * own: it is processed in steps (corr_part_*), step 0 the rule's own
+ * context, step 1+i the join of also[i], each on its owner's shard.  n is 0
+ * when one shard owns all (par_owner()'s answer), else 1 + nalso.
+ * PAR_STEPS also numbers the timers a position arms (at most one per step).
+ */
+#define PAR_STEPS (1 + PDB_ALSO_MAX)
+struct par_steps {
+    uint8_t n;
+    uint8_t owner[PAR_STEPS];
+};
+/* par_owner(), and st filled for a message that is split between shards. */
+unsigned par_owner_steps(const struct par_route *rt, const struct msg *m,
+                         const struct pdb_rule *rule, struct buf *id, struct par_steps *st);
+
+/*
+ * The shards' progress through the split messages of a batch: a shard waits
+ * for the step before its own (and the owner of step 0 for the last, before
+ * emitting the input message).  Positions only grow, so it needs no reset.
+ */
+struct par_sync;
+struct par_sync *par_sync_new(unsigned nshards);
+void par_sync_free(struct par_sync *sy);
+/*
+ * What shard self does for the message at input position pos (after
+ * advancing its time to t): all of it if it owns it (owner, st->n == 0), its
+ * steps if st splits it, else nothing.  *sub is set to what on_emit records
+ * in par_rec.sub while it emits.
+ */
+void par_process(struct corr *c, unsigned self, unsigned nshards, struct par_sync *sy, uint64_t pos,
+                 struct msg *m, const struct pdb_rule *rule, uint64_t t, unsigned owner,
+                 const struct par_steps *st, uint8_t *sub);
+
 /* The shard that owns an open context (to place contexts read from a state file). */
 unsigned par_context_owner(const struct par_route *rt, const struct corr_context_info *ci);
 
@@ -105,12 +140,15 @@ struct par_rec {
     uint64_t key[3];
     size_t off, len;
     bool expiry;
+    /* not a timeout: 0 for the input message and its rule's actions, 1+i for also[i]'s actions */
+    uint8_t sub;
 };
 /*
  * Merges n shards' record lists (each in its shard's order) into output
  * order, calling fn for each record: for each position, the timeout
  * records of all shards by key (ties by shard), then the others.  Returns
- * nonzero as soon as fn does.
+ * nonzero as soon as fn does.  The others at a position go by sub, then
+ * by shard (a split message's parts come from several shards).
  */
 int par_merge(const struct par_rec *const *recs, const size_t *nrecs, unsigned n,
               int (*fn)(void *arg, unsigned shard, const struct par_rec *r), void *arg);

@@ -49,7 +49,8 @@ struct matcher {
     struct template *tpl;
     struct buf out;
     FILE *fp;
-    unsigned jobs; /* -j */
+    unsigned jobs;   /* -j */
+    unsigned shards; /* -j: the correlation shards (--stats says how many) */
 };
 
 /* C escapes in a -T template, as pdbtool's g_strcompress() does them. */
@@ -279,6 +280,7 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
         cmd_error("match", "cannot start %u threads", mt->jobs);
         return 1;
     }
+    mt->shards = par_shards(p);
     while ((n = getline(&line, &cap, in)) > 0) {
         if (line[n - 1] == '\n') n--;
         if (par_line(p, line, (size_t)n) != 0) break;
@@ -535,6 +537,9 @@ cmd_match(int argc, char **argv)
                 (unsigned long long)cs.contexts_created, (unsigned long long)cs.contexts_open,
                 (unsigned long long)cs.context_bytes,
                 (unsigned long long)(cs.contexts_open ? cs.context_bytes / cs.contexts_open : 0));
+        if (mt.shards)
+            fprintf(stderr, "corral match: %u threads, correlation in %u shards\n", mt.jobs,
+                    mt.shards);
     }
     corr_free(mt.corr);
     if (mt.failed) rc = 1;

@@ -1,9 +1,11 @@
 #!/bin/sh
 # <engine workers="4"/>: the same input over several TCP connections gives
 # the same generated events and the same open contexts as workers="1" (the
-# shipped rules, which correlate in one shard, and the shipped rules without
-# sshd.xml, which correlate in four); the contexts of four shards are saved
-# at SIGTERM and read back by four workers and by one; a reload keeps them;
+# shipped rules, the shipped rules without sshd.xml, and the shipped rules
+# without rate limits, whose failure lines join contexts of two shards
+# (also-correlate): all correlate in four shards); the contexts of four
+# shards are saved at SIGTERM and read back by four workers and by one; a
+# reload keeps them, also into rules that correlate in one shard;
 # with a tiny queue between the inputs and the workers, TCP input is paused
 # (back-pressure) and nothing is lost, and UDP input waits in its socket
 # buffer rather than being dropped.
@@ -13,10 +15,29 @@ need python3
 CONTROL=$WORK/control.sock
 DATA=$top_srcdir/tests/data/loghub
 FILES="$DATA/OpenSSH_2k.log $DATA/Linux_2k.log $top_srcdir/contrib/samples/auth.log"
-mkdir "$WORK/rules4"
+mkdir "$WORK/rules4" "$WORK/rules1" "$WORK/norate"
 for f in "$top_srcdir"/rules/*.xml; do
     [ "$(basename "$f")" = sshd.xml ] || cp "$f" "$WORK/rules4/"
+    sed "s/ rate='[^']*'//" "$f" > "$WORK/norate/$(basename "$f")"
 done
+# rules4 and a create-context rule: one shard
+cp "$WORK"/rules4/*.xml "$WORK/rules1/"
+cat > "$WORK/rules1/cc.xml" <<'EOF'
+<?xml version='1.0' encoding='UTF-8'?>
+<patterndb version='6' pub_date='2026-12-04'>
+  <ruleset name='ccprog' id='cc-rs'>
+    <pattern>ccprog</pattern>
+    <rules>
+      <rule provider='test' id='cc.go' class='system'>
+        <patterns><pattern>go @NUMBER:n@</pattern></patterns>
+        <actions><action><create-context context-id='cc-${n}' context-timeout='60'>
+          <message><values><value name='MESSAGE'>made</value></values></message>
+        </create-context></action></actions>
+      </rule>
+    </rules>
+  </ruleset>
+</patterndb>
+EOF
 
 # conf FILE RULES WORKERS [QUEUE [SELECT]]
 conf() {
@@ -81,10 +102,10 @@ run() {
     [ -s "$WORK/$1.contexts" ] || fail "$1: no contexts open"
 }
 
-# --- the shipped rules (also-correlate: one shard), then without sshd.xml (four shards)
+# --- the shipped rules (also-correlate), without sshd.xml, without rate limits: four shards
 run one "$top_srcdir/rules" 1
 run four "$top_srcdir/rules" 4
-grep -q "engine: 4 workers, 1 correlation shard" "$WORK/four.log" || fail "four: not 4 workers"
+grep -q "engine: 4 workers, 4 correlation shards" "$WORK/four.log" || fail "four: not 4 shards"
 cmp "$WORK/one.events" "$WORK/four.events" || fail "shipped rules: events differ with 4 workers"
 cmp "$WORK/one.contexts" "$WORK/four.contexts" || fail "shipped rules: contexts differ"
 
@@ -93,6 +114,13 @@ run four4 "$WORK/rules4" 4
 grep -q "engine: 4 workers, 4 correlation shards" "$WORK/four4.log" || fail "four4: not 4 shards"
 cmp "$WORK/one4.events" "$WORK/four4.events" || fail "sharded: events differ with 4 workers"
 cmp "$WORK/one4.contexts" "$WORK/four4.contexts" || fail "sharded: contexts differ"
+
+run onenr "$WORK/norate" 1
+run fournr "$WORK/norate" 4
+grep -q "engine: 4 workers, 4 correlation shards" "$WORK/fournr.log" || fail "fournr: not 4 shards"
+cmp "$WORK/onenr.events" "$WORK/fournr.events" || fail "split: events differ with 4 workers"
+cmp "$WORK/onenr.contexts" "$WORK/fournr.contexts" || fail "split: contexts differ"
+grep -q ssh-user-failures "$WORK/fournr.contexts" || fail "split: no per-user context"
 
 # --- the state of four shards: saved at SIGTERM (run four4 stopped so), read back by 4 and by 1
 open=$(wc -l < "$WORK/four4.contexts")
@@ -106,8 +134,8 @@ kill -HUP "$CORRALD_PID"
 wait_log "contexts: $open kept, 0 dropped" || fail "reload did not keep the contexts"
 contexts "$WORK/reloaded.contexts"
 cmp "$WORK/four4.contexts" "$WORK/reloaded.contexts" || fail "contexts changed by the reload"
-# rules with an also-correlate (sshd.xml) correlate in one shard: the contexts of four move there
-sed "s|$WORK/rules4|$top_srcdir/rules|" "$WORK/four4.conf" > "$WORK/moved.conf"
+# rules with a create-context correlate in one shard: the contexts of four move there
+sed "s|$WORK/rules4|$WORK/rules1|" "$WORK/four4.conf" > "$WORK/moved.conf"
 cp "$WORK/four4.conf" "$WORK/four4.conf.orig"
 cp "$WORK/moved.conf" "$WORK/four4.conf"
 kill -HUP "$CORRALD_PID"

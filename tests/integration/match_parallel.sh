@@ -11,8 +11,16 @@
 #     brute-force attempts on many hosts over three days: contexts of every
 #     shard time out mid-stream (60 s and 24 h), rate-limited actions fire,
 #     some shards see no message for a long time;
+#   - the log lines of the shipped rules' scenarios (rules/*.scenario);
+#   - synthetic distributed brute-force campaigns (one user name failing
+#     from many addresses, rules/sshd.xml's also-correlate) on many hosts,
+#     with the shipped rules (their contexts keyed by host, for the rate
+#     limits: spread over the shards by host) and with the shipped rules
+#     without rate limits (keyed by address and by user: most failure lines
+#     join contexts of two shards, engine/par.c par_process());
 #   - rules with create-context (which run correlation in one shard) on the
 #     same log.
+# The shipped rules, with also-correlate, correlate in N shards (--stats).
 . "$(dirname "$0")/corrald_lib.sh"
 
 NOW=2026-12-03T10:00:00Z
@@ -104,7 +112,43 @@ cat > "$WORK/cc.xml" <<'EOF'
 </patterndb>
 EOF
 
+# Distributed brute force: on 23 hosts, campaigns against a user name from
+# 3-12 addresses (5 or more raise ssh.distributed_bruteforce.alert), lines
+# 1-30 s apart, some addresses retrying (per-address brute force), quiet
+# spells past the campaigns' 600 s so that they end mid-stream.
+campaigns() {
+    awk -v n="$1" 'BEGIN {
+        srand(11); t = 1735689600
+        for (i = 0; i < n; ) {
+            h = "srv" int(rand() * 23); u = (rand() < 0.3) ? "root" : "user" int(rand() * 7)
+            na = 3 + int(rand() * 10); net = int(rand() * 200)
+            for (a = 0; a < na && i < n; a++)
+                for (k = (rand() < 0.2) ? 6 : 1; k > 0 && i < n; k--) {
+                    t += 1 + int(rand() * 30) + ((i % 701) == 0 ? 900 : 0)
+                    d = strftime("%Y-%m-%dT%H:%M:%S+00:00", t, 1)
+                    if (u == "root")
+                        printf "%s %s sshd[%d]: Failed password for root from 198.%d.%d.%d port %d ssh2\n", d, h, 4000 + i, net, a, int(rand() * 3), 30000 + i % 30000
+                    else
+                        printf "%s %s sshd[%d]: Failed password for invalid user %s from 198.%d.%d.%d port %d ssh2\n", d, h, 4000 + i, u, net, a, int(rand() * 3), 30000 + i % 30000
+                    i++
+                }
+        }
+    }'
+}
+
 synth 3000 > "$WORK/synth.log"
+campaigns 4000 > "$WORK/campaigns.log"
+# the scenarios' log lines, all scenarios one after the other
+for f in "$top_srcdir"/rules/*.scenario; do
+    awk '/<log>/ { on = 1; next } /<\/log>/ { on = 0 } on { sub(/^[ \t]+/, ""); print }' "$f"
+done > "$WORK/scenarios.log"
+[ "$(grep -c "" "$WORK/scenarios.log")" -gt 400 ] || fail "too few scenario lines"
+# the shipped rules without rate limits: their contexts are keyed by id, not by host alone
+mkdir "$WORK/norate"
+for f in "$top_srcdir"/rules/*.xml; do
+    sed "s/ rate='[^']*'//" "$f" > "$WORK/norate/$(basename "$f")"
+done
+grep -q "rate=" "$WORK/norate/sshd.xml" && fail "rate limits left in the copy"
 for log in OpenSSH_2k.log Linux_2k.log; do in_2025 "$top_srcdir/tests/data/loghub/$log" > "$WORK/$log"; done
 in_2025 "$top_srcdir/contrib/samples/auth.log" > "$WORK/auth.log"
 
@@ -142,6 +186,13 @@ one "shipped rules, Linux_2k" "$top_srcdir/rules" "$WORK/Linux_2k.log" -T "$tpl"
 one "shipped rules, auth.log" "$top_srcdir/rules" "$WORK/auth.log" --json
 one "shipped rules, synthetic sessions, --keep-open" "$top_srcdir/rules" "$WORK/synth.log" --keep-open -T "$tpl"
 one "public patterndb, OpenSSH_2k" "$top_srcdir/tests/data/patterndb" "$WORK/OpenSSH_2k.log" -T "$tpl"
+one "shipped rules, scenarios" "$top_srcdir/rules" "$WORK/scenarios.log" -T "$tpl"
+one "shipped rules, scenarios (json)" "$top_srcdir/rules" "$WORK/scenarios.log" --json
+compare "shipped rules, brute-force campaigns" "$top_srcdir/rules" "$WORK/campaigns.log"
+compare "shipped rules without rates, brute-force campaigns" "$WORK/norate" "$WORK/campaigns.log"
+one "shipped rules without rates, synthetic sessions" "$WORK/norate" "$WORK/synth.log" -T "$tpl"
+one "shipped rules without rates, OpenSSH_2k" "$WORK/norate" "$WORK/OpenSSH_2k.log" --json
+one "shipped rules without rates, scenarios" "$WORK/norate" "$WORK/scenarios.log" -T "$tpl"
 one "create-context rules, synthetic sessions" "$WORK/cc.xml" "$WORK/synth.log" -T "$tpl"
 
 # the comparisons must have had something to compare: sessions, contexts
@@ -158,6 +209,20 @@ brute=$(grep -c 'brute force' "$WORK/synth.out" || true)
     > "$WORK/cc.out" || fail "corral match failed"
 grep -q 'quiet ' "$WORK/cc.out" || fail "create-context rules: no timeout fired"
 grep -q 'failures: ' "$WORK/cc.out" || fail "create-context rules: no rate-limited timeout"
+# also-correlate correlates in every shard (create-context in one), and the
+# campaigns raised distributed brute-force alerts and summaries
+for r in "$top_srcdir/rules" "$WORK/norate"; do
+    "$CORRAL" match -j 4 -r "$r" --now "$NOW" -f "$WORK/campaigns.log" --stats --json \
+        > "$WORK/camp.out" 2> "$WORK/camp.err" || fail "corral match failed"
+    grep -q "correlation in 4 shards" "$WORK/camp.err" || fail "$r: $(cat "$WORK/camp.err")"
+    dist=$(grep -c '"corral.event":"ssh.distributed_bruteforce.alert"' "$WORK/camp.out" || true)
+    [ "$dist" -gt 100 ] || fail "$r: only $dist distributed brute-force alerts"
+    grep -q '"corral.event":"ssh.distributed_bruteforce.summary"' "$WORK/camp.out" ||
+        fail "$r: no distributed brute-force summary"
+done
+"$CORRAL" match -j 4 -r "$WORK/cc.xml" --now "$NOW" -f "$WORK/synth.log" --stats \
+    > /dev/null 2> "$WORK/cc.err" || fail "corral match failed"
+grep -q "correlation in 1 shards" "$WORK/cc.err" || fail "create-context: $(cat "$WORK/cc.err")"
 
 # -j is checked
 "$CORRAL" match -j 0 -r "$top_srcdir/rules" -f "$WORK/auth.log" > /dev/null 2> "$WORK/err" &&

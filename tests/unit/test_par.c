@@ -38,7 +38,7 @@ collect(void *arg, unsigned shard, const struct par_rec *r)
 static struct par_rec
 rec(uint64_t pos, bool expiry, uint64_t expires, uint64_t seq, char name)
 {
-    struct par_rec r = {pos, {expires, 0, seq}, (size_t)name, 0, expiry};
+    struct par_rec r = {pos, {expires, 0, seq}, (size_t)name, 0, expiry, 0};
     return r;
 }
 
@@ -59,6 +59,27 @@ START_TEST(test_merge_order)
 
     ck_assert_int_eq(par_merge(recs, n, 3, collect, &s), 0);
     ck_assert_str_eq(s.out, "abcdefgh");
+}
+END_TEST
+
+/* A split message's parts: by sub across shards, each shard's own order kept within a sub. */
+START_TEST(test_merge_sub)
+{
+    struct par_rec a[] = {rec(4, false, 0, 0, 'a'), rec(4, false, 0, 0, 'b'),
+                          rec(4, false, 0, 0, 'e'), rec(5, false, 0, 0, 'g')};
+    struct par_rec b[] = {rec(4, true, 9, 1, 'x'), rec(4, false, 0, 0, 'c'),
+                          rec(4, false, 0, 0, 'd'), rec(4, false, 0, 0, 'f')};
+    const struct par_rec *recs[] = {a, b};
+    size_t n[] = {4, 4};
+    struct sink s = {{0}, 0};
+
+    /* shard 0 emitted the input (a) and its rule's action (b), sub 0, and also[1]'s action (e),
+     * sub 2; shard 1 a timeout (x) then also[0]'s actions (c, d), sub 1, and also[2]'s (f) */
+    a[2].sub = 2;
+    b[1].sub = b[2].sub = 1;
+    b[3].sub = 3;
+    ck_assert_int_eq(par_merge(recs, n, 2, collect, &s), 0);
+    ck_assert_str_eq(s.out, "xabcdefg");
 }
 END_TEST
 
@@ -216,26 +237,21 @@ run_par(struct pdb *db, char **lines, size_t n, unsigned threads, struct capture
     par_free(p);
 }
 
-START_TEST(test_same_as_one_thread)
+/* Runs lines through one corr into one->out, then par with 1, 3, 5, 7 threads: the same bytes. */
+static void
+same_as_one_thread(struct pdb *db, char **lines, size_t n, struct capture *one)
 {
-    struct pdb *db = pdb_new();
-    struct buf err = BUF_INIT;
-    struct capture one = {NULL, BUF_INIT};
     struct corr_opts co = {0};
     struct corr *corr;
     struct msg *m = msg_new();
     struct msg_time now = {(int64_t)(NOW / 1000), 0, 0};
     struct syslogfmt_opts so = {&now};
-    size_t n, i;
-    char **lines = make_log(&n);
+    size_t i;
     unsigned threads;
 
-    ck_assert_int_eq(pdb_load_memory(db, "rules", rules, sizeof(rules) - 1), 0);
-    one.tpl = template_compile_str("${ISODATE} ${HOST} ${.classifier.rule_id} ${MESSAGE}\n", &err);
-    ck_assert_ptr_nonnull(one.tpl);
     co.emit = on_emit;
     co.clock = fixed;
-    co.arg = &one;
+    co.arg = one;
     corr = corr_new(db, &co);
     for (i = 0; i < n; i++) {
         syslogfmt_parse(m, lines[i], strlen(lines[i]), &so);
@@ -244,17 +260,30 @@ START_TEST(test_same_as_one_thread)
     corr_expire_all(corr);
     corr_free(corr);
     msg_unref(m);
+    for (threads = 1; threads <= 7; threads += 2) {
+        struct capture c = {one->tpl, BUF_INIT};
+        run_par(db, lines, n, threads, &c);
+        ck_assert_uint_eq(c.out.len, one->out.len);
+        ck_assert_int_eq(memcmp(c.out.p, one->out.p, one->out.len), 0);
+        buf_free(&c.out);
+    }
+}
+
+START_TEST(test_same_as_one_thread)
+{
+    struct pdb *db = pdb_new();
+    struct buf err = BUF_INIT;
+    struct capture one = {NULL, BUF_INIT};
+    size_t n, i;
+    char **lines = make_log(&n);
+
+    ck_assert_int_eq(pdb_load_memory(db, "rules", rules, sizeof(rules) - 1), 0);
+    one.tpl = template_compile_str("${ISODATE} ${HOST} ${.classifier.rule_id} ${MESSAGE}\n", &err);
+    ck_assert_ptr_nonnull(one.tpl);
+    same_as_one_thread(db, lines, n, &one);
     /* timeouts fired mid-stream, and the rate limit held some back */
     ck_assert_ptr_nonnull(strstr(buf_str(&one.out), "closed 3 on h"));
     ck_assert_ptr_nonnull(strstr(buf_str(&one.out), "seen 3 on h"));
-
-    for (threads = 1; threads <= 7; threads += 2) {
-        struct capture c = {one.tpl, BUF_INIT};
-        run_par(db, lines, n, threads, &c);
-        ck_assert_uint_eq(c.out.len, one.out.len);
-        ck_assert_int_eq(memcmp(c.out.p, one.out.p, one.out.len), 0);
-        buf_free(&c.out);
-    }
     for (i = 0; i < n; i++) free(lines[i]);
     free(lines);
     buf_free(&one.out);
@@ -313,6 +342,145 @@ START_TEST(test_rewritten_scope_one_shard)
 }
 END_TEST
 
+/*
+ * also-correlate across shards: failures join a context per address (host
+ * scope), one per user (host scope) and one per address (global scope), each
+ * keyed by its id, so one line's three contexts are mostly in three shards.
+ * Each join's values read its context and the values set before it, the
+ * input message shows them all, match and timeout actions of every rule
+ * fire; a probe rule without a context joins the user's.  The user's and the
+ * global context have the same timeout: armed by one line, they fire in the
+ * order of the joins.
+ */
+static const char also_rules[] =
+    "<?xml version='1.0'?>\n<patterndb version='4' pub_date='2026-01-01'>\n"
+    "<ruleset name='rs' id='rs'><pattern>app</pattern><rules>\n"
+    "<rule provider='t' id='r.fail' class='violation' context-id='a-${addr}' context-timeout='30' "
+    "context-scope='host' also-correlate='r.user,r.g'>"
+    "<patterns><pattern>fail user @ESTRING:user: @from @ANYSTRING:addr@</pattern></patterns>"
+    "<values><value name='a.n'>$(context-length)</value></values>"
+    "<actions><action condition='\"$(context-length)\" == \"3\"'><message><values>"
+    "<value name='MESSAGE'>burst ${addr}@1 n=$(context-length) u=${u.n}@1</value>"
+    "</values></message></action>"
+    "<action trigger='timeout'><message><values>"
+    "<value name='MESSAGE'>addr ${addr}@1 done after $(context-length)</value>"
+    "</values></message></action></actions></rule>\n"
+    "<rule provider='t' id='r.probe' class='system' also-correlate='r.user'>"
+    "<patterns><pattern>probe user @ESTRING:user: @from @ANYSTRING:addr@</pattern></patterns>"
+    "<values><value name='a.n'>p</value></values>"
+    "<actions><action><message><values>"
+    "<value name='MESSAGE'>probe ${user} u=${u.n}</value></values></message></action>"
+    "</actions></rule>\n"
+    "<rule provider='t' id='r.user' class='violation' context-id='u-${user}' "
+    "context-timeout='40' context-scope='host'>"
+    "<values><value name='u.n'>$(context-length)/${a.n}</value></values>"
+    "<actions><action condition='\"$(context-length)\" == \"4\"'><message><values>"
+    "<value name='MESSAGE'>user ${user}@1 ${u.n}@1</value></values></message></action>"
+    "<action trigger='timeout'><message><values>"
+    "<value name='MESSAGE'>user ${user}@1 quiet after $(context-length)</value>"
+    "</values></message></action></actions></rule>\n"
+    "<rule provider='t' id='r.g' class='violation' context-id='g-${addr}' "
+    "context-timeout='40' context-scope='global'>"
+    "<values><value name='g.n'>$(context-length)/${u.n}</value></values>"
+    "<actions><action condition='\"$(context-length)\" == \"2\"'><message><values>"
+    "<value name='MESSAGE'>global ${addr}@1 ${g.n}@1</value></values></message></action>"
+    "<action trigger='timeout'><message><values>"
+    "<value name='MESSAGE'>global ${addr}@1 done $(context-length)</value>"
+    "</values></message></action></actions></rule>\n"
+    "</rules></ruleset></patterndb>\n";
+
+static char **
+make_also_log(size_t *n)
+{
+    char **lines = calloc(4000, sizeof(*lines));
+    size_t i;
+    unsigned t = 0, seed = 3;
+
+    for (i = 0; i < 4000; i++) {
+        char buf[256];
+        seed = seed * 1103515245 + 12345;
+        t += (seed >> 16) % 3 + (i % 1000 == 0 ? 100 : 0);
+        snprintf(buf, sizeof(buf),
+                 "2026-11-20T08:%02u:%02u+00:00 h%u app[1]: %s user u%u from 10.0.0.%u",
+                 (t / 60) % 60, t % 60, (seed >> 4) % 4, (seed >> 9) % 9 ? "fail" : "probe",
+                 (seed >> 12) % 6, (seed >> 20) % 23);
+        lines[i] = strdup(buf);
+    }
+    *n = i;
+    return lines;
+}
+
+START_TEST(test_also_correlate_split)
+{
+    struct pdb *db = pdb_new();
+    struct buf err = BUF_INIT, id = BUF_INIT;
+    struct capture one = {NULL, BUF_INIT};
+    struct par_route rt;
+    struct par_steps st;
+    struct msg *m = msg_new();
+    size_t n, i, split = 0;
+    char **lines = make_also_log(&n);
+
+    ck_assert_int_eq(pdb_load_memory(db, "also", also_rules, sizeof(also_rules) - 1), 0);
+    /* not one shard any more, and most failure lines are split */
+    ck_assert_uint_eq(par_route_init(&rt, db, 4), 4);
+    for (i = 0; i < n; i++) {
+        const struct pdb_rule *r;
+        syslogfmt_parse(m, lines[i], strlen(lines[i]), NULL);
+        r = pdb_lookup(db, m);
+        ck_assert_ptr_nonnull(r);
+        par_owner_steps(&rt, m, r, &id, &st);
+        if (st.n) {
+            ck_assert_uint_eq(st.n, 1 + r->nalso);
+            split++;
+        }
+    }
+    ck_assert_uint_gt(split, n / 2);
+    one.tpl = template_compile_str("${ISODATE} ${HOST} ${.classifier.rule_id} "
+                                   "${.classifier.context_id} a=${a.n} u=${u.n} g=${g.n} "
+                                   "${MESSAGE}\n",
+                                   &err);
+    ck_assert_ptr_nonnull(one.tpl);
+    same_as_one_thread(db, lines, n, &one);
+    /* every kind of message was there to compare */
+    ck_assert_ptr_nonnull(strstr(buf_str(&one.out), " burst 10.0.0."));
+    ck_assert_ptr_nonnull(strstr(buf_str(&one.out), " quiet after "));
+    ck_assert_ptr_nonnull(strstr(buf_str(&one.out), " global 10.0.0."));
+    ck_assert_ptr_nonnull(strstr(buf_str(&one.out), " done after "));
+    ck_assert_ptr_nonnull(strstr(buf_str(&one.out), " probe u"));
+    ck_assert_ptr_nonnull(strstr(buf_str(&one.out), "a=p u=3/p g= "));
+    for (i = 0; i < n; i++) free(lines[i]);
+    free(lines);
+    msg_unref(m);
+    buf_free(&one.out);
+    buf_free(&err);
+    buf_free(&id);
+    template_free(one.tpl);
+    pdb_free(db);
+}
+END_TEST
+
+/* A join whose context-id reads a value the classifying rule sets: its key is not known at
+ * classification, so correlation stays in one shard. */
+START_TEST(test_also_unknown_key_one_shard)
+{
+    static const char rw[] =
+        "<?xml version='1.0'?>\n<patterndb version='4' pub_date='2026-01-01'>\n"
+        "<ruleset name='rs' id='rs'><rules>\n"
+        "<rule provider='t' id='r.a' class='system' context-id='a${n}' also-correlate='r.b'>"
+        "<patterns><pattern>go @NUMBER:n@</pattern></patterns>"
+        "<values><value name='k'>$(context-length)</value></values></rule>\n"
+        "<rule provider='t' id='r.b' class='system' context-id='b${k}'></rule>\n"
+        "</rules></ruleset></patterndb>\n";
+    struct pdb *db = pdb_new();
+    struct par_route rt;
+
+    ck_assert_int_eq(pdb_load_memory(db, "rw", rw, sizeof(rw) - 1), 0);
+    ck_assert_uint_eq(par_route_init(&rt, db, 4), 1);
+    pdb_free(db);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -323,6 +491,9 @@ main(void)
 
     tcase_add_test(tc, test_merge_order);
     tcase_add_test(tc, test_merge_stops);
+    tcase_add_test(tc, test_merge_sub);
+    tcase_add_test(tc, test_also_correlate_split);
+    tcase_add_test(tc, test_also_unknown_key_one_shard);
     tcase_add_test(tc, test_shard_of);
     tcase_add_test(tc, test_same_as_one_thread);
     tcase_add_test(tc, test_create_context_one_shard);
