@@ -547,6 +547,15 @@ find(struct find *f, const struct node *n, size_t pos, size_t len)
             /* the common case: no CR to skip, a plain common-prefix scan */
             size_t m = len > in ? len - in : 0;
             if (m > nodelen) m = nodelen;
+            /* eight bytes at a time while both have them, then byte by byte to the first difference
+             */
+            while (rad + 8 <= m) {
+                uint64_t a, b;
+                memcpy(&a, text + in + rad, 8);
+                memcpy(&b, n->key + rad, 8);
+                if (a != b) break;
+                rad += 8;
+            }
             while (rad < m && text[in + rad] == n->key[rad]) rad++;
             in += rad;
         } else {
