@@ -139,8 +139,9 @@ class Bench:
         return run(argv, self.a.cpu, corpus, self.a.feed_cpu, pipe_feed=True)
 
     def corral(self, rules, corpus, tpl="", pipe=False, stdout_path=None):
-        argv = [self.a.corral, "match", "-r", rules, "-f", "-" if pipe else (corpus or "/dev/null"),
-                "-T", tpl]
+        # -j 1: one thread, the single-core figure (corral match defaults to a thread a CPU)
+        argv = [self.a.corral, "match", "-j", "1", "-r", rules,
+                "-f", "-" if pipe else (corpus or "/dev/null"), "-T", tpl]
         return run(argv, self.a.cpu, corpus if pipe else None, self.a.feed_cpu,
                    stdout_path=stdout_path, pipe_feed=pipe)
 
@@ -358,7 +359,7 @@ class Bench:
         w("- corpus: %d lines, %.1f MB (%s)" % (self.n, os.path.getsize(a.corpus) / 1e6,
                                                 a.corpus_desc))
         w("- rule sets: (a) %s; (b) (a) plus %s" % (a.rules_a_desc, a.rules_b_desc))
-        w("- corral: `%s match -r RULES -f CORPUS -T ''`, %s" % (a.corral, a.corral_desc))
+        w("- corral: `%s match -j 1 -r RULES -f CORPUS -T ''`, %s" % (a.corral, a.corral_desc))
         w("- syslog-ng: `%s`, `syslog-ng -F --no-caps -f CONF` with private persist, pid "
           "and control files; CONF: `source { stdin(); }` (default flags: RFC 3164 parsing, "
           "as corral), `parser { db-parser(file(RULES)); }`, no destination; the corpus "
