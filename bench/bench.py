@@ -31,7 +31,7 @@ log {{ source(s_in); {parser_ref} {dest_ref} {flags} }};
 {dest}
 """
 
-CHECK_TEMPLATE = "${.classifier.class}|${.classifier.rule_id}\\n"
+CHECK_TEMPLATE = "${.classifier.class}|${.classifier.rule_id}\\n"  # --check-template changes it
 
 
 class Run:
@@ -139,8 +139,9 @@ class Bench:
         return run(argv, self.a.cpu, corpus, self.a.feed_cpu, pipe_feed=True)
 
     def corral(self, rules, corpus, tpl="", pipe=False, stdout_path=None):
-        argv = [self.a.corral, "match", "-r", rules, "-f", "-" if pipe else (corpus or "/dev/null"),
-                "-T", tpl]
+        # -j 1: one thread, the single-core figure (corral match defaults to a thread a CPU)
+        argv = [self.a.corral, "match", "-j", "1", "-r", rules,
+                "-f", "-" if pipe else (corpus or "/dev/null"), "-T", tpl]
         return run(argv, self.a.cpu, corpus if pipe else None, self.a.feed_cpu,
                    stdout_path=stdout_path, pipe_feed=pipe)
 
@@ -358,7 +359,7 @@ class Bench:
         w("- corpus: %d lines, %.1f MB (%s)" % (self.n, os.path.getsize(a.corpus) / 1e6,
                                                 a.corpus_desc))
         w("- rule sets: (a) %s; (b) (a) plus %s" % (a.rules_a_desc, a.rules_b_desc))
-        w("- corral: `%s match -r RULES -f CORPUS -T ''`, %s" % (a.corral, a.corral_desc))
+        w("- corral: `%s match -j 1 -r RULES -f CORPUS -T ''`, %s" % (a.corral, a.corral_desc))
         w("- syslog-ng: `%s`, `syslog-ng -F --no-caps -f CONF` with private persist, pid "
           "and control files; CONF: `source { stdin(); }` (default flags: RFC 3164 parsing, "
           "as corral), `parser { db-parser(file(RULES)); }`, no destination; the corpus "
@@ -404,9 +405,13 @@ def compare(c_out, s_out, n):
     sc = collections.Counter(s)
     keys_differ = sum(1 for k in set(cc) | set(sc) if cc[k] != sc[k])
     if len(c) == n and len(s) == n and ndiff == 0:
-        res["summary"] = ("all %d messages get the same class and rule id from both "
-                          "(%d distinct class|rule_id values, %d messages classified)" % (
-                              n, len(cc), n - cc.get("unknown|", 0)))
+        with open(c_out, "rb") as f1, open(s_out, "rb") as f2:
+            same_bytes = f1.read() == f2.read()
+        res["summary"] = ("all %d messages get the same line from both (`%s`; the files are "
+                          "%s; %d distinct lines, %d messages classified)" % (
+                              n, CHECK_TEMPLATE, "byte-identical" if same_bytes else
+                              "**not** byte-identical", len(cc),
+                              n - res["classes"].get("unknown", 0)))
     else:
         res["summary"] = ("**MISMATCH**: %d lines from corral, %d from syslog-ng, %d of %d "
                           "messages differ line by line, %d class|rule_id counts differ" % (
@@ -446,7 +451,12 @@ def main():
     ap.add_argument("--cpu", type=int, default=0)
     ap.add_argument("--feed-cpu", type=int, default=None)
     ap.add_argument("--no-baseline", dest="baseline", action="store_false")
+    ap.add_argument("--check-template", default=None,
+                    help="the template of the agreement check (default: class|rule_id)")
     a = ap.parse_args()
+    global CHECK_TEMPLATE
+    if a.check_template:
+        CHECK_TEMPLATE = a.check_template
     if a.feed_cpu is None:
         a.feed_cpu = 1 if os.cpu_count() > 1 and a.cpu == 0 else 0
     global SCRATCH

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Generate the classification benchmark's inputs (see bench/README.md).
 
-    gen.py --out DIR [--lines N] [--rules R] [--programs P] [--seed S]
-           [--generated-share F] [--miss-share F] [--loghub DIR]
+    gen.py --out DIR [--shape mixed|apps] [--lines N] [--rules R]
+           [--programs P] [--seed S] [--generated-share F] [--miss-share F]
+           [--sshd-share F] [--loghub DIR]
 
 writes into DIR:
 
@@ -14,6 +15,18 @@ writes into DIR:
                   near misses that should match none), in random order
   LICENSE.loghub  the loghub licence notice, which must stay with the corpus
   gen.json        the parameters, so classify.sh can tell whether DIR is stale
+
+Two shapes.  "mixed" (the default): R rules over P real and made-up
+daemons (sshd, kernel, ... included), tails of every parser kind, and
+loghub lines (OpenSSH and Linux mixed) for the rest of the corpus.  "apps"
+(issue 13 item 7; defaults 400 programs, 10,000 rules, 31% generated):
+application programs such as inventoryd, 25 rules each, every pattern a
+literal head with prefixes shared within the program ("[auth] Granted
+session ", "[auth] Granted token ", "[auth] Denied session ") and a tail of
+ESTRING/NUMBER/IPv4/QSTRING/ANYSTRING parsers whose values all go to app.*
+names; the corpus takes --sshd-share (40%) OpenSSH lines and Linux lines
+for what is left, e.g.
+"inventoryd[23441]: [auth] Granted session #193 (sierra)".
 
 Everything is deterministic for a given seed.  Lines are drawn independently
 (uniformly from the loghub lines, uniformly over the generated rules), which
@@ -186,6 +199,81 @@ TAILS = [
 ]
 
 
+# ---------------------------------------------------------------------------
+# the "apps" shape (issue 13 item 7)
+
+APP_AREAS = ["auth", "db", "api", "sched", "io", "net", "cache", "store",
+             "audit", "sync"]
+APP_VERBS = ["Granted", "Denied", "Opened", "Closed", "Started", "Finished",
+             "Failed", "Retried", "Expired", "Renewed", "Accepted", "Rejected"]
+APP_OBJECTS = ["session", "token", "connection", "job", "lease", "request",
+               "transaction", "lock"]
+NAMES = ["sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee",
+         "zulu"] + WORDS
+
+def v_name(r):
+    return r.choice(NAMES)
+
+def v_qname(r):
+    return "'%s %s'" % (r.choice(NAMES), r.choice(NAMES))
+
+APP_TAILS = [
+    ["#", P("NUMBER", "app.id", "", v_number), " (",
+     P("ESTRING", "app.user", ")", v_name)],
+    ["#", P("NUMBER", "app.id", "", v_number), ": ",
+     P("ANYSTRING", "app.detail", "", v_reason)],
+    ["#", P("NUMBER", "app.id", "", v_number), " from ",
+     P("IPv4", "app.addr", "", v_ipv4)],
+    ["for ", P("ESTRING", "app.user", " ", v_name), "from ",
+     P("IPv4", "app.addr", "", v_ipv4), " port ",
+     P("NUMBER", "app.port", "", v_number)],
+    ["for ", P("ESTRING", "app.user", " ", v_name), "in ",
+     P("NUMBER", "app.ms", "", v_number), "ms"],
+    ["name=", P("QSTRING", "app.name", "'", v_qname), " by ",
+     P("ESTRING", "app.user", " ", v_name), "(",
+     P("ANYSTRING", "app.detail", "", v_reason)],
+    ["to ", P("IPv4", "app.addr", "", v_ipv4), ":",
+     P("NUMBER", "app.port", "", v_number), " after ",
+     P("NUMBER", "app.ms", "", v_number), "ms"],
+    ["id=", P("NUMBER", "app.id", "", v_number), " user=",
+     P("ESTRING", "app.user", " ", v_name), "reason: ",
+     P("ANYSTRING", "app.detail", "", v_reason)],
+]
+
+# values the check template prints: every capture name of the apps rules
+APP_NAMES = ["app.id", "app.user", "app.addr", "app.port", "app.name",
+             "app.ms", "app.detail"]
+
+
+def app_program_names(n):
+    names = ["%sd" % c for c in COMPONENTS]
+    names += ["%s-%sd" % (p, c) for p in PREFIXES for c in COMPONENTS]
+    names += ["%s-%s-%sd" % (p, c, s) for s in SUFFIXES for p in PREFIXES for c in COMPONENTS]
+    return names[:n]
+
+
+def make_app_rules(r, nrules, nprograms):
+    """Like make_rules, with heads "[area] Verb object " drawn from 3 areas and
+    4 objects per program, so that a program's patterns share prefixes."""
+    programs = app_program_names(nprograms)
+    rules = []
+    per = [nrules // nprograms + (1 if i < nrules % nprograms else 0)
+           for i in range(nprograms)]
+    for pi, prog in enumerate(programs):
+        areas, objects = r.sample(APP_AREAS, 3), r.sample(APP_OBJECTS, 4)
+        seen = set()
+        while len(seen) < per[pi]:
+            key = (r.choice(areas), r.choice(APP_VERBS), r.choice(objects),
+                   r.randrange(len(APP_TAILS)))
+            if key in seen:
+                continue
+            seen.add(key)
+            head = "[%s] %s %s " % key[:3]
+            rid = "app-%04d-%02d" % (pi, len(seen))
+            rules.append((prog, rid, r.choice(CLASSES), head, APP_TAILS[key[3]]))
+    return programs, rules
+
+
 def xml_escape(s):
     return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace("'", "&apos;").replace('"', "&quot;"))
@@ -294,9 +382,9 @@ def write_rules(path, r, programs, rules):
         f.write("</patterndb>\n")
 
 
-def read_loghub(loghub):
+def read_loghub(loghub, names=("OpenSSH_2k.log", "Linux_2k.log")):
     lines = []
-    for name in ("OpenSSH_2k.log", "Linux_2k.log"):
+    for name in names:
         with open(os.path.join(loghub, name), encoding="utf-8", errors="surrogateescape") as f:
             lines += [l.rstrip("\n") for l in f if l.strip()]
     # split each line around its "[pid]" so that every copy gets a fresh pid
@@ -308,12 +396,16 @@ def read_loghub(loghub):
     return out
 
 
-def write_corpus(path, r, nlines, loghub_lines, rules, gen_share, miss_share):
+def write_corpus(path, r, nlines, loghub_lines, rules, gen_share, miss_share,
+                 sshd_lines=None, sshd_share=0.0):
+    """sshd_lines: with the apps shape, a share sshd_share of all lines comes
+    from them and loghub_lines (Linux) gets the rest."""
     hosts = ["host%02d" % i for i in range(1, 41)]
     with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
         buf = []
         for _ in range(nlines):
-            if r.random() < gen_share:
+            x = r.random()
+            if x < gen_share:
                 prog, _, _, head, tail = rules[r.randrange(len(rules))]
                 msg = (miss_text if r.random() < miss_share else message_text)(r, head, tail)
                 buf.append("%s %2d %02d:%02d:%02d %s %s[%d]: %s\n" % (
@@ -321,7 +413,8 @@ def write_corpus(path, r, nlines, loghub_lines, rules, gen_share, miss_share):
                     r.randint(0, 59), r.randint(0, 59), r.choice(hosts), prog,
                     r.randint(100, 65000), msg))
             else:
-                a, b = loghub_lines[r.randrange(len(loghub_lines))]
+                pool = sshd_lines if sshd_lines and x < gen_share + sshd_share else loghub_lines
+                a, b = pool[r.randrange(len(pool))]
                 buf.append(a + "\n" if b is None else "%s%d%s\n" % (a, r.randint(100, 65000), b))
             if len(buf) >= 10000:
                 f.write("".join(buf))
@@ -333,29 +426,52 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--shape", choices=("mixed", "apps"), default="mixed")
     ap.add_argument("--lines", type=int, default=3000000)
     ap.add_argument("--rules", type=int, default=10000)
-    ap.add_argument("--programs", type=int, default=500)
+    ap.add_argument("--programs", type=int, default=None)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--generated-share", type=float, default=0.25)
+    ap.add_argument("--generated-share", type=float, default=None)
     ap.add_argument("--miss-share", type=float, default=0.1)
+    ap.add_argument("--sshd-share", type=float, default=None)
     ap.add_argument("--loghub", default=os.path.join(here, "..", "tests", "data", "loghub"))
     a = ap.parse_args()
-    if a.programs < len(SHARED_PROGRAMS) + 1 or a.rules < a.programs:
-        sys.exit("gen.py: need --programs >= %d and --rules >= --programs"
-                 % (len(SHARED_PROGRAMS) + 1))
+    apps = a.shape == "apps"
+    if a.programs is None:
+        a.programs = 400 if apps else 500
+    if a.generated_share is None:
+        a.generated_share = 0.31 if apps else 0.25
+    if a.sshd_share is None:
+        a.sshd_share = 0.40 if apps else 0.0
+    if apps and not (0 < a.programs <= len(app_program_names(10 ** 6))):
+        sys.exit("gen.py: --shape apps needs 1 <= --programs <= %d"
+                 % len(app_program_names(10 ** 6)))
+    if not apps and a.programs < len(SHARED_PROGRAMS) + 1:
+        sys.exit("gen.py: need --programs >= %d" % (len(SHARED_PROGRAMS) + 1))
+    if a.rules < a.programs:
+        sys.exit("gen.py: need --rules >= --programs")
+    if a.generated_share + a.sshd_share > 1:
+        sys.exit("gen.py: --generated-share plus --sshd-share exceeds 1")
 
     os.makedirs(a.out, exist_ok=True)
     r = random.Random(a.seed)
-    programs, rules = make_rules(r, a.rules, a.programs)
+    programs, rules = (make_app_rules if apps else make_rules)(r, a.rules, a.programs)
     write_rules(os.path.join(a.out, "big-rules.xml"), random.Random(a.seed + 1), programs, rules)
-    write_corpus(os.path.join(a.out, "corpus.log"), random.Random(a.seed + 2), a.lines,
-                 read_loghub(a.loghub), rules, a.generated_share, a.miss_share)
+    if apps:
+        write_corpus(os.path.join(a.out, "corpus.log"), random.Random(a.seed + 2), a.lines,
+                     read_loghub(a.loghub, ("Linux_2k.log",)), rules, a.generated_share,
+                     a.miss_share, read_loghub(a.loghub, ("OpenSSH_2k.log",)), a.sshd_share)
+    else:
+        write_corpus(os.path.join(a.out, "corpus.log"), random.Random(a.seed + 2), a.lines,
+                     read_loghub(a.loghub), rules, a.generated_share, a.miss_share)
     shutil.copyfile(os.path.join(a.loghub, "LICENSE"), os.path.join(a.out, "LICENSE.loghub"))
     with open(os.path.join(a.out, "gen.json"), "w") as f:
-        json.dump({"lines": a.lines, "rules": a.rules, "programs": a.programs,
-                   "seed": a.seed, "generated_share": a.generated_share,
-                   "miss_share": a.miss_share}, f, sort_keys=True)
+        params = {"lines": a.lines, "rules": a.rules, "programs": a.programs,
+                  "seed": a.seed, "generated_share": a.generated_share,
+                  "miss_share": a.miss_share}
+        if apps:
+            params.update(shape="apps", sshd_share=a.sshd_share)
+        json.dump(params, f, sort_keys=True)
         f.write("\n")
 
 

@@ -13,7 +13,7 @@
 #              reads and first-level (D1) and last-level (LL) cache misses a
 #              message; instruction counts hide memory stalls, this does not
 #
-# Runs `corral match -r RULES -f CORPUS -T ''` under valgrind --tool=callgrind
+# Runs `corral match -j 1 -r RULES -f CORPUS -T ''` under valgrind --tool=callgrind
 # with a dump when start-up ends (--dump-after=corr_new) and one
 # before the end-of-input expiry (--dump-before=corr_expire_all), so the
 # classification loop is profiled apart from start-up and tear-down; once
@@ -80,7 +80,7 @@ profile() { # name corpus
     rm -f "$scratch/callgrind.$1".*
     valgrind --tool=callgrind --cache-sim=$cachesim --dump-after=corr_new --dump-before=corr_expire_all \
         --callgrind-out-file="$scratch/callgrind.$1" \
-        "$scratch/corral" match -r "$rules" -f "$2" -T '' 2>"$scratch/valgrind.$1.log" ||
+        "$scratch/corral" match -j 1 -r "$rules" -f "$2" -T '' 2>"$scratch/valgrind.$1.log" ||
         { cat "$scratch/valgrind.$1.log" >&2; exit 1; }
 }
 total_ir() { # callgrind output file -> its instruction count

@@ -298,6 +298,25 @@ parser_free(struct parser *p)
     free(p);
 }
 
+size_t
+parser_shadow_size(const struct parser *p)
+{
+    return sizeof(*p) + (p->arg ? p->arglen + 1 : 0);
+}
+
+const struct parser *
+parser_shadow(const struct parser *p, void *mem)
+{
+    struct parser *c = mem;
+
+    *c = *p;
+    if (p->arg) {
+        c->arg = (char *)(c + 1);
+        memcpy(c->arg, p->arg, p->arglen + 1);
+    }
+    return c;
+}
+
 bool
 parser_equal(const struct parser *a, const struct parser *b)
 {

@@ -45,6 +45,16 @@ void parser_free(struct parser *p);
 /* Two parser references that would match the same way and store the same name. */
 bool parser_equal(const struct parser *a, const struct parser *b);
 
+/*
+ * A read-only copy of p for matching, written into mem (parser_shadow_size(p)
+ * bytes, 8-aligned), with its argument inline: the radix tree puts it next to
+ * the node that tries it, so matching reads no memory elsewhere.  It shares
+ * p's compiled regular expression, so it is valid while p lives, and is never
+ * freed (its memory is the caller's).
+ */
+size_t parser_shadow_size(const struct parser *p);
+const struct parser *parser_shadow(const struct parser *p, void *mem);
+
 /* Result of a successful parse, relative to the position the parser started at. */
 struct parser_match {
     /*

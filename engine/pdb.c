@@ -411,6 +411,18 @@ insert_programs(struct pdb *db, const char *file)
     buf_free(&err);
 }
 
+/* Lays out the rule trees for searching, once a load has inserted everything (see radix_compact).
+ */
+static void
+compact_trees(struct pdb *db)
+{
+    size_t i;
+
+    radix_compact(db->programs);
+    radix_compact(db->generic->rules);
+    for (i = 0; i < db->nprogs; i++) radix_compact(db->progs[i]->rules);
+}
+
 /*
  * corral extension: resolves the also-correlate rule ids of the rules loaded
  * so far (a rule names rules of its own file or directory, or of an earlier
@@ -533,6 +545,7 @@ pdb_load(struct pdb *db, const char *path)
     rc = S_ISDIR(st.st_mode) ? load_dir(db, path, 0) : load_file(db, path);
     insert_programs(db, path);
     resolve_also(db);
+    compact_trees(db);
     return rc < 0 || db->nerrors > errors ? -1 : 0;
 }
 
@@ -548,6 +561,7 @@ pdb_load_memory(struct pdb *db, const char *name, const char *xml, size_t len)
 
     insert_programs(db, file);
     resolve_also(db);
+    compact_trees(db);
     return rc < 0 || db->nerrors > errors ? -1 : 0;
 }
 

@@ -7,6 +7,14 @@
  * one of them can continue a given input.  That shape, together with the
  * search order in find() below, is what makes corral pick the same rule as
  * syslog-ng when several patterns could match.
+ *
+ * Once built, a tree is compacted (radix_compact): every node, its key and
+ * its child arrays are copied into one block in depth-first order, so that a
+ * search walks through memory that is mostly contiguous instead of chasing
+ * pointers across the heap, where each hop of a large rule set is a cache
+ * miss.  Only the placement changes, never the shape or the search.  An
+ * insert into a compacted tree first copies it back into separate
+ * allocations (radix_thaw), which insertion needs to grow child arrays.
  */
 #include "engine/radix.h"
 #include "engine/parsers.h"
@@ -18,7 +26,8 @@
 struct node {
     int32_t keylen; /* -1 for parser nodes */
     bool has_lf;    /* the key holds a '\n': compare byte by byte, skipping input CRs */
-    struct parser *parser;
+    const struct parser *parser; /* what matching uses: own, or its shadow in the arena */
+    struct parser *own;
     void *value;
     struct node **children; /* literal children sorted by first byte */
     unsigned char *first;   /* first[i] == children[i]->key[0] */
@@ -30,6 +39,7 @@ struct node {
 
 struct radix {
     struct node *root;
+    char *arena; /* the compacted tree (radix_compact), or NULL: nodes allocated one by one */
 };
 
 /* Patterns longer than this are refused: it bounds the depth of the recursive search. */
@@ -48,18 +58,20 @@ node_new(const char *key, size_t len, void *value)
     return n;
 }
 
+/* Frees n's subtree: its parsers and values (free_value) always, its storage unless in an arena. */
 static void
-node_free(struct node *n, void (*free_value)(void *))
+node_free(struct node *n, void (*free_value)(void *), bool arena)
 {
     uint32_t i;
 
-    for (i = 0; i < n->nchildren; i++) node_free(n->children[i], free_value);
-    for (i = 0; i < n->npchildren; i++) node_free(n->pchildren[i], free_value);
+    for (i = 0; i < n->nchildren; i++) node_free(n->children[i], free_value, arena);
+    for (i = 0; i < n->npchildren; i++) node_free(n->pchildren[i], free_value, arena);
+    parser_free(n->own);
+    if (n->value && free_value) free_value(n->value);
+    if (arena) return;
     free(n->children);
     free(n->first);
     free(n->pchildren);
-    parser_free(n->parser);
-    if (n->value && free_value) free_value(n->value);
     free(n);
 }
 
@@ -76,15 +88,26 @@ void
 radix_free(struct radix *r, void (*free_value)(void *))
 {
     if (!r) return;
-    node_free(r->root, free_value);
+    node_free(r->root, free_value, r->arena != NULL);
+    free(r->arena);
     free(r);
 }
 
+/*
+ * The literal child whose key starts with c.  First bytes are unique among a
+ * node's literal children; most nodes have a few, scanned in order, and a
+ * node with many (the program tree's root) is searched by halves.
+ */
 static struct node *
 find_child(const struct node *n, unsigned char c)
 {
     uint32_t lo = 0, hi = n->nchildren;
 
+    if (hi <= 8) {
+        for (; lo < hi; lo++)
+            if (n->first[lo] == c) return n->children[lo];
+        return NULL;
+    }
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         if (n->first[mid] < c)
@@ -112,6 +135,110 @@ add_child(struct node *n, struct node *child)
     n->children[i] = child;
     n->first[i] = c;
     n->nchildren++;
+}
+
+/* ---- compaction ---- */
+
+#define ALIGN8(x) (((x) + 7) & ~(size_t)7)
+
+/*
+ * Bytes of n in an arena: the node with its key, then first[], children[],
+ * pchildren[] and a shadow of its parser (parser_shadow: the parser a search
+ * reads right after the node, not somewhere else on the heap).
+ */
+static size_t
+node_bytes(const struct node *n)
+{
+    size_t keylen = n->keylen > 0 ? (size_t)n->keylen : 0;
+
+    return ALIGN8(sizeof(*n) + keylen + 1) + ALIGN8(n->nchildren) +
+           ((size_t)n->nchildren + n->npchildren) * sizeof(struct node *) +
+           (n->own ? ALIGN8(parser_shadow_size(n->own)) : 0);
+}
+
+static size_t
+tree_bytes(const struct node *n)
+{
+    size_t total = node_bytes(n);
+    uint32_t i;
+
+    for (i = 0; i < n->nchildren; i++) total += tree_bytes(n->children[i]);
+    for (i = 0; i < n->npchildren; i++) total += tree_bytes(n->pchildren[i]);
+    return total;
+}
+
+/*
+ * Copies n's subtree into the arena at *at, depth first: a node is followed by
+ * its child arrays and then by its first literal child, the one a search
+ * tries first.  Frees the originals' storage (parsers and values move).
+ */
+static struct node *
+compact_node(struct node *n, char **at, bool from_arena)
+{
+    size_t keylen = n->keylen > 0 ? (size_t)n->keylen : 0;
+    size_t head = ALIGN8(sizeof(*n) + keylen + 1);
+    struct node *c = (struct node *)*at;
+    uint32_t i;
+
+    memcpy(c, n, sizeof(*n) + keylen + 1);
+    c->first = (unsigned char *)*at + head;
+    c->children = (struct node **)(*at + head + ALIGN8(n->nchildren));
+    c->pchildren = c->children + n->nchildren;
+    if (n->nchildren) memcpy(c->first, n->first, n->nchildren);
+    if (n->own) c->parser = parser_shadow(n->own, c->pchildren + n->npchildren);
+    *at += node_bytes(n);
+    for (i = 0; i < n->nchildren; i++)
+        c->children[i] = compact_node(n->children[i], at, from_arena);
+    for (i = 0; i < n->npchildren; i++)
+        c->pchildren[i] = compact_node(n->pchildren[i], at, from_arena);
+    if (!c->nchildren) c->children = NULL, c->first = NULL;
+    if (!c->npchildren) c->pchildren = NULL;
+    if (!from_arena) {
+        free(n->children);
+        free(n->first);
+        free(n->pchildren);
+        free(n);
+    }
+    return c;
+}
+
+void
+radix_compact(struct radix *r)
+{
+    size_t bytes = tree_bytes(r->root);
+    char *arena = xmalloc(bytes), *at = arena;
+
+    r->root = compact_node(r->root, &at, r->arena != NULL);
+    free(r->arena);
+    r->arena = arena;
+}
+
+/* Copies n's subtree out of the arena into separate allocations. */
+static struct node *
+thaw_node(const struct node *n)
+{
+    size_t keylen = n->keylen > 0 ? (size_t)n->keylen : 0;
+    struct node *c = xmalloc(sizeof(*n) + keylen + 1);
+    uint32_t i;
+
+    memcpy(c, n, sizeof(*n) + keylen + 1);
+    c->parser = c->own;
+    c->children = n->nchildren ? xmalloc(n->nchildren * sizeof(*c->children)) : NULL;
+    c->first = n->nchildren ? xmalloc(n->nchildren) : NULL;
+    c->pchildren = n->npchildren ? xmalloc(n->npchildren * sizeof(*c->pchildren)) : NULL;
+    if (n->nchildren) memcpy(c->first, n->first, n->nchildren);
+    for (i = 0; i < n->nchildren; i++) c->children[i] = thaw_node(n->children[i]);
+    for (i = 0; i < n->npchildren; i++) c->pchildren[i] = thaw_node(n->pchildren[i]);
+    return c;
+}
+
+static void
+radix_thaw(struct radix *r)
+{
+    if (!r->arena) return;
+    r->root = thaw_node(r->root);
+    free(r->arena);
+    r->arena = NULL;
 }
 
 /* ---- insertion ---- */
@@ -183,9 +310,9 @@ insert_at(struct node *n, const char *key, size_t len, struct insert *ins)
     if (child) {
         parser_free(p);
     } else {
-        child = xcalloc(1, sizeof(*child));
+        child = xcalloc(1, sizeof(*child) + 1); /* an empty key, as every node has */
         child->keylen = -1;
-        child->parser = p;
+        child->parser = child->own = p;
         n->pchildren = xrealloc(n->pchildren, (n->npchildren + 1) * sizeof(*n->pchildren));
         n->pchildren[n->npchildren++] = child;
     }
@@ -310,6 +437,7 @@ radix_insert(struct radix *r, const char *pattern, size_t len, void *value, void
     struct insert ins = {value, NULL};
     size_t valid;
 
+    radix_thaw(r);
     if (!check_pattern(pattern, len, err, &valid)) {
         /*
          * syslog-ng builds the tree while it parses the pattern, so the nodes
@@ -398,60 +526,79 @@ static struct node *
 find(struct find *f, const struct node *n, size_t pos, size_t len)
 {
     const char *text = f->text;
-    size_t in = pos, rad = 0;
-    size_t nodelen = n->keylen > 0 ? (size_t)n->keylen : 0;
 
     /*
-     * Match this node's literal key; an input CR is skipped where the pattern has
-     * LF.  pos may lie past the end after a parser that consumed the message's
-     * terminating NUL (see parsers.h): then no literal matches below, only
-     * parsers that accept anything do, and only a prefix match remains.
+     * A loop rather than recursion down a chain of literal nodes: when a node
+     * has no parser to fall back on and no value of its own, its result is
+     * its literal child's, so nothing is left to do here after descending
+     * (most of a pattern's literal head is such a chain).
      */
-    if (!n->has_lf) {
-        /* the common case: no CR to skip, a plain common-prefix scan */
-        size_t m = len > in ? len - in : 0;
-        if (m > nodelen) m = nodelen;
-        if (m == nodelen && memcmp(text + in, n->key, nodelen) == 0) {
-            rad = nodelen;
-        } else {
-            while (rad < m && text[in + rad] == n->key[rad]) rad++;
-        }
-        in += rad;
-    } else {
-        while (in < len && rad < nodelen) {
-            if (text[in] == '\r' && n->key[rad] == '\n') in++;
-            if (in >= len || text[in] != n->key[rad]) break;
-            in++;
-            rad++;
-        }
-    }
+    for (;;) {
+        size_t in = pos, rad = 0;
+        size_t nodelen = n->keylen > 0 ? (size_t)n->keylen : 0;
 
-    if (in == len && (rad == nodelen || n->keylen == -1)) {
-        if (f->all_fn) {
-            if (n->value) {
-                f->all_fn(n->value, f->all_arg);
-                f->nall++;
+        /*
+         * Match this node's literal key; an input CR is skipped where the pattern has
+         * LF.  pos may lie past the end after a parser that consumed the message's
+         * terminating NUL (see parsers.h): then no literal matches below, only
+         * parsers that accept anything do, and only a prefix match remains.
+         */
+        if (!n->has_lf) {
+            /* the common case: no CR to skip, a plain common-prefix scan */
+            size_t m = len > in ? len - in : 0;
+            if (m > nodelen) m = nodelen;
+            /* eight bytes at a time while both have them, then byte by byte to the first difference
+             */
+            while (rad + 8 <= m) {
+                uint64_t a, b;
+                memcpy(&a, text + in + rad, 8);
+                memcpy(&b, n->key + rad, 8);
+                if (a != b) break;
+                rad += 8;
             }
-            return NULL;
+            while (rad < m && text[in + rad] == n->key[rad]) rad++;
+            in += rad;
+        } else {
+            while (in < len && rad < nodelen) {
+                if (text[in] == '\r' && n->key[rad] == '\n') in++;
+                if (in >= len || text[in] != n->key[rad]) break;
+                in++;
+                rad++;
+            }
         }
-        return n->value ? (struct node *)n : NULL;
-    }
-    if (n->keylen < 1 || (in < len && rad >= nodelen)) {
-        struct node *ret = NULL, *child;
-        size_t rest = in;
 
-        /* a literal continuation is preferred over parsers */
-        if (rest + 2 <= len && text[rest] == '\r' && text[rest + 1] == '\n') rest++;
-        if (rest < len && (child = find_child(n, (unsigned char)text[rest])))
-            ret = find(f, child, rest, len);
-        if (!ret && in != len && n->npchildren) ret = find_by_parser(f, n, in, len);
-        if (!ret && n->value) {
-            if (!f->require_complete) return (struct node *)n;
-            f->partial_found = true;
+        if (in == len && (rad == nodelen || n->keylen == -1)) {
+            if (f->all_fn) {
+                if (n->value) {
+                    f->all_fn(n->value, f->all_arg);
+                    f->nall++;
+                }
+                return NULL;
+            }
+            return n->value ? (struct node *)n : NULL;
         }
-        return ret;
+        if (n->keylen < 1 || (in < len && rad >= nodelen)) {
+            struct node *ret = NULL, *child = NULL;
+            size_t rest = in;
+
+            /* a literal continuation is preferred over parsers */
+            if (rest + 2 <= len && text[rest] == '\r' && text[rest + 1] == '\n') rest++;
+            if (rest < len) child = find_child(n, (unsigned char)text[rest]);
+            if (child && !n->npchildren && !n->value) {
+                n = child; /* the tail call of the recursive form */
+                pos = rest;
+                continue;
+            }
+            if (child) ret = find(f, child, rest, len);
+            if (!ret && in != len && n->npchildren) ret = find_by_parser(f, n, in, len);
+            if (!ret && n->value) {
+                if (!f->require_complete) return (struct node *)n;
+                f->partial_found = true;
+            }
+            return ret;
+        }
+        return NULL;
     }
-    return NULL;
 }
 
 void *

@@ -57,6 +57,14 @@ void radix_free(struct radix *r, void (*free_value)(void *value));
 enum radix_insert_result radix_insert(struct radix *r, const char *pattern, size_t len, void *value,
                                       void **existing, struct buf *err);
 
+/*
+ * Lays the tree out in one block, in the order a search walks it: the same
+ * tree and the same results, fewer cache misses.  Call it when a batch of
+ * inserts is done; a later insert undoes it (the tree can be compacted
+ * again).  Not safe while another thread searches the tree.
+ */
+void radix_compact(struct radix *r);
+
 /* Sets the value of the empty pattern (the root); the program tree keeps the generic rules there.
  */
 void radix_set_root_value(struct radix *r, void *value);

@@ -1034,6 +1034,12 @@ current_time(const struct syslogfmt_opts *opts, struct msg_time *now)
 }
 
 void
+syslogfmt_now(struct msg_time *now)
+{
+    current_time(NULL, now);
+}
+
+void
 syslogfmt_parse(struct msg *m, const char *line, size_t len, const struct syslogfmt_opts *opts)
 {
     /* Cached handles of the two Cisco values (nv handles never change). */

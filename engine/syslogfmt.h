@@ -37,6 +37,13 @@ void syslogfmt_parse(struct msg *m, const char *line, size_t len,
                      const struct syslogfmt_opts *opts);
 
 /*
+ * The current time as syslogfmt_parse() takes it when opts->now is NULL: the
+ * wall clock with the local UTC offset.  For a caller that reads the clock
+ * once a message and gives that time to the correlation engine as well.
+ */
+void syslogfmt_now(struct msg_time *now);
+
+/*
  * Forgets the calling thread's cached time-zone offsets.  Call after changing
  * the TZ environment variable (the daemon does on reload).
  */

@@ -45,6 +45,7 @@ struct matcher {
     struct dryrun *dry;
     bool failed;       /* writing output failed */
     int64_t fixed_now; /* --now, in ms; 0: the real clock */
+    uint64_t line_ms;  /* the receive time of the message in hand, in ms; 0: none */
     enum format format;
     struct template *tpl;
     struct buf out;
@@ -252,6 +253,15 @@ fixed_clock(void *arg)
     return (uint64_t)((struct matcher *)arg)->fixed_now;
 }
 
+/* The correlation clock of a replay on one thread: the time the message in hand was read. */
+static uint64_t
+line_clock(void *arg)
+{
+    const struct matcher *mt = arg;
+
+    return mt->line_ms ? mt->line_ms : clock_wall_ms();
+}
+
 /* -j N: the same replay on the parallel engine; par_finish does what corr_expire_all does. */
 static int
 match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
@@ -329,9 +339,16 @@ match_file(struct matcher *mt, const char *path, bool keep_open, struct corr_sta
     }
     while (!mt->failed && (n = getline(&line, &cap, in)) > 0) {
         if (line[n - 1] == '\n') n--;
+        if (!mt->fixed_now) {
+            /* one clock read a message, for its receive time and the correlation clock */
+            syslogfmt_now(&now);
+            mt->line_ms = (uint64_t)now.sec * 1000 + (uint64_t)now.usec / 1000;
+            opts.now = &now;
+        }
         syslogfmt_parse(m, line, (size_t)n, &opts);
         corr_process(mt->corr, m);
     }
+    mt->line_ms = 0;
     if (ferror(in)) {
         cmd_error("match", "%s: %s", path, strerror(errno));
         rc = 1;
@@ -510,7 +527,7 @@ cmd_match(int argc, char **argv)
 
     copts.emit = on_emit;
     copts.log = on_log;
-    copts.clock = mt.fixed_now ? fixed_clock : NULL;
+    copts.clock = mt.fixed_now ? fixed_clock : line_clock;
     copts.arg = &mt;
     mt.corr = corr_new(mt.db, &copts);
     if (file) {

@@ -6,6 +6,8 @@
  * matched the message; "winner" is the pattern whose rule it reported and
  * "caps" every named value it stored.  Messages are searched from a heap copy
  * of exactly their length, so that AddressSanitizer catches a read past it.
+ * Every search runs twice: on the tree as inserted and on the tree compacted
+ * (radix_compact), which must find exactly the same.
  */
 #include <check.h>
 #include <stdbool.h>
@@ -312,13 +314,16 @@ expected_name(const struct search *t, nv_handle h)
 
 START_TEST(test_search)
 {
-    const struct search *t = &searches[_i];
+    const struct search *t = &searches[(size_t)_i % NROWS(searches)];
     int ids[MAX_PATTERNS];
     struct radix *r = tree_of(t->patterns, MAX_PATTERNS, ids);
     struct radix_caps caps = {NULL, 0, 0};
     size_t len, i;
     char *text = make_text(t->head, t->fill, t->tail, &len);
-    const int *found = radix_find(r, text, len, &caps);
+    const int *found;
+
+    if ((size_t)_i >= NROWS(searches)) radix_compact(r);
+    found = radix_find(r, text, len, &caps);
 
     ck_assert_msg((found ? *found : -1) == t->winner, "%s: corral picks pattern %d, pdbtool %d",
                   t->name, found ? *found : -1, t->winner);
@@ -463,6 +468,166 @@ START_TEST(test_caps_reused)
 }
 END_TEST
 
+/*
+ * The compacted tree (radix_compact) on the shapes it is for: a node with
+ * many literal children (searched by halves), long keys with shared prefixes
+ * that differ at every position (compared eight bytes at a time), chains of
+ * literal nodes (walked in a loop) and backtracking from a failed literal
+ * into the parsers of the same node, whose arguments live in the compacted
+ * block.  Each message is searched before compaction, after it, after an
+ * insert into the compacted tree and after compacting that again: the
+ * winner and the captures must be the same every time, and the ones given
+ * (big_searches checked against pdbtool 3.38: each pattern a rule, in order).
+ */
+static const char *const big_patterns[] = {
+    /* shared heads, as the benchmark's application rules */
+    "[auth] Granted session #@NUMBER:id@ (@ESTRING:user:)@",
+    "[auth] Granted session #@NUMBER:id@: @ANYSTRING:detail@",
+    "[auth] Granted session #@NUMBER:id@ from @IPv4:addr@",
+    "[auth] Granted session @ESTRING:user: @for @NUMBER:ms@ms",
+    "[auth] Granted token for @ESTRING:user: @from @IPv4:addr@ port @NUMBER:port@",
+    "[auth] Denied session name=@QSTRING:name:'@ by @ESTRING:user: @(@ANYSTRING:detail@",
+    /* a literal that fails late, then the parser of the same node */
+    "[db] Opened lock id=42 ok",
+    "[db] Opened lock id=@NUMBER:id@ @STRING:rest@",
+    /* keys of 8, 9, 16 and 17 bytes sharing prefixes */
+    "abcdefgh-@NUMBER:n@",
+    "abcdefghi-@NUMBER:n@",
+    "abcdefghijklmnop-@NUMBER:n@",
+    "abcdefghijklmnopq-@NUMBER:n@",
+    /* parsers with arguments */
+    "q @QSTRING:q:<>@ e",
+    "e @ESTRING:e:, @x",
+    "s @SET:s: ab@!",
+    "p @PCRE:p:[0-9]+z@ end",
+};
+
+struct big_search {
+    const char *text;
+    int winner;                       /* index into big_patterns, -1: none */
+    const char *cap_name, *cap_value; /* one capture to check, or NULL */
+};
+
+static const struct big_search big_searches[] = {
+    {"[auth] Granted session #193 (sierra)", 0, "user", "sierra"},
+    {"[auth] Granted session #193: quota exceeded", 1, "detail", "quota exceeded"},
+    {"[auth] Granted session #7 from 10.1.2.3", 2, "addr", "10.1.2.3"},
+    /* '#' is a literal child, and "#x" fails there: back to the ESTRING of "session " */
+    {"[auth] Granted session #x for 12ms", 3, "user", "#x"},
+    {"[auth] Granted session alice for 12ms", 3, "ms", "12"},
+    {"[auth] Granted session #193 (sierra", -1, NULL, NULL},
+    {"[auth] Granted token for bob from 1.2.3.4 port 22", 4, "port", "22"},
+    {"[auth] Granted token for bob from 1.2.3.4 port x", -1, NULL, NULL},
+    {"[auth] Denied session name='a b' by carol (why not", 5, "name", "a b"},
+    {"[auth] Denied session name='a b by carol (why not", -1, NULL, NULL},
+    {"[db] Opened lock id=42 ok", 6, NULL, NULL},
+    {"[db] Opened lock id=42 okay", 7, "rest", "okay"},
+    {"[db] Opened lock id=43 ok", 7, "id", "43"},
+    {"abcdefgh-1", 8, "n", "1"},
+    {"abcdefghi-2", 9, "n", "2"},
+    {"abcdefghijklmnop-3", 10, "n", "3"},
+    {"abcdefghijklmnopq-4", 11, "n", "4"},
+    {"abcdefghijklmnoX-5", -1, NULL, NULL},
+    {"abcdefghijklmnopqr-6", -1, NULL, NULL},
+    {"abcdefgX", -1, NULL, NULL},
+    {"q <in side> e", 12, "q", "in side"},
+    {"e one two, x", 13, "e", "one two"},
+    {"s abba!", 14, "s", "abba"},
+    {"p 123z end", 15, "p", "123z"},
+    {"p 123 end", -1, NULL, NULL},
+};
+
+/* 60 programs' names under one node: more literal children than a short scan covers. */
+#define NMANY 60
+
+static char many_names[NMANY][16];
+
+static struct radix *
+big_tree(int *ids)
+{
+    struct radix *r = tree_of(big_patterns, NROWS(big_patterns), ids);
+    size_t i;
+
+    for (i = 0; i < NMANY; i++) {
+        struct buf err = BUF_INIT;
+        /* first bytes 'A' + i: the root gets dozens more children, some shared with the patterns
+         * above */
+        snprintf(many_names[i], sizeof(many_names[i]), "%c%zu @NUMBER:n@", (char)('A' + i), i);
+        ids[NROWS(big_patterns) + i] = (int)(NROWS(big_patterns) + i);
+        ck_assert_int_eq(radix_insert(r, many_names[i], strlen(many_names[i]),
+                                      &ids[NROWS(big_patterns) + i], NULL, &err),
+                         RADIX_INSERTED);
+        buf_free(&err);
+    }
+    return r;
+}
+
+static void
+check_big(struct radix *r, const char *stage)
+{
+    struct radix_caps caps = {NULL, 0, 0};
+    size_t i;
+
+    for (i = 0; i < NROWS(big_searches) + NMANY; i++) {
+        struct big_search t;
+        char msg[32];
+        if (i < NROWS(big_searches)) {
+            t = big_searches[i];
+        } else {
+            size_t k = i - NROWS(big_searches);
+            snprintf(msg, sizeof(msg), "%c%zu %zu", (char)('A' + k), k, k * 7);
+            t.text = msg;
+            t.winner = (int)(NROWS(big_patterns) + k);
+            t.cap_name = NULL;
+        }
+        size_t len;
+        char *text = make_text(t.text, 0, "", &len);
+        const int *found = radix_find(r, text, len, &caps);
+
+        ck_assert_msg((found ? *found : -1) == t.winner, "%s: '%s' finds %d, not %d", stage, t.text,
+                      found ? *found : -1, t.winner);
+        if (t.cap_name) {
+            nv_handle h = nv_lookup(t.cap_name, strlen(t.cap_name));
+            const struct radix_cap *c = h ? last_cap(&caps, h) : NULL;
+            ck_assert_msg(c && c->len == strlen(t.cap_value) &&
+                              memcmp(text + c->off, t.cap_value, c->len) == 0,
+                          "%s: '%s' captures %s wrong", stage, t.text, t.cap_name);
+        }
+        free(text);
+    }
+    radix_caps_free(&caps);
+}
+
+START_TEST(test_compact)
+{
+    int ids[NROWS(big_patterns) + NMANY + 1];
+    struct radix *r = big_tree(ids);
+    struct buf err = BUF_INIT;
+    int extra = (int)(NROWS(big_patterns) + NMANY);
+    int count = 0;
+
+    check_big(r, "as inserted");
+    radix_compact(r);
+    check_big(r, "compacted");
+    radix_compact(r); /* again: from one block into another */
+    check_big(r, "compacted twice");
+    ids[extra] = extra;
+    /* an insert into a compacted tree, under a node that already has children */
+    ck_assert_int_eq(
+        radix_insert(r, "[auth] Granted session #@NUMBER:id@ end", 39, &ids[extra], NULL, &err),
+        RADIX_INSERTED);
+    check_big(r, "inserted into");
+    ck_assert_ptr_eq(radix_find(r, "[auth] Granted session #5 end", 29, NULL), &ids[extra]);
+    radix_compact(r);
+    check_big(r, "compacted after the insert");
+    ck_assert_ptr_eq(radix_find(r, "[auth] Granted session #5 end", 29, NULL), &ids[extra]);
+    /* every complete match, as pdbtool's conflict report wants them */
+    ck_assert_uint_eq(radix_find_all(r, "[db] Opened lock id=42 ok", 25, count_cb, &count), 2);
+    buf_free(&err);
+    radix_free(r, NULL);
+}
+END_TEST
+
 static const char *
 id_name(const void *value)
 {
@@ -497,7 +662,7 @@ radix_suite(void)
     Suite *s = suite_create("radix");
     TCase *tc = tcase_create("pdbtool");
 
-    tcase_add_loop_test(tc, test_search, 0, (int)NROWS(searches));
+    tcase_add_loop_test(tc, test_search, 0, 2 * (int)NROWS(searches));
     suite_add_tcase(s, tc);
     tc = tcase_create("api");
     tcase_add_test(tc, test_insert_results);
@@ -506,6 +671,7 @@ radix_suite(void)
     tcase_add_test(tc, test_find_all);
     tcase_add_test(tc, test_caps_reused);
     tcase_add_test(tc, test_dump);
+    tcase_add_test(tc, test_compact);
     suite_add_tcase(s, tc);
     return s;
 }
