@@ -50,6 +50,7 @@
 #include "agent/silences.h"
 #include "agent/snapshot.h"
 #include "agent/workers.h"
+#include "engine/par.h"
 #include "engine/durable.h"
 #include "engine/syslogfmt.h"
 #include "engine/xalloc.h"
@@ -1101,9 +1102,8 @@ start_corr(struct server *s, const struct conf *conf)
     copts.max_rate_buckets = conf->max_rate_buckets;
     nworkers = conf->engine_workers;
     if (!nworkers) {
-        /* the default: one per core */
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        nworkers = cores > 64 ? 64 : cores > 1 ? (size_t)cores : 1;
+        /* the default: one per core this process may run on */
+        nworkers = par_default_threads();
     }
     if (nworkers > 1) {
         struct workers_opts wo = {0};

@@ -80,6 +80,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BATCH           256
 #define ANY_SHARD       PAR_ANY_SHARD
@@ -790,6 +791,21 @@ par_finish(struct par *p, bool expire_all)
         merge(p);
     }
     return p->failed ? -1 : 0;
+}
+
+unsigned
+par_default_threads(void)
+{
+    cpu_set_t set;
+    long online;
+    int n = 0;
+
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
+    if (n < 1) {
+        online = sysconf(_SC_NPROCESSORS_ONLN);
+        n = online > 0 ? (int)(online > 64 ? 64 : online) : 1;
+    }
+    return n > 64 ? 64 : (unsigned)n;
 }
 
 struct par *

@@ -56,6 +56,13 @@ struct par_opts {
 struct par *par_new(struct pdb *db, const struct par_opts *opts);
 void par_free(struct par *p);
 
+/*
+ * The default number of threads: the CPUs this process may run on (its
+ * affinity mask, so that `taskset -c 0` or a cgroup's cpuset gives one, not
+ * the machine's count), at most 64.
+ */
+unsigned par_default_threads(void);
+
 /* Queues one line (copied; without its newline).  Returns nonzero once writing has failed. */
 int par_line(struct par *p, const char *line, size_t len);
 /*

@@ -234,28 +234,28 @@ wall_seconds(const struct tfields *f)
 /*
  * The process time zone, cached: converting every stamp with mktime() or
  * localtime_r() would cost more than the rest of the parse.  The caches are
- * direct-mapped by day (256 days each), so a log that interleaves many days
- * still hits them; each entry holds one day with a single UTC offset throughout, assuming, as holds
- * for the tz database, that no zone changes its offset twice within 32 hours or by more than 4
- * hours at once (except Samoa's date-line jump in 2011). Looking at TZ for every line costs more
- * than the parse, so a change of TZ takes effect at syslogfmt_tz_reset().
- * The caches are per thread (the parallel engine, par.c, parses on several);
+ * direct-mapped by day (TZ_DAYS each: more than a year, since a BSD stamp's
+ * year is guessed within a year of now, so a log that interleaves the days
+ * of a whole year never evicts one day for another); each entry holds one day with a single UTC
+ * offset throughout, assuming, as holds for the tz database, that no zone changes its offset twice
+ * within 32 hours or by more than 4 hours at once (except Samoa's date-line jump in 2011). Looking
+ * at TZ for every line costs more than the parse, so a change of TZ takes effect at
+ * syslogfmt_tz_reset(). The caches are per thread (the parallel engine, par.c, parses on several);
  * syslogfmt_tz_reset() resets the calling thread's.
  */
+#define TZ_DAYS 512 /* a power of two */
+struct tz_day {
+    bool ok;
+    int64_t day; /* utc[]: UTC day (since the epoch) whose offset is off;
+                    local[]: local day that maps to UTC by off */
+    int32_t off;
+};
 static _Thread_local struct {
     bool init;
     bool tz_set;
     char tz[256];
-    struct {
-        bool ok;
-        int64_t day; /* UTC day (since the epoch) whose offset is off */
-        int32_t off;
-    } utc[256];
-    struct {
-        bool ok;
-        int64_t day; /* local day that maps to UTC by off */
-        int32_t off;
-    } local[256];
+    struct tz_day utc[TZ_DAYS];
+    struct tz_day local[TZ_DAYS];
     bool ym_ok;
     int64_t ym_day; /* local day of ym_year and ym_mon */
     int64_t ym_year;
@@ -307,14 +307,15 @@ static int32_t
 utc_offset(int64_t t)
 {
     int64_t day = floor_div(t, DAY);
+    struct tz_day *e = &tzc.utc[day & (TZ_DAYS - 1)];
     int32_t off;
 
-    if (tzc.utc[day & 255].ok && tzc.utc[day & 255].day == day) return tzc.utc[day & 255].off;
+    if (e->ok && e->day == day) return e->off;
     off = offset_at(t);
     if (offset_at(day * DAY) == off && offset_at(day * DAY + DAY - 1) == off) {
-        tzc.utc[day & 255].ok = true;
-        tzc.utc[day & 255].day = day;
-        tzc.utc[day & 255].off = off;
+        e->ok = true;
+        e->day = day;
+        e->off = off;
     }
     return off;
 }
@@ -332,13 +333,14 @@ static void
 local_to_utc(int64_t wall, int64_t *t, int64_t *norm)
 {
     int64_t day = floor_div(wall, DAY), start = day * DAY, y;
+    struct tz_day *e = &tzc.local[day & (TZ_DAYS - 1)];
     int32_t off;
     struct tm tm;
     time_t r;
     int m, d;
 
-    if (tzc.local[day & 255].ok && tzc.local[day & 255].day == day) {
-        *t = wall - tzc.local[day & 255].off;
+    if (e->ok && e->day == day) {
+        *t = wall - e->off;
         *norm = wall;
         return;
     }
@@ -347,9 +349,9 @@ local_to_utc(int64_t wall, int64_t *t, int64_t *norm)
     if (offset_at(start - off - 4 * HOUR) == off && offset_at(start - off) == off &&
         offset_at(start + DAY - 1 - off) == off &&
         offset_at(start + DAY - 1 - off + 4 * HOUR) == off) {
-        tzc.local[day & 255].ok = true;
-        tzc.local[day & 255].day = day;
-        tzc.local[day & 255].off = off;
+        e->ok = true;
+        e->day = day;
+        e->off = off;
         *t = wall - off;
         *norm = wall;
         return;

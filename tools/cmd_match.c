@@ -437,11 +437,10 @@ cmd_match(int argc, char **argv)
     const char *config = NULL;
     struct corr_opts copts = {0};
     struct corr_stats cs = {0};
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     char *end;
     long jobs;
 
-    mt.jobs = ncpu > 1 ? (unsigned)(ncpu > 64 ? 64 : ncpu) : 1;
+    mt.jobs = par_default_threads();
 
     while ((c = getopt_long(argc, argv, "r:P:M:f:T:c:j:h", longopts, NULL)) != -1) {
         switch (c) {

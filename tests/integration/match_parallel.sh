@@ -228,4 +228,16 @@ grep -q "correlation in 1 shards" "$WORK/cc.err" || fail "create-context: $(cat 
 "$CORRAL" match -j 0 -r "$top_srcdir/rules" -f "$WORK/auth.log" > /dev/null 2> "$WORK/err" &&
     fail "-j 0 accepted"
 grep -q "bad -j" "$WORK/err" || fail "-j 0: no clear error"
+# the default is the CPUs the process may run on, not the machine's count
+if command -v taskset > /dev/null; then
+    taskset -c 0 "$CORRAL" match --stats -r "$top_srcdir/rules" -f "$WORK/auth.log" \
+        > /dev/null 2> "$WORK/err" || fail "taskset: corral match failed"
+    # one thread: the one-thread engine, which names no threads
+    ! grep -q "threads, correlation" "$WORK/err" || fail "taskset -c 0: $(cat "$WORK/err")"
+    if [ "$(nproc --all)" -ge 2 ]; then
+        taskset -c 0,1 "$CORRAL" match --stats -r "$top_srcdir/rules" -f "$WORK/auth.log" \
+            > /dev/null 2> "$WORK/err" || fail "taskset: corral match failed"
+        grep -q "^corral match: 2 threads," "$WORK/err" || fail "taskset -c 0,1: $(cat "$WORK/err")"
+    fi
+fi
 echo "ok: corral match -j 2/4/7 gave the output of -j 1 in $runs comparisons (synthetic log: $closed sessions closed, $expired timed out, $brute brute-force alerts)"
