@@ -42,7 +42,11 @@ echo "=== build and check under ThreadSanitizer"
 mkdir -p build-tsan && cd build-tsan
 ../configure --enable-werror --enable-sanitizers=thread CFLAGS="-O1 -g"
 make -j"$jobs"
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+# ignore_noninstrumented_modules: libcurl's and libuv's own calls (socket() on
+# curl's thread, pipe2() on the loop) reuse file descriptor numbers, which the
+# kernel orders but ThreadSanitizer, not seeing into those libraries, reports
+# as races; our code calling them is still checked
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1 \
     make -j"$jobs" check || { cat test-suite.log; exit 1; }
 cd "$src"
 
