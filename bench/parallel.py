@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""bench/parallel.py: `corral match -j N` against `-j 1`, beside syslog-ng.
+
+Issue 13's replay figure: the same corpus and rules, classification and
+correlation, replayed by corral with one thread and with N, and by syslog-ng
+3.38 (stdin source, db-parser with the same rules merged by pdbtool, a file
+destination with the same template; syslog-ng 3.38 runs its source, parser
+and destination on threads of their own by default, `threaded(yes)`).  Runs
+are interleaved so that a change in the machine's load hits every command
+alike; each is timed by wall time and by CPU time (user + system, all its
+threads, from wait4).  Before timing, the outputs of -j 1 and -j N are
+compared: they must be byte-identical.
+
+    python3 bench/parallel.py --corpus FILE --rules DIR_OR_FILE ... \\
+        [--jobs 2] [--runs 5] [--scratch DIR] [--out REPORT.md]
+
+The corpus and generated rules of issue 13 item 7 come from
+`bench/gen.py --shape apps` (see bench/classify.sh -s apps); the shipped
+correlation rules are rules/.  See bench/README.md.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import benchlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+TEMPLATE = "${.classifier.rule_id} ${MESSAGE}\n"
+NOW = "2026-12-03T10:00:00Z"
+
+SYSLOG_NG_CONF = """@version: 3.38
+# bench/parallel.py: classification and correlation, output like corral's -T
+options {{ stats-freq(0); }};
+source s_in {{ stdin(); }};
+parser p_db {{ db-parser(file("{rules}")); }};
+destination d_out {{ file("{out}" template("{template}")); }};
+log {{ source(s_in); parser(p_db); destination(d_out); }};
+"""
+
+
+def timed(argv, stdin_path=None, stdout_path=os.devnull):
+    """Runs argv; returns (wall seconds, CPU seconds), raising on failure."""
+    with open(stdout_path, "wb") as fout:
+        t0 = time.monotonic()
+        # syslog-ng's stdin() source wants a pipe, not a file: cat feeds it (cat's own CPU
+        # time is not counted)
+        feed = subprocess.Popen(["cat", stdin_path], stdout=subprocess.PIPE) if stdin_path else None
+        p = subprocess.Popen(argv, stdin=feed.stdout if feed else subprocess.DEVNULL, stdout=fout,
+                             stderr=subprocess.PIPE)
+        if feed:
+            feed.stdout.close()
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.monotonic() - t0
+        if feed:
+            feed.wait()
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit("%s exited with %d: %s" % (argv[0], code, err.strip()))
+    return wall, ru.ru_utime + ru.ru_stime
+
+
+def rule_args(rules):
+    out = []
+    for r in rules:
+        out += ["-r", r]
+    return out
+
+
+def merge_for_syslog_ng(a):
+    """One patterndb file of every rule file (pdbtool merge), as db-parser takes one."""
+    stage = os.path.join(a.scratch, "stage")
+    os.makedirs(stage, exist_ok=True)
+    for f in os.listdir(stage):
+        os.unlink(os.path.join(stage, f))
+    n = 0
+    for r in a.rules:
+        files = ([os.path.join(r, f) for f in sorted(os.listdir(r)) if f.endswith(".xml")]
+                 if os.path.isdir(r) else [r])
+        for f in files:
+            n += 1
+            os.symlink(os.path.abspath(f), os.path.join(stage, "%03d-%s" % (n, os.path.basename(f))))
+    merged = os.path.join(a.scratch, "merged.xml")
+    subprocess.run([a.pdbtool, "merge", "-r", "-D", stage, "-p", merged], check=True)
+    return merged
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--rules", nargs="+", required=True)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--scratch", default=os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                                      "corral-bench-parallel"))
+    ap.add_argument("--corral", default=os.path.join(TOP, "build", "tools", "corral"))
+    ap.add_argument("--syslog-ng", dest="syslog_ng", default="/usr/sbin/syslog-ng")
+    ap.add_argument("--pdbtool", default="/usr/bin/pdbtool")
+    ap.add_argument("--out", help="write the report here too (Markdown)")
+    a = ap.parse_args()
+    os.makedirs(a.scratch, exist_ok=True)
+    lines = benchlib.count_lines(a.corpus)
+
+    def corral(j, out=os.devnull):
+        return timed([a.corral, "match", "-j", str(j)] + rule_args(a.rules) +
+                     ["--now", NOW, "-f", a.corpus, "-T", TEMPLATE], stdout_path=out)
+
+    # the outputs first: -j N must be -j 1's, byte for byte
+    o1, on = os.path.join(a.scratch, "out.1"), os.path.join(a.scratch, "out.%d" % a.jobs)
+    corral(1, o1)
+    corral(a.jobs, on)
+    if subprocess.run(["cmp", "-s", o1, on]).returncode != 0:
+        raise SystemExit("parallel.py: -j %d's output differs from -j 1's (%s, %s)" % (a.jobs, o1, on))
+    outlines = benchlib.count_lines(o1)
+
+    merged = merge_for_syslog_ng(a)
+    conf = os.path.join(a.scratch, "syslog-ng.conf")
+    sng_out = os.path.join(a.scratch, "syslog-ng.out")
+    with open(conf, "w") as f:
+        f.write(SYSLOG_NG_CONF.format(rules=merged, out=sng_out,
+                                      template=TEMPLATE.replace("\n", "\\n")))
+
+    def syslog_ng():
+        for x in ("persist", "pid", "ctl", "out"):
+            p = os.path.join(a.scratch, "syslog-ng." + x)
+            if os.path.exists(p):
+                os.unlink(p)
+        return timed([a.syslog_ng, "-F", "--no-caps", "-f", conf,
+                      "--persist-file", os.path.join(a.scratch, "syslog-ng.persist"),
+                      "--pidfile", os.path.join(a.scratch, "syslog-ng.pid"),
+                      "--control", os.path.join(a.scratch, "syslog-ng.ctl")],
+                     stdin_path=a.corpus)
+
+    names = ["corral -j 1", "corral -j %d" % a.jobs, "syslog-ng 3.38"]
+    cmds = [lambda: corral(1), lambda: corral(a.jobs), syslog_ng]
+    res = {n: [] for n in names}
+    for _ in range(a.runs):
+        for n, c in zip(names, cmds):
+            res[n].append(c())
+
+    def best(n, k):
+        return min(r[k] for r in res[n])
+
+    def median(n, k):
+        return benchlib.med([r[k] for r in res[n]])
+
+    load = os.getloadavg()
+    rep = []
+    w = rep.append
+    w("# corral match -j %d against -j 1, beside syslog-ng (%s)" % (a.jobs, time.strftime("%Y-%m-%d %H:%M")))
+    w("")
+    w("Produced by `bench/parallel.py` (see bench/README.md). %d lines of `%s`; rules: %s; "
+      "template `%s`, output to /dev/null; %d interleaved runs each, **best** / median. "
+      "-j %d's output was compared with -j 1's first: identical (%d lines). "
+      "Machine: %s, %d CPUs; load average after the runs: %.2f %.2f %.2f." %
+      (lines, os.path.basename(a.corpus), ", ".join(a.rules), TEMPLATE.replace("\n", "\\n"),
+       a.runs, a.jobs, outlines, benchlib.cpu_model(), os.cpu_count(), *load))
+    w("")
+    w("| command | wall s | msg/s by wall time | CPU s |")
+    w("|---|---:|---:|---:|")
+    for n in names:
+        w("| %s | **%.2f** / %.2f | **%s** / %s | %.2f / %.2f |" % (
+            n, best(n, 0), median(n, 0), "{:,.0f}".format(lines / best(n, 0)),
+            "{:,.0f}".format(lines / median(n, 0)), best(n, 1), median(n, 1)))
+    w("")
+    j1, jn, sng = names
+    w("- speed-up of -j %d over -j 1 (wall time): **%.2fx** best / %.2fx median" %
+      (a.jobs, best(j1, 0) / best(jn, 0), median(j1, 0) / median(jn, 0)))
+    w("- corral -j 1 against syslog-ng (wall time): **%.2fx** / %.2fx; -j %d: **%.2fx** / %.2fx" %
+      (best(sng, 0) / best(j1, 0), median(sng, 0) / median(j1, 0), a.jobs,
+       best(sng, 0) / best(jn, 0), median(sng, 0) / median(jn, 0)))
+    w("- CPU spent by -j %d over -j 1: %.2fx (best runs)" % (a.jobs, best(jn, 1) / best(j1, 1)))
+    text = "\n".join(rep) + "\n"
+    sys.stdout.write(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
