@@ -36,6 +36,25 @@
 #define IPC_BODY_MAX    (IPC_FRAME_MAX - 1)
 #define IPC_HEADER_SIZE 5
 
+/* The protocol's version (hello frames) and frame types (doc/privsep.md has their bodies). */
+#define IPC_VERSION 1
+/* engine -> executor */
+#define IPC_HELLO     'H'
+#define IPC_SUBMIT    'S'
+#define IPC_SYNC      'Y'
+#define IPC_RELOAD    'L'
+#define IPC_QUEUECTL  'Q'
+#define IPC_TERMINATE 'T'
+#define IPC_NOTIFY    'N'
+/* executor -> engine */
+#define IPC_X_HELLO    'h'
+#define IPC_X_EVENT    'e'
+#define IPC_X_STATS    's'
+#define IPC_X_PRESSURE 'p'
+#define IPC_X_RELOADED 'R'
+#define IPC_X_ANSWER   'A'
+#define IPC_X_BYE      'B'
+
 /* Appends one frame to out; -1 (out unchanged) when the body is longer than IPC_BODY_MAX. */
 int ipc_frame(struct buf *out, char type, const void *body, size_t len);
 

@@ -1,0 +1,300 @@
+/*
+ * ipcserve: the executor process serving the engine (see ipcserve.h).
+ *
+ * Nothing the engine sends is trusted: a submit names an executor by the
+ * index this side published, its alert must decode exactly (msg_decode
+ * using every byte), and a frame of any other form or type is refused,
+ * counted and logged (at most once a minute, with the count).  The alert
+ * is only data: what is sent, where and how (templates, targets, programs,
+ * secrets) is this process's own configuration.
+ */
+#include "actions/ipcserve.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "actions/ipc.h"
+#include "engine/log.h"
+#include "engine/msg.h"
+#include "engine/wire.h"
+#include "engine/xalloc.h"
+
+struct slot {
+    struct ipcserve *s;
+    uint32_t index;
+    bool full, low;          /* as last told to the engine */
+    struct queue_stats sent; /* as last sent */
+};
+
+struct ipcserve {
+    uv_loop_t *loop;
+    struct ipc_conn *conn;
+    struct queue **queues;
+    struct slot *slots;
+    size_t n;
+    uv_timer_t stats_timer;
+    struct buf frame; /* reused for every frame built */
+    struct ipcserve_stats stats;
+    uint64_t last_reject_log, rejects_unlogged;
+    ipcserve_end_fn on_end;
+    void *arg;
+    bool ended;
+    size_t closing; /* handles and queues still to close */
+    void (*done)(void *arg);
+    void *done_arg;
+};
+
+static void
+send_frame(struct ipcserve *s, size_t start)
+{
+    if (ipc_end(&s->frame, start) == 0 && s->conn) ipc_send_frames(s->conn, &s->frame);
+    buf_reset(&s->frame);
+}
+
+static void
+tell_pressure(struct slot *sl, bool force)
+{
+    struct ipcserve *s = sl->s;
+    struct queue *q = s->queues[sl->index];
+    bool full = queue_full(q), low = queue_low(q);
+    size_t start;
+
+    if (!force && full == sl->full && low == sl->low) return;
+    sl->full = full;
+    sl->low = low;
+    start = ipc_begin(&s->frame, IPC_X_PRESSURE);
+    wire_put32(&s->frame, sl->index);
+    wire_put32(&s->frame, (full ? 1u : 0u) | (low ? 2u : 0u));
+    send_frame(s, start);
+}
+
+void
+ipcserve_put_stats(struct buf *out, uint32_t index, const struct queue_stats *st)
+{
+    const uint64_t *f = (const uint64_t *)st;
+    size_t i;
+
+    /* struct queue_stats is uint64_t fields only: sent in their order */
+    wire_put32(out, index);
+    wire_put32(out, (uint32_t)(sizeof(*st) / sizeof(uint64_t)));
+    for (i = 0; i < sizeof(*st) / sizeof(uint64_t); i++) wire_put64(out, f[i]);
+}
+
+static void
+send_stats(struct ipcserve *s)
+{
+    size_t i, start;
+
+    for (i = 0; i < s->n; i++) {
+        const struct queue_stats *st = queue_get_stats(s->queues[i]);
+        if (memcmp(st, &s->slots[i].sent, sizeof(*st)) == 0) continue;
+        s->slots[i].sent = *st;
+        start = ipc_begin(&s->frame, IPC_X_STATS);
+        ipcserve_put_stats(&s->frame, (uint32_t)i, st);
+        send_frame(s, start);
+    }
+}
+
+static void
+on_stats_timer(uv_timer_t *t)
+{
+    send_stats(t->data);
+}
+
+static void
+on_queue_event(void *arg, const char *executor, const struct msg *m, enum queue_event ev)
+{
+    struct slot *sl = arg;
+    struct ipcserve *s = sl->s;
+    size_t start, at;
+
+    (void)executor;
+    start = ipc_begin(&s->frame, IPC_X_EVENT);
+    wire_put32(&s->frame, sl->index);
+    wire_put32(&s->frame, (uint32_t)ev);
+    at = s->frame.len;
+    wire_put32(&s->frame, 0); /* the alert's length, known once encoded */
+    msg_encode(m, &s->frame);
+    wire_store32((unsigned char *)s->frame.p + at, (uint32_t)(s->frame.len - at - 4));
+    send_frame(s, start); /* an alert too long for a frame: the event is left out */
+    tell_pressure(sl, false);
+}
+
+static void
+reject(struct ipcserve *s, char type, const char *why)
+{
+    uint64_t now = uv_now(s->loop);
+
+    s->stats.rejected++;
+    if (s->last_reject_log && now - s->last_reject_log < 60000) {
+        s->rejects_unlogged++;
+        return;
+    }
+    log_msg(LOG_WARNING,
+            "privsep: refused a request of the engine process (type 0x%02x): %s (%llu refused in "
+            "all)",
+            (unsigned char)type, why, (unsigned long long)s->stats.rejected);
+    s->last_reject_log = now ? now : 1;
+    s->rejects_unlogged = 0;
+}
+
+static void
+on_submit(struct ipcserve *s, const void *body, size_t len)
+{
+    struct wire_reader r;
+    uint32_t index, keep;
+    const char *alert;
+    size_t alen;
+    struct msg *m;
+
+    wire_reader_init(&r, body, len);
+    index = wire_get32(&r);
+    keep = wire_get32(&r);
+    alert = wire_get_bytes(&r, &alen);
+    if (r.bad || r.p != r.end || keep > 1) {
+        reject(s, IPC_SUBMIT, "malformed submit");
+        return;
+    }
+    if (index >= s->n) {
+        reject(s, IPC_SUBMIT, "no such executor");
+        return;
+    }
+    m = msg_new();
+    if (msg_decode(m, alert, alen) != alen) {
+        msg_unref(m);
+        reject(s, IPC_SUBMIT, "the alert does not decode");
+        return;
+    }
+    s->stats.submitted++;
+    if (keep)
+        queue_submit_keep(s->queues[index], m);
+    else
+        queue_submit(s->queues[index], m);
+    msg_unref(m);
+    tell_pressure(&s->slots[index], false);
+}
+
+static void
+on_frame(void *arg, char type, const void *body, size_t len)
+{
+    struct ipcserve *s = arg;
+    size_t i;
+
+    switch (type) {
+    case IPC_SUBMIT: on_submit(s, body, len); break;
+    case IPC_SYNC:
+        if (len) {
+            reject(s, type, "malformed sync");
+            break;
+        }
+        for (i = 0; i < s->n; i++) queue_sync(s->queues[i]);
+        break;
+    default: reject(s, type, "unknown request"); break;
+    }
+}
+
+static void
+on_conn_end(void *arg, const char *reason)
+{
+    struct ipcserve *s = arg;
+
+    if (s->ended) return;
+    s->ended = true;
+    if (s->on_end) s->on_end(s->arg, reason);
+}
+
+static void
+send_hello(struct ipcserve *s)
+{
+    size_t i, start = ipc_begin(&s->frame, IPC_X_HELLO);
+    const char *name;
+
+    wire_put32(&s->frame, IPC_VERSION);
+    wire_put32(&s->frame, (uint32_t)s->n);
+    for (i = 0; i < s->n; i++) {
+        name = queue_name(s->queues[i]);
+        wire_put_bytes(&s->frame, name, strlen(name));
+    }
+    send_frame(s, start);
+    for (i = 0; i < s->n; i++) tell_pressure(&s->slots[i], true);
+    send_stats(s);
+}
+
+struct ipcserve *
+ipcserve_new(uv_loop_t *loop, int fd, struct queue **queues, size_t n, ipcserve_end_fn on_end,
+             void *arg)
+{
+    struct ipcserve *s = xcalloc(1, sizeof(*s));
+    size_t i;
+
+    s->loop = loop;
+    s->on_end = on_end;
+    s->arg = arg;
+    buf_init(&s->frame);
+    s->conn = ipc_open(loop, fd, on_frame, on_conn_end, s);
+    if (!s->conn) {
+        free(s);
+        return NULL;
+    }
+    s->n = n;
+    s->queues = xcalloc(n + 1, sizeof(*s->queues));
+    s->slots = xcalloc(n + 1, sizeof(*s->slots));
+    for (i = 0; i < n; i++) {
+        s->queues[i] = queues[i];
+        s->slots[i].s = s;
+        s->slots[i].index = (uint32_t)i;
+        queue_set_observer(queues[i], on_queue_event, &s->slots[i]);
+    }
+    uv_timer_init(loop, &s->stats_timer);
+    s->stats_timer.data = s;
+    uv_timer_start(&s->stats_timer, on_stats_timer, 1000, 1000);
+    send_hello(s);
+    return s;
+}
+
+const struct ipcserve_stats *
+ipcserve_get_stats(const struct ipcserve *s)
+{
+    return &s->stats;
+}
+
+static void
+closed_one(void *arg)
+{
+    struct ipcserve *s = arg;
+    void (*done)(void *);
+    void *done_arg;
+
+    if (--s->closing) return;
+    done = s->done;
+    done_arg = s->done_arg;
+    buf_free(&s->frame);
+    free(s->queues);
+    free(s->slots);
+    free(s);
+    if (done) done(done_arg);
+}
+
+static void
+timer_closed(uv_handle_t *h)
+{
+    closed_one(h->data);
+}
+
+void
+ipcserve_close(struct ipcserve *s, void (*done)(void *arg), void *arg)
+{
+    size_t i;
+
+    s->done = done;
+    s->done_arg = arg;
+    s->ended = true;
+    s->closing = 2 + s->n; /* the connection, the timer, the queues */
+    ipc_close(s->conn, closed_one, s);
+    s->conn = NULL;
+    uv_close((uv_handle_t *)&s->stats_timer, timer_closed);
+    for (i = 0; i < s->n; i++) {
+        queue_set_observer(s->queues[i], NULL, NULL);
+        queue_close(s->queues[i], closed_one, s);
+    }
+}

@@ -1,0 +1,55 @@
+/*
+ * ipcserve: the executor process's side of the engine-executor protocol
+ * (doc/privsep.md).  It owns the executors' queues (actions/queue.h) and
+ * serves one engine over one end of a socketpair (actions/ipc.h):
+ *
+ *   on start      h: version, the executors' names (their index is what
+ *                    the engine names them by), and each one's pressure
+ *   S submit      the executor is checked against its own list and the
+ *                    alert must decode whole; then queue_submit[_keep].
+ *                    Anything else is refused, counted and logged: the
+ *                    engine can name only an executor and give an alert
+ *   Y sync        queue_sync on every queue
+ *   e event       each queue event (the alert store's), with the alert
+ *   p pressure    when an executor's queue_full/queue_low changes
+ *   s stats       each executor's struct queue_stats when it changed,
+ *                    at most once a second
+ *
+ * Reload, queue control and terminate are the next steps (doc/privsep.md).
+ * When the engine goes away or breaks the protocol, on_end is called once
+ * with the reason; the queues stay open until ipcserve_close, which closes
+ * them (their spools keep what is undelivered).
+ */
+#ifndef CORRAL_IPCSERVE_H
+#define CORRAL_IPCSERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "actions/queue.h"
+
+struct ipcserve;
+
+struct ipcserve_stats {
+    uint64_t submitted; /* alerts taken from the engine */
+    uint64_t rejected;  /* frames refused: unknown executor, undecodable alert, unknown type */
+};
+
+typedef void (*ipcserve_end_fn)(void *arg, const char *reason);
+
+/*
+ * Serves fd (one end of a socketpair) with queues[0..n), which it takes
+ * over (closed by ipcserve_close).  NULL when the pipe cannot be opened.
+ */
+struct ipcserve *ipcserve_new(uv_loop_t *loop, int fd, struct queue **queues, size_t n,
+                              ipcserve_end_fn on_end, void *arg);
+const struct ipcserve_stats *ipcserve_get_stats(const struct ipcserve *s);
+/* Closes the connection and every queue; done(arg) once all are closed. */
+void ipcserve_close(struct ipcserve *s, void (*done)(void *arg), void *arg);
+
+/* The body of a stats frame: index, then the fields of struct queue_stats in order. */
+void ipcserve_put_stats(struct buf *out, uint32_t index, const struct queue_stats *st);
+
+#endif
