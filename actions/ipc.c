@@ -122,7 +122,7 @@ struct ipc_conn {
     struct ipc_decoder dec;
     struct buf pending;  /* frames waiting for the write in flight to finish */
     struct buf inflight; /* the frames being written */
-    bool writing, ended, closing;
+    bool writing, ended, closing, closed;
     ipc_frame_fn on_frame;
     ipc_end_fn on_end;
     void *arg;
@@ -137,8 +137,10 @@ end(struct ipc_conn *c, const char *reason)
     if (c->ended) return;
     c->ended = true;
     uv_read_stop((uv_stream_t *)&c->pipe);
-    if (c->on_end) c->on_end(c->arg, reason);
+    if (c->on_end && !c->closing) c->on_end(c->arg, reason);
 }
+
+static void really_close(struct ipc_conn *c);
 
 static void
 on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
@@ -186,11 +188,10 @@ on_written(uv_write_t *w, int status)
 
     c->writing = false;
     buf_reset(&c->inflight);
-    if (status < 0) {
-        if (status != UV_ECANCELED) end(c, uv_strerror(status));
-        return;
-    }
-    if (!c->closing && !c->ended) start_write(c);
+    if (status < 0) end(c, uv_strerror(status));
+    if (!c->ended && c->pending.len) start_write(c);
+    if (c->closing && !c->writing)
+        really_close(c); /* everything queued is written, or never will be */
 }
 
 static void
@@ -210,6 +211,7 @@ start_write(struct ipc_conn *c)
     if (rc < 0) {
         buf_reset(&c->inflight);
         end(c, uv_strerror(rc));
+        if (c->closing) really_close(c);
         return;
     }
     c->writing = true;
@@ -233,7 +235,8 @@ ipc_open(uv_loop_t *loop, int fd, ipc_frame_fn on_frame, ipc_end_fn on_end, void
         uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) < 0) {
         /* the handle is initialised: it has to be closed through the loop */
         c->ended = true;
-        ipc_close(c, NULL, NULL);
+        c->closing = true;
+        really_close(c);
         return NULL;
     }
     return c;
@@ -281,13 +284,23 @@ on_closed(uv_handle_t *h)
     if (done) done(arg);
 }
 
+static void
+really_close(struct ipc_conn *c)
+{
+    if (c->closed) return;
+    c->closed = true;
+    uv_close((uv_handle_t *)&c->pipe, on_closed);
+}
+
 void
 ipc_close(struct ipc_conn *c, void (*done)(void *arg), void *arg)
 {
     if (c->closing) return;
     c->closing = true;
-    c->ended = true;
     c->done = done;
     c->done_arg = arg;
-    uv_close((uv_handle_t *)&c->pipe, on_closed);
+    if (!c->ended) uv_read_stop((uv_stream_t *)&c->pipe);
+    /* frames already sent are written first (a bye must reach the peer) */
+    if (!c->ended && !c->writing) start_write(c);
+    if (!c->writing) really_close(c);
 }

@@ -106,7 +106,12 @@ int ipc_send(struct ipc_conn *c, char type, const void *body, size_t len);
 int ipc_send_frames(struct ipc_conn *c, struct buf *frames);
 /* Bytes queued and not yet written (for back-pressure and tests). */
 size_t ipc_write_queued(const struct ipc_conn *c);
-/* Closes the pipe (and fd); done(arg) once libuv has let go of it. */
+/*
+ * Closes the pipe (and fd); done(arg) once libuv has let go of it.  Frames
+ * already queued are written first (a bye must reach the peer), unless the
+ * connection is already over: a peer that stops reading holds the close
+ * until it reads or dies.  No callback but done runs after this call.
+ */
 void ipc_close(struct ipc_conn *c, void (*done)(void *arg), void *arg);
 
 #endif

@@ -34,6 +34,8 @@ struct ipcproxy {
     void *arg;
     void (*done)(void *arg); /* ipcproxy_close's */
     void *done_arg;
+    void (*bye)(void *arg); /* ipcproxy_terminate's */
+    void *bye_arg;
 };
 
 static void
@@ -144,6 +146,13 @@ on_frame(void *arg, char type, const void *body, size_t len)
     case IPC_X_EVENT: on_event(p, &r); break;
     case IPC_X_PRESSURE: on_pressure(p, &r); break;
     case IPC_X_STATS: on_stats(p, &r); break;
+    case IPC_X_BYE:
+        if (p->bye) {
+            void (*bye)(void *) = p->bye;
+            p->bye = NULL;
+            bye(p->bye_arg);
+        }
+        break;
     default: bad_frame(p, type); break;
     }
 }
@@ -152,6 +161,12 @@ static void
 on_conn_end(void *arg, const char *reason)
 {
     struct ipcproxy *p = arg;
+
+    if (p->bye) { /* gone before its bye: the caller stops waiting all the same */
+        void (*bye)(void *) = p->bye;
+        p->bye = NULL;
+        bye(p->bye_arg);
+    }
 
     if (p->on_end) p->on_end(p->arg, reason);
 }
@@ -250,6 +265,15 @@ ipcproxy_sync(struct ipcproxy *p)
     ipc_send(p->conn, IPC_SYNC, NULL, 0);
 }
 
+int
+ipcproxy_terminate(struct ipcproxy *p, void (*bye)(void *arg), void *arg)
+{
+    if (ipc_send(p->conn, IPC_TERMINATE, NULL, 0) < 0) return -1;
+    p->bye = bye;
+    p->bye_arg = arg;
+    return 0;
+}
+
 const struct queue_stats *
 ipcproxy_queue_stats(const struct ipcproxy *p, size_t i)
 {
@@ -293,6 +317,7 @@ ipcproxy_close(struct ipcproxy *p, void (*done)(void *arg), void *arg)
     p->on_ready = NULL;
     p->on_end = NULL;
     p->observer = NULL;
+    p->bye = NULL;
     p->done = done;
     p->done_arg = arg;
     ipc_close(p->conn, conn_closed, p);

@@ -52,6 +52,12 @@ void ipcproxy_sync(struct ipcproxy *p);
 const struct queue_stats *ipcproxy_queue_stats(const struct ipcproxy *p, size_t i);
 /* fn learns each event of every executor's alerts, as queue_set_observer. */
 void ipcproxy_set_observer(struct ipcproxy *p, queue_observer_fn fn, void *arg);
+/*
+ * Asks the executor process to stop (T): it closes its queues, whose spools
+ * keep what is undelivered, and says bye; bye(arg) then, or when the
+ * connection ends first.  -1 when the connection is already over.
+ */
+int ipcproxy_terminate(struct ipcproxy *p, void (*bye)(void *arg), void *arg);
 const struct ipcproxy_stats *ipcproxy_get_stats(const struct ipcproxy *p);
 void ipcproxy_close(struct ipcproxy *p, void (*done)(void *arg), void *arg);
 

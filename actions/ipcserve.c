@@ -39,7 +39,9 @@ struct ipcserve {
     ipcserve_end_fn on_end;
     void *arg;
     bool ended;
-    size_t closing; /* handles and queues still to close */
+    bool terminating;      /* T came: the queues are closing or closed */
+    size_t queues_closing; /* of them, still closing */
+    size_t closing;        /* handles and queues still to close */
     void (*done)(void *arg);
     void *done_arg;
 };
@@ -174,14 +176,63 @@ on_submit(struct ipcserve *s, const void *body, size_t len)
     tell_pressure(&s->slots[index], false);
 }
 
+static void closed_one(void *arg);
+
+static void
+queue_closed_on_terminate(void *arg)
+{
+    struct ipcserve *s = arg;
+    size_t start;
+
+    if (s->closing) { /* ipcserve_close came meanwhile and counts this queue */
+        closed_one(s);
+        return;
+    }
+    if (--s->queues_closing) return;
+    /* every queue has closed: what is undelivered is in its spool; say bye */
+    start = ipc_begin(&s->frame, IPC_X_BYE);
+    send_frame(s, start);
+    if (!s->ended) {
+        s->ended = true;
+        if (s->on_end) s->on_end(s->arg, "terminated");
+    }
+}
+
+/* T: the engine is stopping; close the queues, then answer B. */
+static void
+on_terminate(struct ipcserve *s)
+{
+    size_t i;
+
+    if (s->terminating) return;
+    s->terminating = true;
+    send_stats(s); /* the last counters, for the engine's final log */
+    s->queues_closing = s->n + 1;
+    for (i = 0; i < s->n; i++) {
+        queue_set_observer(s->queues[i], NULL, NULL);
+        queue_close(s->queues[i], queue_closed_on_terminate, s);
+    }
+    queue_closed_on_terminate(s); /* the + 1: B even without executors */
+}
+
 static void
 on_frame(void *arg, char type, const void *body, size_t len)
 {
     struct ipcserve *s = arg;
     size_t i;
 
+    if (s->terminating) {
+        reject(s, type, "a request after terminate");
+        return;
+    }
     switch (type) {
     case IPC_SUBMIT: on_submit(s, body, len); break;
+    case IPC_TERMINATE:
+        if (len)
+            reject(s, type, "malformed terminate");
+        else
+            on_terminate(s);
+        break;
     case IPC_SYNC:
         if (len) {
             reject(s, type, "malformed sync");
@@ -289,11 +340,12 @@ ipcserve_close(struct ipcserve *s, void (*done)(void *arg), void *arg)
     s->done = done;
     s->done_arg = arg;
     s->ended = true;
-    s->closing = 2 + s->n; /* the connection, the timer, the queues */
+    /* the connection, the timer, and the queues unless terminate closes them */
+    s->closing = 2 + (s->terminating ? s->queues_closing : s->n);
     ipc_close(s->conn, closed_one, s);
     s->conn = NULL;
     uv_close((uv_handle_t *)&s->stats_timer, timer_closed);
-    for (i = 0; i < s->n; i++) {
+    for (i = 0; i < s->n && !s->terminating; i++) {
         queue_set_observer(s->queues[i], NULL, NULL);
         queue_close(s->queues[i], closed_one, s);
     }

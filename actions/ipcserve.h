@@ -14,11 +14,15 @@
  *   p pressure    when an executor's queue_full/queue_low changes
  *   s stats       each executor's struct queue_stats when it changed,
  *                    at most once a second
+ *   T terminate   the queues close (their spools keep what is undelivered),
+ *                    then B (bye) and on_end(arg, "terminated"); any
+ *                    request after T is refused
  *
- * Reload, queue control and terminate are the next steps (doc/privsep.md).
- * When the engine goes away or breaks the protocol, on_end is called once
- * with the reason; the queues stay open until ipcserve_close, which closes
- * them (their spools keep what is undelivered).
+ * Reload and queue control are the next steps (doc/privsep.md).  When the
+ * engine goes away or breaks the protocol, on_end is called once with the
+ * reason; the queues stay open until ipcserve_close, which closes them.
+ * Closing under a terminate waits until the queues have closed, since
+ * ipcserve_close does the rest.
  */
 #ifndef CORRAL_IPCSERVE_H
 #define CORRAL_IPCSERVE_H
@@ -46,7 +50,11 @@ typedef void (*ipcserve_end_fn)(void *arg, const char *reason);
 struct ipcserve *ipcserve_new(uv_loop_t *loop, int fd, struct queue **queues, size_t n,
                               ipcserve_end_fn on_end, void *arg);
 const struct ipcserve_stats *ipcserve_get_stats(const struct ipcserve *s);
-/* Closes the connection and every queue; done(arg) once all are closed. */
+/*
+ * Closes the connection (B, if sent, is written first) and every queue not
+ * yet closed; done(arg) once all are closed.  After a terminate, call it
+ * from on_end("terminated") (the queues have closed by then).
+ */
 void ipcserve_close(struct ipcserve *s, void (*done)(void *arg), void *arg);
 
 /* The body of a stats frame: index, then the fields of struct queue_stats in order. */

@@ -6,7 +6,9 @@
  * through it reaches a real exec script, and the observer learns that it
  * was queued and delivered, with the alert; the stats follow; a full queue
  * on the executor's side is full on the engine's side (back-pressure), and
- * low again once delivered; and the executor side going away is reported.
+ * low again once delivered; the executor side going away is reported; and
+ * a terminate closes the executor's queues, keeping an undelivered alert
+ * in its spool for the next start, before the bye.
  */
 #include "actions/ipcproxy.h"
 
@@ -233,6 +235,72 @@ START_TEST(test_pressure)
 }
 END_TEST
 
+static bool
+one_queued(void *arg)
+{
+    return ((struct fixture *)arg)->queued >= 1;
+}
+
+static void
+on_bye(void *arg)
+{
+    *(bool *)arg = true;
+}
+
+static void
+server_terminated(void *arg, const char *reason)
+{
+    struct fixture *f = arg;
+
+    ck_assert_str_eq(reason, "terminated");
+    f->server_ended = true;
+    ipcserve_close(f->s, NULL, NULL);
+    f->s = NULL;
+}
+
+START_TEST(test_terminate_keeps_spool)
+{
+    struct fixture f;
+    struct buf err = BUF_INIT;
+    struct queue *again;
+    bool bye = false;
+    char x[1024];
+    int sv[2];
+
+    memset(&f, 0, sizeof(f));
+    uv_loop_init(&f.loop);
+    ck_assert_int_eq(mkdir(wpath("spool"), 0700), 0);
+    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>", wpath("prog"));
+    f.conf = ul_load_executors(workdir, x, f.file, sizeof(f.file));
+    f.q = queue_open(&f.loop, &f.conf->executors[0], f.file, wpath("spool"), &err);
+    ck_assert_msg(f.q != NULL, "queue_open: %s", buf_str(&err));
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    f.s = ipcserve_new(&f.loop, sv[1], &f.q, 1, server_terminated, &f);
+    f.p = ipcproxy_new(&f.loop, sv[0], proxy_ready, NULL, &f);
+    ipcproxy_set_observer(f.p, observe, &f);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &f.ready, 60));
+    /* the script waits for prog.go, which never comes: the alert is in delivery at the end */
+    submit(&f, "kept-1");
+    ipcproxy_sync(f.p);
+    ck_assert(ul_run_until(&f.loop, one_queued, &f, 60));
+    ck_assert_int_eq(ipcproxy_terminate(f.p, on_bye, &bye), 0);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &bye, 60));
+    ck_assert(f.server_ended);
+    ck_assert_int_eq(f.delivered, 0);
+    ipcproxy_close(f.p, NULL, NULL);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    /* the next start takes it over from the spool */
+    again = queue_open(&f.loop, &f.conf->executors[0], f.file, wpath("spool"), &err);
+    ck_assert_msg(again != NULL, "queue_open: %s", buf_str(&err));
+    ck_assert_uint_eq(queue_get_stats(again)->recovered, 1);
+    queue_close(again, NULL, NULL);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&f.loop), 0);
+    conf_free(f.conf);
+    buf_free(&err);
+}
+END_TEST
+
 static Suite *
 ipcproxy_suite(void)
 {
@@ -243,6 +311,7 @@ ipcproxy_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_submit_observe_stats);
     tcase_add_test(tc, test_pressure);
+    tcase_add_test(tc, test_terminate_keeps_spool);
     suite_add_tcase(s, tc);
     return s;
 }
