@@ -140,40 +140,50 @@ reject(struct ipcserve *s, char type, const char *why)
     s->rejects_unlogged = 0;
 }
 
+int
+ipcserve_parse_submit(const void *body, size_t len, size_t nexecutors, struct ipcserve_submit *out,
+                      const char **why)
+{
+    struct wire_reader r;
+
+    wire_reader_init(&r, body, len);
+    out->index = wire_get32(&r);
+    out->keep = wire_get32(&r);
+    out->alert = wire_get_bytes(&r, &out->alert_len);
+    if (r.bad || r.p != r.end || out->keep > 1) {
+        *why = "malformed submit";
+        return -1;
+    }
+    if (out->index >= nexecutors) {
+        *why = "no such executor";
+        return -1;
+    }
+    if (msg_decode(out->msg, out->alert, out->alert_len) != out->alert_len) {
+        *why = "the alert does not decode";
+        return -1;
+    }
+    return 0;
+}
+
 static void
 on_submit(struct ipcserve *s, const void *body, size_t len)
 {
-    struct wire_reader r;
-    uint32_t index, keep;
-    const char *alert;
-    size_t alen;
-    struct msg *m;
+    struct ipcserve_submit sub;
+    const char *why = NULL;
 
-    wire_reader_init(&r, body, len);
-    index = wire_get32(&r);
-    keep = wire_get32(&r);
-    alert = wire_get_bytes(&r, &alen);
-    if (r.bad || r.p != r.end || keep > 1) {
-        reject(s, IPC_SUBMIT, "malformed submit");
-        return;
-    }
-    if (index >= s->n) {
-        reject(s, IPC_SUBMIT, "no such executor");
-        return;
-    }
-    m = msg_new();
-    if (msg_decode(m, alert, alen) != alen) {
-        msg_unref(m);
-        reject(s, IPC_SUBMIT, "the alert does not decode");
+    sub.msg = msg_new();
+    if (ipcserve_parse_submit(body, len, s->n, &sub, &why) < 0) {
+        msg_unref(sub.msg);
+        reject(s, IPC_SUBMIT, why);
         return;
     }
     s->stats.submitted++;
-    if (keep)
-        queue_submit_keep(s->queues[index], m);
+    if (sub.keep)
+        queue_submit_keep(s->queues[sub.index], sub.msg);
     else
-        queue_submit(s->queues[index], m);
-    msg_unref(m);
-    tell_pressure(&s->slots[index], false);
+        queue_submit(s->queues[sub.index], sub.msg);
+    msg_unref(sub.msg);
+    tell_pressure(&s->slots[sub.index], false);
 }
 
 static void closed_one(void *arg);

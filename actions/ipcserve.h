@@ -33,6 +33,7 @@
 #include <uv.h>
 
 #include "actions/queue.h"
+#include "engine/msg.h"
 
 struct ipcserve;
 
@@ -56,6 +57,21 @@ const struct ipcserve_stats *ipcserve_get_stats(const struct ipcserve *s);
  * from on_end("terminated") (the queues have closed by then).
  */
 void ipcserve_close(struct ipcserve *s, void (*done)(void *arg), void *arg);
+
+/* A submit frame's body, checked (for the server and the fuzzer). */
+struct ipcserve_submit {
+    uint32_t index, keep;
+    const char *alert; /* msg_encode bytes, in the body */
+    size_t alert_len;
+    struct msg *msg; /* the caller's: the alert is decoded into it */
+};
+/*
+ * Parses and checks a submit: the index must be below nexecutors, keep 0
+ * or 1, the alert must decode using every byte and nothing may follow it.
+ * 0, or -1 with a short reason in why.
+ */
+int ipcserve_parse_submit(const void *body, size_t len, size_t nexecutors,
+                          struct ipcserve_submit *out, const char **why);
 
 /* The body of a stats frame: index, then the fields of struct queue_stats in order. */
 void ipcserve_put_stats(struct buf *out, uint32_t index, const struct queue_stats *st);

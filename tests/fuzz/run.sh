@@ -103,7 +103,7 @@ for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool s
     [ "$h" = framing ] && extra="$src/agent/framer.c"
     [ "$h" = mail ] && extra="$(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
     [ "$h" = spool ] && extra="$src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
-    [ "$h" = ipc ] && extra="$src/actions/ipc.c $(pkg-config --cflags --libs libuv)"
+    [ "$h" = ipc ] && extra="$src/actions/ipc.c $src/actions/ipcserve.c $src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
     [ "$h" = deadletter ] && extra="$src/actions/deadletter.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = conf ] && extra="$src/agent/conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv)"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
