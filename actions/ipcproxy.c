@@ -20,7 +20,17 @@ struct remote {
     struct queue_stats stats;
 };
 
+/* A queue control command waiting for its answer. */
+struct pending {
+    struct pending *next;
+    uint32_t id;
+    ipcproxy_answer_fn fn;
+    void *arg;
+};
+
 struct ipcproxy {
+    struct pending *pending; /* oldest first */
+    uint32_t next_id;
     struct ipc_conn *conn;
     struct remote *x;
     size_t n;
@@ -130,6 +140,39 @@ on_stats(struct ipcproxy *p, struct wire_reader *r)
     memcpy(&p->x[i].stats, f, sizeof(f));
 }
 
+/* Hands each waiting command its answer; gone: "FAILED ..." to all. */
+static void
+answer(struct ipcproxy *p, uint32_t id, const char *text, size_t len, bool all)
+{
+    struct pending **pp = &p->pending, *w;
+
+    while ((w = *pp)) {
+        if (!all && w->id != id) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        w->fn(w->arg, text, len);
+        free(w);
+        if (!all) return;
+    }
+}
+
+static void
+on_answer(struct ipcproxy *p, struct wire_reader *r)
+{
+    uint32_t id = wire_get32(r);
+    const char *text;
+    size_t len;
+
+    text = wire_get_bytes(r, &len);
+    if (r->bad || r->p != r->end) {
+        bad_frame(p, IPC_X_ANSWER);
+        return;
+    }
+    answer(p, id, text, len, false);
+}
+
 static void
 on_frame(void *arg, char type, const void *body, size_t len)
 {
@@ -146,6 +189,7 @@ on_frame(void *arg, char type, const void *body, size_t len)
     case IPC_X_EVENT: on_event(p, &r); break;
     case IPC_X_PRESSURE: on_pressure(p, &r); break;
     case IPC_X_STATS: on_stats(p, &r); break;
+    case IPC_X_ANSWER: on_answer(p, &r); break;
     case IPC_X_BYE:
         if (p->bye) {
             void (*bye)(void *) = p->bye;
@@ -156,6 +200,8 @@ on_frame(void *arg, char type, const void *body, size_t len)
     default: bad_frame(p, type); break;
     }
 }
+
+#define GONE "FAILED the executor process is gone\n"
 
 static void
 on_conn_end(void *arg, const char *reason)
@@ -168,6 +214,7 @@ on_conn_end(void *arg, const char *reason)
         bye(p->bye_arg);
     }
 
+    answer(p, 0, GONE, sizeof(GONE) - 1, true);
     if (p->on_end) p->on_end(p->arg, reason);
 }
 
@@ -265,6 +312,34 @@ ipcproxy_sync(struct ipcproxy *p)
     ipc_send(p->conn, IPC_SYNC, NULL, 0);
 }
 
+void
+ipcproxy_control(struct ipcproxy *p, const char *args, ipcproxy_answer_fn fn, void *arg)
+{
+    struct pending *w, **tail;
+    size_t start, len = strlen(args);
+
+    if (len > IPCPROXY_CONTROL_MAX) {
+        static const char too_long[] = "ERROR the command is too long\n";
+        fn(arg, too_long, sizeof(too_long) - 1);
+        return;
+    }
+    buf_reset(&p->frame);
+    start = ipc_begin(&p->frame, IPC_QUEUECTL);
+    wire_put32(&p->frame, ++p->next_id);
+    wire_put_bytes(&p->frame, args, len);
+    if (ipc_end(&p->frame, start) < 0 || ipc_send_frames(p->conn, &p->frame) < 0) {
+        fn(arg, GONE, sizeof(GONE) - 1);
+        return;
+    }
+    w = xcalloc(1, sizeof(*w));
+    w->id = p->next_id;
+    w->fn = fn;
+    w->arg = arg;
+    for (tail = &p->pending; *tail; tail = &(*tail)->next) {
+    }
+    *tail = w;
+}
+
 int
 ipcproxy_terminate(struct ipcproxy *p, void (*bye)(void *arg), void *arg)
 {
@@ -318,6 +393,11 @@ ipcproxy_close(struct ipcproxy *p, void (*done)(void *arg), void *arg)
     p->on_end = NULL;
     p->observer = NULL;
     p->bye = NULL;
+    while (p->pending) { /* the caller is going away: nobody to answer */
+        struct pending *w = p->pending;
+        p->pending = w->next;
+        free(w);
+    }
     p->done = done;
     p->done_arg = arg;
     ipc_close(p->conn, conn_closed, p);

@@ -52,6 +52,17 @@ void ipcproxy_sync(struct ipcproxy *p);
 const struct queue_stats *ipcproxy_queue_stats(const struct ipcproxy *p, size_t i);
 /* fn learns each event of every executor's alerts, as queue_set_observer. */
 void ipcproxy_set_observer(struct ipcproxy *p, queue_observer_fn fn, void *arg);
+/* The longest command sent (as the executor process takes: IPCSERVE_CONTROL_MAX). */
+#define IPCPROXY_CONTROL_MAX 16384
+/* A queue control command's answer: text as queuectl_command writes it. */
+typedef void (*ipcproxy_answer_fn)(void *arg, const char *text, size_t len);
+/*
+ * Sends a `corral queue` command (what follows "queue ") to the executor
+ * process, which runs it on its queues; fn(arg, ...) once with the answer,
+ * or with "FAILED the executor process is gone" when the connection ends
+ * first (possibly before this returns).  Not after ipcproxy_close.
+ */
+void ipcproxy_control(struct ipcproxy *p, const char *args, ipcproxy_answer_fn fn, void *arg);
 /*
  * Asks the executor process to stop (T): it closes its queues, whose spools
  * keep what is undelivered, and says bye; bye(arg) then, or when the

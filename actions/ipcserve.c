@@ -38,6 +38,9 @@ struct ipcserve {
     uint64_t last_reject_log, rejects_unlogged;
     ipcserve_end_fn on_end;
     void *arg;
+    ipcserve_control_fn control;
+    void *control_arg;
+    struct buf answer; /* reused: a control command's answer */
     bool ended;
     bool terminating;      /* T came: the queues are closing or closed */
     size_t queues_closing; /* of them, still closing */
@@ -225,6 +228,45 @@ on_terminate(struct ipcserve *s)
     queue_closed_on_terminate(s); /* the + 1: B even without executors */
 }
 
+/* Q: u32 request id, bytes command (text without NUL); answered by A with the same id. */
+static void
+on_control(struct ipcserve *s, const void *body, size_t len)
+{
+    struct wire_reader r;
+    uint32_t id;
+    const char *cmd;
+    size_t clen, start;
+    char *line;
+
+    wire_reader_init(&r, body, len);
+    id = wire_get32(&r);
+    cmd = wire_get_bytes(&r, &clen);
+    if (r.bad || r.p != r.end || clen > IPCSERVE_CONTROL_MAX || memchr(cmd, '\0', clen)) {
+        reject(s, IPC_QUEUECTL, "malformed queue control request");
+        return;
+    }
+    buf_reset(&s->answer);
+    if (s->control) {
+        line = xmalloc(clen + 1);
+        memcpy(line, cmd, clen);
+        line[clen] = '\0';
+        s->control(s->control_arg, s->queues, s->n, line, &s->answer);
+        free(line);
+    } else {
+        buf_puts(&s->answer, "ERROR queue control is not available\n");
+    }
+    if (s->answer.len > IPC_BODY_MAX - 8) { /* too long for a frame: say so instead */
+        buf_reset(&s->answer);
+        buf_puts(&s->answer, "FAILED the answer is too long\n");
+    }
+    start = ipc_begin(&s->frame, IPC_X_ANSWER);
+    wire_put32(&s->frame, id);
+    wire_put_bytes(&s->frame, s->answer.p, s->answer.len);
+    send_frame(s, start);
+    /* a retry or drop changes the counters: the engine sees them now, not a second later */
+    send_stats(s);
+}
+
 static void
 on_frame(void *arg, char type, const void *body, size_t len)
 {
@@ -237,6 +279,7 @@ on_frame(void *arg, char type, const void *body, size_t len)
     }
     switch (type) {
     case IPC_SUBMIT: on_submit(s, body, len); break;
+    case IPC_QUEUECTL: on_control(s, body, len); break;
     case IPC_TERMINATE:
         if (len)
             reject(s, type, "malformed terminate");
@@ -292,6 +335,7 @@ ipcserve_new(uv_loop_t *loop, int fd, struct queue **queues, size_t n, ipcserve_
     s->on_end = on_end;
     s->arg = arg;
     buf_init(&s->frame);
+    buf_init(&s->answer);
     s->conn = ipc_open(loop, fd, on_frame, on_conn_end, s);
     if (!s->conn) {
         free(s);
@@ -313,6 +357,13 @@ ipcserve_new(uv_loop_t *loop, int fd, struct queue **queues, size_t n, ipcserve_
     return s;
 }
 
+void
+ipcserve_set_control(struct ipcserve *s, ipcserve_control_fn fn, void *arg)
+{
+    s->control = fn;
+    s->control_arg = arg;
+}
+
 const struct ipcserve_stats *
 ipcserve_get_stats(const struct ipcserve *s)
 {
@@ -330,6 +381,7 @@ closed_one(void *arg)
     done = s->done;
     done_arg = s->done_arg;
     buf_free(&s->frame);
+    buf_free(&s->answer);
     free(s->queues);
     free(s->slots);
     free(s);

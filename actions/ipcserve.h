@@ -18,7 +18,11 @@
  *                    then B (bye) and on_end(arg, "terminated"); any
  *                    request after T is refused
  *
- * Reload and queue control are the next steps (doc/privsep.md).  When the
+ *   Q queue ctl   u32 id and a `corral queue` command (what follows "queue "),
+ *                    run by the control function on this side's queues;
+ *                    answered by A: the same id and the answer text
+ *
+ * Reload is the next step (doc/privsep.md).  When the
  * engine goes away or breaks the protocol, on_end is called once with the
  * reason; the queues stay open until ipcserve_close, which closes them.
  * Closing under a terminate waits until the queues have closed, since
@@ -50,6 +54,13 @@ typedef void (*ipcserve_end_fn)(void *arg, const char *reason);
  */
 struct ipcserve *ipcserve_new(uv_loop_t *loop, int fd, struct queue **queues, size_t n,
                               ipcserve_end_fn on_end, void *arg);
+/* The longest queue control command taken (the control socket's line limit). */
+#define IPCSERVE_CONTROL_MAX 16384
+/* Runs a queue control command (args as queuectl_command's) on queues[0..n); the answer in out. */
+typedef void (*ipcserve_control_fn)(void *arg, struct queue **queues, size_t n, const char *args,
+                                    struct buf *out);
+/* Who answers Q frames (without one: "ERROR queue control is not available"). */
+void ipcserve_set_control(struct ipcserve *s, ipcserve_control_fn fn, void *arg);
 const struct ipcserve_stats *ipcserve_get_stats(const struct ipcserve *s);
 /*
  * Closes the connection (B, if sent, is written first) and every queue not

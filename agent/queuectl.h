@@ -14,6 +14,8 @@
 #ifndef CORRAL_QUEUECTL_H
 #define CORRAL_QUEUECTL_H
 
+#include <stddef.h>
+
 #include "engine/buf.h"
 
 struct server;
@@ -31,5 +33,12 @@ struct json_t *queuectl_list_json(struct server *s, const char *name);
 
 /* args: what follows "queue " in the request. */
 void queuectl_command(struct server *s, const char *args, struct buf *out);
+/*
+ * The same on queues[0..n): the executor process's, when corrald runs
+ * privilege-separated (ipcserve_set_control) and the engine forwards the
+ * command to it.
+ */
+struct queue;
+void queuectl_command_queues(struct queue **queues, size_t n, const char *args, struct buf *out);
 
 #endif
