@@ -312,6 +312,12 @@ ipcproxy_sync(struct ipcproxy *p)
     ipc_send(p->conn, IPC_SYNC, NULL, 0);
 }
 
+int
+ipcproxy_notify(struct ipcproxy *p, const char *state)
+{
+    return ipc_send(p->conn, IPC_NOTIFY, state, strlen(state));
+}
+
 void
 ipcproxy_control(struct ipcproxy *p, const char *args, ipcproxy_answer_fn fn, void *arg)
 {

@@ -52,6 +52,12 @@ void ipcproxy_sync(struct ipcproxy *p);
 const struct queue_stats *ipcproxy_queue_stats(const struct ipcproxy *p, size_t i);
 /* fn learns each event of every executor's alerts, as queue_set_observer. */
 void ipcproxy_set_observer(struct ipcproxy *p, queue_observer_fn fn, void *arg);
+/*
+ * Tells the executor process, which systemd knows as corrald's main
+ * process, a service state for sd_notify: "READY=1", "RELOADING=1" or
+ * "STOPPING=1".  -1 when the connection is over.
+ */
+int ipcproxy_notify(struct ipcproxy *p, const char *state);
 /* The longest command sent (as the executor process takes: IPCSERVE_CONTROL_MAX). */
 #define IPCPROXY_CONTROL_MAX 16384
 /* A queue control command's answer: text as queuectl_command writes it. */

@@ -40,6 +40,8 @@ struct ipcserve {
     void *arg;
     ipcserve_control_fn control;
     void *control_arg;
+    void (*notify)(void *arg, const char *state);
+    void *notify_arg;
     struct buf answer; /* reused: a control command's answer */
     bool ended;
     bool terminating;      /* T came: the queues are closing or closed */
@@ -267,6 +269,21 @@ on_control(struct ipcserve *s, const void *body, size_t len)
     send_stats(s);
 }
 
+/* N: one of the states systemd knows corrald by; the executor process (MAINPID) tells it. */
+static void
+on_notify(struct ipcserve *s, const void *body, size_t len)
+{
+    static const char *const states[] = {"READY=1", "RELOADING=1", "STOPPING=1"};
+    size_t i;
+
+    for (i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+        if (len == strlen(states[i]) && memcmp(body, states[i], len) == 0) {
+            if (s->notify) s->notify(s->notify_arg, states[i]);
+            return;
+        }
+    reject(s, IPC_NOTIFY, "not a state corrald notifies");
+}
+
 static void
 on_frame(void *arg, char type, const void *body, size_t len)
 {
@@ -280,6 +297,7 @@ on_frame(void *arg, char type, const void *body, size_t len)
     switch (type) {
     case IPC_SUBMIT: on_submit(s, body, len); break;
     case IPC_QUEUECTL: on_control(s, body, len); break;
+    case IPC_NOTIFY: on_notify(s, body, len); break;
     case IPC_TERMINATE:
         if (len)
             reject(s, type, "malformed terminate");
@@ -362,6 +380,13 @@ ipcserve_set_control(struct ipcserve *s, ipcserve_control_fn fn, void *arg)
 {
     s->control = fn;
     s->control_arg = arg;
+}
+
+void
+ipcserve_set_notify(struct ipcserve *s, void (*fn)(void *arg, const char *state), void *arg)
+{
+    s->notify = fn;
+    s->notify_arg = arg;
 }
 
 const struct ipcserve_stats *

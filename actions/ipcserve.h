@@ -22,6 +22,9 @@
  *                    run by the control function on this side's queues;
  *                    answered by A: the same id and the answer text
  *
+ *   N notify      "READY=1", "RELOADING=1" or "STOPPING=1" (nothing else),
+ *                    for the notify function to tell systemd
+ *
  * Reload is the next step (doc/privsep.md).  When the
  * engine goes away or breaks the protocol, on_end is called once with the
  * reason; the queues stay open until ipcserve_close, which closes them.
@@ -61,6 +64,8 @@ typedef void (*ipcserve_control_fn)(void *arg, struct queue **queues, size_t n, 
                                     struct buf *out);
 /* Who answers Q frames (without one: "ERROR queue control is not available"). */
 void ipcserve_set_control(struct ipcserve *s, ipcserve_control_fn fn, void *arg);
+/* Who learns the engine's service states (N frames). */
+void ipcserve_set_notify(struct ipcserve *s, void (*fn)(void *arg, const char *state), void *arg);
 const struct ipcserve_stats *ipcserve_get_stats(const struct ipcserve *s);
 /*
  * Closes the connection (B, if sent, is written first) and every queue not

@@ -357,6 +357,41 @@ START_TEST(test_queue_control)
 }
 END_TEST
 
+static void
+on_notify(void *arg, const char *state)
+{
+    struct buf *b = arg;
+
+    buf_printf(b, "%s;", state);
+}
+
+static bool
+stopping_seen(void *arg)
+{
+    return strstr(buf_str(arg), "STOPPING=1") != NULL;
+}
+
+/* The engine says its service states; the executor process passes on only those three. */
+START_TEST(test_notify)
+{
+    struct fixture f;
+    struct buf got = BUF_INIT;
+
+    fixture_open(&f, "");
+    ipcserve_set_notify(f.s, on_notify, &got);
+    ck_assert_int_eq(ipcproxy_notify(f.p, "READY=1"), 0);
+    ck_assert_int_eq(ipcproxy_notify(f.p, "MAINPID=1"), 0);
+    ck_assert_int_eq(ipcproxy_notify(f.p, "READY=1\nMAINPID=1"), 0);
+    ck_assert_int_eq(ipcproxy_notify(f.p, "STOPPING=1"), 0);
+    /* frames are handled in order: STOPPING=1, the last, means all were */
+    ck_assert(ul_run_until(&f.loop, stopping_seen, &got, 60));
+    ck_assert_str_eq(buf_str(&got), "READY=1;STOPPING=1;");
+    ck_assert_uint_eq(ipcserve_get_stats(f.s)->rejected, 2);
+    fixture_close(&f);
+    buf_free(&got);
+}
+END_TEST
+
 static Suite *
 ipcproxy_suite(void)
 {
@@ -369,6 +404,7 @@ ipcproxy_suite(void)
     tcase_add_test(tc, test_pressure);
     tcase_add_test(tc, test_terminate_keeps_spool);
     tcase_add_test(tc, test_queue_control);
+    tcase_add_test(tc, test_notify);
     suite_add_tcase(s, tc);
     return s;
 }
