@@ -50,6 +50,7 @@
 #define IPC_X_HELLO    'h'
 #define IPC_X_EVENT    'e'
 #define IPC_X_STATS    's'
+#define IPC_X_SERVED   'x'
 #define IPC_X_PRESSURE 'p'
 #define IPC_X_RELOADED 'R'
 #define IPC_X_ANSWER   'A'

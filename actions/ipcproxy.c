@@ -190,6 +190,11 @@ on_frame(void *arg, char type, const void *body, size_t len)
     case IPC_X_PRESSURE: on_pressure(p, &r); break;
     case IPC_X_STATS: on_stats(p, &r); break;
     case IPC_X_ANSWER: on_answer(p, &r); break;
+    case IPC_X_SERVED:
+        p->stats.served_submitted = wire_get64(&r);
+        p->stats.served_rejected = wire_get64(&r);
+        if (r.bad || r.p != r.end) bad_frame(p, type);
+        break;
     case IPC_X_BYE:
         if (p->bye) {
             void (*bye)(void *) = p->bye;

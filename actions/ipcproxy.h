@@ -31,6 +31,9 @@ struct ipcproxy_stats {
     uint64_t sent;    /* alerts sent to the executor process */
     uint64_t refused; /* alerts too long for a frame, or named an unknown executor */
     uint64_t bad;     /* frames from the executor process that did not parse (ignored) */
+    /* the executor process's counters (struct ipcserve_stats), as it last sent them */
+    uint64_t served_submitted; /* alerts it took */
+    uint64_t served_rejected;  /* requests of this side it refused */
 };
 
 /*

@@ -34,7 +34,8 @@ struct ipcserve {
     size_t n;
     uv_timer_t stats_timer;
     struct buf frame; /* reused for every frame built */
-    struct ipcserve_stats stats;
+    struct ipcserve_stats stats, stats_sent;
+    bool served_told; /* the x frame has been sent once (at hello) */
     uint64_t last_reject_log, rejects_unlogged;
     ipcserve_end_fn on_end;
     void *arg;
@@ -91,6 +92,16 @@ static void
 send_stats(struct ipcserve *s)
 {
     size_t i, start;
+
+    /* this side's own counters, for the engine's /metrics (it serves them) */
+    if (memcmp(&s->stats, &s->stats_sent, sizeof(s->stats)) != 0 || !s->served_told) {
+        s->served_told = true;
+        s->stats_sent = s->stats;
+        start = ipc_begin(&s->frame, IPC_X_SERVED);
+        wire_put64(&s->frame, s->stats.submitted);
+        wire_put64(&s->frame, s->stats.rejected);
+        send_frame(s, start);
+    }
 
     for (i = 0; i < s->n; i++) {
         const struct queue_stats *st = queue_get_stats(s->queues[i]);

@@ -14,6 +14,7 @@
  *   p pressure    when an executor's queue_full/queue_low changes
  *   s stats       each executor's struct queue_stats when it changed,
  *                    at most once a second
+ *   x served      struct ipcserve_stats (submitted, rejected), the same way
  *   T terminate   the queues close (their spools keep what is undelivered),
  *                    then B (bye) and on_end(arg, "terminated"); any
  *                    request after T is refused

@@ -366,6 +366,12 @@ on_notify(void *arg, const char *state)
 }
 
 static bool
+proxy_sees_two_rejected(void *arg)
+{
+    return ipcproxy_get_stats(arg)->served_rejected == 2;
+}
+
+static bool
 stopping_seen(void *arg)
 {
     return strstr(buf_str(arg), "STOPPING=1") != NULL;
@@ -387,6 +393,8 @@ START_TEST(test_notify)
     ck_assert(ul_run_until(&f.loop, stopping_seen, &got, 60));
     ck_assert_str_eq(buf_str(&got), "READY=1;STOPPING=1;");
     ck_assert_uint_eq(ipcserve_get_stats(f.s)->rejected, 2);
+    /* and the engine learns the count, for its /metrics */
+    ck_assert(ul_run_until(&f.loop, proxy_sees_two_rejected, f.p, 60));
     fixture_close(&f);
     buf_free(&got);
 }

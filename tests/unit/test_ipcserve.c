@@ -110,6 +110,7 @@ engine_frame(void *arg, char type, const void *body, size_t len)
         break;
     }
     case IPC_X_PRESSURE: e->pressure++; break;
+    case IPC_X_SERVED: break;
     case IPC_X_STATS: {
         struct queue_stats st;
         uint64_t *f = (uint64_t *)&st;
