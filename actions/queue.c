@@ -1259,30 +1259,14 @@ iso_time(json_t *o, const char *name, uint64_t ms)
     buf_free(&b);
 }
 
-/*
- * Bytes from messages as a JSON string: what is not UTF-8 (and NUL) becomes
- * U+FFFD.  Never jansson's json_string() here: engine/json.c has a function
- * of that name, which the linker gives the call instead.
- */
+/* Bytes from messages as a JSON string: what is not UTF-8 (and NUL) becomes U+FFFD. */
 static json_t *
 textn(const char *s, size_t len)
 {
     struct buf b = BUF_INIT;
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0, n;
-    uint32_t cp;
     json_t *j;
 
-    while (i < len) {
-        n = utf8_char(p + i, len - i, &cp);
-        if (n && cp) {
-            buf_append(&b, s + i, n);
-            i += n;
-        } else {
-            utf8_put(&b, 0xfffd);
-            i++;
-        }
-    }
+    utf8_scrub(&b, s, len);
     j = json_stringn(b.p ? b.p : "", b.len);
     buf_free(&b);
     return j ? j : json_stringn("", 0);

@@ -161,8 +161,8 @@ static void fwd_drop(struct output *o, int err);
 
 /* ---- formatting ---- */
 
-static const char *
-local_hostname(void)
+const char *
+output_local_hostname(void)
 {
     static char name[256];
 
@@ -219,7 +219,7 @@ format_syslog(const struct msg *m, bool one_line, struct buf *out)
     if (v && len)
         put_token(out, v, len, "");
     else
-        buf_puts(out, local_hostname());
+        buf_puts(out, output_local_hostname());
     buf_putc(out, ' ');
     v = msg_get(m, NV_PROGRAM, &len);
     if ((!v || !len) && (msg_flags(m) & MSG_F_GENERATED)) v = "corral", len = 6;

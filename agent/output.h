@@ -28,6 +28,12 @@ struct output_stats {
     uint64_t tls_failures[TLS_FAIL_N]; /* TLS forward: handshakes that failed, by reason */
 };
 
+/*
+ * This host's name (gethostname, read once; "localhost" if it has none): the
+ * HOST of syslog lines and of local messages that name none.
+ */
+const char *output_local_hostname(void);
+
 struct output *output_open(uv_loop_t *loop, const struct conf_output *co, struct buf *err);
 /*
  * What output_open() would refuse, without creating or connecting anything:

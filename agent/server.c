@@ -73,8 +73,7 @@ struct server {
     size_t *targets;           /* per alert: the executors its routes chose */
     size_t ntargets;
     struct buf alert_id;
-    struct msg *msg;    /* reused for every incoming message */
-    char hostname[256]; /* HOST of local messages that name none */
+    struct msg *msg; /* reused for every incoming message */
     uv_timer_t tick, save;
     bool timers_started;
     uint64_t received, parsed, truncated_values, reloads, reload_failures;
@@ -105,8 +104,6 @@ server_new(uv_loop_t *loop)
     s->loop = loop;
     s->msg = msg_new();
     s->started_ms = clock_wall_ms();
-    if (gethostname(s->hostname, sizeof(s->hostname) - 1) < 0 || !s->hostname[0])
-        strcpy(s->hostname, "localhost");
     /* for the stall gauge: before the loop first runs, as libuv requires */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     return s;
@@ -379,7 +376,7 @@ server_submit(struct server *s, struct input *in, const char *data, size_t len, 
      * with it one context of each host-scoped rule.
      */
     if (!msg_get(s->msg, NV_HOST, &hlen) || hlen == 0) {
-        const char *host = peer ? peer : s->hostname;
+        const char *host = peer ? peer : output_local_hostname();
         msg_set(s->msg, NV_HOST, host, strlen(host));
     }
     if (in && (tls_peer = input_tls_peer(in))) {

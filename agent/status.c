@@ -100,22 +100,11 @@ jstrn(const char *s, size_t len)
 {
     struct buf b = BUF_INIT;
     json_t *j;
-    size_t i = 0, n;
-    uint32_t cp;
 
     if (!s) return json_string("");
     j = json_stringn(s, len);
     if (j) return j;
-    while (i < len) {
-        n = utf8_char((const unsigned char *)s + i, len - i, &cp);
-        if (n) {
-            buf_append(&b, s + i, n);
-            i += n;
-        } else {
-            utf8_put(&b, 0xFFFD);
-            i++;
-        }
-    }
+    utf8_scrub(&b, s, len);
     j = json_stringn(b.p ? b.p : "", b.len);
     buf_free(&b);
     return j ? j : json_string("");

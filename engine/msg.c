@@ -434,7 +434,11 @@ msg_decode(struct msg *m, const char *data, size_t len)
     for (i = 0; i < n && !r.bad; i++) {
         size_t nlen, vlen;
         const char *name = wire_get_bytes(&r, &nlen), *v = wire_get_bytes(&r, &vlen);
-        nv_handle h = !r.bad && nlen ? nv_intern(name, nlen) : 0;
+        nv_handle h;
+        /* no name corral makes holds a NUL (they come from XML and templates);
+         * one would not survive JSON (a dead letter's "message" keys) */
+        if (!r.bad && nlen && memchr(name, '\0', nlen)) r.bad = true;
+        h = !r.bad && nlen ? nv_intern(name, nlen) : 0;
         if (h) msg_set(m, h, v, vlen);
     }
     n = wire_get32(&r);

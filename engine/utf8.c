@@ -76,3 +76,22 @@ utf8_put(struct buf *out, uint32_t c)
         buf_append(out, s, 4);
     }
 }
+
+void
+utf8_scrub(struct buf *out, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, n;
+    uint32_t cp;
+
+    while (i < len) {
+        n = utf8_char(p + i, len - i, &cp);
+        if (n && cp) {
+            buf_append(out, s + i, n);
+            i += n;
+        } else {
+            utf8_put(out, 0xFFFD);
+            i++;
+        }
+    }
+}

@@ -17,5 +17,10 @@ size_t utf8_char(const unsigned char *p, size_t n, uint32_t *cp);
 size_t utf8_skip(unsigned char c);
 /* Appends code point c (at most U+10FFFF) as UTF-8. */
 void utf8_put(struct buf *out, uint32_t c);
+/*
+ * Appends s as valid UTF-8: each byte that starts no valid sequence, and
+ * each NUL, becomes U+FFFD (what jansson and C strings can take).
+ */
+void utf8_scrub(struct buf *out, const char *s, size_t len);
 
 #endif

@@ -194,7 +194,7 @@ cmd_silence(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *path = CMD_DEFAULT_SOCKET, *duration = NULL, *end = NULL, *start = NULL;
-    const char *comment = NULL, *author = NULL, *sub;
+    const char *comment = NULL, *author = NULL, *sub = "";
     bool json = false, expired = false, quiet = false;
     json_t *data = NULL, *req;
     int c, rc, i;

@@ -191,6 +191,23 @@ START_TEST(test_truncated_encoding_refused)
 }
 END_TEST
 
+/* a name with a NUL is no name corral makes: refused (a dead letter could not be read back) */
+START_TEST(test_name_with_nul_refused)
+{
+    struct msg *m = msg_new(), *d = msg_new();
+    struct msg_time t = {1764756000, 0, 0};
+    struct buf enc = BUF_INIT;
+
+    msg_set_stamp(m, &t);
+    msg_set(m, nv_intern("a\0b", 3), "x", 1);
+    msg_encode(m, &enc);
+    ck_assert_uint_eq(msg_decode(d, enc.p, enc.len), 0);
+    buf_free(&enc);
+    msg_unref(m);
+    msg_unref(d);
+}
+END_TEST
+
 START_TEST(test_clone_is_compact_and_independent)
 {
     struct msg *m = msg_new(), *c;
@@ -283,6 +300,7 @@ main(void)
     int failed;
 
     tcase_add_test(tc, test_set_get_overwrite);
+    tcase_add_test(tc, test_name_with_nul_refused);
     tcase_add_test(tc, test_slices_are_not_copied);
     tcase_add_test(tc, test_references_survive_arena_growth);
     tcase_add_test(tc, test_reset_reuses);
