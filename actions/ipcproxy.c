@@ -35,6 +35,7 @@ struct ipcproxy {
     struct remote *x;
     size_t n;
     bool ready;
+    bool said_bye;    /* B came: the executor process closed its queues as asked */
     struct buf frame; /* reused: the frame being built */
     struct ipcproxy_stats stats;
     queue_observer_fn observer;
@@ -196,6 +197,7 @@ on_frame(void *arg, char type, const void *body, size_t len)
         if (r.bad || r.p != r.end) bad_frame(p, type);
         break;
     case IPC_X_BYE:
+        p->said_bye = true;
         if (p->bye) {
             void (*bye)(void *) = p->bye;
             p->bye = NULL;
@@ -373,6 +375,12 @@ ipcproxy_set_observer(struct ipcproxy *p, queue_observer_fn fn, void *arg)
 {
     p->observer = fn;
     p->observer_arg = arg;
+}
+
+bool
+ipcproxy_said_bye(const struct ipcproxy *p)
+{
+    return p->said_bye;
 }
 
 const struct ipcproxy_stats *

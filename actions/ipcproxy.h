@@ -78,6 +78,8 @@ void ipcproxy_control(struct ipcproxy *p, const char *args, ipcproxy_answer_fn f
  * connection ends first.  -1 when the connection is already over.
  */
 int ipcproxy_terminate(struct ipcproxy *p, void (*bye)(void *arg), void *arg);
+/* Whether the bye came (false in bye() when the connection ended first). */
+bool ipcproxy_said_bye(const struct ipcproxy *p);
 const struct ipcproxy_stats *ipcproxy_get_stats(const struct ipcproxy *p);
 void ipcproxy_close(struct ipcproxy *p, void (*done)(void *arg), void *arg);
 

@@ -307,6 +307,12 @@ get_queues(struct http_request *req, struct http_reply *rep)
     const char *name = MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, "executor");
     json_t *j = queuectl_list_json(req->srv, name);
 
+    if (!j) {
+        http_error(rep, 503,
+                   "the queues are the executor process's (privilege separation): "
+                   "use corral queue list");
+        return;
+    }
     if (name && json_array_size(json_object_get(j, "executors")) == 0) {
         json_decref(j);
         http_error(rep, 404, "no executor %s", name);

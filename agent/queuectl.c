@@ -58,8 +58,12 @@ list_json(const struct qset *s, const char *name)
 struct json_t *
 queuectl_list_json(struct server *srv, const char *name)
 {
-    struct qset s = server_set(srv);
-    json_t *o = list_json(&s, name);
+    struct qset s;
+    json_t *o;
+
+    if (server_proxy(srv)) return NULL; /* privsep: the executor process has them */
+    s = server_set(srv);
+    o = list_json(&s, name);
 
     free(s.q);
     return o;

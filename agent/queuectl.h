@@ -26,7 +26,9 @@ struct server;
 /*
  * {"executors": [queue_list_json of each, or of executor name only]}, what
  * `queue list` answers, for the HTTP API and status page to serve alike.
- * The caller owns it (json_decref).
+ * The caller owns it (json_decref).  NULL under privilege separation: the
+ * queues are the executor process's (`queue list` on the control socket
+ * asks it).
  */
 struct json_t;
 struct json_t *queuectl_list_json(struct server *s, const char *name);

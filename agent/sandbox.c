@@ -175,6 +175,12 @@ sandbox_engine(enum sandbox_mode mode, struct buf *err)
         buf_printf(err, "cannot create the seccomp filter\n");
         return -1;
     }
+    /*
+     * Every thread of the process gets the filter, not only the caller:
+     * threads started before it (libuv's pool, worker threads) would
+     * otherwise run unconfined.  The load fails if one cannot take it.
+     */
+    rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
     for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]) && rc == 0; i++) {
         nr = seccomp_syscall_resolve_name(allowed[i]);
         if (nr == __NR_SCMP_ERROR) continue; /* not on this architecture */

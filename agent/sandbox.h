@@ -8,7 +8,8 @@
  * EAFNOSUPPORT, as systemd's RestrictAddressFamilies= does), and clone3
  * fails with ENOSYS so that the C library falls back to clone.
  *
- * The filter is inherited by every thread created afterwards and by the
+ * The filter covers every thread of the process, those already running
+ * too (SCMP_FLTATR_CTL_TSYNC), every thread created afterwards and the
  * saving child; it cannot be removed.  Load it after the privilege drop
  * and after everything that starts threads or loads libraries at start-up.
  *
