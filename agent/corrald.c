@@ -989,6 +989,7 @@ main(int argc, char **argv)
     /* after a privilege drop the directory may no longer be ours to remove from */
     if (d.pidfile && unlink(d.pidfile) < 0 && errno != ENOENT)
         log_msg(LOG_INFO, "pidfile %s left in place: %s", d.pidfile, strerror(errno));
+    if (d.exit_code) log_msg(LOG_ERR, "exiting with status %d", d.exit_code);
     log_msg(LOG_INFO, "stopped");
     uv_loop_close(d.loop);
     rc = d.exit_code;
