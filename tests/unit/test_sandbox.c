@@ -152,6 +152,52 @@ body_execve(void)
     reached('X'); /* not reached: the filter kills the process */
 }
 
+/* A thread that runs before the filter is loaded, and tries execve after. */
+static int tsync_pipe[2];
+
+static void *
+early_thread(void *arg)
+{
+    char c;
+
+    (void)arg;
+    if (read(tsync_pipe[0], &c, 1) != 1) _exit(40);
+    execl("/bin/true", "true", (char *)NULL);
+    _exit(41);
+}
+
+/*
+ * The filter covers threads that were running before it was loaded
+ * (SCMP_FLTATR_CTL_TSYNC): without, this thread's execve would replace
+ * the process with /bin/true and it would exit 0.
+ */
+START_TEST(test_tsync)
+{
+    int status = 0;
+    pid_t pid;
+
+    ck_assert_int_eq(pipe(tsync_pipe), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct buf err = BUF_INIT;
+        pthread_t t;
+        if (pthread_create(&t, NULL, early_thread, NULL) != 0) _exit(90);
+        if (sandbox_engine(SANDBOX_KILL, &err) < 0) _exit(91);
+        if (write(tsync_pipe[1], "x", 1) != 1) _exit(92);
+        pthread_join(t, NULL);
+        _exit(0);
+    }
+    close(tsync_pipe[0]);
+    close(tsync_pipe[1]);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS,
+                  "exit %d, signal %d: the early thread's execve was not killed",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+END_TEST
+
 START_TEST(test_execve_kills)
 {
     char steps[16];
@@ -195,6 +241,7 @@ sandbox_suite(void)
     tcase_add_test(tc, test_allowed);
     tcase_add_test(tc, test_execve_kills);
     tcase_add_test(tc, test_execveat_kills);
+    tcase_add_test(tc, test_tsync);
     suite_add_tcase(s, tc);
     return s;
 }
