@@ -54,6 +54,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,6 +77,7 @@ struct daemon {
     bool started;  /* server_start done */
     /* privilege separation, in the engine process: the executor process behind its proxy */
     struct ipcproxy *proxy;
+    pid_t executor_pid;
     bool proxy_ended;
     char *runtime_dir; /* $RUNTIME_DIRECTORY, kept before the environment is scrubbed */
 };
@@ -895,6 +897,7 @@ main(int argc, char **argv)
 #ifdef CORRAL_TEST_HOOKS
         if (getenv("CORRAL_TEST_HOOK")) test_hook = xstrdup(getenv("CORRAL_TEST_HOOK"));
 #endif
+        d.executor_pid = getppid();
         privsep_scrub_environment();
         d.pidfile = NULL; /* the executor process's, the main one */
         d.loop = uv_default_loop();
@@ -957,6 +960,16 @@ main(int argc, char **argv)
             goto out;
         }
         if (d.proxy) {
+            /*
+             * The change of user cleared the parent-death signal that
+             * privsep_split set: set it again (the socketpair's end is the
+             * other way to learn of it), unless the executor is gone already.
+             */
+            if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != d.executor_pid) {
+                log_msg(LOG_ERR, "privsep: the executor process is gone: not started");
+                rc = 1;
+                goto out;
+            }
             /* last: the filter allows only what the engine needs from here on */
             buf_reset(&err);
             if (sandbox_engine(sandbox_mode(), &err) < 0) {

@@ -11,7 +11,8 @@
 #     itself refused.
 #  3. An alert reaches snmptrapd, the SMTP server and the script; metrics,
 #     `corral queue list` and the alert store's delivery states cross the
-#     socketpair; SIGHUP to the executor process reloads the engine.
+#     socketpair; SIGHUP to the executor process reloads the engine, a
+#     reload that changes an executor is refused, `corral ctl save` works.
 #  4. kill -9 of the executor process while an alert waits in its spool
 #     (the script is down): the engine logs it and stops; a restart
 #     delivers the spooled alert.
@@ -153,6 +154,17 @@ PY
 wait_until delivery delivered || fail "the alert store does not show the script's delivery"
 kill -HUP "$CORRALD_PID"
 wait_log 'reload: rules: 0 added' || fail "SIGHUP to the executor process did not reload the engine"
+# the executor process opened the executors: a reload cannot change them (refused, not half done)
+sed 's|severity="major"|severity="minor"|' "$WORK/corrald.conf" > "$WORK/changed.conf"
+cp "$WORK/corrald.conf" "$WORK/orig.conf"
+cp "$WORK/changed.conf" "$WORK/corrald.conf"
+kill -HUP "$CORRALD_PID"
+wait_log 'executor nms: added or changed, which under privilege separation takes a restart' ||
+    fail "a reload that changes an executor was not refused"
+cp "$WORK/orig.conf" "$WORK/corrald.conf"
+# the state save: a child of the confined engine
+[ "$("$CORRAL" ctl -s "$CONTROL" save)" = OK ] || fail "corral ctl save failed"
+[ -s "$WORK/state/state" ] || fail "no state saved"
 corrald_alive
 
 # ---- 4. kill -9 of the executor process: the engine stops, the spool keeps the alert
