@@ -2,6 +2,7 @@
 # Privilege separation (doc/privsep.md) against the real daemon, started as
 # root with <daemon user="nobody"> and no privsep attribute (on by default
 # then), with real peers: snmptrapd, an SMTP server (aiosmtpd) and a script.
+#  0. privsep="yes" as root without user=: refused with file:line.
 #  1. Two processes: the executor process (the one started, root, no
 #     filter) and the engine process: Uid nobody, NoNewPrivs 1, Seccomp 2,
 #     a secret of the environment gone from its /proc/PID/environ.
@@ -87,6 +88,14 @@ engine_pid() {
 }
 status_field() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 now() { date '+%b %e %H:%M:%S'; }
+
+# ---- 0. privsep="yes" as root without a user to drop to: refused, with the line
+sed 's|<daemon user="nobody"/>|<daemon privsep="yes"/>|' "$WORK/corrald.conf" > "$WORK/nouser.conf"
+if "$CORRALD" -F -f "$WORK/nouser.conf" --schema "$SCHEMA" < /dev/null > /dev/null 2> "$WORK/nouser.err"; then
+    fail "privsep=\"yes\" as root without user= was accepted"
+fi
+grep -q "nouser.conf:3: <daemon privsep=\"yes\">: started as root, it needs user=" "$WORK/nouser.err" ||
+    fail "no clear error: $(cat "$WORK/nouser.err")"
 
 # ---- 1. two processes, the engine confined
 PRIVSEP_TEST_SECRET=s3cr3t-in-env
