@@ -26,6 +26,10 @@
  * taken (output_write_keep, queue_submit_keep: beyond the queue's size, by
  * at most one read's worth).  Datagram inputs cannot wait: what their
  * messages find full is dropped and counted by the output or executor.
+ *
+ * Under privilege separation (doc/privsep.md) the executors' queues are the
+ * executor process's: server_set_proxy puts an ipcproxy behind them, and
+ * the executor_* helpers submit, read pressure and stats through it.
  */
 #include "agent/server.h"
 #include "agent/alerts.h"
