@@ -116,7 +116,9 @@ send_stats(struct ipcserve *s)
 static void
 on_stats_timer(uv_timer_t *t)
 {
-    send_stats(t->data);
+    struct ipcserve *s = t->data;
+
+    if (!s->terminating) send_stats(s); /* the queues are closing, or closed and freed */
 }
 
 static void
@@ -233,6 +235,12 @@ on_terminate(struct ipcserve *s)
     if (s->terminating) return;
     s->terminating = true;
     send_stats(s); /* the last counters, for the engine's final log */
+    /*
+     * No more: the queues close now and are freed once closed, while this
+     * side may stay open a while (corrald closes it once the engine has
+     * exited); a later tick read freed queues (ASan, privsep.sh).
+     */
+    uv_timer_stop(&s->stats_timer);
     s->queues_closing = s->n + 1;
     for (i = 0; i < s->n; i++) {
         queue_set_observer(s->queues[i], NULL, NULL);

@@ -305,6 +305,58 @@ START_TEST(test_terminate_keeps_spool)
 END_TEST
 
 static void
+server_terminated_kept(void *arg, const char *reason)
+{
+    struct fixture *f = arg;
+
+    ck_assert_str_eq(reason, "terminated");
+    f->server_ended = true; /* closed later, as corrald does once the engine has exited */
+}
+
+static void
+count_active_timer(uv_handle_t *h, void *arg)
+{
+    if (h->type == UV_TIMER && uv_is_active(h)) (*(int *)arg)++;
+}
+
+/*
+ * After a terminate the executor side may stay open a while (corrald closes
+ * it once the engine has exited): nothing of it may still run then, since
+ * its queues are closed and freed (its stats timer read them: ASan).
+ */
+START_TEST(test_terminate_then_close_later)
+{
+    struct fixture f;
+    struct buf err = BUF_INIT;
+    bool bye = false;
+    char x[1024];
+    int sv[2], timers = 0;
+
+    memset(&f, 0, sizeof(f));
+    uv_loop_init(&f.loop);
+    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>", wpath("prog"));
+    f.conf = ul_load_executors(workdir, x, f.file, sizeof(f.file));
+    f.q = queue_open(&f.loop, &f.conf->executors[0], f.file, NULL, &err);
+    ck_assert_msg(f.q != NULL, "queue_open: %s", buf_str(&err));
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    f.s = ipcserve_new(&f.loop, sv[1], &f.q, 1, server_terminated_kept, &f);
+    f.p = ipcproxy_new(&f.loop, sv[0], proxy_ready, NULL, &f);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &f.ready, 60));
+    ck_assert_int_eq(ipcproxy_terminate(f.p, on_bye, &bye), 0);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &bye, 60));
+    ck_assert(f.server_ended);
+    uv_walk(&f.loop, count_active_timer, &timers);
+    ck_assert_int_eq(timers, 0);
+    ipcserve_close(f.s, NULL, NULL);
+    ipcproxy_close(f.p, NULL, NULL);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&f.loop), 0);
+    conf_free(f.conf);
+    buf_free(&err);
+}
+END_TEST
+
+static void
 run_ctl(void *arg, struct queue **queues, size_t n, const char *args, struct buf *out)
 {
     (void)arg;
@@ -411,6 +463,7 @@ ipcproxy_suite(void)
     tcase_add_test(tc, test_submit_observe_stats);
     tcase_add_test(tc, test_pressure);
     tcase_add_test(tc, test_terminate_keeps_spool);
+    tcase_add_test(tc, test_terminate_then_close_later);
     tcase_add_test(tc, test_queue_control);
     tcase_add_test(tc, test_notify);
     suite_add_tcase(s, tc);
