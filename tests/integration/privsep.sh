@@ -139,6 +139,10 @@ for e in nms mail script; do
     wait_metric corral_executor_delivered_total executor=$e -ge 1 || fail "executor $e: delivered not counted"
 done
 [ "$(metric corral_privsep_sent_total)" -ge 3 ] || fail "corral_privsep_sent_total: $(metric corral_privsep_sent_total)"
+# every metric served, those only served under privilege separation too, is documented in corrald(8)
+for name in $("$CORRAL" ctl -s "$CONTROL" stats | sed -n 's/^# HELP \([a-z_]*\) .*/\1/p'); do
+    grep -q "^\.B $name\$" "$top_srcdir/doc/corrald.8" || fail "metric $name is not in doc/corrald.8"
+done
 "$CORRAL" queue -s "$CONTROL" list > "$WORK/queues.txt" || fail "corral queue list failed"
 grep -q '^executor script: 0 queued' "$WORK/queues.txt" || fail "queue list: $(cat "$WORK/queues.txt")"
 # delivery STATE: the alert store (the engine's) shows web1's alert STATE at the script
