@@ -678,7 +678,13 @@ run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
         qs[n] = queue_open(x.loop, &c->executors[n], file, dir, &err);
         if (!qs[n]) break;
     }
-    if (n == c->nexecutors) x.serve = ipcserve_new(x.loop, fd, qs, n, on_served_end, &x);
+    if (n == c->nexecutors) {
+        /* before the hello goes out: the engine's "started" comes after this line */
+        log_msg(LOG_INFO, "privsep: executor process %ld as user %s, engine process %ld",
+                (long)getpid(), getpwuid(geteuid()) ? getpwuid(geteuid())->pw_name : "?",
+                (long)engine);
+        x.serve = ipcserve_new(x.loop, fd, qs, n, on_served_end, &x);
+    }
     if (!x.serve) {
         /* the engine sees the socketpair close before any hello, and stops */
         fputs(buf_str(&err), stderr);
@@ -692,9 +698,6 @@ run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
     } else {
         ipcserve_set_control(x.serve, exec_control, NULL);
         ipcserve_set_notify(x.serve, exec_notify, NULL);
-        log_msg(LOG_INFO, "privsep: executor process %ld as user %s, engine process %ld",
-                (long)getpid(), getpwuid(geteuid()) ? getpwuid(geteuid())->pw_name : "?",
-                (long)engine);
         uv_run(x.loop, UV_RUN_DEFAULT);
         log_msg(x.exit_code ? LOG_ERR : LOG_INFO, "privsep: executor process stopped%s",
                 x.exit_code ? " (the engine process did not stop cleanly)" : "");
