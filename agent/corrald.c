@@ -28,6 +28,7 @@
 #include <config.h>
 
 #include "actions/ipcproxy.h"
+#include "actions/executor.h"
 #include "actions/ipcserve.h"
 #include "agent/control.h"
 #include "agent/dnscache.h"
@@ -230,20 +231,19 @@ check_only(struct daemon *d)
 
 /* ---- privileges ---- */
 
+/* The uid and gid of <daemon user> (and group); -1 with a line in err. */
 static int
-drop_privileges(const struct conf *c, struct buf *err)
+service_user(const struct conf *c, uid_t *uid, gid_t *gid, struct buf *err)
 {
-    struct passwd *pw;
+    struct passwd *pw = getpwnam(c->user);
     struct group *gr;
-    gid_t gid;
 
-    if (!c->user) return 0;
-    pw = getpwnam(c->user);
     if (!pw) {
         buf_printf(err, "%s: unknown user '%s'\n", c->file ? c->file : "configuration", c->user);
         return -1;
     }
-    gid = pw->pw_gid;
+    *uid = pw->pw_uid;
+    *gid = pw->pw_gid;
     if (c->group) {
         gr = getgrnam(c->group);
         if (!gr) {
@@ -251,15 +251,26 @@ drop_privileges(const struct conf *c, struct buf *err)
                        c->group);
             return -1;
         }
-        gid = gr->gr_gid;
+        *gid = gr->gr_gid;
     }
-    if (getuid() == pw->pw_uid && geteuid() == pw->pw_uid) return 0;
-    if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(pw->pw_uid) < 0) {
+    return 0;
+}
+
+static int
+drop_privileges(const struct conf *c, struct buf *err)
+{
+    uid_t uid;
+    gid_t gid;
+
+    if (!c->user) return 0;
+    if (service_user(c, &uid, &gid, err) < 0) return -1;
+    if (getuid() == uid && geteuid() == uid) return 0;
+    if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
         buf_printf(err, "cannot become user %s: %s\n", c->user, strerror(errno));
         return -1;
     }
     /* a process that can get root back has not dropped anything */
-    if (setuid(0) == 0 && pw->pw_uid != 0) {
+    if (setuid(0) == 0 && uid != 0) {
         buf_printf(err, "privileges could be regained after dropping them\n");
         return -1;
     }
@@ -657,6 +668,7 @@ run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
     char *dir = server_spool_dir(c);
     struct queue **qs = xcalloc(c->nexecutors + 1, sizeof(*qs));
     size_t i, n = 0;
+    bool ok = true;
 
     memset(&x, 0, sizeof(x));
     x.loop = uv_default_loop();
@@ -674,11 +686,20 @@ run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
     uv_signal_start(&x.sig[x.nsig], on_exec_sigchld, SIGCHLD);
     on_exec_sigchld(&x.sig[x.nsig++], SIGCHLD); /* it may have died before the handler */
     mask_handled_signals(SIG_UNBLOCK);
-    for (n = 0; n < c->nexecutors; n++) {
+    /* the scripts run as the service user, as they do without privilege separation */
+    if (c->user && geteuid() == 0) {
+        uid_t uid;
+        gid_t gid;
+        if (service_user(c, &uid, &gid, &err) < 0)
+            ok = false;
+        else
+            exec_run_as(uid, gid);
+    }
+    for (n = 0; ok && n < c->nexecutors; n++) {
         qs[n] = queue_open(x.loop, &c->executors[n], file, dir, &err);
         if (!qs[n]) break;
     }
-    if (n == c->nexecutors) {
+    if (ok && n == c->nexecutors) {
         /* before the hello goes out: the engine's "started" comes after this line */
         log_msg(LOG_INFO, "privsep: executor process %ld as user %s, engine process %ld",
                 (long)getpid(), getpwuid(geteuid()) ? getpwuid(geteuid())->pw_name : "?",

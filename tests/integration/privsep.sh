@@ -10,7 +10,8 @@
 #     user, open fails with "Permission denied"; the test build's hook
 #     (agent/corrald-test, CORRAL_TEST_HOOK=open:FILE) shows the engine
 #     itself refused.
-#  3. An alert reaches snmptrapd, the SMTP server and the script; metrics,
+#  3. An alert reaches snmptrapd, the SMTP server and the script (run as
+#     nobody, as without privilege separation); metrics,
 #     `corral queue list` and the alert store's delivery states cross the
 #     socketpair; SIGHUP to the executor process reloads the engine, a
 #     reload that changes an executor is refused, `corral ctl save` works.
@@ -59,7 +60,16 @@ track $!
 wait_grep "$WORK/smtp.port" PORT || fail "the SMTP server did not start"
 sport=$(sed -n 's/^PORT //p' "$WORK/smtp.port")
 
-receiver_script
+# the script (exit 75, try again, while $WORK/down exists) records the alert and its own uid:
+# the executor process stays root, and runs it as the service user, as without privsep
+cat > "$WORK/receiver.sh" <<SH
+#!/bin/sh
+[ -e "$WORK/down" ] && exit 75
+echo "\$CORRAL_ALERT_ID \$(id -u)" >> "$WORK/delivered"
+SH
+chmod 755 "$WORK/receiver.sh"
+: > "$WORK/delivered"
+chmod 666 "$WORK/delivered"
 CONTROL=$WORK/control.sock
 cat > "$WORK/corrald.conf" <<XML
 <corrald>
@@ -132,7 +142,9 @@ case $out in *"Permission denied"*) ;; *) fail "not refused for want of permissi
 
 # ---- 3. alerts flow to every executor, the control socket and metrics cross over
 send_udp "$(input_port udp)" "$(now) web1 app: hello"
-wait_grep "$WORK/delivered" '^corral.absence/web1$' || fail "the script did not get the alert"
+wait_grep "$WORK/delivered" '^corral.absence/web1 ' || fail "the script did not get the alert"
+grep -q "^corral.absence/web1 $uid\$" "$WORK/delivered" ||
+    fail "the script did not run as the service user: $(cat "$WORK/delivered")"
 wait_grep "$WORK/trapd.log" "BEGIN TRAP2, SNMP v2c, community public" || fail "snmptrapd did not get the trap"
 wait_until sh -c "ls '$WORK/mail' | grep -q '^msg-'" || fail "the SMTP server got no mail"
 for e in nms mail script; do
@@ -195,7 +207,7 @@ grep -q 'web2' "$WORK/delivered" && fail "delivered while the script was down"
 rm -f "$WORK/down"
 start_corrald corrald "$WORK/corrald.conf"
 [ "$CORRALD_PID" != "$exe" ] || fail "not restarted"
-wait_grep "$WORK/delivered" '^corral.absence/web2$' || fail "the spooled alert was not delivered after the restart"
+wait_grep "$WORK/delivered" '^corral.absence/web2 ' || fail "the spooled alert was not delivered after the restart"
 stop_corrald
 
 # ---- 5. the test build: open and execve in the confined engine
