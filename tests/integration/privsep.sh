@@ -12,7 +12,8 @@
 #     itself refused.
 #  3. An alert reaches snmptrapd, the SMTP server and the script (run as
 #     nobody, as without privilege separation); metrics,
-#     `corral queue list` and the alert store's delivery states cross the
+#     `corral queue list`, GET /api/v1/queues and the alert store's
+#     delivery states cross the
 #     socketpair; SIGHUP to the executor process reloads the engine, a
 #     reload that changes an executor is refused, `corral ctl save` works.
 #  4. kill -9 of the executor process while an alert waits in its spool
@@ -77,6 +78,7 @@ cat > "$WORK/corrald.conf" <<XML
   <daemon user="nobody"/>
   <state file="$WORK/state/state"/>
   <control socket="$CONTROL"/>
+  <stats listen="127.0.0.1:0"/>
   <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <absence after="1s"/>
   <executors spool="$WORK/spool">
@@ -157,6 +159,25 @@ for name in $("$CORRAL" ctl -s "$CONTROL" stats | sed -n 's/^# HELP \([a-z_]*\) 
 done
 "$CORRAL" queue -s "$CONTROL" list > "$WORK/queues.txt" || fail "corral queue list failed"
 grep -q '^executor script: 0 queued' "$WORK/queues.txt" || fail "queue list: $(cat "$WORK/queues.txt")"
+# the HTTP API asks the executor process too (the request waits for its answer)
+http_get() {
+    python3 - "$(stats_port)" "$1" <<'PY'
+import sys, urllib.request, urllib.error
+try:
+    r = urllib.request.urlopen("http://127.0.0.1:%s%s" % (sys.argv[1], sys.argv[2]), timeout=30)
+    print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+PY
+}
+out=$(http_get /api/v1/queues?executor=script)
+case $out in '200 {"status":"success","data":{"executors":[{"executor":"script",'*) ;;
+    *) fail "GET /api/v1/queues?executor=script: $out" ;; esac
+out=$(http_get /api/v1/queues)
+[ "$(echo "$out" | grep -o '"executor":"[a-z]*"' | tr '\n' ' ')" = '"executor":"nms" "executor":"mail" "executor":"script" ' ] ||
+    fail "GET /api/v1/queues: $out"
+out=$(http_get /api/v1/queues?executor=nope)
+case $out in '404 '*) ;; *) fail "GET /api/v1/queues?executor=nope: $out" ;; esac
 # delivery STATE: the alert store (the engine's) shows web1's alert STATE at the script
 # (the executor process's queue reports it across the socketpair)
 delivery() {
