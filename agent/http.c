@@ -11,6 +11,9 @@
  * GET / (the status page, status.c), GET /api/v1/status (its data as JSON),
  * and the alerts and silences API (GET/POST/DELETE /api/v1/alerts and
  * /api/v1/silences), which runs the control socket's requests.
+ * Under privilege separation GET /api/v1/queues asks the executor process
+ * (ipcproxy_control, as `corral queue list`), the connection suspended
+ * (MHD_ALLOW_SUSPEND_RESUME) until the answer comes.
  *
  * Write methods (POST, PUT, PATCH, DELETE) pass three checks before any
  * route sees them, so that every write endpoint gets them: the bearer
