@@ -26,7 +26,7 @@
  *   N notify      "READY=1", "RELOADING=1" or "STOPPING=1" (nothing else),
  *                    for the notify function to tell systemd
  *
- * Reload is the next step (doc/privsep.md).  When the
+ * Reload of the executors is not built yet (doc/privsep.md).  When the
  * engine goes away or breaks the protocol, on_end is called once with the
  * reason; the queues stay open until ipcserve_close, which closes them.
  * Closing under a terminate waits until the queues have closed, since

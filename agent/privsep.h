@@ -6,7 +6,7 @@
  * there) before it reads any input, and later drops privileges and loads
  * its seccomp filter (sandbox.h).  The parent is the executor.
  *
- * Not yet called by corrald: the wiring is the next step (doc/privsep.md).
+ * corrald.c calls both when <daemon privsep> is on (doc/privsep.md).
  */
 #ifndef CORRAL_PRIVSEP_H
 #define CORRAL_PRIVSEP_H
