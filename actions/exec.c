@@ -76,6 +76,10 @@
  * stops the children still running the same way as the timeout (SIGTERM,
  * then SIGKILL) and reports them when they are gone, so every done() is
  * called before close()'s own callback.
+ *
+ * The programs run as this process's user, or as the one exec_run_as set
+ * (corrald's executor process under privilege separation stays root and
+ * runs them as <daemon user>, as corrald without it would: exec_run_as).
  */
 #include "actions/executor.h"
 #include "engine/hash.h"
@@ -770,6 +774,19 @@ spawn_result(int err)
     return err == UV_E2BIG || err == -ENOEXEC ? DELIVER_FAIL : DELIVER_RETRY;
 }
 
+/* exec_run_as: who the programs run as (process-wide: one service user) */
+static bool run_as;
+static uid_t run_uid;
+static gid_t run_gid;
+
+void
+exec_run_as(uid_t uid, gid_t gid)
+{
+    run_as = true;
+    run_uid = uid;
+    run_gid = gid;
+}
+
 static void
 start(struct exec_x *x, const struct alert *a, deliver_done_fn done, void *token)
 {
@@ -820,6 +837,12 @@ start(struct exec_x *x, const struct alert *a, deliver_done_fn done, void *token
     opt.env = env.v;
     opt.cwd = x->cwd;
     opt.flags = UV_PROCESS_DETACHED; /* setsid(): its own process group, for the timeout */
+    if (run_as) {
+        /* libuv also drops the supplementary groups (setgroups(0)) */
+        opt.flags |= UV_PROCESS_SETUID | UV_PROCESS_SETGID;
+        opt.uid = run_uid;
+        opt.gid = run_gid;
+    }
     opt.stdio_count = 3;
     opt.stdio = stdio;
     err = uv_spawn(x->loop, &c->proc, &opt);

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -73,6 +74,13 @@ struct executor_kind {
 extern const struct executor_kind snmp_executor;
 extern const struct executor_kind smtp_executor;
 extern const struct executor_kind exec_executor;
+
+/*
+ * The exec kind's programs run as uid/gid from now on (by default as this
+ * process's user): corrald's executor process, which stays root under
+ * privilege separation, runs them as <daemon user>, as without it.
+ */
+void exec_run_as(uid_t uid, gid_t gid);
 
 /* The kind of that name ("snmp", "smtp", "exec"), or NULL. */
 const struct executor_kind *executor_kind_find(const char *name);

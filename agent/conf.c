@@ -785,6 +785,11 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->user = attr(n, "user");
             c->group = attr(n, "group");
             c->pidfile = attr(n, "pidfile");
+            /* absent: auto, on when started as root with a user to drop to (corrald.c) */
+            c->privsep = attr_is(n, "privsep", "yes")  ? CONF_PRIVSEP_YES
+                         : attr_is(n, "privsep", "no") ? CONF_PRIVSEP_NO
+                                                       : CONF_PRIVSEP_AUTO;
+            c->privsep_line = (int)xmlGetLineNo(n);
         } else if (is(n, "log")) {
             char *v = attr(n, "level");
             if (v) {

@@ -116,6 +116,9 @@ struct conf {
     double state_interval; /* seconds between periodic saves; 0: only at shutdown */
     char *pidfile;
     char *user, *group;
+    /* <daemon privsep>: split into engine and executor processes (doc/privsep.md) */
+    enum conf_privsep { CONF_PRIVSEP_AUTO, CONF_PRIVSEP_YES, CONF_PRIVSEP_NO } privsep;
+    int privsep_line; /* where <daemon> is; 0: not given */
     char *control_socket;
     char *stats_listen;         /* host:port of the Prometheus endpoint, NULL: none */
     char *stats_api_token_file; /* <stats api-token-file>: NULL, none (API writes refused) */

@@ -13,6 +13,7 @@
  * Both are counted (server_endpoint_stats) and logged, at most every 10 s.
  */
 #include "agent/control.h"
+#include "actions/ipcproxy.h"
 #include "agent/alerts.h"
 #include "engine/clock.h"
 #include "engine/log.h"
@@ -126,6 +127,22 @@ saved(void *arg, int rc)
 
     if (!uv_is_closing((uv_handle_t *)&c->pipe)) {
         buf_puts(&c->answer, rc == 0 ? "OK\n" : "FAILED\n");
+        send_answer(c);
+    }
+    if (--c->handles == 0) {
+        buf_free(&c->answer);
+        free(c);
+    }
+}
+
+/* A queue command's answer from the executor process (privsep); as saved() for the rest. */
+static void
+queue_answered(void *arg, const char *text, size_t len)
+{
+    struct conn *c = arg;
+
+    if (!uv_is_closing((uv_handle_t *)&c->pipe)) {
+        buf_append(&c->answer, text, len);
         send_answer(c);
     }
     if (--c->handles == 0) {
@@ -271,6 +288,11 @@ answer(struct conn *c)
             buf_puts(&c->answer, "FAILED\n");
         else
             buf_puts(&c->answer, "OK\n");
+    } else if (strncmp(c->req, "queue ", 6) == 0 && server_proxy(ctl->srv)) {
+        /* privilege separation: the executor process holds the queues and answers late */
+        c->handles++; /* held until queue_answered() runs */
+        ipcproxy_control(server_proxy(ctl->srv), c->req + 6, queue_answered, c);
+        return;
     } else if (strncmp(c->req, "queue ", 6) == 0) {
         queuectl_command(ctl->srv, c->req + 6, &c->answer);
     } else if (strcmp(c->req, "save") == 0) {

@@ -12,11 +12,29 @@
  * logged, so that nothing cuts the state save short.
  *   SIGUSR1  write the open correlation contexts as JSON (path in the log)
  *   SIGUSR2  reopen output files (after log rotation)
+ *
+ * Privilege separation (<daemon privsep>, doc/privsep.md; on by default
+ * when started as root with a user to drop to): right after reading the
+ * configuration, before any executor is opened, corrald forks.  The parent,
+ * the executor process (systemd's main pid, the pid file's), opens the
+ * executors (reading their secrets), keeps their spools and serves the
+ * engine over a socketpair (ipcserve); it relays the signals above to the
+ * engine and stops when the engine does.  The child, the engine process,
+ * scrubs its environment, runs everything else with the executor process's
+ * queues behind a proxy (ipcproxy), drops to the service user and loads its
+ * seccomp filter (sandbox.h).  When either dies, the other logs it and
+ * stops with a nonzero status; the spools keep the undelivered alerts.
  */
 #include <config.h>
 
+#include "actions/ipcproxy.h"
+#include "actions/executor.h"
+#include "actions/ipcserve.h"
 #include "agent/control.h"
 #include "agent/dnscache.h"
+#include "agent/privsep.h"
+#include "agent/queuectl.h"
+#include "agent/sandbox.h"
 #include "engine/durable.h"
 #include "engine/log.h"
 #include "agent/http.h"
@@ -37,7 +55,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct daemon {
@@ -55,6 +75,12 @@ struct daemon {
     char *pidfile_buf;
     int exit_code;
     bool stopping; /* SIGTERM (or SIGINT) seen: no more reloads */
+    bool started;  /* server_start done */
+    /* privilege separation, in the engine process: the executor process behind its proxy */
+    struct ipcproxy *proxy;
+    pid_t executor_pid;
+    bool proxy_ended;
+    char *runtime_dir; /* $RUNTIME_DIRECTORY, kept before the environment is scrubbed */
 };
 
 /* The signals corrald handles: blocked until their handlers are in place. */
@@ -127,6 +153,16 @@ sd_notify(const char *state)
     close(fd);
 }
 
+/* The engine process tells the executor process, which systemd knows as the main one. */
+static void
+notify(struct daemon *d, const char *state)
+{
+    if (d->proxy && !d->proxy_ended)
+        ipcproxy_notify(d->proxy, state);
+    else if (!d->proxy)
+        sd_notify(state);
+}
+
 /* ---- configuration ---- */
 
 static struct conf *
@@ -195,20 +231,19 @@ check_only(struct daemon *d)
 
 /* ---- privileges ---- */
 
+/* The uid and gid of <daemon user> (and group); -1 with a line in err. */
 static int
-drop_privileges(const struct conf *c, struct buf *err)
+service_user(const struct conf *c, uid_t *uid, gid_t *gid, struct buf *err)
 {
-    struct passwd *pw;
+    struct passwd *pw = getpwnam(c->user);
     struct group *gr;
-    gid_t gid;
 
-    if (!c->user) return 0;
-    pw = getpwnam(c->user);
     if (!pw) {
         buf_printf(err, "%s: unknown user '%s'\n", c->file ? c->file : "configuration", c->user);
         return -1;
     }
-    gid = pw->pw_gid;
+    *uid = pw->pw_uid;
+    *gid = pw->pw_gid;
     if (c->group) {
         gr = getgrnam(c->group);
         if (!gr) {
@@ -216,15 +251,26 @@ drop_privileges(const struct conf *c, struct buf *err)
                        c->group);
             return -1;
         }
-        gid = gr->gr_gid;
+        *gid = gr->gr_gid;
     }
-    if (getuid() == pw->pw_uid && geteuid() == pw->pw_uid) return 0;
-    if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(pw->pw_uid) < 0) {
+    return 0;
+}
+
+static int
+drop_privileges(const struct conf *c, struct buf *err)
+{
+    uid_t uid;
+    gid_t gid;
+
+    if (!c->user) return 0;
+    if (service_user(c, &uid, &gid, err) < 0) return -1;
+    if (getuid() == uid && geteuid() == uid) return 0;
+    if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
         buf_printf(err, "cannot become user %s: %s\n", c->user, strerror(errno));
         return -1;
     }
     /* a process that can get root back has not dropped anything */
-    if (setuid(0) == 0 && pw->pw_uid != 0) {
+    if (setuid(0) == 0 && uid != 0) {
         buf_printf(err, "privileges could be regained after dropping them\n");
         return -1;
     }
@@ -265,7 +311,7 @@ reload(struct daemon *d, const char *by, struct buf *report)
         return -1;
     }
     log_msg(LOG_INFO, "reload: requested by %s", by);
-    sd_notify("RELOADING=1");
+    notify(d, "RELOADING=1");
     c = read_conf(d, &err);
     if (!c) {
         buf_printf(report, "reload failed, the running configuration stays:\n%s", buf_str(&err));
@@ -276,7 +322,7 @@ reload(struct daemon *d, const char *by, struct buf *report)
         rc = server_reload(d->srv, c, report);
     }
     buf_free(&err);
-    sd_notify("READY=1");
+    notify(d, "READY=1");
     copy = xstrdup(report->p ? report->p + start : "");
     for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         log_msg(rc < 0 ? LOG_ERR : LOG_INFO, "reload: %s", line);
@@ -307,6 +353,21 @@ close_signal(uv_signal_t *s)
     uv_close((uv_handle_t *)s, NULL);
 }
 
+/* Privsep, engine: the executor process has closed its queues, or is gone. */
+static void
+on_bye(void *arg)
+{
+    struct daemon *d = arg;
+
+    if (!ipcproxy_said_bye(d->proxy)) {
+        if (!d->proxy_ended)
+            log_msg(LOG_ERR, "privsep: the executor process is gone before it closed its queues");
+        d->exit_code = 1;
+    }
+    ipcproxy_close(d->proxy, NULL, NULL);
+    d->proxy = NULL;
+}
+
 static void
 shutdown_done(void *arg)
 {
@@ -327,6 +388,10 @@ shutdown_done(void *arg)
     close_signal(&d->sigint);
     close_signal(&d->sigusr1);
     close_signal(&d->sigusr2);
+    if (d->proxy) {
+        /* the executor process closes its queues (spools synced), says bye, and we are done */
+        if (d->proxy_ended || ipcproxy_terminate(d->proxy, on_bye, d) < 0) on_bye(d);
+    }
 }
 
 static void
@@ -341,7 +406,25 @@ on_sigterm(uv_signal_t *h, int sig)
     }
     d->stopping = true;
     log_msg(LOG_INFO, "signal %d: stopping", sig);
-    sd_notify("STOPPING=1");
+    notify(d, "STOPPING=1");
+    server_shutdown(d->srv, shutdown_done, d);
+}
+
+/*
+ * Privsep, engine: the connection to the executor process is over without
+ * a bye (it died, or broke the protocol): stop as on SIGTERM (state saved),
+ * with a nonzero status.  Its spools keep the undelivered alerts.
+ */
+static void
+on_proxy_end(void *arg, const char *reason)
+{
+    struct daemon *d = arg;
+
+    d->proxy_ended = true;
+    d->exit_code = 1;
+    log_msg(LOG_ERR, "privsep: the executor process is gone (%s): stopping", reason);
+    if (!d->started || d->stopping) return;
+    d->stopping = true;
     server_shutdown(d->srv, shutdown_done, d);
 }
 
@@ -351,9 +434,9 @@ on_sigterm(uv_signal_t *h, int sig)
  * shared directory such as /tmp, where another user could plant a link.
  */
 static bool
-dump_dir(const struct conf *c, struct buf *dir)
+dump_dir(const struct conf *c, const char *rt, struct buf *dir)
 {
-    const char *rt = getenv("RUNTIME_DIRECTORY"), *slash;
+    const char *slash;
 
     if (rt && rt[0]) {
         buf_printf(dir, "%.*s", (int)strcspn(rt, ":"), rt); /* the first of several */
@@ -381,7 +464,7 @@ on_sigusr1(uv_signal_t *h, int sig)
     bool ok;
 
     (void)sig;
-    if (!dump_dir(server_conf(d->srv), &path)) {
+    if (!dump_dir(server_conf(d->srv), d->runtime_dir, &path)) {
         log_msg(LOG_ERR, "SIGUSR1: no directory of corrald's own to write the contexts to: run "
                          "under systemd with RuntimeDirectory=, or configure a <state file>");
         goto out;
@@ -433,6 +516,264 @@ start_signal(struct daemon *d, uv_signal_t *h, uv_signal_cb cb, int sig)
     uv_signal_init(d->loop, h);
     h->data = d;
     uv_signal_start(h, cb, sig);
+}
+
+/* ---- privilege separation (doc/privsep.md) ---- */
+
+/*
+ * Whether to split: <daemon privsep="yes|no">, and when not given, yes when
+ * started as root with a user to drop to (the engine then runs as that user
+ * and cannot read what only root may).  -1 with a line in err when asked
+ * for as root without a user: the engine would keep root.
+ */
+static int
+privsep_wanted(const struct conf *c, bool *on, struct buf *err)
+{
+    bool root = geteuid() == 0;
+
+    switch (c->privsep) {
+    case CONF_PRIVSEP_NO: *on = false; return 0;
+    case CONF_PRIVSEP_AUTO: *on = root && c->user != NULL; return 0;
+    case CONF_PRIVSEP_YES: break;
+    }
+    if (root && !c->user) {
+        buf_printf(err,
+                   "%s:%d: <daemon privsep=\"yes\">: started as root, it needs user= (the "
+                   "unprivileged user the engine process runs as)\n",
+                   c->file ? c->file : "configuration", c->privsep_line);
+        return -1;
+    }
+    *on = true;
+    return 0;
+}
+
+/* The executor process: what it serves, and what it waits for before it exits. */
+struct executor_proc {
+    uv_loop_t *loop;
+    struct ipcserve *serve;
+    pid_t engine;
+    uv_signal_t sig[6];
+    size_t nsig;
+    bool engine_reaped, served_end, closing, terminated;
+    int engine_status;
+    int exit_code;
+};
+
+static void
+exec_proc_closed(void *arg)
+{
+    struct executor_proc *x = arg;
+    size_t i;
+
+    for (i = 0; i < x->nsig; i++) close_signal(&x->sig[i]);
+}
+
+/* Once the engine has exited and the connection is over: close the queues, then exit. */
+static void
+exec_proc_finish(struct executor_proc *x)
+{
+    if (!x->engine_reaped || !x->served_end || x->closing) return;
+    x->closing = true;
+    x->exit_code =
+        x->terminated && WIFEXITED(x->engine_status) && WEXITSTATUS(x->engine_status) == 0 ? 0 : 1;
+    ipcserve_close(x->serve, exec_proc_closed, x);
+}
+
+static void
+on_served_end(void *arg, const char *reason)
+{
+    struct executor_proc *x = arg;
+
+    x->served_end = true;
+    x->terminated = strcmp(reason, "terminated") == 0;
+    if (!x->terminated) {
+        log_msg(LOG_ERR,
+                "privsep: the engine process is gone (%s): closing the queues (their spools keep "
+                "what is undelivered) and stopping",
+                reason);
+        /* should it still run (a broken protocol), it stops too, saving its state */
+        if (!x->engine_reaped) kill(x->engine, SIGTERM);
+    }
+    exec_proc_finish(x);
+}
+
+static void
+on_exec_sigchld(uv_signal_t *h, int sig)
+{
+    struct executor_proc *x = h->data;
+    int st;
+
+    (void)sig;
+    /* only the engine: the scripts' children are libuv's to reap (by their pid) */
+    if (x->engine_reaped || waitpid(x->engine, &st, WNOHANG) != x->engine) return;
+    x->engine_reaped = true;
+    x->engine_status = st;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        log_msg(LOG_INFO, "privsep: the engine process %ld exited", (long)x->engine);
+    else if (WIFEXITED(st))
+        log_msg(LOG_ERR, "privsep: the engine process %ld exited with status %d", (long)x->engine,
+                WEXITSTATUS(st));
+    else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS)
+        log_msg(LOG_ERR,
+                "privsep: the engine process %ld was killed by its seccomp filter (SIGSYS: a "
+                "system call outside its list)",
+                (long)x->engine);
+    else if (WIFSIGNALED(st))
+        log_msg(LOG_ERR, "privsep: the engine process %ld was killed by signal %d", (long)x->engine,
+                WTERMSIG(st));
+    exec_proc_finish(x);
+}
+
+/* SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2: the engine acts on them (systemd signals us). */
+static void
+on_exec_relay(uv_signal_t *h, int sig)
+{
+    struct executor_proc *x = h->data;
+
+    if (!x->engine_reaped) kill(x->engine, sig);
+}
+
+static void
+exec_control(void *arg, struct queue **queues, size_t n, const char *args, struct buf *out)
+{
+    (void)arg;
+    queuectl_command_queues(queues, n, args, out);
+}
+
+static void
+exec_notify(void *arg, const char *state)
+{
+    (void)arg;
+    sd_notify(state);
+}
+
+static void
+queue_gone(void *arg)
+{
+    (void)arg;
+}
+
+/*
+ * The executor process (the parent): opens the executors (their secrets are
+ * read here only), serves the engine on fd until it has terminated us or is
+ * gone, and returns the exit status.  Takes c.
+ */
+static int
+run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
+{
+    static const int relayed[] = {SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
+    struct executor_proc x;
+    struct buf err = BUF_INIT;
+    const char *file = c->file ? c->file : "(built-in)";
+    char *dir = server_spool_dir(c);
+    struct queue **qs = xcalloc(c->nexecutors + 1, sizeof(*qs));
+    size_t i, n = 0;
+    bool ok = true;
+
+    memset(&x, 0, sizeof(x));
+    x.loop = uv_default_loop();
+    x.engine = engine;
+    x.exit_code = 1;
+    if (d->pidfile && write_pidfile(d->pidfile) < 0)
+        log_msg(LOG_WARNING, "cannot write pidfile %s: %s", d->pidfile, strerror(errno));
+    for (i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++, x.nsig++) {
+        uv_signal_init(x.loop, &x.sig[x.nsig]);
+        x.sig[x.nsig].data = &x;
+        uv_signal_start(&x.sig[x.nsig], on_exec_relay, relayed[i]);
+    }
+    uv_signal_init(x.loop, &x.sig[x.nsig]);
+    x.sig[x.nsig].data = &x;
+    uv_signal_start(&x.sig[x.nsig], on_exec_sigchld, SIGCHLD);
+    on_exec_sigchld(&x.sig[x.nsig++], SIGCHLD); /* it may have died before the handler */
+    mask_handled_signals(SIG_UNBLOCK);
+    /* the scripts run as the service user, as they do without privilege separation */
+    if (c->user && geteuid() == 0) {
+        uid_t uid;
+        gid_t gid;
+        if (service_user(c, &uid, &gid, &err) < 0)
+            ok = false;
+        else
+            exec_run_as(uid, gid);
+    }
+    for (n = 0; ok && n < c->nexecutors; n++) {
+        qs[n] = queue_open(x.loop, &c->executors[n], file, dir, &err);
+        if (!qs[n]) break;
+    }
+    if (ok && n == c->nexecutors) {
+        /* before the hello goes out: the engine's "started" comes after this line */
+        log_msg(LOG_INFO, "privsep: executor process %ld as user %s, engine process %ld",
+                (long)getpid(), getpwuid(geteuid()) ? getpwuid(geteuid())->pw_name : "?",
+                (long)engine);
+        x.serve = ipcserve_new(x.loop, fd, qs, n, on_served_end, &x);
+    }
+    if (!x.serve) {
+        /* the engine sees the socketpair close before any hello, and stops */
+        fputs(buf_str(&err), stderr);
+        log_msg(LOG_ERR, "privsep: the executors could not be opened: not started");
+        close(fd);
+        for (i = 0; i < n; i++) queue_close(qs[i], queue_gone, NULL);
+        x.closing = true;
+        if (!x.engine_reaped) waitpid(engine, NULL, 0);
+        exec_proc_closed(&x);
+        uv_run(x.loop, UV_RUN_DEFAULT);
+    } else {
+        ipcserve_set_control(x.serve, exec_control, NULL);
+        ipcserve_set_notify(x.serve, exec_notify, NULL);
+        uv_run(x.loop, UV_RUN_DEFAULT);
+        log_msg(x.exit_code ? LOG_ERR : LOG_INFO, "privsep: executor process stopped%s",
+                x.exit_code ? " (the engine process did not stop cleanly)" : "");
+    }
+    if (d->pidfile && unlink(d->pidfile) < 0 && errno != ENOENT)
+        log_msg(LOG_INFO, "pidfile %s left in place: %s", d->pidfile, strerror(errno));
+    free(qs);
+    free(dir);
+    buf_free(&err);
+    conf_free(c);
+    return x.exit_code;
+}
+
+#ifdef CORRAL_TEST_HOOKS
+/*
+ * Test builds only (agent/corrald-test, never installed): what
+ * tests/integration/privsep.sh makes the confined engine try, named by
+ * $CORRAL_TEST_HOOK: "execve" (the filter must kill it) or "open:PATH"
+ * (logs whether it could open PATH).
+ */
+static void
+run_test_hook(const char *hook)
+{
+    int fd;
+
+    if (!hook) return;
+    if (strcmp(hook, "execve") == 0) {
+        char *const argv[] = {(char *)"true", NULL};
+        log_msg(LOG_WARNING, "test hook: execve /bin/true");
+        execv("/bin/true", argv);
+        log_msg(LOG_ERR, "test hook: execve returned: %s", strerror(errno));
+    } else if (strncmp(hook, "open:", 5) == 0) {
+        fd = open(hook + 5, O_RDONLY | O_CLOEXEC);
+        log_msg(LOG_WARNING, "test hook: open %s: %s", hook + 5,
+                fd < 0 ? strerror(errno) : "opened");
+        if (fd >= 0) close(fd);
+    }
+}
+#endif
+
+/* The engine's seccomp mode: LeakSanitizer stops the world with ptrace at exit, which kills. */
+static enum sandbox_mode
+sandbox_mode(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return SANDBOX_LOG;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return SANDBOX_LOG;
+#else
+    return SANDBOX_KILL;
+#endif
+#else
+    return SANDBOX_KILL;
+#endif
 }
 
 /* ---- main ---- */
@@ -491,8 +832,11 @@ main(int argc, char **argv)
     struct dnscache *dns;
     struct buf err = BUF_INIT;
     struct conf *c;
-    bool foreground = false, test = false;
+    bool foreground = false, test = false, privsep = false;
     int opt, rc = 0;
+#ifdef CORRAL_TEST_HOOKS
+    char *test_hook = NULL;
+#endif
 
     memset(&d, 0, sizeof(d));
     log_setup("corrald", NULL, NULL); /* journal or terminal format from the first line on */
@@ -554,8 +898,49 @@ main(int argc, char **argv)
     }
     /* a broken pipe (stdout closed by a reader) must not kill the daemon */
     signal(SIGPIPE, SIG_IGN);
+    if (getenv("RUNTIME_DIRECTORY")) d.runtime_dir = xstrdup(getenv("RUNTIME_DIRECTORY"));
+    if (privsep_wanted(c, &privsep, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        conf_free(c);
+        rc = 1;
+        goto out;
+    }
+    if (privsep) {
+        /* before anything opens an executor: the engine never has their secrets in memory */
+        int fd = -1;
+        pid_t engine = 0;
+        switch (privsep_split(&fd, &engine, &err)) {
+        case PRIVSEP_FAILED:
+            fputs(buf_str(&err), stderr);
+            conf_free(c);
+            rc = 1;
+            goto out;
+        case PRIVSEP_EXECUTOR: rc = run_executor(&d, c, fd, engine); goto out;
+        case PRIVSEP_ENGINE: break;
+        }
+#ifdef CORRAL_TEST_HOOKS
+        if (getenv("CORRAL_TEST_HOOK")) test_hook = xstrdup(getenv("CORRAL_TEST_HOOK"));
+#endif
+        d.executor_pid = getppid();
+        privsep_scrub_environment();
+        d.pidfile = NULL; /* the executor process's, the main one */
+        d.loop = uv_default_loop();
+        d.srv = server_new(d.loop); /* before the loop first runs (it configures the loop) */
+        d.proxy = ipcproxy_new(d.loop, fd, NULL, on_proxy_end, &d);
+        /* the executor process opens the executors (replaying spools), then says hello */
+        while (d.proxy && !ipcproxy_ready(d.proxy) && !d.proxy_ended &&
+               uv_run(d.loop, UV_RUN_ONCE)) {
+        }
+        if (!d.proxy || !ipcproxy_ready(d.proxy)) {
+            log_msg(LOG_ERR, "privsep: no executors from the executor process: not started");
+            conf_free(c);
+            rc = 1;
+            goto out;
+        }
+        server_set_proxy(d.srv, d.proxy);
+    }
 
-    d.loop = uv_default_loop();
+    if (!d.loop) d.loop = uv_default_loop();
     start_signal(&d, &d.sighup, on_sighup, SIGHUP);
     start_signal(&d, &d.sigterm, on_sigterm, SIGTERM);
     start_signal(&d, &d.sigint, on_sigterm, SIGINT);
@@ -563,7 +948,7 @@ main(int argc, char **argv)
     start_signal(&d, &d.sigusr2, on_sigusr2, SIGUSR2);
     /* what came while blocked reaches the handlers now, and their callbacks once the loop runs */
     mask_handled_signals(SIG_UNBLOCK);
-    d.srv = server_new(d.loop);
+    if (!d.srv) d.srv = server_new(d.loop);
     if (server_start(d.srv, c, &err) < 0) {
         fputs(buf_str(&err), stderr);
         log_msg(LOG_ERR, "not started");
@@ -571,6 +956,7 @@ main(int argc, char **argv)
         goto out;
     }
     c = NULL; /* owned by the server now */
+    d.started = true;
     {
         const struct conf *cur = server_conf(d.srv);
         if (cur->control_socket) {
@@ -597,9 +983,37 @@ main(int argc, char **argv)
             rc = 1;
             goto out;
         }
+        if (d.proxy) {
+            /*
+             * The change of user cleared the parent-death signal that
+             * privsep_split set: set it again (the socketpair's end is the
+             * other way to learn of it), unless the executor is gone already.
+             */
+            if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != d.executor_pid) {
+                log_msg(LOG_ERR, "privsep: the executor process is gone: not started");
+                rc = 1;
+                goto out;
+            }
+            /* last: the filter allows only what the engine needs from here on */
+            buf_reset(&err);
+            if (sandbox_engine(sandbox_mode(), &err) < 0) {
+                fputs(buf_str(&err), stderr);
+                rc = 1;
+                goto out;
+            }
+            log_msg(LOG_INFO,
+                    "privilege separation: engine process %ld as user %s (seccomp on%s), "
+                    "executor process %ld",
+                    (long)getpid(), cur->user ? cur->user : "(unchanged)",
+                    sandbox_mode() == SANDBOX_LOG ? ", log mode: a sanitizer build" : "",
+                    (long)getppid());
+        }
     }
-    sd_notify("READY=1");
+    notify(&d, "READY=1");
     log_msg(LOG_INFO, "started");
+#ifdef CORRAL_TEST_HOOKS
+    if (d.proxy) run_test_hook(test_hook);
+#endif
 
     dns = dnscache_new(d.loop, NULL); /* $(dns-resolve-ip) must not block the loop */
     resolver_set(dnscache_lookup, dns);
@@ -612,6 +1026,7 @@ main(int argc, char **argv)
     /* after a privilege drop the directory may no longer be ours to remove from */
     if (d.pidfile && unlink(d.pidfile) < 0 && errno != ENOENT)
         log_msg(LOG_INFO, "pidfile %s left in place: %s", d.pidfile, strerror(errno));
+    if (d.exit_code) log_msg(LOG_ERR, "exiting with status %d", d.exit_code);
     log_msg(LOG_INFO, "stopped");
     uv_loop_close(d.loop);
     rc = d.exit_code;
@@ -623,5 +1038,9 @@ out:
     free(d.schema);
     free(d.extra_rules);
     free(d.pidfile_buf);
+    free(d.runtime_dir);
+#ifdef CORRAL_TEST_HOOKS
+    free(test_hook);
+#endif
     return rc;
 }

@@ -11,6 +11,9 @@
  * GET / (the status page, status.c), GET /api/v1/status (its data as JSON),
  * and the alerts and silences API (GET/POST/DELETE /api/v1/alerts and
  * /api/v1/silences), which runs the control socket's requests.
+ * Under privilege separation GET /api/v1/queues asks the executor process
+ * (ipcproxy_control, as `corral queue list`), the connection suspended
+ * (MHD_ALLOW_SUSPEND_RESUME) until the answer comes.
  *
  * Write methods (POST, PUT, PATCH, DELETE) pass three checks before any
  * route sees them, so that every write endpoint gets them: the bearer
@@ -34,6 +37,7 @@
  * apart from the refused requests).
  */
 #include "agent/http.h"
+#include "actions/ipcproxy.h"
 #include "agent/control.h"
 #include "agent/queuectl.h"
 #include "agent/input.h"
@@ -95,7 +99,25 @@ struct hreq {
     bool write;
     size_t seen;     /* body bytes received, kept or not */
     struct buf body; /* kept unless refused */
+    /*
+     * GET /api/v1/queues under privilege separation: the executor process
+     * answers, the connection waits suspended meanwhile.  A request whose
+     * connection ends first is freed by the answer (gone).
+     */
+    struct http *h;
+    struct MHD_Connection *conn;
+    bool waiting, suspended, answered, gone;
+    bool named; /* ?executor= was given */
+    struct buf answer;
 };
+
+static void
+hreq_free(struct hreq *r)
+{
+    buf_free(&r->body);
+    buf_free(&r->answer);
+    free(r);
+}
 
 static uint64_t
 now_ms(void)
@@ -307,6 +329,10 @@ get_queues(struct http_request *req, struct http_reply *rep)
     const char *name = MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, "executor");
     json_t *j = queuectl_list_json(req->srv, name);
 
+    if (!j) { /* privsep: on_request asks the executor process (queues_remote) */
+        http_error(rep, 500, "the queues are the executor process's");
+        return;
+    }
     if (name && json_array_size(json_object_get(j, "executors")) == 0) {
         json_decref(j);
         http_error(rep, 404, "no executor %s", name);
@@ -476,6 +502,80 @@ request_begins(struct http *h, struct MHD_Connection *conn, const char *method, 
     return MHD_YES;
 }
 
+static void on_timer(uv_timer_t *t);
+
+/* The executor process's answer to `queue list`: JSON, or an ERROR/FAILED line. */
+static void
+queues_answered(void *arg, const char *text, size_t len)
+{
+    struct hreq *r = arg;
+
+    r->waiting = false;
+    if (r->gone) {
+        hreq_free(r);
+        return;
+    }
+    buf_append(&r->answer, text, len);
+    r->answered = true;
+    if (!r->suspended) return;
+    /* MHD runs the request again on its next run: at once, on the loop's next turn */
+    MHD_resume_connection(r->conn);
+    uv_timer_start(&r->h->timer, on_timer, 0, 0);
+}
+
+/*
+ * GET /api/v1/queues under privilege separation: asks the executor process
+ * (as `corral queue list` does) and answers once it has, the connection
+ * suspended meanwhile.  Called again when resumed: answers.
+ */
+static enum MHD_Result
+queues_remote(struct http *h, struct MHD_Connection *conn, struct hreq *r)
+{
+    const char *name = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "executor");
+    struct http_reply rep = {0, NULL, BUF_INIT};
+    struct buf cmd = BUF_INIT;
+    enum MHD_Result ok;
+    json_t *j;
+    const char *p;
+
+    if (!r->answered) {
+        for (p = name; p && *p; p++)
+            if ((unsigned char)*p <= ' ') break;
+        if (name && (*p || !*name)) { /* a space would split the command: no executor is named so */
+            http_error(&rep, 404, "no executor %s", name);
+            goto reply;
+        }
+        r->named = name != NULL;
+        r->h = h;
+        r->conn = conn;
+        r->waiting = true;
+        buf_printf(&cmd, "list%s%s", name ? " " : "", name ? name : "");
+        ipcproxy_control(server_proxy(h->srv), buf_str(&cmd), queues_answered, r);
+        buf_free(&cmd);
+        if (r->answered) goto answer; /* at once: the executor process is gone */
+        r->suspended = true;
+        MHD_suspend_connection(conn);
+        return MHD_YES;
+    }
+answer:
+    j = json_loadb(r->answer.p ? r->answer.p : "", r->answer.len, 0, NULL);
+    if (!json_is_object(j) && r->named && strncmp(buf_str(&r->answer), "ERROR", 5) == 0) {
+        http_error(&rep, 404, "no executor %s", name ? name : ""); /* as without privsep */
+    } else if (!json_is_object(j)) {
+        http_error(&rep, 502, "the executor process: %.*s", (int)strcspn(buf_str(&r->answer), "\n"),
+                   buf_str(&r->answer));
+    } else if (r->named && json_array_size(json_object_get(j, "executors")) == 0) {
+        http_error(&rep, 404, "no executor %s", name ? name : "");
+    } else {
+        http_json(&rep, 200, json_pack("{s:s, s:O}", "status", "success", "data", j));
+    }
+    json_decref(j);
+reply:
+    ok = send_reply(conn, &rep);
+    buf_free(&rep.body);
+    return ok;
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
            const char *version, const char *upload, size_t *upload_size, void **con_cls)
@@ -506,6 +606,9 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         return MHD_YES;
     }
     if (r->refuse) return refuse(h, conn, method, url, r->refuse, r->why);
+    if (server_proxy(h->srv) && strcmp(url, "/api/v1/queues") == 0 &&
+        (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0))
+        return queues_remote(h, conn, r);
     if (r->write && r->body.len) {
         struct buf err = BUF_INIT;
         body = http_parse_json(r->body.p, r->body.len, &err);
@@ -538,9 +641,11 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (why == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED) c->stalled = true;
     }
     if (r) {
-        buf_free(&r->body);
-        free(r);
         *con_cls = NULL;
+        if (r->waiting)
+            r->gone = true; /* the executor process's answer frees it */
+        else
+            hreq_free(r);
     }
 }
 
@@ -656,8 +761,6 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- on the libuv loop ---- */
 
-static void on_timer(uv_timer_t *t);
-
 static void
 run(struct http *h)
 {
@@ -729,7 +832,8 @@ http_open(uv_loop_t *loop, const char *listen_addr, struct server *srv, struct b
     if (fd < 0) return NULL;
     h = xcalloc(1, sizeof(*h));
     h->srv = srv;
-    h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, on_accept, h, on_request, h,
+    h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0,
+                            on_accept, h, on_request, h,
                             /* first, so that MHD writes nothing to stderr itself */
                             MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_LISTEN_SOCKET,
                             (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_FDS + 1,

@@ -13,24 +13,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The queues a command works on: the server's, or the executor process's (privsep). */
+struct qset {
+    struct queue **q;
+    size_t n;
+};
+
 static struct queue *
-find(struct server *s, const char *name)
+find(const struct qset *s, const char *name)
 {
     size_t i;
 
-    for (i = 0; i < server_nqueues(s); i++)
-        if (strcmp(queue_name(server_queue_at(s, i)), name) == 0) return server_queue_at(s, i);
+    for (i = 0; i < s->n; i++)
+        if (strcmp(queue_name(s->q[i]), name) == 0) return s->q[i];
     return NULL;
 }
 
-struct json_t *
-queuectl_list_json(struct server *s, const char *name)
+/* The server's queues as a qset (the array is the caller's to free). */
+static struct qset
+server_set(struct server *srv)
+{
+    struct qset s = {xcalloc(server_nqueues(srv) + 1, sizeof(struct queue *)), server_nqueues(srv)};
+    size_t i;
+
+    for (i = 0; i < s.n; i++) s.q[i] = server_queue_at(srv, i);
+    return s;
+}
+
+static json_t *
+list_json(const struct qset *s, const char *name)
 {
     json_t *all = json_array(), *o = json_object();
     size_t i;
 
-    for (i = 0; i < server_nqueues(s); i++) {
-        struct queue *q = server_queue_at(s, i);
+    for (i = 0; i < s->n; i++) {
+        struct queue *q = s->q[i];
         if (!name || strcmp(queue_name(q), name) == 0)
             json_array_append_new(all, queue_list_json(q, QUEUECTL_LIST_MAX));
     }
@@ -38,10 +55,24 @@ queuectl_list_json(struct server *s, const char *name)
     return o;
 }
 
-static void
-list(struct server *s, const char *name, struct buf *out)
+struct json_t *
+queuectl_list_json(struct server *srv, const char *name)
 {
-    json_t *o = queuectl_list_json(s, name);
+    struct qset s;
+    json_t *o;
+
+    if (server_proxy(srv)) return NULL; /* privsep: the executor process has them */
+    s = server_set(srv);
+    o = list_json(&s, name);
+
+    free(s.q);
+    return o;
+}
+
+static void
+list(const struct qset *s, const char *name, struct buf *out)
+{
+    json_t *o = list_json(s, name);
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 
     buf_puts(out, text ? text : "{}");
@@ -61,7 +92,7 @@ result(struct buf *out, int rc, const struct buf *said)
 
 /* Splits EXECUTOR/ID; the queue, or NULL with an ERROR line in out. */
 static struct queue *
-by_id(struct server *s, char *arg, char **id, struct buf *out)
+by_id(const struct qset *s, char *arg, char **id, struct buf *out)
 {
     char *slash = arg ? strrchr(arg, '/') : NULL;
     struct queue *q;
@@ -77,8 +108,8 @@ by_id(struct server *s, char *arg, char **id, struct buf *out)
     return q;
 }
 
-void
-queuectl_command(struct server *s, const char *args, struct buf *out)
+static void
+command(const struct qset *s, const char *args, struct buf *out)
 {
     char *copy = xstrdup(args), *save = NULL, *verb, *arg, *more, *id;
     struct buf said = BUF_INIT;
@@ -94,14 +125,14 @@ queuectl_command(struct server *s, const char *args, struct buf *out)
             list(s, arg, out);
     } else if (verb && strcmp(verb, "retry") == 0 && arg && strcmp(arg, "--all-dead") == 0 &&
                !(more && strtok_r(NULL, " ", &save))) {
-        size_t i, n = server_nqueues(s);
+        size_t i, n = s->n;
         int worst = QUEUE_CTL_OK;
         if (more && !find(s, more)) {
             buf_printf(out, "ERROR unknown executor '%s'\n", more);
         } else {
             for (i = 0; i < n; i++) {
                 int rc;
-                q = server_queue_at(s, i);
+                q = s->q[i];
                 if (more && strcmp(queue_name(q), more) != 0) continue;
                 rc = queue_retry_dead(q, NULL, &said);
                 if (rc == QUEUE_CTL_FAILED) worst = rc;
@@ -119,4 +150,21 @@ queuectl_command(struct server *s, const char *args, struct buf *out)
     }
     buf_free(&said);
     free(copy);
+}
+
+void
+queuectl_command(struct server *srv, const char *args, struct buf *out)
+{
+    struct qset s = server_set(srv);
+
+    command(&s, args, out);
+    free(s.q);
+}
+
+void
+queuectl_command_queues(struct queue **queues, size_t n, const char *args, struct buf *out)
+{
+    struct qset s = {queues, n};
+
+    command(&s, args, out);
 }

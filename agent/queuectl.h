@@ -14,6 +14,8 @@
 #ifndef CORRAL_QUEUECTL_H
 #define CORRAL_QUEUECTL_H
 
+#include <stddef.h>
+
 #include "engine/buf.h"
 
 struct server;
@@ -24,12 +26,21 @@ struct server;
 /*
  * {"executors": [queue_list_json of each, or of executor name only]}, what
  * `queue list` answers, for the HTTP API and status page to serve alike.
- * The caller owns it (json_decref).
+ * The caller owns it (json_decref).  NULL under privilege separation: the
+ * queues are the executor process's (`queue list` on the control socket
+ * asks it).
  */
 struct json_t;
 struct json_t *queuectl_list_json(struct server *s, const char *name);
 
 /* args: what follows "queue " in the request. */
 void queuectl_command(struct server *s, const char *args, struct buf *out);
+/*
+ * The same on queues[0..n): the executor process's, when corrald runs
+ * privilege-separated (ipcserve_set_control) and the engine forwards the
+ * command to it.
+ */
+struct queue;
+void queuectl_command_queues(struct queue **queues, size_t n, const char *args, struct buf *out);
 
 #endif

@@ -32,6 +32,10 @@
  * taken (output_write_keep, queue_submit_keep: beyond the queue's size, by
  * at most one read's worth).  Datagram inputs cannot wait: what their
  * messages find full is dropped and counted by the output or executor.
+ *
+ * Under privilege separation (doc/privsep.md) the executors' queues are the
+ * executor process's: server_set_proxy puts an ipcproxy behind them, and
+ * the executor_* helpers submit, read pressure and stats through it.
  */
 #include "agent/server.h"
 #include "agent/alerts.h"
@@ -45,6 +49,7 @@
 #include "agent/output.h"
 #include "engine/pdb.h"
 #include "actions/queue.h"
+#include "actions/ipcproxy.h"
 #include "agent/route.h"
 #include "agent/absence.h"
 #include "agent/silences.h"
@@ -73,9 +78,12 @@ struct server {
     size_t ninputs;
     struct output **outputs;
     size_t noutputs;
-    struct queue **queues; /* one per executor, in configuration order */
+    struct queue **queues; /* one per executor, in configuration order (NULLs under privsep) */
     const char **qnames;
     size_t nqueues;
+    /* privilege separation: the executor process's queues, by index (doc/privsep.md) */
+    struct ipcproxy *proxy;
+    size_t *remote; /* per executor: its index in proxy */
     struct route_table *routes;
     struct alerts *alerts;     /* the active alert store */
     struct silences *silences; /* created at start, kept across reloads */
@@ -145,6 +153,7 @@ server_free(struct server *s)
     free(s->outputs);
     free(s->queues);
     free(s->qnames);
+    free(s->remote);
     route_free(s->routes);
     alerts_free(s->alerts);
     silences_free(s->silences);
@@ -210,6 +219,36 @@ record_alert(struct server *s, const struct msg *m, bool routed)
     return muted == ALERT_FIRING;
 }
 
+/* Executor i's queue: here, or in the executor process (privsep) behind the proxy. */
+static void
+executor_submit(struct server *s, size_t i, const struct msg *m)
+{
+    if (s->proxy)
+        ipcproxy_submit(s->proxy, s->remote[i], m, s->keeping);
+    else if (s->keeping)
+        queue_submit_keep(s->queues[i], m);
+    else
+        queue_submit(s->queues[i], m);
+}
+
+static bool
+executor_full(const struct server *s, size_t i)
+{
+    return s->proxy ? ipcproxy_full(s->proxy, s->remote[i]) : queue_full(s->queues[i]);
+}
+
+static bool
+executor_low(const struct server *s, size_t i)
+{
+    return s->proxy ? ipcproxy_low(s->proxy, s->remote[i]) : queue_low(s->queues[i]);
+}
+
+static const struct queue_stats *
+executor_stats(const struct server *s, size_t i)
+{
+    return s->proxy ? ipcproxy_queue_stats(s->proxy, s->remote[i]) : queue_get_stats(s->queues[i]);
+}
+
 static void
 to_executors(struct server *s, const struct msg *m, const struct pdb_action *action)
 {
@@ -229,12 +268,7 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
                (alerts_is_inhibit_source(s->alerts, am) || alerts_is_clear(am))) {
         record_alert(s, am, false);
     }
-    for (i = 0; i < s->ntargets; i++) {
-        if (s->keeping)
-            queue_submit_keep(s->queues[s->targets[i]], am);
-        else
-            queue_submit(s->queues[s->targets[i]], am);
-    }
+    for (i = 0; i < s->ntargets; i++) executor_submit(s, s->targets[i], am);
     if (alert) msg_unref(alert);
 }
 
@@ -323,7 +357,7 @@ full_queue(struct server *s)
     for (i = 0; i < s->noutputs; i++)
         if (output_full(s->outputs[i])) return output_name(s->outputs[i]);
     for (i = 0; i < s->nqueues; i++)
-        if (queue_full(s->queues[i])) return queue_name(s->queues[i]);
+        if (executor_full(s, i)) return s->qnames[i];
     if (s->workers && workers_full(s->workers)) return "engine";
     return NULL;
 }
@@ -336,7 +370,7 @@ all_low(struct server *s)
     for (i = 0; i < s->noutputs; i++)
         if (!output_low(s->outputs[i])) return false;
     for (i = 0; i < s->nqueues; i++)
-        if (!queue_low(s->queues[i])) return false;
+        if (!executor_low(s, i)) return false;
     return !s->workers || workers_low(s->workers);
 }
 
@@ -655,6 +689,7 @@ struct stage {
     struct output **outputs;
     size_t noutputs;
     struct queue **queues; /* per executor: reused from the running server, or opened */
+    size_t *remote;        /* privsep: per executor, its index in the proxy */
     const char **qnames;
     bool *queue_taken; /* per running queue: reused by the stage */
     struct route_table *routes;
@@ -793,8 +828,8 @@ prepare_outputs(struct server *s, struct stage *st, struct buf *err)
 }
 
 /* Where executor spools live: configured, or beside the state file, or nowhere (memory only). */
-static char *
-spool_dir(const struct conf *c)
+char *
+server_spool_dir(const struct conf *c)
 {
     struct buf b = BUF_INIT;
     const char *slash;
@@ -812,19 +847,54 @@ spool_dir(const struct conf *c)
     return out;
 }
 
+/*
+ * Privilege separation: the executors are the executor process's, opened
+ * once from the configuration it read at start; each is found by name.  It
+ * does not reload them (yet: doc/privsep.md), so a reload that adds or
+ * changes one is refused rather than half applied.
+ */
+static int
+prepare_remote(struct server *s, struct stage *st, struct buf *err)
+{
+    const struct conf *c = st->conf;
+    const char *file = c->file ? c->file : "(built-in)";
+    size_t i, j;
+    int idx;
+
+    st->remote = xcalloc(c->nexecutors + 1, sizeof(*st->remote));
+    for (i = 0; i < c->nexecutors; i++) {
+        const struct exconf *e = &c->executors[i];
+        bool same = s->conf == NULL;
+        st->qnames[i] = e->name;
+        for (j = 0; s->conf && j < s->conf->nexecutors && !same; j++)
+            same = exconf_equal(e, &s->conf->executors[j]);
+        idx = ipcproxy_find(s->proxy, e->name);
+        if (idx < 0 || !same) {
+            buf_printf(err,
+                       "%s:%d: executor %s: added or changed, which under privilege separation "
+                       "takes a restart of corrald (the executor process holds the executors)\n",
+                       file, e->line, e->name);
+            return -1;
+        }
+        st->remote[i] = (size_t)idx;
+    }
+    return 0;
+}
+
 /* The executors, each reused from the running server when configured alike, and the routes. */
 static int
 prepare_executors(struct server *s, struct stage *st, struct buf *err)
 {
     const struct conf *c = st->conf;
-    char *dir = spool_dir(c);
+    char *dir = server_spool_dir(c);
     size_t i, j;
     int rc = 0;
 
     st->queues = xcalloc(c->nexecutors + 1, sizeof(*st->queues));
     st->qnames = xcalloc(c->nexecutors + 1, sizeof(*st->qnames));
     st->queue_taken = xcalloc(s->nqueues + 1, sizeof(*st->queue_taken));
-    for (i = 0; i < c->nexecutors && rc == 0; i++) {
+    if (s->proxy) rc = prepare_remote(s, st, err);
+    for (i = 0; i < c->nexecutors && rc == 0 && !s->proxy; i++) {
         const struct exconf *e = &c->executors[i];
         st->qnames[i] = e->name;
         for (j = 0; j < s->nqueues; j++)
@@ -1036,6 +1106,7 @@ stage_discard(struct server *s, struct stage *st)
     pdb_free(st->db);
     conf_free(st->conf);
     free(st->queues);
+    free(st->remote);
     free(st->qnames);
     free(st->queue_taken);
     free(st->inputs);
@@ -1255,7 +1326,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
      * has queued to its successor (the one of the same name and kind); a
      * gone one's spool keeps it for the next start.
      */
-    for (j = 0; j < s->nqueues; j++) {
+    for (j = 0; j < s->nqueues && !s->proxy; j++) {
         if (st->queue_taken[j]) continue;
         for (i = 0; i < c->nexecutors; i++) {
             bool reused = false;
@@ -1272,14 +1343,17 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     }
     free(s->queues);
     free(s->qnames);
+    free(s->remote);
     route_free(s->routes);
     s->queues = st->queues;
+    s->remote = st->remote;
     s->qnames = st->qnames;
     s->nqueues = c->nexecutors;
     s->routes = st->routes;
     free(s->targets);
     s->targets = xcalloc(s->nqueues + 1, sizeof(*s->targets));
-    for (i = 0; i < s->nqueues; i++) queue_set_observer(s->queues[i], on_queue_event, s);
+    for (i = 0; i < s->nqueues && !s->proxy; i++)
+        queue_set_observer(s->queues[i], on_queue_event, s);
     if (starting)
         for (i = 0; i < s->nqueues; i++) log_msg(LOG_INFO, "executor: %s", s->qnames[i]);
     start_alerts(s, st, c, starting);
@@ -1428,9 +1502,10 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
         s->workers = NULL;
         s->corr = corr_new(s->db, &(struct corr_opts){0});
     }
-    s->closing = s->noutputs + s->nqueues + 1;
+    /* privsep: the executor process closes its queues when the engine terminates it */
+    s->closing = s->noutputs + (s->proxy ? 0 : s->nqueues) + 1;
     for (i = 0; i < s->noutputs; i++) output_close(s->outputs[i], output_closed, s);
-    for (i = 0; i < s->nqueues; i++) queue_close(s->queues[i], output_closed, s);
+    for (i = 0; i < s->nqueues && !s->proxy; i++) queue_close(s->queues[i], output_closed, s);
     s->noutputs = 0;
     s->nqueues = 0;
     output_closed(s);
@@ -1622,8 +1697,7 @@ queue_metric(struct buf *out, struct server *s, const char *name, const char *he
 
     metric(out, name, help, metric_type(name));
     for (i = 0; i < s->nqueues; i++)
-        sample(out, name, "executor", queue_name(s->queues[i]), queue_get_stats(s->queues[i]),
-               field);
+        sample(out, name, "executor", s->qnames[i], executor_stats(s, i), field);
 }
 
 static void
@@ -1647,6 +1721,19 @@ struct queue *
 server_queue_at(const struct server *s, size_t i)
 {
     return s->queues[i];
+}
+
+void
+server_set_proxy(struct server *s, struct ipcproxy *proxy)
+{
+    s->proxy = proxy;
+    ipcproxy_set_observer(proxy, on_queue_event, s);
+}
+
+struct ipcproxy *
+server_proxy(const struct server *s)
+{
+    return s->proxy;
 }
 
 /* TLS handshakes that failed, per TLS input and output and per reason (tls.h). */
@@ -1830,6 +1917,18 @@ server_metrics(struct server *s, struct buf *out)
             buf_printf(out, "corral_engine_busy_seconds_total{worker=\"%u\"} %.6f\n", k,
                        workers_busy_seconds(s->workers, k));
     }
+    if (s->proxy) {
+        const struct ipcproxy_stats *ps = ipcproxy_get_stats(s->proxy);
+        SIMPLE("corral_privsep_sent_total", "counter",
+               "Alerts the engine process sent to the executor process.", ps->sent);
+        SIMPLE("corral_privsep_refused_total", "counter",
+               "Alerts not sent to the executor process (too long for a frame, or it is gone).",
+               ps->refused);
+        SIMPLE("corral_privsep_bad_frames_total", "counter",
+               "Frames from the executor process that did not parse (ignored).", ps->bad);
+        SIMPLE("corral_privsep_rejected_total", "counter",
+               "Requests of the engine process the executor process refused.", ps->served_rejected);
+    }
 #undef SIMPLE
     rule_metric(out, s, "corral_rule_contexts_open", "Open contexts a rule created.",
                 offsetof(struct corr_rule_stats, contexts));
@@ -1996,8 +2095,7 @@ server_foreach_queue(struct server *s,
 {
     size_t i;
 
-    for (i = 0; i < s->nqueues; i++)
-        fn(queue_name(s->queues[i]), queue_get_stats(s->queues[i]), arg);
+    for (i = 0; i < s->nqueues; i++) fn(s->qnames[i], executor_stats(s, i), arg);
 }
 
 void

@@ -71,6 +71,17 @@ struct queue;
 /* The executors' queues, in configuration order (for delivery control, queuectl.c). */
 size_t server_nqueues(const struct server *s);
 struct queue *server_queue_at(const struct server *s, size_t i);
+/*
+ * Privilege separation (doc/privsep.md): before server_start, the executor
+ * process's queues, behind proxy (ready: its hello has come), stand for the
+ * executors; server_queue_at is then NULL, and the caller terminates the
+ * proxy after server_shutdown.  server_proxy: the proxy, or NULL.
+ */
+struct ipcproxy;
+void server_set_proxy(struct server *s, struct ipcproxy *proxy);
+struct ipcproxy *server_proxy(const struct server *s);
+/* Where executor spools live (configured, beside the state file, or NULL: memory only). */
+char *server_spool_dir(const struct conf *c);
 /* Writes the open correlation contexts as a JSON array. */
 void server_contexts_json(struct server *s, struct buf *out);
 /*

@@ -18,10 +18,14 @@ engine=$(ls "$src"/engine/*.c)
 # seed corpora from the test data
 mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing" \
     "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool" \
-    "$out/corpus-state" "$out/corpus-conf" "$out/corpus-labelmatch" "$out/corpus-deadletter"
+    "$out/corpus-state" "$out/corpus-conf" "$out/corpus-labelmatch" "$out/corpus-deadletter" \
+    "$out/corpus-ipc"
 printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
+# engine-executor frames (actions/ipc.h): a submit, a sync, a half frame; then a bad length
+printf '\003\010\000\000\000S\000\000\000\000abc\001\000\000\000Y\005\000\000' > "$out/corpus-ipc/seed1"
+printf '\377\002\000\000\000Yx\000\000\000\000' > "$out/corpus-ipc/seed2"
 # spools: version 2 (two alerts, a done record, a torn tail) and version 1 (actions/queue.h)
 python3 - "$out/corpus-spool" <<'PY' || true
 import struct, sys, zlib
@@ -93,12 +97,13 @@ printf '{HOST="web1", rule_id=~"corral\\\\.sshd\\\\..*", MESSAGE!~"a|b"}' > "$ou
 printf 'MESSAGE="a, \\"b\\" c\\\\",HOST!=web2' > "$out/corpus-labelmatch/seed2"
 
 status=0
-for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter}; do
+for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc}; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="$src/agent/framer.c"
     [ "$h" = mail ] && extra="$(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
     [ "$h" = spool ] && extra="$src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
+    [ "$h" = ipc ] && extra="$src/actions/ipc.c $src/actions/ipcserve.c $src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
     [ "$h" = deadletter ] && extra="$src/actions/deadletter.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = conf ] && extra="$src/agent/conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv)"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs

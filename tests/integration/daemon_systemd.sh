@@ -2,8 +2,11 @@
 # systemd integration without libsystemd: corrald reports READY=1 on
 # NOTIFY_SOCKET once it serves, RELOADING=1 and READY=1 around a SIGHUP, and
 # STOPPING=1 on SIGTERM.  Started as root with <daemon user="nobody">, it
-# drops its privileges after binding (checked in /proc), and cannot get them
-# back.  The shipped unit file passes systemd-analyze verify when available.
+# runs privilege-separated (the default then): the engine process, which
+# says these states through the executor process (the main one, which
+# systemd listens to), drops its privileges after binding (checked in
+# /proc), and cannot get them back.  (tests/integration/privsep.sh tests
+# the separation; hostile_lifecycle.sh the drop with privsep="no".)  The shipped unit file passes systemd-analyze verify when available.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 [ "$(id -u)" = 0 ] || { echo "skipped: needs root to test the privilege drop"; exit 77; }
@@ -35,9 +38,11 @@ wait_until test -S "$WORK/notify.sock" || fail "notify listener did not start"
 chmod 777 "$WORK/notify.sock"
 NOTIFY_SOCKET=$WORK/notify.sock start_corrald corrald "$WORK/corrald.conf"
 wait_grep "$WORK/notify.log" '^READY=1' || fail "no READY=1"
-uid=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$CORRALD_PID/status")
+engine=$(sed -n 's/.*privilege separation: engine process \([0-9]*\) .*/\1/p' "$CORRALD_LOG")
+[ -n "$engine" ] || fail "not privilege-separated"
+uid=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$engine/status")
 [ "$uid" = "65534 65534 65534 65534" ] || fail "privileges not dropped: Uid $uid"
-capeff=$(awk '/^CapEff:/ {print $2}' "/proc/$CORRALD_PID/status")
+capeff=$(awk '/^CapEff:/ {print $2}' "/proc/$engine/status")
 [ "$capeff" = "0000000000000000" ] || fail "capabilities left: $capeff"
 send_udp "$(input_port udp)" "<13>Dec  3 10:00:00 web1 app: seq 1"
 wait_grep "$WORK/out.json" '"seq":"1"' || fail "not serving after the drop"

@@ -148,13 +148,14 @@ done
 [ -p "$WORK/state.fifo" ] && [ -c /dev/zero ] || fail "a state path that is not a file was moved"
 
 # ---- 4. the pid file in a root-owned directory, with a privilege drop
+#      (of the one process: privsep="no"; privsep.sh tests the separated one)
 
 if [ "$(id -u)" = 0 ] && id nobody > /dev/null 2>&1; then
     mkdir -m 0755 "$WORK/run"
     chmod 0711 "$WORK"
     cat > "$WORK/drop.conf" <<EOF
 <corrald>
-  <daemon user="nobody" pidfile="$WORK/run/corrald.pid"/>
+  <daemon user="nobody" pidfile="$WORK/run/corrald.pid" privsep="no"/>
   <rules path="$RULES"/>
   <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <outputs><stdout format="json" select="all"/></outputs>

@@ -306,6 +306,24 @@ START_TEST(test_given_twice)
 }
 END_TEST
 
+/* <daemon privsep>: yes, no, or not given (auto: corrald decides by whether it is root). */
+START_TEST(test_privsep)
+{
+    struct conf *c = load_ok("<rules path=\"r\"/>\n<daemon user=\"u\"/>\n");
+
+    ck_assert_int_eq(c->privsep, CONF_PRIVSEP_AUTO);
+    conf_free(c);
+    c = load_ok("<rules path=\"r\"/>\n<daemon privsep=\"yes\"/>\n");
+    ck_assert_int_eq(c->privsep, CONF_PRIVSEP_YES);
+    ck_assert_int_gt(c->privsep_line, 0);
+    conf_free(c);
+    c = load_ok("<rules path=\"r\"/>\n<daemon user=\"u\" privsep=\"no\"/>\n");
+    ck_assert_int_eq(c->privsep, CONF_PRIVSEP_NO);
+    conf_free(c);
+    load_fails("<rules path=\"r\"/>\n<daemon privsep=\"maybe\"/>\n", 4, "privsep");
+}
+END_TEST
+
 START_TEST(test_default)
 {
     struct conf *c = conf_default("/usr/share/corral/rules");
@@ -504,6 +522,7 @@ conf_suite(void)
     tcase_add_test(tc, test_full);
     tcase_add_test(tc, test_file_defaults);
     tcase_add_test(tc, test_given_twice);
+    tcase_add_test(tc, test_privsep);
     tcase_add_test(tc, test_default);
     tcase_add_test(tc, test_units);
     tcase_add_test(tc, test_errors);

@@ -1,0 +1,40 @@
+/*
+ * privsep: splitting corrald into its engine and executor processes
+ * (doc/privsep.md).  privsep_split makes the socketpair and forks; the
+ * child is the engine, which then scrubs its environment (the executors'
+ * *-env secrets, and whatever a script's secret the service manager put
+ * there) before it reads any input, and later drops privileges and loads
+ * its seccomp filter (sandbox.h).  The parent is the executor.
+ *
+ * corrald.c calls both when <daemon privsep> is on (doc/privsep.md).
+ */
+#ifndef CORRAL_PRIVSEP_H
+#define CORRAL_PRIVSEP_H
+
+#include <sys/types.h>
+
+#include "engine/buf.h"
+
+enum privsep_role {
+    PRIVSEP_FAILED = -1,
+    PRIVSEP_ENGINE,   /* the child */
+    PRIVSEP_EXECUTOR, /* the parent */
+};
+
+/*
+ * Forks.  *fd gets this process's end of the socketpair (close-on-exec,
+ * non-blocking); the executor also gets the engine's pid in *engine_pid.
+ * The engine dies with SIGTERM when the executor does (PR_SET_PDEATHSIG),
+ * besides seeing the socketpair's end.  PRIVSEP_FAILED with a line in err.
+ */
+enum privsep_role privsep_split(int *fd, pid_t *engine_pid, struct buf *err);
+
+/*
+ * The engine's environment: every variable but TZ, LANG, LANGUAGE, LC_*
+ * and TMPDIR is removed, and its bytes overwritten where they lie (the
+ * initial block on the stack too, which /proc/PID/environ shows), so that
+ * no secret passed in the environment is left in the engine's memory.
+ */
+void privsep_scrub_environment(void);
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * libFuzzer harness for the engine-executor frame decoder (actions/ipc.c),
+ * the first thing the privileged executor process runs on bytes from the
+ * engine, which may be compromised.  The input is the stream; its first
+ * byte picks how the stream is cut into feeds (as reads would).  Checked on
+ * every run:
+ *   - every frame handed out lies inside the decoder's buffer and within
+ *     IPC_BODY_MAX;
+ *   - the frames, framed again, are a prefix of the input (after the
+ *     selector byte): the decoder neither invents nor reorders bytes;
+ *   - after -1 (a bad length) the decoder stays stopped, and then the
+ *     offending length is 0 or past IPC_FRAME_MAX;
+ *   - what it holds never exceeds one frame plus one feed;
+ *   - every submit frame's body goes through the executor process's check
+ *     (ipcserve_parse_submit, with 4 executors): an accepted one names an
+ *     executor below 4, its alert lies inside the body and decodes whole.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "actions/ipc.h"
+#include "actions/ipcserve.h"
+#include "engine/buf.h"
+#include "engine/msg.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* queue.c comes with ipcserve.c but without the executors (run.sh): nothing here opens a queue. */
+const struct executor_kind *
+executor_kind_find(const char *name)
+{
+    (void)name;
+    return NULL;
+}
+
+bool
+executor_common_attr(const char *name)
+{
+    (void)name;
+    return false;
+}
+
+static void
+check_submit(const void *body, size_t len)
+{
+    struct ipcserve_submit sub;
+    const char *why = NULL;
+    const char *b = body;
+
+    sub.msg = msg_new();
+    if (ipcserve_parse_submit(body, len, 4, &sub, &why) == 0) {
+        if (sub.index >= 4 || sub.keep > 1) __builtin_trap();
+        if (sub.alert < b || sub.alert + sub.alert_len != b + len) __builtin_trap();
+    } else if (!why) {
+        __builtin_trap();
+    }
+    msg_unref(sub.msg);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct ipc_decoder d;
+    struct buf again = BUF_INIT;
+    size_t at, step, feed;
+    int rc = 0;
+
+    if (size < 1) return 0;
+    step = (size_t)data[0] + 1; /* 1..256 bytes per feed */
+    data++;
+    size--;
+    ipc_decoder_init(&d);
+    for (at = 0; at < size && rc >= 0; at += feed) {
+        const void *body;
+        size_t len;
+        char type;
+
+        feed = size - at < step ? size - at : step;
+        ipc_decoder_feed(&d, data + at, feed);
+        if (ipc_decoder_pending(&d) > IPC_FRAME_MAX + 4 + step) __builtin_trap();
+        while ((rc = ipc_decoder_next(&d, &type, &body, &len)) == 1) {
+            const char *b = body;
+            if (len > IPC_BODY_MAX) __builtin_trap();
+            if (b < d.in.p || b + len > d.in.p + d.in.len) __builtin_trap();
+            if (ipc_frame(&again, type, body, len) != 0) __builtin_trap();
+            if (type == IPC_SUBMIT) check_submit(body, len);
+        }
+    }
+    if (again.len > size || (again.len && memcmp(again.p, data, again.len) != 0)) __builtin_trap();
+    if (rc < 0) {
+        const void *body;
+        size_t len;
+        char type;
+        if (!d.bad || (d.bad_len >= 1 && d.bad_len <= IPC_FRAME_MAX)) __builtin_trap();
+        ipc_decoder_feed(&d, "\x01\0\0\0Y", 5);
+        if (ipc_decoder_next(&d, &type, &body, &len) != -1) __builtin_trap();
+    }
+    ipc_decoder_free(&d);
+    buf_free(&again);
+    return 0;
+}

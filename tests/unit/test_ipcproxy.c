@@ -1,0 +1,483 @@
+/*
+ * Unit tests of the engine process's proxy (actions/ipcproxy.c) against
+ * the executor process's server (actions/ipcserve.c), over a real
+ * socketpair, both ends on one loop as the two processes would run them:
+ * the proxy learns the executors from the hello; an alert submitted
+ * through it reaches a real exec script, and the observer learns that it
+ * was queued and delivered, with the alert; the stats follow; a full queue
+ * on the executor's side is full on the engine's side (back-pressure), and
+ * low again once delivered; the executor side going away is reported; and
+ * a terminate closes the executor's queues, keeping an undelivered alert
+ * in its spool for the next start, before the bye; `corral queue` commands
+ * run on the executor process's queues and their answers come back to the
+ * one who asked, or "FAILED" when the executor process goes away first.
+ */
+#include "actions/ipcproxy.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "actions/ipcserve.h"
+#include "agent/conf.h"
+#include "agent/queuectl.h"
+#include "engine/buf.h"
+#include "engine/msg.h"
+#include "engine/nv.h"
+#include "tests/unit/unitlib.h"
+
+static char workdir[256];
+
+static const char *
+wpath(const char *name)
+{
+    static char path[4][512];
+    static int k;
+
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof(path[k]), "%s/%s", workdir, name);
+    return path[k];
+}
+
+static void
+setup(void)
+{
+    char tmpl[] = "/tmp/corral-test-ipcproxy-XXXXXX";
+
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    snprintf(workdir, sizeof(workdir), "%s", tmpl);
+    /* delivers once the file "go" exists (the test decides when) */
+    ul_write_file(wpath("prog"), "#!/bin/sh\nwhile [ ! -e \"$0.go\" ]; do sleep 0.05; done\n"
+                                 "echo \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n");
+    ck_assert_int_eq(chmod(wpath("prog"), 0755), 0);
+}
+
+static void
+teardown(void)
+{
+    char cmd[600];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", workdir);
+}
+
+struct fixture {
+    uv_loop_t loop;
+    struct conf *conf;
+    char file[512];
+    struct queue *q;
+    struct ipcserve *s;
+    struct ipcproxy *p;
+    bool ready, proxy_ended, server_ended;
+    int queued, delivered;
+    char last_id[64], last_executor[64];
+};
+
+static void
+proxy_ready(void *arg)
+{
+    ((struct fixture *)arg)->ready = true;
+}
+
+static void
+proxy_end(void *arg, const char *reason)
+{
+    struct fixture *f = arg;
+
+    (void)reason; /* "closed", or a write error if the proxy was writing */
+    f->proxy_ended = true;
+}
+
+static void
+server_end(void *arg, const char *reason)
+{
+    (void)reason;
+    ((struct fixture *)arg)->server_ended = true;
+}
+
+static void
+observe(void *arg, const char *executor, const struct msg *m, enum queue_event ev)
+{
+    struct fixture *f = arg;
+    size_t len = 0;
+    const char *id = msg_get(m, nv_intern_str("corral.alert_id"), &len);
+
+    snprintf(f->last_id, sizeof(f->last_id), "%.*s", (int)len, id ? id : "");
+    snprintf(f->last_executor, sizeof(f->last_executor), "%s", executor);
+    if (ev == QUEUE_EV_QUEUED) f->queued++;
+    if (ev == QUEUE_EV_DELIVERED) f->delivered++;
+}
+
+static void
+fixture_open(struct fixture *f, const char *attrs)
+{
+    struct buf err = BUF_INIT;
+    char x[1024];
+    int sv[2];
+
+    memset(f, 0, sizeof(*f));
+    uv_loop_init(&f->loop);
+    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\" %s/>",
+             wpath("prog"), attrs);
+    f->conf = ul_load_executors(workdir, x, f->file, sizeof(f->file));
+    f->q = queue_open(&f->loop, &f->conf->executors[0], f->file, NULL, &err);
+    ck_assert_msg(f->q != NULL, "queue_open: %s", buf_str(&err));
+    buf_free(&err);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    f->s = ipcserve_new(&f->loop, sv[1], &f->q, 1, server_end, f);
+    f->p = ipcproxy_new(&f->loop, sv[0], proxy_ready, proxy_end, f);
+    ck_assert_ptr_nonnull(f->s);
+    ck_assert_ptr_nonnull(f->p);
+    ipcproxy_set_observer(f->p, observe, f);
+    ck_assert(!ipcproxy_ready(f->p));
+    ck_assert(ul_run_until(&f->loop, ul_flag_set, &f->ready, 60));
+    ck_assert(ipcproxy_ready(f->p));
+    ck_assert_uint_eq(ipcproxy_count(f->p), 1);
+    ck_assert_str_eq(ipcproxy_name(f->p, 0), "script");
+    ck_assert_int_eq(ipcproxy_find(f->p, "script"), 0);
+    ck_assert_int_eq(ipcproxy_find(f->p, "other"), -1);
+}
+
+/* The executor side closes first (as when the executor process dies); the proxy learns it. */
+static void
+fixture_close(struct fixture *f)
+{
+    ipcserve_close(f->s, NULL, NULL);
+    ck_assert(ul_run_until(&f->loop, ul_flag_set, &f->proxy_ended, 60));
+    ipcproxy_close(f->p, NULL, NULL);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&f->loop), 0);
+    conf_free(f->conf);
+}
+
+static void
+submit(struct fixture *f, const char *id)
+{
+    struct msg *m = msg_new();
+
+    msg_set(m, nv_intern_str("corral.alert_id"), id, strlen(id));
+    msg_set(m, nv_intern_str("MESSAGE"), id, strlen(id));
+    ipcproxy_submit(f->p, 0, m, false);
+    msg_unref(m);
+}
+
+static bool
+delivered_and_counted(void *arg)
+{
+    struct fixture *f = arg;
+
+    return f->delivered >= 1 && ipcproxy_queue_stats(f->p, 0)->delivered >= 1;
+}
+
+START_TEST(test_submit_observe_stats)
+{
+    struct fixture f;
+    char out[64] = "";
+    FILE *fp;
+
+    fixture_open(&f, "");
+    ul_write_file(wpath("prog.go"), "");
+    submit(&f, "a-1");
+    ipcproxy_sync(f.p);
+    ck_assert(ul_run_until(&f.loop, delivered_and_counted, &f, 60));
+    ck_assert_int_eq(f.queued, 1);
+    ck_assert_str_eq(f.last_id, "a-1");
+    ck_assert_str_eq(f.last_executor, "script");
+    ck_assert_uint_eq(ipcproxy_queue_stats(f.p, 0)->submitted, 1);
+    ck_assert_uint_eq(ipcproxy_get_stats(f.p)->sent, 1);
+    ck_assert_uint_eq(ipcproxy_get_stats(f.p)->bad, 0);
+    fp = fopen(wpath("prog.out"), "r");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_ptr_nonnull(fgets(out, sizeof(out), fp));
+    fclose(fp);
+    ck_assert_str_eq(out, "a-1\n");
+    /* an index the executor process did not publish is not sent */
+    ipcproxy_submit(f.p, 1, NULL, false);
+    ck_assert_uint_eq(ipcproxy_get_stats(f.p)->refused, 1);
+    fixture_close(&f);
+}
+END_TEST
+
+static bool
+proxy_full(void *arg)
+{
+    struct fixture *f = arg;
+
+    return ipcproxy_full(f->p, 0);
+}
+
+static bool
+proxy_low_and_delivered(void *arg)
+{
+    struct fixture *f = arg;
+
+    return ipcproxy_low(f->p, 0) && f->delivered >= 2;
+}
+
+START_TEST(test_pressure)
+{
+    struct fixture f;
+
+    fixture_open(&f, "queue=\"2\"");
+    ck_assert(!ipcproxy_full(f.p, 0));
+    ck_assert(ipcproxy_low(f.p, 0));
+    submit(&f, "p-1");
+    submit(&f, "p-2");
+    ck_assert(ul_run_until(&f.loop, proxy_full, &f, 60));
+    ck_assert(!ipcproxy_low(f.p, 0));
+    ul_write_file(wpath("prog.go"), "");
+    ck_assert(ul_run_until(&f.loop, proxy_low_and_delivered, &f, 60));
+    ck_assert(!ipcproxy_full(f.p, 0));
+    fixture_close(&f);
+}
+END_TEST
+
+static bool
+one_queued(void *arg)
+{
+    return ((struct fixture *)arg)->queued >= 1;
+}
+
+static void
+on_bye(void *arg)
+{
+    *(bool *)arg = true;
+}
+
+static void
+server_terminated(void *arg, const char *reason)
+{
+    struct fixture *f = arg;
+
+    ck_assert_str_eq(reason, "terminated");
+    f->server_ended = true;
+    ipcserve_close(f->s, NULL, NULL);
+    f->s = NULL;
+}
+
+START_TEST(test_terminate_keeps_spool)
+{
+    struct fixture f;
+    struct buf err = BUF_INIT;
+    struct queue *again;
+    bool bye = false;
+    char x[1024];
+    int sv[2];
+
+    memset(&f, 0, sizeof(f));
+    uv_loop_init(&f.loop);
+    ck_assert_int_eq(mkdir(wpath("spool"), 0700), 0);
+    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>", wpath("prog"));
+    f.conf = ul_load_executors(workdir, x, f.file, sizeof(f.file));
+    f.q = queue_open(&f.loop, &f.conf->executors[0], f.file, wpath("spool"), &err);
+    ck_assert_msg(f.q != NULL, "queue_open: %s", buf_str(&err));
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    f.s = ipcserve_new(&f.loop, sv[1], &f.q, 1, server_terminated, &f);
+    f.p = ipcproxy_new(&f.loop, sv[0], proxy_ready, NULL, &f);
+    ipcproxy_set_observer(f.p, observe, &f);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &f.ready, 60));
+    /* the script waits for prog.go, which never comes: the alert is in delivery at the end */
+    submit(&f, "kept-1");
+    ipcproxy_sync(f.p);
+    ck_assert(ul_run_until(&f.loop, one_queued, &f, 60));
+    ck_assert_int_eq(ipcproxy_terminate(f.p, on_bye, &bye), 0);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &bye, 60));
+    ck_assert(f.server_ended);
+    ck_assert_int_eq(f.delivered, 0);
+    ipcproxy_close(f.p, NULL, NULL);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    /* the next start takes it over from the spool */
+    again = queue_open(&f.loop, &f.conf->executors[0], f.file, wpath("spool"), &err);
+    ck_assert_msg(again != NULL, "queue_open: %s", buf_str(&err));
+    ck_assert_uint_eq(queue_get_stats(again)->recovered, 1);
+    queue_close(again, NULL, NULL);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&f.loop), 0);
+    conf_free(f.conf);
+    buf_free(&err);
+}
+END_TEST
+
+static void
+server_terminated_kept(void *arg, const char *reason)
+{
+    struct fixture *f = arg;
+
+    ck_assert_str_eq(reason, "terminated");
+    f->server_ended = true; /* closed later, as corrald does once the engine has exited */
+}
+
+static void
+count_active_timer(uv_handle_t *h, void *arg)
+{
+    if (h->type == UV_TIMER && uv_is_active(h)) (*(int *)arg)++;
+}
+
+/*
+ * After a terminate the executor side may stay open a while (corrald closes
+ * it once the engine has exited): nothing of it may still run then, since
+ * its queues are closed and freed (its stats timer read them: ASan).
+ */
+START_TEST(test_terminate_then_close_later)
+{
+    struct fixture f;
+    struct buf err = BUF_INIT;
+    bool bye = false;
+    char x[1024];
+    int sv[2], timers = 0;
+
+    memset(&f, 0, sizeof(f));
+    uv_loop_init(&f.loop);
+    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>", wpath("prog"));
+    f.conf = ul_load_executors(workdir, x, f.file, sizeof(f.file));
+    f.q = queue_open(&f.loop, &f.conf->executors[0], f.file, NULL, &err);
+    ck_assert_msg(f.q != NULL, "queue_open: %s", buf_str(&err));
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    f.s = ipcserve_new(&f.loop, sv[1], &f.q, 1, server_terminated_kept, &f);
+    f.p = ipcproxy_new(&f.loop, sv[0], proxy_ready, NULL, &f);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &f.ready, 60));
+    ck_assert_int_eq(ipcproxy_terminate(f.p, on_bye, &bye), 0);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &bye, 60));
+    ck_assert(f.server_ended);
+    uv_walk(&f.loop, count_active_timer, &timers);
+    ck_assert_int_eq(timers, 0);
+    ipcserve_close(f.s, NULL, NULL);
+    ipcproxy_close(f.p, NULL, NULL);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&f.loop), 0);
+    conf_free(f.conf);
+    buf_free(&err);
+}
+END_TEST
+
+static void
+run_ctl(void *arg, struct queue **queues, size_t n, const char *args, struct buf *out)
+{
+    (void)arg;
+    queuectl_command_queues(queues, n, args, out);
+}
+
+struct answer {
+    char text[4096];
+    bool got;
+};
+
+static void
+on_answer(void *arg, const char *text, size_t len)
+{
+    struct answer *a = arg;
+
+    ck_assert(!a->got);
+    snprintf(a->text, sizeof(a->text), "%.*s", (int)len, text);
+    a->got = true;
+}
+
+START_TEST(test_queue_control)
+{
+    struct fixture f;
+    struct answer list = {0}, unknown = {0}, noid = {0}, gone = {0};
+
+    fixture_open(&f, "");
+    ipcserve_set_control(f.s, run_ctl, NULL);
+    submit(&f, "c-1"); /* waits in delivery: prog.go does not exist */
+    ck_assert(ul_run_until(&f.loop, one_queued, &f, 60));
+    ipcproxy_control(f.p, "list", on_answer, &list);
+    ipcproxy_control(f.p, "drop other/q1", on_answer, &unknown);
+    ipcproxy_control(f.p, "drop script/q999", on_answer, &noid);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &noid.got, 60));
+    ck_assert(list.got && unknown.got);
+    ck_assert_msg(strstr(list.text, "\"executor\": \"script\"") && strstr(list.text, "c-1"),
+                  "list: %s", list.text);
+    ck_assert_str_eq(unknown.text, "ERROR unknown executor 'other'\n");
+    ck_assert_msg(strncmp(noid.text, "ERROR ", 6) == 0, "drop: %s", noid.text);
+    /* asked, and the executor side goes away before answering */
+    ipcproxy_control(f.p, "list", on_answer, &gone);
+    ipcserve_close(f.s, NULL, NULL);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &gone.got, 60));
+    ck_assert_str_eq(gone.text, "FAILED the executor process is gone\n");
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &f.proxy_ended, 60));
+    ipcproxy_close(f.p, NULL, NULL);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&f.loop), 0);
+    conf_free(f.conf);
+}
+END_TEST
+
+static void
+on_notify(void *arg, const char *state)
+{
+    struct buf *b = arg;
+
+    buf_printf(b, "%s;", state);
+}
+
+static bool
+proxy_sees_two_rejected(void *arg)
+{
+    return ipcproxy_get_stats(arg)->served_rejected == 2;
+}
+
+static bool
+stopping_seen(void *arg)
+{
+    return strstr(buf_str(arg), "STOPPING=1") != NULL;
+}
+
+/* The engine says its service states; the executor process passes on only those three. */
+START_TEST(test_notify)
+{
+    struct fixture f;
+    struct buf got = BUF_INIT;
+
+    fixture_open(&f, "");
+    ipcserve_set_notify(f.s, on_notify, &got);
+    ck_assert_int_eq(ipcproxy_notify(f.p, "READY=1"), 0);
+    ck_assert_int_eq(ipcproxy_notify(f.p, "MAINPID=1"), 0);
+    ck_assert_int_eq(ipcproxy_notify(f.p, "READY=1\nMAINPID=1"), 0);
+    ck_assert_int_eq(ipcproxy_notify(f.p, "STOPPING=1"), 0);
+    /* frames are handled in order: STOPPING=1, the last, means all were */
+    ck_assert(ul_run_until(&f.loop, stopping_seen, &got, 60));
+    ck_assert_str_eq(buf_str(&got), "READY=1;STOPPING=1;");
+    ck_assert_uint_eq(ipcserve_get_stats(f.s)->rejected, 2);
+    /* and the engine learns the count, for its /metrics */
+    ck_assert(ul_run_until(&f.loop, proxy_sees_two_rejected, f.p, 60));
+    fixture_close(&f);
+    buf_free(&got);
+}
+END_TEST
+
+static Suite *
+ipcproxy_suite(void)
+{
+    Suite *s = suite_create("ipcproxy");
+    TCase *tc = tcase_create("ipcproxy");
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_submit_observe_stats);
+    tcase_add_test(tc, test_pressure);
+    tcase_add_test(tc, test_terminate_keeps_spool);
+    tcase_add_test(tc, test_terminate_then_close_later);
+    tcase_add_test(tc, test_queue_control);
+    tcase_add_test(tc, test_notify);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(ipcproxy_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
