@@ -81,6 +81,7 @@ struct ctx {
     struct share *share;         /* the rule that opened it, whose share it counts in */
     uint64_t target; /* last moment the context is alive (ms); the timer fires just after */
     size_t bytes;
+    size_t msgbytes; /* of bytes, what the live messages hold (msg_memory): what emptying frees */
 };
 
 /* The contexts a rule opened, against its share of the limits (see may_open()). */
@@ -615,15 +616,17 @@ ctx_drop_oldest(struct ctx *x)
 {
     size_t freed = msg_memory(x->msgs[0]);
 
+    x->msgbytes -= freed;
     msg_unref(x->msgs[0]);
     x->msgs++;
     x->nmsgs--;
     return freed;
 }
 
-/* Append m, keeping the spare slot; returns how many bytes the array grew. */
+/* Append m (size: its msg_memory), keeping the spare slot; returns how many bytes the array grew.
+ */
 static size_t
-ctx_push(struct ctx *x, struct msg *m)
+ctx_push(struct ctx *x, struct msg *m, size_t size)
 {
     size_t head = (size_t)(x->msgs - x->base), before = x->capmsgs;
 
@@ -641,6 +644,7 @@ ctx_push(struct ctx *x, struct msg *m)
         x->msgs = x->base;
     }
     x->msgs[x->nmsgs++] = m;
+    x->msgbytes += size;
     return (x->capmsgs - before) * sizeof(*x->base);
 }
 
@@ -697,9 +701,9 @@ ctx_append(struct corr *c, struct ctx *x, struct msg *m)
 
     if (x->nmsgs && !fits(c, x, size)) {
         if (!memory_fits(c, x, 0, size)) {
-            size_t all = 0, i;
-            for (i = 0; i < x->nmsgs; i++) all += msg_memory(x->msgs[i]);
-            if (!memory_fits(c, x, all, size)) {
+            /* kept as a sum: adding up a context of 10,000 messages on every append made a
+             * context under memory pressure cost the square of its length */
+            if (!memory_fits(c, x, x->msgbytes, size)) {
                 drop_for_bytes(c, x);
                 msg_unref(m);
                 return;
@@ -715,7 +719,7 @@ ctx_append(struct corr *c, struct ctx *x, struct msg *m)
         c->stats.messages_dropped++;
         x->share->dropped++;
     }
-    grown = ctx_push(x, m);
+    grown = ctx_push(x, m, size);
     ctx_grow(c, x, size + grown);
 }
 
@@ -1699,9 +1703,10 @@ read_context(struct corr *c, struct wire_reader *r, struct msg *scratch, uint32_
         struct msg *m = get_msg(r, scratch);
         if (!m) break;
         /* the newest are kept, as ctx_append would */
+        size_t size = msg_memory(m);
         if (x->nmsgs >= c->opts.max_context_msgs) x->bytes -= ctx_drop_oldest(x);
-        ctx_push(x, m);
-        x->bytes += msg_memory(m);
+        ctx_push(x, m, size);
+        x->bytes += size;
         while (x->nmsgs > 1 && x->bytes > c->opts.max_context_bytes) x->bytes -= ctx_drop_oldest(x);
     }
     if (r->bad) {
