@@ -14,7 +14,10 @@ connection (`threaded(yes)` is its default), and its db-parser on those
 threads.
 
     python3 bench/workers.py --corpus FILE --rules FILE [--merged FILE] \\
-        [--workers 1,2] [--conns 4] [--count N] [--runs 3] [--out REPORT.md]
+        [--workers 1,2] [--privsep] [--conns 4] [--count N] [--runs 3] [--out REPORT.md]
+
+--privsep also runs each worker count privilege-separated (`<daemon
+user="nobody" privsep="yes"/>`, as root): the engine-executor split's cost.
 
 --rules is one patterndb file both daemons load (merge a directory with
 `pdbtool merge`, as bench/parallel.py does).  See bench/README.md.
@@ -35,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 
 CORRALD_CONF = """<corrald>
-  <rules path="{rules}"/>
+{daemon}  <rules path="{rules}"/>
   <engine workers="{workers}"/>
   <control socket="{ctl}"/>
   <inputs><tcp listen="127.0.0.1:{port}" name="tcp"/></inputs>
@@ -61,9 +64,16 @@ def free_port():
 
 
 def cpu_seconds(pid):
+    """CPU time of pid and its children (privsep: the engine process is the daemon's child)."""
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            total += sum(cpu_seconds(int(c)) for c in f.read().split())
+    except OSError:
+        pass
+    return total
 
 
 def wait_for(pred, timeout, what):
@@ -78,16 +88,20 @@ def wait_for(pred, timeout, what):
 
 
 class Corrald:
-    def __init__(self, a, workers):
-        self.a, self.workers = a, workers
-        self.name = "corrald, %d worker%s" % (workers, "s" if workers > 1 else "")
+    def __init__(self, a, workers, privsep=False):
+        self.a, self.workers, self.privsep = a, workers, privsep
+        self.name = "corrald, %d worker%s%s" % (workers, "s" if workers > 1 else "",
+                                                ", privsep" if privsep else "")
 
     def start(self, d):
         self.ctl = os.path.join(d, "ctl.sock")
         self.port = free_port()
         conf = os.path.join(d, "corrald.conf")
         with open(conf, "w") as f:
-            f.write(CORRALD_CONF.format(rules=self.a.rules, workers=self.workers, ctl=self.ctl,
+            # privsep: two processes, the engine as nobody under seccomp (needs root)
+            daemon = '  <daemon user="nobody" privsep="yes"/>\n' if self.privsep else ""
+            f.write(CORRALD_CONF.format(daemon=daemon, rules=self.a.rules, workers=self.workers,
+                                        ctl=self.ctl,
                                         port=self.port, out=os.path.join(d, "generated.json")))
         self.p = subprocess.Popen([self.a.corrald, "-F", "-f", conf],
                                   stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "corrald.log"), "w"))
@@ -154,6 +168,7 @@ class SyslogNg:
 
 def run_one(a, daemon):
     with tempfile.TemporaryDirectory(prefix="corral-workers-") as d:
+        os.chmod(d, 0o755)  # privsep: the engine process (nobody) writes there too
         daemon.start(d)
         try:
             cpu0, t0 = cpu_seconds(daemon.p.pid), time.monotonic()
@@ -184,9 +199,14 @@ def main():
     ap.add_argument("--loadgen", default=os.path.join(TOP, "build", "bench", "loadgen"))
     ap.add_argument("--syslog-ng", dest="syslog_ng", default="/usr/sbin/syslog-ng")
     ap.add_argument("--syslog-ng-ctl", dest="syslog_ng_ctl", default="/usr/sbin/syslog-ng-ctl")
+    ap.add_argument("--privsep", action="store_true",
+                    help="each worker count also with <daemon privsep=\"yes\"> (run as root)")
     ap.add_argument("--out")
     a = ap.parse_args()
-    daemons = [Corrald(a, int(w)) for w in a.workers.split(",")] + [SyslogNg(a)]
+    daemons = [Corrald(a, int(w)) for w in a.workers.split(",")]
+    if a.privsep:
+        daemons += [Corrald(a, int(w), privsep=True) for w in a.workers.split(",")]
+    daemons += [SyslogNg(a)]
     res = {d.name: [] for d in daemons}
     for i in range(a.runs):
         for d in daemons:
@@ -218,7 +238,13 @@ def main():
     w("")
     names = [d.name for d in daemons]
     for d in daemons[1:-1]:
+        if getattr(d, "privsep", False):
+            continue
         w("- %s against %s: **%.2fx** (best runs)" % (d.name, names[0], best(names[0], 1) / best(d.name, 1)))
+    for d in daemons:
+        if getattr(d, "privsep", False):
+            plain = "corrald, %d worker%s" % (d.workers, "s" if d.workers > 1 else "")
+            w("- %s against %s: **%.2fx** (best runs)" % (d.name, plain, best(plain, 1) / best(d.name, 1)))
     for d in daemons[:-1]:
         w("- %s against syslog-ng: **%.2fx** (best runs)" % (d.name, best(names[-1], 1) / best(d.name, 1)))
     text = "\n".join(rep) + "\n"
