@@ -37,6 +37,14 @@
  * Back-pressure (input_pause): a paused input stops reading every connection
  * and accepts new ones without reading them; idle time does not run while
  * paused.
+ *
+ * Turns: libuv reads a readable connection up to 32 times in one loop
+ * iteration, 2 MiB of ours, all handled before anything else runs; under a
+ * flood over many connections one iteration took seconds, and the control
+ * socket, /metrics and the status page waited that long.  A connection that
+ * has read READ_TURN bytes in this iteration stops reading (counted in
+ * yields) and starts again in the check phase (on_turn), after the rest of
+ * the loop has had its turn.
  */
 #include "agent/framer.h"
 #include "agent/control.h"
@@ -57,6 +65,8 @@
 #include <unistd.h>
 
 #define READ_BUF_SIZE (64 * 1024)
+/* What one connection reads in one loop iteration before the others' turn. */
+#define READ_TURN READ_BUF_SIZE
 /* Plaintext out of TLS: a record holds at most 16 KiB. */
 #define PLAIN_BUF_SIZE (16 * 1024)
 /* The kernel caps it at net.core.somaxconn; thousands of clients may connect at once. */
@@ -95,13 +105,19 @@ struct conn {
     struct framer fr;
     struct tls_conn *tls; /* TLS: its engine */
     bool tls_counted;     /* its failed handshake is counted */
-    char peer[64];        /* TCP: the client's address; unix: empty */
+    bool yielded;         /* stopped reading for the rest of this loop iteration */
+    uint64_t turn;        /* the iteration (stream_input.turn) turn_bytes count in */
+    size_t turn_bytes;
+    char peer[64]; /* TCP: the client's address; unix: empty */
 };
 
 struct stream_input {
     struct input base;
     union stream_handle listener;
     uv_timer_t idle;
+    uv_check_t turn_check; /* each loop iteration: turn++, yielded connections read again */
+    uint64_t turn;
+    size_t nyielded;
     char *rbuf;
     struct conn *head, *tail;
     struct hash_table peers; /* struct peer by address */
@@ -341,6 +357,24 @@ conn_read_tls(struct stream_input *s, struct conn *c, const char *data, size_t l
     }
 }
 
+/* Counts n bytes read by c in this loop iteration; at READ_TURN, c waits for the next one. */
+static void
+take_turn(struct stream_input *s, struct conn *c, size_t n)
+{
+    if (c->turn != s->turn) {
+        c->turn = s->turn;
+        c->turn_bytes = 0;
+    }
+    c->turn_bytes += n;
+    if (c->turn_bytes < READ_TURN || c->yielded || s->base.paused || s->closing ||
+        uv_is_closing(&c->h.handle))
+        return;
+    uv_read_stop(&c->h.stream);
+    c->yielded = true;
+    s->nyielded++;
+    s->base.stats.yields++;
+}
+
 static void
 conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
@@ -349,6 +383,7 @@ conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 
     if (nread > 0 && c->tls) {
         conn_read_tls(s, c, buf->base, (size_t)nread);
+        take_turn(s, c, (size_t)nread);
         return;
     }
     if (nread > 0) {
@@ -359,6 +394,7 @@ conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
                         s->base.conf.name, conn_name(c));
             conn_close(c, false);
         }
+        take_turn(s, c, (size_t)nread);
         return;
     }
     if (nread == 0) return; /* EAGAIN */
@@ -406,6 +442,24 @@ start_reading(struct stream_input *s, struct conn *c)
             uv_strerror(rc));
     conn_close(c, false);
     return false;
+}
+
+/* The check phase, once a loop iteration: a new turn; the connections that yielded read again. */
+static void
+on_turn(uv_check_t *h)
+{
+    struct stream_input *s = h->data;
+    struct conn *c, *next;
+
+    s->turn++;
+    if (!s->nyielded) return;
+    s->nyielded = 0;
+    for (c = s->head; c; c = next) {
+        next = c->next; /* start_reading may close c */
+        if (!c->yielded) continue;
+        c->yielded = false;
+        if (!s->base.paused && !s->closing) start_reading(s, c);
+    }
 }
 
 static void
@@ -517,8 +571,10 @@ stream_pause(struct input *in, bool pause)
         for (c = s->head; c; c = c->next) uv_read_stop(&c->h.stream);
         return;
     }
+    s->nyielded = 0;
     for (c = s->head; c; c = next) {
         next = c->next;
+        c->yielded = false;
         /* the pause does not count as idle time; the order stays (one accepted while paused: now)
          */
         c->last += now - s->paused_at;
@@ -567,6 +623,10 @@ stream_close(struct input *in)
     if (!uv_is_closing((uv_handle_t *)&s->idle)) {
         uv_timer_stop(&s->idle);
         uv_close((uv_handle_t *)&s->idle, handle_closed);
+    }
+    if (!uv_is_closing((uv_handle_t *)&s->turn_check)) {
+        uv_check_stop(&s->turn_check);
+        uv_close((uv_handle_t *)&s->turn_check, handle_closed);
     }
     stream_maybe_free(s);
 }
@@ -724,6 +784,11 @@ in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     s->handles++;
     uv_timer_init(loop, &s->idle); /* cannot fail on Unix */
     s->idle.data = s;
+    s->handles++;
+    uv_check_init(loop, &s->turn_check); /* cannot fail either */
+    s->turn_check.data = s;
+    uv_check_start(&s->turn_check, on_turn);
+    uv_unref((uv_handle_t *)&s->turn_check); /* it alone does not keep the loop running */
     s->handles++;
     s->base.limits_changed = stream_limits_changed;
     s->base.pause = stream_pause;

@@ -31,6 +31,7 @@ struct input_stats {
     uint64_t evicted;     /* connections closed for a new one: max-connections reached */
     uint64_t idle_closed; /* connections closed for idling */
     uint64_t active;      /* connections open now */
+    uint64_t yields;      /* reads stopped for the rest of a loop iteration (in_stream.c) */
     /* datagrams the kernel dropped, its receive buffer full (UDP) */
     uint64_t kernel_drops;
     uint64_t tls_failures[TLS_FAIL_N]; /* TLS handshakes that failed, by reason (tls.h) */

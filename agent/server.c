@@ -1956,6 +1956,10 @@ server_metrics(struct server *s, struct buf *out)
                  offsetof(struct input_stats, evicted));
     input_metric(out, s, "corral_input_idle_closed_total", "Connections closed for idling.",
                  offsetof(struct input_stats, idle_closed));
+    input_metric(out, s, "corral_input_read_yields_total",
+                 "Times a connection stopped reading until the next loop iteration so that "
+                 "other connections and the control and HTTP endpoints had their turn.",
+                 offsetof(struct input_stats, yields));
     input_metric(out, s, "corral_input_connections_active", "Connections open now.",
                  offsetof(struct input_stats, active));
     input_metric(out, s, "corral_input_kernel_drops_total",
