@@ -37,8 +37,6 @@
 #include "engine/tags.h"
 #include "tests/unit/unitlib.h"
 
-static char workdir[256];
-
 /* ---- the log, recorded ---- */
 
 struct logged {
@@ -102,22 +100,11 @@ read_file(const char *path, struct buf *b)
     return true;
 }
 
-static const char *
-wpath(const char *name)
-{
-    static char path[4][512];
-    static int k;
-
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof(path[k]), "%s/%s", workdir, name);
-    return path[k];
-}
-
 /* Writes an executable sh script into the work directory; returns its path. */
 static const char *
 script(const char *name, const char *body)
 {
-    const char *p = wpath(name);
+    const char *p = ul_wpath(name);
     struct buf b = BUF_INIT;
 
     buf_printf(&b, "#!/bin/sh\n%s", body);
@@ -131,7 +118,7 @@ script(const char *name, const char *body)
 static struct conf *
 load(const char *executors, char *file, size_t filesize)
 {
-    return ul_load_executors(workdir, executors, file, filesize);
+    return ul_load_executors(ul_workdir(), executors, file, filesize);
 }
 
 /* ---- the loop ---- */
@@ -355,7 +342,7 @@ read_recorded(const char *name, struct strlist *l)
 {
     struct buf b = BUF_INIT;
 
-    ck_assert_msg(read_file(wpath(name), &b), "%s not written", name);
+    ck_assert_msg(read_file(ul_wpath(name), &b), "%s not written", name);
     split_nul(&b, l);
     buf_free(&b);
 }
@@ -389,11 +376,12 @@ START_TEST(t_config_errors)
                  "3: executor e: program=\"bin/true\" must be an absolute path");
     expect_error("<exec name=\"e\" program=\"/nonexistent/x\"/>",
                  "3: executor e: program /nonexistent/x:");
-    ul_write_file(wpath("notexec"), "#!/bin/sh\n");
-    snprintf(xml, sizeof(xml), "<exec name=\"e\" program=\"%s\"/>", wpath("notexec"));
+    ul_write_file(ul_wpath("notexec"), "#!/bin/sh\n");
+    snprintf(xml, sizeof(xml), "<exec name=\"e\" program=\"%s\"/>", ul_wpath("notexec"));
     expect_error(xml, "3: executor e: program");
-    snprintf(xml, sizeof(xml), "<exec name=\"e\" program=\"%s\"/>", workdir);
-    snprintf(want, sizeof(want), "3: executor e: program %s is not an executable file", workdir);
+    snprintf(xml, sizeof(xml), "<exec name=\"e\" program=\"%s\"/>", ul_workdir());
+    snprintf(want, sizeof(want), "3: executor e: program %s is not an executable file",
+             ul_workdir());
     expect_error(xml, want);
     snprintf(xml, sizeof(xml), "<exec name=\"e\" program=\"%s\" timeout=\"soon\"/>", ok);
     expect_error(xml, "3: executor e: bad timeout=\"soon\"");
@@ -479,7 +467,7 @@ START_TEST(t_argv_env_stdin)
              "env-pass=\"PATH,EXEC_TEST_VAR,EXEC_TEST_UNSET,CORRAL_DRY_RUN\">\n"
              "<arg>%s</arg><arg>${MESSAGE}</arg><arg>$HOST</arg><arg>two words</arg><arg/>"
              "<arg>${usracct.username}-x</arg><arg>--opt=${.classifier.rule_id}</arg></exec>",
-             rec_script(), workdir);
+             rec_script(), ul_workdir());
     must_open(&h, xml);
     set(m, "MESSAGE", nasty);
     set(m, "usracct.username", "alice");
@@ -498,8 +486,8 @@ START_TEST(t_argv_env_stdin)
 
     read_recorded("argv", &argv);
     ck_assert_uint_eq(argv.n, 8);
-    ck_assert_str_eq(argv.s[0], wpath("rec.sh"));
-    ck_assert_str_eq(argv.s[1], workdir);
+    ck_assert_str_eq(argv.s[0], ul_wpath("rec.sh"));
+    ck_assert_str_eq(argv.s[1], ul_workdir());
     ck_assert_uint_eq(argv.len[2], strlen(nasty));
     ck_assert_str_eq(argv.s[2], nasty);
     ck_assert_str_eq(argv.s[3], "web1");
@@ -538,7 +526,7 @@ START_TEST(t_argv_env_stdin)
     }
     strlist_free(&env);
 
-    ck_assert(read_file(wpath("stdin"), &b));
+    ck_assert(read_file(ul_wpath("stdin"), &b));
     json_format_msg(m, &json);
     buf_putc(&json, '\n');
     ck_assert_uint_eq(b.len, json.len);
@@ -570,7 +558,7 @@ START_TEST(t_big_values)
     harness_init(&h);
     snprintf(xml, sizeof(xml),
              "<exec name=\"rec\" program=\"%s\"><arg>%s</arg><arg>${big}</arg></exec>",
-             rec_script(), workdir);
+             rec_script(), ul_workdir());
     must_open(&h, xml);
     deliver_wait(&h, &a, &o, 10);
     ck_assert_msg(o.r == DELIVER_OK, "%d %s", o.r, o.reason);
@@ -586,7 +574,7 @@ START_TEST(t_big_values)
     /* stdin="none" is /dev/null */
     {
         struct buf b = BUF_INIT;
-        ck_assert(read_file(wpath("stdin"), &b));
+        ck_assert(read_file(ul_wpath("stdin"), &b));
         ck_assert_uint_eq(b.len, 0);
         buf_free(&b);
     }
@@ -615,7 +603,7 @@ START_TEST(t_truncation)
     harness_init(&h);
     snprintf(xml, sizeof(xml),
              "<exec name=\"rec\" program=\"%s\"><arg>%s</arg><arg>${huge}</arg></exec>",
-             rec_script(), workdir);
+             rec_script(), ul_workdir());
     must_open(&h, xml);
     deliver_wait(&h, &a, &o, 10);
     ck_assert_msg(o.r == DELIVER_OK, "%d %s", o.r, o.reason);
@@ -745,7 +733,7 @@ read_pid(const char *name)
     struct buf b = BUF_INIT;
     int pid = 0;
 
-    if (read_file(wpath(name), &b)) pid = atoi(buf_str(&b));
+    if (read_file(ul_wpath(name), &b)) pid = atoi(buf_str(&b));
     buf_free(&b);
     return pid;
 }
@@ -773,7 +761,8 @@ START_TEST(t_timeout_term)
 
     harness_init(&h);
     snprintf(xml, sizeof(xml),
-             "<exec name=\"s\" program=\"%s\" timeout=\"300ms\"><arg>%s</arg></exec>", p, workdir);
+             "<exec name=\"s\" program=\"%s\" timeout=\"300ms\"><arg>%s</arg></exec>", p,
+             ul_workdir());
     must_open(&h, xml);
     deliver_wait(&h, &a, &o, 10);
     ck_assert_int_eq(o.r, DELIVER_RETRY);
@@ -805,7 +794,7 @@ START_TEST(t_timeout_kill)
     snprintf(xml, sizeof(xml),
              "<exec name=\"t\" program=\"%s\" timeout=\"300ms\" kill-after=\"400ms\">"
              "<arg>%s</arg></exec>",
-             p, workdir);
+             p, ul_workdir());
     must_open(&h, xml);
     deliver_wait(&h, &a, &o, 10);
     ck_assert_int_eq(o.r, DELIVER_RETRY);
@@ -833,7 +822,8 @@ START_TEST(t_pipe_held_open)
                                     "exit 0\n");
 
     harness_init(&h);
-    snprintf(xml, sizeof(xml), "<exec name=\"bg\" program=\"%s\"><arg>%s</arg></exec>", p, workdir);
+    snprintf(xml, sizeof(xml), "<exec name=\"bg\" program=\"%s\"><arg>%s</arg></exec>", p,
+             ul_workdir());
     must_open(&h, xml);
     deliver_wait(&h, &a, &o, 10);
     ck_assert_msg(o.r == DELIVER_OK, "%d %s", o.r, o.reason);
@@ -898,7 +888,8 @@ START_TEST(t_max_children)
 
     harness_init(&h);
     snprintf(xml, sizeof(xml),
-             "<exec name=\"c\" program=\"%s\" max-children=\"2\"><arg>%s</arg></exec>", p, workdir);
+             "<exec name=\"c\" program=\"%s\" max-children=\"2\"><arg>%s</arg></exec>", p,
+             ul_workdir());
     must_open(&h, xml);
     ck_assert_uint_eq(exec_executor.max_inflight(h.x), 2);
     /* more than max_inflight() at once: the executor keeps the limit by itself */
@@ -910,7 +901,7 @@ START_TEST(t_max_children)
         for (i = 0; i < 7; i++) all = all && o[i].called;
     }
     for (i = 0; i < 7; i++) ck_assert_msg(o[i].r == DELIVER_OK, "%d: %s", i, o[i].reason);
-    ck_assert(read_file(wpath("conc.log"), &b));
+    ck_assert(read_file(ul_wpath("conc.log"), &b));
     for (s = buf_str(&b); *s; s = strchr(s, '\n') + 1) {
         if (strncmp(s, "start", 5) == 0) {
             starts++;
@@ -950,7 +941,7 @@ START_TEST(t_output)
 
     harness_init(&h);
     snprintf(xml, sizeof(xml), "<exec name=\"out\" program=\"%s\"><arg>%s</arg></exec>", p,
-             workdir);
+             ul_workdir());
     must_open(&h, xml);
     deliver_wait(&h, &a, &o, 10);
     ck_assert_int_eq(o.r, DELIVER_FAIL);
@@ -1014,7 +1005,7 @@ START_TEST(t_close_running)
     snprintf(xml, sizeof(xml),
              "<exec name=\"slow\" program=\"%s\" max-children=\"2\" kill-after=\"500ms\">"
              "<arg>%s</arg><arg>$mode</arg></exec>",
-             p, workdir);
+             p, ul_workdir());
     must_open(&h, xml);
     set(m, "mode", "plain");
     deliver(&h, &a, &o1);
@@ -1088,11 +1079,8 @@ END_TEST
 static void
 remove_workdir(void)
 {
-    char cmd[600];
-
-    if (!workdir[0] || getenv("KEEP_WORK")) return;
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", workdir);
+    if (!ul_workdir()[0] || getenv("KEEP_WORK")) return;
+    ul_workdir_remove();
 }
 
 int
@@ -1108,12 +1096,7 @@ main(void)
 
     /* corrald ignores SIGPIPE: a child that closes its stdin early is not a reason to die */
     signal(SIGPIPE, SIG_IGN);
-    snprintf(workdir, sizeof(workdir), "%s/test_exec.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(workdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!ul_workdir_new("exec")) return 1;
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, t_config_errors);
     tcase_add_test(tc, t_config_ok);

@@ -32,39 +32,20 @@
 #include "engine/nv.h"
 #include "tests/unit/unitlib.h"
 
-static char workdir[256];
-
-static const char *
-wpath(const char *name)
-{
-    static char path[4][512];
-    static int k;
-
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof(path[k]), "%s/%s", workdir, name);
-    return path[k];
-}
-
 static void
 setup(void)
 {
-    char tmpl[] = "/tmp/corral-test-ipcproxy-XXXXXX";
-
-    ck_assert_ptr_nonnull(mkdtemp(tmpl));
-    snprintf(workdir, sizeof(workdir), "%s", tmpl);
+    ck_assert_ptr_nonnull(ul_workdir_new("ipcproxy"));
     /* delivers once the file "go" exists (the test decides when) */
-    ul_write_file(wpath("prog"), "#!/bin/sh\nwhile [ ! -e \"$0.go\" ]; do sleep 0.05; done\n"
-                                 "echo \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n");
-    ck_assert_int_eq(chmod(wpath("prog"), 0755), 0);
+    ul_write_file(ul_wpath("prog"), "#!/bin/sh\nwhile [ ! -e \"$0.go\" ]; do sleep 0.05; done\n"
+                                    "echo \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n");
+    ck_assert_int_eq(chmod(ul_wpath("prog"), 0755), 0);
 }
 
 static void
 teardown(void)
 {
-    char cmd[600];
-
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", workdir);
+    ul_workdir_remove();
 }
 
 struct fixture {
@@ -124,8 +105,8 @@ fixture_open(struct fixture *f, const char *attrs)
     memset(f, 0, sizeof(*f));
     uv_loop_init(&f->loop);
     snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\" %s/>",
-             wpath("prog"), attrs);
-    f->conf = ul_load_executors(workdir, x, f->file, sizeof(f->file));
+             ul_wpath("prog"), attrs);
+    f->conf = ul_load_executors(ul_workdir(), x, f->file, sizeof(f->file));
     f->q = queue_open(&f->loop, &f->conf->executors[0], f->file, NULL, &err);
     ck_assert_msg(f->q != NULL, "queue_open: %s", buf_str(&err));
     buf_free(&err);
@@ -182,7 +163,7 @@ START_TEST(test_submit_observe_stats)
     FILE *fp;
 
     fixture_open(&f, "");
-    ul_write_file(wpath("prog.go"), "");
+    ul_write_file(ul_wpath("prog.go"), "");
     submit(&f, "a-1");
     ipcproxy_sync(f.p);
     ck_assert(ul_run_until(&f.loop, delivered_and_counted, &f, 60));
@@ -192,7 +173,7 @@ START_TEST(test_submit_observe_stats)
     ck_assert_uint_eq(ipcproxy_queue_stats(f.p, 0)->submitted, 1);
     ck_assert_uint_eq(ipcproxy_get_stats(f.p)->sent, 1);
     ck_assert_uint_eq(ipcproxy_get_stats(f.p)->bad, 0);
-    fp = fopen(wpath("prog.out"), "r");
+    fp = fopen(ul_wpath("prog.out"), "r");
     ck_assert_ptr_nonnull(fp);
     ck_assert_ptr_nonnull(fgets(out, sizeof(out), fp));
     fclose(fp);
@@ -231,7 +212,7 @@ START_TEST(test_pressure)
     submit(&f, "p-2");
     ck_assert(ul_run_until(&f.loop, proxy_full, &f, 60));
     ck_assert(!ipcproxy_low(f.p, 0));
-    ul_write_file(wpath("prog.go"), "");
+    ul_write_file(ul_wpath("prog.go"), "");
     ck_assert(ul_run_until(&f.loop, proxy_low_and_delivered, &f, 60));
     ck_assert(!ipcproxy_full(f.p, 0));
     fixture_close(&f);
@@ -272,10 +253,11 @@ START_TEST(test_terminate_keeps_spool)
 
     memset(&f, 0, sizeof(f));
     uv_loop_init(&f.loop);
-    ck_assert_int_eq(mkdir(wpath("spool"), 0700), 0);
-    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>", wpath("prog"));
-    f.conf = ul_load_executors(workdir, x, f.file, sizeof(f.file));
-    f.q = queue_open(&f.loop, &f.conf->executors[0], f.file, wpath("spool"), &err);
+    ck_assert_int_eq(mkdir(ul_wpath("spool"), 0700), 0);
+    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>",
+             ul_wpath("prog"));
+    f.conf = ul_load_executors(ul_workdir(), x, f.file, sizeof(f.file));
+    f.q = queue_open(&f.loop, &f.conf->executors[0], f.file, ul_wpath("spool"), &err);
     ck_assert_msg(f.q != NULL, "queue_open: %s", buf_str(&err));
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
     f.s = ipcserve_new(&f.loop, sv[1], &f.q, 1, server_terminated, &f);
@@ -293,7 +275,7 @@ START_TEST(test_terminate_keeps_spool)
     ipcproxy_close(f.p, NULL, NULL);
     uv_run(&f.loop, UV_RUN_DEFAULT);
     /* the next start takes it over from the spool */
-    again = queue_open(&f.loop, &f.conf->executors[0], f.file, wpath("spool"), &err);
+    again = queue_open(&f.loop, &f.conf->executors[0], f.file, ul_wpath("spool"), &err);
     ck_assert_msg(again != NULL, "queue_open: %s", buf_str(&err));
     ck_assert_uint_eq(queue_get_stats(again)->recovered, 1);
     queue_close(again, NULL, NULL);
@@ -334,8 +316,9 @@ START_TEST(test_terminate_then_close_later)
 
     memset(&f, 0, sizeof(f));
     uv_loop_init(&f.loop);
-    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>", wpath("prog"));
-    f.conf = ul_load_executors(workdir, x, f.file, sizeof(f.file));
+    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>",
+             ul_wpath("prog"));
+    f.conf = ul_load_executors(ul_workdir(), x, f.file, sizeof(f.file));
     f.q = queue_open(&f.loop, &f.conf->executors[0], f.file, NULL, &err);
     ck_assert_msg(f.q != NULL, "queue_open: %s", buf_str(&err));
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);

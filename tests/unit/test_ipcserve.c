@@ -28,37 +28,18 @@
 #include "engine/wire.h"
 #include "tests/unit/unitlib.h"
 
-static char workdir[256];
-
-static const char *
-wpath(const char *name)
-{
-    static char path[4][512];
-    static int k;
-
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof(path[k]), "%s/%s", workdir, name);
-    return path[k];
-}
-
 static void
 setup(void)
 {
-    char tmpl[] = "/tmp/corral-test-ipcserve-XXXXXX";
-
-    ck_assert_ptr_nonnull(mkdtemp(tmpl));
-    snprintf(workdir, sizeof(workdir), "%s", tmpl);
-    ul_write_file(wpath("prog"), "#!/bin/sh\necho \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n");
-    ck_assert_int_eq(chmod(wpath("prog"), 0755), 0);
+    ck_assert_ptr_nonnull(ul_workdir_new("ipcserve"));
+    ul_write_file(ul_wpath("prog"), "#!/bin/sh\necho \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n");
+    ck_assert_int_eq(chmod(ul_wpath("prog"), 0755), 0);
 }
 
 static void
 teardown(void)
 {
-    char cmd[600];
-
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", workdir);
+    ul_workdir_remove();
 }
 
 /* The engine's side: what it has been told. */
@@ -197,8 +178,9 @@ fixture_open(struct fixture *f)
 
     memset(f, 0, sizeof(*f));
     uv_loop_init(&f->loop);
-    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>", wpath("prog"));
-    f->conf = ul_load_executors(workdir, x, f->file, sizeof(f->file));
+    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>",
+             ul_wpath("prog"));
+    f->conf = ul_load_executors(ul_workdir(), x, f->file, sizeof(f->file));
     f->q = queue_open(&f->loop, &f->conf->executors[0], f->file, NULL, &err);
     ck_assert_msg(f->q != NULL, "queue_open: %s", buf_str(&err));
     buf_free(&err);
@@ -237,7 +219,7 @@ START_TEST(test_submit_delivers)
                   (unsigned long long)f.e.stats_delivered);
     ck_assert_int_eq(f.e.queued, 1);
     ck_assert_str_eq(f.e.last_alert_id, "alert-1");
-    fp = fopen(wpath("prog.out"), "r");
+    fp = fopen(ul_wpath("prog.out"), "r");
     ck_assert_ptr_nonnull(fp);
     ck_assert_ptr_nonnull(fgets(out, sizeof(out), fp));
     fclose(fp);
@@ -272,7 +254,7 @@ START_TEST(test_refuses_what_it_did_not_publish)
     ck_assert_uint_eq(ipcserve_get_stats(f.s)->submitted, 0);
     ck_assert_uint_eq(queue_get_stats(f.q)->submitted, 0);
     ck_assert_int_eq(f.e.queued, 0);
-    ck_assert_int_eq(access(wpath("prog.out"), F_OK), -1);
+    ck_assert_int_eq(access(ul_wpath("prog.out"), F_OK), -1);
     buf_free(&body);
     fixture_close(&f);
 }

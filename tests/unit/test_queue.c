@@ -41,8 +41,6 @@
 #include "engine/nv.h"
 #include "tests/unit/unitlib.h"
 
-static char workdir[256];
-
 /* ---- the log, recorded ---- */
 
 static struct buf logged;
@@ -92,30 +90,16 @@ log_count(int level, const char *text)
 
 /* ---- files ---- */
 
-static const char *
-wpath(const char *name)
-{
-    static char path[4][512];
-    static int k;
-
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof(path[k]), "%s/%s", workdir, name);
-    return path[k];
-}
-
 static void
 setup(void)
 {
-    char tmpl[] = "/tmp/corral-test-queue-XXXXXX";
-
-    ck_assert_ptr_nonnull(mkdtemp(tmpl));
-    snprintf(workdir, sizeof(workdir), "%s", tmpl);
-    ul_write_file(wpath("ok.sh"),
+    ck_assert_ptr_nonnull(ul_workdir_new("queue"));
+    ul_write_file(ul_wpath("ok.sh"),
                   "#!/bin/sh\necho \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n" /* $0: prog */);
-    ck_assert_int_eq(chmod(wpath("ok.sh"), 0755), 0);
-    ul_write_file(wpath("broken.sh"), "#!/nonexistent/interpreter\n");
-    ck_assert_int_eq(chmod(wpath("broken.sh"), 0755), 0);
-    ck_assert_int_eq(mkdir(wpath("spool"), 0700), 0);
+    ck_assert_int_eq(chmod(ul_wpath("ok.sh"), 0755), 0);
+    ul_write_file(ul_wpath("broken.sh"), "#!/nonexistent/interpreter\n");
+    ck_assert_int_eq(chmod(ul_wpath("broken.sh"), 0755), 0);
+    ck_assert_int_eq(mkdir(ul_wpath("spool"), 0700), 0);
     buf_reset(&logged);
     log_set_sink(record_log, NULL);
     srand(1);
@@ -124,22 +108,17 @@ setup(void)
 static void
 teardown(void)
 {
-    char cmd[600];
-
     log_set_sink(NULL, NULL);
     buf_free(&logged);
-    if (!getenv("TEST_QUEUE_KEEP")) {
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", workdir);
-    }
+    if (!getenv("TEST_QUEUE_KEEP")) ul_workdir_remove();
 }
 
 /* Points the executor's program at target (see the top of the file). */
 static void
 program(const char *target)
 {
-    unlink(wpath("prog"));
-    ck_assert_int_eq(symlink(target[0] == '/' ? target : wpath(target), wpath("prog")), 0);
+    unlink(ul_wpath("prog"));
+    ck_assert_int_eq(symlink(target[0] == '/' ? target : ul_wpath(target), ul_wpath("prog")), 0);
 }
 
 static off_t
@@ -191,8 +170,8 @@ harness_load(struct harness *h, const char *attrs)
 
     uv_loop_init(&h->loop);
     snprintf(x, sizeof(x), "<exec name=\"alerts\" program=\"%s\" backoff=\"1h\" %s/>",
-             wpath("prog"), attrs ? attrs : "");
-    h->conf = ul_load_executors(workdir, x, h->file, sizeof(h->file));
+             ul_wpath("prog"), attrs ? attrs : "");
+    h->conf = ul_load_executors(ul_workdir(), x, h->file, sizeof(h->file));
     h->q = NULL;
 }
 
@@ -267,7 +246,7 @@ submit(struct queue *q, const char *id)
 static const char *
 spool_file(void)
 {
-    return wpath("spool/alerts.spool");
+    return ul_wpath("spool/alerts.spool");
 }
 
 /* ---- replay ---- */
@@ -279,7 +258,7 @@ START_TEST(test_replay_pending_only)
 
     /* run 1: three alerts delivered, so done */
     program("/bin/true");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     submit(h.q, "done-1");
     submit(h.q, "done-2");
     submit(h.q, "done-3");
@@ -288,7 +267,7 @@ START_TEST(test_replay_pending_only)
 
     /* run 2: nothing to take over; two alerts that cannot be delivered stay pending */
     program("broken.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 0);
     submit(h.q, "pending-1");
     submit(h.q, "pending-2");
@@ -300,15 +279,15 @@ START_TEST(test_replay_pending_only)
 
     /* run 3: exactly the pending ones are delivered again, in order (one child at a time) */
     program("ok.sh");
-    must_open(&h, "max-children=\"1\"", wpath("spool"));
+    must_open(&h, "max-children=\"1\"", ul_wpath("spool"));
     ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 2);
     wait_delivered(&h, 2);
     harness_close(&h);
-    read_file(wpath("prog.out"), &out);
+    read_file(ul_wpath("prog.out"), &out);
     ck_assert_str_eq(buf_str(&out), "pending-1\npending-2\n");
 
     /* run 4: all done, nothing comes back */
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 0);
     harness_close(&h);
     buf_free(&out);
@@ -362,7 +341,7 @@ START_TEST(test_handover_no_spool)
     h.q = next;
     wait_delivered(&h, 3);
     harness_close(&h);
-    read_file(wpath("prog.out"), &out);
+    read_file(ul_wpath("prog.out"), &out);
     ck_assert_str_eq(buf_str(&out), "a\nb\nc\n");
     buf_free(&err);
     buf_free(&out);
@@ -377,12 +356,12 @@ START_TEST(test_handover_same_spool)
     struct queue *next;
 
     program("broken.sh");
-    must_open(&h, "max-children=\"1\"", wpath("spool"));
+    must_open(&h, "max-children=\"1\"", ul_wpath("spool"));
     submit(h.q, "a");
     submit(h.q, "b");
     queue_sync(h.q);
     program("ok.sh");
-    next = queue_open(&h.loop, &h.conf->executors[0], h.file, wpath("spool"), &err);
+    next = queue_open(&h.loop, &h.conf->executors[0], h.file, ul_wpath("spool"), &err);
     ck_assert_msg(next != NULL, "queue_open: %s", buf_str(&err));
     ck_assert_uint_eq(queue_get_stats(next)->recovered, 2);
     queue_handover(h.q, next);
@@ -391,7 +370,7 @@ START_TEST(test_handover_same_spool)
     h.q = next;
     wait_delivered(&h, 2);
     harness_close(&h);
-    read_file(wpath("prog.out"), &out);
+    read_file(ul_wpath("prog.out"), &out);
     ck_assert_str_eq(buf_str(&out), "a\nb\n");
     buf_free(&err);
     buf_free(&out);
@@ -440,7 +419,7 @@ three_pending(struct buf *spool, off_t sizes[4])
     int i;
 
     program("broken.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     sizes[0] = file_size(spool_file());
     for (i = 1; i <= 3; i++) {
         char id[32];
@@ -462,7 +441,7 @@ reopen_cut(const struct buf *spool, size_t len, off_t *after)
     uint64_t n;
 
     write_bytes(spool_file(), spool->p, len);
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     n = queue_get_stats(h.q)->recovered;
     harness_close(&h);
     *after = file_size(spool_file());
@@ -512,7 +491,7 @@ START_TEST(test_bad_crc)
     ck_assert_uint_eq(reopen_cut(&spool, spool.len, &after), 2);
     ck_assert_int_eq(after, sizes[0] + 2 * (sizes[2] - sizes[1]));
     ck_assert_msg(log_has(LOG_ERR, "1 corrupt records"), "%s", buf_str(&logged));
-    read_file(wpath("spool/alerts.spool.corrupt"), &kept);
+    read_file(ul_wpath("spool/alerts.spool.corrupt"), &kept);
     ck_assert_uint_eq(kept.len, spool.len);
     ck_assert(memcmp(kept.p, spool.p, spool.len) == 0);
     buf_free(&spool);
@@ -560,7 +539,7 @@ START_TEST(test_corrupt_every_byte)
     int i;
 
     program("broken.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     sizes[0] = file_size(spool_file());
     for (i = 1; i <= 5; i++) {
         char id[32];
@@ -582,9 +561,9 @@ START_TEST(test_corrupt_every_byte)
         spool.p[off] ^= 0xff;
         write_bytes(spool_file(), spool.p, spool.len);
         spool.p[off] ^= 0xff;
-        unlink(wpath("prog.out"));
+        unlink(ul_wpath("prog.out"));
         buf_reset(&logged);
-        must_open(&h, "max-children=\"5\"", wpath("spool"));
+        must_open(&h, "max-children=\"5\"", ul_wpath("spool"));
         n = lost ? 4 : 5;
         ck_assert_msg(queue_get_stats(h.q)->recovered == n, "offset %zu: %llu recovered", off,
                       (unsigned long long)queue_get_stats(h.q)->recovered);
@@ -593,7 +572,7 @@ START_TEST(test_corrupt_every_byte)
         wait_delivered(&h, n);
         harness_close(&h);
         /* each once: the list of ids, but for the lost one (sorted: delivered in parallel) */
-        read_file(wpath("prog.out"), &out);
+        read_file(ul_wpath("prog.out"), &out);
         sort_lines(&out);
         buf_reset(&want);
         for (i = 1; i <= 5; i++)
@@ -700,7 +679,7 @@ START_TEST(test_version_1)
     }
     write_bytes(spool_file(), b.p, b.len);
     program("ok.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 1);
     ck_assert_uint_eq(queue_get_stats(h.q)->spool_corrupt, 0);
     scan_spool(&sc, &res); /* converted at start */
@@ -711,7 +690,7 @@ START_TEST(test_version_1)
     submit(h.q, "new"); /* seq 3: after the old ones */
     wait_delivered(&h, 2);
     harness_close(&h);
-    read_file(wpath("prog.out"), &out);
+    read_file(ul_wpath("prog.out"), &out);
     ck_assert_str_eq(buf_str(&out), "v1-2\nnew\n");
     buf_free(&b);
     buf_free(&payload);
@@ -726,7 +705,7 @@ START_TEST(test_not_a_spool)
 
     ul_write_file(spool_file(), "this is not a spool at all\n");
     program("broken.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 0);
     ck_assert(log_has(LOG_ERR, "is not a spool"));
     harness_close(&h);
@@ -747,7 +726,7 @@ pending_then_flood(struct harness *h, int n)
     int i;
 
     program("broken.sh");
-    must_open(h, "max-children=\"8\"", wpath("spool"));
+    must_open(h, "max-children=\"8\"", ul_wpath("spool"));
     submit(h->q, "keep-1");
     submit(h->q, "keep-2");
     submit(h->q, "keep-3");
@@ -774,11 +753,11 @@ reopen_delivers_kept(void)
     struct buf out = BUF_INIT;
 
     program("ok.sh");
-    must_open(&h, "max-children=\"1\"", wpath("spool")); /* in order */
+    must_open(&h, "max-children=\"1\"", ul_wpath("spool")); /* in order */
     ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 3);
     wait_delivered(&h, 3);
     harness_close(&h);
-    read_file(wpath("prog.out"), &out);
+    read_file(ul_wpath("prog.out"), &out);
     ck_assert_str_eq(buf_str(&out), "keep-1\nkeep-2\nkeep-3\n");
     buf_free(&out);
 }
@@ -794,7 +773,7 @@ START_TEST(test_compaction_at_start)
     closed = file_size(spool_file());
     ck_assert_int_gt(closed, full); /* the done records */
     program("broken.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     reopened = file_size(spool_file());
     harness_close(&h);
     ck_assert_msg(reopened * 50 < full, "%lld bytes after the restart, %lld before",
@@ -902,7 +881,7 @@ START_TEST(test_disk_full_logged_and_delivered)
     struct buf out = BUF_INIT;
 
     program("ok.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     limit_file_size((rlim_t)file_size(spool_file()) + 10); /* not room for one alert */
     submit(h.q, "no-room");
     unlimit_file_size();
@@ -910,7 +889,7 @@ START_TEST(test_disk_full_logged_and_delivered)
     wait_delivered(&h, 1);
     ck_assert_uint_eq(queue_get_stats(h.q)->dead, 0);
     harness_close(&h);
-    read_file(wpath("prog.out"), &out);
+    read_file(ul_wpath("prog.out"), &out);
     ck_assert_str_eq(buf_str(&out), "no-room\n");
     buf_free(&out);
 }
@@ -940,14 +919,14 @@ reopen_delivers(const char *ids)
     const char *p;
 
     for (p = ids; *p; p++) n += *p == '\n';
-    unlink(wpath("prog.out"));
+    unlink(ul_wpath("prog.out"));
     program("ok.sh");
-    must_open(&h, "max-children=\"1\"", wpath("spool")); /* in order */
+    must_open(&h, "max-children=\"1\"", ul_wpath("spool")); /* in order */
     ck_assert_uint_eq(queue_get_stats(h.q)->recovered, n);
     ck_assert_uint_eq(queue_get_stats(h.q)->spool_corrupt, 0);
     wait_delivered(&h, n);
     harness_close(&h);
-    read_file(wpath("prog.out"), &out);
+    read_file(ul_wpath("prog.out"), &out);
     ck_assert_str_eq(buf_str(&out), ids);
     buf_free(&out);
 }
@@ -966,7 +945,7 @@ START_TEST(test_disk_full_then_room)
     struct queue_scan res;
 
     program("broken.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     submit(h.q, "before");
     queue_sync(h.q);
     before = file_size(spool_file());
@@ -999,7 +978,7 @@ START_TEST(test_write_error_in_the_middle)
     int i;
 
     program("broken.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     for (i = 1; i <= 5; i++) {
         char id[32];
         snprintf(id, sizeof(id), "alert-%d", i);
@@ -1021,7 +1000,7 @@ START_TEST(test_disk_full_log_rate)
     int i;
 
     program("broken.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     submit(h.q, "first");
     limit_file_size((rlim_t)file_size(spool_file()));
     for (i = 0; i < 50; i++) {
@@ -1048,13 +1027,13 @@ START_TEST(test_disk_full_at_open)
     struct buf err = BUF_INIT;
 
     program("broken.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     submit(h.q, "old");
     harness_close(&h);
 
     harness_load(&h, NULL);
     limit_file_size(4);
-    h.q = queue_open(&h.loop, &h.conf->executors[0], h.file, wpath("spool"), &err);
+    h.q = queue_open(&h.loop, &h.conf->executors[0], h.file, ul_wpath("spool"), &err);
     if (h.q) {
         submit(h.q, "new-1");
         submit(h.q, "new-2");
@@ -1088,7 +1067,7 @@ dead_reached(void *arg)
 static const char *
 dead_file(void)
 {
-    return wpath("spool/alerts.dead.jsonl");
+    return ul_wpath("spool/alerts.dead.jsonl");
 }
 
 /* The ids of the entries queue_list_json shows in state (alert ids in alert_ids, in order). */
@@ -1137,7 +1116,7 @@ START_TEST(test_retry_crash_before_rename)
     char first[64];
 
     program("broken.sh");
-    must_open(&h, "attempts=\"1\"", wpath("spool"));
+    must_open(&h, "attempts=\"1\"", ul_wpath("spool"));
     submit(h.q, "dead-1");
     submit(h.q, "dead-2");
     w = (struct count_wait){h.q, 2};
@@ -1146,7 +1125,7 @@ START_TEST(test_retry_crash_before_rename)
     ck_assert_uint_eq(count_lines(dead_file()), 2);
 
     /* run 2: retry dead-1; it fails for now and stays queued (an hour's backoff) */
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     listed(h.q, "dead", &ids, &alerts);
     ck_assert_str_eq(buf_str(&alerts), "dead-1\ndead-2\n");
     snprintf(first, sizeof(first), "%.*s", (int)(strchr(buf_str(&ids), '\n') - ids.p), ids.p);
@@ -1168,7 +1147,7 @@ START_TEST(test_retry_crash_before_rename)
 
     /* run 3: settled at start, delivered once */
     program("ok.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     ck_assert(log_has(LOG_WARNING, "1 retried dead letters were still in"));
     ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 1);
     ck_assert_uint_eq(count_lines(dead_file()), 1);
@@ -1187,14 +1166,14 @@ START_TEST(test_retry_crash_before_rename)
     ck_assert_int_eq(queue_retry_dead(h.q, NULL, &said), QUEUE_CTL_OK);
     ck_assert_msg(strstr(buf_str(&said), "no dead letters to retry"), "%s", buf_str(&said));
     harness_close(&h);
-    read_file(wpath("prog.out"), &out);
+    read_file(ul_wpath("prog.out"), &out);
     ck_assert_str_eq(buf_str(&out), "dead-1\ndead-2\n");
 
     /* run 4: nothing comes back */
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 0);
     harness_close(&h);
-    read_file(wpath("prog.out"), &out);
+    read_file(ul_wpath("prog.out"), &out);
     ck_assert_str_eq(buf_str(&out), "dead-1\ndead-2\n");
     buf_free(&before);
     buf_free(&out);
@@ -1214,13 +1193,13 @@ START_TEST(test_drop)
     char id[64];
 
     program("broken.sh");
-    must_open(&h, "attempts=\"1\"", wpath("spool"));
+    must_open(&h, "attempts=\"1\"", ul_wpath("spool"));
     submit(h.q, "dead-1");
     w = (struct count_wait){h.q, 1};
     ck_assert(ul_run_until(&h.loop, dead_reached, &w, 60));
     harness_close(&h);
 
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     submit(h.q, "held-1");
     submit(h.q, "held-2");
     listed(h.q, "retrying", &ids, &alerts);
@@ -1249,11 +1228,11 @@ START_TEST(test_drop)
 
     /* the dropped alert does not come back; the other does */
     program("ok.sh");
-    must_open(&h, NULL, wpath("spool"));
+    must_open(&h, NULL, ul_wpath("spool"));
     ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 1);
     wait_delivered(&h, 1);
     harness_close(&h);
-    read_file(wpath("prog.out"), &said);
+    read_file(ul_wpath("prog.out"), &said);
     ck_assert_str_eq(buf_str(&said), "held-2\n");
     buf_free(&said);
     buf_free(&ids);

@@ -34,6 +34,48 @@ ul_write_file(const char *path, const char *text)
     ck_assert_int_eq(fclose(f), 0);
 }
 
+static char workdir[256];
+
+const char *
+ul_workdir_new(const char *tag)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    snprintf(workdir, sizeof(workdir), "%s/corral-test-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
+    if (!mkdtemp(workdir)) {
+        perror(workdir); /* not ck_assert: test_exec makes it before any test runs */
+        workdir[0] = '\0';
+        return NULL;
+    }
+    return workdir;
+}
+
+const char *
+ul_workdir(void)
+{
+    return workdir;
+}
+
+const char *
+ul_wpath(const char *name)
+{
+    static char path[4][512];
+    static int k;
+
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof(path[k]), "%s/%s", workdir, name);
+    return path[k];
+}
+
+void
+ul_workdir_remove(void)
+{
+    char cmd[600];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", workdir);
+}
+
 struct conf *
 ul_load_executors(const char *dir, const char *executors, char *file, size_t filesize)
 {

@@ -17,6 +17,13 @@
 /* etc/corrald.xsd under $top_srcdir (or the current directory). */
 const char *ul_schema_path(void);
 void ul_write_file(const char *path, const char *text);
+/* A scratch directory for one test (/tmp/corral-test-TAG-XXXXXX), paths in
+ * it (the last 4 stay valid), and its removal.  ul_workdir_new: NULL if
+ * it cannot be made. */
+const char *ul_workdir_new(const char *tag);
+const char *ul_workdir(void);
+const char *ul_wpath(const char *name);
+void ul_workdir_remove(void);
 /*
  * Writes "<corrald><executors>EXECUTORS</executors></corrald>" (EXECUTORS from
  * line 3) into a new file in dir, named in file, and loads it.
