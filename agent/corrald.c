@@ -262,15 +262,31 @@ drop_privileges(const struct conf *c, struct buf *err)
     uid_t uid;
     gid_t gid;
 
+    uid_t before = geteuid();
+
     if (!c->user) return 0;
     if (service_user(c, &uid, &gid, err) < 0) return -1;
     if (getuid() == uid && geteuid() == uid) return 0;
+    /*
+     * The kernel clears a thread's capabilities when it changes from root to
+     * another user, not when it changes from one user to another.  Started
+     * as a user holding CAP_SETUID (the packaged unit's corral), pass through
+     * root first: that gives no capability the process did not have, and
+     * glibc makes every thread (the workers run already) change with us, so
+     * that the change below clears the capabilities of all of them.
+     */
+    if (before != 0 && setresuid(0, 0, 0) < 0) {
+        buf_printf(err, "cannot become user %s: %s\n", c->user, strerror(errno));
+        return -1;
+    }
     if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
         buf_printf(err, "cannot become user %s: %s\n", c->user, strerror(errno));
         return -1;
     }
-    /* a process that can get root back has not dropped anything */
-    if (setuid(0) == 0 && uid != 0) {
+    /* the inheritable set, which no change of user clears (this thread's: /proc shows it) */
+    if (privsep_caps_clear(err) < 0) return -1;
+    /* a process that can get root, or the user it was, back has not dropped anything */
+    if ((setuid(0) == 0 && uid != 0) || (before != uid && setuid(before) == 0)) {
         buf_printf(err, "privileges could be regained after dropping them\n");
         return -1;
     }
@@ -522,18 +538,22 @@ start_signal(struct daemon *d, uv_signal_t *h, uv_signal_cb cb, int sig)
 
 /*
  * Whether to split: <daemon privsep="yes|no">, and when not given, yes when
- * started as root with a user to drop to (the engine then runs as that user
- * and cannot read what only root may).  -1 with a line in err when asked
- * for as root without a user: the engine would keep root.
+ * started able to change user (as root, or with CAP_SETUID and CAP_SETGID
+ * as the packaged unit starts it) with another user to drop to: the engine
+ * then runs as that user and cannot read what only the executor's may.  -1
+ * with a line in err when asked for as root without a user: the engine
+ * would keep root.
  */
 static int
 privsep_wanted(const struct conf *c, bool *on, struct buf *err)
 {
     bool root = geteuid() == 0;
+    struct passwd *pw = c->user ? getpwnam(c->user) : NULL;
+    bool other = c->user && (!pw || pw->pw_uid != geteuid());
 
     switch (c->privsep) {
     case CONF_PRIVSEP_NO: *on = false; return 0;
-    case CONF_PRIVSEP_AUTO: *on = root && c->user != NULL; return 0;
+    case CONF_PRIVSEP_AUTO: *on = other && privsep_can_change_user(); return 0;
     case CONF_PRIVSEP_YES: break;
     }
     if (root && !c->user) {
@@ -674,6 +694,8 @@ run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
     x.loop = uv_default_loop();
     x.engine = engine;
     x.exit_code = 1;
+    /* not root (the packaged unit): what changing user took is the engine's, not ours */
+    if (privsep_caps_executor(&err) < 0) ok = false; /* reported below, as a queue that fails */
     if (d->pidfile && write_pidfile(d->pidfile) < 0)
         log_msg(LOG_WARNING, "cannot write pidfile %s: %s", d->pidfile, strerror(errno));
     for (i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++, x.nsig++) {

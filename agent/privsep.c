@@ -1,17 +1,24 @@
 /*
- * privsep: the fork into engine and executor processes, and the engine's
- * environment scrub (see privsep.h).
+ * privsep: the fork into engine and executor processes, the engine's
+ * environment scrub, and the capability sets of both (see privsep.h).
+ *
+ * Capabilities are read and set with the capget/capset system calls
+ * directly: three sets of two 32-bit words and the ambient set's prctl are
+ * all this needs, not a library.
  */
 #include "agent/privsep.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engine/xalloc.h"
@@ -86,4 +93,88 @@ privsep_scrub_environment(void)
         free(keep[i]);
     }
     free(keep);
+}
+
+/* ---- capabilities ---- */
+
+typedef struct __user_cap_data_struct capdata[_LINUX_CAPABILITY_U32S_3];
+
+static int
+caps_get(capdata d)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    return (int)syscall(SYS_capget, &h, d);
+}
+
+static int
+caps_set(capdata d)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    return (int)syscall(SYS_capset, &h, d);
+}
+
+/* The bit of capability cap in its word of a set. */
+#define CAP_WORD(cap) ((cap) / 32)
+#define CAP_BIT(cap)  (UINT32_C(1) << ((cap) % 32))
+
+bool
+privsep_can_change_user(void)
+{
+    capdata d;
+
+    if (geteuid() == 0) return true;
+    if (caps_get(d) < 0) return false;
+    return (d[CAP_WORD(CAP_SETUID)].effective & CAP_BIT(CAP_SETUID)) &&
+           (d[CAP_WORD(CAP_SETGID)].effective & CAP_BIT(CAP_SETGID));
+}
+
+int
+privsep_caps_clear(struct buf *err)
+{
+    capdata d;
+
+    memset(d, 0, sizeof(d));
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL) {
+        buf_printf(err, "privsep: cannot clear the ambient capabilities: %s\n", strerror(errno));
+        return -1;
+    }
+    if (caps_set(d) < 0) {
+        buf_printf(err, "privsep: cannot give up the capabilities: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int
+privsep_caps_executor(struct buf *err)
+{
+    static const int engine_only[] = {CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE};
+    static const int not_inherited[] = {CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE, CAP_KILL};
+    capdata d;
+    size_t i;
+
+    if (geteuid() == 0) return 0; /* root: scripts run as <daemon user> (exec_run_as) */
+    if (caps_get(d) < 0) {
+        buf_printf(err, "privsep: cannot read the capabilities: %s\n", strerror(errno));
+        return -1;
+    }
+    /* ambient first: a capability must leave the ambient set before the inheritable one */
+    for (i = 0; i < sizeof(not_inherited) / sizeof(not_inherited[0]); i++)
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, (unsigned long)not_inherited[i], 0, 0) <
+                0 &&
+            errno != EINVAL) {
+            buf_printf(err, "privsep: cannot lower an ambient capability: %s\n", strerror(errno));
+            return -1;
+        }
+    for (i = 0; i < sizeof(engine_only) / sizeof(engine_only[0]); i++) {
+        d[CAP_WORD(engine_only[i])].effective &= ~CAP_BIT(engine_only[i]);
+        d[CAP_WORD(engine_only[i])].permitted &= ~CAP_BIT(engine_only[i]);
+    }
+    for (i = 0; i < sizeof(not_inherited) / sizeof(not_inherited[0]); i++)
+        d[CAP_WORD(not_inherited[i])].inheritable &= ~CAP_BIT(not_inherited[i]);
+    if (caps_set(d) < 0) {
+        buf_printf(err, "privsep: cannot give up capabilities: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
 }

@@ -11,6 +11,7 @@
 #ifndef CORRAL_PRIVSEP_H
 #define CORRAL_PRIVSEP_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "engine/buf.h"
@@ -36,5 +37,31 @@ enum privsep_role privsep_split(int *fd, pid_t *engine_pid, struct buf *err);
  * no secret passed in the environment is left in the engine's memory.
  */
 void privsep_scrub_environment(void);
+
+/*
+ * Whether this process can become another user: it is root, or it holds
+ * CAP_SETUID and CAP_SETGID in its effective set (systemd's
+ * AmbientCapabilities=, as the packaged unit gives them to the user corral).
+ */
+bool privsep_can_change_user(void);
+
+/*
+ * After a change of user: clears every capability set (effective,
+ * permitted, inheritable, ambient).  A change from one user to another that
+ * is not root keeps the capabilities the process had, so the engine must
+ * give them up itself.  -1 with a line in err.
+ */
+int privsep_caps_clear(struct buf *err);
+
+/*
+ * The executor process, when it is not root, after the fork: gives up
+ * CAP_SETUID, CAP_SETGID and CAP_NET_BIND_SERVICE (the engine's business),
+ * and keeps CAP_KILL only for itself (effective and permitted, not
+ * inheritable or ambient: the scripts it runs do not get it), so it can pass
+ * signals on to the engine, which runs as another user.  Other capabilities
+ * (an administrator's, for scripts: CAP_NET_ADMIN for nft-block.sh) stay.
+ * -1 with a line in err.
+ */
+int privsep_caps_executor(struct buf *err);
 
 #endif

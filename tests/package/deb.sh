@@ -7,7 +7,9 @@
 # needs root and a machine where corral is not installed (CI's container).
 #
 # corrald is started as the unit's ExecStart= line under the unit's user,
-# capabilities, umask and directories (setpriv), and under the unit's
+# capabilities, umask and directories (setpriv), so it splits as under
+# systemd: the executor process stays corral, the engine process becomes
+# corral-engine with no capability and its own filter; and under the unit's
 # seccomp directives (SystemCallFilter=, RestrictAddressFamilies=,
 # MemoryDenyWriteExecute=), which tests/package/unit_sandbox.c installs as
 # systemd would: so a machine without systemd as PID 1 (CI's container)
@@ -106,7 +108,9 @@ echo "=== install $old_version"
 installed=1
 apt-get install -y "$old" > "$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "install $old_version"; }
 getent passwd corral >/dev/null || fail "no user corral after install"
-for d in /var/lib/corral:750 /var/log/corral:750 /run/corrald:755; do
+# the engine process's user: another uid, in corral's group
+[ "$(id -gn corral-engine 2>/dev/null)" = corral ] || fail "no user corral-engine in group corral after install"
+for d in /var/lib/corral:770 /var/log/corral:770 /run/corrald:775; do
     [ "$(stat -c %n:%U:%a "${d%:*}" 2>/dev/null)" = "${d%:*}:corral:${d#*:}" ] ||
         fail "${d%:*} missing or not corral's with mode ${d#*:}"
 done
@@ -141,7 +145,12 @@ fi
 # UMask=, with the directory variables systemd sets
 pre=$(sed -n 's/^ExecStartPre=//p' "$unit")
 start=$(sed -n 's/^ExecStart=//p' "$unit")
-caps=-all,+net_bind_service
+# AmbientCapabilities=CAP_A CAP_B as setpriv's -all,+a,+b
+caps=-all$(sed -n 's/^AmbientCapabilities=//p' "$unit" | tr ' ' '\n' | sed -n 's/^CAP_\(.*\)/,+\1/p' |
+    tr 'A-Z' 'a-z' | tr -d '\n')
+[ "$(sed -n 's/^CapabilityBoundingSet=//p' "$unit")" = "$(sed -n 's/^AmbientCapabilities=//p' "$unit")" ] ||
+    fail "the unit's CapabilityBoundingSet= is not its AmbientCapabilities=, which this test applies to both"
+echo "capabilities as the unit: $caps"
 # The seccomp directives: the system call groups expanded with systemd's own
 # table, in the unit's order (a ~ line takes calls away again)
 sandbox=$work/sandbox
@@ -172,6 +181,22 @@ chmod +x "$work/as-unit"
 pid=$!
 wait_until 20 grep -q "started" "$work/corrald.log" || fail "corrald did not start"
 [ "$(stat -c %U /proc/$pid)" = corral ] || fail "corrald does not run as corral"
+# privilege separation, as corrald(8) says to check it
+engine=$(sed -n 's/.*privilege separation: engine process \([0-9]*\) .*/\1/p' "$work/corrald.log")
+[ -n "$engine" ] || fail "corrald did not split into executor and engine processes under the unit"
+field() { awk -v f="$2:" '$1 == f {print $2}' "$1"; }
+[ "$(stat -c %U /proc/"$engine")" = corral-engine ] || fail "the engine process does not run as corral-engine"
+for t in /proc/"$engine"/task/*; do
+    [ "$(field "$t/status" CapEff)$(field "$t/status" CapPrm)" = 00000000000000000000000000000000 ] ||
+        fail "engine thread ${t##*/} kept capabilities: $(grep ^Cap "$t/status" | tr '\n' ' ')"
+done
+[ "$(field /proc/"$engine"/status NoNewPrivs)" = 1 ] || fail "engine NoNewPrivs is not 1"
+# the unit's filter, and the engine's own on top
+[ "$(field /proc/"$engine"/status Seccomp_filters)" = 2 ] ||
+    fail "engine Seccomp_filters: $(field /proc/"$engine"/status Seccomp_filters), not the unit's and its own"
+[ "$(field /proc/"$pid"/status CapEff)" = 0000000000000020 ] ||
+    fail "the executor process's capabilities: $(field /proc/"$pid"/status CapEff), not CAP_KILL alone"
+echo "executor $pid as corral (CAP_KILL), engine $engine as corral-engine (no capability, NoNewPrivs, its own filter)"
 
 # five failed logins from one address in a burst: the shipped sshd rules'
 # brute-force alert.  logger -d sends UDP to the configured 127.0.0.1:514.
@@ -226,8 +251,13 @@ wait_until 20 grep -q "^PORT" "$work/smtp.out" || fail "the SMTP server did not 
 wait_until 20 grep -q "NET-SNMP version" "$work/trapd.log" || fail "snmptrapd did not start"
 exconf=/etc/corral/package-test.conf
 printf 'public\n' > /etc/corral/package-test.community
-chown root:corral /etc/corral/package-test.community
-chmod 0640 /etc/corral/package-test.community
+# the executor process's secret, as corrald(8) says to keep one: corral's, 0600
+chown corral:corral /etc/corral/package-test.community
+chmod 0600 /etc/corral/package-test.community
+if setpriv --reuid=corral-engine --regid=corral --init-groups cat /etc/corral/package-test.community \
+    > /dev/null 2>&1; then
+    fail "the engine's user can read the executor's secret"
+fi
 sed '/^<\/corrald>/d' /etc/corral/corrald.conf > "$exconf"
 cat >> "$exconf" <<EOF
   <executors spool="/var/lib/corral/spool">
@@ -253,6 +283,9 @@ wait_until 30 grep -q "198.51.100.9" /var/log/corral/alerts.log ||
 wait_until 30 grep -q "198.51.100.9" "$work/trapd.log" || fail "no trap for 198.51.100.9 at snmptrapd"
 wait_until 30 sh -c 'ls "$1"/msg-*.json' sh "$work/mail" || fail "no mail at the SMTP server"
 echo "exec script, trap and mail: each delivered an alert under the unit's sandbox"
+# SIGHUP as systemctl reload sends it, to the main process: the engine reloads (CAP_KILL)
+kill -HUP "$pid"
+wait_until 30 grep -q "reload: rules" "$work/corrald-ex.log" || fail "SIGHUP to the main process did not reload"
 kill -TERM "$pid"
 wait "$pid" || fail "corrald (executors) exited with $? on SIGTERM"
 pid=""
