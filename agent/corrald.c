@@ -199,6 +199,61 @@ log_conf_warnings(const struct conf *c)
     free(copy);
 }
 
+static int privsep_wanted(const struct conf *c, bool *on, struct buf *err);
+static int service_user(const struct conf *c, uid_t *uid, gid_t *gid, struct buf *err);
+static int become_user(const struct conf *c, uid_t uid, gid_t gid, struct buf *err);
+
+/* Whether the engine process will open its files as <daemon user> (engine_user_early). */
+static bool
+engine_opens_as_itself(const struct conf *c)
+{
+    struct buf err = BUF_INIT;
+    bool on = false;
+
+    if (geteuid() != 0 && privsep_wanted(c, &on, &err) < 0) on = false;
+    buf_free(&err);
+    return on && geteuid() != 0;
+}
+
+/*
+ * The state path and the output files, checked as the user that will open
+ * them: under privilege separation started as a user (the packaged unit),
+ * the engine's, in a child that becomes it, so that `corrald -t` as
+ * ExecStartPre= says what the start would find.  0, or -1 with the lines
+ * on stderr.
+ */
+static int
+check_engine_files(const struct conf *c)
+{
+    struct buf err = BUF_INIT;
+    uid_t uid;
+    gid_t gid;
+    int status = 0;
+    pid_t pid;
+
+    if (!engine_opens_as_itself(c)) return 0;
+    if (service_user(c, &uid, &gid, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        buf_free(&err);
+        return -1;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "corrald: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        int rc = become_user(c, uid, gid, &err) < 0 || server_check_files(c, &err) < 0;
+        fputs(buf_str(&err), stderr);
+        fflush(stderr);
+        _exit(rc);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 /*
  * corrald -t: everything start-up checks (server_check), short of binding
  * sockets, loading state and dropping privileges; errors as file:line.
@@ -217,7 +272,8 @@ check_only(struct daemon *d)
         return 1;
     }
     if (c->warnings) fputs(c->warnings, stderr);
-    if (server_check(c, &rules, &err) < 0) {
+    if (check_engine_files(c) < 0) rc = 1;
+    if (server_check(c, &rules, !engine_opens_as_itself(c), &err) < 0) {
         fputs(buf_str(&err), stderr);
         rc = 1;
     }
@@ -256,17 +312,27 @@ service_user(const struct conf *c, uid_t *uid, gid_t *gid, struct buf *err)
     return 0;
 }
 
+/* setgroups, setgid, setuid: all three ids, every thread (glibc's setxid broadcast). */
+static int
+become_user(const struct conf *c, uid_t uid, gid_t gid, struct buf *err)
+{
+    if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+        buf_printf(err, "cannot become user %s: %s\n", c->user, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int
 drop_privileges(const struct conf *c, struct buf *err)
 {
     uid_t uid;
     gid_t gid;
 
-    uid_t before = geteuid();
-
     if (!c->user) return 0;
     if (service_user(c, &uid, &gid, err) < 0) return -1;
-    if (getuid() == uid && geteuid() == uid) return 0;
+    /* the user already (the engine under the packaged unit: engine_user_early), and nothing more */
+    if (getuid() == uid && geteuid() == uid && !privsep_can_change_user()) return 0;
     /*
      * The kernel clears a thread's capabilities when it changes from root to
      * another user, not when it changes from one user to another.  Started
@@ -275,23 +341,42 @@ drop_privileges(const struct conf *c, struct buf *err)
      * glibc makes every thread (the workers run already) change with us, so
      * that the change below clears the capabilities of all of them.
      */
-    if (before != 0 && setresuid(0, 0, 0) < 0) {
+    if (geteuid() != 0 && setresuid(0, 0, 0) < 0) {
         buf_printf(err, "cannot become user %s: %s\n", c->user, strerror(errno));
         return -1;
     }
-    if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
-        buf_printf(err, "cannot become user %s: %s\n", c->user, strerror(errno));
-        return -1;
-    }
+    if (become_user(c, uid, gid, err) < 0) return -1;
     /* the inheritable set, which no change of user clears (this thread's: /proc shows it) */
     if (privsep_caps_clear(err) < 0) return -1;
-    /* a process that can get root, or the user it was, back has not dropped anything */
-    if ((setuid(0) == 0 && uid != 0) || (before != uid && setuid(before) == 0)) {
+    /* a process that can get root back, or change user at all, has not dropped anything */
+    if ((setuid(0) == 0 && uid != 0) || privsep_can_change_user()) {
         buf_printf(err, "privileges could be regained after dropping them\n");
         return -1;
     }
     log_msg(LOG_INFO, "running as user %s", c->user);
     return 0;
+}
+
+/*
+ * The engine process, started as a user that is not root (the packaged
+ * unit's corral, with CAP_SETUID): becomes its own user before it opens
+ * anything, so that every file it makes (state, alert store, outputs,
+ * sockets) is that user's from the first start on, and a restart, which
+ * opens them again, can.  It keeps only what start-up still needs
+ * (privsep_caps_engine_start); drop_privileges gives that up later.  Root
+ * (outside systemd) opens as root and drops after, as without privilege
+ * separation.
+ */
+static int
+engine_user_early(const struct conf *c, struct buf *err)
+{
+    uid_t uid;
+    gid_t gid;
+
+    if (geteuid() == 0 || !c->user) return 0;
+    if (service_user(c, &uid, &gid, err) < 0) return -1;
+    if (become_user(c, uid, gid, err) < 0) return -1;
+    return privsep_caps_engine_start(err);
 }
 
 static int
@@ -945,6 +1030,13 @@ main(int argc, char **argv)
 #endif
         d.executor_pid = getppid();
         privsep_scrub_environment();
+        if (engine_user_early(c, &err) < 0) {
+            fputs(buf_str(&err), stderr);
+            log_msg(LOG_ERR, "privsep: the engine process could not become its user: not started");
+            conf_free(c);
+            rc = 1;
+            goto out;
+        }
         d.pidfile = NULL; /* the executor process's, the main one */
         d.loop = uv_default_loop();
         d.srv = server_new(d.loop); /* before the loop first runs (it configures the loop) */

@@ -146,6 +146,33 @@ privsep_caps_clear(struct buf *err)
 }
 
 int
+privsep_caps_engine_start(struct buf *err)
+{
+    static const int kept[] = {CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE};
+    capdata d, keep;
+    size_t i;
+
+    if (caps_get(d) < 0) {
+        buf_printf(err, "privsep: cannot read the capabilities: %s\n", strerror(errno));
+        return -1;
+    }
+    memset(keep, 0, sizeof(keep));
+    for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        keep[CAP_WORD(kept[i])].permitted |= d[CAP_WORD(kept[i])].permitted & CAP_BIT(kept[i]);
+        keep[CAP_WORD(kept[i])].effective |= d[CAP_WORD(kept[i])].effective & CAP_BIT(kept[i]);
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL) {
+        buf_printf(err, "privsep: cannot clear the ambient capabilities: %s\n", strerror(errno));
+        return -1;
+    }
+    if (caps_set(keep) < 0) {
+        buf_printf(err, "privsep: cannot give up capabilities: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int
 privsep_caps_executor(struct buf *err)
 {
     static const int engine_only[] = {CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE};

@@ -54,6 +54,16 @@ bool privsep_can_change_user(void);
 int privsep_caps_clear(struct buf *err);
 
 /*
+ * The engine process, started as a user that is not root, right after the
+ * fork (one thread) and its change to its own user: keeps CAP_SETUID,
+ * CAP_SETGID (for the final drop, privsep_caps_clear's caller) and
+ * CAP_NET_BIND_SERVICE (the inputs bind ports below 1024) in its effective
+ * and permitted sets, and nothing else anywhere (CAP_KILL, the ambient and
+ * inheritable sets).  -1 with a line in err.
+ */
+int privsep_caps_engine_start(struct buf *err);
+
+/*
  * The executor process, when it is not root, after the fork: gives up
  * CAP_SETUID, CAP_SETGID and CAP_NET_BIND_SERVICE (the engine's business),
  * and keeps CAP_KILL only for itself (effective and permitted, not

@@ -1038,7 +1038,19 @@ queue_checked(void *arg)
 static int state_path_check(const struct conf *conf, struct buf *err);
 
 int
-server_check(const struct conf *c, size_t *nrules, struct buf *err)
+server_check_files(const struct conf *c, struct buf *err)
+{
+    size_t i;
+    int rc = 0;
+
+    if (state_path_check(c, err) < 0) rc = -1;
+    for (i = 0; i < c->noutputs; i++)
+        if (output_check(&c->outputs[i], c->file, err) < 0) rc = -1;
+    return rc;
+}
+
+int
+server_check(const struct conf *c, size_t *nrules, bool files, struct buf *err)
 {
     const char *file = c->file ? c->file : "(built-in)";
     struct pdb *db = load_rules(c, err);
@@ -1049,9 +1061,7 @@ server_check(const struct conf *c, size_t *nrules, struct buf *err)
     int rc = db ? 0 : -1;
 
     if (db && nrules) *nrules = pdb_nrules(db);
-    if (state_path_check(c, err) < 0) rc = -1;
-    for (i = 0; i < c->noutputs; i++)
-        if (output_check(&c->outputs[i], c->file, err) < 0) rc = -1;
+    if (files && server_check_files(c, err) < 0) rc = -1;
     /*
      * The executors are opened as start-up opens them (each kind reads and
      * checks its attributes, secrets and files), on a loop of their own that

@@ -8,6 +8,7 @@
 #ifndef CORRAL_SERVER_H
 #define CORRAL_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,7 +39,14 @@ int server_start(struct server *s, struct conf *conf, struct buf *err);
  * it; reload runs the same steps.  Returns 0 (with the number of rules in
  * *nrules), or -1 with every "file:line: message" line found in err.
  */
-int server_check(const struct conf *conf, size_t *nrules, struct buf *err);
+int server_check(const struct conf *conf, size_t *nrules, bool files, struct buf *err);
+
+/*
+ * What of server_check the engine opens as its own user: the state file's
+ * path and the output files.  With files false, server_check leaves them
+ * out, for `corrald -t` to check them as that user (privilege separation).
+ */
+int server_check_files(const struct conf *conf, struct buf *err);
 
 /*
  * One message from an input: raw bytes of one syslog message without framing

@@ -239,7 +239,7 @@ cmd_check_config(int argc, char **argv)
         buf_free(&err);
         return 1;
     }
-    if (server_check(c, &rules, &err) < 0) {
+    if (server_check(c, &rules, true, &err) < 0) {
         fputs(buf_str(&err), stderr);
         rc = 1;
     }

@@ -12,8 +12,12 @@
 #     executor read it.
 #  3. The script runs as daemon with no capability (CapEff 0, CapAmb 0).
 #  4. SIGHUP to the executor process reaches the engine (it runs as another
-#     user: CAP_KILL) and reloads; the state file, written by the engine in
-#     a directory of the group's, survives a stop.
+#     user: CAP_KILL) and reloads.
+#  5. The engine's files are its user's from the start: the event file made
+#     again after a rotation (SIGUSR2) and the state file; `corrald -t` as
+#     the service user (the unit's ExecStartPre=) checks them as the engine
+#     and passes, and a restart opens them and reads the state back (before:
+#     the restart, opening them as the service user, failed).
 # Needs root (to start corrald as another user); skipped (77) otherwise.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3 snmptrapd setpriv
@@ -66,6 +70,7 @@ cat > "$WORK/corrald.conf" <<XML
   <control socket="$CONTROL"/>
   <stats listen="127.0.0.1:0"/>
   <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
+  <outputs><file path="$WORK/state/events.json" select="all"/></outputs>
   <absence after="1s"/>
   <executors spool="$WORK/spool">
     <snmp name="nms" target="udp:127.0.0.1:$(cat "$WORK/trapd.port")"
@@ -137,10 +142,30 @@ wait_grep "$WORK/delivered" '^corral.absence/web1 ' || fail "the script did not 
 grep -q "^corral.absence/web1 uid=$daemon_uid CapEff:0000000000000000 CapAmb:0000000000000000 \$" "$WORK/delivered" ||
     fail "the script ran as: $(cat "$WORK/delivered")"
 
-# ---- 4. signals cross users; the engine writes its state in the group's directory
+# ---- 4. signals cross users
 kill -HUP "$CORRALD_PID"
 wait_log "reload: rules: 0 added" || fail "SIGHUP to the executor process did not reload the engine"
+
+# ---- 5. the engine's files: made, checked and opened again as its user
+mv "$WORK/state/events.json" "$WORK/state/events.json.1"
+kill -USR2 "$CORRALD_PID"
+wait_log "reopened $WORK/state/events.json" || fail "the event file was not made again after SIGUSR2"
+send_udp "$(input_port udp)" "$(now) web2 app: hello"
+wait_grep "$WORK/state/events.json" "web2" || fail "no event in the new event file"
+# an open context, for the state file to carry over
+send_udp "$(input_port udp)" "$(now) web3 sshd[42]: Accepted password for alice from 192.0.2.1 port 5000 ssh2"
+wait_grep "$WORK/state/events.json" "web3" || fail "no event for web3"
 stop_corrald
-[ "$(stat -c %U "$WORK/state/state")" = nobody ] || fail "no state file of the engine's: $(ls -l "$WORK/state")"
+for f in state events.json; do
+    [ "$(stat -c %U "$WORK/state/$f")" = nobody ] || fail "$f is not the engine's: $(ls -l "$WORK/state")"
+done
+"$WORK/as-service" -t -f "$WORK/corrald.conf" --schema "$SCHEMA" > "$WORK/check.out" 2>&1 ||
+    fail "corrald -t as the service user: $(cat "$WORK/check.out")"
+start_corrald corrald "$WORK/corrald.conf"
+has_matching "$CORRALD_LOG" "state $WORK/state/state: [1-9][0-9]* open contexts restored" ||
+    fail "the restart did not restore the engine's state: $(grep "state $WORK" "$CORRALD_LOG")"
+send_udp "$(input_port udp)" "$(now) web4 app: hello"
+wait_grep "$WORK/state/events.json" "web4" || fail "the restarted engine does not write its event file"
+stop_corrald
 has_matching "$CORRALD_LOG" "Operation not permitted" && fail "a call was refused: $(grep 'not permitted' "$CORRALD_LOG")"
 echo "$TEST: passed"
