@@ -120,12 +120,17 @@ dpkg-query -W -f '${Conffiles}\n' corral | grep -q /etc/corral/corrald.conf ||
 # an admin's edit and corrald's state must survive the upgrade
 echo "<!-- edited by the admin -->" >> /etc/corral/corrald.conf
 echo "state" > /var/lib/corral/state
+# as an older corrald, one process as corral, left it (postinst hands it to corral-engine)
+chown corral:corral /var/lib/corral/state
+chmod 0600 /var/lib/corral/state
 
 echo "=== upgrade to $version"
 apt-get install -y "$new" > "$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "upgrade to $version"; }
 [ "$(dpkg-query -W -f '${Version}' corral)" = "$version" ] || fail "not upgraded"
 grep -q "edited by the admin" /etc/corral/corrald.conf || fail "the upgrade lost the admin's edit"
 [ "$(cat /var/lib/corral/state)" = state ] || fail "the upgrade lost the state"
+[ "$(stat -c %U /var/lib/corral/state)" = corral-engine ] ||
+    fail "the upgrade left the state file $(stat -c %U /var/lib/corral/state)'s, not the engine process's"
 rm /var/lib/corral/state
 
 echo "=== the installed unit"
