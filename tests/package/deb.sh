@@ -218,7 +218,8 @@ burst 198.51.100.7 -n 127.0.0.1 -P 514 -d
 wait_until 20 grep -q 'ssh.bruteforce.alert.*198.51.100.7\|198.51.100.7.*ssh.bruteforce.alert' "$events" ||
     fail "no brute-force alert for 198.51.100.7 in $events"
 echo "event in $events: $(grep -c . "$events") line(s)"
-[ "$(stat -c %U:%a "$events")" = corral:600 ] || fail "$events is $(stat -c %U:%a "$events"), not corral:600"
+[ "$(stat -c %U:%a "$events")" = corral-engine:600 ] ||
+    fail "$events is $(stat -c %U:%a "$events"), not the engine process's (corral-engine:600)"
 
 echo "=== logrotate"
 logrotate -f -s "$work/logrotate.status" /etc/logrotate.d/corral || fail "logrotate"
