@@ -96,11 +96,19 @@ queueset_commit(struct queueset_stage *st, struct buf *report)
 void
 queueset_discard(struct queueset_stage *st)
 {
-    size_t i;
+    size_t i, j;
 
-    for (i = 0; st->queues && i < st->n; i++)
-        if (st->opened && st->opened[i] && st->queues[i])
-            queue_close(st->queues[i], queue_gone, NULL);
+    for (i = 0; st->queues && i < st->n; i++) {
+        if (!st->opened || !st->opened[i] || !st->queues[i]) continue;
+        /*
+         * Opening it rewrote the spool file a running queue of the same
+         * name appends to: that one writes it anew, or what it queues from
+         * now on would go to a file no start reads (nor its successor).
+         */
+        for (j = 0; j < st->nrunning; j++)
+            if (queue_same_spool(st->running[j], st->queues[i])) queue_respool(st->running[j]);
+        queue_close(st->queues[i], queue_gone, NULL);
+    }
     free(st->queues);
     free(st->kept);
     free(st->opened);
