@@ -22,8 +22,11 @@
  * engine and stops when the engine does.  The child, the engine process,
  * scrubs its environment, runs everything else with the executor process's
  * queues behind a proxy (ipcproxy), drops to the service user and loads its
- * seccomp filter (sandbox.h).  When either dies, the other logs it and
- * stops with a nonzero status; the spools keep the undelivered alerts.
+ * seccomp filter (sandbox.h).  A reload that changes the executors makes
+ * the engine ask the executor process (L), which reads the same file again
+ * itself and reloads its queues (exec_reload); the engine's reload waits
+ * for its answer.  When either dies, the other logs it and stops with a
+ * nonzero status; the spools keep the undelivered alerts.
  */
 #include <config.h>
 
@@ -334,7 +337,7 @@ reload_done(void *arg, int rc, const char *report)
     char *copy, *line, *save = NULL;
 
     buf_puts(&d->reload_report, report);
-    notify(d, "READY=1");
+    if (!d->stopping) notify(d, "READY=1"); /* abandoned by a stop: STOPPING=1 stands */
     copy = xstrdup(buf_str(&d->reload_report));
     for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         log_msg(rc < 0 ? LOG_ERR : LOG_INFO, "reload: %s", line);

@@ -35,7 +35,11 @@
  *
  * Under privilege separation (doc/privsep.md) the executors' queues are the
  * executor process's: server_set_proxy puts an ipcproxy behind them, and
- * the executor_* helpers submit, read pressure and stats through it.
+ * the executor_* helpers submit, read pressure and stats through it.  A
+ * reload that changes the executors then waits, its stage prepared, until
+ * the executor process has reloaded them (ipcproxy_reload), and commits or
+ * discards it on its answer.  The reuse and handover rules for executors
+ * are queueset.h's, shared with the executor process.
  */
 #include "agent/server.h"
 #include "agent/alerts.h"
