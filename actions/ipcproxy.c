@@ -331,10 +331,12 @@ send_held(struct ipcproxy *p, const struct remote *was, size_t nwas, bool ok)
     if (dropped > 1)
         log_msg(LOG_WARNING, "privsep: %zu alerts for executors the reload removed were dropped",
                 dropped);
-    p->stats.sent += kept;
     buf_reset(&p->held);
     p->held_count = 0;
-    if (out.len) ipc_send_frames(p->conn, &out);
+    if (out.len && ipc_send_frames(p->conn, &out) < 0)
+        p->stats.refused += kept; /* gone meanwhile: on_end follows */
+    else
+        p->stats.sent += kept;
     buf_free(&out);
 }
 
