@@ -1515,12 +1515,6 @@ server_reload(struct server *s, struct conf *conf, server_reload_fn done, void *
     free(p);
 }
 
-bool
-server_reloading(const struct server *s)
-{
-    return s->pending != NULL;
-}
-
 void
 server_reload_failed(struct server *s)
 {

@@ -56,11 +56,10 @@ void server_submit(struct server *s, struct input *in, const char *data, size_t 
  * when the executors changed: the executor process reloads them first
  * (doc/privsep.md), and done runs once it has answered (or at
  * server_shutdown, or when it is gone).  One at a time: a reload while one
- * waits fails (server_reloading says whether one waits).
+ * waits fails (corrald runs them one after the other).
  */
 typedef void (*server_reload_fn)(void *arg, int rc, const char *report);
 void server_reload(struct server *s, struct conf *conf, server_reload_fn done, void *arg);
-bool server_reloading(const struct server *s);
 /* A reload that failed before reaching the server (the file unreadable or invalid): counted. */
 void server_reload_failed(struct server *s);
 
