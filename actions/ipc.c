@@ -264,6 +264,18 @@ ipc_send_frames(struct ipc_conn *c, struct buf *frames)
     return 0;
 }
 
+void
+ipc_abort(struct ipc_conn *c, const char *reason)
+{
+    end(c, reason);
+}
+
+bool
+ipc_ended(const struct ipc_conn *c)
+{
+    return c->ended || c->closing;
+}
+
 size_t
 ipc_write_queued(const struct ipc_conn *c)
 {

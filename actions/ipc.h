@@ -36,8 +36,11 @@
 #define IPC_BODY_MAX    (IPC_FRAME_MAX - 1)
 #define IPC_HEADER_SIZE 5
 
-/* The protocol's version (hello frames) and frame types (doc/privsep.md has their bodies). */
-#define IPC_VERSION 1
+/*
+ * The protocol's version, in both hellos (H, h): each side stops at a
+ * version not its own.  2: the reload of the executors (L, R) and H.
+ */
+#define IPC_VERSION 2
 /* engine -> executor */
 #define IPC_HELLO     'H'
 #define IPC_SUBMIT    'S'
@@ -105,6 +108,15 @@ struct ipc_conn *ipc_open(uv_loop_t *loop, int fd, ipc_frame_fn on_frame, ipc_en
 int ipc_send(struct ipc_conn *c, char type, const void *body, size_t len);
 /* Queues frames already built with ipc_frame/ipc_begin/ipc_end (frames is emptied). */
 int ipc_send_frames(struct ipc_conn *c, struct buf *frames);
+/*
+ * Ends the connection from this side as a protocol error would (the peer
+ * is not one to talk to: another protocol version): nothing more is read,
+ * on_end(arg, reason) is called (from here), sends fail; ipc_close still
+ * has to be called.
+ */
+void ipc_abort(struct ipc_conn *c, const char *reason);
+/* Whether the connection is over (on_end has been called, or ipc_close). */
+bool ipc_ended(const struct ipc_conn *c);
 /* Bytes queued and not yet written (for back-pressure and tests). */
 size_t ipc_write_queued(const struct ipc_conn *c);
 /*

@@ -47,6 +47,14 @@ struct ipcproxy {
     void *done_arg;
     void (*bye)(void *arg); /* ipcproxy_terminate's */
     void *bye_arg;
+    /* a reload of the executors (L) waiting for its answer (R); see ipcproxy_reload */
+    bool reloading;
+    uint64_t reload_gen;
+    ipcproxy_reload_fn reload_fn;
+    void *reload_arg;
+    struct buf held; /* the submits made meanwhile, whole frames in the old list's indexes */
+    size_t held_count;
+    bool terminate_deferred; /* ipcproxy_terminate came meanwhile: T goes after them */
 };
 
 static void
@@ -57,33 +65,113 @@ bad_frame(struct ipcproxy *p, char type)
                 (unsigned char)type);
 }
 
-static void
-on_hello(struct ipcproxy *p, struct wire_reader *r)
+/*
+ * The executors' names of a hello or a reload answer: u32 n, then n names
+ * (bytes, no NUL: they are looked up as strings).  The names, n + 1 of
+ * them allocated (free_names), or NULL when they do not parse.
+ */
+static char **
+parse_names(struct wire_reader *r, size_t *count)
 {
-    uint32_t n, i;
+    char **names;
+    uint32_t n = wire_get32(r), i;
     const char *name;
     size_t len;
 
-    if (p->ready || wire_get32(r) != IPC_VERSION) {
-        bad_frame(p, IPC_X_HELLO);
-        return;
-    }
-    n = wire_get32(r);
     /* every name takes at least its 4-byte length: n cannot exceed what the frame holds */
-    if (r->bad || n > (size_t)(r->end - r->p) / 4) {
-        bad_frame(p, IPC_X_HELLO);
-        return;
-    }
-    p->x = xcalloc(n + 1, sizeof(*p->x));
+    if (r->bad || n > (size_t)(r->end - r->p) / 4) return NULL;
+    names = xcalloc((size_t)n + 1, sizeof(*names));
     for (i = 0; i < n; i++) {
         name = wire_get_bytes(r, &len);
-        p->x[i].name = xmalloc(len + 1);
-        memcpy(p->x[i].name, name, len);
-        p->x[i].name[len] = '\0';
-        p->x[i].low = true;
+        if (r->bad || memchr(name, '\0', len)) break;
+        names[i] = xmalloc(len + 1);
+        memcpy(names[i], name, len);
+        names[i][len] = '\0';
     }
+    if (i < n) {
+        for (n = i, i = 0; i < n; i++) free(names[i]);
+        free(names);
+        return NULL;
+    }
+    *count = n;
+    return names;
+}
+
+static void
+free_names(char **names)
+{
+    size_t i;
+
+    for (i = 0; names && names[i]; i++) free(names[i]);
+    free(names);
+}
+
+/* The executors by index, from their names (which they take over; names itself is freed). */
+static struct remote *
+remotes_of(char **names, size_t n)
+{
+    struct remote *x = xcalloc(n + 1, sizeof(*x));
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        x[i].name = names[i];
+        x[i].low = true;
+    }
+    free(names);
+    return x;
+}
+
+static void
+free_remotes(struct remote *x, size_t n)
+{
+    size_t i;
+
+    for (i = 0; x && i < n; i++) free(x[i].name);
+    free(x);
+}
+
+/* Ends the connection from this side: the executor process is not one this engine can talk to. */
+static void
+give_up(struct ipcproxy *p, const char *reason)
+{
+    ipc_abort(p->conn, reason);
+}
+
+static void
+on_hello(struct ipcproxy *p, struct wire_reader *r)
+{
+    uint32_t version;
+    char **names;
+    size_t n = 0;
+
+    if (p->ready) {
+        bad_frame(p, IPC_X_HELLO);
+        return;
+    }
+    version = wire_get32(r);
+    if (r->bad) {
+        bad_frame(p, IPC_X_HELLO);
+        return;
+    }
+    if (version != IPC_VERSION) {
+        /* built from another corral (one half upgraded under the other?): nothing it says is ours
+         */
+        log_msg(LOG_ERR,
+                "privsep: the executor process speaks protocol version %u, this engine process "
+                "%u: stopping",
+                version, IPC_VERSION);
+        give_up(p, "protocol version mismatch");
+        return;
+    }
+    names = parse_names(r, &n);
+    if (!names || r->p != r->end) {
+        free_names(names);
+        bad_frame(p, IPC_X_HELLO);
+        give_up(p, "the hello does not parse");
+        return;
+    }
+    p->x = remotes_of(names, n);
     p->n = n;
-    if (r->bad || r->p != r->end) bad_frame(p, IPC_X_HELLO);
     p->ready = true;
     if (p->on_ready) p->on_ready(p->arg);
 }
@@ -174,6 +262,118 @@ on_answer(struct ipcproxy *p, struct wire_reader *r)
     answer(p, id, text, len, false);
 }
 
+int
+ipcproxy_parse_reloaded(const void *body, size_t len, struct ipcproxy_reloaded *out)
+{
+    struct wire_reader r;
+    uint32_t ok;
+
+    memset(out, 0, sizeof(*out));
+    wire_reader_init(&r, body, len);
+    out->generation = wire_get64(&r);
+    ok = wire_get32(&r);
+    out->report = wire_get_bytes(&r, &out->report_len);
+    if (r.bad || ok > 1) return -1;
+    out->ok = ok == 1;
+    out->names = parse_names(&r, &out->n);
+    if (!out->names) return -1;
+    if (r.p != r.end || (!out->ok && out->n)) {
+        ipcproxy_reloaded_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void
+ipcproxy_reloaded_free(struct ipcproxy_reloaded *r)
+{
+    free_names(r->names);
+    r->names = NULL;
+}
+
+/*
+ * The submits held while the executor process reloaded go out now.  On
+ * success their executor's index is translated from the old list to the
+ * new one by name; an alert for an executor the reload removed has nowhere
+ * to go: dropped, counted (refused) and logged.  On failure the old list
+ * still holds: they go out as they are.
+ */
+static void
+send_held(struct ipcproxy *p, const struct remote *was, size_t nwas, bool ok)
+{
+    size_t at = 0, kept = 0, dropped = 0;
+    struct buf out = BUF_INIT;
+
+    while (ok && at + IPC_HEADER_SIZE + 4 <= p->held.len) {
+        unsigned char *f = (unsigned char *)p->held.p + at;
+        size_t flen = 4 + (size_t)wire_load32(f);
+        uint32_t i = wire_load32(f + IPC_HEADER_SIZE);
+        int now = i < nwas ? ipcproxy_find(p, was[i].name) : -1;
+        if (now >= 0) {
+            wire_store32(f + IPC_HEADER_SIZE, (uint32_t)now);
+            buf_append(&out, f, flen);
+            kept++;
+        } else {
+            dropped++;
+            if (dropped == 1)
+                log_msg(LOG_WARNING,
+                        "privsep: an alert routed to executor %s before the reload removed it is "
+                        "dropped",
+                        i < nwas ? was[i].name : "?");
+        }
+        at += flen;
+    }
+    if (!ok) {
+        buf_append(&out, p->held.p, p->held.len);
+        kept = p->held_count;
+    }
+    p->stats.refused += dropped;
+    if (dropped > 1)
+        log_msg(LOG_WARNING, "privsep: %zu alerts for executors the reload removed were dropped",
+                dropped);
+    buf_reset(&p->held);
+    p->held_count = 0;
+    if (out.len && ipc_send_frames(p->conn, &out) < 0)
+        p->stats.refused += kept; /* gone meanwhile: on_end follows */
+    else
+        p->stats.sent += kept;
+    buf_free(&out);
+}
+
+/* R: the executor process has reloaded its executors (ok, and its new list), or could not. */
+static void
+on_reloaded(struct ipcproxy *p, const void *body, size_t len)
+{
+    struct ipcproxy_reloaded r;
+    struct remote *was = p->x;
+    size_t nwas = p->n;
+    ipcproxy_reload_fn fn = p->reload_fn;
+    void *arg = p->reload_arg;
+
+    if (ipcproxy_parse_reloaded(body, len, &r) < 0 || !p->reloading ||
+        r.generation != p->reload_gen) {
+        if (r.names) ipcproxy_reloaded_free(&r);
+        bad_frame(p, IPC_X_RELOADED);
+        return;
+    }
+    p->reloading = false;
+    p->reload_fn = NULL;
+    if (r.ok) {
+        /* the new list; full and low come in the pressure frames sent right after this one */
+        p->x = remotes_of(r.names, r.n);
+        p->n = r.n;
+        r.names = NULL;
+    }
+    send_held(p, was, nwas, r.ok);
+    if (r.ok) free_remotes(was, nwas);
+    if (p->terminate_deferred) {
+        p->terminate_deferred = false;
+        ipc_send(p->conn, IPC_TERMINATE, NULL, 0);
+    }
+    if (fn) fn(arg, r.ok, r.report, r.report_len);
+    ipcproxy_reloaded_free(&r);
+}
+
 static void
 on_frame(void *arg, char type, const void *body, size_t len)
 {
@@ -191,6 +391,7 @@ on_frame(void *arg, char type, const void *body, size_t len)
     case IPC_X_PRESSURE: on_pressure(p, &r); break;
     case IPC_X_STATS: on_stats(p, &r); break;
     case IPC_X_ANSWER: on_answer(p, &r); break;
+    case IPC_X_RELOADED: on_reloaded(p, body, len); break;
     case IPC_X_SERVED:
         p->stats.served_submitted = wire_get64(&r);
         p->stats.served_rejected = wire_get64(&r);
@@ -222,6 +423,20 @@ on_conn_end(void *arg, const char *reason)
     }
 
     answer(p, 0, GONE, sizeof(GONE) - 1, true);
+    if (p->reloading) {
+        /* before on_end: the caller learns its reload failed, then that it must stop */
+        static const char gone[] = "the executor process is gone\n";
+        ipcproxy_reload_fn fn = p->reload_fn;
+        p->reloading = false;
+        p->reload_fn = NULL;
+        buf_reset(&p->held); /* nowhere to send them: the spools keep what was queued before */
+        if (p->held_count)
+            log_msg(LOG_ERR, "privsep: %zu alerts held during a reload were not sent",
+                    p->held_count);
+        p->stats.refused += p->held_count;
+        p->held_count = 0;
+        if (fn) fn(p->reload_arg, false, gone, sizeof(gone) - 1);
+    }
     if (p->on_end) p->on_end(p->arg, reason);
 }
 
@@ -235,11 +450,16 @@ ipcproxy_new(uv_loop_t *loop, int fd, void (*on_ready)(void *arg),
     p->on_end = on_end;
     p->arg = arg;
     buf_init(&p->frame);
+    buf_init(&p->held);
     p->conn = ipc_open(loop, fd, on_frame, on_conn_end, p);
     if (!p->conn) {
         free(p);
         return NULL;
     }
+    /* the executor process checks the version before it takes any request */
+    wire_put32(&p->frame, IPC_VERSION);
+    ipc_send(p->conn, IPC_HELLO, p->frame.p, p->frame.len);
+    buf_reset(&p->frame);
     return p;
 }
 
@@ -290,7 +510,14 @@ ipcproxy_submit(struct ipcproxy *p, size_t i, const struct msg *m, bool keep)
     msg_encode(m, &p->frame);
     len = p->frame.len - at - 4;
     wire_store32((unsigned char *)p->frame.p + at, (uint32_t)len);
-    if (ipc_end(&p->frame, start) < 0 || ipc_send_frames(p->conn, &p->frame) < 0) {
+    if (ipc_end(&p->frame, start) == 0 && p->reloading) {
+        /* held until the reload's answer says which list its index is in (see ipcproxy_reload) */
+        buf_append(&p->held, p->frame.p, p->frame.len);
+        buf_reset(&p->frame);
+        p->held_count++;
+        return;
+    }
+    if (p->frame.len == 0 || ipc_send_frames(p->conn, &p->frame) < 0) {
         if (!p->stats.refused++)
             log_msg(LOG_WARNING,
                     "privsep: an alert for executor %s was not sent to the executor process "
@@ -354,9 +581,38 @@ ipcproxy_control(struct ipcproxy *p, const char *args, ipcproxy_answer_fn fn, vo
 }
 
 int
+ipcproxy_reload(struct ipcproxy *p, uint64_t generation, ipcproxy_reload_fn fn, void *arg)
+{
+    size_t start;
+
+    if (p->reloading || !p->ready) return -1;
+    buf_reset(&p->frame);
+    start = ipc_begin(&p->frame, IPC_RELOAD);
+    wire_put64(&p->frame, generation);
+    if (ipc_end(&p->frame, start) < 0 || ipc_send_frames(p->conn, &p->frame) < 0) return -1;
+    p->reloading = true;
+    p->reload_gen = generation;
+    p->reload_fn = fn;
+    p->reload_arg = arg;
+    return 0;
+}
+
+bool
+ipcproxy_reloading(const struct ipcproxy *p)
+{
+    return p->reloading;
+}
+
+int
 ipcproxy_terminate(struct ipcproxy *p, void (*bye)(void *arg), void *arg)
 {
-    if (ipc_send(p->conn, IPC_TERMINATE, NULL, 0) < 0) return -1;
+    if (p->reloading && !p->terminate_deferred) {
+        /* the held submits go first, once the answer says where (on_reloaded sends T then) */
+        if (ipc_ended(p->conn)) return -1;
+        p->terminate_deferred = true;
+    } else if (ipc_send(p->conn, IPC_TERMINATE, NULL, 0) < 0) {
+        return -1;
+    }
     p->bye = bye;
     p->bye_arg = arg;
     return 0;
@@ -395,11 +651,10 @@ conn_closed(void *arg)
     struct ipcproxy *p = arg;
     void (*done)(void *) = p->done;
     void *done_arg = p->done_arg;
-    size_t i;
 
-    for (i = 0; i < p->n; i++) free(p->x[i].name);
-    free(p->x);
+    free_remotes(p->x, p->n);
     buf_free(&p->frame);
+    buf_free(&p->held);
     free(p);
     if (done) done(done_arg);
 }
@@ -412,6 +667,7 @@ ipcproxy_close(struct ipcproxy *p, void (*done)(void *arg), void *arg)
     p->on_end = NULL;
     p->observer = NULL;
     p->bye = NULL;
+    p->reload_fn = NULL;
     while (p->pending) { /* the caller is going away: nobody to answer */
         struct pending *w = p->pending;
         p->pending = w->next;

@@ -12,6 +12,11 @@
  * is refused, counted (refused) and logged.  queue_full/queue_low are what
  * the executor process last said (its pressure frames), and the stats the
  * last it sent (at most a second old).
+ *
+ * The proxy says hello first (H, the protocol version); a hello (h) of
+ * another version ends the connection, logged.  A reload of the executors
+ * (ipcproxy_reload) asks the executor process to read the configuration
+ * again (L); its answer (R) brings the new list of executors.
  */
 #ifndef CORRAL_IPCPROXY_H
 #define CORRAL_IPCPROXY_H
@@ -78,6 +83,49 @@ void ipcproxy_control(struct ipcproxy *p, const char *args, ipcproxy_answer_fn f
  * connection ends first.  -1 when the connection is already over.
  */
 int ipcproxy_terminate(struct ipcproxy *p, void (*bye)(void *arg), void *arg);
+/*
+ * The executor process's answer to a reload: ok (its executors are those
+ * of the configuration it read again, and the proxy's list is already the
+ * new one: find them by name), or not (nothing changed on either side);
+ * report is what it did or why it failed, lines of text.
+ */
+typedef void (*ipcproxy_reload_fn)(void *arg, bool ok, const char *report, size_t len);
+/*
+ * Asks the executor process to reload its executors (L with generation):
+ * it reads the configuration file again itself and opens, keeps, hands
+ * over and closes its queues as a reload without privilege separation
+ * does; fn(arg, ...) once with its answer, or with ok false when the
+ * connection ends first.  -1 (fn never called) when a reload is already
+ * waiting or the connection is over.
+ *
+ * Alerts submitted until the answer has come are held here and sent after
+ * it, their executor's index translated to the new list by name.  Why hold
+ * rather than send them and let the executor process map the old indexes
+ * by generation: it commits its new queues as soon as it has read L, so it
+ * could tell old indexes from new ones only if the engine told it when it
+ * had switched (one more message, and a second list kept over there); the
+ * engine holds alerts (rare, beside messages) for one round trip instead.
+ * An alert for an executor the reload removed is dropped, counted in
+ * refused and logged.  ipcproxy_terminate meanwhile sends T after them.
+ */
+int ipcproxy_reload(struct ipcproxy *p, uint64_t generation, ipcproxy_reload_fn fn, void *arg);
+/* Whether a reload waits for its answer. */
+bool ipcproxy_reloading(const struct ipcproxy *p);
+/* A reload answer's body, parsed (for the proxy and the fuzzer). */
+struct ipcproxy_reloaded {
+    uint64_t generation;
+    bool ok;
+    const char *report; /* in the body */
+    size_t report_len;
+    size_t n;     /* executors listed (0 when not ok) */
+    char **names; /* n names and NULL, allocated (ipcproxy_reloaded_free) */
+};
+/*
+ * R's body: u64 generation, u32 ok (0 or 1), bytes report, u32 n, n × bytes
+ * name (no NUL; n 0 when not ok), nothing after.  0, or -1 (nothing to free).
+ */
+int ipcproxy_parse_reloaded(const void *body, size_t len, struct ipcproxy_reloaded *out);
+void ipcproxy_reloaded_free(struct ipcproxy_reloaded *r);
 /* Whether the bye came (false in bye() when the connection ended first). */
 bool ipcproxy_said_bye(const struct ipcproxy *p);
 const struct ipcproxy_stats *ipcproxy_get_stats(const struct ipcproxy *p);

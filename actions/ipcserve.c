@@ -44,6 +44,9 @@ struct ipcserve {
     void (*notify)(void *arg, const char *state);
     void *notify_arg;
     struct buf answer; /* reused: a control command's answer */
+    ipcserve_reload_fn reload;
+    void *reload_arg;
+    bool hello; /* the engine's hello (H) has come, of our version */
     bool ended;
     bool terminating;      /* T came: the queues are closing or closed */
     size_t queues_closing; /* of them, still closing */
@@ -303,6 +306,139 @@ on_notify(struct ipcserve *s, const void *body, size_t len)
     reject(s, IPC_NOTIFY, "not a state corrald notifies");
 }
 
+int
+ipcserve_parse_hello(const void *body, size_t len, uint32_t *version)
+{
+    struct wire_reader r;
+
+    wire_reader_init(&r, body, len);
+    *version = wire_get32(&r);
+    return r.bad || r.p != r.end ? -1 : 0;
+}
+
+int
+ipcserve_parse_reload(const void *body, size_t len, uint64_t *generation)
+{
+    struct wire_reader r;
+
+    wire_reader_init(&r, body, len);
+    *generation = wire_get64(&r);
+    return r.bad || r.p != r.end ? -1 : 0;
+}
+
+/* H: the engine's protocol version; another one is not an engine this process can serve. */
+static void
+on_hello(struct ipcserve *s, const void *body, size_t len)
+{
+    uint32_t version;
+
+    if (s->hello || ipcserve_parse_hello(body, len, &version) < 0) {
+        reject(s, IPC_HELLO, s->hello ? "a second hello" : "malformed hello");
+        return;
+    }
+    if (version != IPC_VERSION) {
+        log_msg(LOG_ERR,
+                "privsep: the engine process speaks protocol version %u, this executor process "
+                "%u: stopping",
+                version, IPC_VERSION);
+        ipc_abort(s->conn, "protocol version mismatch"); /* on_end, as when the engine is gone */
+        return;
+    }
+    s->hello = true;
+}
+
+/* The queues are queues[0..n) from now on: each one's slot, observer, and what the engine knows. */
+static void
+set_queues(struct ipcserve *s, struct queue **queues, size_t n)
+{
+    size_t i;
+
+    free(s->queues);
+    free(s->slots);
+    s->n = n;
+    s->queues = xcalloc(n + 1, sizeof(*s->queues));
+    s->slots = xcalloc(n + 1, sizeof(*s->slots));
+    for (i = 0; i < n; i++) {
+        s->queues[i] = queues[i];
+        s->slots[i].s = s;
+        s->slots[i].index = (uint32_t)i;
+        queue_set_observer(queues[i], on_queue_event, &s->slots[i]);
+    }
+}
+
+/* The executors' names: u32 n, then each name (the end of h and of R). */
+static void
+put_names(struct ipcserve *s)
+{
+    size_t i;
+    const char *name;
+
+    wire_put32(&s->frame, (uint32_t)s->n);
+    for (i = 0; i < s->n; i++) {
+        name = queue_name(s->queues[i]);
+        wire_put_bytes(&s->frame, name, strlen(name));
+    }
+}
+
+/* What a hello or a reload tells of every queue: its pressure and its counters. */
+static void
+tell_all(struct ipcserve *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->n; i++) tell_pressure(&s->slots[i], true);
+    send_stats(s);
+}
+
+/*
+ * L: the reload function reads the configuration file again (this process
+ * trusts no configuration from the engine) and replaces the queues, in one
+ * go, as a reload without privilege separation does; R says how it went,
+ * with the new list.  The engine holds its submits until R (ipcproxy.h),
+ * so every S after this one names an executor of the new list.
+ */
+static void
+on_reload(struct ipcserve *s, const void *body, size_t len)
+{
+    struct buf report = BUF_INIT;
+    struct queue **now = NULL;
+    size_t i, n = 0, start;
+    uint64_t gen;
+    int rc = -1;
+
+    if (ipcserve_parse_reload(body, len, &gen) < 0) {
+        reject(s, IPC_RELOAD, "malformed reload");
+        return;
+    }
+    if (!s->reload)
+        buf_puts(&report, "the executor process cannot reload its executors\n");
+    else
+        rc = s->reload(s->reload_arg, s->queues, s->n, &now, &n, &report);
+    if (rc == 0) {
+        /* the queues it closed learn nothing more (their slots go); the others their new slot */
+        for (i = 0; i < s->n; i++) queue_set_observer(s->queues[i], NULL, NULL);
+        set_queues(s, now, n);
+        free(now);
+    }
+    if (report.len > IPC_BODY_MAX / 2) { /* too long for a frame beside the list */
+        buf_reset(&report);
+        buf_puts(&report, "(the report is too long)\n");
+    }
+    start = ipc_begin(&s->frame, IPC_X_RELOADED);
+    wire_put64(&s->frame, gen);
+    wire_put32(&s->frame, rc == 0 ? 1 : 0);
+    wire_put_bytes(&s->frame, report.p, report.len);
+    if (rc == 0)
+        put_names(s);
+    else
+        wire_put32(&s->frame, 0);
+    send_frame(s, start);
+    if (rc == 0) {
+        tell_all(s); /* the engine's list is new: every queue's pressure and counters again */
+    }
+    buf_free(&report);
+}
+
 static void
 on_frame(void *arg, char type, const void *body, size_t len)
 {
@@ -313,7 +449,13 @@ on_frame(void *arg, char type, const void *body, size_t len)
         reject(s, type, "a request after terminate");
         return;
     }
+    if (!s->hello && type != IPC_HELLO) {
+        reject(s, type, "a request before the hello");
+        return;
+    }
     switch (type) {
+    case IPC_HELLO: on_hello(s, body, len); break;
+    case IPC_RELOAD: on_reload(s, body, len); break;
     case IPC_SUBMIT: on_submit(s, body, len); break;
     case IPC_QUEUECTL: on_control(s, body, len); break;
     case IPC_NOTIFY: on_notify(s, body, len); break;
@@ -347,18 +489,12 @@ on_conn_end(void *arg, const char *reason)
 static void
 send_hello(struct ipcserve *s)
 {
-    size_t i, start = ipc_begin(&s->frame, IPC_X_HELLO);
-    const char *name;
+    size_t start = ipc_begin(&s->frame, IPC_X_HELLO);
 
     wire_put32(&s->frame, IPC_VERSION);
-    wire_put32(&s->frame, (uint32_t)s->n);
-    for (i = 0; i < s->n; i++) {
-        name = queue_name(s->queues[i]);
-        wire_put_bytes(&s->frame, name, strlen(name));
-    }
+    put_names(s);
     send_frame(s, start);
-    for (i = 0; i < s->n; i++) tell_pressure(&s->slots[i], true);
-    send_stats(s);
+    tell_all(s);
 }
 
 struct ipcserve *
@@ -366,7 +502,6 @@ ipcserve_new(uv_loop_t *loop, int fd, struct queue **queues, size_t n, ipcserve_
              void *arg)
 {
     struct ipcserve *s = xcalloc(1, sizeof(*s));
-    size_t i;
 
     s->loop = loop;
     s->on_end = on_end;
@@ -378,15 +513,7 @@ ipcserve_new(uv_loop_t *loop, int fd, struct queue **queues, size_t n, ipcserve_
         free(s);
         return NULL;
     }
-    s->n = n;
-    s->queues = xcalloc(n + 1, sizeof(*s->queues));
-    s->slots = xcalloc(n + 1, sizeof(*s->slots));
-    for (i = 0; i < n; i++) {
-        s->queues[i] = queues[i];
-        s->slots[i].s = s;
-        s->slots[i].index = (uint32_t)i;
-        queue_set_observer(queues[i], on_queue_event, &s->slots[i]);
-    }
+    set_queues(s, queues, n);
     uv_timer_init(loop, &s->stats_timer);
     s->stats_timer.data = s;
     uv_timer_start(&s->stats_timer, on_stats_timer, 1000, 1000);
@@ -399,6 +526,13 @@ ipcserve_set_control(struct ipcserve *s, ipcserve_control_fn fn, void *arg)
 {
     s->control = fn;
     s->control_arg = arg;
+}
+
+void
+ipcserve_set_reload(struct ipcserve *s, ipcserve_reload_fn fn, void *arg)
+{
+    s->reload = fn;
+    s->reload_arg = arg;
 }
 
 void

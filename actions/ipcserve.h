@@ -5,6 +5,9 @@
  *
  *   on start      h: version, the executors' names (their index is what
  *                    the engine names them by), and each one's pressure
+ *   H hello       the engine's protocol version, its first frame: any
+ *                    other request before it is refused; another version
+ *                    is logged and ends the connection (on_end)
  *   S submit      the executor is checked against its own list and the
  *                    alert must decode whole; then queue_submit[_keep].
  *                    Anything else is refused, counted and logged: the
@@ -26,8 +29,13 @@
  *   N notify      "READY=1", "RELOADING=1" or "STOPPING=1" (nothing else),
  *                    for the notify function to tell systemd
  *
- * Reload of the executors is not built yet (doc/privsep.md).  When the
- * engine goes away or breaks the protocol, on_end is called once with the
+ *   L reload      u64 generation: the reload function (ipcserve_set_reload)
+ *                    reads the configuration again and replaces the queues
+ *                    (queueset.h); R answers: the generation, ok, a report,
+ *                    and the new list of names (as in h), then the pressure
+ *                    and counters of every queue of it
+ *
+ * When the engine goes away or breaks the protocol, on_end is called once with the
  * reason; the queues stay open until ipcserve_close, which closes them.
  * Closing under a terminate waits until the queues have closed, since
  * ipcserve_close does the rest.
@@ -65,6 +73,17 @@ typedef void (*ipcserve_control_fn)(void *arg, struct queue **queues, size_t n, 
                                     struct buf *out);
 /* Who answers Q frames (without one: "ERROR queue control is not available"). */
 void ipcserve_set_control(struct ipcserve *s, ipcserve_control_fn fn, void *arg);
+/*
+ * The executor process's reload (L): reads the configuration file again,
+ * and replaces running[0..n) (the queues served now) as a reload does;
+ * 0 with the new queues in *out (n of them in *nout, an array the caller
+ * frees; the running queues not among them already closing), or -1 with
+ * nothing changed.  Either way, lines for the operator in report.
+ */
+typedef int (*ipcserve_reload_fn)(void *arg, struct queue *const *running, size_t n,
+                                  struct queue ***out, size_t *nout, struct buf *report);
+/* Who reloads on L (without one, a reload fails with "cannot reload"). */
+void ipcserve_set_reload(struct ipcserve *s, ipcserve_reload_fn fn, void *arg);
 /* Who learns the engine's service states (N frames). */
 void ipcserve_set_notify(struct ipcserve *s, void (*fn)(void *arg, const char *state), void *arg);
 const struct ipcserve_stats *ipcserve_get_stats(const struct ipcserve *s);
@@ -89,6 +108,10 @@ struct ipcserve_submit {
  */
 int ipcserve_parse_submit(const void *body, size_t len, size_t nexecutors,
                           struct ipcserve_submit *out, const char **why);
+
+/* H's body (u32 version) and L's (u64 generation): 0, or -1 when it is not exactly that. */
+int ipcserve_parse_hello(const void *body, size_t len, uint32_t *version);
+int ipcserve_parse_reload(const void *body, size_t len, uint64_t *generation);
 
 /* The body of a stats frame: index, then the fields of struct queue_stats in order. */
 void ipcserve_put_stats(struct buf *out, uint32_t index, const struct queue_stats *st);

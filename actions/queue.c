@@ -1174,6 +1174,20 @@ move_items(struct queue *from, struct queue *to)
     if (moved && !to->closing) kick(to);
 }
 
+bool
+queue_same_spool(const struct queue *a, const struct queue *b)
+{
+    return same_spool(a, b);
+}
+
+void
+queue_respool(struct queue *q)
+{
+    if (!q->spool_path || q->closing) return;
+    /* q's records went on to the file another queue replaced: q's pending alerts, anew */
+    if (spool_compact(q) < 0) spool_fail(q);
+}
+
 void
 queue_handover(struct queue *from, struct queue *to)
 {

@@ -164,6 +164,15 @@ void queue_render(struct queue *q, const struct msg *m, struct buf *out);
  * Nothing to do when both use the same spool: to read it when it opened.
  */
 void queue_handover(struct queue *from, struct queue *to);
+/* Whether a and b use the same spool file. */
+bool queue_same_spool(const struct queue *a, const struct queue *b);
+/*
+ * Writes q's spool anew from the alerts q holds.  For a reload that opened
+ * a queue on q's spool file and then gave it up: opening it replaced the
+ * file (its replay rewrites it), and q's records since went to the file
+ * it replaced, which no start would read.
+ */
+void queue_respool(struct queue *q);
 /* Stops delivering; alerts still queued stay in the spool for the next start. */
 void queue_close(struct queue *q, void (*done)(void *arg), void *arg);
 const char *queue_name(const struct queue *q);

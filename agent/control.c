@@ -3,7 +3,9 @@
  * 16 KiB: a word, or a JSON object for the alerts and silences) and answers
  * are built in memory, so each connection is: read one line, answer, close.
  * A longer line is refused.  `save` answers once the background save it
- * started has finished.
+ * started has finished, `reload` once the reload is over (under privilege
+ * separation it may wait for the executor process), and `queue` under
+ * privilege separation once the executor process has answered.
  * The socket is created owner-only (0600): it can reload the daemon.
  *
  * A client that connects and stalls must not hold a descriptor for long nor
@@ -151,6 +153,23 @@ queue_answered(void *arg, const char *text, size_t len)
     }
 }
 
+/* A reload's outcome, possibly late (privsep); as saved() for the rest. */
+static void
+reloaded(void *arg, int rc, const char *report)
+{
+    struct conn *c = arg;
+
+    if (!uv_is_closing((uv_handle_t *)&c->pipe)) {
+        buf_puts(&c->answer, report);
+        buf_puts(&c->answer, rc < 0 ? "FAILED\n" : "OK\n");
+        send_answer(c);
+    }
+    if (--c->handles == 0) {
+        buf_free(&c->answer);
+        free(c);
+    }
+}
+
 /* The strings of array "matchers" as one set; NULL (and -1) with a message in err. */
 static int
 query_of(const json_t *req, struct labelmatch **out, struct buf *err)
@@ -284,10 +303,11 @@ answer(struct conn *c)
     } else if (strcmp(c->req, "contexts") == 0) {
         server_contexts_json(ctl->srv, &c->answer);
     } else if (strcmp(c->req, "reload") == 0) {
-        if (ctl->reload(ctl->arg, &c->answer) < 0)
-            buf_puts(&c->answer, "FAILED\n");
-        else
-            buf_puts(&c->answer, "OK\n");
+        /* the executor process may have spools to replay: the client waits on us, not stalling */
+        uv_timer_stop(&c->timer);
+        c->handles++; /* held until reloaded() runs */
+        ctl->reload(ctl->arg, reloaded, c);
+        return;
     } else if (strncmp(c->req, "queue ", 6) == 0 && server_proxy(ctl->srv)) {
         /* privilege separation: the executor process holds the queues and answers late */
         c->handles++; /* held until queue_answered() runs */

@@ -6,6 +6,7 @@
  *   stats      counters in Prometheus text format
  *   contexts   open correlation contexts as JSON
  *   reload     reload configuration and rules; the report of what changed
+ *              (answered once the reload is over)
  *   save       save the correlation state now
  *
  * and a request that is one JSON object (a line starting with '{', at most
@@ -32,8 +33,14 @@ struct control;
 /* Connections the control socket holds open at once; a new one closes the oldest. */
 #define CONTROL_MAX_CONNS 8
 
-/* Handles "reload": the daemon owns configuration loading, so it supplies this. */
-typedef int (*control_reload_fn)(void *arg, struct buf *report);
+/*
+ * Handles "reload": the daemon owns configuration loading, so it supplies
+ * this.  It calls done(conn, rc, report) once, with 0 or -1 and the report's
+ * lines: before returning, or later (under privilege separation the
+ * executor process may reload too, doc/privsep.md).
+ */
+typedef void (*control_reload_done)(void *conn, int rc, const char *report);
+typedef void (*control_reload_fn)(void *arg, control_reload_done done, void *conn);
 
 struct control *control_open(uv_loop_t *loop, const char *path, struct server *srv,
                              control_reload_fn reload, void *arg, struct buf *err);

@@ -22,14 +22,18 @@
  * engine and stops when the engine does.  The child, the engine process,
  * scrubs its environment, runs everything else with the executor process's
  * queues behind a proxy (ipcproxy), drops to the service user and loads its
- * seccomp filter (sandbox.h).  When either dies, the other logs it and
- * stops with a nonzero status; the spools keep the undelivered alerts.
+ * seccomp filter (sandbox.h).  A reload that changes the executors makes
+ * the engine ask the executor process (L), which reads the same file again
+ * itself and reloads its queues (exec_reload); the engine's reload waits
+ * for its answer.  When either dies, the other logs it and stops with a
+ * nonzero status; the spools keep the undelivered alerts.
  */
 #include <config.h>
 
 #include "actions/ipcproxy.h"
 #include "actions/executor.h"
 #include "actions/ipcserve.h"
+#include "actions/queueset.h"
 #include "agent/control.h"
 #include "agent/dnscache.h"
 #include "agent/privsep.h"
@@ -81,6 +85,18 @@ struct daemon {
     pid_t executor_pid;
     bool proxy_ended;
     char *runtime_dir; /* $RUNTIME_DIRECTORY, kept before the environment is scrubbed */
+    /* reloads: the one running (who asked), those asked for meanwhile, its report so far */
+    bool reloading;
+    struct reload_req *reload_current, *reload_waiting;
+    struct buf reload_report;
+};
+
+/* Who asked for a reload: SIGHUP (done NULL) or a control connection, answered at the end. */
+struct reload_req {
+    struct reload_req *next;
+    const char *by;
+    control_reload_done done;
+    void *conn;
 };
 
 /* The signals corrald handles: blocked until their handlers are in place. */
@@ -393,58 +409,113 @@ write_pidfile(const char *path)
 
 /*
  * Reloads the configuration and the rules, and logs the outcome line by
- * line, whoever asked (SIGHUP or `corral ctl reload`); report also gets the
- * lines, for the control socket's answer.
+ * line, whoever asked (SIGHUP or `corral ctl reload`); done(conn, rc,
+ * report) gets the lines too, for the control socket's answer (done NULL:
+ * nobody waits).  Under privilege separation a reload that changes the
+ * executors waits for the executor process (server_reload), so the outcome
+ * may come later; one reload runs at a time, and those asked for meanwhile
+ * run together once it is over (they may find a newer file).
  */
-static int
-reload(struct daemon *d, const char *by, struct buf *report)
+static void start_reload(struct daemon *d, struct reload_req *reqs);
+
+static void
+answer_reload(struct reload_req *reqs, int rc, const char *report)
+{
+    struct reload_req *r;
+
+    while ((r = reqs)) {
+        reqs = r->next;
+        if (r->done) r->done(r->conn, rc, report);
+        free(r);
+    }
+}
+
+static void
+reload_done(void *arg, int rc, const char *report)
+{
+    struct daemon *d = arg;
+    struct reload_req *reqs = d->reload_current, *next = d->reload_waiting;
+    char *copy, *line, *save = NULL;
+
+    buf_puts(&d->reload_report, report);
+    if (!d->stopping) notify(d, "READY=1"); /* abandoned by a stop: STOPPING=1 stands */
+    copy = xstrdup(buf_str(&d->reload_report));
+    for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        log_msg(rc < 0 ? LOG_ERR : LOG_INFO, "reload: %s", line);
+    free(copy);
+    d->reload_current = NULL;
+    d->reload_waiting = NULL;
+    d->reloading = false;
+    answer_reload(reqs, rc, buf_str(&d->reload_report));
+    buf_reset(&d->reload_report);
+    if (!next) return;
+    if (d->stopping) {
+        log_msg(LOG_WARNING, "reload requested by %s ignored: corrald is stopping", next->by);
+        answer_reload(next, -1, "corrald is stopping: reload ignored\n");
+        return;
+    }
+    start_reload(d, next);
+}
+
+static void
+start_reload(struct daemon *d, struct reload_req *reqs)
 {
     struct buf err = BUF_INIT;
     struct conf *c;
-    char *copy, *line, *save = NULL;
-    size_t start = report->len;
-    int rc;
+
+    log_msg(LOG_INFO, "reload: requested by %s", reqs->by);
+    d->reloading = true;
+    d->reload_current = reqs;
+    notify(d, "RELOADING=1");
+    c = read_conf(d, &err);
+    if (!c) {
+        buf_printf(&d->reload_report, "reload failed, the running configuration stays:\n%s",
+                   buf_str(&err));
+        server_reload_failed(d->srv);
+        reload_done(d, -1, "");
+    } else {
+        if (c->warnings) buf_puts(&d->reload_report, c->warnings);
+        server_reload(d->srv, c, reload_done, d); /* now, or once the executor process answers */
+    }
+    buf_free(&err);
+}
+
+static void
+reload(struct daemon *d, const char *by, control_reload_done done, void *conn)
+{
+    struct reload_req *r, **tail;
 
     if (d->stopping) {
         /* a reload now would open the inputs again in a process on its way out */
         log_msg(LOG_WARNING, "reload requested by %s ignored: corrald is stopping", by);
-        buf_puts(report, "corrald is stopping: reload ignored\n");
-        return -1;
+        if (done) done(conn, -1, "corrald is stopping: reload ignored\n");
+        return;
     }
-    log_msg(LOG_INFO, "reload: requested by %s", by);
-    notify(d, "RELOADING=1");
-    c = read_conf(d, &err);
-    if (!c) {
-        buf_printf(report, "reload failed, the running configuration stays:\n%s", buf_str(&err));
-        server_reload_failed(d->srv);
-        rc = -1;
-    } else {
-        if (c->warnings) buf_puts(report, c->warnings);
-        rc = server_reload(d->srv, c, report);
+    r = xcalloc(1, sizeof(*r));
+    r->by = by;
+    r->done = done;
+    r->conn = conn;
+    if (d->reloading) {
+        log_msg(LOG_INFO, "reload requested by %s: once the one in progress is done", by);
+        for (tail = &d->reload_waiting; *tail; tail = &(*tail)->next) {
+        }
+        *tail = r;
+        return;
     }
-    buf_free(&err);
-    notify(d, "READY=1");
-    copy = xstrdup(report->p ? report->p + start : "");
-    for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        log_msg(rc < 0 ? LOG_ERR : LOG_INFO, "reload: %s", line);
-    free(copy);
-    return rc;
+    start_reload(d, r);
 }
 
-static int
-reload_from_control(void *arg, struct buf *report)
+static void
+reload_from_control(void *arg, control_reload_done done, void *conn)
 {
-    return reload(arg, "the control socket", report);
+    reload(arg, "the control socket", done, conn);
 }
 
 static void
 on_sighup(uv_signal_t *h, int sig)
 {
-    struct buf report = BUF_INIT;
-
     (void)sig;
-    reload(h->data, "SIGHUP", &report);
-    buf_free(&report);
+    reload(h->data, "SIGHUP", NULL, NULL);
 }
 
 static void
@@ -654,6 +725,8 @@ privsep_wanted(const struct conf *c, bool *on, struct buf *err)
 
 /* The executor process: what it serves, and what it waits for before it exits. */
 struct executor_proc {
+    struct daemon *d;
+    struct conf *conf; /* what the queues served were opened from */
     uv_loop_t *loop;
     struct ipcserve *serve;
     pid_t engine;
@@ -759,6 +832,49 @@ queue_gone(void *arg)
 }
 
 /*
+ * The engine asks for a reload of the executors (L): read the same file
+ * again, here (nothing of the configuration comes from the engine), and
+ * replace the queues as a reload without privilege separation does
+ * (queueset.h).  A changed or added executor's secrets are read and its
+ * spool replayed now, in this loop turn, as server_reload does in one
+ * process; unchanged ones keep running untouched.
+ */
+static int
+exec_reload(void *arg, struct queue *const *running, size_t n, struct queue ***out, size_t *nout,
+            struct buf *report)
+{
+    struct executor_proc *x = arg;
+    struct queueset_stage qs;
+    struct buf err = BUF_INIT;
+    struct conf *c = read_conf(x->d, &err);
+    char *dir;
+    int rc = -1;
+
+    if (!c) {
+        buf_append(report, err.p, err.len);
+    } else {
+        dir = server_spool_dir(c);
+        rc = queueset_prepare(&qs, x->loop, running, x->conf->executors, n, c->executors,
+                              c->nexecutors, c->file ? c->file : "(built-in)", dir, report);
+        free(dir);
+    }
+    if (rc == 0) {
+        *out = qs.queues;
+        *nout = c->nexecutors;
+        queueset_commit(&qs, report);
+        conf_free(x->conf);
+        x->conf = c;
+        log_msg(LOG_INFO, "privsep: the executor process reloaded its executors (%zu)", *nout);
+    } else {
+        conf_free(c);
+        log_msg(LOG_ERR, "privsep: the executor process could not reload its executors: the "
+                         "running ones stay");
+    }
+    buf_free(&err);
+    return rc;
+}
+
+/*
  * The executor process (the parent): opens the executors (their secrets are
  * read here only), serves the engine on fd until it has terminated us or is
  * gone, and returns the exit status.  Takes c.
@@ -776,6 +892,8 @@ run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
     bool ok = true;
 
     memset(&x, 0, sizeof(x));
+    x.d = d;
+    x.conf = c;
     x.loop = uv_default_loop();
     x.engine = engine;
     x.exit_code = 1;
@@ -826,6 +944,7 @@ run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
     } else {
         ipcserve_set_control(x.serve, exec_control, NULL);
         ipcserve_set_notify(x.serve, exec_notify, NULL);
+        ipcserve_set_reload(x.serve, exec_reload, &x);
         uv_run(x.loop, UV_RUN_DEFAULT);
         log_msg(x.exit_code ? LOG_ERR : LOG_INFO, "privsep: executor process stopped%s",
                 x.exit_code ? " (the engine process did not stop cleanly)" : "");
@@ -835,7 +954,7 @@ run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
     free(qs);
     free(dir);
     buf_free(&err);
-    conf_free(c);
+    conf_free(x.conf); /* c, or what the last reload read */
     return x.exit_code;
 }
 
@@ -1153,6 +1272,7 @@ out:
     free(d.extra_rules);
     free(d.pidfile_buf);
     free(d.runtime_dir);
+    buf_free(&d.reload_report);
 #ifdef CORRAL_TEST_HOOKS
     free(test_hook);
 #endif

@@ -35,7 +35,11 @@
  *
  * Under privilege separation (doc/privsep.md) the executors' queues are the
  * executor process's: server_set_proxy puts an ipcproxy behind them, and
- * the executor_* helpers submit, read pressure and stats through it.
+ * the executor_* helpers submit, read pressure and stats through it.  A
+ * reload that changes the executors then waits, its stage prepared, until
+ * the executor process has reloaded them (ipcproxy_reload), and commits or
+ * discards it on its answer.  The reuse and handover rules for executors
+ * are queueset.h's, shared with the executor process.
  */
 #include "agent/server.h"
 #include "agent/alerts.h"
@@ -49,6 +53,7 @@
 #include "agent/output.h"
 #include "engine/pdb.h"
 #include "actions/queue.h"
+#include "actions/queueset.h"
 #include "actions/ipcproxy.h"
 #include "agent/route.h"
 #include "agent/absence.h"
@@ -110,6 +115,9 @@ struct server {
     uint64_t paused_at, paused_ms, pauses, pause_log_ms, engine_pause_log_ms, engine_pauses;
     struct server_endpoint_stats endpoints[SERVER_EP_N];
     struct dnscache *dns; /* $(dns-resolve-ip)'s cache, for its counters; may be NULL */
+    /* privilege separation: a reload waiting for the executor process to reload its executors */
+    struct pending_reload *pending;
+    uint64_t reload_gen;
     /* shutdown */
     void (*done)(void *);
     void *done_arg;
@@ -688,10 +696,10 @@ struct stage {
     bool new_outputs; /* false: the running outputs are configured alike and stay */
     struct output **outputs;
     size_t noutputs;
-    struct queue **queues; /* per executor: reused from the running server, or opened */
-    size_t *remote;        /* privsep: per executor, its index in the proxy */
+    struct queueset_stage qs; /* per executor: reused from the running server, or opened */
+    size_t *remote;           /* privsep: per executor, its index in the proxy */
+    bool remote_wait; /* privsep: the executors changed; the executor process reloads first */
     const char **qnames;
-    bool *queue_taken; /* per running queue: reused by the stage */
     struct route_table *routes;
     struct alerts *alerts; /* empty: the running one's entries move in at commit */
     struct input **inputs; /* per input: reused, opened by prepare, or NULL: opened at commit */
@@ -848,37 +856,63 @@ server_spool_dir(const struct conf *c)
 }
 
 /*
- * Privilege separation: the executors are the executor process's, opened
- * once from the configuration it read at start; each is found by name.  It
- * does not reload them (yet: doc/privsep.md), so a reload that adds or
- * changes one is refused rather than half applied.
+ * Privilege separation: the executors are the executor process's, each
+ * found by name in the list it published.  When they are configured as
+ * the running ones, that list is still right: mapped now.  Otherwise the
+ * executor process reloads them itself first (server_reload sends L, and
+ * the mapping is made from its answer, map_remote).
  */
 static int
 prepare_remote(struct server *s, struct stage *st, struct buf *err)
 {
     const struct conf *c = st->conf;
     const char *file = c->file ? c->file : "(built-in)";
-    size_t i, j;
+    size_t i;
     int idx;
 
+    st->qs.queues = xcalloc(c->nexecutors + 1, sizeof(*st->qs.queues)); /* theirs: NULL here */
+    if (s->conf &&
+        !queueset_same(s->conf->executors, s->conf->nexecutors, c->executors, c->nexecutors)) {
+        st->remote_wait = true;
+        return 0;
+    }
     st->remote = xcalloc(c->nexecutors + 1, sizeof(*st->remote));
     for (i = 0; i < c->nexecutors; i++) {
-        const struct exconf *e = &c->executors[i];
-        bool same = s->conf == NULL;
-        st->qnames[i] = e->name;
-        for (j = 0; s->conf && j < s->conf->nexecutors && !same; j++)
-            same = exconf_equal(e, &s->conf->executors[j]);
-        idx = ipcproxy_find(s->proxy, e->name);
-        if (idx < 0 || !same) {
-            buf_printf(err,
-                       "%s:%d: executor %s: added or changed, which under privilege separation "
-                       "takes a restart of corrald (the executor process holds the executors)\n",
-                       file, e->line, e->name);
+        idx = ipcproxy_find(s->proxy, c->executors[i].name);
+        if (idx >= 0) {
+            st->remote[i] = (size_t)idx;
+        } else if (s->conf) {
+            st->remote_wait = true; /* not the list it has: it reads the file again */
+        } else {
+            buf_printf(err, "%s:%d: executor %s: not opened by the executor process\n", file,
+                       c->executors[i].line, c->executors[i].name);
             return -1;
         }
-        st->remote[i] = (size_t)idx;
     }
     return 0;
+}
+
+/*
+ * Privilege separation, once the executor process has reloaded: each
+ * executor's index in its new list, by name.  One it does not have (the
+ * file changed between the two reads) gets none: its alerts are refused
+ * (counted in corral_privsep_refused_total) until the next reload.
+ */
+static void
+map_remote(struct server *s, const char *const *names, size_t n, size_t *remote, struct buf *report)
+{
+    size_t i;
+    int idx;
+
+    for (i = 0; i < n; i++) {
+        idx = ipcproxy_find(s->proxy, names[i]);
+        remote[i] = idx >= 0 ? (size_t)idx : ipcproxy_count(s->proxy);
+        if (idx < 0 && report)
+            buf_printf(report,
+                       "executor %s: not among the executor process's (the file changed while "
+                       "reloading?): its alerts are refused until the next reload\n",
+                       names[i]);
+    }
 }
 
 /* The executors, each reused from the running server when configured alike, and the routes. */
@@ -886,29 +920,21 @@ static int
 prepare_executors(struct server *s, struct stage *st, struct buf *err)
 {
     const struct conf *c = st->conf;
-    char *dir = server_spool_dir(c);
-    size_t i, j;
-    int rc = 0;
+    char *dir;
+    size_t i;
+    int rc;
 
-    st->queues = xcalloc(c->nexecutors + 1, sizeof(*st->queues));
     st->qnames = xcalloc(c->nexecutors + 1, sizeof(*st->qnames));
-    st->queue_taken = xcalloc(s->nqueues + 1, sizeof(*st->queue_taken));
-    if (s->proxy) rc = prepare_remote(s, st, err);
-    for (i = 0; i < c->nexecutors && rc == 0 && !s->proxy; i++) {
-        const struct exconf *e = &c->executors[i];
-        st->qnames[i] = e->name;
-        for (j = 0; j < s->nqueues; j++)
-            if (!st->queue_taken[j] && exconf_equal(e, &s->conf->executors[j])) {
-                st->queues[i] = s->queues[j];
-                st->queue_taken[j] = true;
-                break;
-            }
-        if (!st->queues[i]) {
-            st->queues[i] = queue_open(s->loop, e, c->file ? c->file : "(built-in)", dir, err);
-            if (!st->queues[i]) rc = -1;
-        }
+    for (i = 0; i < c->nexecutors; i++) st->qnames[i] = c->executors[i].name;
+    if (s->proxy) {
+        rc = prepare_remote(s, st, err);
+    } else {
+        dir = server_spool_dir(c);
+        rc = queueset_prepare(&st->qs, s->loop, s->queues, s->conf ? s->conf->executors : NULL,
+                              s->nqueues, c->executors, c->nexecutors,
+                              c->file ? c->file : "(built-in)", dir, err);
+        free(dir);
     }
-    free(dir);
     if (rc < 0) return -1;
     st->routes = route_new(c, st->qnames, c->nexecutors, err);
     if (!st->routes) return -1;
@@ -1024,12 +1050,6 @@ prepare_inputs(struct server *s, struct stage *st, struct buf *err)
 }
 
 static void
-queue_closed(void *arg)
-{
-    (void)arg;
-}
-
-static void
 queue_checked(void *arg)
 {
     (*(size_t *)arg)++;
@@ -1100,14 +1120,10 @@ server_check(const struct conf *c, size_t *nrules, bool files, struct buf *err)
 static void
 stage_discard(struct server *s, struct stage *st)
 {
-    size_t i, j;
+    size_t i;
 
-    for (i = 0; st->queues && i < st->conf->nexecutors; i++) {
-        bool running = false;
-        for (j = 0; j < s->nqueues; j++)
-            if (s->queues[j] == st->queues[i]) running = true;
-        if (st->queues[i] && !running) queue_close(st->queues[i], queue_closed, NULL);
-    }
+    (void)s;
+    queueset_discard(&st->qs); /* what it opened closes; the running queues are untouched */
     for (i = 0; st->inputs && i < st->conf->ninputs; i++)
         if (st->inputs[i] && st->input_opened[i]) input_close(st->inputs[i]);
     free_outputs(st->outputs, st->noutputs);
@@ -1115,10 +1131,8 @@ stage_discard(struct server *s, struct stage *st)
     alerts_free(st->alerts);
     pdb_free(st->db);
     conf_free(st->conf);
-    free(st->queues);
     free(st->remote);
     free(st->qnames);
-    free(st->queue_taken);
     free(st->inputs);
     free(st->input_opened);
     free(st->input_taken);
@@ -1328,34 +1342,28 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
 {
     const struct conf *c = st->conf;
     bool starting = s->conf == NULL, ok;
-    size_t i, j, kept = 0, dropped = 0;
+    size_t i, kept = 0, dropped = 0;
+    struct queue **queues;
     struct absence *was;
 
     /*
      * Executors that are gone or changed stop.  A changed one hands what it
-     * has queued to its successor (the one of the same name and kind); a
-     * gone one's spool keeps it for the next start.
+     * has queued to its successor (queueset.h); a gone one's spool keeps it
+     * for the next start.  Under privilege separation the executor process
+     * has done this already (or, unchanged, had nothing to do).
      */
-    for (j = 0; j < s->nqueues && !s->proxy; j++) {
-        if (st->queue_taken[j]) continue;
-        for (i = 0; i < c->nexecutors; i++) {
-            bool reused = false;
-            size_t k;
-            for (k = 0; k < s->nqueues; k++)
-                if (s->queues[k] == st->queues[i]) reused = true;
-            if (!reused && strcmp(c->executors[i].name, s->conf->executors[j].name) == 0 &&
-                strcmp(c->executors[i].kind, s->conf->executors[j].kind) == 0) {
-                queue_handover(s->queues[j], st->queues[i]);
-                break;
-            }
-        }
-        queue_close(s->queues[j], queue_closed, NULL);
+    queues = st->qs.queues;
+    if (s->proxy) {
+        st->qs.queues = NULL;
+        queueset_discard(&st->qs);
+    } else {
+        queueset_commit(&st->qs, starting ? NULL : report);
     }
     free(s->queues);
     free(s->qnames);
     free(s->remote);
     route_free(s->routes);
-    s->queues = st->queues;
+    s->queues = queues;
     s->remote = st->remote;
     s->qnames = st->qnames;
     s->nqueues = c->nexecutors;
@@ -1402,7 +1410,6 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     absence_free(was);
     conf_free(s->conf);
     s->conf = st->conf;
-    free(st->queue_taken);
     free(st->input_taken);
     free(st->input_opened);
     free(st->input_replaces);
@@ -1420,26 +1427,102 @@ server_start(struct server *s, struct conf *conf, struct buf *err)
     return 0;
 }
 
-int
-server_reload(struct server *s, struct conf *conf, struct buf *report)
-{
-    struct buf err = BUF_INIT;
+/* A reload waiting for the executor process (privilege separation): the stage and who asked. */
+struct pending_reload {
     struct stage st;
+    struct buf report;
+    server_reload_fn done;
+    void *arg;
+};
+
+/* The end of a reload whose stage is prepared: commit, and tell whoever asked. */
+static void
+reload_commit(struct server *s, struct stage *st, struct buf *report, server_reload_fn done,
+              void *arg)
+{
     int rc = 0;
 
-    s->reloads++;
-    if (stage_prepare(s, &st, conf, &err) < 0) {
-        buf_printf(report, "reload failed, the running configuration stays:\n%s", buf_str(&err));
-        s->reload_failures++;
-        rc = -1;
-    } else if (!stage_commit(s, &st, report)) {
+    if (!stage_commit(s, st, report)) {
         /* an input that had to wait for its predecessor could not open: not what was asked */
         buf_printf(report, "reload failed: an input could not be opened (see above)\n");
         s->reload_failures++;
         rc = -1;
     }
+    done(arg, rc, buf_str(report));
+}
+
+/*
+ * Privilege separation: the executor process has reloaded its executors
+ * (ok: the proxy has its new list), or could not (nothing changed there).
+ */
+static void
+on_executors_reloaded(void *arg, bool ok, const char *text, size_t len)
+{
+    struct server *s = arg;
+    struct pending_reload *p = s->pending;
+
+    s->pending = NULL;
+    if (!p) {
+        /* the stage was given up (stopping): what runs finds its executors in the new list */
+        if (ok && s->remote) map_remote(s, s->qnames, s->nqueues, s->remote, NULL);
+        return;
+    }
+    if (!ok) {
+        buf_printf(&p->report, "reload failed, the running configuration stays:\n%.*s", (int)len,
+                   text);
+        stage_discard(s, &p->st);
+        s->reload_failures++;
+        p->done(p->arg, -1, buf_str(&p->report));
+    } else {
+        buf_append(&p->report, text, len); /* what it opened, changed and closed */
+        p->st.remote = xcalloc(p->st.conf->nexecutors + 1, sizeof(*p->st.remote));
+        map_remote(s, p->st.qnames, p->st.conf->nexecutors, p->st.remote, &p->report);
+        reload_commit(s, &p->st, &p->report, p->done, p->arg);
+    }
+    buf_free(&p->report);
+    free(p);
+}
+
+void
+server_reload(struct server *s, struct conf *conf, server_reload_fn done, void *arg)
+{
+    struct pending_reload *p = xcalloc(1, sizeof(*p));
+    struct buf err = BUF_INIT;
+
+    s->reloads++;
+    buf_init(&p->report);
+    if (s->pending) {
+        /* corrald runs one at a time (agent/corrald.c): not expected, but never two stages */
+        conf_free(conf);
+        buf_puts(&p->report, "reload failed: another reload is still waiting for the executor "
+                             "process\n");
+        s->reload_failures++;
+        done(arg, -1, buf_str(&p->report));
+    } else if (stage_prepare(s, &p->st, conf, &err) < 0) {
+        buf_printf(&p->report, "reload failed, the running configuration stays:\n%s",
+                   buf_str(&err));
+        s->reload_failures++;
+        done(arg, -1, buf_str(&p->report));
+    } else if (p->st.remote_wait) {
+        /* the executor process reads the file itself and answers; the stage waits till then */
+        p->done = done;
+        p->arg = arg;
+        if (ipcproxy_reload(s->proxy, ++s->reload_gen, on_executors_reloaded, s) == 0) {
+            s->pending = p;
+            buf_free(&err);
+            return;
+        }
+        stage_discard(s, &p->st);
+        buf_puts(&p->report, "reload failed, the running configuration stays:\nthe executor "
+                             "process is gone\n");
+        s->reload_failures++;
+        done(arg, -1, buf_str(&p->report));
+    } else {
+        reload_commit(s, &p->st, &p->report, done, arg);
+    }
     buf_free(&err);
-    return rc;
+    buf_free(&p->report);
+    free(p);
 }
 
 void
@@ -1483,6 +1566,17 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
 
     s->done = done;
     s->done_arg = arg;
+    if (s->pending) {
+        /* stopping: the stage is given up (the executor process's answer changes nothing then) */
+        struct pending_reload *p = s->pending;
+        s->pending = NULL;
+        stage_discard(s, &p->st);
+        buf_puts(&p->report, "reload abandoned: corrald is stopping\n");
+        s->reload_failures++;
+        p->done(p->arg, -1, buf_str(&p->report));
+        buf_free(&p->report);
+        free(p);
+    }
     for (i = 0; i < s->ninputs; i++) input_close(s->inputs[i]);
     s->ninputs = 0;
     if (s->check_init) uv_check_stop(&s->resume_check);

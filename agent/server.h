@@ -57,10 +57,16 @@ void server_submit(struct server *s, struct input *in, const char *data, size_t 
 
 /*
  * Reloads configuration and rules: conf (owned) replaces the current one only
- * if everything in it loads; otherwise the old one keeps running.  Writes what
- * changed, or why the reload failed, to report.  Returns 0 or -1.
+ * if everything in it loads; otherwise the old one keeps running.  done(arg,
+ * rc, report) once, with 0 or -1 and what changed, or why the reload failed
+ * (lines).  Before server_reload returns, except under privilege separation
+ * when the executors changed: the executor process reloads them first
+ * (doc/privsep.md), and done runs once it has answered (or at
+ * server_shutdown, or when it is gone).  One at a time: a reload while one
+ * waits fails (corrald runs them one after the other).
  */
-int server_reload(struct server *s, struct conf *conf, struct buf *report);
+typedef void (*server_reload_fn)(void *arg, int rc, const char *report);
+void server_reload(struct server *s, struct conf *conf, server_reload_fn done, void *arg);
 /* A reload that failed before reaching the server (the file unreadable or invalid): counted. */
 void server_reload_failed(struct server *s);
 

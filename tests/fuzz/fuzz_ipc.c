@@ -13,16 +13,24 @@
  *   - what it holds never exceeds one frame plus one feed;
  *   - every submit frame's body goes through the executor process's check
  *     (ipcserve_parse_submit, with 4 executors): an accepted one names an
- *     executor below 4, its alert lies inside the body and decodes whole.
+ *     executor below 4, its alert lies inside the body and decodes whole;
+ *   - every hello (H) and reload (L) body through the executor process's
+ *     parsers: accepted only at exactly 4 and 8 bytes;
+ *   - every reload answer (R) body through the engine's parser
+ *     (ipcproxy_parse_reloaded): an accepted one has ok 0 or 1, a report
+ *     inside the body, n names without NUL (none when not ok), and
+ *     framed again as the executor process frames it, it is the body.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "actions/ipc.h"
+#include "actions/ipcproxy.h"
 #include "actions/ipcserve.h"
 #include "engine/buf.h"
 #include "engine/msg.h"
+#include "engine/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -58,6 +66,42 @@ check_submit(const void *body, size_t len)
     msg_unref(sub.msg);
 }
 
+static void
+check_small(char type, const void *body, size_t len)
+{
+    uint32_t version;
+    uint64_t gen;
+
+    if (type == IPC_HELLO && (ipcserve_parse_hello(body, len, &version) == 0) != (len == 4))
+        __builtin_trap();
+    if (type == IPC_RELOAD && (ipcserve_parse_reload(body, len, &gen) == 0) != (len == 8))
+        __builtin_trap();
+}
+
+static void
+check_reloaded(const void *body, size_t len)
+{
+    struct ipcproxy_reloaded r;
+    struct buf again = BUF_INIT;
+    const char *b = body;
+    size_t i;
+
+    if (ipcproxy_parse_reloaded(body, len, &r) < 0) return;
+    if (r.report_len && (r.report < b || r.report + r.report_len > b + len)) __builtin_trap();
+    if (!r.ok && r.n) __builtin_trap();
+    wire_put64(&again, r.generation);
+    wire_put32(&again, r.ok ? 1 : 0);
+    wire_put_bytes(&again, r.report, r.report_len);
+    wire_put32(&again, (uint32_t)r.n);
+    for (i = 0; i < r.n; i++) {
+        if (!r.names[i]) __builtin_trap();
+        wire_put_bytes(&again, r.names[i], strlen(r.names[i])); /* a NUL would cut it short */
+    }
+    if (r.names[r.n] || again.len != len || memcmp(again.p, body, len) != 0) __builtin_trap();
+    ipcproxy_reloaded_free(&r);
+    buf_free(&again);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -85,6 +129,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (b < d.in.p || b + len > d.in.p + d.in.len) __builtin_trap();
             if (ipc_frame(&again, type, body, len) != 0) __builtin_trap();
             if (type == IPC_SUBMIT) check_submit(body, len);
+            if (type == IPC_HELLO || type == IPC_RELOAD) check_small(type, body, len);
+            if (type == IPC_X_RELOADED) check_reloaded(body, len);
         }
     }
     if (again.len > size || (again.len && memcmp(again.p, data, again.len) != 0)) __builtin_trap();

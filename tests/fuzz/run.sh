@@ -26,6 +26,9 @@ printf 'x' > "$out/corpus-decode/seed1"
 # engine-executor frames (actions/ipc.h): a submit, a sync, a half frame; then a bad length
 printf '\003\010\000\000\000S\000\000\000\000abc\001\000\000\000Y\005\000\000' > "$out/corpus-ipc/seed1"
 printf '\377\002\000\000\000Yx\000\000\000\000' > "$out/corpus-ipc/seed2"
+# a hello (H, version 2), a reload (L, generation 1), a reload answer (R: ok, report "ok", one name "a")
+printf '\005\000\000\000H\002\000\000\000\011\000\000\000L\001\000\000\000\000\000\000\000' > "$out/corpus-ipc/seed3"
+printf '\000\034\000\000\000R\001\000\000\000\000\000\000\000\001\000\000\000\002\000\000\000ok\001\000\000\000\001\000\000\000a' > "$out/corpus-ipc/seed4"
 # spools: version 2 (two alerts, a done record, a torn tail) and version 1 (actions/queue.h)
 python3 - "$out/corpus-spool" <<'PY' || true
 import struct, sys, zlib
@@ -103,7 +106,7 @@ for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool s
     [ "$h" = framing ] && extra="$src/agent/framer.c"
     [ "$h" = mail ] && extra="$(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
     [ "$h" = spool ] && extra="$src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
-    [ "$h" = ipc ] && extra="$src/actions/ipc.c $src/actions/ipcserve.c $src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
+    [ "$h" = ipc ] && extra="$src/actions/ipc.c $src/actions/ipcserve.c $src/actions/ipcproxy.c $src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
     [ "$h" = deadletter ] && extra="$src/actions/deadletter.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = conf ] && extra="$src/agent/conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv)"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs

@@ -11,10 +11,18 @@
  * in its spool for the next start, before the bye; `corral queue` commands
  * run on the executor process's queues and their answers come back to the
  * one who asked, or "FAILED" when the executor process goes away first.
+ * A hello of another protocol version ends the connection.  A reload of
+ * the executors: the proxy learns the new list; alerts submitted while it
+ * waits for the answer are held and then reach the executor they were
+ * routed to, under its index in the new list (one for an executor the
+ * reload removed is dropped and counted); a failed reload keeps the old
+ * list; a terminate meanwhile goes after the held alerts; the executor
+ * process going away fails the reload.
  */
 #include "actions/ipcproxy.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +32,15 @@
 
 #include <uv.h>
 
+#include "actions/ipc.h"
 #include "actions/ipcserve.h"
+#include "actions/queueset.h"
 #include "agent/conf.h"
 #include "agent/queuectl.h"
 #include "engine/buf.h"
 #include "engine/msg.h"
 #include "engine/nv.h"
+#include "engine/wire.h"
 #include "tests/unit/unitlib.h"
 
 static void
@@ -40,6 +51,11 @@ setup(void)
     ul_write_file(ul_wpath("prog"), "#!/bin/sh\nwhile [ ! -e \"$0.go\" ]; do sleep 0.05; done\n"
                                     "echo \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n");
     ck_assert_int_eq(chmod(ul_wpath("prog"), 0755), 0);
+    /* deliver at once, each to its own file */
+    ul_write_file(ul_wpath("a"), "#!/bin/sh\necho \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n");
+    ck_assert_int_eq(chmod(ul_wpath("a"), 0755), 0);
+    ul_write_file(ul_wpath("b"), "#!/bin/sh\necho \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n");
+    ck_assert_int_eq(chmod(ul_wpath("b"), 0755), 0);
 }
 
 static void
@@ -435,6 +451,363 @@ START_TEST(test_notify)
 }
 END_TEST
 
+/* An executor side of another protocol version: its hello ends the connection. */
+static void
+ignore_frame(void *arg, char type, const void *body, size_t len)
+{
+    (void)arg;
+    (void)type;
+    (void)body;
+    (void)len;
+}
+
+static void
+fake_end(void *arg, const char *reason)
+{
+    (void)reason;
+    *(bool *)arg = true;
+}
+
+struct ended {
+    bool ended;
+    char reason[64];
+};
+
+static void
+proxy_end_reason(void *arg, const char *reason)
+{
+    struct ended *e = arg;
+
+    snprintf(e->reason, sizeof(e->reason), "%s", reason);
+    e->ended = true;
+}
+
+START_TEST(test_hello_version_mismatch)
+{
+    uv_loop_t loop;
+    struct ipc_conn *fake;
+    struct ipcproxy *p;
+    struct ended e = {0};
+    struct buf body = BUF_INIT;
+    bool fake_ended = false;
+    int sv[2];
+
+    uv_loop_init(&loop);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    fake = ipc_open(&loop, sv[1], ignore_frame, fake_end, &fake_ended);
+    p = ipcproxy_new(&loop, sv[0], NULL, proxy_end_reason, &e);
+    ck_assert_ptr_nonnull(p);
+    wire_put32(&body, IPC_VERSION + 1);
+    wire_put32(&body, 1);
+    wire_put_bytes(&body, "script", 6);
+    ck_assert_int_eq(ipc_send(fake, IPC_X_HELLO, body.p, body.len), 0);
+    ck_assert(ul_run_until(&loop, ul_flag_set, &e.ended, 60));
+    ck_assert_str_eq(e.reason, "protocol version mismatch");
+    ck_assert(!ipcproxy_ready(p));
+    ipcproxy_close(p, NULL, NULL);
+    ck_assert(ul_run_until(&loop, ul_flag_set, &fake_ended, 60));
+    ipc_close(fake, NULL, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    buf_free(&body);
+}
+END_TEST
+
+/* Two executors, a and b, on the executor side; the reload function moves to f->next. */
+struct rfix {
+    struct fixture f;
+    struct queue *qs[2];
+    struct conf *next;
+    char next_file[512];
+    bool answered, ok;
+    char report[1024];
+};
+
+static int
+reload_fn(void *arg, struct queue *const *running, size_t n, struct queue ***out, size_t *nout,
+          struct buf *report)
+{
+    struct rfix *r = arg;
+    struct queueset_stage qs;
+
+    if (queueset_prepare(&qs, &r->f.loop, running, r->f.conf->executors, n, r->next->executors,
+                         r->next->nexecutors, r->next_file, NULL, report) < 0)
+        return -1;
+    *out = qs.queues;
+    *nout = r->next->nexecutors;
+    queueset_commit(&qs, report);
+    conf_free(r->f.conf);
+    r->f.conf = r->next;
+    r->next = NULL;
+    return 0;
+}
+
+static void
+rfix_open(struct rfix *r)
+{
+    struct buf err = BUF_INIT;
+    char x[2048];
+    int sv[2], i;
+
+    memset(r, 0, sizeof(*r));
+    uv_loop_init(&r->f.loop);
+    snprintf(x, sizeof(x),
+             "<exec name=\"a\" program=\"%s\" backoff=\"1h\"/>\n"
+             "<exec name=\"b\" program=\"%s\" backoff=\"1h\"/>",
+             ul_wpath("a"), ul_wpath("b"));
+    r->f.conf = ul_load_executors(ul_workdir(), x, r->f.file, sizeof(r->f.file));
+    for (i = 0; i < 2; i++) {
+        r->qs[i] = queue_open(&r->f.loop, &r->f.conf->executors[i], r->f.file, NULL, &err);
+        ck_assert_msg(r->qs[i] != NULL, "queue_open: %s", buf_str(&err));
+    }
+    buf_free(&err);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    r->f.s = ipcserve_new(&r->f.loop, sv[1], r->qs, 2, server_end, &r->f);
+    ipcserve_set_reload(r->f.s, reload_fn, r);
+    r->f.p = ipcproxy_new(&r->f.loop, sv[0], proxy_ready, proxy_end, &r->f);
+    ipcproxy_set_observer(r->f.p, observe, &r->f);
+    ck_assert(ul_run_until(&r->f.loop, ul_flag_set, &r->f.ready, 60));
+    ck_assert_uint_eq(ipcproxy_count(r->f.p), 2);
+}
+
+static void
+rfix_next(struct rfix *r, const char *executors)
+{
+    r->next = ul_load_executors(ul_workdir(), executors, r->next_file, sizeof(r->next_file));
+}
+
+static void
+on_reloaded(void *arg, bool ok, const char *report, size_t len)
+{
+    struct rfix *r = arg;
+
+    ck_assert(!r->answered);
+    r->answered = true;
+    r->ok = ok;
+    snprintf(r->report, sizeof(r->report), "%.*s", (int)len, report);
+}
+
+static void
+submit_to(struct fixture *f, size_t i, const char *id)
+{
+    struct msg *m = msg_new();
+
+    msg_set(m, nv_intern_str("corral.alert_id"), id, strlen(id));
+    ipcproxy_submit(f->p, i, m, false);
+    msg_unref(m);
+}
+
+static bool
+delivered_n(void *arg)
+{
+    struct rfix *r = arg;
+
+    return r->f.delivered >= 2;
+}
+
+static void
+file_is(const char *name, const char *want)
+{
+    char got[256] = "";
+    FILE *fp = fopen(ul_wpath(name), "r");
+    size_t n;
+
+    ck_assert_msg(fp != NULL, "%s not written", name);
+    n = fread(got, 1, sizeof(got) - 1, fp);
+    got[n] = '\0';
+    fclose(fp);
+    ck_assert_str_eq(got, want);
+}
+
+/*
+ * The new configuration lists b first, drops a, and adds c (a's program):
+ * the alerts submitted before the answer, to old index 0 (a, removed) and
+ * old index 1 (b), are held: b's reaches b under its new index 0, a's is
+ * dropped and counted.  After it, index 1 is c.
+ */
+START_TEST(test_reload_holds_and_maps)
+{
+    struct rfix r;
+    char x[2048];
+
+    rfix_open(&r);
+    snprintf(x, sizeof(x),
+             "<exec name=\"b\" program=\"%s\" backoff=\"1h\"/>\n"
+             "<exec name=\"c\" program=\"%s\" backoff=\"1h\"/>",
+             ul_wpath("b"), ul_wpath("a"));
+    rfix_next(&r, x);
+    ck_assert_int_eq(ipcproxy_reload(r.f.p, 1, on_reloaded, &r), 0);
+    ck_assert(ipcproxy_reloading(r.f.p));
+    ck_assert_int_eq(ipcproxy_reload(r.f.p, 2, on_reloaded, &r), -1); /* one at a time */
+    submit_to(&r.f, 0, "held-for-a");
+    submit_to(&r.f, 1, "held-for-b");
+    ck_assert_uint_eq(ipcproxy_get_stats(r.f.p)->sent, 0);
+    ck_assert(ul_run_until(&r.f.loop, ul_flag_set, &r.answered, 60));
+    ck_assert(r.ok);
+    ck_assert(!ipcproxy_reloading(r.f.p));
+    ck_assert_msg(strstr(r.report, "executor removed: a") && strstr(r.report, "executor added: c"),
+                  "report: %s", r.report);
+    ck_assert_uint_eq(ipcproxy_count(r.f.p), 2);
+    ck_assert_str_eq(ipcproxy_name(r.f.p, 0), "b");
+    ck_assert_str_eq(ipcproxy_name(r.f.p, 1), "c");
+    ck_assert_uint_eq(ipcproxy_get_stats(r.f.p)->sent, 1);
+    ck_assert_uint_eq(ipcproxy_get_stats(r.f.p)->refused, 1);
+    submit_to(&r.f, 1, "to-c");
+    ck_assert(ul_run_until(&r.f.loop, delivered_n, &r, 60));
+    file_is("b.out", "held-for-b\n");
+    file_is("a.out", "to-c\n"); /* c runs a's program; a itself got nothing */
+    ck_assert_str_eq(r.f.last_executor, "c");
+    ck_assert_uint_eq(ipcserve_get_stats(r.f.s)->rejected, 0);
+    fixture_close(&r.f);
+}
+END_TEST
+
+static bool
+one_delivered(void *arg)
+{
+    return ((struct fixture *)arg)->delivered >= 1;
+}
+
+/* A reload the executor side cannot do: the old list stays, held alerts go to it. */
+START_TEST(test_reload_fails_keeps_list)
+{
+    struct rfix r;
+    char x[2048];
+
+    rfix_open(&r);
+    snprintf(x, sizeof(x), "<exec name=\"a\" program=\"%s\"/>", ul_wpath("missing"));
+    rfix_next(&r, x);
+    ck_assert_int_eq(ipcproxy_reload(r.f.p, 1, on_reloaded, &r), 0);
+    submit_to(&r.f, 1, "held-for-b");
+    ck_assert(ul_run_until(&r.f.loop, ul_flag_set, &r.answered, 60));
+    ck_assert(!r.ok);
+    ck_assert_msg(strstr(r.report, "executor a: program ") != NULL, "report: %s", r.report);
+    ck_assert_str_eq(ipcproxy_name(r.f.p, 0), "a");
+    ck_assert_str_eq(ipcproxy_name(r.f.p, 1), "b");
+    ck_assert(ul_run_until(&r.f.loop, one_delivered, &r.f, 60));
+    file_is("b.out", "held-for-b\n");
+    ck_assert_uint_eq(ipcproxy_get_stats(r.f.p)->sent, 1);
+    ck_assert_uint_eq(ipcproxy_get_stats(r.f.p)->refused, 0);
+    conf_free(r.next);
+    fixture_close(&r.f);
+}
+END_TEST
+
+static void
+rfix_terminated(void *arg, const char *reason)
+{
+    struct fixture *f = arg;
+
+    ck_assert_str_eq(reason, "terminated");
+    f->server_ended = true;
+}
+
+/* A terminate while a reload waits: the held alert goes first, then T; the bye comes. */
+START_TEST(test_reload_then_terminate)
+{
+    struct rfix r;
+    bool bye = false;
+    char x[2048];
+    struct buf err = BUF_INIT;
+    int sv[2];
+
+    memset(&r, 0, sizeof(r));
+    uv_loop_init(&r.f.loop);
+    snprintf(x, sizeof(x), "<exec name=\"a\" program=\"%s\" backoff=\"1h\"/>", ul_wpath("a"));
+    r.f.conf = ul_load_executors(ul_workdir(), x, r.f.file, sizeof(r.f.file));
+    r.qs[0] = queue_open(&r.f.loop, &r.f.conf->executors[0], r.f.file, NULL, &err);
+    ck_assert_ptr_nonnull(r.qs[0]);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    r.f.s = ipcserve_new(&r.f.loop, sv[1], r.qs, 1, rfix_terminated, &r.f);
+    ipcserve_set_reload(r.f.s, reload_fn, &r);
+    r.f.p = ipcproxy_new(&r.f.loop, sv[0], proxy_ready, NULL, &r.f);
+    ipcproxy_set_observer(r.f.p, observe, &r.f);
+    ck_assert(ul_run_until(&r.f.loop, ul_flag_set, &r.f.ready, 60));
+    snprintf(x, sizeof(x), "<exec name=\"a\" program=\"%s\" backoff=\"1h\"/>", ul_wpath("b"));
+    rfix_next(&r, x);
+    ck_assert_int_eq(ipcproxy_reload(r.f.p, 1, on_reloaded, &r), 0);
+    submit_to(&r.f, 0, "held");
+    ck_assert_int_eq(ipcproxy_terminate(r.f.p, on_bye, &bye), 0);
+    ck_assert(ul_run_until(&r.f.loop, ul_flag_set, &bye, 60));
+    ck_assert(r.answered && r.ok);
+    ck_assert(ipcproxy_said_bye(r.f.p));
+    ck_assert_uint_eq(ipcserve_get_stats(r.f.s)->submitted, 1);
+    ck_assert_uint_eq(ipcserve_get_stats(r.f.s)->rejected, 0);
+    ipcserve_close(r.f.s, NULL, NULL);
+    ipcproxy_close(r.f.p, NULL, NULL);
+    uv_run(&r.f.loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&r.f.loop), 0);
+    conf_free(r.f.conf);
+    buf_free(&err);
+}
+END_TEST
+
+/* The executor side goes away before answering: the reload fails, then on_end. */
+START_TEST(test_reload_gone)
+{
+    struct rfix r;
+
+    signal(SIGPIPE, SIG_IGN); /* as corrald: the write of L fails with EPIPE instead */
+    rfix_open(&r);
+    ipcserve_close(r.f.s, NULL, NULL); /* before it reads L */
+    ck_assert_int_eq(ipcproxy_reload(r.f.p, 1, on_reloaded, &r), 0);
+    submit_to(&r.f, 0, "never-sent");
+    ck_assert(ul_run_until(&r.f.loop, ul_flag_set, &r.answered, 60));
+    ck_assert(!r.ok);
+    ck_assert_str_eq(r.report, "the executor process is gone\n");
+    ck_assert(ul_run_until(&r.f.loop, ul_flag_set, &r.f.proxy_ended, 60));
+    ipcproxy_close(r.f.p, NULL, NULL);
+    uv_run(&r.f.loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&r.f.loop), 0);
+    conf_free(r.f.conf);
+}
+END_TEST
+
+/* R's body: what parses, and what does not. */
+START_TEST(test_parse_reloaded)
+{
+    struct ipcproxy_reloaded r;
+    struct buf b = BUF_INIT;
+
+    wire_put64(&b, 5);
+    wire_put32(&b, 1);
+    wire_put_bytes(&b, "ok\n", 3);
+    wire_put32(&b, 2);
+    wire_put_bytes(&b, "x", 1);
+    wire_put_bytes(&b, "y", 1);
+    ck_assert_int_eq(ipcproxy_parse_reloaded(b.p, b.len, &r), 0);
+    ck_assert_uint_eq(r.generation, 5);
+    ck_assert(r.ok);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_str_eq(r.names[1], "y");
+    ck_assert_ptr_null(r.names[2]);
+    ipcproxy_reloaded_free(&r);
+    buf_putc(&b, 'z'); /* trailing */
+    ck_assert_int_eq(ipcproxy_parse_reloaded(b.p, b.len, &r), -1);
+    buf_reset(&b);
+    wire_put64(&b, 5);
+    wire_put32(&b, 0);
+    wire_put_bytes(&b, "no\n", 3);
+    wire_put32(&b, 1); /* a list with a failure */
+    wire_put_bytes(&b, "x", 1);
+    ck_assert_int_eq(ipcproxy_parse_reloaded(b.p, b.len, &r), -1);
+    buf_reset(&b);
+    wire_put64(&b, 5);
+    wire_put32(&b, 1);
+    wire_put_bytes(&b, "", 0);
+    wire_put32(&b, 1);
+    wire_put_bytes(&b, "a\0b", 3); /* a NUL in a name */
+    ck_assert_int_eq(ipcproxy_parse_reloaded(b.p, b.len, &r), -1);
+    buf_reset(&b);
+    wire_put64(&b, 5);
+    wire_put32(&b, 2); /* ok is 0 or 1 */
+    wire_put_bytes(&b, "", 0);
+    wire_put32(&b, 0);
+    ck_assert_int_eq(ipcproxy_parse_reloaded(b.p, b.len, &r), -1);
+    buf_free(&b);
+}
+END_TEST
+
 static Suite *
 ipcproxy_suite(void)
 {
@@ -449,6 +822,12 @@ ipcproxy_suite(void)
     tcase_add_test(tc, test_terminate_then_close_later);
     tcase_add_test(tc, test_queue_control);
     tcase_add_test(tc, test_notify);
+    tcase_add_test(tc, test_hello_version_mismatch);
+    tcase_add_test(tc, test_reload_holds_and_maps);
+    tcase_add_test(tc, test_reload_fails_keeps_list);
+    tcase_add_test(tc, test_reload_then_terminate);
+    tcase_add_test(tc, test_reload_gone);
+    tcase_add_test(tc, test_parse_reloaded);
     suite_add_tcase(s, tc);
     return s;
 }

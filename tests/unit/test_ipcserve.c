@@ -6,6 +6,12 @@
  * and what a compromised engine could send instead (an executor index the
  * executor did not publish, an alert that does not decode, trailing bytes,
  * an unknown request) is refused and counted, and nothing is delivered.
+ * The engine's hello (H) comes first: a request before it is refused, and
+ * another protocol version ends the connection.  A reload (L) replaces the
+ * queues through the reload function (as corrald's executor process does,
+ * with queueset.h): R says so with the new list, a changed executor runs
+ * its new program, an added one gets an index; a reload that fails says
+ * why and changes nothing.
  */
 #include "actions/ipcserve.h"
 
@@ -20,6 +26,7 @@
 #include <uv.h>
 
 #include "actions/ipc.h"
+#include "actions/queueset.h"
 #include "agent/conf.h"
 #include "engine/buf.h"
 #include "engine/log.h"
@@ -34,6 +41,8 @@ setup(void)
     ck_assert_ptr_nonnull(ul_workdir_new("ipcserve"));
     ul_write_file(ul_wpath("prog"), "#!/bin/sh\necho \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n");
     ck_assert_int_eq(chmod(ul_wpath("prog"), 0755), 0);
+    ul_write_file(ul_wpath("prog2"), "#!/bin/sh\necho \"$CORRAL_ALERT_ID\" >> \"$0.out\"\n");
+    ck_assert_int_eq(chmod(ul_wpath("prog2"), 0755), 0);
 }
 
 static void
@@ -49,7 +58,14 @@ struct engine {
     int hellos, queued, delivered, pressure, stats;
     uint64_t stats_delivered;
     char last_alert_id[64];
+    uint32_t last_index; /* of the last event */
     bool ended;
+    char end_reason[64];
+    /* the last reload answer (R) */
+    int reloads;
+    uint64_t reload_gen;
+    uint32_t reload_ok;
+    char reload_report[1024], reload_names[256];
 };
 
 static void
@@ -78,7 +94,7 @@ engine_frame(void *arg, char type, const void *body, size_t len)
         struct msg *m = msg_new();
         const char *id;
         size_t idlen = 0;
-        ck_assert_uint_eq(wire_get32(&r), 0);
+        e->last_index = wire_get32(&r);
         ev = wire_get32(&r);
         p = wire_get_bytes(&r, &plen);
         ck_assert(!r.bad && r.p == r.end);
@@ -95,15 +111,30 @@ engine_frame(void *arg, char type, const void *body, size_t len)
     case IPC_X_STATS: {
         struct queue_stats st;
         uint64_t *f = (uint64_t *)&st;
-        ck_assert_uint_eq(wire_get32(&r), 0);
+        uint32_t index = wire_get32(&r);
         n = wire_get32(&r);
         ck_assert_uint_eq(n, sizeof(st) / sizeof(uint64_t));
         for (i = 0; i < n; i++) f[i] = wire_get64(&r);
         ck_assert(!r.bad && r.p == r.end);
         e->stats++;
-        e->stats_delivered = st.delivered;
+        if (index == e->last_index) e->stats_delivered = st.delivered;
         break;
     }
+    case IPC_X_RELOADED:
+        e->reload_gen = wire_get64(&r);
+        e->reload_ok = wire_get32(&r);
+        p = wire_get_bytes(&r, &plen);
+        snprintf(e->reload_report, sizeof(e->reload_report), "%.*s", (int)plen, p ? p : "");
+        n = wire_get32(&r);
+        e->reload_names[0] = '\0';
+        for (i = 0; i < n; i++) {
+            p = wire_get_bytes(&r, &plen);
+            snprintf(e->reload_names + strlen(e->reload_names),
+                     sizeof(e->reload_names) - strlen(e->reload_names), "%.*s,", (int)plen, p);
+        }
+        ck_assert(!r.bad && r.p == r.end);
+        e->reloads++;
+        break;
     default: ck_abort_msg("unexpected frame type %c", type);
     }
 }
@@ -113,8 +144,19 @@ engine_end(void *arg, const char *reason)
 {
     struct engine *e = arg;
 
-    (void)reason;
+    snprintf(e->end_reason, sizeof(e->end_reason), "%s", reason);
     e->ended = true;
+}
+
+/* The engine's first frame: H with a protocol version. */
+static void
+say_hello(struct engine *e, uint32_t version)
+{
+    struct buf body = BUF_INIT;
+
+    wire_put32(&body, version);
+    ck_assert_int_eq(ipc_send(e->c, IPC_HELLO, body.p, body.len), 0);
+    buf_free(&body);
 }
 
 static bool
@@ -158,6 +200,10 @@ struct fixture {
     struct ipcserve *s;
     struct engine e;
     bool server_ended, closed;
+    char server_reason[64];
+    /* the reload function's: the configuration of the queues served, and the next one */
+    struct conf *next;
+    char next_file[512];
 };
 
 static void
@@ -165,7 +211,7 @@ server_end(void *arg, const char *reason)
 {
     struct fixture *f = arg;
 
-    ck_assert_str_eq(reason, "closed");
+    snprintf(f->server_reason, sizeof(f->server_reason), "%s", reason);
     f->server_ended = true;
 }
 
@@ -195,14 +241,23 @@ fixture_open(struct fixture *f)
 }
 
 static void
+fixture_hello(struct fixture *f)
+{
+    fixture_open(f);
+    say_hello(&f->e, IPC_VERSION);
+}
+
+static void
 fixture_close(struct fixture *f)
 {
     ipc_close(f->e.c, NULL, NULL);
     ck_assert(ul_run_until(&f->loop, ul_flag_set, &f->server_ended, 60));
+    ck_assert_str_eq(f->server_reason, "closed");
     ipcserve_close(f->s, NULL, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     ck_assert_int_eq(uv_loop_close(&f->loop), 0);
     conf_free(f->conf);
+    conf_free(f->next);
 }
 
 START_TEST(test_submit_delivers)
@@ -211,7 +266,7 @@ START_TEST(test_submit_delivers)
     char out[256] = "";
     FILE *fp;
 
-    fixture_open(&f);
+    fixture_hello(&f);
     submit(&f.e, 0, "alert-1", false);
     ck_assert_int_eq(ipc_send(f.e.c, IPC_SYNC, NULL, 0), 0);
     ck_assert_msg(ul_run_until(&f.loop, delivered_and_counted, &f.e, 60),
@@ -241,7 +296,7 @@ START_TEST(test_refuses_what_it_did_not_publish)
     struct fixture f;
     struct buf body = BUF_INIT;
 
-    fixture_open(&f);
+    fixture_hello(&f);
     submit(&f.e, 1, "no-such-executor", false);
     submit(&f.e, 0, "trailing-bytes", true);
     wire_put32(&body, 0);
@@ -260,6 +315,184 @@ START_TEST(test_refuses_what_it_did_not_publish)
 }
 END_TEST
 
+static bool
+one_rejected(void *arg)
+{
+    return ipcserve_get_stats(arg)->rejected >= 1;
+}
+
+/* A request before the hello is refused; then the hello lets the next one through. */
+START_TEST(test_hello_first)
+{
+    struct fixture f;
+
+    fixture_open(&f);
+    submit(&f.e, 0, "too-early", false);
+    ck_assert(ul_run_until(&f.loop, one_rejected, f.s, 60));
+    ck_assert_uint_eq(ipcserve_get_stats(f.s)->submitted, 0);
+    say_hello(&f.e, IPC_VERSION);
+    submit(&f.e, 0, "alert-2", false);
+    ck_assert(ul_run_until(&f.loop, delivered_and_counted, &f.e, 60));
+    ck_assert_str_eq(f.e.last_alert_id, "alert-2");
+    ck_assert_uint_eq(ipcserve_get_stats(f.s)->rejected, 1);
+    fixture_close(&f);
+}
+END_TEST
+
+/* Another protocol version: the executor side stops serving (on_end), nothing is taken. */
+START_TEST(test_hello_version_mismatch)
+{
+    struct fixture f;
+
+    fixture_open(&f);
+    say_hello(&f.e, IPC_VERSION + 1);
+    submit(&f.e, 0, "after-a-bad-hello", false);
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &f.server_ended, 60));
+    ck_assert_str_eq(f.server_reason, "protocol version mismatch");
+    ck_assert_uint_eq(ipcserve_get_stats(f.s)->submitted, 0);
+    ipcserve_close(f.s, NULL, NULL); /* as corrald: the engine learns it from the close */
+    ck_assert(ul_run_until(&f.loop, ul_flag_set, &f.e.ended, 60));
+    ipc_close(f.e.c, NULL, NULL);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&f.loop), 0);
+    ck_assert_int_eq(access(ul_wpath("prog.out"), F_OK), -1);
+    conf_free(f.conf);
+}
+END_TEST
+
+/* corrald's executor process in small: the next configuration, through queueset.h. */
+static int
+reload_fn(void *arg, struct queue *const *running, size_t n, struct queue ***out, size_t *nout,
+          struct buf *report)
+{
+    struct fixture *f = arg;
+    struct queueset_stage qs;
+
+    if (queueset_prepare(&qs, &f->loop, running, f->conf->executors, n, f->next->executors,
+                         f->next->nexecutors, f->next_file, NULL, report) < 0)
+        return -1;
+    *out = qs.queues;
+    *nout = f->next->nexecutors;
+    queueset_commit(&qs, report);
+    conf_free(f->conf);
+    f->conf = f->next;
+    f->next = NULL;
+    return 0;
+}
+
+static void
+send_reload(struct engine *e, uint64_t gen)
+{
+    struct buf body = BUF_INIT;
+
+    wire_put64(&body, gen);
+    ck_assert_int_eq(ipc_send(e->c, IPC_RELOAD, body.p, body.len), 0);
+    buf_free(&body);
+}
+
+static bool
+reloaded(void *arg)
+{
+    return ((struct engine *)arg)->reloads > 0;
+}
+
+static bool
+delivered_twice(void *arg)
+{
+    return ((struct engine *)arg)->delivered >= 2;
+}
+
+static void
+read_line(const char *path, char *out, size_t size)
+{
+    FILE *fp = fopen(path, "r");
+
+    out[0] = '\0';
+    ck_assert_msg(fp != NULL, "%s: not written", path);
+    ck_assert_ptr_nonnull(fgets(out, (int)size, fp));
+    fclose(fp);
+}
+
+/*
+ * L: executor "script" changes its program (prog -> prog2) and "added"
+ * appears; R lists both, the change and the addition are reported, and
+ * each index reaches its new program.
+ */
+START_TEST(test_reload_changes_and_adds)
+{
+    struct fixture f;
+    char x[2048], out[64];
+
+    fixture_hello(&f);
+    ipcserve_set_reload(f.s, reload_fn, &f);
+    snprintf(x, sizeof(x),
+             "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>\n"
+             "<exec name=\"added\" program=\"%s\" backoff=\"1h\"/>",
+             ul_wpath("prog2"), ul_wpath("prog"));
+    f.next = ul_load_executors(ul_workdir(), x, f.next_file, sizeof(f.next_file));
+    send_reload(&f.e, 7);
+    ck_assert(ul_run_until(&f.loop, reloaded, &f.e, 60));
+    ck_assert_uint_eq(f.e.reload_gen, 7);
+    ck_assert_uint_eq(f.e.reload_ok, 1);
+    ck_assert_str_eq(f.e.reload_names, "script,added,");
+    ck_assert_msg(strstr(f.e.reload_report, "executor changed: script\n") &&
+                      strstr(f.e.reload_report, "executor added: added\n"),
+                  "report: %s", f.e.reload_report);
+    /* the indexes of the new list: 0 the changed script (prog2), 1 the added one (prog) */
+    submit(&f.e, 0, "to-changed", false);
+    ck_assert(ul_run_until(&f.loop, delivered_and_counted, &f.e, 60));
+    read_line(ul_wpath("prog2.out"), out, sizeof(out));
+    ck_assert_str_eq(out, "to-changed\n");
+    ck_assert_int_eq(access(ul_wpath("prog.out"), F_OK), -1);
+    submit(&f.e, 1, "to-added", false);
+    ck_assert(ul_run_until(&f.loop, delivered_twice, &f.e, 60));
+    ck_assert_uint_eq(f.e.last_index, 1);
+    read_line(ul_wpath("prog.out"), out, sizeof(out));
+    ck_assert_str_eq(out, "to-added\n");
+    ck_assert_uint_eq(ipcserve_get_stats(f.s)->rejected, 0);
+    fixture_close(&f);
+}
+END_TEST
+
+/* A reload that cannot open an executor: R says why, with no list; the running queue serves on. */
+START_TEST(test_reload_fails_keeps_running)
+{
+    struct fixture f;
+    char x[2048], out[64];
+
+    fixture_hello(&f);
+    ipcserve_set_reload(f.s, reload_fn, &f);
+    snprintf(x, sizeof(x),
+             "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>\n"
+             "<exec name=\"broken\" program=\"%s\"/>",
+             ul_wpath("prog2"), ul_wpath("missing"));
+    f.next = ul_load_executors(ul_workdir(), x, f.next_file, sizeof(f.next_file));
+    send_reload(&f.e, 8);
+    ck_assert(ul_run_until(&f.loop, reloaded, &f.e, 60));
+    ck_assert_uint_eq(f.e.reload_gen, 8);
+    ck_assert_uint_eq(f.e.reload_ok, 0);
+    ck_assert_str_eq(f.e.reload_names, "");
+    ck_assert_msg(strstr(f.e.reload_report, "executor broken: program ") != NULL, "report: %s",
+                  f.e.reload_report);
+    ck_assert_msg(strstr(f.e.reload_report, f.next_file) != NULL, "no file:line: %s",
+                  f.e.reload_report);
+    submit(&f.e, 0, "still-old", false);
+    submit(&f.e, 1, "no-index-1", false); /* not published: the reload did not happen */
+    ck_assert(ul_run_until(&f.loop, delivered_and_counted, &f.e, 60));
+    read_line(ul_wpath("prog.out"), out, sizeof(out));
+    ck_assert_str_eq(out, "still-old\n");
+    ck_assert_int_eq(access(ul_wpath("prog2.out"), F_OK), -1);
+    ck_assert_uint_eq(ipcserve_get_stats(f.s)->rejected, 1);
+    /* without a reload function: refused the same way */
+    ipcserve_set_reload(f.s, NULL, NULL);
+    f.e.reloads = 0;
+    send_reload(&f.e, 9);
+    ck_assert(ul_run_until(&f.loop, reloaded, &f.e, 60));
+    ck_assert_uint_eq(f.e.reload_ok, 0);
+    fixture_close(&f);
+}
+END_TEST
+
 static Suite *
 ipcserve_suite(void)
 {
@@ -270,6 +503,10 @@ ipcserve_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_submit_delivers);
     tcase_add_test(tc, test_refuses_what_it_did_not_publish);
+    tcase_add_test(tc, test_hello_first);
+    tcase_add_test(tc, test_hello_version_mismatch);
+    tcase_add_test(tc, test_reload_changes_and_adds);
+    tcase_add_test(tc, test_reload_fails_keeps_running);
     suite_add_tcase(s, tc);
     return s;
 }
