@@ -12,7 +12,8 @@
 #     executor read it.
 #  3. The script runs as daemon with no capability (CapEff 0, CapAmb 0).
 #  4. SIGHUP to the executor process reaches the engine (it runs as another
-#     user: CAP_KILL) and reloads.
+#     user: CAP_KILL) and reloads, adding an exec executor: the executor
+#     process, not root, opens it, and its script gets the next alert.
 #  5. The engine's files are its user's from the start: the event file made
 #     again after a rotation (SIGUSR2) and the state file; `corrald -t` as
 #     the service user (the unit's ExecStartPre=) checks them as the engine
@@ -142,9 +143,23 @@ wait_grep "$WORK/delivered" '^corral.absence/web1 ' || fail "the script did not 
 grep -q "^corral.absence/web1 uid=$daemon_uid CapEff:0000000000000000 CapAmb:0000000000000000 \$" "$WORK/delivered" ||
     fail "the script ran as: $(cat "$WORK/delivered")"
 
-# ---- 4. signals cross users
+# ---- 4. signals cross users; an executor added by the reload
+cat > "$WORK/second.sh" <<SH
+#!/bin/sh
+echo "\$CORRAL_ALERT_ID uid=\$(id -u)" >> "$WORK/delivered2"
+SH
+chmod 755 "$WORK/second.sh"
+: > "$WORK/delivered2"
+chmod 666 "$WORK/delivered2"
+sed -i "s|<exec name=\"script\" program=\"$WORK/receiver.sh\"/>|&<exec name=\"second\" program=\"$WORK/second.sh\"/>|; s|to=\"nms,script\"|to=\"nms,script,second\"|" \
+    "$WORK/corrald.conf"
+grep -q 'name="second"' "$WORK/corrald.conf" || fail "the test did not add the executor to its configuration"
 kill -HUP "$CORRALD_PID"
 wait_log "reload: rules: 0 added" || fail "SIGHUP to the executor process did not reload the engine"
+wait_log 'privsep: the executor process reloaded its executors (3)' ||
+    fail "the executor process (not root) did not reload its executors"
+send_udp "$(input_port udp)" "$(now) web5 app: hello"
+wait_grep "$WORK/delivered2" "^corral.absence/web5 uid=$daemon_uid\$" || fail "the added executor's script did not get web5"
 
 # ---- 5. the engine's files: made, checked and opened again as its user
 mv "$WORK/state/events.json" "$WORK/state/events.json.1"
