@@ -38,7 +38,8 @@
 
 /*
  * The protocol's version, in both hellos (H, h): each side stops at a
- * version not its own.  2: the reload of the executors (L, R) and H.
+ * version not its own.  2: the reload of the executors (L, R) and H,
+ * and signals passed on (g).
  */
 #define IPC_VERSION 2
 /* engine -> executor */
@@ -58,6 +59,8 @@
 #define IPC_X_RELOADED 'R'
 #define IPC_X_ANSWER   'A'
 #define IPC_X_BYE      'B'
+#define IPC_X_SIGNAL                                                                               \
+    'g' /* u32 SIGHUP, SIGTERM, SIGINT, SIGUSR1 or SIGUSR2: as if sent to the engine */
 
 /* Appends one frame to out; -1 (out unchanged) when the body is longer than IPC_BODY_MAX. */
 int ipc_frame(struct buf *out, char type, const void *body, size_t len);

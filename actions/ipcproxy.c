@@ -6,6 +6,7 @@
  */
 #include "actions/ipcproxy.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,8 @@ struct ipcproxy {
     struct ipcproxy_stats stats;
     queue_observer_fn observer;
     void *observer_arg;
+    void (*on_signal)(void *arg, int sig);
+    void *signal_arg;
     void (*on_ready)(void *arg);
     void (*on_end)(void *arg, const char *reason);
     void *arg;
@@ -374,6 +377,20 @@ on_reloaded(struct ipcproxy *p, const void *body, size_t len)
     ipcproxy_reloaded_free(&r);
 }
 
+/* g: a signal the executor process was sent, for the engine; only the five it passes on. */
+static void
+on_signal(struct ipcproxy *p, struct wire_reader *r)
+{
+    uint32_t sig = wire_get32(r);
+
+    if (r->bad || r->p != r->end ||
+        (sig != SIGHUP && sig != SIGTERM && sig != SIGINT && sig != SIGUSR1 && sig != SIGUSR2)) {
+        bad_frame(p, IPC_X_SIGNAL);
+        return;
+    }
+    if (p->on_signal) p->on_signal(p->signal_arg, (int)sig);
+}
+
 static void
 on_frame(void *arg, char type, const void *body, size_t len)
 {
@@ -392,6 +409,7 @@ on_frame(void *arg, char type, const void *body, size_t len)
     case IPC_X_STATS: on_stats(p, &r); break;
     case IPC_X_ANSWER: on_answer(p, &r); break;
     case IPC_X_RELOADED: on_reloaded(p, body, len); break;
+    case IPC_X_SIGNAL: on_signal(p, &r); break;
     case IPC_X_SERVED:
         p->stats.served_submitted = wire_get64(&r);
         p->stats.served_rejected = wire_get64(&r);
@@ -624,6 +642,13 @@ ipcproxy_queue_stats(const struct ipcproxy *p, size_t i)
     static const struct queue_stats none;
 
     return i < p->n ? &p->x[i].stats : &none;
+}
+
+void
+ipcproxy_set_signal(struct ipcproxy *p, void (*fn)(void *arg, int sig), void *arg)
+{
+    p->on_signal = fn;
+    p->signal_arg = arg;
 }
 
 void

@@ -60,6 +60,13 @@ void ipcproxy_sync(struct ipcproxy *p);
 const struct queue_stats *ipcproxy_queue_stats(const struct ipcproxy *p, size_t i);
 /* fn learns each event of every executor's alerts, as queue_set_observer. */
 void ipcproxy_set_observer(struct ipcproxy *p, queue_observer_fn fn, void *arg);
+
+/*
+ * Who gets the signals the executor process passes on (g frames): fn(arg,
+ * sig) with SIGHUP, SIGTERM, SIGINT, SIGUSR1 or SIGUSR2; any other number is
+ * counted as a bad frame (ipcproxy_stats.bad) and not passed on.
+ */
+void ipcproxy_set_signal(struct ipcproxy *p, void (*fn)(void *arg, int sig), void *arg);
 /*
  * Tells the executor process, which systemd knows as corrald's main
  * process, a service state for sd_notify: "READY=1", "RELOADING=1" or

@@ -535,6 +535,18 @@ ipcserve_set_reload(struct ipcserve *s, ipcserve_reload_fn fn, void *arg)
     s->reload_arg = arg;
 }
 
+int
+ipcserve_signal(struct ipcserve *s, int sig)
+{
+    size_t start;
+
+    if (s->ended || sig <= 0) return -1;
+    start = ipc_begin(&s->frame, IPC_X_SIGNAL);
+    wire_put32(&s->frame, (uint32_t)sig);
+    send_frame(s, start);
+    return 0;
+}
+
 void
 ipcserve_set_notify(struct ipcserve *s, void (*fn)(void *arg, const char *state), void *arg)
 {

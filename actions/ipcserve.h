@@ -84,6 +84,12 @@ typedef int (*ipcserve_reload_fn)(void *arg, struct queue *const *running, size_
                                   struct queue ***out, size_t *nout, struct buf *report);
 /* Who reloads on L (without one, a reload fails with "cannot reload"). */
 void ipcserve_set_reload(struct ipcserve *s, ipcserve_reload_fn fn, void *arg);
+/*
+ * Passes signal sig (SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2) on to the
+ * engine as a g frame, which needs no right to signal it (kill() across
+ * users would need CAP_KILL).  -1 when the connection is over.
+ */
+int ipcserve_signal(struct ipcserve *s, int sig);
 /* Who learns the engine's service states (N frames). */
 void ipcserve_set_notify(struct ipcserve *s, void (*fn)(void *arg, const char *state), void *arg);
 const struct ipcserve_stats *ipcserve_get_stats(const struct ipcserve *s);

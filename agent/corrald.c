@@ -723,6 +723,14 @@ privsep_wanted(const struct conf *c, bool *on, struct buf *err)
     return 0;
 }
 
+/* The engine: a signal the executor process was sent, passed on (g frame); its handlers take it. */
+static void
+on_passed_signal(void *arg, int sig)
+{
+    (void)arg;
+    raise(sig);
+}
+
 /* The executor process: what it serves, and what it waits for before it exits. */
 struct executor_proc {
     struct daemon *d;
@@ -733,6 +741,7 @@ struct executor_proc {
     uv_signal_t sig[6];
     size_t nsig;
     bool engine_reaped, served_end, closing, terminated;
+    unsigned pending_signals; /* bit n: signal n came before the connection was served */
     int engine_status;
     int exit_code;
 };
@@ -803,12 +812,23 @@ on_exec_sigchld(uv_signal_t *h, int sig)
 }
 
 /* SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2: the engine acts on them (systemd signals us). */
+/*
+ * A signal for corrald (systemd signals the main process: this one) goes on
+ * to the engine as a frame on the socketpair, which needs no right to
+ * signal another user's process (the packaged unit's executor has none).
+ * Before the connection is served it waits; after it ended, kill() is the
+ * best left (root may).
+ */
 static void
 on_exec_relay(uv_signal_t *h, int sig)
 {
     struct executor_proc *x = h->data;
 
-    if (!x->engine_reaped) kill(x->engine, sig);
+    if (x->engine_reaped) return;
+    if (!x->serve)
+        x->pending_signals |= 1u << sig;
+    else if (ipcserve_signal(x->serve, sig) < 0)
+        kill(x->engine, sig);
 }
 
 static void
@@ -930,6 +950,8 @@ run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
                 (long)getpid(), getpwuid(geteuid()) ? getpwuid(geteuid())->pw_name : "?",
                 (long)engine);
         x.serve = ipcserve_new(x.loop, fd, qs, n, on_served_end, &x);
+        for (i = 0; x.serve && i < sizeof(relayed) / sizeof(relayed[0]); i++)
+            if (x.pending_signals & (1u << relayed[i])) ipcserve_signal(x.serve, relayed[i]);
     }
     if (!x.serve) {
         /* the engine sees the socketpair close before any hello, and stops */
@@ -1160,6 +1182,7 @@ main(int argc, char **argv)
         d.loop = uv_default_loop();
         d.srv = server_new(d.loop); /* before the loop first runs (it configures the loop) */
         d.proxy = ipcproxy_new(d.loop, fd, NULL, on_proxy_end, &d);
+        if (d.proxy) ipcproxy_set_signal(d.proxy, on_passed_signal, &d);
         /* the executor process opens the executors (replaying spools), then says hello */
         while (d.proxy && !ipcproxy_ready(d.proxy) && !d.proxy_ended &&
                uv_run(d.loop, UV_RUN_ONCE)) {

@@ -175,8 +175,7 @@ privsep_caps_engine_start(struct buf *err)
 int
 privsep_caps_executor(struct buf *err)
 {
-    static const int engine_only[] = {CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE};
-    static const int not_inherited[] = {CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE, CAP_KILL};
+    static const int engine_only[] = {CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE, CAP_KILL};
     capdata d;
     size_t i;
 
@@ -186,9 +185,8 @@ privsep_caps_executor(struct buf *err)
         return -1;
     }
     /* ambient first: a capability must leave the ambient set before the inheritable one */
-    for (i = 0; i < sizeof(not_inherited) / sizeof(not_inherited[0]); i++)
-        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, (unsigned long)not_inherited[i], 0, 0) <
-                0 &&
+    for (i = 0; i < sizeof(engine_only) / sizeof(engine_only[0]); i++)
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, (unsigned long)engine_only[i], 0, 0) < 0 &&
             errno != EINVAL) {
             buf_printf(err, "privsep: cannot lower an ambient capability: %s\n", strerror(errno));
             return -1;
@@ -196,9 +194,8 @@ privsep_caps_executor(struct buf *err)
     for (i = 0; i < sizeof(engine_only) / sizeof(engine_only[0]); i++) {
         d[CAP_WORD(engine_only[i])].effective &= ~CAP_BIT(engine_only[i]);
         d[CAP_WORD(engine_only[i])].permitted &= ~CAP_BIT(engine_only[i]);
+        d[CAP_WORD(engine_only[i])].inheritable &= ~CAP_BIT(engine_only[i]);
     }
-    for (i = 0; i < sizeof(not_inherited) / sizeof(not_inherited[0]); i++)
-        d[CAP_WORD(not_inherited[i])].inheritable &= ~CAP_BIT(not_inherited[i]);
     if (caps_set(d) < 0) {
         buf_printf(err, "privsep: cannot give up capabilities: %s\n", strerror(errno));
         return -1;

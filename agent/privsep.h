@@ -65,11 +65,10 @@ int privsep_caps_engine_start(struct buf *err);
 
 /*
  * The executor process, when it is not root, after the fork: gives up
- * CAP_SETUID, CAP_SETGID and CAP_NET_BIND_SERVICE (the engine's business),
- * and keeps CAP_KILL only for itself (effective and permitted, not
- * inheritable or ambient: the scripts it runs do not get it), so it can pass
- * signals on to the engine, which runs as another user.  Other capabilities
- * (an administrator's, for scripts: CAP_NET_ADMIN for nft-block.sh) stay.
+ * CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE (the engine's business) and
+ * CAP_KILL (signals go to the engine as frames) from every set, so the
+ * scripts it runs do not get them either.  Other capabilities (an
+ * administrator's, for scripts: CAP_NET_ADMIN for nft-block.sh) stay.
  * -1 with a line in err.
  */
 int privsep_caps_executor(struct buf *err);

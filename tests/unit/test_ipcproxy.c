@@ -11,7 +11,9 @@
  * in its spool for the next start, before the bye; `corral queue` commands
  * run on the executor process's queues and their answers come back to the
  * one who asked, or "FAILED" when the executor process goes away first.
- * A hello of another protocol version ends the connection.  A reload of
+ * A hello of another protocol version ends the connection.  A signal the
+ * executor process passes on (g) reaches the engine's callback; one it
+ * never passes on (SIGKILL) is not raised but counted as a bad frame.  A reload of
  * the executors: the proxy learns the new list; alerts submitted while it
  * waits for the answer are held and then reach the executor they were
  * routed to, under its index in the new list (one for an executor the
@@ -513,6 +515,62 @@ START_TEST(test_hello_version_mismatch)
 }
 END_TEST
 
+static void
+got_signal(void *arg, int sig)
+{
+    *(int *)arg = sig;
+}
+
+static bool
+signal_seen(void *arg)
+{
+    return *(int *)arg != 0;
+}
+
+/* g: a signal the executor process passes on reaches the engine's callback, in order. */
+START_TEST(test_signal_passed_on)
+{
+    struct fixture f;
+    int sig = 0;
+
+    fixture_open(&f, "");
+    ipcproxy_set_signal(f.p, got_signal, &sig);
+    ck_assert_int_eq(ipcserve_signal(f.s, SIGHUP), 0);
+    ck_assert(ul_run_until(&f.loop, signal_seen, &sig, 60));
+    ck_assert_int_eq(sig, SIGHUP);
+    sig = 0;
+    ck_assert_int_eq(ipcserve_signal(f.s, SIGUSR2), 0);
+    ck_assert(ul_run_until(&f.loop, signal_seen, &sig, 60));
+    ck_assert_int_eq(sig, SIGUSR2);
+    fixture_close(&f);
+}
+END_TEST
+
+static bool
+one_bad(void *arg)
+{
+    return ipcproxy_get_stats(arg)->bad == 1;
+}
+
+/* g with a signal the executor never passes on (SIGKILL): not raised, counted as a bad frame. */
+START_TEST(test_signal_other_refused)
+{
+    struct fixture f;
+    int sig = 0;
+
+    fixture_open(&f, "");
+    ipcproxy_set_signal(f.p, got_signal, &sig);
+    ck_assert_int_eq(ipcserve_signal(f.s, SIGKILL), 0);
+    ck_assert(ul_run_until(&f.loop, one_bad, f.p, 60));
+    ck_assert_int_eq(sig, 0);
+    /* the connection goes on: a signal it passes on still comes through */
+    ck_assert_int_eq(ipcserve_signal(f.s, SIGTERM), 0);
+    ck_assert(ul_run_until(&f.loop, signal_seen, &sig, 60));
+    ck_assert_int_eq(sig, SIGTERM);
+    fixture_close(&f);
+}
+END_TEST
+
 /* Two executors, a and b, on the executor side; the reload function moves to f->next. */
 struct rfix {
     struct fixture f;
@@ -823,6 +881,8 @@ ipcproxy_suite(void)
     tcase_add_test(tc, test_queue_control);
     tcase_add_test(tc, test_notify);
     tcase_add_test(tc, test_hello_version_mismatch);
+    tcase_add_test(tc, test_signal_passed_on);
+    tcase_add_test(tc, test_signal_other_refused);
     tcase_add_test(tc, test_reload_holds_and_maps);
     tcase_add_test(tc, test_reload_fails_keeps_list);
     tcase_add_test(tc, test_reload_then_terminate);
