@@ -354,6 +354,8 @@ struct progress {
 struct par_sync {
     unsigned n;
     struct progress *p;
+    par_idle_fn idle; /* see par_sync_set_idle() */
+    void *idle_arg;
 };
 
 struct par_sync *
@@ -386,14 +388,22 @@ step_done(struct par_sync *sy, unsigned self, uint64_t pos, unsigned step)
     __atomic_store_n(&sy->p[self].v, step_mark(pos, step), __ATOMIC_RELEASE);
 }
 
+void
+par_sync_set_idle(struct par_sync *sy, par_idle_fn fn, void *arg)
+{
+    sy->idle = fn;
+    sy->idle_arg = arg;
+}
+
 /*
  * Waits until shard k has done step of pos.  k walks the batch in input
  * order and never waits for a later step than the one it is at, so this
- * ends (see par_process()).  A short spin, then the CPU is given up: on a
- * loaded machine k may not be running.
+ * ends (see par_process()).  A short spin, then other work if the idle
+ * function has some (it must not wait for any shard), else the CPU is
+ * given up: on a loaded machine k may not be running.
  */
 static void
-step_wait(struct par_sync *sy, unsigned k, uint64_t pos, unsigned step)
+step_wait(struct par_sync *sy, unsigned self, unsigned k, uint64_t pos, unsigned step)
 {
     uint64_t want = step_mark(pos, step);
     unsigned spins = 0;
@@ -405,7 +415,7 @@ step_wait(struct par_sync *sy, unsigned k, uint64_t pos, unsigned step)
 #endif
             continue;
         }
-        sched_yield();
+        if (!sy->idle || !sy->idle(sy->idle_arg, self)) sched_yield();
     }
 }
 
@@ -442,7 +452,7 @@ par_process(struct corr *c, unsigned self, unsigned nshards, struct par_sync *sy
     memset(&part, 0, sizeof(part));
     for (s = 0; s < st->n; s++) {
         if (st->owner[s] != self) continue;
-        if (s > 0 && st->owner[s - 1] != self) step_wait(sy, st->owner[s - 1], pos, s - 1);
+        if (s > 0 && st->owner[s - 1] != self) step_wait(sy, self, st->owner[s - 1], pos, s - 1);
         corr_set_arm_seq(c, pos * PAR_STEPS + s);
         if (s == 0)
             corr_part_main(c, m, rule, t, &part);
@@ -452,7 +462,7 @@ par_process(struct corr *c, unsigned self, unsigned nshards, struct par_sync *sy
     }
     last = st->n - 1u;
     if (st->owner[0] == self) {
-        if (st->owner[last] != self) step_wait(sy, st->owner[last], pos, last);
+        if (st->owner[last] != self) step_wait(sy, self, st->owner[last], pos, last);
         *sub = 0;
         corr_part_emit(c, m, rule, &part);
     }
@@ -634,6 +644,51 @@ nchunks(const struct batch *b)
 }
 
 /*
+ * With p->lock held: classifies a chunk of the oldest batch with lines left
+ * (dropping the lock meanwhile), if there is one.  The thread that
+ * classifies a batch's last chunk balances it and releases it to the shards.
+ */
+static bool
+classify_chunk(struct par *p, struct shard *s)
+{
+    struct batch *b;
+    size_t c, to;
+
+    while (p->claim < p->submitted &&
+           p->ring[p->claim % RING].claimed == nchunks(&p->ring[p->claim % RING]))
+        p->claim++;
+    if (p->claim == p->submitted) return false;
+    b = &p->ring[p->claim % RING];
+    c = b->claimed++;
+    pthread_mutex_unlock(&p->lock);
+    to = (c + 1) * CHUNK < b->n ? (c + 1) * CHUNK : b->n;
+    classify(p, s, b, c * CHUNK, to);
+    pthread_mutex_lock(&p->lock);
+    if (--b->chunks_left == 0) {
+        balance(p, b);
+        b->classified = true;
+        pthread_cond_broadcast(&p->work);
+    }
+    return true;
+}
+
+/*
+ * A shard waiting for another's step of a split message (par_process())
+ * classifies a chunk meanwhile: classifying waits for no shard.
+ */
+static bool
+idle_classify(void *arg, unsigned self)
+{
+    struct par *p = arg;
+    bool did;
+
+    pthread_mutex_lock(&p->lock);
+    did = classify_chunk(p, &p->shards[self]);
+    pthread_mutex_unlock(&p->lock);
+    return did;
+}
+
+/*
  * A thread takes work in this order: its shard's next batch if it is
  * classified (correlation is each shard's own sequence: a shard that lags
  * should not also classify), else a chunk of the oldest batch with lines
@@ -643,7 +698,8 @@ nchunks(const struct batch *b)
  * batch's last chunk balances it and releases it to the shards.  A shard
  * waiting for another's step of a split message (par_process()) waits for a
  * batch that is classified, so the other is correlating it or will once
- * its chunk is done, never asleep.
+ * its chunk is done, never asleep; meanwhile it classifies chunks of later
+ * batches, if any are left (idle_classify()).
  */
 static void *
 worker(void *arg)
@@ -664,24 +720,7 @@ worker(void *arg)
             next++;
             continue;
         }
-        while (p->claim < p->submitted &&
-               p->ring[p->claim % RING].claimed == nchunks(&p->ring[p->claim % RING]))
-            p->claim++;
-        if (p->claim < p->submitted) {
-            size_t c, to;
-            b = &p->ring[p->claim % RING];
-            c = b->claimed++;
-            pthread_mutex_unlock(&p->lock);
-            to = (c + 1) * CHUNK < b->n ? (c + 1) * CHUNK : b->n;
-            classify(p, s, b, c * CHUNK, to);
-            pthread_mutex_lock(&p->lock);
-            if (--b->chunks_left == 0) {
-                balance(p, b);
-                b->classified = true;
-                pthread_cond_broadcast(&p->work);
-            }
-            continue;
-        }
+        if (classify_chunk(p, s)) continue;
         if (p->quit) break;
         pthread_cond_wait(&p->work, &p->lock);
     }
@@ -840,6 +879,7 @@ par_new(struct pdb *db, const struct par_opts *o)
     (void)pdb_context_keep(db);
     p->nshards = par_route_init(&p->route, db, p->nthreads);
     p->sync = par_sync_new(p->nshards);
+    par_sync_set_idle(p->sync, idle_classify, p);
     if (o->fixed_now) {
         p->now.sec = (int64_t)(o->fixed_now / 1000);
         p->now.usec = (int32_t)(o->fixed_now % 1000) * 1000;
