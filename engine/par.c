@@ -627,6 +627,11 @@ correlate(struct par *p, struct shard *s, struct batch *b, uint64_t seq)
     }
     for (i = 0; i < b->n; i++) {
         struct slot *sl = &b->slots[i];
+        /* another thread classified them: ask for the messages this shard owns ahead */
+        if (i + 8 < b->n && b->slots[i + 8].shard == s->index)
+            msg_prefetch(b->slots[i + 8].m, false);
+        if (i + 4 < b->n && b->slots[i + 4].shard == s->index)
+            msg_prefetch(b->slots[i + 4].m, true);
         s->pos = b->base + i;
         corr_advance(s->corr, sl->t);
         /* timers numbered by position and step (see top) */
