@@ -14,9 +14,10 @@
  * a datagram is refused and counted.
  *
  * Each batch runs on all N threads, as in engine/par.c, in two phases:
- *   A. thread w parses and classifies its slice of the batch (syslogfmt,
- *      the peer's fields as server_submit sets them, pdb_lookup_r with its
- *      own scratch, the message's time and its owning shard: par_owner());
+ *   A. the threads parse and classify the batch in chunks, each taken by
+ *      the first thread to come (syslogfmt, the peer's fields as
+ *      server_submit sets them, pdb_lookup_r with its own scratch, the
+ *      message's time and its owning shard: par_owner());
  *   B. after the last thread of A, thread k is shard k (a corr of its own):
  *      it walks the batch in order, advancing its time to every message's
  *      (so that its timers fire where one engine fires them) and processes
@@ -33,8 +34,9 @@
  * A thread may start phase A of the next batch while others are still in
  * phase B of this one: A touches only its batch's items, and phase B of the
  * next waits for all of A, so each shard is only ever touched by its own
- * thread.  Messages cross threads only under the lock (the ring's counters):
- * a message the loop takes back is no longer touched by any worker.
+ * thread.  A thread whose shard lags finds the next batch classified by the
+ * others when it arrives, and goes straight on to correlate it.  Messages cross threads only under
+ * the lock (the ring's counters): a message the loop takes back is no longer touched by any worker.
  *
  * Time is the wall clock: each batch carries the clock read when it was
  * handed over (a message's time is its stamp, at most that clock, as
@@ -63,6 +65,7 @@
 #include <unistd.h>
 
 #define BATCH 256
+#define CHUNK 32 /* items a thread classifies at a time */
 #define NONE  SIZE_MAX
 
 struct item {
@@ -95,6 +98,7 @@ struct batch {
     uint64_t clock; /* ms, read when handed over */
     bool tick;
     unsigned left_a, left_b;
+    size_t claimed; /* phase A: items handed to a thread (atomic) */
     bool classified;
     struct shard_out *out; /* per thread */
 };
@@ -183,29 +187,43 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 }
 
 static void
+classify_item(struct workers *w, struct thread *t, const struct batch *b, struct item *it)
+{
+    struct shard_out *so = &b->out[t->index];
+    size_t hlen = 0;
+
+    syslogfmt_parse(it->m, b->text.p + it->off, it->len, NULL);
+    /* as server_submit does on the loop thread with one engine */
+    if (it->peer != NONE) msg_set(it->m, NV_SOURCEIP, b->text.p + it->peer, it->peerlen);
+    if (!msg_get(it->m, NV_HOST, &hlen) || hlen == 0) {
+        if (it->peer != NONE)
+            msg_set(it->m, NV_HOST, b->text.p + it->peer, it->peerlen);
+        else
+            msg_set(it->m, NV_HOST, w->hostname, strlen(w->hostname));
+    }
+    if (it->tls != NONE) msg_set(it->m, w->h_tls_peer, b->text.p + it->tls, it->tlslen);
+    if (msg_flags(it->m) & MSG_F_TRUNCATED) so->truncated++;
+    it->rule = pdb_lookup_r(w->db, it->m, t->scratch);
+    it->t = corr_msg_time(it->m, b->clock);
+    it->shard = par_owner_steps(&w->route, it->m, it->rule, &t->id, &it->steps);
+}
+
+/*
+ * Phase A: chunks of CHUNK items, taken by whichever thread comes first,
+ * not a fixed slice each: a thread whose shard lags (one busy host's
+ * contexts) arrives when the others have classified the batch, and goes on
+ * to correlate it (doc/parallel.md, Figures).
+ */
+static void
 classify(struct workers *w, struct thread *t, struct batch *b)
 {
-    size_t from = b->n * t->index / w->nthreads, to = b->n * (t->index + 1) / w->nthreads, i;
-    struct shard_out *so = &b->out[t->index];
-    size_t hlen;
+    size_t from, to, i;
 
-    for (i = from; i < to; i++) {
-        struct item *it = &b->items[i];
-        syslogfmt_parse(it->m, b->text.p + it->off, it->len, NULL);
-        /* as server_submit does on the loop thread with one engine */
-        if (it->peer != NONE) msg_set(it->m, NV_SOURCEIP, b->text.p + it->peer, it->peerlen);
-        hlen = 0;
-        if (!msg_get(it->m, NV_HOST, &hlen) || hlen == 0) {
-            if (it->peer != NONE)
-                msg_set(it->m, NV_HOST, b->text.p + it->peer, it->peerlen);
-            else
-                msg_set(it->m, NV_HOST, w->hostname, strlen(w->hostname));
-        }
-        if (it->tls != NONE) msg_set(it->m, w->h_tls_peer, b->text.p + it->tls, it->tlslen);
-        if (msg_flags(it->m) & MSG_F_TRUNCATED) so->truncated++;
-        it->rule = pdb_lookup_r(w->db, it->m, t->scratch);
-        it->t = corr_msg_time(it->m, b->clock);
-        it->shard = par_owner_steps(&w->route, it->m, it->rule, &t->id, &it->steps);
+    for (;;) {
+        from = __atomic_fetch_add(&b->claimed, CHUNK, __ATOMIC_RELAXED);
+        if (from >= b->n) break;
+        to = from + CHUNK < b->n ? from + CHUNK : b->n;
+        for (i = from; i < to; i++) classify_item(w, t, b, &b->items[i]);
     }
 }
 
@@ -369,6 +387,7 @@ submit(struct workers *w)
     w->base += b->n + (b->tick ? 1 : 0);
     b->clock = clock_wall_ms();
     b->left_a = b->left_b = w->nthreads;
+    b->claimed = 0;
     b->classified = false;
     w->st.batches++;
     pthread_mutex_lock(&w->lock);

@@ -92,6 +92,21 @@ find(const struct msg *m, nv_handle h)
     return NULL;
 }
 
+void
+msg_prefetch(const struct msg *m, bool body)
+{
+    size_t i, n;
+
+    if (!body) {
+        for (i = 0; i < sizeof(*m); i += 64) __builtin_prefetch((const char *)m + i);
+        return;
+    }
+    /* the first 2 KiB of each: what templates and keys usually read */
+    n = m->nent * sizeof(*m->ent);
+    for (i = 0; i < n && i < 2048; i += 64) __builtin_prefetch((const char *)m->ent + i);
+    for (i = 0; i < m->alen && i < 2048; i += 64) __builtin_prefetch(m->arena + i);
+}
+
 const char *
 msg_get(const struct msg *m, nv_handle h, size_t *len)
 {

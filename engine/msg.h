@@ -54,6 +54,12 @@ struct msg *msg_clone_kept(const struct msg *m, const unsigned char *keep);
 
 /* The value of a name, or NULL if unset; *len receives its length. Not NUL-terminated. */
 const char *msg_get(const struct msg *m, nv_handle h, size_t *len);
+/*
+ * Hints the CPU to fetch m (the struct; with body, its values and text,
+ * which reads the struct): a thread about to read a message another thread
+ * wrote (par.c) asks for it ahead.  Changes nothing.
+ */
+void msg_prefetch(const struct msg *m, bool body);
 /* Sets a value, copying the bytes unless they already lie in this message's arena. */
 void msg_set(struct msg *m, nv_handle h, const char *val, size_t len);
 void msg_unset(struct msg *m, nv_handle h);

@@ -1,28 +1,35 @@
 /*
  * par: the parallel engine (see par.h and doc/parallel.md).
  *
- * Lines go through in batches of BATCH, in two phases on the same N
- * threads, each phase ending at a barrier:
+ * Lines go through in batches of BATCH, each in two phases on the same N
+ * threads:
  *
- *   A. parse and classify (stateless): thread w takes a contiguous part of
- *      the batch, parses each line into its slot's message, finds its rule
- *      (pdb_lookup_r, the thread's own scratch), computes the time the
+ *   A. parse and classify (stateless), in chunks of CHUNK lines that any
+ *      thread takes: parse each line into its slot's message, find its rule
+ *      (pdb_lookup_r, the thread's own scratch), compute the time the
  *      message moves correlation to (corr_msg_time) and the shard that owns
  *      it (par_owner(), below).
- *   B. correlate: thread k is shard k, a corr of its own (contexts, timer
- *      wheel, rate buckets).  It walks the whole batch in input order: for
- *      every message it advances its time to the message's time (so a shard
- *      that owns no message still sees time pass, and its timeouts fire at
- *      exactly the input position where they fire with one thread), and it
- *      processes the messages it owns.  Everything it emits is rendered into
- *      its own buffer, with a record: input position, whether a timeout
- *      fired it, and the firing timer's (expires, order, arming number).
+ *   B. correlate, once the whole batch is classified: thread k is shard k,
+ *      a corr of its own (contexts, timer wheel, rate buckets).  It walks the
+ *      whole batch in input order: for every message it advances its time
+ *      to the message's time (so a shard that owns no message still sees
+ *      time pass, and its timeouts fire at exactly the input position where
+ *      they fire with one thread), and it processes the messages it owns.
+ *      Everything it emits is rendered into its own buffer, with a record:
+ *      input position, whether a timeout fired it, and the firing timer's
+ *      (expires, order, arming number).
  *
- * The last thread to finish phase A balances the batch (balance()) and
- * releases the others into phase B, without the caller's thread.  While a
- * batch runs, the caller's thread merges the previous batch's records
- * (par_merge; the shards keep two output sets) and queues the next lines
- * (two line buffers).  The merge puts out,
+ * Batches are pipelined: the caller hands them over into a ring of RING, and
+ * a thread correlates its shard's next batch when that one is classified,
+ * else classifies a chunk of the oldest batch with lines left (worker()).
+ * So when one shard owns most of the stateful messages (one busy host under
+ * a host-scoped rate limit), its thread correlates without a pause while the
+ * others classify the batches ahead of it: with a barrier per batch instead,
+ * the busy shard classified its share of every batch and the others waited
+ * for it.  The thread that classifies a batch's last chunk balances it
+ * (balance()).  The caller's thread queues lines and merges the batches
+ * every shard is done with, in order (par_merge; each shard keeps one output
+ * set per slot of the ring); it waits only when the ring is full.  The merge puts out,
  * for each input position, the timeout messages of all shards in the
  * order one timer wheel fires them (expires, then order, then arming
  * number: the shards number their arms by input position, and a position
@@ -83,6 +90,8 @@
 #include <unistd.h>
 
 #define BATCH           256
+#define RING            8  /* batches in flight (see top) */
+#define CHUNK           32 /* lines a thread classifies at a time */
 #define ANY_SHARD       PAR_ANY_SHARD
 #define STATEFUL_WEIGHT 4
 
@@ -92,12 +101,26 @@ struct slot {
     uint64_t t;     /* corr_msg_time() */
     unsigned shard; /* owner (of step 0 if split) */
     struct par_steps steps;
+    uint8_t by; /* the thread that classified it */
 };
 
-struct lines {
+/*
+ * A batch: lines queued by the caller, then classified in chunks by any
+ * thread, then correlated by every shard.  The ring's slot is refilled once
+ * the caller has merged its output.
+ */
+struct batch {
+    struct slot slots[BATCH];
     struct buf text;
-    size_t *off; /* BATCH + 1 offsets into text */
+    size_t off[BATCH + 1]; /* of each line in text */
     size_t n;
+    uint64_t base;  /* input position of slots[0] */
+    uint64_t clock; /* the clock when it was handed over */
+    bool expire;    /* no lines: every shard runs corr_expire_all */
+    /* under par.lock */
+    unsigned claimed, chunks_left; /* chunks handed to a thread, chunks not classified yet */
+    bool classified;
+    unsigned left; /* shards still correlating it */
 };
 
 struct par;
@@ -107,18 +130,17 @@ struct shard {
     unsigned index;
     pthread_t thread;
     struct corr *corr;
-    struct pdb_scratch *scratch; /* phase A */
-    struct buf id;               /* phase A: a context id */
-    /* phase B: rendered messages and their records, two sets: one batch
-     * writes one while the caller merges the other (par.ob) */
-    struct buf out[2];
-    struct par_rec *recs[2];
-    size_t nrecs[2], caprecs[2];
+    struct pdb_scratch *scratch; /* classifying */
+    struct buf id;               /* classifying: a context id */
+    /* correlating: rendered messages and their records, one set per batch of the ring, the one
+     * of batch seq at seq % RING (the caller merges them in order) */
+    struct buf out[RING];
+    struct par_rec *recs[RING];
+    size_t nrecs[RING], caprecs[RING];
+    int ob;       /* the set being written */
     uint64_t pos; /* position being processed */
     uint8_t sub;  /* par_rec.sub of what it emits */
 };
-
-enum phase { PH_NONE, PH_BATCH, PH_EXPIRE, PH_QUIT };
 
 struct par {
     struct pdb *db;
@@ -130,31 +152,23 @@ struct par {
     struct par_sync *sync;  /* split messages */
     struct shard *shards;
 
-    struct slot slots[BATCH];
-    struct lines lines[2]; /* lines[fill] is queued by the caller, the other is the batch's */
-    int fill;
-    const struct lines *batch; /* the lines the running batch parses */
-    uint64_t base;             /* input position of slots[0] */
-    size_t nslots;             /* slots of the running batch */
-    bool running;              /* a batch runs while the caller queues lines and merges */
-    int ob;                    /* the shards' output set the running batch writes */
-    bool pending_merge;        /* the other set holds output not merged yet */
-    int merge_ob;
-    uint64_t clock; /* the clock of the batch being classified */
+    struct batch *ring; /* RING batches: batch seq is ring[seq % RING] */
+    uint64_t filling;   /* caller: seq of the batch being filled (= batches handed over) */
+    uint64_t merged;    /* caller: batches merged (their ring slots are free) */
+    uint64_t nextpos;   /* caller: input position of the next line */
     bool failed;
     unsigned nalloc; /* shards allocated (threads started: nthreads) */
 
     pthread_mutex_t lock;
-    pthread_cond_t go, done, classified;
-    enum phase phase;
-    uint64_t gen;       /* bumped at every phase start */
-    unsigned busy;      /* threads still in the phase */
-    unsigned left;      /* threads still classifying */
-    uint64_t class_gen; /* bumped when all have classified */
+    pthread_cond_t work, done;
+    uint64_t submitted; /* batches handed over */
+    uint64_t claim;     /* the oldest handed over with chunks left to claim */
+    bool quit;
 
     /* merge scratch */
     const struct par_rec **mrecs;
     size_t *mn;
+    int merge_ob;
 };
 
 /* ---- which shard owns a message ---- */
@@ -340,6 +354,8 @@ struct progress {
 struct par_sync {
     unsigned n;
     struct progress *p;
+    par_idle_fn idle; /* see par_sync_set_idle() */
+    void *idle_arg;
 };
 
 struct par_sync *
@@ -372,14 +388,22 @@ step_done(struct par_sync *sy, unsigned self, uint64_t pos, unsigned step)
     __atomic_store_n(&sy->p[self].v, step_mark(pos, step), __ATOMIC_RELEASE);
 }
 
+void
+par_sync_set_idle(struct par_sync *sy, par_idle_fn fn, void *arg)
+{
+    sy->idle = fn;
+    sy->idle_arg = arg;
+}
+
 /*
  * Waits until shard k has done step of pos.  k walks the batch in input
  * order and never waits for a later step than the one it is at, so this
- * ends (see par_process()).  A short spin, then the CPU is given up: on a
- * loaded machine k may not be running.
+ * ends (see par_process()).  A short spin, then other work if the idle
+ * function has some (it must not wait for any shard), else the CPU is
+ * given up: on a loaded machine k may not be running.
  */
 static void
-step_wait(struct par_sync *sy, unsigned k, uint64_t pos, unsigned step)
+step_wait(struct par_sync *sy, unsigned self, unsigned k, uint64_t pos, unsigned step)
 {
     uint64_t want = step_mark(pos, step);
     unsigned spins = 0;
@@ -391,7 +415,7 @@ step_wait(struct par_sync *sy, unsigned k, uint64_t pos, unsigned step)
 #endif
             continue;
         }
-        sched_yield();
+        if (!sy->idle || !sy->idle(sy->idle_arg, self)) sched_yield();
     }
 }
 
@@ -428,7 +452,7 @@ par_process(struct corr *c, unsigned self, unsigned nshards, struct par_sync *sy
     memset(&part, 0, sizeof(part));
     for (s = 0; s < st->n; s++) {
         if (st->owner[s] != self) continue;
-        if (s > 0 && st->owner[s - 1] != self) step_wait(sy, st->owner[s - 1], pos, s - 1);
+        if (s > 0 && st->owner[s - 1] != self) step_wait(sy, self, st->owner[s - 1], pos, s - 1);
         corr_set_arm_seq(c, pos * PAR_STEPS + s);
         if (s == 0)
             corr_part_main(c, m, rule, t, &part);
@@ -438,7 +462,7 @@ par_process(struct corr *c, unsigned self, unsigned nshards, struct par_sync *sy
     }
     last = st->n - 1u;
     if (st->owner[0] == self) {
-        if (st->owner[last] != self) step_wait(sy, st->owner[last], pos, last);
+        if (st->owner[last] != self) step_wait(sy, self, st->owner[last], pos, last);
         *sub = 0;
         corr_part_emit(c, m, rule, &part);
     }
@@ -534,18 +558,19 @@ write_rec(void *arg, unsigned shard, const struct par_rec *r)
     return p->o.write(p->o.arg, p->shards[shard].out[p->merge_ob].p + r->off, r->len);
 }
 
+/* Writes the output of batch p->merged (every shard is done with it) and frees its ring slot. */
 static void
 merge(struct par *p)
 {
     unsigned k;
 
-    if (!p->pending_merge) return;
-    p->pending_merge = false;
+    p->merge_ob = (int)(p->merged % RING);
     for (k = 0; k < p->nshards; k++) {
         p->mrecs[k] = p->shards[k].recs[p->merge_ob];
         p->mn[k] = p->shards[k].nrecs[p->merge_ob];
     }
     if (!p->failed && par_merge(p->mrecs, p->mn, p->nshards, write_rec, p) != 0) p->failed = true;
+    p->merged++;
 }
 
 /* ---- the threads' work ---- */
@@ -554,7 +579,7 @@ static void
 on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action)
 {
     struct shard *s = arg;
-    int ob = s->par->ob;
+    int ob = s->ob;
     struct buf *out = &s->out[ob];
     struct par_rec *r;
     size_t off = out->len;
@@ -570,32 +595,44 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
     r->sub = r->expiry ? 0 : s->sub;
 }
 
+/* Parses and classifies lines [from, to) of b. */
 static void
-classify(struct par *p, struct shard *s)
-{
-    const struct lines *l = p->batch;
-    size_t from = l->n * s->index / p->nthreads, to = l->n * (s->index + 1) / p->nthreads, i;
-
-    for (i = from; i < to; i++) {
-        struct slot *sl = &p->slots[i];
-        syslogfmt_parse(sl->m, l->text.p + l->off[i], l->off[i + 1] - l->off[i], &p->parse);
-        sl->rule = pdb_lookup_r(p->db, sl->m, s->scratch);
-        sl->t = corr_msg_time(sl->m, p->clock);
-        sl->shard = par_owner_steps(&p->route, sl->m, sl->rule, &s->id, &sl->steps);
-    }
-}
-
-static void
-correlate(struct par *p, struct shard *s)
+classify(struct par *p, struct shard *s, struct batch *b, size_t from, size_t to)
 {
     size_t i;
 
-    s->nrecs[p->ob] = 0;
-    buf_reset(&s->out[p->ob]);
-    if (s->index >= p->nshards) return;
-    for (i = 0; i < p->nslots; i++) {
-        struct slot *sl = &p->slots[i];
-        s->pos = p->base + i;
+    for (i = from; i < to; i++) {
+        struct slot *sl = &b->slots[i];
+        syslogfmt_parse(sl->m, b->text.p + b->off[i], b->off[i + 1] - b->off[i], &p->parse);
+        sl->rule = pdb_lookup_r(p->db, sl->m, s->scratch);
+        sl->t = corr_msg_time(sl->m, b->clock);
+        sl->shard = par_owner_steps(&p->route, sl->m, sl->rule, &s->id, &sl->steps);
+        sl->by = (uint8_t)s->index;
+    }
+}
+
+/* Shard s's part of batch seq (classified), into its output set seq % RING. */
+static void
+correlate(struct par *p, struct shard *s, struct batch *b, uint64_t seq)
+{
+    size_t i;
+
+    s->ob = (int)(seq % RING);
+    s->nrecs[s->ob] = 0;
+    buf_reset(&s->out[s->ob]);
+    if (b->expire) {
+        s->pos = UINT64_MAX - 1;
+        corr_expire_all(s->corr);
+        return;
+    }
+    for (i = 0; i < b->n; i++) {
+        struct slot *sl = &b->slots[i];
+        /* another thread classified them: ask for the messages this shard owns ahead */
+        if (i + 8 < b->n && b->slots[i + 8].shard == s->index)
+            msg_prefetch(b->slots[i + 8].m, false);
+        if (i + 4 < b->n && b->slots[i + 4].shard == s->index)
+            msg_prefetch(b->slots[i + 4].m, true);
+        s->pos = b->base + i;
         corr_advance(s->corr, sl->t);
         /* timers numbered by position and step (see top) */
         par_process(s->corr, s->index, p->nshards, p->sync, s->pos, sl->m, sl->rule, sl->t,
@@ -603,93 +640,102 @@ correlate(struct par *p, struct shard *s)
     }
 }
 
-static void
-expire(struct par *p, struct shard *s)
-{
-    s->nrecs[p->ob] = 0;
-    buf_reset(&s->out[p->ob]);
-    if (s->index >= p->nshards) return;
-    s->pos = UINT64_MAX - 1;
-    corr_expire_all(s->corr);
-}
+static void balance(struct par *p, struct batch *b);
 
-static void balance(struct par *p);
+static size_t
+nchunks(const struct batch *b)
+{
+    return (b->n + CHUNK - 1) / CHUNK;
+}
 
 /*
- * Phase A, then phase B of the same batch: the last thread to finish
- * classifying balances the batch (under the lock) and releases the others.
+ * With p->lock held: classifies a chunk of the oldest batch with lines left
+ * (dropping the lock meanwhile), if there is one.  The thread that
+ * classifies a batch's last chunk balances it and releases it to the shards.
  */
-static void
-run_phases(struct par *p, struct shard *s)
+static bool
+classify_chunk(struct par *p, struct shard *s)
 {
-    uint64_t g;
+    struct batch *b;
+    size_t c, to;
 
-    classify(p, s);
-    pthread_mutex_lock(&p->lock);
-    g = p->class_gen;
-    if (--p->left == 0) {
-        balance(p);
-        p->class_gen++;
-        pthread_cond_broadcast(&p->classified);
-    } else {
-        while (p->class_gen == g) pthread_cond_wait(&p->classified, &p->lock);
-    }
+    while (p->claim < p->submitted &&
+           p->ring[p->claim % RING].claimed == nchunks(&p->ring[p->claim % RING]))
+        p->claim++;
+    if (p->claim == p->submitted) return false;
+    b = &p->ring[p->claim % RING];
+    c = b->claimed++;
     pthread_mutex_unlock(&p->lock);
-    correlate(p, s);
+    to = (c + 1) * CHUNK < b->n ? (c + 1) * CHUNK : b->n;
+    classify(p, s, b, c * CHUNK, to);
+    pthread_mutex_lock(&p->lock);
+    if (--b->chunks_left == 0) {
+        balance(p, b);
+        b->classified = true;
+        pthread_cond_broadcast(&p->work);
+    }
+    return true;
 }
 
+/*
+ * A shard waiting for another's step of a split message (par_process())
+ * classifies a chunk meanwhile: classifying waits for no shard.
+ */
+static bool
+idle_classify(void *arg, unsigned self)
+{
+    struct par *p = arg;
+    bool did;
+
+    pthread_mutex_lock(&p->lock);
+    did = classify_chunk(p, &p->shards[self]);
+    pthread_mutex_unlock(&p->lock);
+    return did;
+}
+
+/*
+ * A thread takes work in this order: its shard's next batch if it is
+ * classified (correlation is each shard's own sequence: a shard that lags
+ * should not also classify), else a chunk of the oldest batch with lines
+ * left to classify, else it sleeps.  So the thread of a busy shard (one
+ * host's contexts under a host-scoped rate limit) correlates while the
+ * others classify the batches ahead of it.  The thread that classifies a
+ * batch's last chunk balances it and releases it to the shards.  A shard
+ * waiting for another's step of a split message (par_process()) waits for a
+ * batch that is classified, so the other is correlating it or will once
+ * its chunk is done, never asleep; meanwhile it classifies chunks of later
+ * batches, if any are left (idle_classify()).
+ */
 static void *
 worker(void *arg)
 {
     struct shard *s = arg;
     struct par *p = s->par;
-    uint64_t seen = 0;
+    uint64_t next = 0; /* the next batch this shard correlates */
 
+    pthread_mutex_lock(&p->lock);
     for (;;) {
-        enum phase ph;
-        pthread_mutex_lock(&p->lock);
-        while (p->gen == seen) pthread_cond_wait(&p->go, &p->lock);
-        seen = p->gen;
-        ph = p->phase;
-        pthread_mutex_unlock(&p->lock);
-        if (ph == PH_QUIT) break;
-        if (ph == PH_BATCH) run_phases(p, s);
-        if (ph == PH_EXPIRE) expire(p, s);
-        pthread_mutex_lock(&p->lock);
-        if (--p->busy == 0) pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->lock);
+        struct batch *b;
+        if (s->index < p->nshards && next < p->submitted && p->ring[next % RING].classified) {
+            b = &p->ring[next % RING];
+            pthread_mutex_unlock(&p->lock);
+            correlate(p, s, b, next);
+            pthread_mutex_lock(&p->lock);
+            if (--b->left == 0) pthread_cond_broadcast(&p->done);
+            next++;
+            continue;
+        }
+        if (classify_chunk(p, s)) continue;
+        if (p->quit) break;
+        pthread_cond_wait(&p->work, &p->lock);
     }
+    pthread_mutex_unlock(&p->lock);
     template_scratch_release();
     parser_match_data_release();
     return NULL;
 }
 
-static void
-start(struct par *p, enum phase ph)
-{
-    pthread_mutex_lock(&p->lock);
-    p->phase = ph;
-    p->busy = p->left = p->nthreads;
-    p->gen++;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->lock);
-}
-
-static void
-wait_done(struct par *p)
-{
-    pthread_mutex_lock(&p->lock);
-    while (p->busy) pthread_cond_wait(&p->done, &p->lock);
-    pthread_mutex_unlock(&p->lock);
-}
-
 /* ---- the pipeline ---- */
-
-static void
-stamp_clock(struct par *p)
-{
-    p->clock = p->o.fixed_now ? p->o.fixed_now : clock_wall_ms();
-}
 
 /*
  * Gives the messages that need no shard's state to the thread that parsed
@@ -701,7 +747,7 @@ stamp_clock(struct par *p)
  * shard that processes it (every shard has the same time).
  */
 static void
-balance(struct par *p)
+balance(struct par *p, struct batch *b)
 {
     size_t count[64] = {0}, target, total = 0, i;
     unsigned k, w;
@@ -709,86 +755,100 @@ balance(struct par *p)
     if (p->nshards <= 1) return;
     /* weights: a message of a context costs some STATEFUL_WEIGHT times one without (measured on
      * sshd rules: a template over the context, its timer, its kept copy) */
-    for (i = 0; i < p->nslots; i++)
-        if (p->slots[i].shard != ANY_SHARD)
-            count[p->slots[i].shard] += STATEFUL_WEIGHT;
+    for (i = 0; i < b->n; i++)
+        if (b->slots[i].shard != ANY_SHARD)
+            count[b->slots[i].shard] += STATEFUL_WEIGHT;
         else
             total++;
     for (k = 0; k < p->nshards; k++) total += count[k];
     target = (total + p->nshards - 1) / p->nshards;
-    for (k = 0, w = 0, i = 0; i < p->nslots; i++) {
-        if (p->slots[i].shard != ANY_SHARD) continue;
-        /* preferably the thread that parsed it, whose cache holds it (see classify()) */
-        while (i >= p->nslots * (w + 1) / p->nthreads) w++;
+    for (k = 0, i = 0; i < b->n; i++) {
+        if (b->slots[i].shard != ANY_SHARD) continue;
+        /* preferably the thread that parsed it, whose cache holds it */
+        w = b->slots[i].by;
         if (w < p->nshards && count[w] < target) {
-            p->slots[i].shard = w;
+            b->slots[i].shard = w;
             count[w]++;
             continue;
         }
         while (k + 1 < p->nshards && count[k] >= target) k++;
-        p->slots[i].shard = k;
+        b->slots[i].shard = k;
         count[k]++;
     }
 }
 
-/* Waits for the running batch: its output set is then ready to merge. */
+/*
+ * Merges the batches every shard is done with, in order; with wait, until
+ * batch upto (exclusive) is merged.
+ */
 static void
-finish_batch(struct par *p)
+merge_done(struct par *p, uint64_t upto)
 {
-    if (!p->running) return;
-    wait_done(p);
-    p->running = false;
-    p->pending_merge = true;
-    p->merge_ob = p->ob;
+    for (;;) {
+        struct batch *b;
+        bool ready;
+        if (p->merged == p->filling) return;
+        b = &p->ring[p->merged % RING];
+        pthread_mutex_lock(&p->lock);
+        if (p->merged < upto)
+            while (b->left) pthread_cond_wait(&p->done, &p->lock);
+        ready = b->left == 0;
+        pthread_mutex_unlock(&p->lock);
+        if (!ready) return;
+        merge(p);
+    }
 }
 
 /*
- * Starts the queued lines as a batch (both phases run on the threads) and
- * returns: the caller merges the previous batch's output and queues the
- * next lines while it runs, into the other line buffer and output set.
+ * Hands the batch being filled to the threads and returns: the caller
+ * merges what is done and queues the next lines while it runs, into the next
+ * slot of the ring once that slot's output is merged.
  */
 static void
-run_batch(struct par *p)
+submit(struct par *p, bool expire)
 {
-    finish_batch(p);
-    p->batch = &p->lines[p->fill];
-    p->base += p->nslots;
-    p->nslots = p->batch->n;
-    p->ob ^= 1;
-    stamp_clock(p);
-    start(p, PH_BATCH);
-    p->running = true;
-    merge(p); /* the previous batch, while this one runs */
-    p->fill ^= 1;
-    p->lines[p->fill].n = 0;
-    buf_reset(&p->lines[p->fill].text);
+    struct batch *b = &p->ring[p->filling % RING];
+
+    b->expire = expire;
+    b->base = p->nextpos;
+    p->nextpos += b->n;
+    b->clock = p->o.fixed_now ? p->o.fixed_now : clock_wall_ms();
+    b->claimed = 0;
+    b->chunks_left = (unsigned)nchunks(b);
+    b->classified = b->chunks_left == 0;
+    b->left = p->nshards;
+    pthread_mutex_lock(&p->lock);
+    p->submitted++;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    p->filling++;
+    /* the next slot must be free, and what is done is written meanwhile */
+    merge_done(p, p->filling >= RING ? p->filling - RING + 1 : 0);
+    b = &p->ring[p->filling % RING];
+    b->n = 0;
+    buf_reset(&b->text);
 }
 
 int
 par_line(struct par *p, const char *line, size_t len)
 {
-    struct lines *l = &p->lines[p->fill];
+    struct batch *b = &p->ring[p->filling % RING];
 
     if (p->failed) return -1;
-    buf_append(&l->text, line, len);
-    l->off[++l->n] = l->text.len;
-    if (l->n == BATCH) run_batch(p);
+    buf_append(&b->text, line, len);
+    b->off[++b->n] = b->text.len;
+    if (b->n == BATCH) submit(p, false);
     return p->failed ? -1 : 0;
 }
 
 int
 par_finish(struct par *p, bool expire_all)
 {
-    if (p->lines[p->fill].n) run_batch(p);
-    finish_batch(p);
-    merge(p);
+    if (p->ring[p->filling % RING].n) submit(p, false);
+    merge_done(p, p->filling);
     if (expire_all && !p->failed) {
-        p->ob ^= 1;
-        start(p, PH_EXPIRE);
-        wait_done(p);
-        p->pending_merge = true;
-        p->merge_ob = p->ob;
-        merge(p);
+        submit(p, true);
+        merge_done(p, p->filling);
     }
     return p->failed ? -1 : 0;
 }
@@ -824,19 +884,20 @@ par_new(struct pdb *db, const struct par_opts *o)
     (void)pdb_context_keep(db);
     p->nshards = par_route_init(&p->route, db, p->nthreads);
     p->sync = par_sync_new(p->nshards);
+    par_sync_set_idle(p->sync, idle_classify, p);
     if (o->fixed_now) {
         p->now.sec = (int64_t)(o->fixed_now / 1000);
         p->now.usec = (int32_t)(o->fixed_now % 1000) * 1000;
         p->parse.now = &p->now;
     }
-    for (i = 0; i < BATCH; i++) p->slots[i].m = msg_new();
-    for (i = 0; i < 2; i++) p->lines[i].off = xcalloc(BATCH + 1, sizeof(size_t));
+    p->ring = xcalloc(RING, sizeof(*p->ring));
+    for (k = 0; k < RING; k++)
+        for (i = 0; i < BATCH; i++) p->ring[k].slots[i].m = msg_new();
     p->mrecs = xcalloc(p->nthreads, sizeof(*p->mrecs));
     p->mn = xcalloc(p->nthreads, sizeof(*p->mn));
     pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
-    pthread_cond_init(&p->classified, NULL);
     p->shards = xcalloc(p->nthreads, sizeof(*p->shards));
     p->nalloc = p->nthreads;
     for (k = 0; k < p->nthreads; k++) {
@@ -877,32 +938,36 @@ par_free(struct par *p)
 
     if (!p) return;
     n = p->nthreads;
-    finish_batch(p);
-    start(p, PH_QUIT);
+    /* the threads finish what was handed over (not merged: par_finish was not called) */
+    pthread_mutex_lock(&p->lock);
+    while (p->submitted > p->merged && p->ring[(p->submitted - 1) % RING].left)
+        pthread_cond_wait(&p->done, &p->lock);
+    p->quit = true;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
     for (k = 0; k < n; k++) pthread_join(p->shards[k].thread, NULL);
     for (k = 0; k < p->nalloc; k++) {
         struct shard *s = &p->shards[k];
         corr_free(s->corr);
         pdb_scratch_free(s->scratch);
         buf_free(&s->id);
-        for (i = 0; i < 2; i++) {
+        for (i = 0; i < RING; i++) {
             buf_free(&s->out[i]);
             free(s->recs[i]);
         }
     }
     free(p->shards);
-    for (i = 0; i < BATCH; i++) msg_unref(p->slots[i].m);
-    for (i = 0; i < 2; i++) {
-        buf_free(&p->lines[i].text);
-        free(p->lines[i].off);
+    for (k = 0; k < RING; k++) {
+        for (i = 0; i < BATCH; i++) msg_unref(p->ring[k].slots[i].m);
+        buf_free(&p->ring[k].text);
     }
+    free(p->ring);
     free(p->mrecs);
     free(p->mn);
     par_sync_free(p->sync);
     pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->go);
+    pthread_cond_destroy(&p->work);
     pthread_cond_destroy(&p->done);
-    pthread_cond_destroy(&p->classified);
     free(p);
 }
 

@@ -115,6 +115,14 @@ struct par_sync;
 struct par_sync *par_sync_new(unsigned nshards);
 void par_sync_free(struct par_sync *sy);
 /*
+ * Work a shard may do while it waits for another's step instead of giving
+ * up the CPU (par.c: classify a chunk of a later batch).  Called on the
+ * waiting shard's thread; it must not wait for any shard.  Returns whether
+ * it did anything.
+ */
+typedef bool (*par_idle_fn)(void *arg, unsigned self);
+void par_sync_set_idle(struct par_sync *sy, par_idle_fn fn, void *arg);
+/*
  * What shard self does for the message at input position pos (after
  * advancing its time to t): all of it if it owns it (owner, st->n == 0), its
  * steps if st splits it, else nothing.  *sub is set to what on_emit records
