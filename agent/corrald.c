@@ -215,92 +215,6 @@ log_conf_warnings(const struct conf *c)
     free(copy);
 }
 
-static int privsep_wanted(const struct conf *c, bool *on, struct buf *err);
-static int service_user(const struct conf *c, uid_t *uid, gid_t *gid, struct buf *err);
-static int become_user(const struct conf *c, uid_t uid, gid_t gid, struct buf *err);
-
-/* Whether the engine process will open its files as <daemon user> (engine_user_early). */
-static bool
-engine_opens_as_itself(const struct conf *c)
-{
-    struct buf err = BUF_INIT;
-    bool on = false;
-
-    if (geteuid() != 0 && privsep_wanted(c, &on, &err) < 0) on = false;
-    buf_free(&err);
-    return on && geteuid() != 0;
-}
-
-/*
- * The state path and the output files, checked as the user that will open
- * them: under privilege separation started as a user (the packaged unit),
- * the engine's, in a child that becomes it, so that `corrald -t` as
- * ExecStartPre= says what the start would find.  0, or -1 with the lines
- * on stderr.
- */
-static int
-check_engine_files(const struct conf *c)
-{
-    struct buf err = BUF_INIT;
-    uid_t uid;
-    gid_t gid;
-    int status = 0;
-    pid_t pid;
-
-    if (!engine_opens_as_itself(c)) return 0;
-    if (service_user(c, &uid, &gid, &err) < 0) {
-        fputs(buf_str(&err), stderr);
-        buf_free(&err);
-        return -1;
-    }
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "corrald: fork: %s\n", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        int rc = become_user(c, uid, gid, &err) < 0 || server_check_files(c, &err) < 0;
-        fputs(buf_str(&err), stderr);
-        fflush(stderr);
-        _exit(rc);
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
-/*
- * corrald -t: everything start-up checks (server_check), short of binding
- * sockets, loading state and dropping privileges; errors as file:line.
- */
-static int
-check_only(struct daemon *d)
-{
-    struct buf err = BUF_INIT;
-    struct conf *c = read_conf(d, &err);
-    size_t rules = 0;
-    int rc = 0;
-
-    if (!c) {
-        fputs(buf_str(&err), stderr);
-        buf_free(&err);
-        return 1;
-    }
-    if (c->warnings) fputs(c->warnings, stderr);
-    if (check_engine_files(c) < 0) rc = 1;
-    if (server_check(c, &rules, !engine_opens_as_itself(c), &err) < 0) {
-        fputs(buf_str(&err), stderr);
-        rc = 1;
-    }
-    if (rc == 0)
-        printf("%s: configuration OK, %zu rule%s\n", d->config_path ? d->config_path : "(built-in)",
-               rules, rules == 1 ? "" : "s");
-    conf_free(c);
-    buf_free(&err);
-    return rc;
-}
-
 /* ---- privileges ---- */
 
 /* The uid and gid of <daemon user> (and group); -1 with a line in err. */
@@ -723,6 +637,91 @@ privsep_wanted(const struct conf *c, bool *on, struct buf *err)
     return 0;
 }
 
+/* ---- corrald -t ---- */
+
+/* Whether the engine process will open its files as <daemon user> (engine_user_early). */
+static bool
+engine_opens_as_itself(const struct conf *c)
+{
+    struct buf err = BUF_INIT;
+    bool on = false;
+
+    if (geteuid() == 0) return false; /* root opens as root, and drops after */
+    if (privsep_wanted(c, &on, &err) < 0) on = false;
+    buf_free(&err);
+    return on;
+}
+
+/*
+ * The state path and the output files, checked as the user that will open
+ * them when engine_opens_as_itself: the engine's, in a child that becomes
+ * it, so that `corrald -t` as ExecStartPre= says what the start would find.
+ * 0, or -1 with the lines on stderr.
+ */
+static int
+check_engine_files(const struct conf *c)
+{
+    struct buf err = BUF_INIT;
+    uid_t uid;
+    gid_t gid;
+    int status = 0;
+    pid_t pid;
+
+    if (service_user(c, &uid, &gid, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        buf_free(&err);
+        return -1;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "corrald: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        int rc = become_user(c, uid, gid, &err) < 0 || server_check_files(c, &err) < 0;
+        fputs(buf_str(&err), stderr);
+        fflush(stderr);
+        _exit(rc);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/*
+ * corrald -t: everything start-up checks (server_check), short of binding
+ * sockets, loading state and dropping privileges; errors as file:line.
+ */
+static int
+check_only(struct daemon *d)
+{
+    struct buf err = BUF_INIT;
+    struct conf *c = read_conf(d, &err);
+    size_t rules = 0;
+    bool as_engine;
+    int rc = 0;
+
+    if (!c) {
+        fputs(buf_str(&err), stderr);
+        buf_free(&err);
+        return 1;
+    }
+    if (c->warnings) fputs(c->warnings, stderr);
+    as_engine = engine_opens_as_itself(c);
+    if (as_engine && check_engine_files(c) < 0) rc = 1;
+    if (server_check(c, &rules, !as_engine, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        rc = 1;
+    }
+    if (rc == 0)
+        printf("%s: configuration OK, %zu rule%s\n", d->config_path ? d->config_path : "(built-in)",
+               rules, rules == 1 ? "" : "s");
+    conf_free(c);
+    buf_free(&err);
+    return rc;
+}
+
 /* The engine: a signal the executor process was sent, passed on (g frame); its handlers take it. */
 static void
 on_passed_signal(void *arg, int sig)
@@ -811,10 +810,9 @@ on_exec_sigchld(uv_signal_t *h, int sig)
     exec_proc_finish(x);
 }
 
-/* SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2: the engine acts on them (systemd signals us). */
 /*
- * A signal for corrald (systemd signals the main process: this one) goes on
- * to the engine as a frame on the socketpair, which needs no right to
+ * SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2: a signal for corrald (systemd signals the main
+ * process: this one) goes on to the engine as a frame on the socketpair, which needs no right to
  * signal another user's process (the packaged unit's executor has none).
  * Before the connection is served it waits; after it ended, kill() is the
  * best left (root may).

@@ -324,6 +324,28 @@ s.close()
 PY
 }
 
+# start_snmptrapd: a real snmptrapd on a UDP port of its own (held_port.py
+# binds a free one and hands it over), taking community "public" and
+# writing each trap between "BEGIN ..." and "END" lines to $WORK/trapd.log;
+# sets TRAPD_PORT once it has started
+start_snmptrapd() {
+    mkdir -p "$WORK/persist" "$WORK/nomibs"
+    touch "$WORK/trapd.go"
+    cat > "$WORK/snmptrapd.conf" <<EOF
+disableAuthorization no
+authCommunity log public
+format2 BEGIN %P\n%v\nEND\n
+EOF
+    SNMP_PERSISTENT_DIR=$WORK/persist MIBDIRS=$WORK/nomibs MIBS= \
+        python3 "$HERE/held_port.py" udp "$WORK/trapd.port" "$WORK/trapd.go" \
+        snmptrapd -f -Lo -C -c "$WORK/snmptrapd.conf" -n -On -Oq -Ot "udp:127.0.0.1:{port}" \
+        > "$WORK/trapd.log" 2>&1 &
+    track $!
+    wait_until test -s "$WORK/trapd.port" || fail "no port for snmptrapd"
+    wait_grep "$WORK/trapd.log" "NET-SNMP version" || fail "snmptrapd did not start"
+    TRAPD_PORT=$(cat "$WORK/trapd.port")
+}
+
 # receiver_script: $WORK/receiver.sh, an exec executor's program that records
 # each alert id in $WORK/delivered, and is down while $WORK/down exists
 # (exit 75: try again later)

@@ -41,21 +41,8 @@ umask 077
 printf 'public\n' > "$WORK/community" # the secret: root's, 0600
 umask 022
 
-# snmptrapd on a port of its own (held_port.py hands it over at once)
-touch "$WORK/trapd.go"
-cat > "$WORK/snmptrapd.conf" <<EOF
-disableAuthorization no
-authCommunity log public
-format2 BEGIN %P\n%v\nEND\n
-EOF
-SNMP_PERSISTENT_DIR=$WORK/persist MIBDIRS=$WORK/nomibs MIBS= \
-    python3 "$HERE/held_port.py" udp "$WORK/trapd.port" "$WORK/trapd.go" \
-    snmptrapd -f -Lo -C -c "$WORK/snmptrapd.conf" -n -On -Oq -Ot "udp:127.0.0.1:{port}" \
-    > "$WORK/trapd.log" 2>&1 &
-track $!
-wait_until test -s "$WORK/trapd.port" || fail "no port for snmptrapd"
-wait_grep "$WORK/trapd.log" "NET-SNMP version" || fail "snmptrapd did not start"
-trap_port=$(cat "$WORK/trapd.port")
+start_snmptrapd
+trap_port=$TRAPD_PORT
 
 /usr/bin/python3 "$HERE/smtp_server.py" --dir "$WORK/mail" > "$WORK/smtp.port" 2> "$WORK/smtp.log" &
 track $!

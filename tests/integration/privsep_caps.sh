@@ -39,19 +39,7 @@ printf 'public\n' > "$WORK/community" # the secret: the executor's user's, 0600
 chown daemon "$WORK/community"
 umask 022
 
-touch "$WORK/trapd.go"
-cat > "$WORK/snmptrapd.conf" <<EOF
-disableAuthorization no
-authCommunity log public
-format2 BEGIN %P\n%v\nEND\n
-EOF
-SNMP_PERSISTENT_DIR=$WORK/persist MIBDIRS=$WORK/nomibs MIBS= \
-    python3 "$HERE/held_port.py" udp "$WORK/trapd.port" "$WORK/trapd.go" \
-    snmptrapd -f -Lo -C -c "$WORK/snmptrapd.conf" -n -On -Oq -Ot "udp:127.0.0.1:{port}" \
-    > "$WORK/trapd.log" 2>&1 &
-track $!
-wait_until test -s "$WORK/trapd.port" || fail "no port for snmptrapd"
-wait_grep "$WORK/trapd.log" "NET-SNMP version" || fail "snmptrapd did not start"
+start_snmptrapd
 
 # the script records who ran it and with which capabilities
 cat > "$WORK/receiver.sh" <<SH
@@ -73,7 +61,7 @@ cat > "$WORK/corrald.conf" <<XML
   <outputs><file path="$WORK/state/events.json" select="all"/></outputs>
   <absence after="1s"/>
   <executors spool="$WORK/spool">
-    <snmp name="nms" target="udp:127.0.0.1:$(cat "$WORK/trapd.port")"
+    <snmp name="nms" target="udp:127.0.0.1:$TRAPD_PORT"
           community-file="$WORK/community" severity="major"/>
     <exec name="script" program="$WORK/receiver.sh"/>
   </executors>
