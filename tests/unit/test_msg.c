@@ -1,6 +1,7 @@
 /* Unit tests: messages (values, references into the arena, tags, clone) and JSON output. */
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,6 +252,44 @@ START_TEST(test_clone_kept)
 }
 END_TEST
 
+/* A kept copy is one block; each of its parts that grows moves out of it intact. */
+START_TEST(test_clone_kept_grows_out_of_its_block)
+{
+    struct msg *m = msg_new(), *c;
+    char big[5000];
+    size_t len, i;
+    const char *v;
+
+    memset(big, 'z', sizeof(big));
+    msg_set(m, NV_HOST, "host1", 5);
+    msg_set(m, NV_PROGRAM, "sshd", 4);
+    msg_tag_set(m, TAG_CLASSIFIER_SYSTEM);
+    c = msg_clone_kept(m, NULL);
+    ck_assert_uint_eq(msg_nvalues(c), 2);
+    /* the arena grows (a large value), then the entries (many names), then the tags */
+    msg_set(c, NV_MESSAGE, big, sizeof(big));
+    for (i = 0; i < 40; i++) {
+        char name[32];
+        int n = snprintf(name, sizeof(name), "grow.v%zu", i);
+        msg_set(c, nv_intern(name, (size_t)n), name, (size_t)n);
+    }
+    msg_tag_set(c, TAG_CLASSIFIER_UNKNOWN);
+    ck_assert_uint_eq(msg_nvalues(c), 43);
+    v = msg_get(c, NV_HOST, &len);
+    ck_assert(len == 5 && memcmp(v, "host1", 5) == 0);
+    v = msg_get(c, NV_MESSAGE, &len);
+    ck_assert(len == sizeof(big) && v[0] == 'z' && v[len - 1] == 'z');
+    v = msg_get(c, nv_intern_str("grow.v39"), &len);
+    ck_assert(len == 8 && memcmp(v, "grow.v39", 8) == 0);
+    ck_assert(msg_tag_has(c, TAG_CLASSIFIER_SYSTEM) && msg_tag_has(c, TAG_CLASSIFIER_UNKNOWN));
+    /* the original is untouched */
+    ck_assert_uint_eq(msg_nvalues(m), 2);
+    ck_assert(!msg_tag_has(m, TAG_CLASSIFIER_UNKNOWN));
+    msg_unref(c); /* ASan: frees what moved out, not the block's parts */
+    msg_unref(m);
+}
+END_TEST
+
 START_TEST(test_buf_reserve_terminates)
 {
     struct buf b = BUF_INIT;
@@ -310,6 +349,7 @@ main(void)
     tcase_add_test(tc, test_truncated_encoding_refused);
     tcase_add_test(tc, test_clone_is_compact_and_independent);
     tcase_add_test(tc, test_clone_kept);
+    tcase_add_test(tc, test_clone_kept_grows_out_of_its_block);
     tcase_add_test(tc, test_buf_reserve_terminates);
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_json_rejects_overlong_and_surrogates);
