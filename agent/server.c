@@ -1307,7 +1307,8 @@ commit_inputs(struct server *s, struct stage *st, struct buf *report)
  * The alert store and the silences.  At start both are read back: the store
  * from beside the state file, the silences from their own file.  On a
  * reload the store's entries move to the new one (new max-alerts, new
- * inhibit rules) and the silences stay, with the new limits.
+ * inhibit rules) and the silences stay, with the new limits, saved beside
+ * the new state file if the reload names another.
  */
 static void
 start_alerts(struct server *s, struct stage *st, const struct conf *c, bool starting)
@@ -1326,6 +1327,9 @@ start_alerts(struct server *s, struct stage *st, const struct conf *c, bool star
     } else {
         alerts_adopt(st->alerts, s->alerts);
         silences_set_limits(s->silences, c->silence_retention, c->max_silences);
+        /* they follow the state file, as the store (saved beside it) does */
+        if (c->state_file) buf_printf(&path, "%s.silences", c->state_file);
+        silences_set_path(s->silences, c->state_file ? buf_str(&path) : NULL);
     }
     alerts_free(s->alerts);
     s->alerts = st->alerts;

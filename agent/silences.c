@@ -370,6 +370,18 @@ silences_set_limits(struct silences *s, double retention_s, size_t max)
     s->max = max;
 }
 
+void
+silences_set_path(struct silences *s, const char *path)
+{
+    if ((!path && !s->path) || (path && s->path && strcmp(path, s->path) == 0)) return;
+    free(s->path);
+    s->path = path ? xstrdup(path) : NULL;
+    if (s->path) {
+        log_msg(LOG_INFO, "silences: %zu now kept in %s", s->n, s->path);
+        save(s);
+    }
+}
+
 /* ---- operations ---- */
 
 static void

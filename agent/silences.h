@@ -55,6 +55,12 @@ struct silences *silences_new(const char *path, double retention_s, size_t max, 
 void silences_free(struct silences *s);
 /* A reload: the new limits. */
 void silences_set_limits(struct silences *s, double retention_s, size_t max);
+/*
+ * A reload that names another state file: the silences move to path (NULL:
+ * memory only from now on), saved there at once so that a restart with the
+ * new configuration finds them.  The old file is left as it is.
+ */
+void silences_set_path(struct silences *s, const char *path);
 
 /* Adds a silence from a JSON request; 0 and its id in id, or -1 with a message in err. */
 int silences_add_json(struct silences *s, const struct json_t *req, uint64_t now_ms, struct buf *id,

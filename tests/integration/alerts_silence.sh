@@ -5,7 +5,8 @@
 # alerts` shows web1's as silenced; once the silence is expired, web1's next
 # brute force is delivered.  Silences and alerts survive a restart and a
 # kill -9.  Bad requests (a malformed matcher, an unknown id, an end before
-# the start) exit 2 and change nothing.
+# the start) exit 2 and change nothing.  A reload naming another state
+# file takes the silences along.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 /usr/bin/python3 -c 'import aiosmtpd' 2>/dev/null || { echo "skipped: python3-aiosmtpd missing"; exit 77; }
@@ -139,5 +140,17 @@ start_corrald third "$WORK/corrald.conf"
 "$CORRAL" alerts $S | grep -q "192.0.2.4" || fail "alerts lost in a kill -9"
 [ "$("$CORRAL" alerts $S --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" -eq 4 ] ||
     fail "not 4 alerts after kill -9: $("$CORRAL" alerts $S)"
+
+# ---- a reload that names another state file: the silences go with it
+sed "s|$WORK/state\"|$WORK/state2\"|" "$WORK/corrald.conf" > "$WORK/corrald2.conf"
+grep -q "state2" "$WORK/corrald2.conf" || fail "test bug: no state2 in the copy"
+cp "$WORK/corrald2.conf" "$WORK/corrald.conf"
+"$CORRAL" ctl $S reload | grep -q OK || fail "reload to another state file failed"
+grep -q "$id3" "$WORK/state2.silences" 2>/dev/null ||
+    fail "the silences did not follow the state file: $(cat "$WORK/state2.silences" 2>&1)"
+stop_corrald
+start_corrald fourth "$WORK/corrald.conf"
+"$CORRAL" silence $S list | grep -q "$id3" || fail "a silence lost after the state file moved"
+"$CORRAL" alerts $S | grep -q "192.0.2.4" || fail "alerts lost after the state file moved"
 stop_corrald
 echo "ok: silenced alerts recorded and not delivered; silences and alerts survive restarts"
