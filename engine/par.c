@@ -910,14 +910,12 @@ par_new(struct pdb *db, const struct par_opts *o)
             copts.emit = on_emit;
             copts.log = o->log;
             copts.arg = s;
-            copts.max_contexts = (o->max_contexts ? o->max_contexts : 1000000) / p->nshards;
-            copts.max_context_memory =
-                (o->max_context_memory ? o->max_context_memory : (size_t)1 << 30) / p->nshards;
-            copts.max_rate_buckets =
-                (o->max_rate_buckets ? o->max_rate_buckets : 1000000) / p->nshards;
-            if (!copts.max_contexts) copts.max_contexts = 1;
-            if (!copts.max_rate_buckets) copts.max_rate_buckets = 1;
-            if (!copts.max_context_memory) copts.max_context_memory = 1;
+            copts.max_contexts = o->max_contexts;
+            copts.max_context_memory = o->max_context_memory;
+            copts.max_rate_buckets = o->max_rate_buckets;
+            copts.max_context_msgs = o->max_context_msgs;
+            copts.max_context_bytes = o->max_context_bytes;
+            copts.context_share = o->context_share;
             s->corr = corr_new(db, &copts);
         }
     }

@@ -32,7 +32,7 @@ enum format { FMT_PAIRS, FMT_JSON, FMT_TEMPLATE };
 /* --dry-run: the executors of a configuration, rendering instead of sending. */
 struct dryrun {
     uv_loop_t loop;
-    struct conf *conf;
+    const struct conf *conf; /* the matcher's */
     struct queue **queues;
     const char **names;
     size_t n;
@@ -42,6 +42,7 @@ struct dryrun {
 struct matcher {
     struct pdb *db;
     struct corr *corr;
+    struct conf *conf; /* -c: its rules (without -r) and correlation limits */
     struct dryrun *dry;
     bool failed;       /* writing output failed */
     int64_t fixed_now; /* --now, in ms; 0: the real clock */
@@ -203,7 +204,6 @@ dryrun_close(struct dryrun *d)
     uv_run(&d->loop, UV_RUN_DEFAULT);
     uv_loop_close(&d->loop);
     route_free(d->routes);
-    conf_free(d->conf);
     free(d->queues);
     free(d->names);
     free(d);
@@ -211,16 +211,14 @@ dryrun_close(struct dryrun *d)
 
 /* Opens the executors and routes of a corrald configuration without sending anything. */
 static struct dryrun *
-dryrun_open(const char *config)
+dryrun_open(const struct conf *conf, const char *config)
 {
     struct dryrun *d = xcalloc(1, sizeof(*d));
-    const char *schema = getenv("CORRAL_SCHEMA"); /* NULL: the built-in schema */
     struct buf err = BUF_INIT;
     size_t i;
 
     uv_loop_init(&d->loop);
-    d->conf = conf_load(config, schema, &err);
-    if (!d->conf) goto fail;
+    d->conf = conf;
     d->queues = xcalloc(d->conf->nexecutors + 1, sizeof(*d->queues));
     d->names = xcalloc(d->conf->nexecutors + 1, sizeof(*d->names));
     for (i = 0; i < d->conf->nexecutors; i++) {
@@ -274,11 +272,14 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
         .log = on_log,
         .fixed_now = mt->fixed_now > 0 ? (uint64_t)mt->fixed_now : 0,
         .arg = mt,
-        /* each shard gets the limits one thread has (corr's defaults): the output is then that
-         * of -j 1 unless -j 1 reaches a limit (see -j in corral(1)) */
-        .max_contexts = (size_t)mt->jobs * 1000000,
-        .max_context_memory = (size_t)mt->jobs << 30,
-        .max_rate_buckets = (size_t)mt->jobs * 1000000,
+        /* each shard gets the limits one thread has (corr's defaults, or -c's): the output is
+         * then that of -j 1 unless -j 1 reaches a limit (see -j in corral(1)) */
+        .max_contexts = mt->conf ? mt->conf->max_contexts : 0,
+        .max_context_memory = mt->conf ? mt->conf->max_context_memory : 0,
+        .max_rate_buckets = mt->conf ? mt->conf->max_rate_buckets : 0,
+        .max_context_msgs = mt->conf ? mt->conf->max_context_messages : 0,
+        .max_context_bytes = mt->conf ? mt->conf->max_context_bytes : 0,
+        .context_share = mt->conf ? mt->conf->context_share : 0,
     };
     struct par *p = par_new(mt->db, &po);
     char *line = NULL;
@@ -405,11 +406,12 @@ usage(FILE *out)
           "  -T, --template TPL     print a template for each message (\\n etc. allowed)\n"
           "      --keep-open        leave open contexts open at the end of the file (by\n"
           "                         default they expire, firing their timeout actions)\n"
-          "  -c, --config FILE      with --dry-run: a corrald configuration whose executors\n"
-          "                         and routes are used (its rules too, unless -r is given)\n"
+          "  -c, --config FILE      a corrald configuration: its rules (unless -r is\n"
+          "                         given) and correlation limits; with --dry-run, its\n"
+          "                         executors and routes too\n"
           "      --dry-run          show, per executor, exactly what each generated message\n"
           "                         would send (trap varbinds, mail, script argv and\n"
-          "                         environment), without sending anything\n"
+          "                         environment), without sending anything (needs -c)\n"
           "      --stats            print counters and memory per open context to stderr\n"
           "      --now TIME         take TIME (epoch seconds or 2026-12-03T10:00:00Z) as the\n"
           "                         current time: year guessing and the clamp on message\n"
@@ -481,27 +483,42 @@ cmd_match(int argc, char **argv)
         default: free(rules); return 2;
         }
     }
-    if (dry_run != (config != NULL)) {
-        cmd_error("match", "--dry-run and --config go together");
+    if (dry_run && !config) {
+        cmd_error("match", "--dry-run needs --config");
         free(rules);
         return 2;
     }
     if (config) {
-        mt.jobs = 1; /* the executors render on one thread */
-        mt.dry = dryrun_open(config);
-        if (!mt.dry) {
+        struct buf err = BUF_INIT;
+        /* NULL: the built-in schema */
+        mt.conf = conf_load(config, getenv("CORRAL_SCHEMA"), &err);
+        if (!mt.conf) {
+            fputs(buf_str(&err), stderr);
+            buf_free(&err);
             free(rules);
             return 1;
         }
+        buf_free(&err);
+        if (dry_run) {
+            mt.jobs = 1; /* the executors render on one thread */
+            mt.dry = dryrun_open(mt.conf, config);
+            if (!mt.dry) {
+                conf_free(mt.conf);
+                free(rules);
+                return 1;
+            }
+        }
         if (nrules == 0) {
             size_t i;
-            for (i = 0; i < mt.dry->conf->nrules && (int)i < argc; i++)
-                rules[nrules++] = mt.dry->conf->rules[i];
+            for (i = 0; i < mt.conf->nrules && (int)i < argc; i++)
+                rules[nrules++] = mt.conf->rules[i];
         }
     }
     if (nrules == 0 || (!file && !message) || (file && (message || program))) {
         usage(stderr);
         free(rules);
+        dryrun_close(mt.dry);
+        conf_free(mt.conf);
         return 2;
     }
     if (template_src) {
@@ -513,6 +530,8 @@ cmd_match(int argc, char **argv)
             cmd_error("match", "bad template: %s", buf_str(&err));
             buf_free(&err);
             free(rules);
+            dryrun_close(mt.dry);
+            conf_free(mt.conf);
             return 2;
         }
         buf_free(&err);
@@ -521,6 +540,8 @@ cmd_match(int argc, char **argv)
     free(rules);
     if (!mt.db) {
         template_free(mt.tpl);
+        dryrun_close(mt.dry);
+        conf_free(mt.conf);
         return 1;
     }
 
@@ -528,6 +549,15 @@ cmd_match(int argc, char **argv)
     copts.log = on_log;
     copts.clock = mt.fixed_now ? fixed_clock : line_clock;
     copts.arg = &mt;
+    if (mt.conf) {
+        /* corrald's limits (one worker's: workers="N" divides the totals among the shards) */
+        copts.max_contexts = mt.conf->max_contexts;
+        copts.max_context_msgs = mt.conf->max_context_messages;
+        copts.context_share = mt.conf->context_share;
+        copts.max_context_bytes = mt.conf->max_context_bytes;
+        copts.max_context_memory = mt.conf->max_context_memory;
+        copts.max_rate_buckets = mt.conf->max_rate_buckets;
+    }
     mt.corr = corr_new(mt.db, &copts);
     if (file) {
         rc = match_file(&mt, file, keep_open, &cs);
@@ -561,6 +591,7 @@ cmd_match(int argc, char **argv)
     if (mt.failed) rc = 1;
     if (flush(&mt, true) < 0) rc = 1;
     dryrun_close(mt.dry);
+    conf_free(mt.conf);
     if (flush(&mt, true) < 0 || fflush(stdout) != 0) {
         cmd_error("match", "writing output: %s", strerror(errno));
         rc = 1;

@@ -2,7 +2,8 @@
 # corral match --dry-run: a rule author sees, per executor, exactly what a
 # log would send (script argv and environment, mail headers and body, trap
 # varbinds), routed by rule actions and by the configuration's route tree,
-# and nothing is sent.
+# and nothing is sent.  -c alone replays with the configuration's rules and
+# correlation limits.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 
@@ -59,4 +60,34 @@ blocks = open(sys.argv[1]).read().split("--- would send through executor ")
 names = [b.split(" ")[0] for b in blocks[1:]]
 assert names.count("script") == 1 and names.count("mail") == 1 and names.count("nms") == 1, names
 PY
-echo "ok: dry run renders script, mail and trap, routes by rule and by tree, shows no secrets"
+# ---- -c without --dry-run: a replay with the configuration's rules and correlation limits
+cat > "$WORK/rules/ctx.xml" <<'XML'
+<patterndb version="5" pub_date="2026-12-05">
+  <ruleset name="job" id="dry-job"><patterns><pattern>job</pattern></patterns><rules>
+    <rule provider="test" id="dry.job" class="system" context-id="job" context-scope="host"
+          context-timeout="60">
+      <patterns><pattern>started @ANYSTRING:what@</pattern></patterns>
+      <actions><action trigger="timeout"><message>
+        <values><value name="MESSAGE">job on ${HOST} ended</value></values>
+      </message></action></actions>
+    </rule>
+  </rules></ruleset>
+</patterndb>
+XML
+sed 's|<rules path=|<limits max-contexts="2" context-share="2"/><rules path=|' "$WORK/corrald.conf" \
+    > "$WORK/limited.conf"
+grep -q 'max-contexts="2"' "$WORK/limited.conf" || fail "test bug: no limits in the copy"
+printf '<13>Dec  3 10:00:0%d web%d job: started x\n' 1 1 2 2 3 3 > "$WORK/jobs"
+CORRAL_SCHEMA=$SCHEMA "$CORRAL" match -j 1 -r "$WORK/rules" -T '${MESSAGE}\n' -f "$WORK/jobs" \
+    > "$WORK/free.out" 2>&1 || fail "replay without -c failed: $(cat "$WORK/free.out")"
+[ "$(grep -c 'ended' "$WORK/free.out")" -eq 3 ] || fail "without limits: $(cat "$WORK/free.out")"
+CORRAL_SCHEMA=$SCHEMA "$CORRAL" match -j 1 -c "$WORK/limited.conf" -T '${MESSAGE}\n' -f "$WORK/jobs" \
+    > "$WORK/limited.out" 2> "$WORK/limited.err" || fail "replay with -c failed: $(cat "$WORK/limited.err")"
+[ "$(grep -c 'ended' "$WORK/limited.out")" -eq 2 ] ||
+    fail "the configuration's max-contexts not applied: $(cat "$WORK/limited.out")"
+grep -q 'max-contexts 2' "$WORK/limited.err" || fail "the refused context not logged: $(cat "$WORK/limited.err")"
+grep -q 'would send' "$WORK/limited.out" && fail "-c without --dry-run rendered executors"
+"$CORRAL" match --dry-run -f "$WORK/jobs" -r "$WORK/rules" 2> "$WORK/err" && fail "--dry-run without -c accepted"
+grep -q -- "--dry-run needs --config" "$WORK/err" || fail "no reason for refusing --dry-run: $(cat "$WORK/err")"
+
+echo "ok: dry run renders script, mail and trap, routes by rule and by tree, shows no secrets; -c applies the configuration's limits"
