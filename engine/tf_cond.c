@@ -5,6 +5,7 @@
  */
 #include "engine/tfunc_int.h"
 #include "engine/filter.h"
+#include "engine/msg.h"
 #include "engine/tfargs.h"
 #include "engine/xalloc.h"
 
@@ -148,6 +149,8 @@ select_messages(const struct tfunc_call *call, const struct template_env *env, s
 
     for (i = 0; i < env->nmsgs; i++) {
         struct template_env one, bare;
+        if (i + 8 < env->nmsgs) msg_prefetch(env->msgs[i + 8], false);
+        if (i + 4 < env->nmsgs) msg_prefetch(env->msgs[i + 4], true);
         tfunc_env_one(&one, env, i);
         bare = one;
         bare.context_id = NULL;
@@ -193,6 +196,9 @@ tf_context_values(const struct tfunc_call *call, const struct template_env *env,
 
     for (i = 0; i < env->nmsgs; i++) {
         struct template_env one;
+        /* a long context's messages are scattered: fetch ahead, the struct first, then its body */
+        if (i + 8 < env->nmsgs) msg_prefetch(env->msgs[i + 8], false);
+        if (i + 4 < env->nmsgs) msg_prefetch(env->msgs[i + 4], true);
         tfunc_env_one(&one, env, i);
         for (k = 0; k < call->argc; k++) {
             if (i || k) buf_putc(out, ',');
