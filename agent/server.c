@@ -46,6 +46,7 @@
 #include "engine/clock.h"
 #include "engine/corr.h"
 #include "agent/dnscache.h"
+#include "agent/heap.h"
 #include "engine/durable.h"
 #include "agent/input.h"
 #include "engine/json.h"
@@ -98,6 +99,8 @@ struct server {
     struct msg *msg; /* reused for every incoming message */
     uv_timer_t tick, save;
     bool timers_started;
+    unsigned ticks;
+    struct heap_stats heap; /* heap.h: freed memory given back after a flood */
     uint64_t received, parsed, truncated_values, reloads, reload_failures;
     struct snapshot *snap;
     /* loop stall: work time of the longest loop iteration (check to check, less idle time) */
@@ -546,6 +549,7 @@ on_tick(uv_timer_t *t)
         corr_tick(s->corr);
     if (s->absence) absence_tick(s->absence, clock_wall_ms());
     if (s->silences) silences_tick(s->silences, clock_wall_ms());
+    if (++s->ticks % HEAP_TRIM_EVERY_S == 0) heap_trim(HEAP_TRIM_MIN, &s->heap);
 }
 
 /* snapshot's write: in the saving child, or in-process at shutdown */
@@ -2000,6 +2004,11 @@ server_metrics(struct server *s, struct buf *out)
                ds.evicted);
         SIMPLE("corral_dns_entries", "gauge", "Names and failures cached now.", ds.entries);
     }
+    SIMPLE("corral_heap_trims_total", "counter",
+           "Times freed heap memory was given back to the system (after a flood).", s->heap.trims);
+    SIMPLE("corral_heap_returned_bytes_total", "counter",
+           "Bytes the resident size fell by when freed heap memory was given back.",
+           s->heap.returned_bytes);
     SIMPLE("corral_backpressure_pauses_total", "counter",
            "Times stream inputs were paused because a queue was full.", s->pauses);
     SIMPLE("corral_backpressure_paused_seconds_total", "counter",
