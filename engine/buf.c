@@ -83,6 +83,19 @@ buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 }
 
 void
+buf_put_uint(struct buf *b, unsigned long long v)
+{
+    char tmp[20]; /* 2^64 has 20 digits */
+    size_t n = 0;
+
+    do {
+        tmp[sizeof(tmp) - ++n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    buf_append(b, tmp + sizeof(tmp) - n, n);
+}
+
+void
 buf_printf(struct buf *b, const char *fmt, ...)
 {
     va_list ap;

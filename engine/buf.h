@@ -29,6 +29,8 @@ void buf_reserve(struct buf *b, size_t extra);
 void buf_append(struct buf *b, const void *data, size_t len);
 void buf_puts(struct buf *b, const char *s);
 void buf_putc(struct buf *b, char c);
+/* Appends v in decimal: what "%llu" gives, without printf's cost on a per-message path. */
+void buf_put_uint(struct buf *b, unsigned long long v);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 /* Shortens the buffer to `len` bytes (len must not exceed the current length). */

@@ -793,13 +793,20 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
 
     if (!a->rate_n) return true;
     buf_reset(&c->key);
-    buf_printf(&c->key, "%s:%zu", rule->id, idx);
+    buf_puts(&c->key, rule->id);
+    buf_putc(&c->key, ':');
+    buf_put_uint(&c->key, idx);
     key_from_msg(&k, rule->scope, m, c->key.p, c->key.len);
     h = key_hash(&k);
     /* the bucket key is the flattened struct key: scope fields and "rule:action" */
     buf_reset(&c->id);
     buf_append(&c->id, &k.scope, sizeof(k.scope));
-    buf_printf(&c->id, "%zu:%zu:%zu:", k.hostlen, k.proglen, k.pidlen);
+    buf_put_uint(&c->id, k.hostlen);
+    buf_putc(&c->id, ':');
+    buf_put_uint(&c->id, k.proglen);
+    buf_putc(&c->id, ':');
+    buf_put_uint(&c->id, k.pidlen);
+    buf_putc(&c->id, ':');
     buf_append(&c->id, k.host, k.hostlen);
     buf_append(&c->id, k.prog, k.proglen);
     buf_append(&c->id, k.pid, k.pidlen);

@@ -300,6 +300,24 @@ START_TEST(test_buf_reserve_terminates)
 }
 END_TEST
 
+START_TEST(test_buf_put_uint)
+{
+    struct buf b = BUF_INIT;
+    unsigned long long v[] = {0, 7, 10, 1234567890ULL, 18446744073709551615ULL};
+    char want[32];
+    size_t i;
+
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        buf_reset(&b);
+        buf_puts(&b, "x:");
+        buf_put_uint(&b, v[i]);
+        snprintf(want, sizeof(want), "x:%llu", v[i]);
+        ck_assert_str_eq(buf_str(&b), want);
+    }
+    buf_free(&b);
+}
+END_TEST
+
 START_TEST(test_json)
 {
     struct msg *m = msg_new();
@@ -351,6 +369,7 @@ main(void)
     tcase_add_test(tc, test_clone_kept);
     tcase_add_test(tc, test_clone_kept_grows_out_of_its_block);
     tcase_add_test(tc, test_buf_reserve_terminates);
+    tcase_add_test(tc, test_buf_put_uint);
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_json_rejects_overlong_and_surrogates);
     suite_add_tcase(s, tc);
