@@ -13,30 +13,40 @@
  * inputs (the rest of a read still goes in: the batch grows by that much);
  * a datagram is refused and counted.
  *
- * Each batch runs on all N threads, as in engine/par.c, in two phases:
- *   A. the threads parse and classify the batch in chunks, each taken by
- *      the first thread to come (syslogfmt, the peer's fields as
+ * Each batch runs on the N threads, as in engine/par.c, in two phases:
+ *   A. the threads parse and classify the batch in chunks of CHUNK, each
+ *      taken by the first thread to come (syslogfmt, the peer's fields as
  *      server_submit sets them, pdb_lookup_r with its own scratch, the
  *      message's time and its owning shard: par_owner());
- *   B. after the last thread of A, thread k is shard k (a corr of its own):
- *      it walks the batch in order, advancing its time to every message's
- *      (so that its timers fire where one engine fires them) and processes
- *      the messages it owns, or its steps of one split between shards
- *      (also-correlate: par_process(), see par.c).  What it emits is recorded with its position
- *      and, for a timeout, the firing timer's key, its messages referenced.
- * The last thread of B marks the batch done and wakes the loop (uv_async).
- * The loop then merges the shards' records in one engine's order
- * (par_merge: per position the timeouts in wheel order, then the input
- * message and what it generated) and calls emit for each: outputs,
- * executors, the alert store and silences see exactly what one engine
- * would have given them, in the order the loop read the messages.
+ *   B. once the batch is classified, thread k is shard k (a corr of its
+ *      own): it walks the batch in order, advancing its time to every
+ *      message's (so that its timers fire where one engine fires them) and
+ *      processes the messages it owns, or its steps of one split between
+ *      shards (also-correlate: par_process(), see par.c).  What it emits is
+ *      recorded with its position and, for a timeout, the firing timer's
+ *      key, its messages referenced.
+ * The last shard done with a batch wakes the loop (uv_async).  The loop
+ * takes the batches back in order, each once every shard is done with it,
+ * and merges the shards' records in one engine's order (par_merge: per
+ * position the timeouts in wheel order, then the input message and what it
+ * generated) and calls emit for each: outputs, executors, the alert store
+ * and silences see exactly what one engine would have given them, in the
+ * order the loop read the messages.
  *
- * A thread may start phase A of the next batch while others are still in
- * phase B of this one: A touches only its batch's items, and phase B of the
- * next waits for all of A, so each shard is only ever touched by its own
- * thread.  A thread whose shard lags finds the next batch classified by the
- * others when it arrives, and goes straight on to correlate it.  Messages cross threads only under
- * the lock (the ring's counters): a message the loop takes back is no longer touched by any worker.
+ * Batches are pipelined through the ring, as par.c's: a thread correlates
+ * its shard's next batch as soon as that one is classified (and its shard
+ * is done with the one before), else classifies a chunk of the oldest
+ * batch handed over with items left, and sleeps only when there is
+ * neither (worker()).  So when one shard owns most of the stateful
+ * messages (one busy host's contexts), its thread only correlates while
+ * the others classify the batches ahead of it, as many as the ring holds.
+ * Phase A touches only its batch's items, and phase B of a batch waits for
+ * all of its A, so each shard is only ever touched by its own thread; a
+ * shard waiting for another's step of a split message classifies
+ * meanwhile (par_sync_set_idle).  The batches' counters (chunks claimed
+ * and left, shards left, batches handed over and done) are under the lock,
+ * which orders every hand-over between threads: a message the loop takes
+ * back is no longer touched by any worker.
  *
  * Time is the wall clock: each batch carries the clock read when it was
  * handed over (a message's time is its stamp, at most that clock, as
