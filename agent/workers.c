@@ -243,7 +243,6 @@ classify_chunk(struct workers *w, struct thread *t)
 {
     struct batch *b;
     size_t c, i, to;
-    uint64_t t0;
 
     /* the batches done are classified, and the slot of one the loop took back may be filling */
     if (w->claim < w->completed) w->claim = w->completed;
@@ -254,10 +253,8 @@ classify_chunk(struct workers *w, struct thread *t)
     b = &w->ring[w->claim % w->nbatches];
     c = b->claimed++;
     pthread_mutex_unlock(&w->lock);
-    t0 = mono_ns();
     to = (c + 1) * CHUNK < b->n ? (c + 1) * CHUNK : b->n;
     for (i = c * CHUNK; i < to; i++) classify_item(w, t, b, &b->items[i]);
-    __atomic_add_fetch(&t->busy_ns, mono_ns() - t0, __ATOMIC_RELAXED);
     pthread_mutex_lock(&w->lock);
     if (--b->chunks_left == 0) {
         balance(w, b);
@@ -368,7 +365,12 @@ worker(void *arg)
             }
             continue;
         }
-        if (classify_chunk(w, t)) continue;
+        /* timed here: a chunk classified while a split step waits is in correlate()'s time */
+        t0 = mono_ns();
+        if (classify_chunk(w, t)) {
+            __atomic_add_fetch(&t->busy_ns, mono_ns() - t0, __ATOMIC_RELAXED);
+            continue;
+        }
         if (w->quit) break;
         pthread_cond_wait(&w->work, &w->lock);
     }
