@@ -13,30 +13,40 @@
  * inputs (the rest of a read still goes in: the batch grows by that much);
  * a datagram is refused and counted.
  *
- * Each batch runs on all N threads, as in engine/par.c, in two phases:
- *   A. the threads parse and classify the batch in chunks, each taken by
- *      the first thread to come (syslogfmt, the peer's fields as
+ * Each batch runs on the N threads, as in engine/par.c, in two phases:
+ *   A. the threads parse and classify the batch in chunks of CHUNK, each
+ *      taken by the first thread to come (syslogfmt, the peer's fields as
  *      server_submit sets them, pdb_lookup_r with its own scratch, the
  *      message's time and its owning shard: par_owner());
- *   B. after the last thread of A, thread k is shard k (a corr of its own):
- *      it walks the batch in order, advancing its time to every message's
- *      (so that its timers fire where one engine fires them) and processes
- *      the messages it owns, or its steps of one split between shards
- *      (also-correlate: par_process(), see par.c).  What it emits is recorded with its position
- *      and, for a timeout, the firing timer's key, its messages referenced.
- * The last thread of B marks the batch done and wakes the loop (uv_async).
- * The loop then merges the shards' records in one engine's order
- * (par_merge: per position the timeouts in wheel order, then the input
- * message and what it generated) and calls emit for each: outputs,
- * executors, the alert store and silences see exactly what one engine
- * would have given them, in the order the loop read the messages.
+ *   B. once the batch is classified, thread k is shard k (a corr of its
+ *      own): it walks the batch in order, advancing its time to every
+ *      message's (so that its timers fire where one engine fires them) and
+ *      processes the messages it owns, or its steps of one split between
+ *      shards (also-correlate: par_process(), see par.c).  What it emits is
+ *      recorded with its position and, for a timeout, the firing timer's
+ *      key, its messages referenced.
+ * The last shard done with a batch wakes the loop (uv_async).  The loop
+ * takes the batches back in order, each once every shard is done with it,
+ * and merges the shards' records in one engine's order (par_merge: per
+ * position the timeouts in wheel order, then the input message and what it
+ * generated) and calls emit for each: outputs, executors, the alert store
+ * and silences see exactly what one engine would have given them, in the
+ * order the loop read the messages.
  *
- * A thread may start phase A of the next batch while others are still in
- * phase B of this one: A touches only its batch's items, and phase B of the
- * next waits for all of A, so each shard is only ever touched by its own
- * thread.  A thread whose shard lags finds the next batch classified by the
- * others when it arrives, and goes straight on to correlate it.  Messages cross threads only under
- * the lock (the ring's counters): a message the loop takes back is no longer touched by any worker.
+ * Batches are pipelined through the ring, as par.c's: a thread correlates
+ * its shard's next batch as soon as that one is classified (and its shard
+ * is done with the one before), else classifies a chunk of the oldest
+ * batch handed over with items left, and sleeps only when there is
+ * neither (worker()).  So when one shard owns most of the stateful
+ * messages (one busy host's contexts), its thread only correlates while
+ * the others classify the batches ahead of it, as many as the ring holds.
+ * Phase A touches only its batch's items, and phase B of a batch waits for
+ * all of its A, so each shard is only ever touched by its own thread; a
+ * shard waiting for another's step of a split message classifies
+ * meanwhile (par_sync_set_idle).  The batches' counters (chunks claimed
+ * and left, shards left, batches handed over and done) are under the lock,
+ * which orders every hand-over between threads: a message the loop takes
+ * back is no longer touched by any worker.
  *
  * Time is the wall clock: each batch carries the clock read when it was
  * handed over (a message's time is its stamp, at most that clock, as
@@ -97,9 +107,10 @@ struct batch {
     uint64_t base;  /* position of the tick (if any), then of items[0] on */
     uint64_t clock; /* ms, read when handed over */
     bool tick;
-    unsigned left_a, left_b;
-    size_t claimed; /* phase A: items handed to a thread (atomic) */
+    /* under the lock */
+    size_t claimed, chunks_left; /* phase A: chunks handed to a thread, chunks not classified yet */
     bool classified;
+    unsigned left;         /* phase B: shards still correlating it */
     struct shard_out *out; /* per thread */
 };
 
@@ -111,6 +122,7 @@ struct thread {
     struct pdb_scratch *scratch;
     struct buf id;
     struct batch *cur;
+    uint64_t next; /* under the lock: the next batch its shard correlates */
     uint64_t pos;
     uint8_t sub;      /* par_rec.sub of what it emits */
     uint64_t busy_ns; /* read by the loop thread: atomic */
@@ -134,8 +146,9 @@ struct workers {
     bool pending_tick;
 
     pthread_mutex_t lock;
-    pthread_cond_t go, classified, done;
+    pthread_cond_t work, done;
     uint64_t submitted, completed; /* under lock */
+    uint64_t claim;                /* under lock: the oldest handed over with chunks left */
     bool quit;
     uint64_t dispatched; /* loop thread only */
     bool dispatching;    /* in dispatch(): emit must not dispatch again */
@@ -208,23 +221,64 @@ classify_item(struct workers *w, struct thread *t, const struct batch *b, struct
     it->shard = par_owner_steps(&w->route, it->m, it->rule, &t->id, &it->steps);
 }
 
-/*
- * Phase A: chunks of CHUNK items, taken by whichever thread comes first,
- * not a fixed slice each: a thread whose shard lags (one busy host's
- * contexts) arrives when the others have classified the batch, and goes on
- * to correlate it (doc/parallel.md, Figures).
- */
-static void
-classify(struct workers *w, struct thread *t, struct batch *b)
+static size_t
+nchunks(const struct batch *b)
 {
-    size_t from, to, i;
+    return (b->n + CHUNK - 1) / CHUNK;
+}
 
-    for (;;) {
-        from = __atomic_fetch_add(&b->claimed, CHUNK, __ATOMIC_RELAXED);
-        if (from >= b->n) break;
-        to = from + CHUNK < b->n ? from + CHUNK : b->n;
-        for (i = from; i < to; i++) classify_item(w, t, b, &b->items[i]);
+static void balance(struct workers *w, struct batch *b);
+
+/*
+ * Phase A, with w->lock held: classifies a chunk of the oldest batch handed
+ * over with items left (dropping the lock meanwhile), if there is one.
+ * Chunks are taken by whichever thread comes first, not a fixed slice each:
+ * a thread whose shard lags (one busy host's contexts) finds the batches
+ * classified by the others when it arrives (doc/parallel.md, Figures).  The
+ * thread that classifies a batch's last chunk balances it and releases it
+ * to the shards.
+ */
+static bool
+classify_chunk(struct workers *w, struct thread *t)
+{
+    struct batch *b;
+    size_t c, i, to;
+
+    /* the batches done are classified, and the slot of one the loop took back may be filling */
+    if (w->claim < w->completed) w->claim = w->completed;
+    while (w->claim < w->submitted &&
+           w->ring[w->claim % w->nbatches].claimed == nchunks(&w->ring[w->claim % w->nbatches]))
+        w->claim++;
+    if (w->claim == w->submitted) return false;
+    b = &w->ring[w->claim % w->nbatches];
+    c = b->claimed++;
+    pthread_mutex_unlock(&w->lock);
+    to = (c + 1) * CHUNK < b->n ? (c + 1) * CHUNK : b->n;
+    for (i = c * CHUNK; i < to; i++) classify_item(w, t, b, &b->items[i]);
+    pthread_mutex_lock(&w->lock);
+    if (--b->chunks_left == 0) {
+        balance(w, b);
+        b->classified = true;
+        pthread_cond_broadcast(&w->work);
     }
+    return true;
+}
+
+/*
+ * A shard waiting for another's step of a split message (par_process())
+ * classifies a chunk of a later batch meanwhile: classifying waits for no
+ * shard.
+ */
+static bool
+idle_classify(void *arg, unsigned self)
+{
+    struct workers *w = arg;
+    bool did;
+
+    pthread_mutex_lock(&w->lock);
+    did = classify_chunk(w, &w->threads[self]);
+    pthread_mutex_unlock(&w->lock);
+    return did;
 }
 
 /* Messages that need no shard's state go to the shards in even runs (input order). */
@@ -238,12 +292,12 @@ balance(struct workers *w, struct batch *b)
             b->items[i].shard = (unsigned)(i * w->nshards / b->n);
 }
 
+/* Phase B: shard t->index's part of batch b (classified), after its part of the batch before. */
 static void
-correlate(struct workers *w, struct thread *t, struct batch *b)
+correlate(struct workers *w, struct thread *t, struct batch *b, unsigned nshards)
 {
     size_t i;
 
-    if (!t->corr) return;
     t->cur = b;
     if (b->tick) {
         t->pos = b->base;
@@ -251,63 +305,76 @@ correlate(struct workers *w, struct thread *t, struct batch *b)
     }
     for (i = 0; i < b->n; i++) {
         struct item *it = &b->items[i];
+        /* another thread classified them: ask for the messages this shard owns ahead */
+        if (i + 8 < b->n && b->items[i + 8].shard == t->index)
+            msg_prefetch(b->items[i + 8].m, false);
+        if (i + 4 < b->n && b->items[i + 4].shard == t->index)
+            msg_prefetch(b->items[i + 4].m, true);
         t->pos = b->base + (b->tick ? 1 : 0) + i;
         corr_note_clock(t->corr, b->clock);
         corr_advance(t->corr, it->t);
         /* its part of the message, if any; timers numbered by position and step (see par.c) */
-        par_process(t->corr, t->index, w->nshards, w->sync, t->pos, it->m, it->rule, it->t,
-                    it->shard, &it->steps, &t->sub);
+        par_process(t->corr, t->index, nshards, w->sync, t->pos, it->m, it->rule, it->t, it->shard,
+                    &it->steps, &t->sub);
     }
 }
 
+/*
+ * A thread takes work in this order (as par.c's): its shard's next batch
+ * if it is classified (correlation is each shard's own sequence: a shard
+ * that lags should not also classify), else a chunk of the oldest batch
+ * with items left to classify, else it sleeps.  A thread beyond the shards
+ * only classifies.  The last shard done with a batch wakes the loop.
+ */
 static void *
 worker(void *arg)
 {
     struct thread *t = arg;
     struct workers *w = t->w;
-    uint64_t seen = 0, t0, tz = 0;
+    uint64_t tz = 0, t0;
+    unsigned nshards;
     struct batch *b;
     bool last;
 
     resolver_off_thread(); /* see corrald.conf(5), <engine> */
+    pthread_mutex_lock(&w->lock);
     for (;;) {
-        pthread_mutex_lock(&w->lock);
-        while (w->submitted == seen && !w->quit) pthread_cond_wait(&w->go, &w->lock);
-        if (w->submitted == seen) {
-            pthread_mutex_unlock(&w->lock);
-            break;
-        }
         if (tz != w->tz_gen) {
             tz = w->tz_gen;
             syslogfmt_tz_reset(); /* this thread's cache: a reload reads the time zone anew */
         }
-        pthread_mutex_unlock(&w->lock);
-        b = &w->ring[seen % w->nbatches];
-        t0 = mono_ns();
-        classify(w, t, b);
-        __atomic_add_fetch(&t->busy_ns, mono_ns() - t0, __ATOMIC_RELAXED);
-        pthread_mutex_lock(&w->lock);
-        if (--b->left_a == 0) {
-            balance(w, b);
-            b->classified = true;
-            pthread_cond_broadcast(&w->classified);
-        } else {
-            while (!b->classified) pthread_cond_wait(&w->classified, &w->lock);
+        /* a thread that was not a shard (before a reload) has nothing of the batches done */
+        if (t->next < w->completed) t->next = w->completed;
+        nshards = w->nshards;
+        if (t->index < nshards && t->next < w->submitted &&
+            w->ring[t->next % w->nbatches].classified) {
+            b = &w->ring[t->next % w->nbatches];
+            pthread_mutex_unlock(&w->lock);
+            t0 = mono_ns();
+            correlate(w, t, b, nshards);
+            __atomic_add_fetch(&t->busy_ns, mono_ns() - t0, __ATOMIC_RELAXED);
+            pthread_mutex_lock(&w->lock);
+            t->next++;
+            last = --b->left == 0;
+            if (last) {
+                w->completed++;
+                pthread_cond_broadcast(&w->done);
+                pthread_mutex_unlock(&w->lock);
+                uv_async_send(w->async);
+                pthread_mutex_lock(&w->lock);
+            }
+            continue;
         }
-        pthread_mutex_unlock(&w->lock);
+        /* timed here: a chunk classified while a split step waits is in correlate()'s time */
         t0 = mono_ns();
-        correlate(w, t, b);
-        __atomic_add_fetch(&t->busy_ns, mono_ns() - t0, __ATOMIC_RELAXED);
-        pthread_mutex_lock(&w->lock);
-        last = --b->left_b == 0;
-        if (last) {
-            w->completed++;
-            pthread_cond_broadcast(&w->done);
+        if (classify_chunk(w, t)) {
+            __atomic_add_fetch(&t->busy_ns, mono_ns() - t0, __ATOMIC_RELAXED);
+            continue;
         }
-        pthread_mutex_unlock(&w->lock);
-        if (last) uv_async_send(w->async);
-        seen++;
+        if (w->quit) break;
+        pthread_cond_wait(&w->work, &w->lock);
     }
+    pthread_mutex_unlock(&w->lock);
     template_scratch_release();
     parser_match_data_release();
     return NULL;
@@ -374,25 +441,24 @@ dispatch(struct workers *w)
 static void
 submit(struct workers *w)
 {
-    struct batch *b = filling(w), *next;
+    struct batch *b = filling(w);
 
     if (!b->n && !w->pending_tick) return;
     /* the next batch to fill must be free: taken back by the loop */
     if (w->submitted + 1 - w->dispatched >= w->nbatches) return;
-    next = &w->ring[(w->submitted + 1) % w->nbatches];
-    (void)next;
     b->tick = w->pending_tick;
     w->pending_tick = false;
     b->base = w->base;
     w->base += b->n + (b->tick ? 1 : 0);
     b->clock = clock_wall_ms();
-    b->left_a = b->left_b = w->nthreads;
-    b->claimed = 0;
-    b->classified = false;
     w->st.batches++;
     pthread_mutex_lock(&w->lock);
+    b->claimed = 0;
+    b->chunks_left = nchunks(b);
+    b->classified = b->chunks_left == 0; /* a tick alone */
+    b->left = w->nshards;
     w->submitted++;
-    pthread_cond_broadcast(&w->go);
+    pthread_cond_broadcast(&w->work);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -637,7 +703,9 @@ workers_set_db(struct workers *w, struct pdb *db, const char *near, size_t *kept
             w->threads[k].corr = NULL;
         }
         w->route = rt;
+        pthread_mutex_lock(&w->lock); /* the threads read it under the lock */
         w->nshards = n;
+        pthread_mutex_unlock(&w->lock);
         for (k = 0; k < w->nshards; k++) w->threads[k].corr = new_shard(w, k);
         workers_load(w, path, &dd);
         unlink(path);
@@ -676,10 +744,10 @@ workers_new(uv_loop_t *loop, struct pdb *db, const struct workers_opts *o)
     }
     w->mrecs = xcalloc(w->nthreads, sizeof(*w->mrecs));
     w->sync = par_sync_new(w->nthreads); /* as many as the shards may ever be */
+    par_sync_set_idle(w->sync, idle_classify, w);
     w->mn = xcalloc(w->nthreads, sizeof(*w->mn));
     pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->go, NULL);
-    pthread_cond_init(&w->classified, NULL);
+    pthread_cond_init(&w->work, NULL);
     pthread_cond_init(&w->done, NULL);
     w->async = xcalloc(1, sizeof(*w->async));
     w->check = xcalloc(1, sizeof(*w->check));
@@ -726,7 +794,7 @@ workers_free(struct workers *w)
     workers_drain(w);
     pthread_mutex_lock(&w->lock);
     w->quit = true;
-    pthread_cond_broadcast(&w->go);
+    pthread_cond_broadcast(&w->work);
     pthread_mutex_unlock(&w->lock);
     for (k = 0; k < w->nthreads; k++) pthread_join(w->threads[k].tid, NULL);
     for (k = 0; k < w->nalloc; k++) {
@@ -752,8 +820,7 @@ workers_free(struct workers *w)
     free(w->mn);
     free(w->hostname);
     pthread_mutex_destroy(&w->lock);
-    pthread_cond_destroy(&w->go);
-    pthread_cond_destroy(&w->classified);
+    pthread_cond_destroy(&w->work);
     pthread_cond_destroy(&w->done);
     /* the handles are freed once the loop has closed them (at a failed start, never: the
      * process is ending, and the loop still holds them) */

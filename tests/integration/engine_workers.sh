@@ -9,8 +9,10 @@
 # with a tiny queue between the inputs and the workers, TCP input is paused
 # (back-pressure) and nothing is lost, and UDP input waits in its socket
 # buffer rather than being dropped.
+# ENGINE_WORKERS=2 (say) runs it with 2 workers instead of 4.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
+N=${ENGINE_WORKERS:-4}
 
 CONTROL=$WORK/control.sock
 DATA=$top_srcdir/tests/data/loghub
@@ -104,21 +106,21 @@ run() {
 
 # --- the shipped rules (also-correlate), without sshd.xml, without rate limits: four shards
 run one "$top_srcdir/rules" 1
-run four "$top_srcdir/rules" 4
-grep -q "engine: 4 workers, 4 correlation shards" "$WORK/four.log" || fail "four: not 4 shards"
-cmp "$WORK/one.events" "$WORK/four.events" || fail "shipped rules: events differ with 4 workers"
+run four "$top_srcdir/rules" "$N"
+grep -q "engine: $N workers, $N correlation shards" "$WORK/four.log" || fail "four: not $N shards"
+cmp "$WORK/one.events" "$WORK/four.events" || fail "shipped rules: events differ with $N workers"
 cmp "$WORK/one.contexts" "$WORK/four.contexts" || fail "shipped rules: contexts differ"
 
 run one4 "$WORK/rules4" 1
-run four4 "$WORK/rules4" 4
-grep -q "engine: 4 workers, 4 correlation shards" "$WORK/four4.log" || fail "four4: not 4 shards"
-cmp "$WORK/one4.events" "$WORK/four4.events" || fail "sharded: events differ with 4 workers"
+run four4 "$WORK/rules4" "$N"
+grep -q "engine: $N workers, $N correlation shards" "$WORK/four4.log" || fail "four4: not $N shards"
+cmp "$WORK/one4.events" "$WORK/four4.events" || fail "sharded: events differ with $N workers"
 cmp "$WORK/one4.contexts" "$WORK/four4.contexts" || fail "sharded: contexts differ"
 
 run onenr "$WORK/norate" 1
-run fournr "$WORK/norate" 4
-grep -q "engine: 4 workers, 4 correlation shards" "$WORK/fournr.log" || fail "fournr: not 4 shards"
-cmp "$WORK/onenr.events" "$WORK/fournr.events" || fail "split: events differ with 4 workers"
+run fournr "$WORK/norate" "$N"
+grep -q "engine: $N workers, $N correlation shards" "$WORK/fournr.log" || fail "fournr: not $N shards"
+cmp "$WORK/onenr.events" "$WORK/fournr.events" || fail "split: events differ with $N workers"
 cmp "$WORK/onenr.contexts" "$WORK/fournr.contexts" || fail "split: contexts differ"
 grep -q ssh-user-failures "$WORK/fournr.contexts" || fail "split: no per-user context"
 
@@ -154,7 +156,7 @@ stop_corrald
 rm -f "$WORK/state" "$WORK/out.json"
 for i in 1 2 3 4 5; do cat "$DATA/OpenSSH_2k.log"; echo; done > "$WORK/big.txt"
 sent=$(grep -c "" "$WORK/big.txt")
-conf "$WORK/bp.conf" "$WORK/rules4" 4 2 all
+conf "$WORK/bp.conf" "$WORK/rules4" "$N" 2 all
 start_corrald bp "$WORK/bp.conf"
 send_tcp_file "$(input_port tcp)" "$WORK/big.txt" &
 track $!
@@ -228,4 +230,4 @@ wait_until accounted || fail "udp: received $(metric corral_messages_received_to
 metric_is corral_engine_dropped_total -eq 0 || fail "udp: $(metric corral_engine_dropped_total) datagrams dropped by corrald"
 echo "udp: $(metric corral_messages_received_total) received, $(metric corral_input_kernel_drops_total input=udp) dropped by the kernel, held $(metric corral_engine_pauses_total) times"
 stop_corrald
-echo "ok: 4 workers give 1 worker's events and contexts; state, reload and back-pressure hold"
+echo "ok: $N workers give 1 worker's events and contexts; state, reload and back-pressure hold"
