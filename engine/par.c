@@ -713,7 +713,6 @@ worker(void *arg)
     struct par *p = s->par;
     uint64_t next = 0; /* the next batch this shard correlates */
 
-    if (s->index < p->nshards) xalloc_thread_reserve((size_t)62 << 20);
     pthread_mutex_lock(&p->lock);
     for (;;) {
         struct batch *b;

@@ -74,27 +74,3 @@ xmemdup(const void *src, size_t n)
     return p;
 }
 
-/*
- * glibc gives every thread but the main one an arena of its own, and grows
- * its heap a page at a time, with an mprotect() for each page: a correlation
- * shard that keeps 100 MB of context messages made 20,000 of those calls, a
- * tenth of its time (perf, corral match -j 2).  Allocating `bytes` here in
- * blocks just below the mmap threshold (128 KiB, so that they come from the
- * heap) makes the heap writable that far with one call per block; freeing
- * them gives the pages back (the heap is trimmed with madvise, not made
- * unwritable), so later growth up to there costs no system call.  A heap is
- * at most 64 MiB; beyond it glibc adds heaps as before.
- */
-void
-xalloc_thread_reserve(size_t bytes)
-{
-    enum { BLOCK = 120 * 1024 };
-    size_t n = bytes / BLOCK, i;
-    void **blocks = n ? malloc(n * sizeof(*blocks)) : NULL;
-
-    if (!blocks) return; /* an optimisation: nothing is lost without it */
-    for (i = 0; i < n; i++)
-        if (!(blocks[i] = malloc(BLOCK))) break;
-    while (i-- > 0) free(blocks[i]);
-    free(blocks);
-}

@@ -21,11 +21,4 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 void *xmemdup(const void *p, size_t n);
 
-/*
- * Makes the calling thread's malloc arena writable for `bytes` in a few
- * steps, and gives the memory back at once (see xalloc.c): for a thread
- * that will allocate much, such as a correlation shard.
- */
-void xalloc_thread_reserve(size_t bytes);
-
 #endif
