@@ -73,4 +73,3 @@ xmemdup(const void *src, size_t n)
     if (n) memcpy(p, src, n);
     return p;
 }
-
