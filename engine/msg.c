@@ -261,28 +261,52 @@ msg_value_at(const struct msg *m, size_t i, const char **val, size_t *len)
     return m->ent[i].h;
 }
 
-struct msg *
-msg_clone(const struct msg *src)
+/* What a clone takes over from src: the header, and the values keep marks (NULL: all). */
+static void
+copy_values(struct msg *m, const struct msg *src, const unsigned char *keep)
 {
-    struct msg *m = msg_new();
-    size_t i, total = 0;
+    size_t i;
 
     m->flags = src->flags;
     m->pri = src->pri;
     m->stamp = src->stamp;
     m->recvd = src->recvd;
-    for (i = 0; i < src->nent; i++) total += src->ent[i].len + 1;
-    /* separate parts: a clone (a generated message) is given values more */
-    if (src->nent) {
-        m->ent = xmalloc(src->nent * sizeof(*m->ent));
-        m->capent = src->nent;
+    for (i = 0; i < src->nent; i++)
+        if (!keep || keep[src->ent[i].h])
+            msg_set(m, src->ent[i].h, src->arena + src->ent[i].off, src->ent[i].len);
+}
+
+/* The entries and arena bytes the values keep marks need. */
+static void
+measure(const struct msg *src, const unsigned char *keep, size_t *nent, size_t *bytes)
+{
+    size_t i;
+
+    *nent = *bytes = 0;
+    for (i = 0; i < src->nent; i++)
+        if (!keep || keep[src->ent[i].h]) {
+            *bytes += src->ent[i].len + 1;
+            (*nent)++;
+        }
+}
+
+struct msg *
+msg_clone(const struct msg *src)
+{
+    struct msg *m = msg_new();
+    size_t n, total;
+
+    /* separate parts, exact sizes: a clone (a generated message) is given a few values more */
+    measure(src, NULL, &n, &total);
+    if (n) {
+        m->ent = xmalloc(n * sizeof(*m->ent));
+        m->capent = n;
     }
     if (total) {
         m->arena = xmalloc(total);
         m->acap = total;
     }
-    for (i = 0; i < src->nent; i++)
-        msg_set(m, src->ent[i].h, src->arena + src->ent[i].off, src->ent[i].len);
+    copy_values(m, src, NULL);
     if (src->ntags) {
         m->tags = xmemdup(src->tags, src->ntags * sizeof(*src->tags));
         m->ntags = m->captags = src->ntags;
@@ -294,15 +318,11 @@ struct msg *
 msg_clone_kept(const struct msg *src, const unsigned char *keep)
 {
     struct msg *m;
-    size_t i, total = 0, n = 0, entoff, tagoff, arenaoff;
+    size_t n, total, entoff, tagoff, arenaoff;
     char *block;
 
-    for (i = 0; i < src->nent; i++)
-        if (!keep || keep[src->ent[i].h]) {
-            total += src->ent[i].len + 1;
-            n++;
-        }
     /* one block, exact sizes: kept messages live long in contexts */
+    measure(src, keep, &n, &total);
     entoff = (sizeof(*m) + _Alignof(struct entry) - 1) & ~(_Alignof(struct entry) - 1);
     tagoff = entoff + n * sizeof(struct entry);
     tagoff = (tagoff + _Alignof(tag_id) - 1) & ~(_Alignof(tag_id) - 1);
@@ -311,26 +331,23 @@ msg_clone_kept(const struct msg *src, const unsigned char *keep)
     m = (struct msg *)(void *)block;
     memset(m, 0, sizeof(*m));
     m->refcnt = 1;
-    m->in_block = IN_BLOCK_ENT | IN_BLOCK_ARENA | IN_BLOCK_TAGS;
-    m->flags = src->flags;
-    m->pri = src->pri;
-    m->stamp = src->stamp;
-    m->recvd = src->recvd;
+    /* a part that is empty stays NULL, and is allocated on its own if it ever grows */
     if (n) {
         m->ent = (struct entry *)(void *)(block + entoff);
         m->capent = n;
+        m->in_block |= IN_BLOCK_ENT;
     }
     if (total) {
         m->arena = block + arenaoff;
         m->acap = total;
+        m->in_block |= IN_BLOCK_ARENA;
     }
-    for (i = 0; i < src->nent; i++)
-        if (!keep || keep[src->ent[i].h])
-            msg_set(m, src->ent[i].h, src->arena + src->ent[i].off, src->ent[i].len);
+    copy_values(m, src, keep);
     if (src->ntags) {
         m->tags = (tag_id *)(void *)(block + tagoff);
         memcpy(m->tags, src->tags, src->ntags * sizeof(*src->tags));
         m->ntags = m->captags = src->ntags;
+        m->in_block |= IN_BLOCK_TAGS;
     }
     return m;
 }

@@ -286,6 +286,19 @@ START_TEST(test_clone_kept_grows_out_of_its_block)
     ck_assert_uint_eq(msg_nvalues(m), 2);
     ck_assert(!msg_tag_has(m, TAG_CLASSIFIER_UNKNOWN));
     msg_unref(c); /* ASan: frees what moved out, not the block's parts */
+    /* a copy with nothing kept: every part empty, each allocated when first set */
+    c = msg_clone_kept(m, (const unsigned char[NV_MAX_NAMES + 1]){0});
+    ck_assert_uint_eq(msg_nvalues(c), 0);
+    ck_assert_uint_eq(msg_ntags(c), 1);
+    msg_set(c, NV_HOST, "h2", 2);
+    v = msg_get(c, NV_HOST, &len);
+    ck_assert(len == 2 && memcmp(v, "h2", 2) == 0);
+    msg_unref(c);
+    msg_tag_clear(m, TAG_CLASSIFIER_SYSTEM);
+    c = msg_clone_kept(m, NULL);
+    msg_tag_set(c, TAG_CLASSIFIER_UNKNOWN);
+    ck_assert(msg_tag_has(c, TAG_CLASSIFIER_UNKNOWN) && msg_ntags(c) == 1);
+    msg_unref(c);
     msg_unref(m);
 }
 END_TEST
