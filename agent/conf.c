@@ -173,6 +173,17 @@ conf_default(const char *rules_dir)
 }
 
 void
+conf_corr_limits(const struct conf *c, struct corr_opts *o)
+{
+    o->max_contexts = c->max_contexts;
+    o->max_context_msgs = c->max_context_messages;
+    o->context_share = c->context_share;
+    o->max_context_bytes = c->max_context_bytes;
+    o->max_context_memory = c->max_context_memory;
+    o->max_rate_buckets = c->max_rate_buckets;
+}
+
+void
 conf_free(struct conf *c)
 {
     size_t i;

@@ -13,6 +13,7 @@
 
 #include "actions/exconf.h"
 #include "engine/buf.h"
+#include "engine/corr.h"
 
 enum conf_input_type {
     CONF_IN_UDP,
@@ -178,6 +179,8 @@ struct conf *conf_default(const char *rules_dir);
  */
 struct conf *conf_load(const char *path, const char *schema, struct buf *err);
 void conf_free(struct conf *c);
+/* The correlation limits of <limits> into o (corrald's one engine, and corral match -c). */
+void conf_corr_limits(const struct conf *c, struct corr_opts *o);
 
 /* Adds a rules path; line is the <rules> element's (0: built in or from -r). */
 void conf_add_rules(struct conf *c, const char *path, int line);

@@ -1193,12 +1193,7 @@ start_corr(struct server *s, const struct conf *conf)
     copts.emit = on_emit;
     copts.log = on_corr_log;
     copts.arg = s;
-    copts.max_contexts = conf->max_contexts;
-    copts.max_context_msgs = conf->max_context_messages;
-    copts.context_share = conf->context_share;
-    copts.max_context_bytes = conf->max_context_bytes;
-    copts.max_context_memory = conf->max_context_memory;
-    copts.max_rate_buckets = conf->max_rate_buckets;
+    conf_corr_limits(conf, &copts);
     nworkers = conf->engine_workers;
     if (!nworkers) {
         /* the default: one per core this process may run on */

@@ -551,12 +551,7 @@ cmd_match(int argc, char **argv)
     copts.arg = &mt;
     if (mt.conf) {
         /* corrald's limits (one worker's: workers="N" divides the totals among the shards) */
-        copts.max_contexts = mt.conf->max_contexts;
-        copts.max_context_msgs = mt.conf->max_context_messages;
-        copts.context_share = mt.conf->context_share;
-        copts.max_context_bytes = mt.conf->max_context_bytes;
-        copts.max_context_memory = mt.conf->max_context_memory;
-        copts.max_rate_buckets = mt.conf->max_rate_buckets;
+        conf_corr_limits(mt.conf, &copts);
     }
     mt.corr = corr_new(mt.db, &copts);
     if (file) {
