@@ -906,16 +906,11 @@ par_new(struct pdb *db, const struct par_opts *o)
         s->index = k;
         s->scratch = pdb_scratch_new();
         if (k < p->nshards) {
-            memset(&copts, 0, sizeof(copts));
+            copts = o->limits;
             copts.emit = on_emit;
             copts.log = o->log;
+            copts.clock = NULL;
             copts.arg = s;
-            copts.max_contexts = o->max_contexts;
-            copts.max_context_memory = o->max_context_memory;
-            copts.max_rate_buckets = o->max_rate_buckets;
-            copts.max_context_msgs = o->max_context_msgs;
-            copts.max_context_bytes = o->max_context_bytes;
-            copts.context_share = o->context_share;
             s->corr = corr_new(db, &copts);
         }
     }

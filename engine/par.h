@@ -40,12 +40,11 @@ struct par_opts {
     uint64_t fixed_now; /* ms: the clock (corral match --now); 0: the wall clock */
     void *arg;          /* passed to the callbacks */
     /*
-     * The limits each shard enforces, as corr_opts has them (0: corr's
-     * defaults): every shard gets the limits of one engine, so that the
-     * output is that of one thread unless one thread reaches a limit.
+     * The limits each shard enforces (only corr_opts' limits are read; 0:
+     * corr's defaults): every shard gets the limits of one engine, so that
+     * the output is that of one thread unless one thread reaches a limit.
      */
-    size_t max_contexts, max_context_memory, max_rate_buckets;
-    size_t max_context_msgs, max_context_bytes, context_share;
+    struct corr_opts limits;
 };
 
 /*

@@ -272,21 +272,17 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
         .log = on_log,
         .fixed_now = mt->fixed_now > 0 ? (uint64_t)mt->fixed_now : 0,
         .arg = mt,
-        /* each shard gets the limits one thread has (corr's defaults, or -c's): the output is
-         * then that of -j 1 unless -j 1 reaches a limit (see -j in corral(1)) */
-        .max_contexts = mt->conf ? mt->conf->max_contexts : 0,
-        .max_context_memory = mt->conf ? mt->conf->max_context_memory : 0,
-        .max_rate_buckets = mt->conf ? mt->conf->max_rate_buckets : 0,
-        .max_context_msgs = mt->conf ? mt->conf->max_context_messages : 0,
-        .max_context_bytes = mt->conf ? mt->conf->max_context_bytes : 0,
-        .context_share = mt->conf ? mt->conf->context_share : 0,
     };
-    struct par *p = par_new(mt->db, &po);
+    struct par *p;
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
     int rc = 0;
 
+    /* each shard gets the limits one thread has (corr's defaults, or -c's): the output is then
+     * that of -j 1 unless -j 1 reaches a limit (see -j in corral(1)) */
+    if (mt->conf) conf_corr_limits(mt->conf, &po.limits);
+    p = par_new(mt->db, &po);
     if (!p) {
         cmd_error("match", "cannot start %u threads", mt->jobs);
         return 1;

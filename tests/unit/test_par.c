@@ -226,7 +226,7 @@ make_log(size_t *n)
 static void
 run_par(struct pdb *db, char **lines, size_t n, unsigned threads, struct capture *c)
 {
-    struct par_opts o = {threads, render, write_out, NULL, NOW, c, 0, 0, 0, 0, 0, 0};
+    struct par_opts o = {threads, render, write_out, NULL, NOW, c, {0}};
     struct par *p = par_new(db, &o);
     size_t i;
 
@@ -305,7 +305,7 @@ START_TEST(test_create_context_one_shard)
         "</create-context></action></actions></rule>\n"
         "</rules></ruleset></patterndb>\n";
     struct pdb *db = pdb_new();
-    struct par_opts o = {4, render, write_out, NULL, NOW, NULL, 0, 0, 0, 0, 0, 0};
+    struct par_opts o = {4, render, write_out, NULL, NOW, NULL, {0}};
     struct par *p;
 
     ck_assert_int_eq(pdb_load_memory(db, "cc", cc, sizeof(cc) - 1), 0);
@@ -330,7 +330,7 @@ START_TEST(test_rewritten_scope_one_shard)
         "</values></message></action></actions></rule>\n"
         "</rules></ruleset></patterndb>\n";
     struct pdb *db = pdb_new();
-    struct par_opts o = {4, render, write_out, NULL, NOW, NULL, 0, 0, 0, 0, 0, 0};
+    struct par_opts o = {4, render, write_out, NULL, NOW, NULL, {0}};
     struct par *p;
 
     ck_assert_int_eq(pdb_load_memory(db, "rw", rw, sizeof(rw) - 1), 0);
