@@ -1314,20 +1314,19 @@ start_alerts(struct server *s, struct stage *st, const struct conf *c, bool star
 {
     struct buf path = BUF_INIT;
 
+    if (starting && c->state_file) {
+        buf_printf(&path, "%s.alerts", c->state_file);
+        alerts_load(st->alerts, buf_str(&path));
+        buf_reset(&path);
+    }
+    if (c->state_file) buf_printf(&path, "%s.silences", c->state_file);
     if (starting) {
-        if (c->state_file) {
-            buf_printf(&path, "%s.alerts", c->state_file);
-            alerts_load(st->alerts, buf_str(&path));
-            buf_reset(&path);
-            buf_printf(&path, "%s.silences", c->state_file);
-        }
         s->silences = silences_new(c->state_file ? buf_str(&path) : NULL, c->silence_retention,
                                    c->max_silences, clock_wall_ms());
     } else {
         alerts_adopt(st->alerts, s->alerts);
         silences_set_limits(s->silences, c->silence_retention, c->max_silences);
         /* they follow the state file, as the store (saved beside it) does */
-        if (c->state_file) buf_printf(&path, "%s.silences", c->state_file);
         silences_set_path(s->silences, c->state_file ? buf_str(&path) : NULL);
     }
     alerts_free(s->alerts);

@@ -131,6 +131,15 @@ tf_if(const struct tfunc_call *call, const struct template_env *env, struct buf 
     tfunc_arg(call, filter_eval(st->f, env) ? 0 : 1, env, out);
 }
 
+/* A long context's messages are scattered: fetch those read next, the struct first, then its body.
+ */
+static void
+fetch_ahead(const struct template_env *env, size_t i)
+{
+    if (i + 8 < env->nmsgs) msg_prefetch(env->msgs[i + 8], false);
+    if (i + 4 < env->nmsgs) msg_prefetch(env->msgs[i + 4], true);
+}
+
 /*
  * grep and context-lookup: for each message of the set, oldest first, whose
  * filter holds (evaluated on that message alone, without a context id, as in
@@ -149,8 +158,7 @@ select_messages(const struct tfunc_call *call, const struct template_env *env, s
 
     for (i = 0; i < env->nmsgs; i++) {
         struct template_env one, bare;
-        if (i + 8 < env->nmsgs) msg_prefetch(env->msgs[i + 8], false);
-        if (i + 4 < env->nmsgs) msg_prefetch(env->msgs[i + 4], true);
+        fetch_ahead(env, i);
         tfunc_env_one(&one, env, i);
         bare = one;
         bare.context_id = NULL;
@@ -196,9 +204,7 @@ tf_context_values(const struct tfunc_call *call, const struct template_env *env,
 
     for (i = 0; i < env->nmsgs; i++) {
         struct template_env one;
-        /* a long context's messages are scattered: fetch ahead, the struct first, then its body */
-        if (i + 8 < env->nmsgs) msg_prefetch(env->msgs[i + 8], false);
-        if (i + 4 < env->nmsgs) msg_prefetch(env->msgs[i + 4], true);
+        fetch_ahead(env, i);
         tfunc_env_one(&one, env, i);
         for (k = 0; k < call->argc; k++) {
             if (i || k) buf_putc(out, ',');
