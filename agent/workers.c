@@ -254,7 +254,13 @@ classify_chunk(struct workers *w, struct thread *t)
     c = b->claimed++;
     pthread_mutex_unlock(&w->lock);
     to = (c + 1) * CHUNK < b->n ? (c + 1) * CHUNK : b->n;
-    for (i = c * CHUNK; i < to; i++) classify_item(w, t, b, &b->items[i]);
+    for (i = c * CHUNK; i < to; i++) {
+        /* the items' messages were last read and written by other threads
+         * (their shard, the loop): own them ahead of the reset */
+        if (i + 8 < to) msg_prefetch(b->items[i + 8].m, false, true);
+        if (i + 4 < to) msg_prefetch(b->items[i + 4].m, true, true);
+        classify_item(w, t, b, &b->items[i]);
+    }
     pthread_mutex_lock(&w->lock);
     if (--b->chunks_left == 0) {
         balance(w, b);
@@ -307,9 +313,9 @@ correlate(struct workers *w, struct thread *t, struct batch *b, unsigned nshards
         struct item *it = &b->items[i];
         /* another thread classified them: ask for the messages this shard owns ahead */
         if (i + 8 < b->n && b->items[i + 8].shard == t->index)
-            msg_prefetch(b->items[i + 8].m, false);
+            msg_prefetch(b->items[i + 8].m, false, false);
         if (i + 4 < b->n && b->items[i + 4].shard == t->index)
-            msg_prefetch(b->items[i + 4].m, true);
+            msg_prefetch(b->items[i + 4].m, true, false);
         t->pos = b->base + (b->tick ? 1 : 0) + i;
         corr_note_clock(t->corr, b->clock);
         corr_advance(t->corr, it->t);
@@ -397,6 +403,9 @@ dispatch_rec(void *arg, unsigned k, const struct par_rec *r)
     uint64_t first = b->base + (b->tick ? 1 : 0);
     bool keep = !r->expiry && r->pos >= first && b->items[r->pos - first].keep;
 
+    /* a shard's records come mostly in the order of its messages, which it
+     * wrote on another core: ask for the next ones ahead of the emit */
+    if (r->off + 8 < b->out[k].n) __builtin_prefetch(b->out[k].msgs[r->off + 8].m);
     w->o.emit(w->o.arg, e->m, e->kind, e->action, keep);
     return 0;
 }

@@ -28,7 +28,9 @@
  *
  * It stops after -d seconds or -n messages (whichever comes first; at least
  * one of them), and prints what it sent: human text on stderr and one JSON
- * line on stdout (messages, bytes, elapsed, rate, per connection).  A
+ * line on stdout (messages, bytes, elapsed, rate, per connection, and
+ * `started`: CLOCK_MONOTONIC seconds when sending began, after the corpus was
+ * loaded, so that a benchmark can time a daemon from the first byte).  A
  * receiver that closes, or refuses, ends that connection with its error in
  * the report (exit status 1); SIGPIPE is ignored.  Blocking sockets with a
  * send timeout: a receiver that stops reading (back-pressure) makes writes
@@ -699,11 +701,12 @@ report(struct conn *cs, int nc, double elapsed, const struct sink *self)
         fprintf(stderr, "loadgen: self-test sink received %" PRIu64 " bytes\n",
                 __atomic_load_n(&self->bytes, __ATOMIC_RELAXED));
     printf("{\"proto\":\"%s\",\"framing\":\"%s\",\"connections\":%d,\"messages\":%" PRIu64
-           ",\"bytes\":%" PRIu64 ",\"elapsed\":%.6f,\"rate\":%.1f,\"failed\":%d",
+           ",\"bytes\":%" PRIu64 ",\"elapsed\":%.6f,\"started\":%.6f,\"rate\":%.1f,\"failed\":%d",
            use_udp   ? "udp"
            : use_tls ? "tls"
                      : "tcp",
-           fr, nc, m, b, elapsed, elapsed > 0 ? m / elapsed : 0, failed);
+           fr, nc, m, b, elapsed, (double)t_start.tv_sec + t_start.tv_nsec / 1e9,
+           elapsed > 0 ? m / elapsed : 0, failed);
     if (use_tls)
         printf(",\"tls_version\":\"%s\",\"cipher\":\"%s\",\"verify\":%s", ver ? ver : "",
                cipher ? cipher : "", tls_ca ? "true" : "false");

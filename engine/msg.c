@@ -123,18 +123,34 @@ find(const struct msg *m, nv_handle h)
 }
 
 void
-msg_prefetch(const struct msg *m, bool body)
+msg_prefetch(const struct msg *m, bool body, bool write)
 {
     size_t i, n;
 
     if (!body) {
-        for (i = 0; i < sizeof(*m); i += 64) __builtin_prefetch((const char *)m + i);
+        for (i = 0; i < sizeof(*m); i += 64) {
+            if (write)
+                __builtin_prefetch((const char *)m + i, 1);
+            else
+                __builtin_prefetch((const char *)m + i);
+        }
         return;
     }
-    /* the first 2 KiB of each: what templates and keys usually read */
+    /* the first 2 KiB of each: what templates and keys usually read, and
+     * about what a new message written over a reset one fills again */
     n = m->nent * sizeof(*m->ent);
-    for (i = 0; i < n && i < 2048; i += 64) __builtin_prefetch((const char *)m->ent + i);
-    for (i = 0; i < m->alen && i < 2048; i += 64) __builtin_prefetch(m->arena + i);
+    for (i = 0; i < n && i < 2048; i += 64) {
+        if (write)
+            __builtin_prefetch((const char *)m->ent + i, 1);
+        else
+            __builtin_prefetch((const char *)m->ent + i);
+    }
+    for (i = 0; i < m->alen && i < 2048; i += 64) {
+        if (write)
+            __builtin_prefetch(m->arena + i, 1);
+        else
+            __builtin_prefetch(m->arena + i);
+    }
 }
 
 const char *

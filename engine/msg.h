@@ -56,10 +56,12 @@ struct msg *msg_clone_kept(const struct msg *m, const unsigned char *keep);
 const char *msg_get(const struct msg *m, nv_handle h, size_t *len);
 /*
  * Hints the CPU to fetch m (the struct; with body, its values and text,
- * which reads the struct): a thread about to read a message another thread
- * wrote (par.c) asks for it ahead.  Changes nothing.
+ * which reads the struct), with write to own the lines for writing: a
+ * thread about to read a message another thread wrote (par.c), or to reset
+ * and refill a reused one that other threads read since, asks for it ahead.
+ * Changes nothing.
  */
-void msg_prefetch(const struct msg *m, bool body);
+void msg_prefetch(const struct msg *m, bool body, bool write);
 /* Sets a value, copying the bytes unless they already lie in this message's arena. */
 void msg_set(struct msg *m, nv_handle h, const char *val, size_t len);
 void msg_unset(struct msg *m, nv_handle h);

@@ -603,6 +603,10 @@ classify(struct par *p, struct shard *s, struct batch *b, size_t from, size_t to
 
     for (i = from; i < to; i++) {
         struct slot *sl = &b->slots[i];
+        /* the slots' messages were last read and written by other threads
+         * (their shard, the merge): own them ahead of the reset */
+        if (i + 8 < to) msg_prefetch(b->slots[i + 8].m, false, true);
+        if (i + 4 < to) msg_prefetch(b->slots[i + 4].m, true, true);
         syslogfmt_parse(sl->m, b->text.p + b->off[i], b->off[i + 1] - b->off[i], &p->parse);
         sl->rule = pdb_lookup_r(p->db, sl->m, s->scratch);
         sl->t = corr_msg_time(sl->m, b->clock);
@@ -629,9 +633,9 @@ correlate(struct par *p, struct shard *s, struct batch *b, uint64_t seq)
         struct slot *sl = &b->slots[i];
         /* another thread classified them: ask for the messages this shard owns ahead */
         if (i + 8 < b->n && b->slots[i + 8].shard == s->index)
-            msg_prefetch(b->slots[i + 8].m, false);
+            msg_prefetch(b->slots[i + 8].m, false, false);
         if (i + 4 < b->n && b->slots[i + 4].shard == s->index)
-            msg_prefetch(b->slots[i + 4].m, true);
+            msg_prefetch(b->slots[i + 4].m, true, false);
         s->pos = b->base + i;
         corr_advance(s->corr, sl->t);
         /* timers numbered by position and step (see top) */

@@ -136,8 +136,8 @@ tf_if(const struct tfunc_call *call, const struct template_env *env, struct buf 
 static void
 fetch_ahead(const struct template_env *env, size_t i)
 {
-    if (i + 8 < env->nmsgs) msg_prefetch(env->msgs[i + 8], false);
-    if (i + 4 < env->nmsgs) msg_prefetch(env->msgs[i + 4], true);
+    if (i + 8 < env->nmsgs) msg_prefetch(env->msgs[i + 8], false, false);
+    if (i + 4 < env->nmsgs) msg_prefetch(env->msgs[i + 4], true, false);
 }
 
 /*
