@@ -41,15 +41,16 @@ log {{ source(s_in); parser(p_db); destination(d_out); }};
 """
 
 
-def timed(argv, stdin_path=None, stdout_path=os.devnull):
-    """Runs argv; returns (wall seconds, CPU seconds), raising on failure."""
+def timed(argv, stdin_path=None, stdout_path=os.devnull, cpu=None):
+    """Runs argv (on CPU cpu alone if given); returns (wall seconds, CPU seconds), raising on failure."""
     with open(stdout_path, "wb") as fout:
         t0 = time.monotonic()
         # syslog-ng's stdin() source wants a pipe, not a file: cat feeds it (cat's own CPU
         # time is not counted)
         feed = subprocess.Popen(["cat", stdin_path], stdout=subprocess.PIPE) if stdin_path else None
+        pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
         p = subprocess.Popen(argv, stdin=feed.stdout if feed else subprocess.DEVNULL, stdout=fout,
-                             stderr=subprocess.PIPE)
+                             stderr=subprocess.PIPE, preexec_fn=pin)
         if feed:
             feed.stdout.close()
         _, status, ru = os.wait4(p.pid, 0)
@@ -101,13 +102,15 @@ def main():
     ap.add_argument("--syslog-ng", dest="syslog_ng", default="/usr/sbin/syslog-ng")
     ap.add_argument("--pdbtool", default="/usr/bin/pdbtool")
     ap.add_argument("--out", help="write the report here too (Markdown)")
+    ap.add_argument("--no-ceiling", dest="ceiling", action="store_false",
+                    help="skip the runs that measure the machine's ceiling (-j 1 on each CPU, the rules alone)")
     a = ap.parse_args()
     os.makedirs(a.scratch, exist_ok=True)
     lines = benchlib.count_lines(a.corpus)
 
-    def corral(j, out=os.devnull):
+    def corral(j, out=os.devnull, cpu=None, corpus=a.corpus):
         return timed([a.corral, "match", "-j", str(j)] + rule_args(a.rules) +
-                     ["--now", NOW, "-f", a.corpus, "-T", TEMPLATE], stdout_path=out)
+                     ["--now", NOW, "-f", corpus, "-T", TEMPLATE], stdout_path=out, cpu=cpu)
 
     # the outputs first: -j N must be -j 1's, byte for byte
     o1, on = os.path.join(a.scratch, "out.1"), os.path.join(a.scratch, "out.%d" % a.jobs)
@@ -137,9 +140,14 @@ def main():
 
     names = ["corral -j 1", "corral -j %d" % a.jobs, "syslog-ng 3.38"]
     cmds = [lambda: corral(1), lambda: corral(a.jobs), syslog_ng]
-    res = {n: [] for n in names}
+    # the ceiling: -j 1 on each CPU alone (the CPUs of a virtual machine need
+    # not be equally fast), and the rules' loading alone (serial in every run)
+    cpus = sorted(os.sched_getaffinity(0))[:a.jobs] if a.ceiling else []
+    extra = ["corral -j 1 on CPU %d" % c for c in cpus] + (["rules alone"] if a.ceiling else [])
+    extra_cmds = [lambda c=c: corral(1, cpu=c) for c in cpus] + [lambda: corral(1, corpus=os.devnull)]
+    res = {n: [] for n in names + extra}
     for _ in range(a.runs):
-        for n, c in zip(names, cmds):
+        for n, c in zip(names + extra, cmds + extra_cmds):
             res[n].append(c())
 
     def best(n, k):
@@ -174,6 +182,19 @@ def main():
       (best(sng, 0) / best(j1, 0), median(sng, 0) / median(j1, 0), a.jobs,
        best(sng, 0) / best(jn, 0), median(sng, 0) / median(jn, 0)))
     w("- CPU spent by -j %d over -j 1: %.2fx (best runs)" % (a.jobs, best(jn, 1) / best(j1, 1)))
+    if a.ceiling:
+        # with no overhead at all, -j N loads the rules, then processes at the
+        # sum of the CPUs' rates (each measured alone, medians)
+        load = median("rules alone", 0)
+        rates = [1 / max(median(n, 0) - load, 1e-9) for n in extra[:-1]]
+        floor = load + 1 / sum(rates)
+        w("")
+        w("The machine's ceiling (medians): -j 1 on each CPU alone: %s s; the rules loaded alone "
+          "(serial in every run): %.2f s. Were -j %d free of any cost of its own, it would load the "
+          "rules and then process at the sum of the CPUs' rates: %.2f s, **%.2fx** the median -j 1 "
+          "(%.2f s); measured: %.2fx." %
+          (", ".join("%.2f" % median(n, 0) for n in extra[:-1]), load, a.jobs, floor,
+           median(j1, 0) / floor, median(j1, 0), median(j1, 0) / median(jn, 0)))
     text = "\n".join(rep) + "\n"
     sys.stdout.write(text)
     if a.out:
