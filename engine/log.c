@@ -5,6 +5,7 @@
  */
 #include "engine/log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,11 +90,30 @@ log_set_sink(log_sink_fn sink, void *arg)
     log_sink_arg = arg;
 }
 
+/*
+ * A whole line in one write(2): corrald's worker threads and its privsep
+ * processes share stderr with the loop, and a line written in pieces (a
+ * prefix, the text, the newline) could be cut by another's.  A pipe or
+ * journald's stream socket keeps one write of up to PIPE_BUF bytes whole.
+ */
+static void
+write_line(const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return; /* stderr is gone: there is nowhere left to say so */
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
 void
 log_msg(int level, const char *fmt, ...)
 {
     static const char *const names[] = {"emerg",   "alert",  "crit", "error",
                                         "warning", "notice", "info", "debug"};
+    struct buf b = BUF_INIT;
     char stamp[32];
     struct tm tm;
     time_t now;
@@ -102,24 +122,24 @@ log_msg(int level, const char *fmt, ...)
     if (level > max_level) return;
     va_start(ap, fmt);
     if (log_sink) {
-        struct buf b = BUF_INIT;
         buf_vprintf(&b, fmt, ap);
         log_sink(log_sink_arg, level, buf_str(&b));
-        buf_free(&b);
     } else if (target == TO_SYSLOG) {
         vsyslog(level, fmt, ap);
-    } else if (target == TO_JOURNAL) {
-        /* journald takes the priority from the prefix and adds time and name itself */
-        fprintf(stderr, "<%d>", level & 7);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
     } else {
-        now = time(NULL);
-        localtime_r(&now, &tm);
-        strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-        fprintf(stderr, "%s %s[%s]: ", stamp, log_ident, names[level & 7]);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        if (target == TO_JOURNAL) {
+            /* journald takes the priority from the prefix and adds time and name itself */
+            buf_printf(&b, "<%d>", level & 7);
+        } else {
+            now = time(NULL);
+            localtime_r(&now, &tm);
+            strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+            buf_printf(&b, "%s %s[%s]: ", stamp, log_ident, names[level & 7]);
+        }
+        buf_vprintf(&b, fmt, ap);
+        buf_putc(&b, '\n');
+        write_line(b.p, b.len);
     }
     va_end(ap);
+    buf_free(&b);
 }

@@ -1,0 +1,148 @@
+/*
+ * Unit tests: corral's own log lines (engine/log) as they reach stderr:
+ * the stamped and the journal format, the level filter, and whole lines
+ * when several threads log at once (corrald's workers and its loop share
+ * stderr; a line written in pieces was cut by another thread's before).
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/log.h"
+
+#define THREADS 4
+#define LINES 5000
+
+static char path[64];
+static int saved_stderr = -1;
+
+/* stderr into a new scratch file until stderr_restore() */
+static void
+stderr_to_file(void)
+{
+    int fd;
+
+    snprintf(path, sizeof path, "/tmp/corral-test-log-XXXXXX");
+    fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    saved_stderr = dup(STDERR_FILENO);
+    ck_assert_int_ge(saved_stderr, 0);
+    ck_assert_int_eq(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+    close(fd);
+}
+
+/* restores stderr; returns what was written to it (caller frees) */
+static char *
+stderr_restore(size_t *len)
+{
+    FILE *f;
+    char *text;
+    long n;
+
+    fflush(stderr);
+    ck_assert_int_eq(dup2(saved_stderr, STDERR_FILENO), STDERR_FILENO);
+    close(saved_stderr);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    text = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = '\0';
+    fclose(f);
+    unlink(path);
+    *len = (size_t)n;
+    return text;
+}
+
+static void *
+log_many(void *arg)
+{
+    long t = (long)arg;
+    int i;
+
+    for (i = 0; i < LINES; i++) log_msg(LOG_WARNING, "thread %ld line %d of the concurrent test", t, i);
+    return NULL;
+}
+
+START_TEST(test_threads_write_whole_lines)
+{
+    static unsigned char seen[THREADS][LINES];
+    pthread_t tid[THREADS];
+    regex_t re;
+    regmatch_t m[3];
+    size_t len, lines = 0;
+    char *text, *line, *save = NULL;
+    long t;
+
+    ck_assert(log_setup("corral-test", "info", "stderr"));
+    ck_assert_int_eq(regcomp(&re,
+                             "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2} "
+                             "corral-test\\[warning\\]: thread ([0-9]+) line ([0-9]+) of the "
+                             "concurrent test$",
+                             REG_EXTENDED),
+                     0);
+    stderr_to_file();
+    for (t = 0; t < THREADS; t++) ck_assert_int_eq(pthread_create(&tid[t], NULL, log_many, (void *)t), 0);
+    for (t = 0; t < THREADS; t++) pthread_join(tid[t], NULL);
+    text = stderr_restore(&len);
+    ck_assert_uint_gt(len, 0);
+    ck_assert_int_eq(text[len - 1], '\n');
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        long th, n;
+        if (regexec(&re, line, 3, m, 0) != 0) ck_abort_msg("a line was cut or mixed: \"%s\"", line);
+        th = strtol(line + m[1].rm_so, NULL, 10);
+        n = strtol(line + m[2].rm_so, NULL, 10);
+        ck_assert(th >= 0 && th < THREADS && n >= 0 && n < LINES);
+        ck_assert_msg(!seen[th][n], "thread %ld line %ld twice", th, n);
+        seen[th][n] = 1;
+        lines++;
+    }
+    ck_assert_uint_eq(lines, THREADS * LINES);
+    regfree(&re);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_journal_format_and_level)
+{
+    size_t len;
+    char *text;
+
+    ck_assert(log_setup("corral-test", "warning", "journal"));
+    stderr_to_file();
+    log_msg(LOG_ERR, "an error: %d", 42);
+    log_msg(LOG_INFO, "below the level: not written");
+    log_msg(LOG_WARNING, "a warning");
+    text = stderr_restore(&len);
+    /* journald reads the priority from the prefix and stamps the line itself */
+    ck_assert_str_eq(text, "<3>an error: 42\n<4>a warning\n");
+    free(text);
+    ck_assert(!log_setup("corral-test", "loud", NULL));
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("log");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_threads_write_whole_lines);
+    tcase_add_test(tc, test_journal_format_and_level);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
