@@ -16,7 +16,7 @@
 #include "engine/log.h"
 
 #define THREADS 4
-#define LINES 5000
+#define LINES   5000
 
 static char path[64];
 static int saved_stderr = -1;
@@ -68,7 +68,8 @@ log_many(void *arg)
     long t = (long)arg;
     int i;
 
-    for (i = 0; i < LINES; i++) log_msg(LOG_WARNING, "thread %ld line %d of the concurrent test", t, i);
+    for (i = 0; i < LINES; i++)
+        log_msg(LOG_WARNING, "thread %ld line %d of the concurrent test", t, i);
     return NULL;
 }
 
@@ -90,7 +91,8 @@ START_TEST(test_threads_write_whole_lines)
                              REG_EXTENDED),
                      0);
     stderr_to_file();
-    for (t = 0; t < THREADS; t++) ck_assert_int_eq(pthread_create(&tid[t], NULL, log_many, (void *)t), 0);
+    for (t = 0; t < THREADS; t++)
+        ck_assert_int_eq(pthread_create(&tid[t], NULL, log_many, (void *)t), 0);
     for (t = 0; t < THREADS; t++) pthread_join(tid[t], NULL);
     text = stderr_restore(&len);
     ck_assert_uint_gt(len, 0);
