@@ -5,7 +5,9 @@
  *   stdout   a pipe or tty is a libuv stream (uv_write); a regular file or
  *            anything else is written through the threadpool (uv_fs_write)
  *   file     opened O_APPEND|O_CREAT 0640, written through the threadpool,
- *            reopened by output_reopen() for log rotation
+ *            reopened by output_reopen() for log rotation; as root, never
+ *            through a symbolic link or into a file with other names
+ *            (file_flags, file_refused)
  *   forward  UDP: one datagram per message, uv_udp_try_send;
  *            TCP: connects, and reconnects with a 1 s..30 s backoff when the
  *            peer is down or goes away, re-resolving the name every time;
@@ -625,19 +627,59 @@ fs_write_rest(struct output *o)
 
 /* ---- file reopening ---- */
 
+/*
+ * corrald started as root opens its file outputs before it drops to
+ * <daemon user>, and the output's directory is often that user's
+ * (/var/log/corral): a symbolic link, or a hard link, that a compromised
+ * engine left there would make the next start append to any file root can
+ * write.  So as root the last component must not be a link (O_NOFOLLOW)
+ * and a regular file must have no other name.
+ */
+static int
+file_flags(void)
+{
+    return O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | (geteuid() == 0 ? O_NOFOLLOW : 0);
+}
+
+/* NULL when fd (just opened with file_flags) may be written, else why not. */
+static const char *
+file_refused(uv_file fd)
+{
+    struct stat st;
+
+    if (geteuid() != 0) return NULL;
+    if (fstat(fd, &st) < 0) return strerror(errno);
+    if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+        return "the file has other names (hard links), which corrald running as root refuses "
+               "to write";
+    return NULL;
+}
+
+/* What to say when opening the output failed with r. */
+static const char *
+open_error(int r)
+{
+    if (r == UV_ELOOP && geteuid() == 0)
+        return "a symbolic link, which corrald running as root does not follow (name the file "
+               "itself)";
+    return uv_strerror(r);
+}
+
 static void
 on_reopened(uv_fs_t *req)
 {
     struct output *o = req->data;
     ssize_t r = req->result;
+    const char *why = NULL;
 
     uv_fs_req_cleanup(req);
     o->pending--;
     o->busy = false;
-    if (r < 0) {
+    if (r >= 0 && (why = file_refused((uv_file)r))) close((int)r);
+    if (r < 0 || why) {
         o->stats.errors++;
         log_msg(LOG_ERR, "output %s: cannot reopen %s, still writing to the old file: %s", o->name,
-                o->path, uv_strerror((int)r));
+                o->path, why ? why : open_error((int)r));
     } else {
         uv_file old = o->fd;
         o->fd = (uv_file)r;
@@ -654,11 +696,10 @@ start_reopen(struct output *o)
 
     o->reopen_wanted = false;
     o->fsreq.data = o;
-    r = uv_fs_open(o->loop, &o->fsreq, o->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640,
-                   on_reopened);
+    r = uv_fs_open(o->loop, &o->fsreq, o->path, file_flags(), 0640, on_reopened);
     if (r < 0) {
         o->stats.errors++;
-        log_msg(LOG_ERR, "output %s: cannot reopen %s: %s", o->name, o->path, uv_strerror(r));
+        log_msg(LOG_ERR, "output %s: cannot reopen %s: %s", o->name, o->path, open_error(r));
         return;
     }
     o->busy = true;
@@ -1211,6 +1252,7 @@ open_stdout(struct output *o, struct buf *err)
 static int
 open_file(struct output *o, struct buf *err)
 {
+    const char *why;
     uv_fs_t req;
     int r;
 
@@ -1219,10 +1261,15 @@ open_file(struct output *o, struct buf *err)
         return -1;
     }
     /* opened at once, so that a wrong path is an error of the configuration */
-    r = uv_fs_open(o->loop, &req, o->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640, NULL);
+    r = uv_fs_open(o->loop, &req, o->path, file_flags(), 0640, NULL);
     uv_fs_req_cleanup(&req);
     if (r < 0) {
-        buf_printf(err, "output %s: %s: %s\n", o->name, o->path, uv_strerror(r));
+        buf_printf(err, "output %s: %s: %s\n", o->name, o->path, open_error(r));
+        return -1;
+    }
+    if ((why = file_refused(r))) {
+        close(r);
+        buf_printf(err, "output %s: %s: %s\n", o->name, o->path, why);
         return -1;
     }
     o->fd = r;
