@@ -29,7 +29,9 @@
  * for it.  The thread that classifies a batch's last chunk balances it
  * (balance()).  The caller's thread queues lines and merges the batches
  * every shard is done with, in order (par_merge; each shard keeps one output
- * set per slot of the ring); it waits only when the ring is full.  The merge puts out,
+ * set per slot of the ring); it waits only when the ring is full, and then
+ * until half of it is done (a sleep every RING / 2 batches: the shards wake
+ * it only when the batch it waits for is done).  The merge puts out,
  * for each input position, the timeout messages of all shards in the
  * order one timer wheel fires them (expires, then order, then arming
  * number: the shards number their arms by input position, and a position
@@ -163,6 +165,7 @@ struct par {
     pthread_cond_t work, done;
     uint64_t submitted; /* batches handed over */
     uint64_t claim;     /* the oldest handed over with chunks left to claim */
+    uint64_t want;      /* the caller sleeps until the batches before this one are done */
     bool quit;
 
     /* merge scratch */
@@ -725,7 +728,9 @@ worker(void *arg)
             pthread_mutex_unlock(&p->lock);
             correlate(p, s, b, next);
             pthread_mutex_lock(&p->lock);
-            if (--b->left == 0) pthread_cond_broadcast(&p->done);
+            /* batches are done in order (every shard takes them in order):
+             * the caller wakes once, when what it waits for is done */
+            if (--b->left == 0 && next + 1 >= p->want) pthread_cond_broadcast(&p->done);
             next++;
             continue;
         }
@@ -794,8 +799,10 @@ merge_done(struct par *p, uint64_t upto)
         if (p->merged == p->filling) return;
         b = &p->ring[p->merged % RING];
         pthread_mutex_lock(&p->lock);
-        if (p->merged < upto)
+        if (p->merged < upto) {
+            p->want = upto;
             while (b->left) pthread_cond_wait(&p->done, &p->lock);
+        }
         ready = b->left == 0;
         pthread_mutex_unlock(&p->lock);
         if (!ready) return;
@@ -812,6 +819,7 @@ static void
 submit(struct par *p, bool expire)
 {
     struct batch *b = &p->ring[p->filling % RING];
+    uint64_t need;
 
     b->expire = expire;
     b->base = p->nextpos;
@@ -826,8 +834,13 @@ submit(struct par *p, bool expire)
     pthread_cond_broadcast(&p->work);
     pthread_mutex_unlock(&p->lock);
     p->filling++;
-    /* the next slot must be free, and what is done is written meanwhile */
-    merge_done(p, p->filling >= RING ? p->filling - RING + 1 : 0);
+    /* the next slot must be free, and what is done is written meanwhile; when
+     * the ring is full, the caller sleeps until half of it is done rather
+     * than one batch: a sleep and a wake-up every RING / 2 batches, not every
+     * batch, while the busiest shard sets the pace (doc/parallel.md) */
+    need = p->filling >= RING ? p->filling - RING + 1 : 0;
+    if (p->merged < need) need = p->filling - RING / 2 + 1;
+    merge_done(p, need);
     b = &p->ring[p->filling % RING];
     b->n = 0;
     buf_reset(&b->text);
@@ -937,6 +950,7 @@ par_free(struct par *p)
     n = p->nthreads;
     /* the threads finish what was handed over (not merged: par_finish was not called) */
     pthread_mutex_lock(&p->lock);
+    p->want = p->submitted;
     while (p->submitted > p->merged && p->ring[(p->submitted - 1) % RING].left)
         pthread_cond_wait(&p->done, &p->lock);
     p->quit = true;
