@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/durable.h"
 #include "engine/log.h"
 
 #define THREADS 4
@@ -40,25 +41,14 @@ stderr_to_file(void)
 static char *
 stderr_restore(size_t *len)
 {
-    FILE *f;
     char *text;
-    long n;
 
     fflush(stderr);
     ck_assert_int_eq(dup2(saved_stderr, STDERR_FILENO), STDERR_FILENO);
     close(saved_stderr);
-    f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    text = malloc((size_t)n + 1);
+    text = durable_read_file(path, DURABLE_MAX_STATE, len);
     ck_assert_ptr_nonnull(text);
-    ck_assert_uint_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = '\0';
-    fclose(f);
     unlink(path);
-    *len = (size_t)n;
     return text;
 }
 
