@@ -144,7 +144,8 @@ def main():
     # not be equally fast), and the rules' loading alone (serial in every run)
     cpus = sorted(os.sched_getaffinity(0))[:a.jobs] if a.ceiling else []
     extra = ["corral -j 1 on CPU %d" % c for c in cpus] + (["rules alone"] if a.ceiling else [])
-    extra_cmds = [lambda c=c: corral(1, cpu=c) for c in cpus] + [lambda: corral(1, corpus=os.devnull)]
+    extra_cmds = [lambda c=c: corral(1, cpu=c) for c in cpus] + (
+        [lambda: corral(1, corpus=os.devnull)] if a.ceiling else [])
     res = {n: [] for n in names + extra}
     for _ in range(a.runs):
         for n, c in zip(names + extra, cmds + extra_cmds):

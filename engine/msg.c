@@ -122,35 +122,30 @@ find(const struct msg *m, nv_handle h)
     return NULL;
 }
 
+/* __builtin_prefetch wants its read/write argument constant */
+static inline void
+prefetch(const void *p, bool write)
+{
+    if (write)
+        __builtin_prefetch(p, 1);
+    else
+        __builtin_prefetch(p, 0);
+}
+
 void
 msg_prefetch(const struct msg *m, bool body, bool write)
 {
     size_t i, n;
 
     if (!body) {
-        for (i = 0; i < sizeof(*m); i += 64) {
-            if (write)
-                __builtin_prefetch((const char *)m + i, 1);
-            else
-                __builtin_prefetch((const char *)m + i);
-        }
+        for (i = 0; i < sizeof(*m); i += 64) prefetch((const char *)m + i, write);
         return;
     }
     /* the first 2 KiB of each: what templates and keys usually read, and
      * about what a new message written over a reset one fills again */
     n = m->nent * sizeof(*m->ent);
-    for (i = 0; i < n && i < 2048; i += 64) {
-        if (write)
-            __builtin_prefetch((const char *)m->ent + i, 1);
-        else
-            __builtin_prefetch((const char *)m->ent + i);
-    }
-    for (i = 0; i < m->alen && i < 2048; i += 64) {
-        if (write)
-            __builtin_prefetch(m->arena + i, 1);
-        else
-            __builtin_prefetch(m->arena + i);
-    }
+    for (i = 0; i < n && i < 2048; i += 64) prefetch((const char *)m->ent + i, write);
+    for (i = 0; i < m->alen && i < 2048; i += 64) prefetch(m->arena + i, write);
 }
 
 const char *
