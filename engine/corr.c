@@ -620,6 +620,9 @@ ctx_drop_oldest(struct ctx *x)
     msg_unref(x->msgs[0]);
     x->msgs++;
     x->nmsgs--;
+    /* a context at its limit drops one on each append: the next to go has
+     * long left the cache, so ask for it now rather than stall then */
+    if (x->nmsgs) msg_prefetch(x->msgs[0], false, true);
     return freed;
 }
 
