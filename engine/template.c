@@ -54,6 +54,12 @@ struct template
 
 static struct template *compile(const char *src, size_t len, int depth, struct buf *err);
 
+const struct tfunc_call *
+template_only_call(const struct template *t)
+{
+    return t && t->nelems == 1 && t->elems[0].kind == E_FUNC ? &t->elems[0].u.func : NULL;
+}
+
 static struct elem *
 add_elem(struct template *t, enum elem_kind kind)
 {

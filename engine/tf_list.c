@@ -52,6 +52,14 @@ list_escape(struct buf *out, const char *s, size_t len, char unsafe)
     }
 }
 
+/* What tf_list_encode() looks for in an item, a table so that one pass over it is enough. */
+enum { ITEM_SPECIAL = 1, ITEM_APOS = 2, ITEM_QUOTE = 4 };
+static const unsigned char item_char[256] = {
+    ['\b'] = ITEM_SPECIAL, ['\f'] = ITEM_SPECIAL, ['\n'] = ITEM_SPECIAL, ['\r'] = ITEM_SPECIAL,
+    ['\t'] = ITEM_SPECIAL, ['\\'] = ITEM_SPECIAL, [' '] = ITEM_SPECIAL,  [','] = ITEM_SPECIAL,
+    ['\''] = ITEM_APOS,    ['"'] = ITEM_QUOTE,
+};
+
 /*
  * Appends one list item: as is when it is plain, else in single quotes when
  * it holds only double quotes, else in double quotes; the empty item is "".
@@ -59,6 +67,7 @@ list_escape(struct buf *out, const char *s, size_t len, char unsafe)
 void
 tf_list_encode(struct buf *out, const char *s, size_t len)
 {
+    unsigned seen = 0;
     bool apos, quote;
     size_t i;
 
@@ -66,16 +75,13 @@ tf_list_encode(struct buf *out, const char *s, size_t len)
         buf_puts(out, "\"\"");
         return;
     }
-    apos = memchr(s, '\'', len) != NULL;
-    quote = memchr(s, '"', len) != NULL;
-    if (!apos && !quote) {
-        for (i = 0; i < len; i++)
-            if (s[i] && strchr("\b\f\n\r\t\\ ,", s[i])) break;
-        if (i == len) {
-            buf_append(out, s, len);
-            return;
-        }
+    for (i = 0; i < len; i++) seen |= item_char[(unsigned char)s[i]];
+    if (!seen) {
+        buf_append(out, s, len);
+        return;
     }
+    apos = (seen & ITEM_APOS) != 0;
+    quote = (seen & ITEM_QUOTE) != 0;
     if (quote && !apos) {
         buf_putc(out, '\'');
         list_escape(out, s, len, 0);
@@ -247,7 +253,7 @@ tf_list_count(const struct tfunc_call *call, const struct template_env *env, str
     struct tfunc_args a;
 
     tfunc_args_eval(&a, call, 0, env);
-    buf_printf(out, "%d", list_count(a.b, a.n));
+    buf_put_uint(out, (unsigned)list_count(a.b, a.n));
     tfunc_args_release(&a);
 }
 
@@ -296,6 +302,16 @@ tf_list_head(const struct tfunc_call *call, const struct template_env *env, stru
 {
     struct tfunc_args a;
 
+    /* $(list-head $(context-values T)), a context's first-seen value: the
+     * first item is the oldest message's, so the others are not evaluated (a
+     * summary of a context of 4,000 lines formatted 4,000 dates to keep one) */
+    if (call->argc == 1) {
+        struct buf *b = template_scratch_get();
+        bool done = tf_context_values_oldest(template_only_call(call->argv[0]), env, b);
+        if (done) list_nth(&b, 1, 0, out);
+        template_scratch_put(b);
+        if (done) return;
+    }
     tfunc_args_eval(&a, call, 0, env);
     list_nth(a.b, a.n, 0, out);
     tfunc_args_release(&a);

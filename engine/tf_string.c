@@ -33,7 +33,7 @@ tf_length(const struct tfunc_call *call, const struct template_env *env, struct 
     for (i = 0; i < call->argc; i++) {
         struct buf *b = tfunc_arg_get(call, i, env);
         if (i) buf_putc(out, ' ');
-        buf_printf(out, "%zu", b->len);
+        buf_put_uint(out, b->len);
         template_scratch_put(b);
     }
 }

@@ -42,6 +42,9 @@ const struct tfunc *tfunc_lookup(const char *name, size_t len);
 /* template_refs() for a function call: what its arguments and state can read. */
 bool tfunc_refs(const struct tfunc_call *call, unsigned char *keep);
 
+/* The call when t is one function call and nothing else ("$(f ...)"), else NULL. */
+const struct tfunc_call *template_only_call(const struct template *t);
+
 /* Evaluates argument i of a call into out (appending). */
 void tfunc_arg(const struct tfunc_call *call, int i, const struct template_env *env,
                struct buf *out);

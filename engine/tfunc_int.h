@@ -48,6 +48,16 @@ void tfunc_args_release(struct tfunc_args *a);
 /* The environment of message i of env alone; $CONTEXT_ID and the clock stay. */
 void tfunc_env_one(struct template_env *one, const struct template_env *env, size_t i);
 
+/* ---- tf_cond.c: the context's message set ---- */
+
+/*
+ * When call is $(context-values T...): appends what it makes of the oldest
+ * message alone (the start of its whole output, complete items) and returns
+ * true; else false.
+ */
+bool tf_context_values_oldest(const struct tfunc_call *call, const struct template_env *env,
+                              struct buf *out);
+
 /* ---- tf_list.c: syslog-ng lists ---- */
 
 /*

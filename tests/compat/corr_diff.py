@@ -247,13 +247,17 @@ CTX_IDS = ["${k}", "${k}", "${k}", "c", "cc${k}", "cc${k}", "${s}", "$(echo ${k}
 RULE_VALUES = ["$(context-lookup --max-count 1 (\"${k}\" != \"\") ${k})", "${k}@9", "${k}", "${k}@1", "${k}@2", "${s}@1", "$(context-length)", "$CONTEXT_ID",
                "$(context-values ${k})", "${v1}@1", "n${v1}@1", "$(context-values ${s} ${k})",
                "$(context-lookup (\"${s}\" eq \"a\") ${k})", "${.classifier.rule_id}@1",
-               "$(grep (\"${k}\" == \"1\") ${s})", "${MESSAGE}@1", "${v2}@1", "$_"]
+               "$(grep (\"${k}\" == \"1\") ${s})", "${MESSAGE}@1", "${v2}@1", "$_",
+               # shortcuts in corral (tf_list.c, tf_cond.c): the first item alone, the items unlisted
+               "$(list-head $(context-values ${s} ${k}))",
+               "$(list-count $(filter (\"$_\" eq \"${k}\") $(context-values ${k})))",
+               "$(filter (\"$_\" ne \"a\") $(context-values ${s}))"]
 GEN_VALUES = ["g ${k}", "g ${k}@1 ${k}@2", "g $(context-length)", "g $(context-values ${k})",
               "g $CONTEXT_ID", "g ${v1}@1", "g ${k}@0 ${MESSAGE}@0", "g ${MESSAGE}@1", "g ${s}", "${nope}",
               "g $(context-values ${v1})", "g ${.classifier.rule_id}@1", "g ${G}@1",
               "g ${k}@3", "g $(context-lookup (\"${k}\" == \"2\") ${s})", "g ${HOST}@2",
               "g ${PID}@1 ${PROGRAM}@1", "g ${v2}", "g ${.classifier.context_id}@1",
-              "g ${ISODATE}@1"]
+              "g ${ISODATE}@1", "g $(list-head $(context-values ${ISODATE}))"]
 CONDITIONS = ['"$(context-length)" >= "2"', '"${k}" == "1"', '"${s}" eq "a"',
               'match("a" value("s"))', 'tags("t1")', 'not tags("t2")', '"${k}@1" ne ""',
               '"$(context-length)" > "1" and "${s}" ne "b"', '"${k}@1" == "${k}"',

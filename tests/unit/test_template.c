@@ -904,6 +904,8 @@ static const struct tcase_ctx ctx_cases[] = {
     {"$(map \"$n:$_\" a,b)", {"1:a,1:b", "1:a,1:b", "1:a,1:b", "1:a,1:b", "1:a,1:b", "1:a,1:b"}},
     {"$(filter (\"$(context-length)\" > \"2\") a,b)", {"", "", "a,b", "a,b", "a,b", "a,b"}},
     {"$(list-count $(context-values $x))", {"1", "2", "3", "4", "5", "6"}},
+    {"$(list-head $(context-values $x))", {"one", "one", "one", "one", "one", "one"}},
+    {"$(list-head $(context-values ${x}@1 $n))", {"", "", "", "", "", ""}},
     {"${n}@0/${n}@1/${n}@2/${n}@3/$n", {"1////1", "2/1///2", "3/2/1//3", "4/3/2/1/4", "5/4/3/2/5", "6/5/4/3/6"}},
 };
 
@@ -1083,6 +1085,116 @@ run_ctx_table(const struct tcase_ctx *cases, size_t n)
 START_TEST(test_context)
 {
     run_ctx_table(ctx_cases, sizeof(ctx_cases) / sizeof(ctx_cases[0]));
+}
+END_TEST
+
+/*
+ * $(filter (EXPR) $(context-values T)) takes the items without the list
+ * (tf_cond.c); against the general path, forced by a second element in the
+ * list argument (an empty value), over contexts starting at every message:
+ * plain, quoted, empty and absent values, two values a message, an item
+ * that holds a comma, a control byte or invalid UTF-8 (which do not read
+ * back as themselves), and values long enough that context-values cuts the
+ * list at its cap (the fast path must then give way).
+ */
+START_TEST(test_context_filter)
+{
+    static const char *const args[] = {"$x",
+                                       "$n $x",
+                                       "${x}@1",
+                                       "\"$x,$n\"",
+                                       "$(echo $x $x)",
+                                       "$(padding $x 300000 a)",
+                                       "$x$(binary 1)",
+                                       "$(binary 255)$n"};
+    static const char *const exprs[] = {"(\"$_\" ne \"\")", "(\"$_\" eq \"one\")",
+                                        "(\"$_\" eq \"$x\")", "(\"$_\" == \"$(context-length)\")"};
+    struct buf fails = BUF_INIT, fast = BUF_INIT, slow = BUF_INIT, err = BUF_INIT, src = BUF_INIT;
+    size_t a, f, first, k;
+
+    for (a = 0; a < sizeof(args) / sizeof(args[0]); a++) {
+        for (f = 0; f < sizeof(exprs) / sizeof(exprs[0]); f++) {
+            struct template *tf, *ts;
+            buf_reset(&src);
+            buf_printf(&src, "$(filter %s $(context-values %s))", exprs[f], args[a]);
+            tf = template_compile_str(buf_str(&src), &err);
+            buf_reset(&src);
+            buf_printf(&src, "$(filter %s $(context-values %s)${nope})", exprs[f], args[a]);
+            ts = template_compile_str(buf_str(&src), &err);
+            ck_assert_msg(tf && ts, "%s %s: %s", exprs[f], args[a], buf_str(&err));
+            for (first = 0; first < 6; first++) {
+                for (k = 0; first + k <= 6; k++) {
+                    struct template_env env;
+                    ctx_env(&env, k);
+                    env.msgs = ctx_msgs + first;
+                    buf_reset(&fast);
+                    buf_reset(&slow);
+                    template_eval(tf, &env, &fast);
+                    template_eval(ts, &env, &slow);
+                    if (fast.len != slow.len || (fast.len && memcmp(fast.p, slow.p, fast.len)))
+                        buf_printf(&fails, "\n  %s %s, messages %zu..%zu: %zu bytes against %zu",
+                                   exprs[f], args[a], first + 1, first + k, fast.len, slow.len);
+                }
+            }
+            template_free(tf);
+            template_free(ts);
+        }
+    }
+    ck_assert_msg(fails.len == 0, "mismatches:%s", buf_str(&fails));
+    buf_free(&fails);
+    buf_free(&fast);
+    buf_free(&slow);
+    buf_free(&err);
+    buf_free(&src);
+}
+END_TEST
+
+/*
+ * $(list-head $(context-values T)) evaluates T on the oldest message only
+ * (tf_list.c); it must give what the whole list's first item is, computed
+ * here by $(list-nth 0 ...), which takes the general path: over contexts
+ * starting at every message, so the first value is plain, quoted (a comma,
+ * a space), empty and absent.
+ */
+START_TEST(test_context_head)
+{
+    static const char *const args[] = {"$x",        "$n $x", "${x}@1",
+                                       "\"$x,$n\"", "\"\"",  "$(echo $x $x)"};
+    struct buf fails = BUF_INIT, head = BUF_INIT, nth = BUF_INIT, err = BUF_INIT, src = BUF_INIT;
+    size_t a, first, k;
+
+    for (a = 0; a < sizeof(args) / sizeof(args[0]); a++) {
+        struct template *th, *tn;
+        buf_reset(&src);
+        buf_printf(&src, "$(list-head $(context-values %s))", args[a]);
+        th = template_compile_str(buf_str(&src), &err);
+        buf_reset(&src);
+        buf_printf(&src, "$(list-nth 0 $(context-values %s))", args[a]);
+        tn = template_compile_str(buf_str(&src), &err);
+        ck_assert_msg(th && tn, "%s: %s", args[a], buf_str(&err));
+        for (first = 0; first < 6; first++) {
+            for (k = 0; first + k <= 6; k++) {
+                struct template_env env;
+                ctx_env(&env, k);
+                env.msgs = ctx_msgs + first;
+                buf_reset(&head);
+                buf_reset(&nth);
+                template_eval(th, &env, &head);
+                template_eval(tn, &env, &nth);
+                if (head.len != nth.len || (head.len && memcmp(head.p, nth.p, head.len)))
+                    buf_printf(&fails, "\n  %s, messages %zu..%zu: head '%s', nth '%s'", args[a],
+                               first + 1, first + k, buf_str(&head), buf_str(&nth));
+            }
+        }
+        template_free(th);
+        template_free(tn);
+    }
+    ck_assert_msg(fails.len == 0, "mismatches:%s", buf_str(&fails));
+    buf_free(&fails);
+    buf_free(&head);
+    buf_free(&nth);
+    buf_free(&err);
+    buf_free(&src);
 }
 END_TEST
 
@@ -1309,6 +1421,8 @@ template_suite(void)
     tcase_add_test(tc, test_names_values);
     tcase_add_test(tc, test_names_sdata);
     tcase_add_test(tc, test_context);
+    tcase_add_test(tc, test_context_head);
+    tcase_add_test(tc, test_context_filter);
     tcase_add_test(tc, test_nul_bytes);
     tcase_add_test(tc, test_env);
     tcase_add_test(tc, test_dns_resolve_ip);
