@@ -38,6 +38,12 @@
  *     fires it a second later (arm()).
  *   - a timeout action that creates a context of its own rule repeats for
  *     ever: pdbtool never ends; corral's final expiry stops after a bound.
+ *   - a context-timeout of exactly 1024 armed at a second s with s % 1024 == 0
+ *     (the first second of a rotation of the wheel's first level): its
+ *     target, s + 1024, is not beyond that level, so 3.38 files it in slot
+ *     0, the slot it is in, which it fires on the next advance: the context
+ *     expires at the next second the wheel sees, up to 1023 s early.  corral
+ *     keeps it through second s + 1024, as any other.
  * Differences of corral's own: generated messages from a context carry its
  * .classifier.context_id (run_actions()); a rule's also-correlate names
  * further rules whose contexts its messages join (join_also(); syslog-ng

@@ -38,8 +38,9 @@ in engine/corr.c): a rate N/S with N > 256*S (division by zero), a
 create-context run by a timeout action of a rule with context-timeout 0 (the
 new timer is lost and pdbtool never ends), a timeout action that creates a
 context of its own rule without a condition that stops the chain (pdbtool
-never ends), and empty <value></value> elements (syslog-ng sets the value to
-"", corral's loader ignores the element).
+never ends), empty <value></value> elements (syslog-ng sets the value to
+"", corral's loader ignores the element), and a stamp or clock at a multiple
+of 1024 s, where syslog-ng fires a 1024 s timeout armed then at once.
 
 Exit status: 0 when everything agrees, 1 on any mismatch (the differing
 scenarios are printed, minimised), 2 on usage or tool errors.
@@ -420,6 +421,10 @@ def gen_scenario(sid, seed, nrules, nlines, fake_clock):
             msg = "zz %s;a" % rng.choice(KS)
         else:
             msg = "e%d nosep" % rng.randrange(nrules)
+        # syslog-ng bug (engine/corr.c): a timeout of exactly 1024 armed at a
+        # multiple of 1024 fires at the wheel's next second; no stamp is one
+        if t % 1024 == 0:
+            t += 1
         fmt = "bsd" if rng.random() < 0.05 else "iso"
         frac = rng.choice(["250", "999", "5"]) if fmt == "iso" and rng.random() < 0.08 else None
         tz = rng.choice([60, -120, 330]) if fmt == "iso" and rng.random() < 0.05 else 0
@@ -431,6 +436,8 @@ def gen_scenario(sid, seed, nrules, nlines, fake_clock):
             sc.clock = rng.randint(start, end + 1)
         else:
             sc.clock = end + rng.randint(1, 100)
+        if sc.clock % 1024 == 0:
+            sc.clock += 1
     return sc
 
 

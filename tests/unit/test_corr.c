@@ -201,6 +201,34 @@ START_TEST(test_alive_at_t_plus_n)
 }
 END_TEST
 
+/*
+ * A deliberate difference: syslog-ng 3.38 files a 1024 s timeout armed at a
+ * multiple of 1024 s in the wheel slot it is passing and fires it at the
+ * next second it sees (pdbtool: before the line 5 s later).  corral keeps it
+ * through T+N like any other (engine/corr.c, corral-rules(5)).
+ */
+START_TEST(test_1024_at_rotation_start)
+{
+    struct fixture f;
+    int t = 2528; /* T0 + 2528 = 2026-11-20T10:42:08Z, 1753097 * 1024 */
+
+    ck_assert_int_eq((T0 + t) % 1024, 0);
+    setup(&f,
+          "<rule id='r1' provider='t' context-id='${k}' context-timeout='1024'>"
+          "<patterns><pattern>start @NUMBER:k@</pattern></patterns>"
+          "<actions><action trigger='timeout'><message><values>"
+          "<value name='MESSAGE'>end ${k}@1</value></values></message></action></actions></rule>\n",
+          NULL);
+    feed(&f, t, "start 1");
+    feed(&f, t + 5, "other");
+    feed(&f, t + 1024, "other");
+    ck_assert_str_eq(take(&f), "I start 1\nI other\nI other\n");
+    feed(&f, t + 1025, "other");
+    ck_assert_str_eq(take(&f), "G end 1\nI other\n");
+    teardown(&f);
+}
+END_TEST
+
 START_TEST(test_timeout_zero_and_clock)
 {
     struct fixture f;
@@ -1211,6 +1239,7 @@ main(void)
 
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_alive_at_t_plus_n);
+    tcase_add_test(tc, test_1024_at_rotation_start);
     tcase_add_test(tc, test_timeout_zero_and_clock);
     tcase_add_test(tc, test_same_second_order);
     tcase_add_test(tc, test_long_timeout_order);
