@@ -10,15 +10,68 @@
  * macros see any time a message can hold.  The template and the filter are
  * compiled, then evaluated against the context; a filter is also run as a
  * template argument by $(if).
+ *
+ * The template is also the argument of the two shortcuts of the template
+ * functions, each checked against its general-path twin over the same
+ * context (the values are the fuzzer's; a difference aborts):
+ * $(list-head $(context-values T)) against $(list-nth 0 ...), and
+ * $(filter (F) $(context-values T)) against the same list with an empty
+ * ${nope} after it, for a few fixed filters F.  Only templates without
+ * parentheses or quotes, so that T stays one argument in both.
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/filter.h"
 #include "engine/template.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Evaluates both sources over env; aborts when both compile and their outputs differ. */
+static void
+same_output(const char *fast_src, const char *slow_src, const struct template_env *env)
+{
+    struct buf err = BUF_INIT, fast = BUF_INIT, slow = BUF_INIT;
+    struct template *tf = template_compile_str(fast_src, &err),
+                    *ts = template_compile_str(slow_src, &err);
+
+    if (tf && ts) {
+        template_eval(tf, env, &fast);
+        template_eval(ts, env, &slow);
+        if (fast.len != slow.len || (fast.len && memcmp(fast.p, slow.p, fast.len) != 0)) abort();
+    }
+    template_free(tf);
+    template_free(ts);
+    buf_free(&err);
+    buf_free(&fast);
+    buf_free(&slow);
+}
+
+static void
+check_shortcuts(const char *t, size_t len, const struct template_env *env)
+{
+    static const char *const filters[] = {"(\"$_\" ne \"\")", "(\"$_\" eq \"${a}\")",
+                                          "(\"$_\" == \"$(context-length)\")"};
+    char fast[256], slow[256];
+    size_t i;
+
+    if (len == 0 || len > 64) return;
+    for (i = 0; i < len; i++)
+        if (t[i] == '\0' || strchr("()\"'\\", t[i])) return;
+    snprintf(fast, sizeof(fast), "$(list-head $(context-values %.*s))", (int)len, t);
+    snprintf(slow, sizeof(slow), "$(list-nth 0 $(context-values %.*s))", (int)len, t);
+    same_output(fast, slow, env);
+    for (i = 0; i < sizeof(filters) / sizeof(filters[0]); i++) {
+        snprintf(fast, sizeof(fast), "$(filter %s $(context-values %.*s))", filters[i], (int)len,
+                 t);
+        snprintf(slow, sizeof(slow), "$(filter %s $(context-values %.*s)${nope})", filters[i],
+                 (int)len, t);
+        same_output(fast, slow, env);
+    }
+}
 
 #define NMSGS 3
 
@@ -86,6 +139,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         env.nmsgs = NMSGS;
         template_free(t);
     }
+    check_shortcuts(tsrc, tlen, &env);
     buf_reset(&err);
     if ((f = filter_compile(fsrc, flen, &err))) {
         (void)filter_eval(f, &env);
