@@ -18,8 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/buf.h"
+#include "engine/macros.h"
 #include "engine/msg.h"
 #include "engine/nv.h"
 #include "engine/template.h"
@@ -1198,6 +1200,62 @@ START_TEST(test_context_head)
 }
 END_TEST
 
+/*
+ * The ISO and BSD stamps (every written message's) are put together digit
+ * by digit (macros.c); against printf over the C library's own calendar, at
+ * 200,000 instants spread over the years a message can hold (0001 to 9999),
+ * with offsets up to a day either side, all fraction lengths and usec.
+ */
+START_TEST(test_stamp_formats)
+{
+    static const char *const mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    static const int32_t offs[] = {0, 3600, -3600, 19800, -34200, 50400, -50400, 86340, -86340, 60};
+    static const int32_t usecs[] = {0, 5, 999999, 123456, 500000};
+    const int64_t first = -62135596800LL + 86400, last = 253402300799LL - 86400;
+    struct buf got = BUF_INIT;
+    char want[96];
+    int64_t k, n = 200000;
+
+    for (k = 0; k < n; k++) {
+        struct msg_time t;
+        struct tm tm;
+        time_t local;
+        int32_t a;
+        int frac = (int)(k % 8), len;
+
+        t.sec = first + (last - first) / n * k + k * 7919 % 86400;
+        t.usec = usecs[k % 5];
+        t.gmtoff = offs[k % 10];
+        local = (time_t)(t.sec + t.gmtoff);
+        ck_assert_ptr_nonnull(gmtime_r(&local, &tm));
+        a = t.gmtoff < 0 ? -t.gmtoff : t.gmtoff;
+        len = snprintf(want, sizeof(want), "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        if (frac > 0) {
+            char us[8];
+            snprintf(us, sizeof(us), "%06d", t.usec);
+            len = snprintf(want, sizeof(want), "%04d-%02d-%02dT%02d:%02d:%02d.%.*s",
+                           tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                           tm.tm_sec, frac > 6 ? 6 : frac, us);
+        }
+        snprintf(want + len, sizeof(want) - (size_t)len, "%c%02d:%02d", t.gmtoff < 0 ? '-' : '+',
+                 a / 3600, a / 60 % 60);
+        buf_reset(&got);
+        macro_format_iso(&t, frac, &got);
+        ck_assert_msg(strcmp(buf_str(&got), want) == 0, "sec %lld: %s, want %s", (long long)t.sec,
+                      buf_str(&got), want);
+        snprintf(want, sizeof(want), "%s %2d %02d:%02d:%02d", mon[tm.tm_mon], tm.tm_mday,
+                 tm.tm_hour, tm.tm_min, tm.tm_sec);
+        buf_reset(&got);
+        macro_format_bsd(&t, &got);
+        ck_assert_msg(strcmp(buf_str(&got), want) == 0, "sec %lld: %s, want %s", (long long)t.sec,
+                      buf_str(&got), want);
+    }
+    buf_free(&got);
+}
+END_TEST
+
 /* Outputs holding NUL bytes; pdbtool's printout stops at the NUL, so these follow 3.38's source. */
 START_TEST(test_nul_bytes)
 {
@@ -1423,6 +1481,7 @@ template_suite(void)
     tcase_add_test(tc, test_context);
     tcase_add_test(tc, test_context_head);
     tcase_add_test(tc, test_context_filter);
+    tcase_add_test(tc, test_stamp_formats);
     tcase_add_test(tc, test_nul_bytes);
     tcase_add_test(tc, test_env);
     tcase_add_test(tc, test_dns_resolve_ip);
