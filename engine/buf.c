@@ -42,26 +42,9 @@ buf_reserve(struct buf *b, size_t extra)
 }
 
 void
-buf_append(struct buf *b, const void *data, size_t len)
-{
-    buf_reserve(b, len);
-    if (len) memcpy(b->p + b->len, data, len);
-    b->len += len;
-    b->p[b->len] = '\0';
-}
-
-void
 buf_puts(struct buf *b, const char *s)
 {
     buf_append(b, s, strlen(s));
-}
-
-void
-buf_putc(struct buf *b, char c)
-{
-    buf_reserve(b, 1);
-    b->p[b->len++] = c;
-    b->p[b->len] = '\0';
 }
 
 void
