@@ -303,7 +303,7 @@ filter_context_values(const struct tfunc_call *call, const struct tfunc_call *cv
     }
     template_scratch_put(enc);
     template_scratch_put(val);
-    if (!fits) out->len = start;
+    if (!fits) buf_truncate(out, start);
     return fits;
 }
 
