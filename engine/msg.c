@@ -272,7 +272,13 @@ msg_value_at(const struct msg *m, size_t i, const char **val, size_t *len)
     return m->ent[i].h;
 }
 
-/* What a clone takes over from src: the header, and the values keep marks (NULL: all). */
+/*
+ * What a clone takes over from src: the header, and the values keep marks
+ * (NULL: all).  m is new, with room measured (measure()) for exactly these:
+ * they are laid out directly, without msg_set()'s lookups, since src's
+ * handles are distinct and its values within every limit (a context keeps
+ * such a copy of each line it takes).
+ */
 static void
 copy_values(struct msg *m, const struct msg *src, const unsigned char *keep)
 {
@@ -282,9 +288,19 @@ copy_values(struct msg *m, const struct msg *src, const unsigned char *keep)
     m->pri = src->pri;
     m->stamp = src->stamp;
     m->recvd = src->recvd;
-    for (i = 0; i < src->nent; i++)
-        if (!keep || keep[src->ent[i].h])
-            msg_set(m, src->ent[i].h, src->arena + src->ent[i].off, src->ent[i].len);
+    for (i = 0; i < src->nent; i++) {
+        const struct entry *e = &src->ent[i];
+        struct entry *d;
+        if (keep && !keep[e->h]) continue;
+        d = &m->ent[m->nent++];
+        d->h = e->h;
+        d->off = (uint32_t)m->alen;
+        d->len = e->len;
+        memcpy(m->arena + m->alen, src->arena + e->off, e->len);
+        m->arena[m->alen + e->len] = '\0';
+        m->alen += e->len + 1;
+        if (!m->slot[e->h & 31]) m->slot[e->h & 31] = (uint16_t)m->nent;
+    }
 }
 
 /* The entries and arena bytes the values keep marks need. */
