@@ -1091,13 +1091,48 @@ START_TEST(test_context)
 END_TEST
 
 /*
+ * Appends to fails where the templates fast_src and slow_src differ, over
+ * every run of consecutive context messages (contexts starting at every
+ * message, of every length): for a shortcut and its general-path twin.
+ */
+static void
+same_over_contexts(const char *fast_src, const char *slow_src, struct buf *fails)
+{
+    struct buf fast = BUF_INIT, slow = BUF_INIT, err = BUF_INIT;
+    struct template *tf = template_compile_str(fast_src, &err);
+    struct template *ts = template_compile_str(slow_src, &err);
+    size_t first, k;
+
+    ck_assert_msg(tf && ts, "%s / %s: %s", fast_src, slow_src, buf_str(&err));
+    for (first = 0; first < 6; first++) {
+        for (k = 0; first + k <= 6; k++) {
+            struct template_env env;
+            ctx_env(&env, k);
+            env.msgs = ctx_msgs + first;
+            buf_reset(&fast);
+            buf_reset(&slow);
+            template_eval(tf, &env, &fast);
+            template_eval(ts, &env, &slow);
+            if (fast.len != slow.len || (fast.len && memcmp(fast.p, slow.p, fast.len)))
+                buf_printf(fails, "\n  %s, messages %zu..%zu: %zu bytes against %zu", fast_src,
+                           first + 1, first + k, fast.len, slow.len);
+        }
+    }
+    template_free(tf);
+    template_free(ts);
+    buf_free(&fast);
+    buf_free(&slow);
+    buf_free(&err);
+}
+
+/*
  * $(filter (EXPR) $(context-values T)) takes the items without the list
  * (tf_cond.c); against the general path, forced by a second element in the
- * list argument (an empty value), over contexts starting at every message:
- * plain, quoted, empty and absent values, two values a message, an item
- * that holds a comma, a control byte or invalid UTF-8 (which do not read
- * back as themselves), and values long enough that context-values cuts the
- * list at its cap (the fast path must then give way).
+ * list argument (an empty value): plain, quoted, empty and absent values,
+ * two values a message, an item that holds a comma, a control byte or
+ * invalid UTF-8 (which do not read back as themselves), and values long
+ * enough that context-values cuts the list at its cap (the fast path must
+ * then give way).
  */
 START_TEST(test_context_filter)
 {
@@ -1111,92 +1146,44 @@ START_TEST(test_context_filter)
                                        "$(binary 255)$n"};
     static const char *const exprs[] = {"(\"$_\" ne \"\")", "(\"$_\" eq \"one\")",
                                         "(\"$_\" eq \"$x\")", "(\"$_\" == \"$(context-length)\")"};
-    struct buf fails = BUF_INIT, fast = BUF_INIT, slow = BUF_INIT, err = BUF_INIT, src = BUF_INIT;
-    size_t a, f, first, k;
+    struct buf fails = BUF_INIT;
+    char fast[160], slow[160];
+    size_t a, f;
 
     for (a = 0; a < sizeof(args) / sizeof(args[0]); a++) {
         for (f = 0; f < sizeof(exprs) / sizeof(exprs[0]); f++) {
-            struct template *tf, *ts;
-            buf_reset(&src);
-            buf_printf(&src, "$(filter %s $(context-values %s))", exprs[f], args[a]);
-            tf = template_compile_str(buf_str(&src), &err);
-            buf_reset(&src);
-            buf_printf(&src, "$(filter %s $(context-values %s)${nope})", exprs[f], args[a]);
-            ts = template_compile_str(buf_str(&src), &err);
-            ck_assert_msg(tf && ts, "%s %s: %s", exprs[f], args[a], buf_str(&err));
-            for (first = 0; first < 6; first++) {
-                for (k = 0; first + k <= 6; k++) {
-                    struct template_env env;
-                    ctx_env(&env, k);
-                    env.msgs = ctx_msgs + first;
-                    buf_reset(&fast);
-                    buf_reset(&slow);
-                    template_eval(tf, &env, &fast);
-                    template_eval(ts, &env, &slow);
-                    if (fast.len != slow.len || (fast.len && memcmp(fast.p, slow.p, fast.len)))
-                        buf_printf(&fails, "\n  %s %s, messages %zu..%zu: %zu bytes against %zu",
-                                   exprs[f], args[a], first + 1, first + k, fast.len, slow.len);
-                }
-            }
-            template_free(tf);
-            template_free(ts);
+            snprintf(fast, sizeof(fast), "$(filter %s $(context-values %s))", exprs[f], args[a]);
+            snprintf(slow, sizeof(slow), "$(filter %s $(context-values %s)${nope})", exprs[f],
+                     args[a]);
+            same_over_contexts(fast, slow, &fails);
         }
     }
     ck_assert_msg(fails.len == 0, "mismatches:%s", buf_str(&fails));
     buf_free(&fails);
-    buf_free(&fast);
-    buf_free(&slow);
-    buf_free(&err);
-    buf_free(&src);
 }
 END_TEST
 
 /*
  * $(list-head $(context-values T)) evaluates T on the oldest message only
  * (tf_list.c); it must give what the whole list's first item is, computed
- * here by $(list-nth 0 ...), which takes the general path: over contexts
- * starting at every message, so the first value is plain, quoted (a comma,
- * a space), empty and absent.
+ * here by $(list-nth 0 ...), which takes the general path: the first value
+ * plain, quoted (a comma, a space), empty and absent.
  */
 START_TEST(test_context_head)
 {
     static const char *const args[] = {"$x",        "$n $x", "${x}@1",
                                        "\"$x,$n\"", "\"\"",  "$(echo $x $x)"};
-    struct buf fails = BUF_INIT, head = BUF_INIT, nth = BUF_INIT, err = BUF_INIT, src = BUF_INIT;
-    size_t a, first, k;
+    struct buf fails = BUF_INIT;
+    char fast[96], slow[96];
+    size_t a;
 
     for (a = 0; a < sizeof(args) / sizeof(args[0]); a++) {
-        struct template *th, *tn;
-        buf_reset(&src);
-        buf_printf(&src, "$(list-head $(context-values %s))", args[a]);
-        th = template_compile_str(buf_str(&src), &err);
-        buf_reset(&src);
-        buf_printf(&src, "$(list-nth 0 $(context-values %s))", args[a]);
-        tn = template_compile_str(buf_str(&src), &err);
-        ck_assert_msg(th && tn, "%s: %s", args[a], buf_str(&err));
-        for (first = 0; first < 6; first++) {
-            for (k = 0; first + k <= 6; k++) {
-                struct template_env env;
-                ctx_env(&env, k);
-                env.msgs = ctx_msgs + first;
-                buf_reset(&head);
-                buf_reset(&nth);
-                template_eval(th, &env, &head);
-                template_eval(tn, &env, &nth);
-                if (head.len != nth.len || (head.len && memcmp(head.p, nth.p, head.len)))
-                    buf_printf(&fails, "\n  %s, messages %zu..%zu: head '%s', nth '%s'", args[a],
-                               first + 1, first + k, buf_str(&head), buf_str(&nth));
-            }
-        }
-        template_free(th);
-        template_free(tn);
+        snprintf(fast, sizeof(fast), "$(list-head $(context-values %s))", args[a]);
+        snprintf(slow, sizeof(slow), "$(list-nth 0 $(context-values %s))", args[a]);
+        same_over_contexts(fast, slow, &fails);
     }
     ck_assert_msg(fails.len == 0, "mismatches:%s", buf_str(&fails));
     buf_free(&fails);
-    buf_free(&head);
-    buf_free(&nth);
-    buf_free(&err);
-    buf_free(&src);
 }
 END_TEST
 
@@ -1235,9 +1222,8 @@ START_TEST(test_stamp_formats)
         if (frac > 0) {
             char us[8];
             snprintf(us, sizeof(us), "%06d", t.usec);
-            len = snprintf(want, sizeof(want), "%04d-%02d-%02dT%02d:%02d:%02d.%.*s",
-                           tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                           tm.tm_sec, frac > 6 ? 6 : frac, us);
+            len +=
+                snprintf(want + len, sizeof(want) - (size_t)len, ".%.*s", frac > 6 ? 6 : frac, us);
         }
         snprintf(want + len, sizeof(want) - (size_t)len, "%c%02d:%02d", t.gmtoff < 0 ? '-' : '+',
                  a / 3600, a / 60 % 60);
