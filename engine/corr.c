@@ -1338,8 +1338,26 @@ corr_part_also(struct corr *c, struct msg *m, const struct pdb_rule *rule, size_
 void
 corr_part_emit(struct corr *c, struct msg *m, const struct pdb_rule *rule, struct corr_part *p)
 {
+    corr_part_input(c, m, rule);
+    corr_part_actions(c, m, rule, p);
+}
+
+void
+corr_part_input(struct corr *c, struct msg *m, const struct pdb_rule *rule)
+{
     if (!rule) c->stats.unknown++;
     emit(c, m, CORR_INPUT, NULL);
+}
+
+bool
+corr_part_actions_read_msg(const struct pdb_rule *rule, const struct corr_part *p)
+{
+    return rule && rule->nactions && !p->x;
+}
+
+void
+corr_part_actions(struct corr *c, struct msg *m, const struct pdb_rule *rule, struct corr_part *p)
+{
     if (rule && rule->nactions) run_actions(c, rule, PDB_TRIGGER_MATCH, p->x, m);
 }
 

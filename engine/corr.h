@@ -117,6 +117,16 @@ void corr_part_also(struct corr *c, struct msg *m, const struct pdb_rule *rule, 
                     struct corr_part *p);
 void corr_part_emit(struct corr *c, struct msg *m, const struct pdb_rule *rule,
                     struct corr_part *p);
+/*
+ * corr_part_emit() in its two halves: the input message (with every join's
+ * values, so after the last corr_part_also()), and the rule's match
+ * actions, which read only the rule's context unless it has none
+ * (corr_part_actions_read_msg(): then they read m as the joins left it).
+ */
+void corr_part_input(struct corr *c, struct msg *m, const struct pdb_rule *rule);
+void corr_part_actions(struct corr *c, struct msg *m, const struct pdb_rule *rule,
+                       struct corr_part *p);
+bool corr_part_actions_read_msg(const struct pdb_rule *rule, const struct corr_part *p);
 void corr_part_also_actions(struct corr *c, struct msg *m, const struct pdb_rule *rule, size_t i,
                             struct corr_part *p);
 /*

@@ -425,14 +425,20 @@ step_wait(struct par_sync *sy, unsigned self, unsigned k, uint64_t pos, unsigned
 /*
  * A split message (st->n > 0): the steps run on their owners, each after
  * the step before it, which changed m (values), so a shard that owns step
- * s waits for step s-1's owner; the owner of step 0 emits the input
- * message and runs the rule's match actions once the last join has set
- * its values on m, and each join's owner runs that rule's match actions
- * (they read only its context).  Every wait is for an earlier step of the
- * same position, or for the last step by a shard that does not wait for
- * step 0's emission: no cycle.  Timers are numbered pos * PAR_STEPS + step:
- * one arm per step, in one thread's order.  The records' sub orders the
- * parts in the merge as corr_process_rule() orders them.
+ * s waits for step s-1's owner.  The owner of the last step emits the input
+ * message (every join's values are then on m); the owner of step 0 runs the
+ * rule's match actions without waiting for that, as they read only the
+ * rule's context, unless the rule has none (corr_part_actions_read_msg():
+ * then they read m, and it waits for the last step); each join's owner runs
+ * that rule's match actions (they read only its context).  So a split
+ * message costs the shards one meeting, not a round trip: step 0's shard
+ * goes on to its next message while the others finish this one.  Every
+ * wait is for an earlier step of the same position, or for the last step by
+ * a shard whose steps never wait for step 0's actions: no cycle.  Timers
+ * are numbered pos * PAR_STEPS + step: one arm per step, in one thread's
+ * order.  The records' sub orders the parts in the merge as
+ * corr_process_rule() orders them: 0 the input message, 1 the rule's
+ * actions, 2 + i also[i]'s actions.
  */
 void
 par_process(struct corr *c, unsigned self, unsigned nshards, struct par_sync *sy, uint64_t pos,
@@ -464,14 +470,19 @@ par_process(struct corr *c, unsigned self, unsigned nshards, struct par_sync *sy
         step_done(sy, self, pos, s);
     }
     last = st->n - 1u;
-    if (st->owner[0] == self) {
-        if (st->owner[last] != self) step_wait(sy, self, st->owner[last], pos, last);
+    if (st->owner[last] == self) {
         *sub = 0;
-        corr_part_emit(c, m, rule, &part);
+        corr_part_input(c, m, rule);
+    }
+    if (st->owner[0] == self) {
+        if (st->owner[last] != self && corr_part_actions_read_msg(rule, &part))
+            step_wait(sy, self, st->owner[last], pos, last);
+        *sub = 1;
+        corr_part_actions(c, m, rule, &part);
     }
     for (s = 1; s < st->n; s++)
         if (st->owner[s] == self) {
-            *sub = (uint8_t)s;
+            *sub = (uint8_t)(1 + s);
             corr_part_also_actions(c, m, rule, s - 1, &part);
         }
     *sub = 0;

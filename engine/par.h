@@ -156,7 +156,8 @@ struct par_rec {
     uint64_t key[3];
     size_t off, len;
     bool expiry;
-    /* not a timeout: 0 for the input message and its rule's actions, 1+i for also[i]'s actions */
+    /* not a timeout: 0 for the input message (and, unless split, everything else at pos, in
+     * order); for a split message 1 for its rule's actions and 2+i for also[i]'s */
     uint8_t sub;
 };
 /*

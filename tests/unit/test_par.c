@@ -62,24 +62,31 @@ START_TEST(test_merge_order)
 }
 END_TEST
 
-/* A split message's parts: by sub across shards, each shard's own order kept within a sub. */
+/*
+ * A split message's parts: by sub across shards, each shard's own order kept within a sub.  The
+ * input message comes from the shard of the last join (sub 0), before the rule's actions, which
+ * the shard of step 0 ran without waiting for it (sub 1).
+ */
 START_TEST(test_merge_sub)
 {
-    struct par_rec a[] = {rec(4, false, 0, 0, 'a'), rec(4, false, 0, 0, 'b'),
-                          rec(4, false, 0, 0, 'e'), rec(5, false, 0, 0, 'g')};
-    struct par_rec b[] = {rec(4, true, 9, 1, 'x'), rec(4, false, 0, 0, 'c'),
-                          rec(4, false, 0, 0, 'd'), rec(4, false, 0, 0, 'f')};
+    struct par_rec a[] = {rec(4, false, 0, 0, 'b'), rec(4, false, 0, 0, 'c'),
+                          rec(4, false, 0, 0, 'f'), rec(5, false, 0, 0, 'h')};
+    struct par_rec b[] = {rec(4, true, 9, 1, 'x'), rec(4, false, 0, 0, 'a'),
+                          rec(4, false, 0, 0, 'd'), rec(4, false, 0, 0, 'e'),
+                          rec(4, false, 0, 0, 'g')};
     const struct par_rec *recs[] = {a, b};
-    size_t n[] = {4, 4};
+    size_t n[] = {4, 5};
     struct sink s = {{0}, 0};
 
-    /* shard 0 emitted the input (a) and its rule's action (b), sub 0, and also[1]'s action (e),
-     * sub 2; shard 1 a timeout (x) then also[0]'s actions (c, d), sub 1, and also[2]'s (f) */
-    a[2].sub = 2;
-    b[1].sub = b[2].sub = 1;
-    b[3].sub = 3;
+    /* shard 0 ran step 0 and also[1]: its rule's actions (b, c), sub 1, and also[1]'s (f),
+     * sub 3; shard 1 ran also[0] and also[2], the last: a timeout (x), the input message (a),
+     * sub 0, also[0]'s actions (d, e), sub 2, and also[2]'s (g), sub 4 */
+    a[0].sub = a[1].sub = 1;
+    a[2].sub = 3;
+    b[2].sub = b[3].sub = 2;
+    b[4].sub = 4;
     ck_assert_int_eq(par_merge(recs, n, 2, collect, &s), 0);
-    ck_assert_str_eq(s.out, "xabcdefg");
+    ck_assert_str_eq(s.out, "xabcdefgh");
 }
 END_TEST
 
@@ -348,7 +355,11 @@ END_TEST
  * keyed by its id, so one line's three contexts are mostly in three shards.
  * Each join's values read its context and the values set before it, the
  * input message shows them all, match and timeout actions of every rule
- * fire; a probe rule without a context joins the user's.  The user's and the
+ * fire; a probe rule without a context joins the user's (one shard: it has
+ * no key of its own).  A scan rule without a context but with a rate limit
+ * is keyed by its process and joins the global context, elsewhere: its
+ * action reads the join's value from the message, so its shard waits for
+ * the join (par_process()).  The user's and the
  * global context have the same timeout: armed by one line, they fire in the
  * order of the joins.
  */
@@ -370,6 +381,11 @@ static const char also_rules[] =
     "<values><value name='a.n'>p</value></values>"
     "<actions><action><message><values>"
     "<value name='MESSAGE'>probe ${user} u=${u.n}</value></values></message></action>"
+    "</actions></rule>\n"
+    "<rule provider='t' id='r.scan' class='system' also-correlate='r.g'>"
+    "<patterns><pattern>scan user @ESTRING:user: @from @ANYSTRING:addr@</pattern></patterns>"
+    "<actions><action rate='1000/1'><message inherit-mode='context'><values>"
+    "<value name='MESSAGE'>scan ${addr} g=${g.n}</value></values></message></action>"
     "</actions></rule>\n"
     "<rule provider='t' id='r.user' class='violation' context-id='u-${user}' "
     "context-timeout='40' context-scope='host'>"
@@ -402,7 +418,10 @@ make_also_log(size_t *n)
         t += (seed >> 16) % 3 + (i % 1000 == 0 ? 100 : 0);
         snprintf(buf, sizeof(buf),
                  "2026-11-20T08:%02u:%02u+00:00 h%u app[1]: %s user u%u from 10.0.0.%u",
-                 (t / 60) % 60, t % 60, (seed >> 4) % 4, (seed >> 9) % 9 ? "fail" : "probe",
+                 (t / 60) % 60, t % 60, (seed >> 4) % 4,
+                 (seed >> 9) % 9 == 0   ? "probe"
+                 : (seed >> 9) % 9 == 1 ? "scan"
+                                        : "fail",
                  (seed >> 12) % 6, (seed >> 20) % 23);
         lines[i] = strdup(buf);
     }
@@ -449,6 +468,15 @@ START_TEST(test_also_correlate_split)
     ck_assert_ptr_nonnull(strstr(buf_str(&one.out), " done after "));
     ck_assert_ptr_nonnull(strstr(buf_str(&one.out), " probe u"));
     ck_assert_ptr_nonnull(strstr(buf_str(&one.out), "a=p u=3/p g= "));
+    /* a rule without a context whose rate limit keeps it in its process's shard: its action
+     * reads what the join (elsewhere) set, so it waits for it (par_process()) */
+    {
+        const char *p = strstr(buf_str(&one.out), " scan 10.0.0.");
+        ck_assert_ptr_nonnull(p);
+        p = strstr(p, " g=");
+        ck_assert_ptr_nonnull(p);
+        ck_assert(p[3] >= '1' && p[3] <= '9');
+    }
     for (i = 0; i < n; i++) free(lines[i]);
     free(lines);
     msg_unref(m);
