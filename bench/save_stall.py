@@ -58,7 +58,12 @@ RULES = """<?xml version='1.0'?>
 
 def main():
     n, rate, count, scratch, keep = 1000000, 20000, 200000, None, False
-    opts, _ = getopt.getopt(sys.argv[1:], "n:r:m:d:kh")
+    try:
+        opts, _ = getopt.getopt(sys.argv[1:], "n:r:m:d:kh", ["help"])
+    except getopt.GetoptError as e:
+        print("save_stall.py: %s" % e, file=sys.stderr)
+        print(__doc__, file=sys.stderr)
+        return 2
     for o, v in opts:
         if o == "-n":
             n = int(v)
