@@ -14,6 +14,7 @@
 #include "engine/msg.h"
 #include "engine/nv.h"
 #include "engine/tags.h"
+#include "tests/unit/unit_run.h"
 
 /* What the emit callback was given: the reports, kept. */
 #define MAXREPORTS 16
@@ -358,11 +359,5 @@ absence_suite(void)
 int
 main(void)
 {
-    SRunner *r = srunner_create(absence_suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(absence_suite());
 }

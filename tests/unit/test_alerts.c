@@ -19,6 +19,7 @@
 #include "engine/labelmatch.h"
 #include "engine/nv.h"
 #include "engine/tags.h"
+#include "tests/unit/unit_run.h"
 
 static struct msg *
 labels(const char *host, const char *program, const char *rule)
@@ -353,17 +354,11 @@ main(void)
 {
     Suite *s = suite_create("alerts");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_matchers);
     tcase_add_test(tc, test_silences);
     tcase_add_test(tc, test_parse_time);
     tcase_add_test(tc, test_store);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(s);
 }

@@ -15,6 +15,7 @@
 #include "agent/conf.h"
 #include "engine/buf.h"
 #include "tests/unit/unitlib.h"
+#include "tests/unit/unit_run.h"
 
 static char workdir[256];
 
@@ -536,11 +537,5 @@ conf_suite(void)
 int
 main(void)
 {
-    SRunner *r = srunner_create(conf_suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(conf_suite());
 }

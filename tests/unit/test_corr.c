@@ -17,6 +17,7 @@
 #include "engine/corr.h"
 #include "engine/pdb.h"
 #include "engine/template.h"
+#include "tests/unit/unit_run.h"
 
 #define HEAD                                                                                       \
     "<?xml version='1.0'?>\n<patterndb version='4' pub_date='2026-01-01'>\n"                       \
@@ -1234,8 +1235,6 @@ main(void)
 {
     Suite *s = suite_create("corr");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_alive_at_t_plus_n);
@@ -1262,9 +1261,5 @@ main(void)
     tcase_add_test(tc, test_also_correlate);
     tcase_add_test(tc, test_context_memory_shared);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(s);
 }

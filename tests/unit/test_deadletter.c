@@ -18,6 +18,7 @@
 #include "engine/nv.h"
 #include "engine/tags.h"
 #include "tests/unit/unitlib.h"
+#include "tests/unit/unit_run.h"
 
 static struct msg *
 alert(const char *message, size_t len)
@@ -210,11 +211,5 @@ deadletter_suite(void)
 int
 main(void)
 {
-    SRunner *r = srunner_create(deadletter_suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(deadletter_suite());
 }

@@ -16,6 +16,7 @@
 #include "engine/msg.h"
 #include "engine/resolver.h"
 #include "engine/template.h"
+#include "tests/unit/unit_run.h"
 
 static uv_loop_t loop;
 
@@ -188,8 +189,6 @@ main(void)
 {
     Suite *s = suite_create("dnscache");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 60); /* a lookup of 127.0.0.2 may ask a slow DNS server */
     tcase_add_test(tc, test_template_answers);
@@ -197,9 +196,5 @@ main(void)
     tcase_add_test(tc, test_eviction);
     tcase_add_test(tc, test_expiry);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(s);
 }

@@ -15,6 +15,7 @@
 #include "engine/buf.h"
 #include "engine/durable.h"
 #include "engine/wire.h"
+#include "tests/unit/unit_run.h"
 
 START_TEST(test_wire_round_trip)
 {
@@ -302,11 +303,5 @@ durable_suite(void)
 int
 main(void)
 {
-    SRunner *r = srunner_create(durable_suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(durable_suite());
 }

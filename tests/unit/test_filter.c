@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/filter.h"
+#include "tests/unit/unit_run.h"
 
 static struct msg *msg;
 
@@ -152,17 +153,11 @@ main(void)
 {
     Suite *s = suite_create("filter");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_cases);
     tcase_add_test(tc, test_context_condition);
     tcase_add_test(tc, test_deep_nesting_is_refused);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(s);
 }

@@ -11,6 +11,7 @@
  * skipped, a malformed count is an error, and EOF delivers a last line.
  */
 #include "agent/framer.h"
+#include "tests/unit/unit_run.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -400,11 +401,5 @@ framing_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(framing_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(framing_suite());
 }

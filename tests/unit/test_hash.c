@@ -17,6 +17,7 @@
 
 #include "engine/durable.h"
 #include "engine/hash.h"
+#include "tests/unit/unit_run.h"
 
 struct item {
     int id;
@@ -144,16 +145,10 @@ main(void)
 {
     Suite *s = suite_create("hash");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_fnv1a_reference);
     tcase_add_test(tc, test_table_against_model);
     tcase_add_test(tc, test_read_file);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(s);
 }

@@ -19,6 +19,7 @@
 #include "agent/http.h"
 #include "engine/buf.h"
 #include "tests/unit/unitlib.h"
+#include "tests/unit/unit_run.h"
 
 static const char *
 esc(const char *s, size_t len)
@@ -233,11 +234,5 @@ http_suite(void)
 int
 main(void)
 {
-    SRunner *r = srunner_create(http_suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(http_suite());
 }

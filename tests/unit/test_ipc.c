@@ -20,6 +20,7 @@
 
 #include "engine/buf.h"
 #include "engine/wire.h"
+#include "tests/unit/unit_run.h"
 
 /* Decodes everything d yields, as "type:body|" into out; returns what next() last said. */
 static int
@@ -331,11 +332,5 @@ ipc_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(ipc_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(ipc_suite());
 }

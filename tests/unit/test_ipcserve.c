@@ -34,6 +34,7 @@
 #include "engine/nv.h"
 #include "engine/wire.h"
 #include "tests/unit/unitlib.h"
+#include "tests/unit/unit_run.h"
 
 static void
 setup(void)
@@ -514,11 +515,5 @@ ipcserve_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(ipcserve_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(ipcserve_suite());
 }

@@ -15,6 +15,7 @@
 
 #include "engine/durable.h"
 #include "engine/log.h"
+#include "tests/unit/unit_run.h"
 
 #define THREADS 4
 #define LINES   5000
@@ -126,15 +127,9 @@ main(void)
 {
     Suite *s = suite_create("log");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_threads_write_whole_lines);
     tcase_add_test(tc, test_journal_format_and_level);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(s);
 }

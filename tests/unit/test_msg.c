@@ -7,6 +7,7 @@
 
 #include "engine/json.h"
 #include "engine/msg.h"
+#include "tests/unit/unit_run.h"
 
 static const char *
 get(struct msg *m, const char *name, size_t *len)
@@ -366,8 +367,6 @@ main(void)
 {
     Suite *s = suite_create("msg");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_set_get_overwrite);
     tcase_add_test(tc, test_name_with_nul_refused);
@@ -386,9 +385,5 @@ main(void)
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_json_rejects_overlong_and_surrogates);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(s);
 }

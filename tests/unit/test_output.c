@@ -23,6 +23,7 @@
 #include "engine/log.h"
 #include "agent/output.h"
 #include "engine/syslogfmt.h"
+#include "tests/unit/unit_run.h"
 
 /* corrald's own log: kept quiet here unless TEST_OUTPUT_VERBOSE is set */
 static void
@@ -920,14 +921,8 @@ output_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(output_suite());
-    int failed;
-
     /* a peer or reader that goes away must be an error return, not a signal */
     signal(SIGPIPE, SIG_IGN);
     log_set_sink(quiet_log, NULL);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(output_suite());
 }

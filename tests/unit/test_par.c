@@ -15,6 +15,7 @@
 #include "engine/pdb.h"
 #include "engine/syslogfmt.h"
 #include "engine/template.h"
+#include "tests/unit/unit_run.h"
 
 /* ---- par_merge ---- */
 
@@ -514,8 +515,6 @@ main(void)
 {
     Suite *s = suite_create("par");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_merge_order);
     tcase_add_test(tc, test_merge_stops);
@@ -528,9 +527,5 @@ main(void)
     tcase_add_test(tc, test_rewritten_scope_one_shard);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(s);
 }

@@ -19,6 +19,7 @@
 
 #include "engine/buf.h"
 #include "engine/parsers.h"
+#include "tests/unit/unit_run.h"
 
 struct row {
     const char *spec;   /* the text between the '@'s */
@@ -766,11 +767,5 @@ parsers_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(parsers_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(parsers_suite());
 }

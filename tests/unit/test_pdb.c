@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine/pdb.h"
+#include "tests/unit/unit_run.h"
 
 #define HEAD "<?xml version='1.0'?>\n<patterndb version='4' pub_date='2026-01-01'>\n"
 #define TAIL "</patterndb>\n"
@@ -546,8 +547,6 @@ main(void)
 {
     Suite *s = suite_create("pdb");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_match_sets_everything);
     tcase_add_test(tc, test_program_selection);
@@ -565,9 +564,5 @@ main(void)
     tcase_add_test(tc, test_examples_and_rule_lookup);
     tcase_add_test(tc, test_context_keep);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(s);
 }

@@ -40,6 +40,7 @@
 #include "engine/msg.h"
 #include "engine/nv.h"
 #include "tests/unit/unitlib.h"
+#include "tests/unit/unit_run.h"
 
 /* ---- the log, recorded ---- */
 
@@ -1278,11 +1279,5 @@ queue_suite(void)
 int
 main(void)
 {
-    SRunner *r = srunner_create(queue_suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(queue_suite());
 }

@@ -18,6 +18,7 @@
 #include "engine/buf.h"
 #include "engine/nv.h"
 #include "engine/radix.h"
+#include "tests/unit/unit_run.h"
 
 #define MAX_PATTERNS 4
 #define MAX_CAPS     3
@@ -679,11 +680,5 @@ radix_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(radix_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(radix_suite());
 }

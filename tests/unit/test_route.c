@@ -17,6 +17,7 @@
 #include "engine/msg.h"
 #include "engine/pdb.h"
 #include "tests/unit/unitlib.h"
+#include "tests/unit/unit_run.h"
 
 /* The executors every test configures, in the order route_new() numbers them. */
 static const char *const names[] = {"a", "b", "c", "d"};
@@ -421,11 +422,5 @@ route_suite(void)
 int
 main(void)
 {
-    SRunner *r = srunner_create(route_suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(route_suite());
 }

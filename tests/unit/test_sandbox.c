@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "engine/buf.h"
+#include "tests/unit/unit_run.h"
 
 static int progress_fd = -1;
 
@@ -249,11 +250,5 @@ sandbox_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(sandbox_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(sandbox_suite());
 }

@@ -34,6 +34,7 @@
 #include "engine/msg.h"
 #include "engine/nv.h"
 #include "tests/unit/unitlib.h"
+#include "tests/unit/unit_run.h"
 
 #define BASE ".1.3.6.1.4.1.32473"
 
@@ -1404,13 +1405,7 @@ snmp_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(snmp_suite());
-    int failed;
-
     if (!have_snmptrapd())
         fprintf(stderr, "test_snmp: snmptrapd is not installed: the delivery tests are skipped\n");
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(snmp_suite());
 }

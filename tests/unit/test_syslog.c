@@ -11,6 +11,7 @@
 #include "engine/msg.h"
 #include "engine/nv.h"
 #include "engine/syslogfmt.h"
+#include "tests/unit/unit_run.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -1034,11 +1035,5 @@ syslog_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(syslog_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(syslog_suite());
 }

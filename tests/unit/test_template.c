@@ -26,6 +26,7 @@
 #include "engine/nv.h"
 #include "engine/template.h"
 #include "engine/tfunc.h"
+#include "tests/unit/unit_run.h"
 
 #define ERR NULL /* the template must not compile */
 
@@ -1485,11 +1486,5 @@ template_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(template_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(template_suite());
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/timerwheel.h"
+#include "tests/unit/unit_run.h"
 
 #define N 2000
 
@@ -186,17 +187,11 @@ main(void)
 {
     Suite *s = suite_create("timerwheel");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_randomized);
     tcase_add_test(tc, test_next_expiry_and_far_future);
     tcase_add_test(tc, test_million_timers_fire);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(s);
 }

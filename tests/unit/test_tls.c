@@ -6,6 +6,7 @@
  * tests/integration/inputs_tls.sh and outputs_tls.sh.
  */
 #include "agent/tls.h"
+#include "tests/unit/unit_run.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -116,11 +117,5 @@ tls_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(tls_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return unit_run(tls_suite());
 }
