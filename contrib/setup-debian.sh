@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what corral needs to build and to run its whole test suite on
 # Debian 12: the libraries, the build tools, and the real peers the tests
-# talk to (syslog-ng's pdbtool, snmptrapd, an SMTP server, logger).
+# talk to (syslog-ng's pdbtool, snmptrapd, an SMTP server, logger), and
+# libfaketime, under which corr_diff runs pdbtool with a frozen clock.
 set -eu
 if [ "$(id -u)" != 0 ]; then
     exec sudo sh "$0" "$@"
@@ -13,5 +14,5 @@ apt-get install -y --no-install-recommends \
     libuv1-dev libxml2-dev libsnmp-dev libcurl4-openssl-dev libpcre2-dev check \
     libmicrohttpd-dev libjansson-dev libssl-dev libseccomp-dev chromium \
     python3 syslog-ng-core snmp snmptrapd snmptt smitools python3-aiosmtpd openssl curl \
-    bsdutils procps nftables gcovr \
+    bsdutils procps nftables gcovr libfaketime \
     git dpkg-dev debhelper dh-autoreconf lintian logrotate systemd
