@@ -1207,6 +1207,7 @@ start_corr(struct server *s, const struct conf *conf)
         wo.corr = &copts;
         wo.emit = on_worker_emit;
         wo.arg = s;
+        wo.linger_ms = WORKERS_LINGER_MS;
         s->workers = workers_new(s->loop, s->db, &wo);
     }
     if (!s->workers) s->corr = corr_new(s->db, &copts);

@@ -35,7 +35,11 @@ struct workers_opts {
     const struct corr_opts *corr; /* limits (totals, each shard its part) and log; emit unused */
     workers_emit_fn emit;
     void *arg;
+    /* with no batch at the workers, how long a batch that is not full waits for more (see
+     * workers.c); 0: handed over at the end of the loop iteration */
+    unsigned linger_ms;
 };
+#define WORKERS_LINGER_MS 5 /* corrald's */
 
 /* Starts the threads over db (read-only while they run); NULL when they cannot start. */
 struct workers *workers_new(uv_loop_t *loop, struct pdb *db, const struct workers_opts *o);
