@@ -4,21 +4,20 @@
  * Batches.  The loop thread copies each message its inputs read into the
  * batch being filled (raw bytes, peer, TLS peer: nothing parsed), and hands
  * the batch to the workers when it is full, at the end of every loop
- * iteration (a check handle), and with the
- * one-second tick.  When no batch is with the workers (a trickle of
- * messages), a batch that is not full waits up to linger_ms (corrald:
- * WORKERS_LINGER_MS, 5) after its first message for more: handing over a
- * batch wakes every worker (each shard walks every batch), and at a few
- * thousand messages a second a batch per message cost 2 workers 5.6 times
- * the CPU of one (1.9 s against 0.34 s in 10 s at 2,000 UDP messages a
- * second on the 2-CPU development machine; 0.57 s lingering).  The batches
- * form a ring of queue/256 (at least 2): one filling, the others with the
- * workers or done; a batch whose messages the loop has not taken back is
- * not refilled.  That ring is the bounded queue between the stages: when
- * the batch being filled is full and cannot be handed over, workers_full()
- * says so and server.c pauses the stream inputs (the rest of a read still
- * goes in: the batch grows by that much); a datagram is refused and
- * counted.
+ * iteration (a check handle), and with the one-second tick.  When no batch
+ * is with the workers (a trickle of messages), a batch that is not full
+ * waits up to linger_ms (corrald: WORKERS_LINGER_MS, 5) after its first
+ * message for more: handing over a batch wakes every worker (each shard
+ * walks every batch), and at a few thousand messages a second a batch per
+ * message cost 2 workers 5.6 times the CPU of one (1.9 s against 0.34 s in
+ * 10 s at 2,000 UDP messages a second on the 2-CPU development machine;
+ * 0.57 s lingering).  The batches form a ring of queue/256 (at least 2):
+ * one filling, the others with the workers or done; a batch whose messages
+ * the loop has not taken back is not refilled.  That ring is the bounded
+ * queue between the stages: when the batch being filled is full and cannot
+ * be handed over, workers_full() says so and server.c pauses the stream
+ * inputs (the rest of a read still goes in: the batch grows by that much);
+ * a datagram is refused and counted.
  *
  * Each batch runs on the N threads, as in engine/par.c, in two phases:
  *   A. the threads parse and classify the batch in chunks of CHUNK, each
@@ -163,8 +162,7 @@ struct workers {
     /* allocated apart: they outlive w until the loop has closed them */
     uv_async_t *async;
     uv_check_t *check;
-    uv_timer_t *linger; /* hands over a lingering batch (on_check()) */
-    uint64_t first_ms;  /* loop time of the first message in the batch being filled */
+    uv_timer_t *linger; /* runs from a batch's first message until it is handed over */
     uint64_t tz_gen;    /* under lock: bumped at a reload, each thread then forgets its time zone */
     struct workers_stats st;
     uint64_t drop_log_ms;
@@ -498,20 +496,17 @@ on_linger(uv_timer_t *t)
 
 /*
  * After every loop iteration: hands over the batch being filled, unless
- * no batch is with the workers and this one is not full and younger than
- * linger_ms (see the top): then the linger timer, started with its first
- * message, hands it over when it is that old, if nothing has before.
+ * no batch is with the workers and the linger timer, started with this
+ * batch's first message, is still running (see the top): then the timer
+ * hands it over, if nothing has before.  A full batch went already.
  */
 static void
 on_check(uv_check_t *c)
 {
     struct workers *w = c->data;
-    struct batch *b = filling(w);
 
-    if (w->o.linger_ms && b->n && b->n < w->cap && !w->pending_tick &&
-        w->submitted == w->dispatched) {
-        if (uv_now(w->loop) < w->first_ms + w->o.linger_ms) return;
-    }
+    if (uv_is_active((uv_handle_t *)w->linger) && !w->pending_tick && w->submitted == w->dispatched)
+        return;
     submit(w);
 }
 
@@ -543,12 +538,9 @@ workers_submit(struct workers *w, const char *data, size_t len, const char *peer
         b->items = xgrow(b->items, &b->cap, b->n + 1, sizeof(*b->items));
         for (; old < b->cap; old++) b->items[old].m = msg_new();
     }
-    if (!b->n) {
-        /* started here, not in on_check(): a message submitted before the loop's poll (from a
-         * timer) must not wait for the poll's next event */
-        w->first_ms = uv_now(w->loop);
-        if (w->o.linger_ms) uv_timer_start(w->linger, on_linger, w->o.linger_ms, 0);
-    }
+    /* started here, not in on_check(): a message submitted before the loop's poll (from a
+     * timer) must not wait for the poll's next event */
+    if (!b->n && w->o.linger_ms) uv_timer_start(w->linger, on_linger, w->o.linger_ms, 0);
     it = &b->items[b->n++];
     it->off = b->text.len;
     it->len = len;
