@@ -25,6 +25,7 @@
 #include "engine/nv.h"
 #include "engine/tags.h"
 #include "engine/template.h"
+#include "engine/units.h"
 #include "engine/wire.h"
 #include "engine/xalloc.h"
 #include "agent/silences.h"
@@ -34,13 +35,28 @@
 #include <string.h>
 #include <strings.h>
 
-#define FILE_HEADER "CORRALAL1\n"
-#define LOG_EVERY   60000
+#define FILE_HEADER    "CORRALAL2\n"
+#define FILE_HEADER_V1 "CORRALAL1\n" /* read still: without resolution, routes and history */
+#define LOG_EVERY      60000
 
+/* An executor of an alert: chosen by its routes, and what became of the last notification. */
 struct exstate {
     char *name;
     enum alert_delivery d;
     uint64_t at;
+    bool chosen;        /* the routes chose it at the last occurrence */
+    bool send_resolved; /* ... with send-resolved */
+    bool told;          /* it was handed the alert firing, and not yet its resolution */
+    uint32_t attempt;   /* of the notification being delivered: 1, then 2 after a retry, ... */
+};
+
+/* One notification of the history. */
+struct notice {
+    uint64_t at;
+    char *executor;
+    bool resolved; /* a resolved notification */
+    enum alert_delivery outcome;
+    uint32_t attempt;
 };
 
 struct entry {
@@ -50,11 +66,26 @@ struct entry {
     struct msg *labels;
     uint64_t first, last, count;
     bool resolved;
+    enum alert_resolution how; /* when resolved */
+    uint64_t resolved_at;
+    uint64_t resolve_after; /* ms without occurrence after which it resolves; 0: never */
     enum alert_state muted; /* ALERT_FIRING, ALERT_SILENCED or ALERT_INHIBITED */
     char *by;               /* the silence or the inhibiting alert */
     struct exstate *ex;
     size_t nex, capex;
+    struct notice hist[ALERTS_HISTORY]; /* a ring: the last ALERTS_HISTORY notifications */
+    uint64_t nhist;                     /* notifications ever recorded */
 };
+
+/* A period during which a source of an <inhibit> rule was active (it resolved since). */
+struct window {
+    char *id;
+    struct msg *labels;
+    uint64_t since, until;
+};
+
+#define INHIBIT_WINDOWS     256
+#define INHIBIT_WINDOW_KEEP (3600 * 1000ULL)
 
 struct list {
     struct entry *head, *tail;
@@ -66,6 +97,8 @@ struct rule {
     size_t nequal;
     struct entry **src; /* the entries, not resolved, that match source now */
     size_t nsrc, capsrc;
+    struct window win[INHIBIT_WINDOWS]; /* a ring: the last periods of resolved sources */
+    size_t nwin, winpos;
 };
 
 struct alerts {
@@ -78,16 +111,24 @@ struct alerts {
     struct buf scratch;
     struct alerts_stats st;
     uint64_t last_log;
+    uint64_t resolve_timeout; /* ms; 0: never */
+    bool sources_changed;
+    alerts_notify_fn notify;
+    void *notify_arg;
 };
 
 static tag_id tag_clear;
-static nv_handle h_severity;
+static nv_handle h_severity, h_resolve_after, h_since, h_status, h_resolved_by;
 
 static void
 init_names(void)
 {
     if (!tag_clear) tag_clear = tag_intern("corral.clear", 12);
     if (!h_severity) h_severity = nv_intern_str("corral.severity");
+    if (!h_resolve_after) h_resolve_after = nv_intern_str("corral.resolve_after");
+    if (!h_since) h_since = nv_intern_str("corral.since");
+    if (!h_status) h_status = nv_intern_str("corral.status");
+    if (!h_resolved_by) h_resolved_by = nv_intern_str("corral.resolved_by");
 }
 
 /* ---- lists ---- */
@@ -134,7 +175,49 @@ entry_free(struct entry *e)
     if (e->labels) msg_unref(e->labels);
     for (i = 0; i < e->nex; i++) free(e->ex[i].name);
     free(e->ex);
+    for (i = 0; i < ALERTS_HISTORY; i++) free(e->hist[i].executor);
     free(e);
+}
+
+static void
+window_clear(struct window *w)
+{
+    free(w->id);
+    if (w->labels) msg_unref(w->labels);
+    memset(w, 0, sizeof(*w));
+}
+
+/* When source e became active: its corral.since label (ISO 8601), else when first seen. */
+static uint64_t
+since_of(const struct entry *e)
+{
+    size_t len;
+    const char *v = msg_get(e->labels, h_since, &len);
+    char text[64];
+    int64_t ms;
+
+    if (v && len > 0 && len < sizeof(text)) {
+        memcpy(text, v, len);
+        text[len] = '\0';
+        if (silences_parse_time(text, &ms) == 0 && ms >= 0 && (uint64_t)ms < e->first)
+            return (uint64_t)ms;
+    }
+    return e->first;
+}
+
+/* Source e of rule r resolved: its active period keeps inhibiting targets of that time. */
+static void
+window_add(struct rule *r, const struct entry *e)
+{
+    struct window *w = &r->win[r->winpos];
+
+    window_clear(w);
+    w->id = xstrdup(e->id);
+    w->labels = msg_ref(e->labels);
+    w->since = since_of(e);
+    w->until = e->resolved_at ? e->resolved_at : e->last;
+    r->winpos = (r->winpos + 1) % INHIBIT_WINDOWS;
+    if (r->nwin < INHIBIT_WINDOWS) r->nwin++;
 }
 
 /* e leaves rule r's sources. */
@@ -150,7 +233,10 @@ source_remove(struct rule *r, const struct entry *e)
         }
 }
 
-/* e is among the sources of the rules whose source it matches now, and only those. */
+/*
+ * e is among the sources of the rules whose source it matches now, and only
+ * those; a source that resolves leaves its active period behind.
+ */
 static void
 sources_update(struct alerts *a, struct entry *e)
 {
@@ -163,8 +249,11 @@ sources_update(struct alerts *a, struct entry *e)
         if (want && k == r->nsrc) {
             r->src = xgrow(r->src, &r->capsrc, r->nsrc + 1, sizeof(*r->src));
             r->src[r->nsrc++] = e;
+            a->sources_changed = true;
         } else if (!want && k < r->nsrc) {
             r->src[k] = r->src[--r->nsrc];
+            if (e->resolved) window_add(r, e);
+            a->sources_changed = true;
         }
     }
 }
@@ -193,6 +282,7 @@ free_rules(struct rule *rules, size_t n)
         for (k = 0; k < rules[i].nequal; k++) free(rules[i].equal[k]);
         free(rules[i].equal);
         free(rules[i].src);
+        for (k = 0; k < INHIBIT_WINDOWS; k++) window_clear(&rules[i].win[k]);
     }
     free(rules);
 }
@@ -255,8 +345,16 @@ alerts_new(const struct conf *c, struct buf *err)
         return NULL;
     }
     a->nrules = c->ninhibits;
+    a->resolve_timeout = (uint64_t)(c->resolve_timeout * 1000);
     hash_table_init(&a->table, 64);
     return a;
+}
+
+void
+alerts_set_notify(struct alerts *a, alerts_notify_fn fn, void *arg)
+{
+    a->notify = fn;
+    a->notify_arg = arg;
 }
 
 int
@@ -282,7 +380,7 @@ alerts_free(struct alerts *a)
     free(a);
 }
 
-static void make_room(struct alerts *a);
+static bool make_room(struct alerts *a);
 
 void
 alerts_adopt(struct alerts *a, struct alerts *old)
@@ -293,6 +391,7 @@ alerts_adopt(struct alerts *a, struct alerts *old)
     if (!old) return;
     a->st = old->st;
     a->last_log = old->last_log;
+    if (!a->notify) alerts_set_notify(a, old->notify, old->notify_arg);
     lists[0] = &old->resolved;
     lists[1] = &old->active;
     for (i = 0; i < 2; i++) {
@@ -305,7 +404,7 @@ alerts_adopt(struct alerts *a, struct alerts *old)
             sources_update(a, e);
         }
     }
-    while (a->table.count > a->max) make_room(a);
+    while (a->table.count > a->max && make_room(a)) continue;
 }
 
 /* ---- recording ---- */
@@ -358,23 +457,54 @@ same_labels(const struct rule *r, const struct msg *x, const struct msg *y)
     return true;
 }
 
-const char *
-alerts_inhibited_by(struct alerts *a, const struct msg *m, const char *id)
+/* The time of m, in ms since the epoch: the stamp of the line that raised it. */
+static uint64_t
+time_of(const struct msg *m)
 {
-    size_t i;
-    struct entry *e;
+    const struct msg_time *t = msg_stamp(m);
 
-    size_t k;
+    if (!t || t->sec < 0) return 0;
+    return (uint64_t)t->sec * 1000 + (uint64_t)t->usec / 1000;
+}
+
+/* The id of what inhibits m (id: m's own alert id) at now_ms, or NULL. */
+static const char *
+inhibitor(struct alerts *a, const struct msg *m, const char *id, uint64_t now_ms)
+{
+    size_t i, k;
+    uint64_t t = 0;
+    bool have_t = false;
 
     for (i = 0; i < a->nrules; i++) {
-        const struct rule *r = &a->rules[i];
-        if (!r->nsrc || !labelmatch_match(r->target, m)) continue;
+        struct rule *r = &a->rules[i];
+        if ((!r->nsrc && !r->nwin) || !labelmatch_match(r->target, m)) continue;
         for (k = 0; k < r->nsrc; k++) {
-            e = r->src[k];
+            const struct entry *e = r->src[k];
             if (strcmp(e->id, id) != 0 && same_labels(r, e->labels, m)) return e->id;
+        }
+        for (k = 0; k < r->nwin; k++) {
+            struct window *w = &r->win[k];
+            if (!w->id) continue;
+            if (now_ms > w->until && now_ms - w->until > INHIBIT_WINDOW_KEEP) {
+                window_clear(w);
+                continue;
+            }
+            if (!have_t) {
+                t = time_of(m);
+                have_t = true;
+            }
+            if (t >= w->since && t <= w->until && strcmp(w->id, id) != 0 &&
+                same_labels(r, w->labels, m))
+                return w->id;
         }
     }
     return NULL;
+}
+
+const char *
+alerts_inhibited_by(struct alerts *a, const struct msg *m, const char *id)
+{
+    return inhibitor(a, m, id, time_of(m));
 }
 
 static struct entry *
@@ -389,67 +519,279 @@ find(const struct alerts *a, const char *id, size_t len, uint64_t h)
     return NULL;
 }
 
-bool
-alerts_known(const struct alerts *a, const char *id)
+static struct entry *
+find_str(const struct alerts *a, const char *id)
 {
     size_t len = strlen(id);
 
-    return find(a, id, len, hash_string(id, len)) != NULL;
+    return find(a, id, len, hash_string(id, len));
 }
 
-/* Forgets one entry: the resolved one seen longest ago, else the oldest. */
-static void
+bool
+alerts_known(const struct alerts *a, const char *id)
+{
+    return find_str(a, id) != NULL;
+}
+
+bool
+alerts_firing(const struct alerts *a, const char *id)
+{
+    const struct entry *e = find_str(a, id);
+
+    return e && !e->resolved;
+}
+
+/*
+ * Forgets the resolved entry seen longest ago; false when every entry is
+ * unresolved: a firing alert is never forgotten for a new one (an attacker
+ * raising alerts must not push out the real ones).
+ */
+static bool
 make_room(struct alerts *a)
 {
-    struct entry *e = a->resolved.head ? a->resolved.head : a->active.head;
+    struct entry *e = a->resolved.head;
     uint64_t now;
 
-    if (!e) return;
+    if (!e) return false;
     a->st.forgotten++;
     /* the newest alert's time is the clock: only the rate of the log line depends on it */
     now = a->active.tail && a->active.tail->last > e->last ? a->active.tail->last : e->last;
     if (!a->last_log || now - a->last_log >= LOG_EVERY) {
-        log_msg(LOG_WARNING,
-                "alerts: %zu alerts (max-alerts): forgetting the oldest%s ones (%llu so far)",
-                a->max, a->resolved.head ? " resolved" : "", (unsigned long long)a->st.forgotten);
+        log_msg(
+            LOG_WARNING,
+            "alerts: %zu alerts (max-alerts): forgetting the oldest resolved ones (%llu so far)",
+            a->max, (unsigned long long)a->st.forgotten);
         a->last_log = now ? now : 1;
     }
     forget(a, e);
+    return true;
 }
 
-void
-alerts_record(struct alerts *a, const char *id, const struct msg *m, enum alert_state muted,
-              const char *by, uint64_t now_ms)
+static struct exstate *
+exstate_of(struct entry *e, const char *executor)
 {
-    size_t len = strlen(id);
+    size_t i;
+
+    for (i = 0; i < e->nex; i++)
+        if (strcmp(e->ex[i].name, executor) == 0) return &e->ex[i];
+    e->ex = xgrow(e->ex, &e->capex, e->nex + 1, sizeof(*e->ex));
+    memset(&e->ex[e->nex], 0, sizeof(e->ex[e->nex]));
+    e->ex[e->nex].name = xstrdup(executor);
+    return &e->ex[e->nex++];
+}
+
+/* The resolve timeout of an alert whose last message is m, in ms (0: never). */
+static uint64_t
+resolve_after_of(const struct alerts *a, const struct msg *m)
+{
+    size_t len;
+    const char *v = msg_get(m, h_resolve_after, &len);
+    char text[32];
+    double d;
+
+    if (!v || !len || len >= sizeof(text)) return a->resolve_timeout;
+    memcpy(text, v, len);
+    text[len] = '\0';
+    if (strcmp(text, "never") == 0) return 0;
+    d = units_duration(text);
+    return d < 0 ? a->resolve_timeout : (uint64_t)(d * 1000);
+}
+
+/* The resolved notification of e when nothing came to say so (a timeout, by hand). */
+static struct msg *
+resolution_msg(const struct entry *e, uint64_t now_ms)
+{
+    struct msg *m = msg_clone(e->labels);
+    struct msg_time t = {(int64_t)(now_ms / 1000), (int32_t)(now_ms % 1000) * 1000, 0};
+    const char *by = e->how == ALERT_BY_HAND ? "hand" : "timeout";
+
+    msg_set_stamp(m, &t);
+    msg_tag_set(m, tag_clear);
+    msg_set(m, h_resolved_by, by, strlen(by));
+    return m;
+}
+
+/*
+ * e resolved: the executors that were told it fired and whose route says
+ * send-resolved get m (once), except those in skip (they get m otherwise).
+ */
+static void
+announce_resolved(struct alerts *a, struct entry *e, struct msg *m, const struct alert_target *skip,
+                  size_t nskip)
+{
+    size_t i, k;
+
+    msg_set(m, h_status, "resolved", 8);
+    for (i = 0; i < e->nex; i++) {
+        struct exstate *x = &e->ex[i];
+        bool skipped = false;
+        if (!x->told) continue;
+        x->told = false;
+        for (k = 0; k < nskip; k++)
+            if (strcmp(skip[k].name, x->name) == 0) skipped = true;
+        if (skipped || !x->send_resolved || !a->notify) continue;
+        a->st.notified_resolved++;
+        a->notify(a->notify_arg, x->name, m);
+    }
+}
+
+/* e resolves now, how; its executors are told. */
+static void
+resolve(struct alerts *a, struct entry *e, enum alert_resolution how, uint64_t now_ms)
+{
+    struct msg *m;
+
+    unlink_entry(list_of(a, e), e);
+    e->resolved = true;
+    e->how = how;
+    e->resolved_at = now_ms;
+    append(list_of(a, e), e);
+    if (how == ALERT_BY_TIMEOUT) a->st.resolved_timeout++;
+    if (how == ALERT_BY_HAND) a->st.resolved_hand++;
+    m = resolution_msg(e, now_ms);
+    announce_resolved(a, e, m, NULL, 0);
+    msg_unref(m);
+    sources_update(a, e);
+}
+
+bool
+alerts_record(struct alerts *a, const char *id, const struct msg *m, enum alert_state muted,
+              const char *by, const struct alert_target *targets, size_t ntargets, uint64_t now_ms)
+{
+    size_t len = strlen(id), i;
     uint64_t h = hash_string(id, len);
     struct entry *e = find(a, id, len, h);
-    bool clear = alerts_is_clear(m);
+    bool clear = alerts_is_clear(m), was_firing;
 
+    if (!e && a->table.count >= a->max && !make_room(a)) {
+        a->st.unrecorded++;
+        if (!a->last_log || now_ms - a->last_log >= LOG_EVERY) {
+            log_msg(LOG_WARNING,
+                    "alerts: %zu alerts firing (max-alerts): new alerts are sent but not "
+                    "recorded (%llu so far)",
+                    a->max, (unsigned long long)a->st.unrecorded);
+            a->last_log = now_ms ? now_ms : 1;
+        }
+        return false;
+    }
     a->st.recorded++;
     if (muted == ALERT_SILENCED) a->st.silenced++;
     if (muted == ALERT_INHIBITED) a->st.inhibited++;
     if (!e) {
-        if (a->table.count >= a->max) make_room(a);
         e = xcalloc(1, sizeof(*e));
         e->id = xstrndup(id, len);
         e->first = now_ms;
-        e->resolved = clear;
         hash_table_add(&a->table, &e->node, h);
         append(list_of(a, e), e);
+        was_firing = false;
     } else {
-        unlink_entry(list_of(a, e), e);
-        e->resolved = clear;
-        append(list_of(a, e), e);
+        was_firing = !e->resolved;
         msg_unref(e->labels);
+        if (e->resolved && !clear) e->first = now_ms; /* raised again: a new episode */
     }
+    unlink_entry(list_of(a, e), e);
+    e->resolved = clear;
+    e->how = clear ? ALERT_BY_CLEAR : ALERT_BY_NONE;
+    e->resolved_at = clear ? now_ms : 0;
+    append(list_of(a, e), e);
     e->labels = msg_clone(m);
     e->last = now_ms;
     e->count++;
+    e->resolve_after = resolve_after_of(a, m);
     e->muted = muted == ALERT_SILENCED || muted == ALERT_INHIBITED ? muted : ALERT_FIRING;
     free(e->by);
     e->by = by && e->muted != ALERT_FIRING ? xstrdup(by) : NULL;
+    if (clear) {
+        if (was_firing) {
+            struct msg *note = msg_clone(m);
+            a->st.resolved_clear++;
+            announce_resolved(a, e, note, targets, ntargets);
+            msg_unref(note);
+        }
+    } else {
+        for (i = 0; i < e->nex; i++) e->ex[i].chosen = e->ex[i].send_resolved = false;
+        for (i = 0; i < ntargets; i++) {
+            struct exstate *x = exstate_of(e, targets[i].name);
+            x->chosen = true;
+            x->send_resolved = targets[i].send_resolved;
+            if (e->muted == ALERT_FIRING) x->told = true;
+        }
+    }
     sources_update(a, e);
+    return true;
+}
+
+int
+alerts_resolve(struct alerts *a, const char *id, uint64_t now_ms)
+{
+    struct entry *e = find_str(a, id);
+
+    if (!e || e->resolved) return -1;
+    resolve(a, e, ALERT_BY_HAND, now_ms);
+    return 0;
+}
+
+size_t
+alerts_tick(struct alerts *a, uint64_t now_ms)
+{
+    struct entry *e, *next;
+    size_t n = 0;
+
+    for (e = a->active.head; e; e = next) {
+        next = e->next;
+        if (e->resolve_after && now_ms >= e->last && now_ms - e->last >= e->resolve_after) {
+            resolve(a, e, ALERT_BY_TIMEOUT, now_ms);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* e is no longer muted: it goes to the executors its routes chose. */
+static void
+unmuted(struct alerts *a, struct entry *e)
+{
+    size_t i;
+
+    a->st.unmuted++;
+    for (i = 0; i < e->nex; i++) {
+        struct exstate *x = &e->ex[i];
+        if (!x->chosen) continue;
+        x->told = true;
+        if (a->notify) a->notify(a->notify_arg, x->name, e->labels);
+    }
+}
+
+size_t
+alerts_remute(struct alerts *a, struct silences *sil, uint64_t now_ms)
+{
+    struct entry *e, *next;
+    size_t n = 0;
+
+    a->sources_changed = false;
+    for (e = a->active.head; e; e = next) {
+        const char *by = NULL;
+        enum alert_state st = ALERT_FIRING, was = e->muted;
+        next = e->next;
+        if (alerts_is_clear(e->labels)) continue;
+        if (sil && (by = silences_match(sil, e->labels, now_ms)))
+            st = ALERT_SILENCED;
+        else if ((by = inhibitor(a, e->labels, e->id, time_of(e->labels))))
+            st = ALERT_INHIBITED;
+        if (st == was && (!by || (e->by && strcmp(by, e->by) == 0))) continue;
+        n++;
+        e->muted = st;
+        free(e->by);
+        e->by = by ? xstrdup(by) : NULL;
+        if (st == ALERT_FIRING && was != ALERT_FIRING) unmuted(a, e);
+    }
+    return n;
+}
+
+bool
+alerts_sources_changed(const struct alerts *a)
+{
+    return a->sources_changed;
 }
 
 void
@@ -457,20 +799,29 @@ alerts_delivery(struct alerts *a, const char *executor, const struct msg *m, enu
                 uint64_t now_ms)
 {
     struct entry *e;
-    size_t i;
+    struct exstate *x;
+    struct notice *n;
 
     alerts_id(a, m, &a->scratch);
     e = find(a, buf_str(&a->scratch), a->scratch.len, hash_string(a->scratch.p, a->scratch.len));
     if (!e)
         return; /* not an alert the store knows: from the spool of an earlier run, or forgotten */
-    for (i = 0; i < e->nex; i++)
-        if (strcmp(e->ex[i].name, executor) == 0) break;
-    if (i == e->nex) {
-        e->ex = xgrow(e->ex, &e->capex, e->nex + 1, sizeof(*e->ex));
-        e->ex[e->nex++].name = xstrdup(executor);
-    }
-    e->ex[i].d = d;
-    e->ex[i].at = now_ms;
+    x = exstate_of(e, executor);
+    if (d == ALERT_QUEUED)
+        x->attempt = 1;
+    else if (d == ALERT_RETRYING)
+        x->attempt++;
+    if (!x->attempt) x->attempt = 1;
+    x->d = d;
+    x->at = now_ms;
+    n = &e->hist[e->nhist % ALERTS_HISTORY];
+    free(n->executor);
+    n->executor = xstrdup(executor);
+    n->at = now_ms;
+    n->resolved = alerts_is_clear(m);
+    n->outcome = d;
+    n->attempt = d == ALERT_RETRYING ? x->attempt - 1 : x->attempt;
+    e->nhist++;
 }
 
 /* ---- reporting ---- */
@@ -507,10 +858,36 @@ state_of(const struct entry *e)
     return e->resolved ? ALERT_RESOLVED : e->muted;
 }
 
+static const char *
+resolution_name(enum alert_resolution how)
+{
+    switch (how) {
+    case ALERT_BY_CLEAR: return "clear";
+    case ALERT_BY_TIMEOUT: return "timeout";
+    case ALERT_BY_HAND: return "hand";
+    case ALERT_BY_NONE: break;
+    }
+    return NULL;
+}
+
+static void
+time_json(struct buf *out, const char *key, uint64_t ms)
+{
+    buf_printf(out, ",\"%s\":", key);
+    if (!ms) {
+        buf_puts(out, "null");
+        return;
+    }
+    buf_putc(out, '"');
+    silences_format_time((int64_t)ms, out);
+    buf_putc(out, '"');
+}
+
 static void
 entry_json(const struct entry *e, struct buf *out)
 {
     size_t i;
+    uint64_t k, from;
 
     buf_puts(out, "{\"id\":");
     json_quote(out, e->id, strlen(e->id));
@@ -525,19 +902,45 @@ entry_json(const struct entry *e, struct buf *out)
         json_quote(out, e->by, strlen(e->by));
     else
         buf_puts(out, "null");
+    time_json(out, "resolvedAt", e->resolved ? e->resolved_at : 0);
+    buf_puts(out, ",\"resolvedBy\":");
+    if (e->resolved && resolution_name(e->how))
+        buf_printf(out, "\"%s\"", resolution_name(e->how));
+    else
+        buf_puts(out, "null");
+    time_json(out, "resolveAt", !e->resolved && e->resolve_after ? e->last + e->resolve_after : 0);
     buf_puts(out, ",\"executors\":{");
     for (i = 0; i < e->nex; i++) {
+        const struct exstate *x = &e->ex[i];
         if (i) buf_putc(out, ',');
-        json_quote(out, e->ex[i].name, strlen(e->ex[i].name));
-        buf_printf(out, ":{\"state\":\"%s\",\"at\":\"", delivery_name(e->ex[i].d));
-        silences_format_time((int64_t)e->ex[i].at, out);
-        buf_puts(out, "\"}");
+        json_quote(out, x->name, strlen(x->name));
+        buf_printf(out, ":{\"state\":\"%s\",\"at\":", x->at ? delivery_name(x->d) : "none");
+        if (x->at) {
+            buf_putc(out, '"');
+            silences_format_time((int64_t)x->at, out);
+            buf_putc(out, '"');
+        } else {
+            buf_puts(out, "null");
+        }
+        buf_printf(out, ",\"sendResolved\":%s}", x->send_resolved ? "true" : "false");
     }
-    buf_puts(out, "}}");
+    buf_printf(out, "},\"notified\":%llu,\"notifications\":[", (unsigned long long)e->nhist);
+    from = e->nhist > ALERTS_HISTORY ? e->nhist - ALERTS_HISTORY : 0;
+    for (k = from; k < e->nhist; k++) {
+        const struct notice *n = &e->hist[k % ALERTS_HISTORY];
+        if (k > from) buf_putc(out, ',');
+        buf_puts(out, "{\"at\":\"");
+        silences_format_time((int64_t)n->at, out);
+        buf_puts(out, "\",\"executor\":");
+        json_quote(out, n->executor ? n->executor : "", n->executor ? strlen(n->executor) : 0);
+        buf_printf(out, ",\"status\":\"%s\",\"outcome\":\"%s\",\"attempt\":%u}",
+                   n->resolved ? "resolved" : "firing", delivery_name(n->outcome), n->attempt);
+    }
+    buf_puts(out, "]}");
 }
 
 void
-alerts_json(struct alerts *a, const struct labelmatch *query, struct buf *out)
+alerts_json(struct alerts *a, const struct labelmatch *query, const char *id, struct buf *out)
 {
     const struct list *lists[2] = {&a->active, &a->resolved};
     const struct entry *e;
@@ -548,6 +951,7 @@ alerts_json(struct alerts *a, const struct labelmatch *query, struct buf *out)
     for (i = 0; i < 2; i++)
         for (e = lists[i]->head; e; e = e->next) {
             if (query && !labelmatch_match(query, e->labels)) continue;
+            if (id && strcmp(id, e->id) != 0) continue;
             if (shown++) buf_putc(out, ',');
             entry_json(e, out);
         }
@@ -593,6 +997,7 @@ static void
 encode(const struct entry *e, struct buf *b)
 {
     size_t i;
+    uint64_t k;
 
     put_str(b, e->id);
     wire_put64(b, e->first);
@@ -602,9 +1007,24 @@ encode(const struct entry *e, struct buf *b)
     put_str(b, e->by);
     wire_put32(b, (uint32_t)e->nex);
     for (i = 0; i < e->nex; i++) {
-        put_str(b, e->ex[i].name);
-        wire_put32(b, (uint32_t)e->ex[i].d);
-        wire_put64(b, e->ex[i].at);
+        const struct exstate *x = &e->ex[i];
+        put_str(b, x->name);
+        wire_put32(b, (uint32_t)x->d);
+        wire_put64(b, x->at);
+        wire_put32(b,
+                   (uint32_t)x->chosen | (uint32_t)x->send_resolved << 1 | (uint32_t)x->told << 2);
+        wire_put32(b, x->attempt);
+    }
+    wire_put32(b, (uint32_t)e->how);
+    wire_put64(b, e->resolved_at);
+    wire_put64(b, e->resolve_after);
+    wire_put64(b, e->nhist);
+    for (k = e->nhist > ALERTS_HISTORY ? e->nhist - ALERTS_HISTORY : 0; k < e->nhist; k++) {
+        const struct notice *n = &e->hist[k % ALERTS_HISTORY];
+        wire_put64(b, n->at);
+        put_str(b, n->executor);
+        wire_put32(b, (uint32_t)n->resolved | (uint32_t)n->outcome << 1);
+        wire_put32(b, n->attempt);
     }
     msg_encode(e->labels, b);
 }
@@ -643,13 +1063,14 @@ get_str(struct wire_reader *r)
     return p ? xstrndup(p, len) : NULL;
 }
 
-/* One record into a new entry; NULL when it does not decode. */
+/* One record (of a file of version 1 or 2) into a new entry; NULL when it does not decode. */
 static struct entry *
-decode(const char *p, size_t len)
+decode(const char *p, size_t len, int version)
 {
     struct wire_reader r;
     struct entry *e = xcalloc(1, sizeof(*e));
-    uint32_t st, nex, i;
+    uint32_t st, nex, i, how;
+    uint64_t k, from;
     size_t used;
 
     wire_reader_init(&r, p, len);
@@ -671,14 +1092,44 @@ decode(const char *p, size_t len)
         char *name = get_str(&r);
         uint32_t d = wire_get32(&r);
         uint64_t at = wire_get64(&r);
+        uint32_t flags = version >= 2 ? wire_get32(&r) : 0;
+        uint32_t attempt = version >= 2 ? wire_get32(&r) : 0;
         if (!name || d > ALERT_DROPPED) {
             free(name);
             goto bad;
         }
         e->ex = xgrow(e->ex, &e->capex, e->nex + 1, sizeof(*e->ex));
+        memset(&e->ex[e->nex], 0, sizeof(e->ex[e->nex]));
         e->ex[e->nex].name = name;
         e->ex[e->nex].d = (enum alert_delivery)d;
-        e->ex[e->nex++].at = at;
+        e->ex[e->nex].at = at;
+        e->ex[e->nex].chosen = flags & 1;
+        e->ex[e->nex].send_resolved = flags & 2;
+        e->ex[e->nex].told = flags & 4;
+        e->ex[e->nex++].attempt = attempt;
+    }
+    if (version >= 2) {
+        how = wire_get32(&r);
+        e->resolved_at = wire_get64(&r);
+        e->resolve_after = wire_get64(&r);
+        e->nhist = wire_get64(&r);
+        if (how > ALERT_BY_HAND || r.bad) goto bad;
+        e->how = (enum alert_resolution)how;
+        from = e->nhist > ALERTS_HISTORY ? e->nhist - ALERTS_HISTORY : 0;
+        for (k = from; k < e->nhist && !r.bad; k++) {
+            struct notice *n = &e->hist[k % ALERTS_HISTORY];
+            uint32_t bits;
+            n->at = wire_get64(&r);
+            n->executor = get_str(&r);
+            bits = wire_get32(&r);
+            n->attempt = wire_get32(&r);
+            if (!n->executor || (bits >> 1) > ALERT_DROPPED) goto bad;
+            n->resolved = bits & 1;
+            n->outcome = (enum alert_delivery)(bits >> 1);
+        }
+    } else if (e->resolved) {
+        e->how = ALERT_BY_CLEAR;
+        e->resolved_at = e->last;
     }
     if (r.bad) goto bad;
     e->labels = msg_new();
@@ -696,6 +1147,7 @@ alerts_load(struct alerts *a, const char *path)
     size_t len, off, n = 0;
     char *data = durable_read_file(path, DURABLE_MAX_STATE, &len);
     size_t hl = strlen(FILE_HEADER);
+    int version = 2;
 
     if (!data) {
         if (errno == ENOENT) return 0;
@@ -703,7 +1155,8 @@ alerts_load(struct alerts *a, const char *path)
         a->st.load_errors++;
         return -1;
     }
-    if (len < hl || memcmp(data, FILE_HEADER, hl) != 0) {
+    if (len >= hl && memcmp(data, FILE_HEADER_V1, hl) == 0) version = 1;
+    if (len < hl || (version == 2 && memcmp(data, FILE_HEADER, hl) != 0)) {
         log_msg(LOG_ERR, "alerts: %s is not an alert store, not read", path);
         a->st.load_errors++;
         free(data);
@@ -716,7 +1169,7 @@ alerts_load(struct alerts *a, const char *path)
         rl = wire_load32((const unsigned char *)data + off);
         crc = wire_load32((const unsigned char *)data + off + 4);
         if (rl > len - off - 8 || durable_crc32(0, data + off + 8, rl) != crc) break;
-        e = decode(data + off + 8, rl);
+        e = decode(data + off + 8, rl, version);
         off += 8 + rl;
         if (!e) {
             a->st.load_errors++;
@@ -727,7 +1180,11 @@ alerts_load(struct alerts *a, const char *path)
             uint64_t h = hash_string(e->id, idl);
             struct entry *dup = find(a, e->id, idl, h);
             if (dup) forget(a, dup);
-            if (a->table.count >= a->max) make_room(a);
+            if (a->table.count >= a->max && !make_room(a)) {
+                a->st.unrecorded++;
+                entry_free(e);
+                continue;
+            }
             hash_table_add(&a->table, &e->node, h);
             append(list_of(a, e), e);
             sources_update(a, e);

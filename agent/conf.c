@@ -42,6 +42,7 @@ conf_init(struct conf *c)
     c->control_timeout = 10;
     c->state_interval = 60;
     c->max_alerts = 10000;
+    c->resolve_timeout = 300;
     c->max_silences = 10000;
     c->silence_retention = 5 * 86400;
     c->log_level = xstrdup("info");
@@ -735,6 +736,9 @@ read_route(struct reader *r, struct conf_route *rt, const xmlNode *n, int depth)
     rt->tag = attr(n, "tag");
     rt->filter = attr(n, "filter");
     rt->cont = attr_is(n, "continue", "yes");
+    rt->send_resolved = attr_is(n, "send-resolved", "yes")  ? 1
+                        : attr_is(n, "send-resolved", "no") ? 0
+                                                            : -1;
     rt->messages = CONF_SELECT_GENERATED;
     if (attr_is(n, "messages", "classified")) rt->messages = CONF_SELECT_CLASSIFIED;
     if (attr_is(n, "messages", "all")) rt->messages = CONF_SELECT_ALL;
@@ -885,6 +889,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->max_alerts = number_attr(r, n, "max-alerts", c->max_alerts, false);
             c->max_silences = number_attr(r, n, "max-silences", c->max_silences, false);
             c->silence_retention = duration_attr(r, n, "silence-retention", c->silence_retention);
+            c->resolve_timeout = duration_attr(r, n, "resolve-timeout", c->resolve_timeout);
             if (id) {
                 struct buf e = BUF_INIT;
                 struct template *t = template_compile_str(id, &e);

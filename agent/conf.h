@@ -103,6 +103,7 @@ struct conf_route {
     char *class, *rule, *tag, *filter;
     enum conf_select messages; /* which messages the route considers; default generated */
     bool cont;                 /* continue="yes": later sibling routes are tried too */
+    int send_resolved; /* send-resolved="yes"/"no"; -1: as the parent route (no at the top) */
     struct conf_route *children;
     size_t nchildren;
     int line;
@@ -158,6 +159,7 @@ struct conf {
     size_t max_alerts;
     size_t max_silences;
     double silence_retention; /* seconds an ended silence is kept */
+    double resolve_timeout;   /* seconds an alert not raised again stays firing; 0: forever */
     char *alert_id;           /* template of the store's alert id; NULL: the executors' default */
     struct conf_inhibit *inhibits;
     size_t ninhibits;

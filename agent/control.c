@@ -231,9 +231,34 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
     } else if (!alerts || !sil) {
         buf_puts(&err, "not started yet");
     } else if (strcmp(cmd, "alerts") == 0) {
-        if (query_of(j, &query, &err) == 0) {
-            alerts_json(alerts, query, &data);
+        const json_t *id = json_object_get(j, "id");
+        if (id && !json_is_string(id)) {
+            buf_puts(&err, "id: a string expected");
+        } else if (query_of(j, &query, &err) == 0) {
+            alerts_json(alerts, query, json_string_value(id), &data);
             rc = 0;
+        }
+    } else if (strcmp(cmd, "alerts-resolve") == 0) {
+        const json_t *ids = json_object_get(j, "ids");
+        size_t i, n = json_array_size(ids);
+        for (i = 0; i < n && json_is_string(json_array_get(ids, i)); i++) continue;
+        if (!json_is_array(ids) || !n || i < n) {
+            buf_puts(&err, "ids: an array of alert ids expected");
+        } else {
+            /* all or nothing: every id must name an alert that is not resolved */
+            for (i = 0; i < n; i++) {
+                const char *id = json_string_value(json_array_get(ids, i));
+                if (!alerts_firing(alerts, id))
+                    buf_printf(&err, "%s%s: no such alert, or resolved already", i ? "; " : "", id);
+            }
+            if (!err.len) {
+                for (i = 0; i < n; i++)
+                    alerts_resolve(alerts, json_string_value(json_array_get(ids, i)), now);
+                /* resolved sources release what they inhibited */
+                alerts_remute(alerts, sil, now);
+                buf_puts(&data, "null");
+                rc = 0;
+            }
         }
     } else if (strcmp(cmd, "silence-add") == 0) {
         struct buf id = BUF_INIT;
@@ -241,6 +266,8 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
             buf_puts(&data, "{\"silenceID\":\"");
             buf_puts(&data, buf_str(&id));
             buf_puts(&data, "\"}");
+            /* live muting: what fires now and matches it is silenced at once */
+            alerts_remute(alerts, sil, now);
             rc = 0;
         }
         buf_free(&id);
@@ -261,12 +288,14 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
             buf_puts(&err, "ids: an array of silence ids expected");
         else if (silences_expire(sil, v, n, now, &err) == 0) {
             buf_puts(&data, "null");
+            /* what it silenced and still fires is sent now */
+            alerts_remute(alerts, sil, now);
             rc = 0;
         }
         free(v);
     } else {
         buf_printf(&err,
-                   "unknown command \"%s\" (alerts, silence-add, silence-list, "
+                   "unknown command \"%s\" (alerts, alerts-resolve, silence-add, silence-list, "
                    "silence-query, silence-expire)",
                    cmd);
     }

@@ -22,6 +22,7 @@ struct node {
     struct filter *filter;
     enum conf_select messages;
     bool cont;
+    int send_resolved; /* 1 yes, 0 no, -1 as the parent */
     struct node *children;
     size_t nchildren;
 };
@@ -31,7 +32,8 @@ struct route_table {
     size_t nroutes;
     const char *const *names;
     size_t nnames;
-    unsigned char *sent; /* per message: executor already chosen */
+    unsigned char *sent;     /* per message: executor already chosen */
+    unsigned char *resolved; /* per message: a route choosing it says send-resolved */
     char **unknown_logged;
     size_t nunknown_logged, capunknown;
     unsigned long unknown;
@@ -70,6 +72,7 @@ compile(struct route_table *r, struct node *n, const struct conf_route *cr, cons
     memset(n, 0, sizeof(*n));
     n->messages = cr->messages;
     n->cont = cr->cont;
+    n->send_resolved = cr->send_resolved;
     n->has_to = cr->nto > 0;
     n->to = xcalloc(cr->nto + 1, sizeof(*n->to));
     for (i = 0; i < cr->nto; i++) {
@@ -117,6 +120,7 @@ route_new(const struct conf *c, const char *const *names, size_t nnames, struct 
     r->names = names;
     r->nnames = nnames;
     r->sent = xcalloc(nnames + 1, 1);
+    r->resolved = xcalloc(nnames + 1, 1);
     r->routes = xcalloc(c->nroutes + 1, sizeof(*r->routes));
     for (i = 0; i < c->nroutes; i++) {
         if (!compile(r, &r->routes[i], &c->routes[i], file, err)) ok = false;
@@ -138,6 +142,7 @@ route_free(struct route_table *r)
     for (i = 0; i < r->nroutes; i++) free_node(&r->routes[i]);
     free(r->routes);
     free(r->sent);
+    free(r->resolved);
     for (i = 0; i < r->nunknown_logged; i++) free(r->unknown_logged[i]);
     free(r->unknown_logged);
     free(r);
@@ -179,9 +184,11 @@ struct target {
     void *arg;
 };
 
+/* index is chosen; resolved: by a route with send-resolved (another route may add it later) */
 static void
-send_to(struct target *t, size_t index)
+send_to(struct target *t, size_t index, bool resolved)
 {
+    if (resolved) t->r->resolved[index] = 1;
     if (t->r->sent[index]) return;
     t->r->sent[index] = 1;
     t->fn(index, t->arg);
@@ -189,7 +196,7 @@ send_to(struct target *t, size_t index)
 
 static bool
 walk(struct target *t, const struct node *list, size_t n, const struct msg *m, const size_t *to,
-     size_t nto)
+     size_t nto, bool resolved)
 {
     bool any = false;
     size_t i, k;
@@ -198,10 +205,11 @@ walk(struct target *t, const struct node *list, size_t n, const struct msg *m, c
         const struct node *r = &list[i];
         const size_t *rto = r->has_to ? r->to : to;
         size_t rnto = r->has_to ? r->nto : nto;
+        bool res = r->send_resolved < 0 ? resolved : r->send_resolved > 0;
         if (!matches(r, m)) continue;
         any = true;
-        if (!walk(t, r->children, r->nchildren, m, rto, rnto))
-            for (k = 0; k < rnto; k++) send_to(t, rto[k]);
+        if (!walk(t, r->children, r->nchildren, m, rto, rnto, res))
+            for (k = 0; k < rnto; k++) send_to(t, rto[k], res);
         if (!r->cont) break;
     }
     return any;
@@ -215,11 +223,12 @@ route_message(struct route_table *r, const struct msg *m, const struct pdb_actio
     size_t i, k;
 
     memset(r->sent, 0, r->nnames);
+    memset(r->resolved, 0, r->nnames);
     if (action) {
         for (i = 0; i < action->nroutes; i++) {
             ssize_t idx = index_of(r, action->routes[i]);
             if (idx >= 0) {
-                send_to(&t, (size_t)idx);
+                send_to(&t, (size_t)idx, false);
                 continue;
             }
             r->unknown++;
@@ -234,7 +243,13 @@ route_message(struct route_table *r, const struct msg *m, const struct pdb_actio
             }
         }
     }
-    walk(&t, r->routes, r->nroutes, m, NULL, 0);
+    walk(&t, r->routes, r->nroutes, m, NULL, 0, false);
+}
+
+bool
+route_sends_resolved(const struct route_table *r, size_t index)
+{
+    return index < r->nnames && r->resolved[index];
 }
 
 int

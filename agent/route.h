@@ -6,7 +6,8 @@
  * Alertmanager: a message goes down the first matching route (and further
  * ones marked continue="yes"), nested routes refine their parent, and a
  * route without to= inherits its parent's executors.  Each executor gets a
- * message at most once.
+ * message at most once.  A route with send-resolved="yes" also has its
+ * executors told when the alert resolves (agent/alerts.h).
  */
 #ifndef CORRAL_ROUTE_H
 #define CORRAL_ROUTE_H
@@ -40,6 +41,12 @@ void route_free(struct route_table *r);
 void route_message(struct route_table *r, const struct msg *m, const struct pdb_action *action,
                    void (*fn)(size_t index, void *arg), void *arg);
 unsigned long route_unknown(const struct route_table *r);
+/*
+ * After route_message(): a route that chose executor index says
+ * send-resolved="yes" (inherited by nested routes; a rule's route="..."
+ * does not), so the executor is told when the alert resolves.
+ */
+bool route_sends_resolved(const struct route_table *r, size_t index);
 /*
  * Every rule action's route="..." names an executor of the table; otherwise
  * -1 with a "rulefile:line: rule ID: ..." line per unknown name in err.

@@ -73,6 +73,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* seconds between evaluations of silences and inhibitions that nothing else calls for */
+#define REMUTE_EVERY_S 10
+
 struct server {
     uv_loop_t *loop;
     struct conf *conf;
@@ -91,10 +94,12 @@ struct server {
     struct ipcproxy *proxy;
     size_t *remote; /* per executor: its index in proxy */
     struct route_table *routes;
-    struct alerts *alerts;     /* the active alert store */
-    struct silences *silences; /* created at start, kept across reloads */
-    size_t *targets;           /* per alert: the executors its routes chose */
+    struct alerts *alerts;              /* the active alert store */
+    struct silences *silences;          /* created at start, kept across reloads */
+    size_t *targets;                    /* per alert: the executors its routes chose */
+    struct alert_target *alert_targets; /* the same, for the store */
     size_t ntargets;
+    size_t silences_active; /* at the last tick: a change calls for alerts_remute */
     struct buf alert_id;
     struct msg *msg; /* reused for every incoming message */
     uv_timer_t tick, save;
@@ -169,6 +174,7 @@ server_free(struct server *s)
     alerts_free(s->alerts);
     silences_free(s->silences);
     free(s->targets);
+    free(s->alert_targets);
     buf_free(&s->alert_id);
     free(s);
 }
@@ -204,7 +210,7 @@ add_target(size_t index, void *arg)
 
 /*
  * Silences and inhibitions first: a muted alert is recorded, counted and
- * sent nowhere.  True when the alert may go to its executors.
+ * sent nowhere.  True when the alert may go to its executors (s->targets).
  */
 static bool
 record_alert(struct server *s, const struct msg *m, bool routed)
@@ -213,6 +219,7 @@ record_alert(struct server *s, const struct msg *m, bool routed)
     const char *by = NULL;
     enum alert_state muted = ALERT_FIRING;
     const char *id;
+    size_t i;
 
     alerts_id(s->alerts, m, &s->alert_id);
     id = buf_str(&s->alert_id);
@@ -226,7 +233,13 @@ record_alert(struct server *s, const struct msg *m, bool routed)
         muted = ALERT_SILENCED;
     else if ((by = alerts_inhibited_by(s->alerts, m, id)))
         muted = ALERT_INHIBITED;
-    alerts_record(s->alerts, id, m, muted, by, now);
+    for (i = 0; i < s->ntargets; i++) {
+        s->alert_targets[i].name = s->qnames[s->targets[i]];
+        s->alert_targets[i].send_resolved = route_sends_resolved(s->routes, s->targets[i]);
+    }
+    alerts_record(s->alerts, id, m, muted, by, s->alert_targets, s->ntargets, now);
+    /* an inhibition source fired or resolved: what fires now may be held back or released */
+    if (alerts_sources_changed(s->alerts)) alerts_remute(s->alerts, s->silences, now);
     return muted == ALERT_FIRING;
 }
 
@@ -281,6 +294,22 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
     }
     for (i = 0; i < s->ntargets; i++) executor_submit(s, s->targets[i], am);
     if (alert) msg_unref(alert);
+}
+
+/* The store hands an alert to an executor: a resolution, or the end of a silence or inhibition. */
+static void
+on_alert_notify(void *arg, const char *executor, const struct msg *m)
+{
+    struct server *s = arg;
+    size_t i;
+
+    for (i = 0; i < s->nqueues; i++)
+        if (strcmp(s->qnames[i], executor) == 0) {
+            executor_submit(s, i, m);
+            return;
+        }
+    log_msg(LOG_WARNING, "alerts: executor '%s' is no longer configured: not told of %s", executor,
+            buf_str(&s->alert_id));
 }
 
 /* What the executors did with an alert, for the store's per-executor states. */
@@ -549,6 +578,16 @@ on_tick(uv_timer_t *t)
         corr_tick(s->corr);
     if (s->absence) absence_tick(s->absence, clock_wall_ms());
     if (s->silences) silences_tick(s->silences, clock_wall_ms());
+    if (s->alerts) {
+        uint64_t now = clock_wall_ms();
+        size_t active = s->silences ? silences_active(s->silences, now) : 0;
+        /* resolve timeouts; silences that began or ended; sources that resolved */
+        bool changed = alerts_tick(s->alerts, now) > 0 || active != s->silences_active ||
+                       s->ticks % REMUTE_EVERY_S == 0;
+        s->silences_active = active;
+        if (changed || alerts_sources_changed(s->alerts))
+            alerts_remute(s->alerts, s->silences, now);
+    }
     if (++s->ticks % HEAP_TRIM_EVERY_S == 0) heap_trim(HEAP_TRIM_MIN, &s->heap);
 }
 
@@ -1315,6 +1354,7 @@ start_alerts(struct server *s, struct stage *st, const struct conf *c, bool star
 {
     struct buf path = BUF_INIT;
 
+    alerts_set_notify(st->alerts, on_alert_notify, s);
     if (starting && c->state_file) {
         buf_printf(&path, "%s.alerts", c->state_file);
         alerts_load(st->alerts, buf_str(&path));
@@ -1373,6 +1413,8 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     s->routes = st->routes;
     free(s->targets);
     s->targets = xcalloc(s->nqueues + 1, sizeof(*s->targets));
+    free(s->alert_targets);
+    s->alert_targets = xcalloc(s->nqueues + 1, sizeof(*s->alert_targets));
     for (i = 0; i < s->nqueues && !s->proxy; i++)
         queue_set_observer(s->queues[i], on_queue_event, s);
     if (starting)
@@ -1967,7 +2009,22 @@ server_metrics(struct server *s, struct buf *out)
         SIMPLE("corral_alerts_inhibited_total", "counter",
                "Alerts an inhibit rule muted: recorded, sent to no executor.", as->inhibited);
         SIMPLE("corral_alerts_forgotten_total", "counter",
-               "Alerts forgotten from the store: max-alerts reached.", as->forgotten);
+               "Resolved alerts forgotten from the store: max-alerts reached.", as->forgotten);
+        SIMPLE("corral_alerts_unrecorded_total", "counter",
+               "New alerts sent but not recorded: max-alerts alerts, none resolved.",
+               as->unrecorded);
+        metric(out, "corral_alerts_resolved_total", "Alerts resolved, by how.", "counter");
+        buf_printf(out, "corral_alerts_resolved_total{by=\"clear\"} %llu\n",
+                   (unsigned long long)as->resolved_clear);
+        buf_printf(out, "corral_alerts_resolved_total{by=\"timeout\"} %llu\n",
+                   (unsigned long long)as->resolved_timeout);
+        buf_printf(out, "corral_alerts_resolved_total{by=\"hand\"} %llu\n",
+                   (unsigned long long)as->resolved_hand);
+        SIMPLE("corral_alerts_unmuted_total", "counter",
+               "Alerts sent when the silence or inhibition that held them ended.", as->unmuted);
+        SIMPLE("corral_alerts_resolved_notifications_total", "counter",
+               "Resolved notifications handed to executors (send-resolved).",
+               as->notified_resolved);
         metric(out, "corral_alerts", "Alerts in the store, by state.", "gauge");
         for (st = ALERT_FIRING; st < ALERT_NSTATES; st++)
             buf_printf(out, "corral_alerts{state=\"%s\"} %zu\n", alerts_state_name(st),

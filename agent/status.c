@@ -398,7 +398,7 @@ all_alerts(struct status *st)
     struct alerts *a = server_alerts(st->srv);
     struct buf b = BUF_INIT;
 
-    if (a) alerts_json(a, NULL, &b);
+    if (a) alerts_json(a, NULL, NULL, &b);
     return parse_array(&b);
 }
 

@@ -84,7 +84,7 @@ run(size_t nsilences, size_t nalerts)
         by = silences_match(s, m, now);
         if (!by) by = alerts_inhibited_by(a, m, buf_str(&id));
         if (by) muted++;
-        alerts_record(a, buf_str(&id), m, by ? ALERT_SILENCED : ALERT_FIRING, by, now);
+        alerts_record(a, buf_str(&id), m, by ? ALERT_SILENCED : ALERT_FIRING, by, NULL, 0, now);
     }
     dt = now_s() - t0;
     if (!quiet)

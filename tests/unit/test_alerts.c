@@ -4,7 +4,11 @@
  * (agent/silences): add with validation that changes nothing on error,
  * matching by time, expire, query, retention, the file read back; the alert
  * store (agent/alerts): ids, states, clears, inhibition, the bound, and its
- * file read back.
+ * file read back; the lifecycle: resolution by clear, resolve timeout and
+ * by hand with resolved notifications to the send-resolved executors only,
+ * once; live muting (a silence added or expired, an inhibition source
+ * firing or resolving, the period a resolved source was active); a firing
+ * alert never forgotten for a new one; the notification history.
  */
 #include <check.h>
 #include <jansson.h>
@@ -256,16 +260,31 @@ conf_with(size_t max, const char *source, const char *target, const char *equal)
     return c;
 }
 
+/* Records m as the server does: silences, then inhibitions; routed to targets. */
+static bool
+record_to(struct alerts *a, struct silences *sil, struct msg *m, uint64_t now,
+          const struct alert_target *targets, size_t ntargets)
+{
+    struct buf id = BUF_INIT;
+    const char *by = NULL;
+    enum alert_state st = ALERT_FIRING;
+    bool r;
+
+    alerts_id(a, m, &id);
+    if (sil && (by = silences_match(sil, m, now)))
+        st = ALERT_SILENCED;
+    else if ((by = alerts_inhibited_by(a, m, buf_str(&id))))
+        st = ALERT_INHIBITED;
+    r = alerts_record(a, buf_str(&id), m, st, by, targets, ntargets, now);
+    if (alerts_sources_changed(a)) alerts_remute(a, sil, now);
+    buf_free(&id);
+    return r;
+}
+
 static void
 record(struct alerts *a, struct msg *m, uint64_t now)
 {
-    struct buf id = BUF_INIT;
-    const char *by;
-
-    alerts_id(a, m, &id);
-    by = alerts_inhibited_by(a, m, buf_str(&id));
-    alerts_record(a, buf_str(&id), m, by ? ALERT_INHIBITED : ALERT_FIRING, by, now);
-    buf_free(&id);
+    record_to(a, NULL, m, now, NULL, 0);
 }
 
 START_TEST(test_store)
@@ -316,7 +335,7 @@ START_TEST(test_store)
     ck_assert_int_eq(alerts_load(a, path), 0);
     ck_assert_int_eq(alerts_count(a), 3);
     ck_assert_int_eq(alerts_in_state(a, ALERT_RESOLVED), 1);
-    alerts_json(a, NULL, &out);
+    alerts_json(a, NULL, NULL, &out);
     ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"mail\":{\"state\":\"delivered\""));
     ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"count\":2"));
     /* the bound: the resolved alert goes first */
@@ -349,6 +368,307 @@ START_TEST(test_store)
 }
 END_TEST
 
+/* What the store handed to executors (alerts_set_notify). */
+struct told {
+    char executor[32][16];
+    char status[32][16]; /* "resolved" (tag corral.clear) or "firing" */
+    char how[32][16];    /* corral.resolved_by */
+    char host[32][16];
+    size_t n;
+};
+
+static void
+on_notify(void *arg, const char *executor, const struct msg *m)
+{
+    struct told *t = arg;
+    size_t len;
+    const char *v;
+
+    ck_assert_uint_lt(t->n, 32);
+    snprintf(t->executor[t->n], 16, "%s", executor);
+    snprintf(t->status[t->n], 16, "%s", alerts_is_clear(m) ? "resolved" : "firing");
+    v = msg_get(m, nv_intern_str("corral.resolved_by"), &len);
+    snprintf(t->how[t->n], 16, "%.*s", v ? (int)len : 0, v ? v : "");
+    v = msg_get(m, NV_HOST, &len);
+    snprintf(t->host[t->n], 16, "%.*s", v ? (int)len : 0, v ? v : "");
+    t->n++;
+}
+
+static const struct alert_target MAIL_TRAP[] = {{"mail", true}, {"trap", false}};
+
+static const char *
+state_of_id(struct alerts *a, const char *id)
+{
+    static char state[32];
+    struct buf out = BUF_INIT;
+    json_error_t e;
+    json_t *j;
+
+    alerts_json(a, NULL, id, &out);
+    j = json_loads(buf_str(&out), 0, &e);
+    ck_assert_ptr_nonnull(j);
+    snprintf(state, sizeof(state), "%s",
+             json_array_size(j) ? json_string_value(json_object_get(json_array_get(j, 0), "state"))
+                                : "absent");
+    json_decref(j);
+    buf_free(&out);
+    return state;
+}
+
+START_TEST(test_resolution)
+{
+    struct conf *c = conf_with(10, NULL, NULL, NULL);
+    struct buf err = BUF_INIT;
+    struct alerts *a;
+    struct told t = {0};
+    struct msg *b1 = labels("web1", "sshd", "brute"), *oom = labels("db1", "kernel", "oom");
+    struct msg *keep = labels("nas1", "kernel", "raid"), *clear;
+
+    c->resolve_timeout = 60;
+    a = alerts_new(c, &err);
+    alerts_set_notify(a, on_notify, &t);
+    msg_set(keep, nv_intern_str("corral.resolve_after"), "never", 5);
+    record_to(a, NULL, b1, T0, MAIL_TRAP, 2);
+    record_to(a, NULL, keep, T0, MAIL_TRAP, 2);
+    /* raised again at T0 + 30 s: the timeout counts from there */
+    record_to(a, NULL, b1, T0 + 30000, MAIL_TRAP, 2);
+    ck_assert_uint_eq(alerts_tick(a, T0 + 89999), 0);
+    ck_assert_str_eq(state_of_id(a, "brute/web1"), "firing");
+    ck_assert_uint_eq(alerts_tick(a, T0 + 90000), 1);
+    ck_assert_str_eq(state_of_id(a, "brute/web1"), "resolved");
+    /* told once, to the executor whose route says send-resolved */
+    ck_assert_uint_eq(t.n, 1);
+    ck_assert_str_eq(t.executor[0], "mail");
+    ck_assert_str_eq(t.status[0], "resolved");
+    ck_assert_str_eq(t.how[0], "timeout");
+    ck_assert_uint_eq(alerts_tick(a, T0 + 999999), 0);
+    ck_assert_uint_eq(t.n, 1);
+    /* corral.resolve_after="never": only a clear or a hand resolves it */
+    ck_assert_str_eq(state_of_id(a, "raid/nas1"), "firing");
+    ck_assert_int_eq(alerts_resolve(a, "raid/nas1", T0 + 1000000), 0);
+    ck_assert_int_eq(alerts_resolve(a, "raid/nas1", T0 + 1000001), -1);
+    ck_assert_int_eq(alerts_resolve(a, "no/such", T0 + 1000001), -1);
+    ck_assert_uint_eq(t.n, 2);
+    ck_assert_str_eq(t.how[1], "hand");
+    ck_assert_uint_eq(alerts_get_stats(a)->resolved_hand, 1);
+    /* a clear: the executors it is routed to get it itself; the others that were told get one */
+    record_to(a, NULL, oom, T0, (const struct alert_target[]){{"pager", true}, {"mail", true}}, 2);
+    clear = msg_clone(oom);
+    msg_tag_set(clear, tag_intern("corral.clear", 12));
+    record_to(a, NULL, clear, T0 + 5, (const struct alert_target[]){{"mail", true}}, 1);
+    ck_assert_str_eq(state_of_id(a, "oom/db1"), "resolved");
+    ck_assert_uint_eq(t.n, 3);
+    ck_assert_str_eq(t.executor[2], "pager");
+    ck_assert_str_eq(t.status[2], "resolved");
+    /* a second clear tells nobody again */
+    record_to(a, NULL, clear, T0 + 6, NULL, 0);
+    ck_assert_uint_eq(t.n, 3);
+    /* raised again after its resolution: firing, a new episode */
+    record_to(a, NULL, b1, T0 + 2000000, MAIL_TRAP, 2);
+    ck_assert_str_eq(state_of_id(a, "brute/web1"), "firing");
+    alerts_free(a);
+    conf_free(c);
+    msg_unref(b1);
+    msg_unref(oom);
+    msg_unref(keep);
+    msg_unref(clear);
+    buf_free(&err);
+}
+END_TEST
+
+START_TEST(test_live_muting)
+{
+    struct conf *c = conf_with(10, "rule_id=absent", "rule_id!=absent", "HOST");
+    struct buf err = BUF_INIT;
+    struct alerts *a = alerts_new(c, &err);
+    struct silences *sil = silences_new(NULL, 3600, 10, T0);
+    struct told t = {0};
+    struct msg *b1 = labels("web1", "sshd", "brute"), *b2 = labels("web2", "sshd", "brute");
+    struct msg *down = labels("web1", "corrald", "absent");
+    const char *ids[1];
+    char *sid;
+
+    alerts_set_notify(a, on_notify, &t);
+    record_to(a, sil, b1, T0, MAIL_TRAP, 2);
+    record_to(a, sil, b2, T0, MAIL_TRAP, 2);
+    /* a silence added while web1's alert fires silences it at once */
+    sid = add(sil, "{\"matchers\":[\"HOST=web1\"], \"duration\":\"1h\"}", T0 + 1000, &err);
+    ck_assert_ptr_nonnull(sid);
+    ck_assert_uint_eq(alerts_remute(a, sil, T0 + 1000), 1);
+    ck_assert_str_eq(state_of_id(a, "brute/web1"), "silenced");
+    ck_assert_str_eq(state_of_id(a, "brute/web2"), "firing");
+    ck_assert_uint_eq(t.n, 0);
+    /* expired: firing again, and sent to the executors its routes chose */
+    ids[0] = sid;
+    ck_assert_int_eq(silences_expire(sil, ids, 1, T0 + 2000, &err), 0);
+    ck_assert_uint_eq(alerts_remute(a, sil, T0 + 2000), 1);
+    ck_assert_str_eq(state_of_id(a, "brute/web1"), "firing");
+    ck_assert_uint_eq(t.n, 2);
+    ck_assert_str_eq(t.executor[0], "mail");
+    ck_assert_str_eq(t.executor[1], "trap");
+    ck_assert_str_eq(t.status[0], "firing");
+    /* an inhibition source firing holds back web1's alert already firing, not web2's */
+    t.n = 0;
+    record_to(a, sil, down, T0 + 3000, NULL, 0);
+    ck_assert_str_eq(state_of_id(a, "brute/web1"), "inhibited");
+    ck_assert_str_eq(state_of_id(a, "brute/web2"), "firing");
+    ck_assert_uint_eq(t.n, 0);
+    /* its resolution releases it: sent again */
+    msg_tag_set(down, tag_intern("corral.clear", 12));
+    record_to(a, sil, down, T0 + 4000, NULL, 0);
+    ck_assert_str_eq(state_of_id(a, "brute/web1"), "firing");
+    ck_assert_uint_eq(t.n, 2);
+    free(sid);
+    alerts_free(a);
+    silences_free(sil);
+    conf_free(c);
+    msg_unref(b1);
+    msg_unref(b2);
+    msg_unref(down);
+    buf_free(&err);
+}
+END_TEST
+
+static void
+stamp(struct msg *m, uint64_t ms)
+{
+    struct msg_time t = {(int64_t)(ms / 1000), (int32_t)(ms % 1000) * 1000, 0};
+
+    msg_set_stamp(m, &t);
+}
+
+START_TEST(test_inhibit_window)
+{
+    struct conf *c = conf_with(10, "rule_id=absent", "rule_id!=absent", "HOST");
+    struct buf err = BUF_INIT;
+    struct alerts *a = alerts_new(c, &err);
+    struct msg *down = labels("web1", "corrald", "absent");
+    struct msg *late = labels("web1", "kernel", "oom"), *now = labels("web1", "kernel", "raid");
+    struct msg *other = labels("web2", "kernel", "oom");
+
+    /* web1 silent since T0 (corral.since), reported at T0 + 600 s, back at T0 + 900 s */
+    msg_set(down, nv_intern_str("corral.since"), "2026-12-04T00:00:00Z", 20);
+    record(a, down, T0 + 600000);
+    msg_tag_set(down, tag_intern("corral.clear", 12));
+    record(a, down, T0 + 900000);
+    /* then the lines it queued arrive: stamped while it was away, they are inhibited */
+    stamp(late, T0 + 300000);
+    record(a, late, T0 + 901000);
+    ck_assert_str_eq(state_of_id(a, "oom/web1"), "inhibited");
+    /* a line of after its return is not; nor another host's line of that time */
+    stamp(now, T0 + 901000);
+    record(a, now, T0 + 901000);
+    ck_assert_str_eq(state_of_id(a, "raid/web1"), "firing");
+    stamp(other, T0 + 300000);
+    record(a, other, T0 + 901000);
+    ck_assert_str_eq(state_of_id(a, "oom/web2"), "firing");
+    alerts_free(a);
+    conf_free(c);
+    msg_unref(down);
+    msg_unref(late);
+    msg_unref(now);
+    msg_unref(other);
+    buf_free(&err);
+}
+END_TEST
+
+START_TEST(test_never_forget_firing)
+{
+    struct conf *c = conf_with(2, NULL, NULL, NULL);
+    struct buf err = BUF_INIT;
+    struct alerts *a = alerts_new(c, &err);
+    struct msg *m1 = labels("web1", "sshd", "r"), *m2 = labels("web2", "sshd", "r");
+    struct msg *m3 = labels("web3", "sshd", "r");
+
+    ck_assert(record_to(a, NULL, m1, T0, NULL, 0));
+    ck_assert(record_to(a, NULL, m2, T0 + 1, NULL, 0));
+    /* both firing: the third is not recorded, and neither is pushed out */
+    ck_assert(!record_to(a, NULL, m3, T0 + 2, NULL, 0));
+    ck_assert_uint_eq(alerts_count(a), 2);
+    ck_assert(alerts_firing(a, "r/web1"));
+    ck_assert(alerts_firing(a, "r/web2"));
+    ck_assert_uint_eq(alerts_get_stats(a)->unrecorded, 1);
+    ck_assert_uint_eq(alerts_get_stats(a)->forgotten, 0);
+    /* one resolved: it makes room */
+    ck_assert_int_eq(alerts_resolve(a, "r/web1", T0 + 3), 0);
+    ck_assert(record_to(a, NULL, m3, T0 + 4, NULL, 0));
+    ck_assert(alerts_firing(a, "r/web3"));
+    ck_assert(!alerts_known(a, "r/web1"));
+    alerts_free(a);
+    conf_free(c);
+    msg_unref(m1);
+    msg_unref(m2);
+    msg_unref(m3);
+    buf_free(&err);
+}
+END_TEST
+
+START_TEST(test_history)
+{
+    struct conf *c = conf_with(10, NULL, NULL, NULL);
+    struct buf err = BUF_INIT, out = BUF_INIT;
+    struct alerts *a = alerts_new(c, &err);
+    struct msg *m = labels("web1", "sshd", "r"), *res;
+    char path[] = "/tmp/test_alerts_hist.XXXXXX";
+    int fd = mkstemp(path), i;
+    json_error_t e;
+    json_t *j, *n;
+
+    close(fd);
+    record_to(a, NULL, m, T0, MAIL_TRAP, 2);
+    alerts_delivery(a, "mail", m, ALERT_QUEUED, T0 + 1);
+    alerts_delivery(a, "mail", m, ALERT_RETRYING, T0 + 2);
+    alerts_delivery(a, "mail", m, ALERT_DELIVERED, T0 + 3);
+    alerts_delivery(a, "trap", m, ALERT_QUEUED, T0 + 1);
+    alerts_delivery(a, "trap", m, ALERT_DEAD, T0 + 4);
+    res = msg_clone(m);
+    msg_tag_set(res, tag_intern("corral.clear", 12));
+    alerts_resolve(a, "r/web1", T0 + 5);
+    alerts_delivery(a, "mail", res, ALERT_QUEUED, T0 + 6);
+    alerts_delivery(a, "mail", res, ALERT_DELIVERED, T0 + 7);
+    /* saved and read back: the history, the resolution and the routes too */
+    ck_assert_int_eq(alerts_save(a, path), 0);
+    alerts_free(a);
+    a = alerts_new(c, &err);
+    ck_assert_int_eq(alerts_load(a, path), 0);
+    alerts_json(a, NULL, "r/web1", &out);
+    j = json_loads(buf_str(&out), 0, &e);
+    ck_assert_ptr_nonnull(j);
+    j = json_array_get(j, 0) ? json_incref(json_array_get(j, 0)) : NULL;
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "state")), "resolved");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "resolvedBy")), "hand");
+    n = json_object_get(j, "notifications");
+    ck_assert_uint_eq(json_array_size(n), 7);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(n, 1), "outcome")),
+                     "retrying");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(n, 1), "attempt")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(n, 2), "attempt")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(n, 6), "status")),
+                     "resolved");
+    ck_assert(json_is_true(
+        json_object_get(json_object_get(json_object_get(j, "executors"), "mail"), "sendResolved")));
+    json_decref(j);
+    /* bounded: the last ALERTS_HISTORY are kept, all are counted */
+    for (i = 0; i < ALERTS_HISTORY + 5; i++) alerts_delivery(a, "mail", m, ALERT_QUEUED, T0 + 10);
+    buf_reset(&out);
+    alerts_json(a, NULL, "r/web1", &out);
+    j = json_loads(buf_str(&out), 0, &e);
+    ck_assert_uint_eq(json_array_size(json_object_get(json_array_get(j, 0), "notifications")),
+                      ALERTS_HISTORY);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(j, 0), "notified")),
+                     7 + ALERTS_HISTORY + 5);
+    json_decref(j);
+    alerts_free(a);
+    conf_free(c);
+    unlink(path);
+    msg_unref(m);
+    msg_unref(res);
+    buf_free(&err);
+    buf_free(&out);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -359,6 +679,11 @@ main(void)
     tcase_add_test(tc, test_silences);
     tcase_add_test(tc, test_parse_time);
     tcase_add_test(tc, test_store);
+    tcase_add_test(tc, test_resolution);
+    tcase_add_test(tc, test_live_muting);
+    tcase_add_test(tc, test_inhibit_window);
+    tcase_add_test(tc, test_never_forget_firing);
+    tcase_add_test(tc, test_history);
     suite_add_tcase(s, tc);
     return unit_run(s);
 }
