@@ -19,7 +19,8 @@
  *     corrald's own when env-pass names it and it is set, else
  *     DEFAULT_PATH;
  *   - CORRAL_EXECUTOR (this executor's name), CORRAL_ALERT_ID,
- *     CORRAL_SEVERITY, CORRAL_ISODATE (the message's stamp, as in the JSON),
+ *     CORRAL_SEVERITY, CORRAL_STATUS ("firing", or "resolved" for a clear or
+ *     corrald's resolved notification), CORRAL_ISODATE (the message's stamp, as in the JSON),
  *     CORRAL_ATTEMPT (1 for the first delivery, 2 for the first retry, ...),
  *     CORRAL_TAGS (the tags, comma-separated);
  *   - every name-value pair of the message as CORRAL_<NAME>: the name
@@ -121,7 +122,7 @@
 /* corrald's own variables: never taken from the message nor from env-pass. */
 static const char *const own_vars[] = {
     "CORRAL_EXECUTOR", "CORRAL_ALERT_ID", "CORRAL_SEVERITY", "CORRAL_ISODATE",
-    "CORRAL_ATTEMPT",  "CORRAL_TAGS",     TRUNCATED_VAR,
+    "CORRAL_ATTEMPT",  "CORRAL_TAGS",     "CORRAL_STATUS",   TRUNCATED_VAR,
 };
 
 struct exec_x;
@@ -366,7 +367,7 @@ build_env(const struct exec_x *x, const struct alert *a, bool argv_truncated, st
     size_t i, n = msg_nvalues(m);
     char num[32];
 
-    env_init(&e, x->npass + x->npass_names + 8 + n);
+    env_init(&e, x->npass + x->npass_names + 9 + n);
     for (i = 0; i < x->npass; i++) {
         const char *eq = strchr(x->pass[i], '=');
         env_add(&e, x->pass[i], (size_t)(eq - x->pass[i]), eq + 1, strlen(eq + 1));
@@ -376,6 +377,7 @@ build_env(const struct exec_x *x, const struct alert *a, bool argv_truncated, st
     env_add_str(&e, "CORRAL_EXECUTOR", x->name);
     env_add_str(&e, "CORRAL_ALERT_ID", a->id ? a->id : "");
     env_add_str(&e, "CORRAL_SEVERITY", a->severity ? a->severity : "");
+    env_add_str(&e, "CORRAL_STATUS", executor_alert_resolved(a) ? "resolved" : "firing");
     macro_format_iso(t, t->usec ? 6 : 0, &b);
     env_add(&e, "CORRAL_ISODATE", strlen("CORRAL_ISODATE"), b.p ? b.p : "", b.len);
     snprintf(num, sizeof(num), "%lu", (unsigned long)a->attempts + 1);

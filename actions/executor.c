@@ -2,6 +2,8 @@
  */
 #include "actions/executor.h"
 
+#include "engine/tags.h"
+
 #include <string.h>
 #include <strings.h>
 
@@ -51,4 +53,14 @@ const char *
 executor_severity_name(int number)
 {
     return number >= 1 && number <= EXECUTOR_SEVERITY_MAX ? severities[number - 1] : NULL;
+}
+
+bool
+executor_alert_resolved(const struct alert *a)
+{
+    static tag_id clear;
+
+    if (a->severity && strcasecmp(a->severity, "clear") == 0) return true;
+    if (!clear) clear = tag_intern("corral.clear", 12);
+    return a->msg && msg_tag_has(a->msg, clear);
 }

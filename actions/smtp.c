@@ -556,6 +556,11 @@ compose(struct smtp *x, const struct group *g, const struct held *alerts, struct
 
     /* subject: the first alert's, and how many the mail carries */
     template_env_single(&env, &alerts->msg);
+    /* a resolution says so first, whatever the subject template */
+    {
+        const struct alert first = {0, alerts->id, alerts->severity, alerts->msg, 0};
+        if (executor_alert_resolved(&first)) buf_puts(&body, "[RESOLVED] ");
+    }
     template_eval(x->subject, &env, &body);
     smtp_header_clean(body.p ? body.p : "", body.len, SMTP_SUBJECT_MAX, &hdr);
     if (!hdr.len) buf_puts(&hdr, "[corral] alert");

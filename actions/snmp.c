@@ -649,7 +649,7 @@ build(struct snmp_x *x, const struct alert *a)
     size_t n, i, j, count, total;
     oid name[MAX_OID_LEN];
     struct vb *v;
-    bool clear = a->severity && strcasecmp(a->severity, "clear") == 0;
+    bool clear = executor_alert_resolved(a);
     uint64_t ticks = (uv_hrtime() - started_ns) / 10000000u;
 
     template_env_single(&env, &a->msg);

@@ -322,6 +322,19 @@ delete_silence(struct http_request *req, struct http_reply *rep)
                    json_pack("{s:s, s:[s]}", "command", "silence-expire", "ids", req->rest), 404);
 }
 
+/* POST /api/v1/alerts/resolve with {"ids":["ID",...]}: resolves them by hand, all or none. */
+static void
+post_resolve(struct http_request *req, struct http_reply *rep)
+{
+    const json_t *ids = req->body ? json_object_get(req->body, "ids") : NULL;
+
+    if (!json_is_array(ids)) {
+        http_error(rep, 400, "a JSON object {\"ids\":[...]} expected");
+        return;
+    }
+    control_answer(req, rep, json_pack("{s:s, s:O}", "command", "alerts-resolve", "ids", ids), 404);
+}
+
 /* What each executor holds: queued, retrying, dead letters (as `corral queue list --json`). */
 static void
 get_queues(struct http_request *req, struct http_reply *rep)
@@ -347,10 +360,15 @@ get_queues(struct http_request *req, struct http_reply *rep)
  * came, a parsed one in req->body.
  */
 static const struct route routes[] = {
-    {"GET", "/metrics", get_metrics},           {"GET", "/", get_page},
-    {"GET", "/api/v1/status", get_status},      {"GET", "/api/v1/alerts", get_alerts},
-    {"GET", "/api/v1/queues", get_queues},      {"GET", "/api/v1/silences", get_silences},
-    {"POST", "/api/v1/silences", post_silence}, {"DELETE", "/api/v1/silences/", delete_silence},
+    {"GET", "/metrics", get_metrics},
+    {"GET", "/", get_page},
+    {"GET", "/api/v1/status", get_status},
+    {"GET", "/api/v1/alerts", get_alerts},
+    {"GET", "/api/v1/queues", get_queues},
+    {"GET", "/api/v1/silences", get_silences},
+    {"POST", "/api/v1/silences", post_silence},
+    {"DELETE", "/api/v1/silences/", delete_silence},
+    {"POST", "/api/v1/alerts/resolve", post_resolve},
 };
 
 static bool

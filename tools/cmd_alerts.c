@@ -2,9 +2,12 @@
  * corral alerts / corral silence: the active alerts and the silences of a
  * running corrald, in amtool's words, over its control socket (one JSON
  * request, one JSON answer: agent/control.h).  --json prints the answer's
- * data as corrald sent it; otherwise a table.  An answer that refuses the
- * request (a malformed matcher, an unknown id, an end before the start)
- * exits 2 with corrald's message, and nothing was changed.
+ * data as corrald sent it; otherwise a table.  `corral alerts show ID`
+ * prints one alert whole (labels, resolution, executors, the history of its
+ * notifications); `corral alerts resolve ID...` resolves alerts by hand.  An
+ * answer that refuses the request (a malformed matcher, an unknown id, an
+ * end before the start) exits 2 with corrald's message, and nothing was
+ * changed.
  */
 #include <config.h>
 
@@ -87,6 +90,89 @@ str(const json_t *o, const char *key)
     return s ? s : "";
 }
 
+/* jnull-safe string of a JSON value, "-" when it is null or absent */
+static const char *
+str_or_dash(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+
+    return s ? s : "-";
+}
+
+/* corral alerts show ID: one alert, whole. */
+static int
+show_alert(const char *path, const char *id, bool json)
+{
+    json_t *data = NULL, *a, *v, *n;
+    const char *key;
+    size_t i;
+    int rc;
+
+    rc = ask("alerts", path,
+             json_pack("{s:s, s:[], s:s}", "command", "alerts", "matchers", "id", id), &data);
+    if (rc) return rc;
+    a = json_array_get(data, 0);
+    if (!a) {
+        cmd_error("alerts", "show: no alert %s", id);
+        json_decref(data);
+        return 2;
+    }
+    if (json) {
+        print_json(a);
+        json_decref(data);
+        return 0;
+    }
+    printf("id:          %s\n", str(a, "id"));
+    printf("state:       %s\n", str(a, "state"));
+    if (json_is_string(json_object_get(a, "mutedBy")))
+        printf("muted by:    %s\n", str(a, "mutedBy"));
+    printf("first seen:  %s\n", str(a, "firstSeen"));
+    printf("last seen:   %s\n", str(a, "lastSeen"));
+    printf("count:       %lld\n", (long long)json_integer_value(json_object_get(a, "count")));
+    if (json_is_string(json_object_get(a, "resolvedAt")))
+        printf("resolved:    %s (%s)\n", str(a, "resolvedAt"), str_or_dash(a, "resolvedBy"));
+    else if (json_is_string(json_object_get(a, "resolveAt")))
+        printf("resolves at: %s unless raised again\n", str(a, "resolveAt"));
+    puts("labels:");
+    json_object_foreach(json_object_get(a, "labels"), key, v)
+    {
+        if (json_is_string(v)) printf("  %s=%s\n", key, json_string_value(v));
+    }
+    puts("executors:");
+    json_object_foreach(json_object_get(a, "executors"), key, v)
+    {
+        printf("  %-16s %-9s %s%s\n", key, str(v, "state"), str_or_dash(v, "at"),
+               json_is_true(json_object_get(v, "sendResolved")) ? "  (send-resolved)" : "");
+    }
+    printf("notifications (%lld):\n",
+           (long long)json_integer_value(json_object_get(a, "notified")));
+    json_array_foreach(json_object_get(a, "notifications"), i, n)
+    {
+        printf("  %s  %-16s %-8s %-9s attempt %lld\n", str(n, "at"), str(n, "executor"),
+               str(n, "status"), str(n, "outcome"),
+               (long long)json_integer_value(json_object_get(n, "attempt")));
+    }
+    json_decref(data);
+    return 0;
+}
+
+/* corral alerts resolve ID...: all or none. */
+static int
+resolve_alerts(const char *path, char **ids, int n)
+{
+    json_t *data = NULL;
+    int rc;
+
+    if (n < 1) {
+        cmd_error("alerts", "resolve: at least one alert id expected");
+        return 2;
+    }
+    rc = ask("alerts", path,
+             json_pack("{s:s, s:o}", "command", "alerts-resolve", "ids", matchers(ids, n)), &data);
+    json_decref(data);
+    return rc;
+}
+
 int
 cmd_alerts(int argc, char **argv)
 {
@@ -108,13 +194,26 @@ cmd_alerts(int argc, char **argv)
         case 'j': json = true; break;
         case 'h':
             puts("usage: corral alerts [-s SOCKET] [--json] [MATCHER...]\n"
+                 "       corral alerts [-s SOCKET] [--json] show ID\n"
+                 "       corral alerts [-s SOCKET] resolve ID...\n"
                  "Lists a running corrald's active alerts (those the matchers select, such as\n"
                  "HOST=web1 or rule_id=~\"corral\\.sshd\\..*\"): id, state, count, last seen,\n"
-                 "what each executor did, and the silence or alert that mutes it.");
+                 "what each executor did, and the silence or alert that mutes it.  show prints\n"
+                 "one alert whole, with the history of its notifications; resolve resolves\n"
+                 "alerts by hand (their send-resolved executors are told).");
             return 0;
         default: return 2;
         }
     }
+    if (optind < argc && strcmp(argv[optind], "show") == 0) {
+        if (argc - optind != 2) {
+            cmd_error("alerts", "show: one alert id expected");
+            return 2;
+        }
+        return show_alert(path, argv[optind + 1], json);
+    }
+    if (optind < argc && strcmp(argv[optind], "resolve") == 0)
+        return resolve_alerts(path, argv + optind + 1, argc - optind - 1);
     rc = ask("alerts", path,
              json_pack("{s:s, s:o}", "command", "alerts", "matchers",
                        matchers(argv + optind, argc - optind)),

@@ -510,6 +510,7 @@ START_TEST(t_argv_env_stdin)
     ck_assert_str_eq(env_get(&env, "CORRAL_ISODATE"), "2024-01-05T10:00:00+01:00");
     ck_assert_str_eq(env_get(&env, "CORRAL_ATTEMPT"), "3");
     ck_assert_str_eq(env_get(&env, "CORRAL_TAGS"), "t1,ssh.brute");
+    ck_assert_str_eq(env_get(&env, "CORRAL_STATUS"), "firing");
     ck_assert_str_eq(env_get(&env, "CORRAL_HOST"), "web1");
     ck_assert_str_eq(env_get(&env, "CORRAL_PROGRAM"), "sshd");
     ck_assert_str_eq(env_get(&env, "CORRAL_MESSAGE"), nasty);
@@ -518,7 +519,7 @@ START_TEST(t_argv_env_stdin)
     ck_assert_str_eq(env_get(&env, "CORRAL_BER_NAME"), "utf8");
     ck_assert_str_eq(env_get(&env, "CORRAL_A_B"), "eq");
     /* exactly these, nothing inherited, no name twice */
-    ck_assert_uint_eq(env.n, 2 + 6 + 7);
+    ck_assert_uint_eq(env.n, 2 + 7 + 7);
     for (i = 0; i < env.n; i++) {
         size_t j, n = strcspn(env.s[i], "=");
         for (j = 0; j < i; j++)
