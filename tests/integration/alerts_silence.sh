@@ -2,8 +2,8 @@
 # Silences and the active alert store, with real executors (an exec script
 # and an SMTP server): an SSH brute force from web1 and one from web2 while
 # a silence mutes HOST=web1: only web2's alert is delivered, and `corral
-# alerts` shows web1's as silenced; once the silence is expired, web1's next
-# brute force is delivered.  Silences and alerts survive a restart and a
+# alerts` shows web1's as silenced; once the silence is expired, web1's
+# alert, still firing, is sent, and web1's next brute force is delivered.  Silences and alerts survive a restart and a
 # kill -9.  Bad requests (a malformed matcher, an unknown id, an end before
 # the start) exit 2 and change nothing.  A reload naming another state
 # file takes the silences along.
@@ -106,10 +106,11 @@ wait_until executor_state mail delivered HOST=web2 ||
 "$CORRAL" silence $S query HOST=web1 | grep -q "$id" || fail "silence query HOST=web1 misses it"
 "$CORRAL" silence $S query HOST=web2 | grep -q "$id" && fail "silence query HOST=web2 lists it"
 
-# ---- expired: web1's next brute force is delivered
+# ---- expired: web1's alert, still firing, is sent now; its next brute force is delivered
 "$CORRAL" silence $S expire "$id" || fail "silence expire failed"
 "$CORRAL" silence $S list | grep -q "$id" && fail "an expired silence is listed as active"
 "$CORRAL" silence $S list --expired | grep "$id" | grep -q expired || fail "expired silence not kept"
+wait_grep "$WORK/delivered" 'web1/.*192.0.2.1' || fail "web1's alert not sent when its silence ended"
 brute web1 192.0.2.3
 wait_grep "$WORK/delivered" 'web1/.*192.0.2.3' || fail "web1's alert not delivered after the expiry"
 wait_until mailed "from 192.0.2.3" || fail "web1's alert not mailed after the expiry"
@@ -124,7 +125,7 @@ start_corrald second "$WORK/corrald.conf"
 python3 - "$WORK/alerts.json" <<'PY' || fail "alerts lost in a restart: $(cat "$WORK/alerts.json")"
 import json, sys
 a = {(x["labels"]["HOST"], x["labels"].get("usracct.device")): x for x in json.load(open(sys.argv[1]))}
-assert a[("web1", "192.0.2.1")]["state"] == "silenced", a
+assert a[("web1", "192.0.2.1")]["state"] == "firing", a  # its silence ended
 assert a[("web2", "192.0.2.2")]["state"] == "firing", a
 assert a[("web1", "192.0.2.3")]["state"] == "firing", a
 PY
