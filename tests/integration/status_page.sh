@@ -273,10 +273,12 @@ assert sorted(x["matchersText"] for x in d) == ['HOST="web1",rule_id=~"status\\.
 assert [x for x in d if x["id"] == sys.argv[2]][0]["createdBy"] == "api", d
 PY
 curl -sS -o "$WORK/alerts.json" "$URL/api/v1/alerts?filter=HOST%3Dweb1" || fail "GET /api/v1/alerts"
-python3 - "$WORK/alerts.json" <<'PY' || fail "GET /api/v1/alerts?filter=HOST=web1: $(head -c 600 "$WORK/alerts.json")"
+python3 - "$WORK/alerts.json" "$sid" <<'PY' || fail "GET /api/v1/alerts?filter=HOST=web1: $(head -c 600 "$WORK/alerts.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))["data"]
-assert sorted((a["id"], a["state"]) for a in d) == [("disk-web1", "inhibited"), ("login-web1", "firing")], d
+# the silence just added mutes web1's alerts already firing (or inhibited) at once
+assert sorted((a["id"], a["state"], a["mutedBy"]) for a in d) == [
+    ("disk-web1", "silenced", sys.argv[2]), ("login-web1", "silenced", sys.argv[2])], d
 PY
 code=$(curl -sS -o "$WORK/bad.json" -w '%{http_code}' "$URL/api/v1/alerts?filter=HOST%3D~(")
 [ "$code" = 400 ] || fail "GET /api/v1/alerts with a bad filter: $code $(cat "$WORK/bad.json")"
