@@ -1224,5 +1224,5 @@ exec_open(uv_loop_t *loop, const struct exconf *cfg, const char *file, struct bu
 }
 
 const struct executor_kind exec_executor = {
-    "exec", exec_open, exec_deliver, exec_render, exec_close, exec_max_inflight,
+    "exec", exec_open, exec_deliver, exec_render, exec_close, exec_max_inflight, NULL, NULL,
 };

@@ -65,6 +65,18 @@ struct executor_kind {
     void (*close)(void *impl, void (*done)(void *arg), void *arg);
     /* How many deliveries may run at once. */
     unsigned (*max_inflight)(void *impl);
+    /*
+     * Optional (NULL: never held).  A kind that holds deliveries before it
+     * sends them (mail's group-wait and group-interval) says until when, in
+     * ms of clock_wall_ms(), delivery token is held; 0 when it is being sent.
+     */
+    uint64_t (*held_until)(void *impl, void *token);
+    /*
+     * Optional (NULL: nothing can be taken back).  Forgets delivery token if
+     * it is still held: its done() is never called then.  0, or -1 when it
+     * is being sent already.
+     */
+    int (*cancel)(void *impl, void *token);
 };
 
 /*

@@ -1309,6 +1309,7 @@ queue_list_json(struct queue *q, size_t max)
     json_t *o = json_object(), *queued = json_array(), *dead = json_array();
     struct item *it;
     size_t nq = 0, i;
+    uint64_t held;
 
     json_object_set_new(o, "executor", text(q->name));
     for (it = q->head; it; it = it->next, nq++) {
@@ -1318,11 +1319,14 @@ queue_list_json(struct queue *q, size_t max)
         e = json_object();
         snprintf(id, sizeof(id), "q%llu", (unsigned long long)it->seq);
         json_object_set_new(e, "id", text(id));
+        held = it->inflight && q->kind->held_until ? q->kind->held_until(q->impl, it) : 0;
         json_object_set_new(e, "state",
-                            text(it->inflight       ? "delivering"
+                            text(held               ? "grouped"
+                                 : it->inflight     ? "delivering"
                                  : it->attempts > 0 ? "retrying"
                                                     : "queued"));
         json_object_set_new(e, "attempts", json_integer(it->attempts));
+        if (held) iso_time(e, "sends_at", held);
         json_object_set_new(e, "alert_id", text(it->id));
         json_object_set_new(e, "severity", text(it->severity));
         if (!it->inflight && it->not_before) iso_time(e, "next_attempt", it->not_before);
@@ -1562,6 +1566,12 @@ queue_drop(struct queue *q, const char *id, struct buf *out)
         if (*end || !it) {
             buf_printf(out, "no queued alert %s/%s\n", q->name, id);
             return QUEUE_CTL_UNKNOWN;
+        }
+        /* held by its executor (a mail waiting for its group): taken back, then dropped */
+        if (it->inflight && q->kind->cancel && q->kind->cancel(q->impl, it) == 0) {
+            it->inflight = false;
+            q->ninflight--;
+            q->st.inflight = q->ninflight;
         }
         if (it->inflight) {
             buf_printf(out, "alert %s/%s is being delivered now: not dropped\n", q->name, id);

@@ -46,6 +46,7 @@
 #include <config.h>
 
 #include "actions/executor.h"
+#include "engine/clock.h"
 #include "engine/hash.h"
 #include "engine/macros.h"
 #include "engine/nv.h"
@@ -1085,6 +1086,53 @@ smtp_close(void *impl, void (*done)(void *arg), void *arg)
     close_step(x);
 }
 
+/* The held alert of delivery token, waiting in its group; *gp its group.  NULL: not held. */
+static struct held **
+held_find(struct smtp *x, void *token, struct group **gp)
+{
+    struct group *g;
+    struct held **hp;
+
+    for (g = x->groups; g; g = g->next)
+        for (hp = &g->pending; *hp; hp = &(*hp)->next)
+            if ((*hp)->token == token) {
+                *gp = g;
+                return hp;
+            }
+    return NULL;
+}
+
+static uint64_t
+smtp_held_until(void *impl, void *token)
+{
+    struct smtp *x = impl;
+    struct group *g;
+    uint64_t now = uv_now(x->loop);
+
+    if (!held_find(x, token, &g)) return 0;
+    /* group times are loop time; the queue speaks wall-clock time */
+    return clock_wall_ms() + (g->due > now ? g->due - now : 0);
+}
+
+static int
+smtp_cancel(void *impl, void *token)
+{
+    struct smtp *x = impl;
+    struct group *g;
+    struct held **hp = held_find(x, token, &g), *h;
+
+    if (!hp) return -1;
+    h = *hp;
+    *hp = h->next;
+    if (g->tail == &h->next) g->tail = hp;
+    g->npending--;
+    repeat_done(x, h, DELIVER_FAIL, uv_now(x->loop));
+    held_free(h);
+    schedule(x);
+    return 0;
+}
+
 const struct executor_kind smtp_executor = {
-    "smtp", smtp_open, smtp_deliver, smtp_render, smtp_close, smtp_max_inflight,
+    "smtp",     smtp_open,         smtp_deliver,    smtp_render,
+    smtp_close, smtp_max_inflight, smtp_held_until, smtp_cancel,
 };

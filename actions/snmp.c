@@ -1369,4 +1369,6 @@ const struct executor_kind snmp_executor = {
     snmp_executor_render,
     snmp_executor_close,
     snmp_executor_max_inflight,
+    NULL,
+    NULL,
 };

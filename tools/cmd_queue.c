@@ -35,7 +35,10 @@ str(json_t *o, const char *name)
     return s ? s : "";
 }
 
-/* One entry: id, state, attempts, alert id, then host and message (and a dead letter's reason). */
+/*
+ * One entry: id, state, attempts, alert id, then host and message (and a
+ * dead letter's reason, a grouped mail's send time, a retry's next attempt).
+ */
 static void
 print_entry(const char *executor, json_t *e)
 {
@@ -46,6 +49,9 @@ print_entry(const char *executor, json_t *e)
            (long long)json_integer_value(json_object_get(e, "attempts")), str(e, "alert_id"),
            str(e, "host"), *str(e, "host") ? ": " : "", str(e, "message"));
     if (*str(e, "reason")) printf("  %-28s %s (%s)\n", "", str(e, "reason"), str(e, "time"));
+    /* held by its executor (grouped mail), or waiting to be retried */
+    if (*str(e, "sends_at")) printf("  %-28s sends at %s\n", "", str(e, "sends_at"));
+    if (*str(e, "next_attempt")) printf("  %-28s next attempt at %s\n", "", str(e, "next_attempt"));
     if (json_is_false(json_object_get(e, "retryable")))
         printf("  %-28s cannot be read back as an alert: drop it, or resend it by hand\n", "");
 }
