@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what corral needs to build and to run its whole test suite on
 # Debian 12: the libraries, the build tools, and the real peers the tests
-# talk to (syslog-ng's pdbtool, snmptrapd, an SMTP server, logger), and
+# talk to (syslog-ng's pdbtool, snmptrapd, an SMTP server, logger,
+# Alertmanager as the reference for silences and inhibition), and
 # libfaketime, under which corr_diff runs pdbtool with a frozen clock.
 set -eu
 if [ "$(id -u)" != 0 ]; then
@@ -14,5 +15,6 @@ apt-get install -y --no-install-recommends \
     libuv1-dev libxml2-dev libsnmp-dev libcurl4-openssl-dev libpcre2-dev check \
     libmicrohttpd-dev libjansson-dev libssl-dev libseccomp-dev chromium \
     python3 syslog-ng-core snmp snmptrapd snmptt smitools python3-aiosmtpd openssl curl \
+    prometheus-alertmanager \
     bsdutils procps nftables gcovr libfaketime \
     git dpkg-dev debhelper dh-autoreconf lintian logrotate systemd
