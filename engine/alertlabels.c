@@ -4,6 +4,7 @@
  * corrald applies to an alert before it records it.
  */
 #include "engine/alertlabels.h"
+#include "engine/log.h"
 #include "engine/nv.h"
 #include "engine/tags.h"
 #include "engine/utf8.h"
@@ -166,6 +167,19 @@ alertlabels_check_pdb(const struct pdb *db, struct buf *out)
             if (alertlabels_action_alerts(&r->actions[j]))
                 n += check_action(r, &r->actions[j], out);
     }
+    return n;
+}
+
+size_t
+alertlabels_warn_pdb(const struct pdb *db)
+{
+    struct buf out = BUF_INIT;
+    const char *line, *nl;
+    size_t n = alertlabels_check_pdb(db, &out);
+
+    for (line = buf_str(&out); (nl = strchr(line, '\n')); line = nl + 1)
+        log_msg(LOG_WARNING, "%.*s", (int)(nl - line), line);
+    buf_free(&out);
     return n;
 }
 

@@ -51,6 +51,12 @@ bool alertlabels_action_alerts(const struct pdb_action *a);
  */
 size_t alertlabels_check_pdb(const struct pdb *db, struct buf *out);
 
+/*
+ * The same lines, each logged as a warning (log_msg, without the newline):
+ * what corrald says of the rules it loads.  Returns their number.
+ */
+size_t alertlabels_warn_pdb(const struct pdb *db);
+
 /* True when s is one of critical, major, minor, warning, info (exactly, lower case). */
 bool alertlabels_severity_valid(const char *s, size_t len);
 
