@@ -9,6 +9,7 @@
 #include "engine/tags.h"
 #include "engine/utf8.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
@@ -20,19 +21,25 @@ static const char *const label_names[L_N] = {
 
 static const char *const severities[] = {"critical", "major", "minor", "warning", "info"};
 
-/* Interned once; the registries are process-wide and interning the same name again is harmless. */
+/* Interned once, for every thread (the registries themselves are process-wide). */
 static nv_handle handles[L_N];
 static tag_id tag_alert, tag_clear;
+static pthread_once_t interned = PTHREAD_ONCE_INIT;
+
+static void
+intern(void)
+{
+    size_t i;
+
+    for (i = 0; i < L_N; i++) handles[i] = nv_intern_str(label_names[i]);
+    tag_clear = tag_intern("corral.clear", 12);
+    tag_alert = tag_intern("corral.alert", 12);
+}
 
 static void
 init(void)
 {
-    size_t i;
-
-    if (tag_alert) return;
-    for (i = 0; i < L_N; i++) handles[i] = nv_intern_str(label_names[i]);
-    tag_clear = tag_intern("corral.clear", 12);
-    tag_alert = tag_intern("corral.alert", 12);
+    pthread_once(&interned, intern);
 }
 
 /* ---- the static check ---- */
@@ -138,13 +145,14 @@ check_action(const struct pdb_rule *r, const struct pdb_action *a, struct buf *o
                        i == L_HOST ? host_why : "");
             continue;
         }
-        if (strstr(template_source(t), "//") && i == L_ID) {
+        if (template_is_literal(t, &text, &len)) {
+            n += check_literal(i, text, len, buf_str(&where), out);
+        } else if (i == L_ID && strstr(template_source(t), "//")) {
+            /* what the references expand to is not known, but nothing fills this gap */
             buf_printf(out, "%s corral.alert_id '%s' has an empty part between slashes\n",
                        buf_str(&where), template_source(t));
             n++;
         }
-        if (template_is_literal(t, &text, &len))
-            n += check_literal(i, text, len, buf_str(&where), out);
     }
     if (missing.len) {
         buf_printf(out, "%s sets no %s\n", buf_str(&where), buf_str(&missing));
