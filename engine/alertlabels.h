@@ -94,18 +94,20 @@ enum {
     ALERTLABELS_BAD_SEVERITY = 1u << 4, /* mapped, or set to the default */
     ALERTLABELS_NO_EVENT = 1u << 5,     /* set to .classifier.rule_id if the message has one */
     ALERTLABELS_NO_SUMMARY = 1u << 6,   /* made from MESSAGE */
-    ALERTLABELS_SUMMARY_CUT = 1u << 7,  /* shortened to one line of at most 120 characters */
+    ALERTLABELS_SUMMARY_CUT = 1u << 7,  /* made one line of at most 120 characters */
 };
 #define ALERTLABELS_NFLAGS 8
 
 /*
  * Validates and normalises the labels of alert message m, which must be
- * the caller's to change: maps corral.alert_id, makes corral.severity one
- * of the five (a clear, tag corral.clear or severity "clear", may keep
- * "clear"), fills a missing corral.event and corral.summary, and cuts a
- * long summary.  A message whose labels are right is not written to.
- * scratch is the caller's buffer, reused across calls.  Returns the
- * ALERTLABELS_* bits of what it found, 0 when everything was right.
+ * the caller's to change (a copy no one else holds): maps corral.alert_id,
+ * makes corral.severity one of the five (severity "clear", which makes the
+ * message a clear, is kept), fills a missing corral.event and
+ * corral.summary, and cuts a long summary.  A message whose labels are
+ * right is not written to.  Call it before the alert id is computed from
+ * the message (the id template reads corral.alert_id).  scratch is the
+ * caller's buffer, reused across calls.  Returns the ALERTLABELS_* bits of
+ * what it found, 0 when everything was right.
  */
 unsigned alertlabels_check_msg(struct msg *m, struct buf *scratch);
 
