@@ -43,6 +43,7 @@
  */
 #include "agent/server.h"
 #include "agent/alerts.h"
+#include "engine/alertlabels.h"
 #include "engine/clock.h"
 #include "engine/corr.h"
 #include "agent/dnscache.h"
@@ -838,6 +839,7 @@ load_rules(const struct conf *c, struct buf *err)
         pdb_free(db);
         return NULL;
     }
+    alertlabels_warn_pdb(db); /* alerts without their labels: warned, as `corral test` fails them */
     return db;
 }
 

@@ -6,9 +6,12 @@
  * A FILE argument is loaded on its own (as pdbtool does); a DIR argument is
  * loaded as one database, the way corrald loads it, so that rules of
  * different files that steal each other's messages show up as failures.
+ * Each action that raises an alert and can generate it without the labels
+ * of the alert contract (engine/alertlabels.h) is a failure too.
  */
 #include "tools/cmd.h"
 #include "tools/scenario.h"
+#include "engine/alertlabels.h"
 #include "engine/json.h"
 #include "engine/macros.h"
 #include "engine/template.h"
@@ -197,6 +200,30 @@ test_path(struct tester *t, const char *path)
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) run_scenarios(t, path, 0);
 }
 
+/* Every action that raises an alert must set its labels: one failure per line of the check. */
+static void
+check_alert_labels(struct tester *t, const struct pdb *db)
+{
+    struct buf out = BUF_INIT;
+    const char *line, *nl;
+
+    t->failed += alertlabels_check_pdb(db, &out);
+    for (line = buf_str(&out); *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        if (t->json) {
+            struct buf o = BUF_INIT;
+            buf_puts(&o, "{\"result\":\"fail\",\"alert_labels\":");
+            json_quote(&o, line, (size_t)(nl - line));
+            buf_puts(&o, "}\n");
+            fwrite(o.p, 1, o.len, stdout);
+            buf_free(&o);
+        } else {
+            printf("FAIL %.*s\n", (int)(nl - line), line);
+        }
+    }
+    buf_free(&out);
+}
+
 static void
 test_rules(struct tester *t, const char *path)
 {
@@ -208,6 +235,7 @@ test_rules(struct tester *t, const char *path)
     if (pdb_load(db, path) < 0) t->load_failed = true;
     pdb_print_diags(db, stderr);
     for (i = 0; i < pdb_nexamples(db); i++) run_example(t, db, pdb_example_at(db, i), m, &scratch);
+    check_alert_labels(t, db);
     buf_free(&scratch);
     msg_unref(m);
     pdb_free(db);
@@ -233,8 +261,10 @@ cmd_test(int argc, char **argv)
             puts("usage: corral test [-v] [--json] FILE|DIR|SCENARIO...\n"
                  "Runs every <example> of the rule files.  A FILE is loaded on its own, a DIR as\n"
                  "one database, and the correlation scenarios (*.scenario) under a DIR or named\n"
-                 "on the command line are replayed.  Ends with 'N passed, M failed'; exits 1 on\n"
-                 "any failure or rule file error.  --json prints one JSON object per example.");
+                 "on the command line are replayed.  An action that raises an alert without its\n"
+                 "labels (HOST, corral.alert_id, .severity, .event, .summary) fails too.  Ends\n"
+                 "with 'N passed, M failed'; exits 1 on any failure or rule file error.  --json\n"
+                 "prints one JSON object per example.");
             return 0;
         default: return 2;
         }

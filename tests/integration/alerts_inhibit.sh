@@ -62,7 +62,7 @@ wait_metric corral_alerts_inhibited_total -ge 1 || fail "web1's alert not counte
 grep -q 'web1/' "$WORK/delivered" && fail "web1's alert was delivered while web1 is absent"
 alert_state inhibited HOST=web1 usracct.device=192.0.2.1 ||
     fail "web1's alert not shown inhibited: $("$CORRAL" alerts $S)"
-"$CORRAL" alerts $S HOST=web1 | grep 'ssh-bruteforce' | grep -q 'corral.absence/web1/app' ||
+"$CORRAL" alerts $S HOST=web1 | grep 'ssh.bruteforce/web1/192.0.2.1' | grep -q 'corral.absence/web1/app' ||
     fail "what inhibits web1's alert is not shown: $("$CORRAL" alerts $S)"
 alert_state firing HOST=web2 || fail "web2's alert not firing"
 
