@@ -159,6 +159,8 @@ struct conf {
     size_t max_silences;
     double silence_retention; /* seconds an ended silence is kept */
     char *alert_id;           /* template of the store's alert id; NULL: the executors' default */
+    size_t evidence_lines;    /* log lines an alert carries (engine/evidence.h); 0: none */
+    size_t evidence_bytes;
     struct conf_inhibit *inhibits;
     size_t ninhibits;
     /* "file:line: warning: ..." lines (deprecated spellings), NULL: none; the caller logs them */
