@@ -5,7 +5,8 @@
 # with the first three and the last two lines around "... 3 more lines ...",
 # the defaults (5 lines, 2 KiB), each as TIMESTAMP HOST PROGRAM[PID]:
 # MESSAGE.  The alert store holds the same lines as the label
-# corral.evidence (`corral alerts --json`).  A mail with a <body> template
+# corral.evidence (`corral alerts --json`, GET /api/v1/alerts), and the
+# status page shows them under the alert id.  A mail with a <body> template
 # gets the section after its text.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
@@ -24,6 +25,7 @@ cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$HERE/evidence_rules.xml"/>
   <control socket="$CONTROL"/>
+  <stats listen="127.0.0.1:0"/>
   <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <executors spool="$WORK/spool">
     <smtp name="mail" url="smtp://127.0.0.1:$sport" tls="none" from="corral@example.com"
@@ -96,5 +98,17 @@ assert ev[0].endswith(" web1 app[77]: login failed for user0 from 192.0.2.0"), e
 assert ev[5].endswith(" web1 app[77]: login failed for user7 from 192.0.2.7"), ev
 PY
 
+# the API and the page
+python3 - "http://127.0.0.1:$(stats_port)" <<'PY' || fail "the API or the page lack the evidence"
+import html, json, sys, urllib.request
+base = sys.argv[1]
+alerts = json.load(urllib.request.urlopen(base + "/api/v1/alerts"))["data"]
+ev = alerts[0]["labels"]["corral.evidence"]
+assert ev.split("\n")[3] == "... 3 more lines ...", ev
+page = urllib.request.urlopen(base + "/").read().decode()
+assert "<details><summary>log lines</summary><pre>" + html.escape(ev, quote=False) in page or \
+    "<details><summary>log lines</summary><pre>" + html.escape(ev) in page, page
+PY
+
 stop_corrald "$CORRALD_PID"
-echo "ok: the mail and the alert store carry the alert's log lines"
+echo "ok: the mail, the alert store, the API and the page carry the alert's log lines"
