@@ -32,28 +32,35 @@ evidence_synth_wants(const struct evidence_names *n, const struct pdb_synth *s)
     return false;
 }
 
-/* A limit a message sets: a count ("10"), or for bytes a size ("2k"); false when unset or bad. */
-static bool
-read_limit(const struct msg *m, nv_handle h, bool size, size_t *out)
+bool
+evidence_parse_limit(const char *v, size_t len, bool bytes, size_t *out)
 {
     char tmp[32];
-    size_t len;
-    const char *v = msg_get(m, h, &len);
     char *end;
     unsigned long long n;
 
-    if (!v || !len || len >= sizeof(tmp)) return false;
+    if (!len || len >= sizeof(tmp)) return false;
     memcpy(tmp, v, len);
     tmp[len] = '\0';
-    if (size && !(tmp[0] == '0' && !tmp[1])) {
+    if (bytes) {
         *out = units_size(tmp);
-        return *out != 0;
+        return *out >= EVIDENCE_BYTES_MIN && *out <= EVIDENCE_BYTES_MAX;
     }
     if (tmp[0] < '0' || tmp[0] > '9') return false;
     n = strtoull(tmp, &end, 10);
-    if (*end) return false;
-    *out = n > EVIDENCE_LINES_MAX ? EVIDENCE_LINES_MAX : (size_t)n;
+    if (*end || n > EVIDENCE_LINES_MAX) return false;
+    *out = (size_t)n;
     return true;
+}
+
+/* A limit the generated message sets; false when unset or not valid. */
+static bool
+read_limit(const struct msg *m, nv_handle h, bool bytes, size_t *out)
+{
+    size_t len;
+    const char *v = msg_get(m, h, &len);
+
+    return v && evidence_parse_limit(v, len, bytes, out);
 }
 
 bool

@@ -52,9 +52,16 @@ void evidence_names_init(struct evidence_names *n);
 bool evidence_synth_wants(const struct evidence_names *n, const struct pdb_synth *s);
 
 /*
+ * Reads a limit as corral.evidence_lines (0 to EVIDENCE_LINES_MAX) or, with
+ * bytes, corral.evidence_bytes ("2048", "2k": EVIDENCE_BYTES_MIN to
+ * EVIDENCE_BYTES_MAX) take it; false for anything else.
+ */
+bool evidence_parse_limit(const char *v, size_t len, bool bytes, size_t *out);
+
+/*
  * The limits for generated message gen: its corral.evidence_lines and
- * corral.evidence_bytes when set (a number, "2k" for bytes; anything else
- * counts as unset), else the defaults given, when gen is tagged corral.alert
+ * corral.evidence_bytes when set (see evidence_parse_limit; anything
+ * else counts as unset), else the defaults given, when gen is tagged corral.alert
  * or sets either value.  False when gen gets no evidence.
  */
 bool evidence_limits(const struct evidence_names *n, const struct msg *gen, size_t def_lines,

@@ -346,6 +346,39 @@ START_TEST(test_engine_attaches)
 }
 END_TEST
 
+/* The limits a rule writes: checked when the rules load, with the line. */
+START_TEST(test_rule_limits)
+{
+    static const char *const bad[] = {"<value name='corral.evidence_lines'>many</value>",
+                                      "<value name='corral.evidence_lines'>1001</value>",
+                                      "<value name='corral.evidence_bytes'>10</value>",
+                                      "<value name='corral.evidence_bytes'>1M</value>"};
+    size_t i, v;
+
+    ck_assert(evidence_parse_limit("0", 1, false, &v) && v == 0);
+    ck_assert(evidence_parse_limit("1000", 4, false, &v) && v == 1000);
+    ck_assert(!evidence_parse_limit("-1", 2, false, &v));
+    ck_assert(!evidence_parse_limit("5 ", 2, false, &v));
+    ck_assert(evidence_parse_limit("4k", 2, true, &v) && v == 4096);
+    ck_assert(!evidence_parse_limit("0", 1, true, &v));
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct pdb *db = pdb_new();
+        char xml[1024];
+        int n =
+            snprintf(xml, sizeof(xml),
+                     HEAD "<rule id='r' provider='t'><patterns><pattern>x</pattern></patterns>\n"
+                          "<actions><action><message><values>\n%s\n"
+                          "</values></message></action></actions></rule>\n" TAIL,
+                     bad[i]);
+        ck_assert_int_eq(pdb_load_memory(db, "mem.xml", xml, (size_t)n), -1);
+        ck_assert_uint_eq(pdb_nerrors(db), 1);
+        ck_assert_int_eq(pdb_diag_at(db, 0)->line, 6);
+        ck_assert_ptr_nonnull(strstr(pdb_diag_at(db, 0)->text, "corral.evidence_"));
+        pdb_free(db);
+    }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -356,6 +389,7 @@ main(void)
     tcase_add_test(tc, test_lines_bound);
     tcase_add_test(tc, test_bytes_bound);
     tcase_add_test(tc, test_engine_attaches);
+    tcase_add_test(tc, test_rule_limits);
     suite_add_tcase(s, tc);
     return unit_run(s);
 }
