@@ -205,8 +205,7 @@ evidence_render(struct msg *const *msgs, size_t n, size_t max_lines, size_t max_
             t--;
     }
 
-    /* still too long (one or two lines left): they share what the marker leaves, a short one whole
-     */
+    /* still too long, with one or two lines left: they share what the marker leaves */
     if (total > max_bytes) {
         size_t a = 0, b = m - 1, la = shown(full, keep, a), lb = t ? shown(full, keep, b) : 0;
         size_t avail = max_bytes - (total - la - lb);
