@@ -42,8 +42,10 @@
  * limit), all of them together ARGV_MAX.
  *
  * stdin="json" writes the message as one JSON object (json_format_msg) and
- * a newline to the child's stdin, then closes it; stdin="none" (the
- * default) gives it /dev/null.  stdout and stderr are read through pipes
+ * a newline to the child's stdin, then closes it; corral.evidence, the log
+ * lines of the alert (engine/evidence.h), is in it as an array of strings,
+ * one per line, its last member.  stdin="none" (the default) gives the
+ * child /dev/null.  stdout and stderr are read through pipes
  * into corrald's log, line by line, as "executor NAME[PID]: LINE" at
  * LOG_INFO (stdout) or LOG_WARNING (stderr), control characters made
  * visible; at most LOG_MAX bytes per child, the rest is read, counted and
@@ -83,6 +85,7 @@
  * runs them as <daemon user>, as corrald without it would: exec_run_as).
  */
 #include "actions/executor.h"
+#include "engine/evidence.h"
 #include "engine/hash.h"
 #include "engine/json.h"
 #include "engine/log.h"
@@ -444,11 +447,35 @@ build_argv(const struct exec_x *x, const struct alert *a, struct strv *argv, boo
     buf_free(&b);
 }
 
+/* The message as JSON, corral.evidence (its lines joined by LF) as an array of lines, last. */
 static void
 build_input(const struct alert *a, struct buf *out)
 {
-    json_format_msg(a->msg, out);
-    buf_putc(out, '\n');
+    nv_handle h = nv_lookup(EVIDENCE_NAME, strlen(EVIDENCE_NAME));
+    const char *ev;
+    size_t len, i, start;
+    struct msg *m;
+
+    if (!h || !(ev = msg_get(a->msg, h, &len))) {
+        json_format_msg(a->msg, out);
+        buf_putc(out, '\n');
+        return;
+    }
+    m = msg_clone(a->msg);
+    msg_unset(m, h);
+    json_format_msg(m, out);
+    msg_unref(m);
+    buf_truncate(out, out->len - 1); /* its closing brace */
+    buf_putc(out, ',');
+    json_quote(out, EVIDENCE_NAME, strlen(EVIDENCE_NAME));
+    buf_puts(out, ":[");
+    for (i = start = 0; len && i <= len; i++) {
+        if (i < len && ev[i] != '\n') continue;
+        if (start) buf_putc(out, ',');
+        json_quote(out, ev + start, i - start);
+        start = i + 1;
+    }
+    buf_puts(out, "]}\n");
 }
 
 /* ---- children ---- */

@@ -13,7 +13,9 @@
  * smtps:// is TLS from the start.  ca-file trusts a private CA, tls-verify="no"
  * trusts anything.  connections (4) sessions at once, each within timeout
  * (30s).  The subject is cut to SMTP_SUBJECT_MAX characters; without <body>
- * the mail lists MESSAGE, then every name-value pair.
+ * the mail lists MESSAGE, then every name-value pair.  The log lines of
+ * the alert (corral.evidence, engine/evidence.h) follow the text, with the
+ * built-in body and with <body>, as a section "Log lines:".
  *
  * Outcomes: the server took the mail (2xx): DELIVER_OK; 5xx from the server:
  * DELIVER_FAIL, with its reply as the reason; anything else (4xx, no
@@ -47,6 +49,7 @@
 
 #include "actions/executor.h"
 #include "engine/clock.h"
+#include "engine/evidence.h"
 #include "engine/hash.h"
 #include "engine/macros.h"
 #include "engine/nv.h"
@@ -448,7 +451,28 @@ add_value(struct buf *out, const char *name, size_t nlen, const char *val, size_
     buf_putc(out, '\n');
 }
 
-/* The built-in body: MESSAGE, what the queue knows of the alert, then every value. */
+/*
+ * The log lines that made the alert (corral.evidence, engine/evidence.h),
+ * each indented, under "Log lines:".
+ */
+static void
+add_evidence(struct buf *out, const struct msg *m)
+{
+    nv_handle h = nv_lookup(EVIDENCE_NAME, strlen(EVIDENCE_NAME));
+    const char *ev;
+    size_t len, i;
+
+    if (!h || !(ev = msg_get(m, h, &len)) || !len) return;
+    buf_puts(out, "Log lines:\n  ");
+    for (i = 0; i < len; i++) {
+        buf_putc(out, ev[i]);
+        if (ev[i] == '\n') buf_puts(out, "  ");
+    }
+    buf_puts(out, "\n\n");
+}
+
+/* The built-in body: MESSAGE, what the queue knows of the alert, its log lines, then every value.
+ */
 static void
 default_body(const struct held *h, struct buf *out)
 {
@@ -479,11 +503,12 @@ default_body(const struct held *h, struct buf *out)
         add_line(out, "Tags:", buf_str(&line));
     }
     buf_putc(out, '\n');
+    add_evidence(out, m);
     for (i = 0; i < n; i++) {
         size_t nlen;
         nv_handle hd = msg_value_at(m, i, &val, &len);
         const char *name = nv_name(hd, &nlen);
-        if (hd == NV_MESSAGE || !name) continue;
+        if (hd == NV_MESSAGE || !name || strcmp(name, EVIDENCE_NAME) == 0) continue;
         add_value(out, name, nlen, val, len);
     }
     buf_free(&line);
@@ -500,6 +525,9 @@ alert_text(struct smtp *x, const struct held *h, struct buf *out)
         struct template_env env;
         template_env_single(&env, &h->msg);
         template_eval(x->body, &env, &raw);
+        while (raw.len && raw.p[raw.len - 1] == '\n') buf_truncate(&raw, raw.len - 1);
+        if (raw.len) buf_puts(&raw, "\n\n");
+        add_evidence(&raw, h->msg);
     } else {
         default_body(h, &raw);
     }

@@ -22,6 +22,7 @@
  * configuration (snmp_int.h is what the two share).
  */
 #include "actions/snmp_int.h"
+#include "engine/evidence.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
 
@@ -51,7 +52,8 @@ enum field {
     F_CONTEXT_ID,
     F_ALERT_ID,
     F_SEVERITY,
-    F_NFIELDS = F_SEVERITY
+    F_NFIELDS = F_SEVERITY,
+    F_EVIDENCE = 10, /* after corralAlertValueTable (9); sent with evidence="yes" */
 };
 
 static const char *const field_label[] = {
@@ -64,6 +66,8 @@ static const char *const field_label[] = {
     "corralAlertContextId",
     "corralAlertId",
     "corralAlertSeverity",
+    NULL,
+    "corralAlertEvidence",
 };
 
 /* snmpUDPDomain (RFC 3417) and transportDomainUdpIpv6 (RFC 3419) */
@@ -285,15 +289,21 @@ put_clean(struct buf *out, const char *s, size_t n, size_t stop)
  * with TRUNC_MARK, when it is longer.  A truncated value is never silent.
  */
 static void
-truncate_text(struct buf *out, size_t start)
+truncate_to(struct buf *out, size_t start, size_t max)
 {
     size_t cut;
 
-    if (out->len - start <= VALUE_MAX) return;
-    cut = start + VALUE_MAX - (sizeof(TRUNC_MARK) - 1);
+    if (out->len - start <= max) return;
+    cut = start + max - (sizeof(TRUNC_MARK) - 1);
     while (cut > start && ((unsigned char)out->p[cut] & 0xc0) == 0x80) cut--;
     buf_truncate(out, cut);
     buf_puts(out, TRUNC_MARK);
+}
+
+static void
+truncate_text(struct buf *out, size_t start)
+{
+    truncate_to(out, start, VALUE_MAX);
 }
 
 static void
@@ -526,6 +536,7 @@ snmp_executor_open(uv_loop_t *loop, const struct exconf *cfg, const char *file, 
     x->fd = -1;
     x->h_alert_id = nv_intern_str("corral.alert_id");
     x->h_severity = nv_intern_str("corral.severity");
+    x->h_evidence = nv_intern_str(EVIDENCE_NAME);
     ok = snmp_conf_read(x, &r, &keys) && session_open(x, &r, &keys);
     snmp_keys_free(&keys);
     if (!ok) {
@@ -627,16 +638,45 @@ add_text_field(struct snmp_x *x, enum field f, const char *s, size_t n)
     put_text(&v->bytes, s ? s : "", s ? n : 0);
 }
 
+/*
+ * The log lines of the alert (corral.evidence) as corralAlertEvidence: each
+ * line as put_clean makes text, the lines joined by LF, at most SNMP_EVIDENCE_MAX
+ * octets.
+ */
+static void
+add_evidence(struct snmp_x *x, const char *s, size_t n)
+{
+    oid name[MAX_OID_LEN];
+    struct vb *v;
+    size_t i, line, start;
+
+    memcpy(name, x->base, x->base_len * sizeof(oid));
+    name[x->base_len] = 1;
+    name[x->base_len + 1] = F_EVIDENCE;
+    name[x->base_len + 2] = 0;
+    v = vb_add(x, name, x->base_len + 3, 's', field_label[F_EVIDENCE]);
+    start = v->bytes.len;
+    for (i = line = 0; s && i <= n && v->bytes.len - start <= SNMP_EVIDENCE_MAX; i++) {
+        if (i < n && s[i] != '\n') continue;
+        if (line) buf_putc(&v->bytes, '\n');
+        put_clean(&v->bytes, s + line, i - line, start + SNMP_EVIDENCE_MAX + 8);
+        line = i + 1;
+    }
+    truncate_to(&v->bytes, start, SNMP_EVIDENCE_MAX);
+}
+
+/* Values the fixed objects carry, and the evidence, which goes only as corralAlertEvidence. */
 static bool
 is_fixed(const struct snmp_x *x, nv_handle h)
 {
     return h == NV_MESSAGE || h == NV_HOST || h == NV_PROGRAM || h == NV_CLASS || h == NV_RULE_ID ||
-           h == NV_CONTEXT_ID || h == x->h_alert_id || h == x->h_severity;
+           h == NV_CONTEXT_ID || h == x->h_alert_id || h == x->h_severity || h == x->h_evidence;
 }
 
 /*
  * Fills x->vb with the notification for a: sysUpTime.0, snmpTrapOID.0, the
- * eight CORRAL-MIB objects, the message's other values as corralAlertValue.N,
+ * eight CORRAL-MIB objects, corralAlertEvidence with evidence="yes", the
+ * message's other values as corralAlertValue.N,
  * with <varbind> elements replacing a default varbind of the same OID or
  * coming last.  Returns an error (the alert can never be sent) or NULL.
  */
@@ -688,6 +728,10 @@ build(struct snmp_x *x, const struct alert *a)
     name[x->base_len + 2] = 0;
     v = vb_add(x, name, x->base_len + 3, 'i', field_label[F_SEVERITY]);
     v->num = executor_severity_number(a->severity);
+    if (x->evidence) {
+        s = msg_get(m, x->h_evidence, &n);
+        add_evidence(x, s, s ? n : 0);
+    }
 
     for (i = 0, count = 0, total = 0; x->values && i < msg_nvalues(m) && count < VALUES_MAX; i++) {
         nv_handle h = msg_value_at(m, i, &s, &n);
@@ -1192,6 +1236,10 @@ put_quoted(struct buf *out, const struct buf *b)
 
     buf_putc(out, '"');
     for (i = 0; i < b->len; i++) {
+        if (b->p[i] == '\n') {
+            buf_puts(out, "\\n"); /* corralAlertEvidence's lines: one varbind, one line */
+            continue;
+        }
         if (b->p[i] == '"' || b->p[i] == '\\') buf_putc(out, '\\');
         buf_putc(out, b->p[i]);
     }

@@ -22,8 +22,9 @@
 
 /* The attributes of every version; v3_attrs are known too. */
 static const char *const known_attrs[] = {
-    "target",  "version",  "inform",         "community-file", "community-env", "timeout",
-    "retries", "trap-oid", "clear-trap-oid", "base-oid",       "values",        NULL,
+    "target",  "version",  "inform",   "community-file", "community-env",
+    "timeout", "retries",  "trap-oid", "clear-trap-oid", "base-oid",
+    "values",  "evidence", NULL,
 };
 
 static const char *const v3_attrs[] = {
@@ -119,6 +120,7 @@ read_common(struct snmp_x *x, const struct exconf_reader *r)
     x->version = version == 0 ? SNMP_VERSION_2c : SNMP_VERSION_3;
     exconf_bool(r, "inform", &x->inform);
     exconf_bool(r, "values", &x->values);
+    exconf_bool(r, "evidence", &x->evidence);
     exconf_duration(r, "timeout", false, 3600, &x->timeout);
     exconf_uint(r, "retries", 0, 20, &retries);
     x->retries = (int)retries;

@@ -24,12 +24,15 @@
 #define TRUNC_MARK "...[truncated]"
 /*
  * At most this many of the message's other values go into corralAlertValue,
- * and at most this many octets of them: with the fixed objects and every
- * <varbind> at their longest the notification still fits in one UDP
- * datagram (7 + 32 + 16 KiB and the encoding), so no alert is too big to send.
+ * and at most this many octets of them; corralAlertEvidence (evidence="yes",
+ * the log lines of the alert) at most SNMP_EVIDENCE_MAX: with the fixed
+ * objects and every <varbind> at their longest the notification still fits
+ * in one UDP datagram (7 + 32 + 16 + 4 KiB and the encoding), so no alert is
+ * too big to send.
  */
-#define VALUES_MAX       32
-#define VALUES_BYTES_MAX (16 * 1024)
+#define VALUES_MAX        32
+#define VALUES_BYTES_MAX  (16 * 1024)
+#define SNMP_EVIDENCE_MAX 4096
 /* At most this many <varbind> elements. */
 #define VARBINDS_MAX 32
 /* Deliveries in flight; informs are the ones that stay in flight for long. */
@@ -72,7 +75,8 @@ struct snmp_x {
     bool inform;
     double timeout;
     int retries;
-    bool values; /* send the other values as corralAlertValue */
+    bool values;   /* send the other values as corralAlertValue */
+    bool evidence; /* send the log lines of the alert as corralAlertEvidence */
 
     /* SNMPv3 */
     char *user;
@@ -88,7 +92,7 @@ struct snmp_x {
     struct template *trap_oid, *clear_oid; /* NULL: the MIB's notifications */
     struct vb_conf *vbs;
     size_t nvbs;
-    nv_handle h_alert_id, h_severity;
+    nv_handle h_alert_id, h_severity, h_evidence;
 
     void *sess;
     int fd;

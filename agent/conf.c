@@ -8,6 +8,7 @@
  */
 #include "agent/conf.h"
 #include "engine/durable.h"
+#include "engine/evidence.h"
 #include "engine/labelmatch.h"
 #include "engine/template.h"
 #include "engine/units.h"
@@ -45,6 +46,8 @@ conf_init(struct conf *c)
     c->resolve_timeout = 300;
     c->max_silences = 10000;
     c->silence_retention = 5 * 86400;
+    c->evidence_lines = EVIDENCE_LINES;
+    c->evidence_bytes = EVIDENCE_BYTES;
     c->log_level = xstrdup("info");
 }
 
@@ -182,6 +185,8 @@ conf_corr_limits(const struct conf *c, struct corr_opts *o)
     o->max_context_bytes = c->max_context_bytes;
     o->max_context_memory = c->max_context_memory;
     o->max_rate_buckets = c->max_rate_buckets;
+    o->evidence_lines = c->evidence_lines ? c->evidence_lines : CORR_EVIDENCE_NONE;
+    o->evidence_bytes = c->evidence_bytes;
 }
 
 void
@@ -453,6 +458,26 @@ number_attr(struct reader *r, const xmlNode *n, const char *name, size_t def, bo
     if (!x) error(r, n, "bad value %s=\"%s\"", name, v);
     free(v);
     return x ? x : def;
+}
+
+/* <alerts evidence-lines="5" evidence-bytes="2k">: 0 lines, none */
+static void
+read_evidence(struct reader *r, struct conf *c, const xmlNode *n)
+{
+    char *v = attr(n, "evidence-lines"), *end;
+
+    if (v) {
+        unsigned long long x = strtoull(v, &end, 10);
+        if (v[0] < '0' || v[0] > '9' || *end || x > EVIDENCE_LINES_MAX)
+            error(r, n, "evidence-lines must be a number from 0 to %d", EVIDENCE_LINES_MAX);
+        else
+            c->evidence_lines = (size_t)x;
+        free(v);
+    }
+    c->evidence_bytes = number_attr(r, n, "evidence-bytes", c->evidence_bytes, true);
+    if (c->evidence_bytes < EVIDENCE_BYTES_MIN || c->evidence_bytes > EVIDENCE_BYTES_MAX)
+        error(r, n, "evidence-bytes must lie between %d and %u", EVIDENCE_BYTES_MIN,
+              EVIDENCE_BYTES_MAX);
 }
 
 static void
@@ -890,6 +915,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->max_silences = number_attr(r, n, "max-silences", c->max_silences, false);
             c->silence_retention = duration_attr(r, n, "silence-retention", c->silence_retention);
             c->resolve_timeout = duration_attr(r, n, "resolve-timeout", c->resolve_timeout);
+            read_evidence(r, c, n);
             if (id) {
                 struct buf e = BUF_INIT;
                 struct template *t = template_compile_str(id, &e);

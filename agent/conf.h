@@ -161,6 +161,8 @@ struct conf {
     double silence_retention; /* seconds an ended silence is kept */
     double resolve_timeout;   /* seconds an alert not raised again stays firing; 0: forever */
     char *alert_id;           /* template of the store's alert id; NULL: the executors' default */
+    size_t evidence_lines;    /* log lines an alert carries (engine/evidence.h); 0: none */
+    size_t evidence_bytes;
     struct conf_inhibit *inhibits;
     size_t ninhibits;
     /* "file:line: warning: ..." lines (deprecated spellings), NULL: none; the caller logs them */

@@ -440,7 +440,15 @@ alert_rows(struct status *st, struct buf *out, bool inhibited, unsigned cols)
         if (!inhibited) cell(out, "severity", label(al, "PRIORITY"));
         cell(out, "host", label(al, "HOST"));
         cell(out, "rule", label(al, ".classifier.rule_id"));
-        cell(out, "key", json_string_value(json_object_get(al, "id")));
+        buf_puts(out, "<td class=\"key\">");
+        html_puts(out, json_string_value(json_object_get(al, "id")));
+        /* the log lines that made it (corral.evidence), folded under the id */
+        if (*label(al, "corral.evidence")) {
+            buf_puts(out, "<details><summary>log lines</summary><pre>");
+            html_puts(out, label(al, "corral.evidence"));
+            buf_puts(out, "</pre></details>");
+        }
+        buf_puts(out, "</td>");
         if (inhibited) {
             cell(out, "by", by ? by : "");
             buf_puts(out, "</tr>");

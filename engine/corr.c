@@ -52,6 +52,7 @@
 #include "engine/corr.h"
 #include "engine/clock.h"
 #include "engine/durable.h"
+#include "engine/evidence.h"
 #include "engine/filter.h"
 #include "engine/hash.h"
 #include "engine/timerwheel.h"
@@ -142,6 +143,7 @@ struct corr {
     size_t capenv;
     struct buf id, key; /* scratch */
     struct buf value;
+    struct evidence_names ev;
 };
 
 static uint64_t
@@ -302,6 +304,10 @@ corr_new(struct pdb *db, const struct corr_opts *opts)
     if (!c->opts.max_rate_buckets) c->opts.max_rate_buckets = 1000000;
     if (!c->opts.max_context_bytes) c->opts.max_context_bytes = (size_t)4 << 20;
     if (!c->opts.max_context_memory) c->opts.max_context_memory = (size_t)1 << 30;
+    if (!c->opts.evidence_lines) c->opts.evidence_lines = EVIDENCE_LINES;
+    if (c->opts.evidence_lines == CORR_EVIDENCE_NONE) c->opts.evidence_lines = 0;
+    if (!c->opts.evidence_bytes) c->opts.evidence_bytes = EVIDENCE_BYTES;
+    evidence_names_init(&c->ev);
     c->last_tick = clock_now(c);
     c->wheel = tw_new(0);
     c->bucket_wheel = tw_new(0);
@@ -942,6 +948,27 @@ generate(struct corr *c, const struct pdb_synth *s, struct ctx *x, struct msg *t
     return gen;
 }
 
+/*
+ * corral (not syslog-ng): an alert carries the lines that made it, those
+ * of its context (or the triggering message), as corral.evidence.  Only
+ * generated messages that ask for it pay for it (see evidence.h).
+ */
+static void
+attach_evidence(struct corr *c, struct msg *gen, struct ctx *x, struct msg *trigger)
+{
+    size_t lines, bytes;
+
+    if (!evidence_limits(&c->ev, gen, c->opts.evidence_lines, c->opts.evidence_bytes, &lines,
+                         &bytes))
+        return;
+    buf_reset(&c->value);
+    if (x)
+        evidence_render(x->msgs, x->nmsgs, lines, bytes, &c->value);
+    else
+        evidence_render(&trigger, 1, lines, bytes, &c->value);
+    msg_set(gen, c->ev.value, c->value.p ? c->value.p : "", c->value.len);
+}
+
 static void
 emit(struct corr *c, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *a)
 {
@@ -1014,6 +1041,7 @@ run_actions(struct corr *c, const struct pdb_rule *rule, enum pdb_trigger trigge
         if (!rate_allows(c, rule, a, x ? x->msgs[x->nmsgs - 1] : m)) continue;
         if (a->kind == PDB_ACTION_MESSAGE) {
             struct msg *gen = generate(c, &a->message, x, m);
+            attach_evidence(c, gen, x, m);
             /*
              * corral (not syslog-ng): an emitted message says which context it
              * came from.  Set last, so that the action's templates and the

@@ -53,7 +53,14 @@ struct corr_opts {
     size_t context_share;
     size_t max_context_bytes;  /* memory of one context; 0: 4 MiB (oldest messages dropped) */
     size_t max_context_memory; /* memory of all contexts; 0: 1 GiB */
+    /*
+     * The log lines an alert carries (engine/evidence.h): at most
+     * evidence_lines lines (0: 5; CORR_EVIDENCE_NONE: none, unless the
+     * action sets corral.evidence_lines) and evidence_bytes bytes (0: 2 KiB).
+     */
+    size_t evidence_lines, evidence_bytes;
 };
+#define CORR_EVIDENCE_NONE ((size_t)-1)
 
 struct corr_stats {
     uint64_t processed, matched, unknown, generated;

@@ -9,6 +9,7 @@
  */
 #include "engine/pdb.h"
 #include "engine/durable.h"
+#include "engine/evidence.h"
 #include "engine/filter.h"
 #include "engine/radix.h"
 #include "engine/strtab.h"
@@ -630,12 +631,14 @@ pdb_context_keep(struct pdb *db)
 {
     size_t i, j;
     bool ok = true;
+    struct evidence_names ev;
 
     if (db->keep_known) return db->keep_all ? NULL : db->keep;
     if (!db->keep) db->keep = xcalloc(NV_MAX_NAMES + 1, 1);
     memset(db->keep, 0, NV_MAX_NAMES + 1);
     /* the scope fields, for state dumps and generated messages */
     db->keep[NV_HOST] = db->keep[NV_PROGRAM] = db->keep[NV_PID] = 1;
+    evidence_names_init(&ev);
     for (i = 0; i < db->nrules && ok; i++) {
         const struct pdb_rule *r = db->rules[i];
         ok = template_refs(r->context_id, db->keep) && synth_refs(&r->msg, db->keep);
@@ -643,6 +646,8 @@ pdb_context_keep(struct pdb *db)
             const struct pdb_action *a = &r->actions[j];
             ok = filter_refs(a->condition, db->keep) && synth_refs(&a->message, db->keep) &&
                  template_refs(a->cc_id, db->keep);
+            /* the lines an alert carries (evidence.h) are its context's MESSAGEs */
+            if (evidence_synth_wants(&ev, &a->message)) db->keep[NV_MESSAGE] = 1;
         }
     }
     db->keep_all = !ok;

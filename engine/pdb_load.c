@@ -9,6 +9,7 @@
  * stops at the first problem, every problem in the file is reported with its
  * line.  A pattern that does not compile drops only that pattern.
  */
+#include "engine/evidence.h"
 #include "engine/filter.h"
 #include "engine/pdb.h"
 #include "engine/radix.h"
@@ -187,6 +188,24 @@ compile_template(struct loader *ld, const xmlNode *n, const char *what, const ch
     return t;
 }
 
+/* corral.evidence_lines and corral.evidence_bytes written as literals must be valid (evidence.h) */
+static void
+check_evidence_limit(struct loader *ld, const xmlNode *n, const char *name,
+                     const struct template *t)
+{
+    bool bytes = strcmp(name, EVIDENCE_BYTES_NAME) == 0;
+    const char *text;
+    size_t len, v;
+
+    if (!bytes && strcmp(name, EVIDENCE_LINES_NAME) != 0) return;
+    if (!template_is_literal(t, &text, &len) || evidence_parse_limit(text, len, bytes, &v)) return;
+    if (bytes)
+        error(ld, n, "%s must be a size from %d to %u bytes", name, EVIDENCE_BYTES_MIN,
+              EVIDENCE_BYTES_MAX);
+    else
+        error(ld, n, "%s must be a number from 0 to %d", name, EVIDENCE_LINES_MAX);
+}
+
 static void
 add_value(struct loader *ld, const xmlNode *n, struct pdb_synth *s, const char *rule_id)
 {
@@ -214,6 +233,7 @@ add_value(struct loader *ld, const xmlNode *n, struct pdb_synth *s, const char *
     v->name = nv_intern_str(name);
     v->tpl = t;
     if (!v->name) error(ld, n, "too many distinct value names");
+    check_evidence_limit(ld, n, name, t);
 out:
     free(name);
 }

@@ -114,6 +114,7 @@ check_oid corralAlertContextId.0 $B.1.6.0
 check_oid corralAlertId.0 $B.1.7.0
 check_oid corralAlertSeverity.0 $B.1.8.0
 check_oid corralAlertValue.3 $B.1.9.1.2.3
+check_oid corralAlertEvidence.0 $B.1.10.0
 for e in clear:1 info:2 warning:3 minor:4 major:5 critical:6; do
     grep -q "${e%:*}(${e#*:})" "$WORK/tree.out" || fail "CorralSeverity lacks ${e%:*}(${e#*:})"
 done
