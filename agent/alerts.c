@@ -764,8 +764,8 @@ alerts_load(struct alerts *a, const char *path)
     }
     free(data);
     if (skipped)
-        log_msg(LOG_ERR, "alerts: %zu read from %s; %zu damaged stretches (%zu bytes) skipped", n,
-                path, stretches, skipped);
+        log_msg(LOG_ERR, "alerts: %zu read from %s; %zu damaged stretch%s (%zu bytes) skipped", n,
+                path, stretches, stretches == 1 ? "" : "es", skipped);
     else
         log_msg(LOG_INFO, "alerts: %zu read from %s", n, path);
     return 0;

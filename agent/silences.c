@@ -19,9 +19,9 @@
  *             "createdBy":"...","comment":"..."}
  *
  * Reading keeps every line that checks out: a damaged or cut line costs
- * that silence only, and is counted (load_errors) and logged, and the file
- * as read is copied to PATH.corrupt.  Version 1, the whole set as one JSON
- * document ({"version":1,"silences":[...]}), is still read.
+ * that silence only, and is counted (load_errors) and logged; the file as
+ * read is copied to PATH.corrupt and the file written again with the rest.  Version 1, the whole
+ * set as one JSON document ({"version":1,"silences":[...]}), is still read.
  */
 #include "agent/silences.h"
 #include "engine/civil.h"
@@ -438,6 +438,8 @@ load(struct silences *s)
         if (durable_replace(buf_str(&copy), data, len) < 0)
             log_msg(LOG_ERR, "silences: cannot keep a copy as %s: %s", buf_str(&copy),
                     strerror(errno));
+        else
+            save(s, NULL); /* the intact ones, so that the damage is reported once */
         log_msg(LOG_ERR,
                 "silences: %s: %zu damaged record%s skipped, %zu silences kept; "
                 "the file as read is in %s",

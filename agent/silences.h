@@ -55,7 +55,8 @@ struct silences_stats {
 /*
  * The silences saved in path (NULL: memory only).  A missing file is an
  * empty set; damaged records are skipped, counted (load_errors) and
- * logged, and the file as read is copied to PATH.corrupt.
+ * logged; the file as read is copied to PATH.corrupt and written again
+ * with the silences that were intact.
  */
 struct silences *silences_new(const char *path, double retention_s, size_t max, uint64_t now_ms);
 void silences_free(struct silences *s);
