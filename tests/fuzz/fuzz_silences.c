@@ -19,7 +19,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define NOW 1796400000000ULL /* 2026-12-04 */
+#define NOW       1796400000000ULL      /* 2026-12-04 */
 #define RETENTION (100.0 * 365 * 86400) /* nothing dropped for its age */
 
 static void
