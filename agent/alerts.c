@@ -13,8 +13,9 @@
  *   4        CRC-32 of the payload
  *   payload  id, first, last, count, state, muted-by, executors
  *            (name, delivery, at), the message (msg_encode)
- * Reading stops at the first record that does not check out (a torn
- * write cannot happen: the file is replaced whole, but a damaged disk can).
+ * A record that does not check out (a torn write cannot happen: the file
+ * is replaced whole, but a damaged disk can) costs that record only:
+ * reading resumes at the next offset where a record checks out.
  */
 #include "agent/alerts.h"
 #include "actions/queue.h"
@@ -1141,10 +1142,28 @@ bad:
     return NULL;
 }
 
+/*
+ * Whether a record starts at off: its length fits, the payload begins with
+ * an id of some length that fits (cheap tests that rule out almost every
+ * offset of a damaged stretch), and the CRC checks out.
+ */
+static bool
+record_at(const char *data, size_t len, size_t off, uint32_t *rl)
+{
+    const unsigned char *p = (const unsigned char *)data + off;
+    uint32_t idl;
+
+    if (len - off < 12) return false;
+    *rl = wire_load32(p);
+    idl = wire_load32(p + 8);
+    if (*rl > len - off - 8 || *rl < 4 || idl > *rl - 4) return false;
+    return durable_crc32(0, p + 8, *rl) == wire_load32(p + 4);
+}
+
 int
 alerts_load(struct alerts *a, const char *path)
 {
-    size_t len, off, n = 0;
+    size_t len, off, n = 0, skipped = 0, stretches = 0;
     char *data = durable_read_file(path, DURABLE_MAX_STATE, &len);
     size_t hl = strlen(FILE_HEADER);
     int version = 2;
@@ -1163,16 +1182,25 @@ alerts_load(struct alerts *a, const char *path)
         return -1;
     }
     for (off = hl; off < len;) {
-        uint32_t rl, crc;
+        uint32_t rl;
         struct entry *e;
-        if (len - off < 8) break;
-        rl = wire_load32((const unsigned char *)data + off);
-        crc = wire_load32((const unsigned char *)data + off + 4);
-        if (rl > len - off - 8 || durable_crc32(0, data + off + 8, rl) != crc) break;
+        if (!record_at(data, len, off, &rl)) {
+            /* a damaged stretch: on to the next offset where a record checks out */
+            size_t from = off;
+            while (++off < len && !record_at(data, len, off, &rl)) continue;
+            a->st.load_errors++;
+            skipped += off - from;
+            if (++stretches <= 10) /* a few say where; the total follows */
+                log_msg(LOG_ERR, "alerts: %s: %zu damaged bytes at offset %zu skipped%s", path,
+                        off - from, from, off < len ? "" : " (the end of the file)");
+            continue;
+        }
         e = decode(data + off + 8, rl, version);
         off += 8 + rl;
         if (!e) {
             a->st.load_errors++;
+            log_msg(LOG_ERR, "alerts: %s: a record at offset %zu does not decode, skipped", path,
+                    off - 8 - rl);
             continue;
         }
         {
@@ -1191,11 +1219,11 @@ alerts_load(struct alerts *a, const char *path)
             n++;
         }
     }
-    if (off < len) {
-        a->st.load_errors++;
-        log_msg(LOG_ERR, "alerts: %s: damaged after %zu alerts, the rest not read", path, n);
-    }
     free(data);
-    log_msg(LOG_INFO, "alerts: %zu read from %s", n, path);
+    if (skipped)
+        log_msg(LOG_ERR, "alerts: %zu read from %s; %zu damaged stretch%s (%zu bytes) skipped", n,
+                path, stretches, stretches == 1 ? "" : "es", skipped);
+    else
+        log_msg(LOG_INFO, "alerts: %zu read from %s", n, path);
     return 0;
 }

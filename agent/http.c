@@ -19,8 +19,10 @@
  * route sees them, so that every write endpoint gets them: the bearer
  * token (none configured: 403; missing or wrong: 401), the body's size
  * (HTTP_MAX_BODY: 413) and, when there is a body, JSON (400 with jansson's
- * reason).  Refusals are counted (corral_endpoint_unauthorized_total,
- * corral_endpoint_bad_requests_total) and logged, at most every 10 s.
+ * reason).  A request of any method whose ?filter= holds a regular
+ * expression (=~, !~) needs the token too when one is configured (401).  Refusals are counted
+ * (corral_endpoint_unauthorized_total, corral_endpoint_bad_requests_total) and logged, at most
+ * every 10 s.
  *
  * Idle clients must not hold descriptors corrald needs: at most
  * HTTP_MAX_CONNS connections are open at once, a new one closes the oldest
@@ -484,6 +486,33 @@ is_write(const char *method)
            strcmp(method, "PATCH") == 0 || strcmp(method, "DELETE") == 0;
 }
 
+static enum MHD_Result
+find_regex(void *arg, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    if (strcmp(key, "filter") == 0 && value && (strstr(value, "=~") || strstr(value, "!~"))) {
+        *(bool *)arg = true;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+/*
+ * Whether a ?filter= argument holds =~ or !~ (inside a quoted value too: a
+ * false alarm only asks for the token).  A regular expression costs up to
+ * rematch's limit per alert; without the token, which a browser never
+ * sends on its own, a page elsewhere cannot make an operator's browser run
+ * one (an <img> pointing at the API).
+ */
+static bool
+regex_filter(struct MHD_Connection *conn)
+{
+    bool found = false;
+
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, find_regex, &found);
+    return found;
+}
+
 /* The first call of a request: its head is here, its body (if any) not yet. */
 static enum MHD_Result
 request_begins(struct http *h, struct MHD_Connection *conn, const char *method, const char *url,
@@ -498,18 +527,22 @@ request_begins(struct http *h, struct MHD_Connection *conn, const char *method, 
         return refuse(h, conn, method, url, 413, why);
     }
     r->write = is_write(method);
-    if (r->write) {
+    if (r->write || regex_filter(conn)) {
         const struct conf *c = server_conf(h->srv);
         switch (http_check_token(c->stats_api_token, MHD_lookup_connection_value(
                                                          conn, MHD_HEADER_KIND, "Authorization"))) {
         case HTTP_AUTH_OK: break;
         case HTTP_AUTH_DISABLED:
+            /* no token to ask for: regular expressions run within rematch's limits */
+            if (!r->write) break;
             r->refuse = 403;
             r->why = "writes are disabled: no api-token-file is configured";
             break;
         case HTTP_AUTH_MISSING:
             r->refuse = 401;
-            r->why = "an Authorization: Bearer token is required";
+            r->why = r->write ? "an Authorization: Bearer token is required"
+                              : "a regular expression filter (=~, !~) needs the API token "
+                                "(Authorization: Bearer)";
             break;
         case HTTP_AUTH_WRONG:
             r->refuse = 401;

@@ -54,6 +54,7 @@
 #include "engine/log.h"
 #include "agent/output.h"
 #include "engine/pdb.h"
+#include "engine/rematch.h"
 #include "actions/queue.h"
 #include "actions/queueset.h"
 #include "actions/ipcproxy.h"
@@ -2058,6 +2059,18 @@ server_metrics(struct server *s, struct buf *out)
                ds.evicted);
         SIMPLE("corral_dns_entries", "gauge", "Names and failures cached now.", ds.entries);
     }
+    SIMPLE("corral_regex_limit_hits_total", "counter",
+           "Regular expression matches stopped by the match, depth or heap limit (taken as no "
+           "match).",
+           rematch_limit_hits());
+    if (s->alerts)
+        SIMPLE("corral_alerts_load_errors_total", "counter",
+               "Damaged stretches of the alert store file skipped when it was read.",
+               alerts_get_stats(s->alerts)->load_errors);
+    if (s->silences)
+        SIMPLE("corral_silences_load_errors_total", "counter",
+               "Damaged records of the silences file skipped when it was read.",
+               silences_get_stats(s->silences)->load_errors);
     SIMPLE("corral_heap_trims_total", "counter",
            "Times freed heap memory was given back to the system (after a flood).", s->heap.trims);
     SIMPLE("corral_heap_returned_bytes_total", "counter",

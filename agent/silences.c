@@ -8,11 +8,20 @@
  * checks only the silences found there; the others (only regexes or
  * negations) are checked one by one.  So the cost of an alert is constant in
  * the number of equality silences and linear in the number of the others.
- * The file is the whole set as one JSON document, replaced atomically on
- * every change:
  *
- *   {"version":1,"silences":[{"id":"...","matchers":"HOST=\"web1\"",
- *     "start":MS,"end":MS,"createdBy":"...","comment":"..."}, ...]}
+ * The file is the whole set, replaced atomically (durable_replace) on every
+ * change; a change whose file cannot be written is undone and refused.  It
+ * is a header line, then one line per silence: the CRC-32 of the JSON
+ * object (8 hex digits), a space, the object:
+ *
+ *   {"version":2}
+ *   1c291ca3 {"id":"...","matchers":"HOST=\"web1\"","start":MS,"end":MS,
+ *             "createdBy":"...","comment":"..."}
+ *
+ * Reading keeps every line that checks out: a damaged or cut line costs
+ * that silence only, and is counted (load_errors) and logged; the file as
+ * read is copied to PATH.corrupt and the file written again with the rest.  Version 1, the whole
+ * set as one JSON document ({"version":1,"silences":[...]}), is still read.
  */
 #include "agent/silences.h"
 #include "engine/civil.h"
@@ -29,9 +38,10 @@
 #include <string.h>
 #include <sys/random.h>
 
-#define MAX_TEXT  1024                        /* createdBy, comment */
-#define MAX_FILE  ((size_t)256 * 1024 * 1024) /* far above 10000 silences */
-#define FILE_VERS 1
+#define MAX_TEXT    1024                        /* createdBy, comment */
+#define MAX_FILE    ((size_t)256 * 1024 * 1024) /* far above 10000 silences */
+#define FILE_HEADER "{\"version\":2}\n"
+#define CRC_LEN     8 /* hex digits, then a space */
 
 struct entry {
     struct hash_node node; /* in index, when indexed */
@@ -168,36 +178,48 @@ json_time(const json_t *v, int64_t *ms)
 
 /* ---- the file ---- */
 
-static void
-save(struct silences *s)
+/*
+ * Writes the set to the file (nothing without one).  0, or -1 with the
+ * reason in err (when err is not NULL), counted and logged.
+ */
+static int
+save(struct silences *s, struct buf *err)
 {
-    json_t *root, *arr = json_array();
-    struct buf text = BUF_INIT;
-    char *doc;
+    struct buf text = BUF_INIT, out = BUF_INIT;
     size_t i;
+    int rc = 0, saved_errno;
 
-    if (!s->path) {
-        json_decref(arr);
-        return;
-    }
-    for (i = 0; i < s->n; i++) {
+    if (!s->path) return 0;
+    buf_puts(&out, FILE_HEADER);
+    for (i = 0; i < s->n && rc == 0; i++) {
         struct entry *e = s->e[i];
+        json_t *j;
+        char *line;
         buf_reset(&text);
         labelmatch_format(e->lm, &text);
-        json_array_append_new(arr, json_pack("{s:s, s:s%, s:I, s:I, s:s, s:s}", "id", e->id,
-                                             "matchers", buf_str(&text), text.len, "start",
-                                             (json_int_t)e->start, "end", (json_int_t)e->end,
-                                             "createdBy", e->creator, "comment", e->comment));
+        j = json_pack("{s:s, s:s%, s:I, s:I, s:s, s:s}", "id", e->id, "matchers", buf_str(&text),
+                      text.len, "start", (json_int_t)e->start, "end", (json_int_t)e->end,
+                      "createdBy", e->creator, "comment", e->comment);
+        /* compact JSON escapes every newline: one silence, one line */
+        line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (line)
+            buf_printf(&out, "%08x %s\n", durable_crc32(0, line, strlen(line)), line);
+        else
+            rc = -1, errno = ENOMEM;
+        free(line);
+        json_decref(j);
     }
-    root = json_pack("{s:i, s:o}", "version", FILE_VERS, "silences", arr);
-    doc = json_dumps(root, JSON_COMPACT);
-    if (!doc || durable_replace(s->path, doc, strlen(doc)) < 0) {
-        s->st.save_errors++;
-        log_msg(LOG_ERR, "silences: cannot save %s: %s", s->path, strerror(errno));
-    }
-    free(doc);
-    json_decref(root);
+    if (rc == 0) rc = durable_replace(s->path, out.p, out.len);
+    saved_errno = errno;
     buf_free(&text);
+    buf_free(&out);
+    if (rc < 0) {
+        s->st.save_errors++;
+        log_msg(LOG_ERR, "silences: cannot save %s: %s", s->path, strerror(saved_errno));
+        if (err)
+            buf_printf(err, "cannot save the silences to %s: %s", s->path, strerror(saved_errno));
+    }
+    return rc;
 }
 
 static uint64_t
@@ -292,30 +314,37 @@ entry_from_file(const json_t *j, struct buf *err)
     return e;
 }
 
-static void
-load(struct silences *s)
+/* Adds an entry read from the file, unless its id is there already (a copy). */
+static bool
+add_loaded(struct silences *s, struct entry *e, struct buf *err)
 {
-    size_t len, i;
-    char *data = durable_read_file(s->path, MAX_FILE, &len);
+    size_t i;
+
+    for (i = 0; i < s->n; i++)
+        if (strcmp(s->e[i]->id, e->id) == 0) {
+            buf_printf(err, "silence %s twice", e->id);
+            entry_free(e);
+            return false;
+        }
+    add_entry(s, e);
+    return true;
+}
+
+/* Version 1: one JSON document. */
+static void
+load_v1(struct silences *s, const char *data, size_t len, size_t *bad)
+{
     json_t *root, *arr;
     json_error_t jerr;
     struct buf err = BUF_INIT;
+    size_t i;
 
-    if (!data) {
-        if (errno != ENOENT)
-            log_msg(LOG_ERR, "silences: cannot read %s: %s", s->path, durable_strerror(errno));
-        return;
-    }
     root = json_loadb(data, len, 0, &jerr);
-    free(data);
     arr = root ? json_object_get(root, "silences") : NULL;
     if (!json_is_array(arr)) {
-        struct buf bad = BUF_INIT;
-        buf_printf(&bad, "%s.corrupt", s->path);
-        rename(s->path, buf_str(&bad));
-        log_msg(LOG_ERR, "silences: %s unusable (%s), moved to %s; no silences", s->path,
-                root ? "no silences array" : jerr.text, buf_str(&bad));
-        buf_free(&bad);
+        log_msg(LOG_ERR, "silences: %s unusable (%s); no silences", s->path,
+                root ? "no silences array" : jerr.text);
+        ++*bad;
         json_decref(root);
         return;
     }
@@ -323,13 +352,101 @@ load(struct silences *s)
         struct entry *e;
         buf_reset(&err);
         e = entry_from_file(json_array_get(arr, i), &err);
-        if (e)
-            add_entry(s, e);
-        else
+        if (!e || !add_loaded(s, e, &err)) {
             log_msg(LOG_ERR, "silences: %s: silence %zu skipped: %s", s->path, i + 1,
                     buf_str(&err));
+            ++*bad;
+        }
     }
     json_decref(root);
+    buf_free(&err);
+}
+
+/* One line of version 2 (len bytes, no newline): a silence, or false with why in err. */
+static bool
+load_line(struct silences *s, const char *p, size_t len, struct buf *err)
+{
+    char hex[CRC_LEN + 1], *end;
+    unsigned long crc;
+    json_t *j;
+    json_error_t jerr;
+    struct entry *e;
+
+    if (len < CRC_LEN + 2 || p[CRC_LEN] != ' ') {
+        buf_puts(err, "not a silence line");
+        return false;
+    }
+    memcpy(hex, p, CRC_LEN);
+    hex[CRC_LEN] = '\0';
+    crc = strtoul(hex, &end, 16);
+    if (*end || durable_crc32(0, p + CRC_LEN + 1, len - CRC_LEN - 1) != crc) {
+        buf_puts(err, "checksum mismatch (damaged or cut short)");
+        return false;
+    }
+    j = json_loadb(p + CRC_LEN + 1, len - CRC_LEN - 1, JSON_REJECT_DUPLICATES, &jerr);
+    if (!j) {
+        buf_printf(err, "not JSON: %s", jerr.text);
+        return false;
+    }
+    e = json_is_object(j) ? entry_from_file(j, err) : NULL;
+    if (!e && !json_is_object(j)) buf_puts(err, "not a JSON object");
+    json_decref(j);
+    return e && add_loaded(s, e, err);
+}
+
+/*
+ * Reads the file: every silence that checks out, past damaged or cut lines
+ * (counted and logged; the file as read is kept as PATH.corrupt).
+ */
+static void
+load(struct silences *s)
+{
+    size_t len, bad = 0, line = 0;
+    char *data = durable_read_file(s->path, MAX_FILE, &len);
+    const char *p, *end, *nl;
+    struct buf err = BUF_INIT;
+
+    if (!data) {
+        if (errno != ENOENT) {
+            log_msg(LOG_ERR, "silences: cannot read %s: %s", s->path, durable_strerror(errno));
+            s->st.load_errors++;
+        }
+        return;
+    }
+    if (len > 12 && memcmp(data, "{\"version\":1", 12) == 0) {
+        load_v1(s, data, len, &bad);
+    } else {
+        for (p = data, end = data + len; p < end; p = nl + 1) {
+            nl = memchr(p, '\n', (size_t)(end - p));
+            if (!nl) nl = end; /* a last line cut short: its checksum tells */
+            line++;
+            if (line == 1 && (size_t)(nl + 1 - p) == strlen(FILE_HEADER) &&
+                memcmp(p, FILE_HEADER, strlen(FILE_HEADER)) == 0)
+                continue;
+            if (nl == p) continue; /* an empty line carries nothing */
+            buf_reset(&err);
+            if (!load_line(s, p, (size_t)(nl - p), &err)) {
+                bad++;
+                log_msg(LOG_ERR, "silences: %s:%zu: skipped: %s", s->path, line, buf_str(&err));
+            }
+        }
+    }
+    if (bad) {
+        struct buf copy = BUF_INIT;
+        s->st.load_errors += bad;
+        buf_printf(&copy, "%s.corrupt", s->path);
+        if (durable_replace(buf_str(&copy), data, len) < 0)
+            log_msg(LOG_ERR, "silences: cannot keep a copy as %s: %s", buf_str(&copy),
+                    strerror(errno));
+        else
+            save(s, NULL); /* the intact ones, so that the damage is reported once */
+        log_msg(LOG_ERR,
+                "silences: %s: %zu damaged record%s skipped, %zu silences kept; "
+                "the file as read is in %s",
+                s->path, bad, bad == 1 ? "" : "s", s->n, buf_str(&copy));
+        buf_free(&copy);
+    }
+    free(data);
     buf_free(&err);
     log_msg(LOG_INFO, "silences: %zu read from %s", s->n, s->path);
 }
@@ -378,7 +495,7 @@ silences_set_path(struct silences *s, const char *path)
     s->path = path ? xstrdup(path) : NULL;
     if (s->path) {
         log_msg(LOG_INFO, "silences: %zu now kept in %s", s->n, s->path);
-        save(s);
+        save(s, NULL);
     }
 }
 
@@ -521,6 +638,13 @@ silences_add_json(struct silences *s, const json_t *req, uint64_t now_ms, struct
             return -1;
         }
     }
+    if (labelmatch_matches_empty(lm)) {
+        /* Alertmanager's rule: it would silence every alert that lacks those labels */
+        buf_puts(err, "at least one matcher must not match the empty string (this silence "
+                      "would match every alert)");
+        labelmatch_free(lm);
+        return -1;
+    }
     e = xcalloc(1, sizeof(*e));
     new_id(e->id);
     e->lm = lm;
@@ -529,8 +653,15 @@ silences_add_json(struct silences *s, const json_t *req, uint64_t now_ms, struct
     e->creator = xstrdup(creator);
     e->comment = xstrdup(comment);
     add_entry(s, e);
+    if (save(s, err) < 0) {
+        /* not on disk: not added (a kill -9 would lose what was acknowledged) */
+        index_remove(s, e);
+        s->n--;
+        entry_free(e);
+        buf_puts(err, "; the silence was not added");
+        return -1;
+    }
     s->st.added++;
-    save(s);
     buf_puts(id, e->id);
     log_msg(LOG_INFO, "silence %s added by %s", e->id, e->creator[0] ? e->creator : "(unknown)");
     return 0;
@@ -552,6 +683,9 @@ silences_expire(struct silences *s, const char *const *ids, size_t n, uint64_t n
 {
     size_t i;
     struct entry *e;
+    struct {
+        int64_t start, end;
+    } * was;
 
     if (!n) {
         buf_puts(err, "no silence id given");
@@ -568,15 +702,32 @@ silences_expire(struct silences *s, const char *const *ids, size_t n, uint64_t n
             return -1;
         }
     }
+    was = xcalloc(n, sizeof(*was));
     for (i = 0; i < n; i++) {
         e = find(s, ids[i]);
+        was[i].start = e->start;
+        was[i].end = e->end;
         if (e->end <= (int64_t)now_ms) continue; /* named twice */
         e->end = (int64_t)now_ms;
         if (e->start > e->end) e->start = e->end;
-        s->st.expired++;
-        log_msg(LOG_INFO, "silence %s expired", e->id);
     }
-    save(s);
+    if (save(s, err) < 0) {
+        /* undone, last first: an id named twice gets its first value back */
+        for (i = n; i-- > 0;) {
+            e = find(s, ids[i]);
+            e->start = was[i].start;
+            e->end = was[i].end;
+        }
+        free(was);
+        buf_puts(err, n == 1 ? "; the silence was not expired" : "; no silence was expired");
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        if (was[i].end > (int64_t)now_ms) {
+            s->st.expired++;
+            log_msg(LOG_INFO, "silence %s expired", ids[i]);
+        }
+    free(was);
     return 0;
 }
 
@@ -690,7 +841,7 @@ silences_tick(struct silences *s, uint64_t now_ms)
     if (dropped) {
         s->st.dropped += dropped;
         log_msg(LOG_INFO, "silences: %zu ended more than %g s ago, dropped", dropped, s->retention);
-        save(s);
+        save(s, NULL); /* on failure, the file keeps them until a later save */
     }
 }
 

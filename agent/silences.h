@@ -8,10 +8,14 @@
  * Silences are saved to their own file (PATH: the state file's name with
  * ".silences", see server.c) with durable_replace on every change, before
  * the change is answered: a silence that `corral silence add` reported
- * survives a kill -9 right after.  A silence that has ended is kept for the
- * retention period (`silence-retention`, default 5 days) so that `silence
- * list --expired` shows it, then dropped.  At most `max-silences` (default
- * 10000) are kept, expired ones included; adding one more is refused.
+ * survives a kill -9 right after, and a change that cannot be saved (a
+ * full disk) is undone and refused with the reason.  A damaged record in
+ * the file costs that silence only.  As in Alertmanager, a silence needs a
+ * matcher that does not match the empty string: HOST=~".*" alone, or
+ * HOST!=web1 alone, would silence every alert without a HOST.  A silence that has ended is kept for
+ * the retention period (`silence-retention`, default 5 days) so that `silence list --expired` shows
+ * it, then dropped.  At most `max-silences` (default 10000) are kept, expired ones included; adding
+ * one more is refused.
  *
  * The operations take and give JSON (jansson), the same for the control
  * socket (control.c, `corral silence`) and the HTTP API:
@@ -45,11 +49,14 @@ struct json_t;
 struct silences_stats {
     uint64_t added, expired, dropped; /* dropped: forgotten after the retention period */
     uint64_t save_errors;
+    uint64_t load_errors; /* damaged records skipped (or an unreadable file) at the start */
 };
 
 /*
  * The silences saved in path (NULL: memory only).  A missing file is an
- * empty set; an unreadable one is moved aside to PATH.corrupt and logged.
+ * empty set; damaged records are skipped, counted (load_errors) and
+ * logged; the file as read is copied to PATH.corrupt and written again
+ * with the silences that were intact.
  */
 struct silences *silences_new(const char *path, double retention_s, size_t max, uint64_t now_ms);
 void silences_free(struct silences *s);
@@ -62,10 +69,16 @@ void silences_set_limits(struct silences *s, double retention_s, size_t max);
  */
 void silences_set_path(struct silences *s, const char *path);
 
-/* Adds a silence from a JSON request; 0 and its id in id, or -1 with a message in err. */
+/*
+ * Adds a silence from a JSON request and saves the file; 0 and its id in
+ * id, or -1 with a message in err and nothing added (the save failed too).
+ */
 int silences_add_json(struct silences *s, const struct json_t *req, uint64_t now_ms, struct buf *id,
                       struct buf *err);
-/* Ends the silences ids now (all, or none and -1 with a message in err: one unknown or ended). */
+/*
+ * Ends the silences ids now and saves the file (all, or none and -1 with a
+ * message in err: one unknown or ended, or the save failed).
+ */
 int silences_expire(struct silences *s, const char *const *ids, size_t n, uint64_t now_ms,
                     struct buf *err);
 /*

@@ -10,6 +10,7 @@
 #include "engine/filter.h"
 #include "engine/macros.h"
 #include "engine/parsers.h"
+#include "engine/rematch.h"
 #include "engine/xalloc.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -538,7 +539,7 @@ filter_eval(const struct filter *f, const struct template_env *env)
         if (!v) v = "", len = 0;
         if (f->literal) return memmem(v, len, f->literal, f->literal_len) != NULL;
         /* the thread's match data: filters run on several threads at once (par.c) */
-        return pcre2_match(f->re, (PCRE2_SPTR)v, len, 0, 0, parser_match_data(), NULL) >= 0;
+        return rematch(f->re, v, len, parser_match_data()) >= 0; /* bounded: rematch.h */
     case F_TAGS:
         if (!m) return false;
         for (i = 0; i < f->ntags; i++)

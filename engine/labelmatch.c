@@ -2,15 +2,14 @@
  * labelmatch: parsing and evaluating Alertmanager label matchers (see
  * labelmatch.h).  Names are interned once at parse time, so matching a
  * message is a handle lookup and a compare (or one anchored, JIT-compiled
- * PCRE2 match) per matcher, with no allocation.
+ * PCRE2 match, bounded by rematch's limits) per matcher, with no
+ * allocation.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-
 #include "engine/labelmatch.h"
 #include "engine/nv.h"
+#include "engine/rematch.h"
 #include "engine/xalloc.h"
 
-#include <pcre2.h>
 #include <string.h>
 
 struct matcher {
@@ -326,6 +325,7 @@ matcher_holds(const struct matcher *mt, const struct msg *m)
     size_t len = 0;
     const char *v = msg_get(m, mt->h, &len);
     bool eq;
+    int rc;
 
     if (!v) {
         v = "";
@@ -338,8 +338,10 @@ matcher_holds(const struct matcher *mt, const struct msg *m)
         return mt->op == LABELMATCH_EQ ? eq : !eq;
     case LABELMATCH_RE:
     case LABELMATCH_NRE:
-        eq = pcre2_match(mt->re, (PCRE2_SPTR)v, len, 0, 0, mt->md, NULL) >= 0;
-        return mt->op == LABELMATCH_RE ? eq : !eq;
+        rc = rematch(mt->re, v, len, mt->md);
+        /* stopped by a limit: neither =~ nor !~ holds (a silence hides nothing it cannot tell) */
+        if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) return false;
+        return mt->op == LABELMATCH_RE ? rc >= 0 : rc < 0;
     }
     return false;
 }
@@ -351,6 +353,31 @@ labelmatch_match(const struct labelmatch *lm, const struct msg *m)
 
     for (i = 0; i < lm->n; i++)
         if (!matcher_holds(&lm->m[i], m)) return false;
+    return true;
+}
+
+bool
+labelmatch_matches_empty(const struct labelmatch *lm)
+{
+    size_t i;
+    int rc;
+
+    for (i = 0; i < lm->n; i++) {
+        const struct matcher *mt = &lm->m[i];
+        switch (mt->op) {
+        case LABELMATCH_EQ:
+            if (mt->vlen) return false;
+            break;
+        case LABELMATCH_NE:
+            if (!mt->vlen) return false;
+            break;
+        case LABELMATCH_RE:
+        case LABELMATCH_NRE:
+            rc = rematch(mt->re, "", 0, mt->md);
+            if ((mt->op == LABELMATCH_RE) != (rc >= 0)) return false;
+            break;
+        }
+    }
     return true;
 }
 

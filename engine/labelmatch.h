@@ -40,8 +40,17 @@ void labelmatch_free(struct labelmatch *lm);
 int labelmatch_add(struct labelmatch *lm, const char *text, size_t len, struct buf *err);
 /* A new set parsed from text; NULL with a message in err. */
 struct labelmatch *labelmatch_parse(const char *text, struct buf *err);
-/* True when every matcher holds for m (an empty set matches everything). */
+/*
+ * True when every matcher holds for m (an empty set matches everything).  A
+ * regular expression stopped by rematch's limits holds neither for =~ nor
+ * for !~.
+ */
 bool labelmatch_match(const struct labelmatch *lm, const struct msg *m);
+/*
+ * True when every matcher holds for the empty value: the set matches any
+ * message that lacks its labels (HOST=~".*", HOST!=web1, an empty set).
+ */
+bool labelmatch_matches_empty(const struct labelmatch *lm);
 size_t labelmatch_count(const struct labelmatch *lm);
 /* Matcher i: its label name, operator and value (as written, unescaped). */
 void labelmatch_at(const struct labelmatch *lm, size_t i, const char **name, enum labelmatch_op *op,

@@ -9,6 +9,7 @@
  * is bounded by the subject length, so NUL bytes in a message are just data.
  */
 #include "engine/parsers.h"
+#include "engine/rematch.h"
 #include "engine/xalloc.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -681,7 +682,7 @@ parser_match(const struct parser *p, const char *subject, size_t n, size_t pos,
         return true;
     case PARSER_PCRE: {
         pcre2_match_data *md = parser_match_data();
-        int rc = pcre2_match(p->re, (PCRE2_SPTR)s, rest, 0, 0, md, NULL);
+        int rc = rematch(p->re, s, rest, md); /* a limit hit is no match, counted */
         PCRE2_SIZE *ov;
         if (rc <= 0) return false; /* 0: more groups set than there is room for, see above */
         ov = pcre2_get_ovector_pointer(md);

@@ -5,6 +5,7 @@
  */
 #include "engine/tfunc_int.h"
 #include "engine/glob.h"
+#include "engine/rematch.h"
 #include "engine/tfargs.h"
 #include "engine/utf8.h"
 #include "engine/xalloc.h"
@@ -478,7 +479,7 @@ search_match(const struct search_state *st, const struct buf *v)
     case SM_PREFIX: return strncmp(s, st->pattern, strlen(st->pattern)) == 0;
     case SM_SUBSTRING: return strstr(s, st->pattern) != NULL;
     case SM_GLOB: return glob_match(st->pattern, v->p ? v->p : "", v->len);
-    case SM_PCRE: return pcre2_match(st->re, (PCRE2_SPTR)s, v->len, 0, 0, st->md, NULL) >= 0;
+    case SM_PCRE: return rematch(st->re, s, v->len, st->md) >= 0; /* bounded: rematch.h */
     }
     return false;
 }

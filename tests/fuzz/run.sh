@@ -19,7 +19,7 @@ engine=$(ls "$src"/engine/*.c)
 mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing" \
     "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool" \
     "$out/corpus-state" "$out/corpus-conf" "$out/corpus-labelmatch" "$out/corpus-deadletter" \
-    "$out/corpus-ipc"
+    "$out/corpus-ipc" "$out/corpus-alerts_store" "$out/corpus-silences"
 printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
@@ -72,6 +72,34 @@ open(d + "/v2", "wb").write(state(2, [ctx(2, 1, b"1", b"r1", 1795168805000, 0, [
                                       ctx(2, 3, b"2", b"r2", 1795168803000, 1, [m2])]))
 open(d + "/v1", "wb").write(state(1, [ctx(1, 1, b"1", b"r1", 1795168805000, 0, [m1])]))
 PY
+# alert stores (agent/alerts.c): two alerts, one resolved with an executor's state, and the
+# same with a damaged byte in the first; silences files (agent/silences.c): version 2, one line
+# cut short, and version 1
+python3 - "$out/corpus-alerts_store" "$out/corpus-silences" <<'PY' || true
+import struct, sys, zlib
+def b(s): return struct.pack("<I", len(s)) + s
+def msg(kv):
+    t = struct.pack("<qii", 1795168800, 0, 0)
+    return (struct.pack("<II", 13, 0) + t + t + struct.pack("<I", len(kv)) +
+            b"".join(b(k) + b(v) for k, v in kv) + struct.pack("<I", 1) + b(b".classifier.system"))
+def alert(id, state, by, ex, kv):
+    p = b(id) + struct.pack("<QQQI", 1795168800000, 1795168900000, 3, state) + b(by)
+    p += struct.pack("<I", len(ex)) + b"".join(b(n) + struct.pack("<IQ", d, at) for n, d, at in ex)
+    p += msg(kv)
+    return struct.pack("<II", len(p), zlib.crc32(p)) + p
+a = b"CORRALAL1\n" + alert(b"a-1", 0, b"", [(b"mail", 1, 1795168900000)], [(b"HOST", b"web1"), (b"MESSAGE", b"x")])
+a += alert(b"a-2", 1, b"", [], [(b"HOST", b"web2")])
+open(sys.argv[1] + "/two", "wb").write(a)
+d = bytearray(a); d[30] ^= 1
+open(sys.argv[1] + "/damaged", "wb").write(bytes(d))
+def line(j):
+    return b"%08x " % zlib.crc32(j) + j + b"\n"
+s1 = b'{"id":"bfe64e42-964c-4c47-a4d1-d19c6cbc6f2f","matchers":"HOST=\\"web1\\"","start":1796400000000,"end":1796407200000,"createdBy":"me","comment":"c"}'
+s2 = b'{"id":"8e173d57-1c8e-4875-a21f-a700392965b3","matchers":"HOST=~\\"db[0-9]+\\",rule_id!=\\"x\\"","start":1796400000000,"end":1796500000000,"createdBy":"","comment":""}'
+open(sys.argv[2] + "/v2", "wb").write(b'{"version":2}\n' + line(s1) + line(s2))
+open(sys.argv[2] + "/cut", "wb").write(b'{"version":2}\n' + line(s1) + line(s2)[:40])
+open(sys.argv[2] + "/v1", "wb").write(b'{"version":1,"silences":[' + s1 + b',' + s2 + b']}')
+PY
 cp "$src/etc/corrald.conf" "$out/corpus-conf/shipped.conf"
 for f in "$src"/tests/integration/*.sh; do
     # the configurations the integration tests write (heredocs from <corrald> to </corrald>)
@@ -100,7 +128,7 @@ printf '{HOST="web1", rule_id=~"corral\\\\.sshd\\\\..*", MESSAGE!~"a|b"}' > "$ou
 printf 'MESSAGE="a, \\"b\\" c\\\\",HOST!=web2' > "$out/corpus-labelmatch/seed2"
 
 status=0
-for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc}; do
+for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store silences}; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="$src/agent/framer.c"
@@ -108,6 +136,8 @@ for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool s
     [ "$h" = spool ] && extra="$src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
     [ "$h" = ipc ] && extra="$src/actions/ipc.c $src/actions/ipcserve.c $src/actions/ipcproxy.c $src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
     [ "$h" = deadletter ] && extra="$src/actions/deadletter.c $(pkg-config --cflags --libs jansson)"
+    [ "$h" = alerts_store ] && extra="$src/agent/alerts.c $src/agent/silences.c $(pkg-config --cflags libuv) $(pkg-config --cflags --libs jansson)"
+    [ "$h" = silences ] && extra="$src/agent/silences.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = conf ] && extra="$src/agent/conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv)"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
     echo "== fuzz_$h: running ${seconds}s"
