@@ -739,9 +739,25 @@ read_inhibit(struct reader *r, struct conf *c, const xmlNode *n)
         buf_free(&e);
     }
     {
+        /* the labels every alert carries (engine/alertlabels.h), and those every message has */
+        static const char *const always[] = {
+            "HOST",         "PROGRAM",           "corral.alert_id", "corral.severity",
+            "corral.event", "corral.summary",    "rule_id",         ".classifier.rule_id",
+            "class",        ".classifier.class",
+        };
         char *eq = attr(n, "equal");
+        size_t k, j;
         split_list(eq, &in->equal, &in->nequal);
         free(eq);
+        for (k = 0; k < in->nequal; k++) {
+            for (j = 0; j < sizeof(always) / sizeof(always[0]); j++)
+                if (strcmp(in->equal[k], always[j]) == 0) break;
+            if (j == sizeof(always) / sizeof(always[0]))
+                warning(r, n,
+                        "inhibit equal=\"%s\": not a label every alert carries; two alerts "
+                        "that both lack it are equal (its empty value), across hosts",
+                        in->equal[k]);
+        }
     }
 }
 

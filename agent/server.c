@@ -63,6 +63,7 @@
 #include "agent/silences.h"
 #include "agent/snapshot.h"
 #include "agent/workers.h"
+#include "engine/alertlabels.h"
 #include "engine/par.h"
 #include "engine/durable.h"
 #include "engine/syslogfmt.h"
@@ -102,6 +103,9 @@ struct server {
     struct alert_target *alert_targets; /* the same, for the store */
     size_t ntargets;
     size_t silences_active; /* at the last tick: a change calls for alerts_remute */
+    tag_id tag_alert;       /* corral.alert */
+    uint64_t labels_fixed[ALERTLABELS_NFLAGS]; /* alerts whose labels were missing or made right */
+    struct buf scratch;
     struct buf alert_id;
     struct msg *msg; /* reused for every incoming message */
     uv_timer_t tick, save;
@@ -139,6 +143,7 @@ server_new(uv_loop_t *loop)
 {
     struct server *s = xcalloc(1, sizeof(*s));
 
+    s->tag_alert = tag_intern("corral.alert", 12);
     s->loop = loop;
     s->msg = msg_new();
     s->started_ms = clock_wall_ms();
@@ -178,6 +183,7 @@ server_free(struct server *s)
     free(s->targets);
     free(s->alert_targets);
     buf_free(&s->alert_id);
+    buf_free(&s->scratch);
     free(s);
 }
 
@@ -286,6 +292,18 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
     /* executors learn the generating rule's id, class and program (rare: generated only) */
     alert = pdb_action_alert(action, m);
     if (alert) am = alert;
+    /*
+     * An alert's labels made right (engine/alertlabels.h) before it is
+     * routed and recorded: on a copy, since m is the outputs' too.
+     */
+    if ((msg_flags(am) & MSG_F_GENERATED) &&
+        (msg_tag_has(am, s->tag_alert) || alerts_is_clear(am))) {
+        unsigned found, b;
+        if (!alert) am = alert = msg_clone(m);
+        found = alertlabels_check_msg(alert, &s->scratch);
+        for (b = 0; b < ALERTLABELS_NFLAGS; b++)
+            if (found & (1u << b)) s->labels_fixed[b]++;
+    }
     s->ntargets = 0;
     route_message(s->routes, am, action, add_target, s);
     if (s->ntargets) {
@@ -2005,6 +2023,7 @@ server_metrics(struct server *s, struct buf *out)
     if (s->alerts) {
         const struct alerts_stats *as = alerts_get_stats(s->alerts);
         enum alert_state st;
+        unsigned i;
         SIMPLE("corral_alerts_recorded_total", "counter",
                "Alerts recorded in the alert store (every occurrence).", as->recorded);
         SIMPLE("corral_alerts_silenced_total", "counter",
@@ -2023,6 +2042,11 @@ server_metrics(struct server *s, struct buf *out)
                    (unsigned long long)as->resolved_timeout);
         buf_printf(out, "corral_alerts_resolved_total{by=\"hand\"} %llu\n",
                    (unsigned long long)as->resolved_hand);
+        metric(out, "corral_alert_labels_fixed_total",
+               "Alerts whose labels were missing or made right, by what.", "counter");
+        for (i = 0; i < ALERTLABELS_NFLAGS; i++)
+            buf_printf(out, "corral_alert_labels_fixed_total{what=\"%s\"} %llu\n",
+                       alertlabels_flag_name(1u << i), (unsigned long long)s->labels_fixed[i]);
         SIMPLE("corral_alerts_unmuted_total", "counter",
                "Alerts sent when the silence or inhibition that held them ended.", as->unmuted);
         SIMPLE("corral_alerts_resolved_notifications_total", "counter",
