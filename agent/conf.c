@@ -570,6 +570,13 @@ read_input(struct reader *r, struct conf *c, const xmlNode *n)
     }
     in->name = attr(n, "name");
     if (!in->name) in->name = input_default_name(in);
+    /* with allowed-names it is refused (tls.c): names cannot be checked without a certificate */
+    if (in->type == CONF_IN_TLS && in->tls.verify == CONF_TLS_VERIFY_OPTIONAL &&
+        !in->tls.allowed_names)
+        warning(r, n,
+                "input %s: verify=\"optional\" lets clients in without a certificate; "
+                "verify=\"required\" refuses them",
+                in->name);
 }
 
 static void
