@@ -15,6 +15,10 @@
 #include "engine/buf.h"
 #include "engine/corr.h"
 
+/* max-message-size: the default (the inputs', and corral match's), and the most it may be */
+#define CONF_MESSAGE_SIZE_DEFAULT ((size_t)65536)
+#define CONF_MESSAGE_SIZE_MAX     ((size_t)1 << 30)
+
 enum conf_input_type {
     CONF_IN_UDP,
     CONF_IN_TCP,

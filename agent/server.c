@@ -778,14 +778,38 @@ static struct pdb *
 load_rules(const struct conf *c, struct buf *err)
 {
     struct pdb *db = pdb_new();
-    size_t i;
+    bool *empty = xcalloc(c->nrules + 1, sizeof(*empty));
+    size_t i, before;
 
     for (i = 0; i < c->nrules; i++) {
         if (!conf_rules_readable(c, i, err)) {
+            free(empty);
             pdb_free(db);
             return NULL;
         }
+        before = pdb_nrules(db);
         pdb_load(db, c->rules[i]);
+        empty[i] = pdb_nrules(db) == before;
+    }
+    /* a path without a rule: a typo, or rules not installed; corrald with none matches nothing */
+    for (i = 0; i < c->nrules && !pdb_nerrors(db); i++) {
+        if (!empty[i]) continue;
+        if (pdb_nrules(db) == 0) {
+            if (c->file && c->rules_line[i]) buf_printf(err, "%s:%d: ", c->file, c->rules_line[i]);
+            buf_printf(err, "rules path %s: no rules in it (no *.xml or *.pdb file with a rule)\n",
+                       c->rules[i]);
+        } else if (c->file && c->rules_line[i]) {
+            log_msg(LOG_WARNING, "%s:%d: rules path %s: no rules in it", c->file, c->rules_line[i],
+                    c->rules[i]);
+        } else {
+            log_msg(LOG_WARNING, "rules path %s: no rules in it", c->rules[i]);
+        }
+    }
+    free(empty);
+    if (pdb_nrules(db) == 0 && !pdb_nerrors(db)) {
+        if (!c->nrules) buf_puts(err, "no rules: the configuration names no <rules path>\n");
+        pdb_free(db);
+        return NULL;
     }
     for (i = 0; i < pdb_ndiags(db); i++) {
         const struct pdb_diag *d = pdb_diag_at(db, i);
