@@ -802,6 +802,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
         } else if (is(n, "state")) {
             free(c->state_file);
             c->state_file = attr(n, "file");
+            c->state_line = (int)xmlGetLineNo(n);
             c->state_interval = duration_attr(r, n, "interval", c->state_interval);
         } else if (is(n, "daemon")) {
             /* an element given twice: the last one counts (as for <state>) */
@@ -832,6 +833,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
         } else if (is(n, "stats")) {
             free(c->stats_listen);
             c->stats_listen = attr(n, "listen");
+            c->stats_line = (int)xmlGetLineNo(n);
             check_address(r, n, c->stats_listen);
             free(c->stats_api_token_file);
             if (c->stats_api_token) explicit_bzero(c->stats_api_token, strlen(c->stats_api_token));
@@ -916,6 +918,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             read_inhibit(r, c, n);
         } else if (is(n, "executors")) {
             char *spool = attr(n, "spool");
+            c->executors_line = (int)xmlGetLineNo(n);
             if (spool) {
                 free(c->spool_dir);
                 c->spool_dir = spool;

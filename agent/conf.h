@@ -117,7 +117,9 @@ struct conf {
     char **rules;
     int *rules_line; /* where each <rules> is in the file; 0: built in or -r */
     size_t nrules;
-    char *state_file;      /* NULL: no state kept */
+    char *state_file; /* NULL: no state kept */
+    int state_line, stats_line,
+        executors_line;    /* where <state>, <stats>, <executors> are; 0: not given */
     double state_interval; /* seconds between periodic saves; 0: only at shutdown */
     char *pidfile;
     char *user, *group;

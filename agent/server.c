@@ -103,6 +103,7 @@ struct server {
     struct heap_stats heap; /* heap.h: freed memory given back after a flood */
     uint64_t received, parsed, truncated_values, reloads, reload_failures;
     struct snapshot *snap;
+    bool final_save_failed; /* the save at shutdown failed: the state is lost */
     /* loop stall: work time of the longest loop iteration (check to check, less idle time) */
     uv_check_t stall_check;
     uint64_t stall_last_ns, stall_last_idle_ns, stall_max_ns;
@@ -1626,7 +1627,7 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
                 (unsigned long long)s->received, (unsigned long long)cs.processed,
                 (unsigned long long)cs.contexts_open);
     }
-    if (saving(s)) snapshot_final(snapshot_of(s));
+    if (saving(s) && snapshot_final(snapshot_of(s)) < 0) s->final_save_failed = true;
     if (s->workers) {
         /* the counters the metrics and `corral ctl` read stay in a corr of the loop's */
         workers_free(s->workers);
@@ -1640,6 +1641,12 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
     s->noutputs = 0;
     s->nqueues = 0;
     output_closed(s);
+}
+
+bool
+server_final_save_failed(const struct server *s)
+{
+    return s && s->final_save_failed;
 }
 
 /* ---- the engine's state, in one corr or in the workers' shards ---- */
