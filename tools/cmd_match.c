@@ -68,6 +68,7 @@ struct lines {
     char *buf;
     size_t cap, pos, len, max;
     bool eof, skipping; /* skipping: the rest of a line already cut */
+    int err;            /* errno of a failed read */
     uint64_t truncated; /* lines cut */
 };
 
@@ -89,6 +90,7 @@ lines_next(struct lines *l, const char **line)
         char *start = l->buf + l->pos;
         size_t avail = l->len - l->pos, n;
         char *nl = avail ? memchr(start, '\n', avail) : NULL;
+        ssize_t got;
 
         if (l->skipping) {
             l->pos = nl ? (size_t)(nl - l->buf) + 1 : l->len;
@@ -116,9 +118,16 @@ lines_next(struct lines *l, const char **line)
         memmove(l->buf, l->buf + l->pos, l->len - l->pos);
         l->len -= l->pos;
         l->pos = 0;
-        n = fread(l->buf + l->len, 1, l->cap - l->len, l->in);
-        if (n == 0) l->eof = true;
-        l->len += n;
+        /* read(), not fread(): from a pipe (tail -f | corral match -f -) a line goes on when it
+         * has come, not once a block has */
+        do got = read(fileno(l->in), l->buf + l->len, l->cap - l->len);
+        while (got < 0 && errno == EINTR);
+        if (got <= 0) {
+            l->eof = true;
+            l->err = got < 0 ? errno : 0;
+        } else {
+            l->len += (size_t)got;
+        }
     }
 }
 
@@ -371,8 +380,8 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
     while ((n = lines_next(&lines, &line)) >= 0)
         if (par_line(p, line, (size_t)n) != 0) break;
     lines_end(&lines, path);
-    if (ferror(in)) {
-        cmd_error("match", "%s: %s", path, strerror(errno));
+    if (lines.err) {
+        cmd_error("match", "%s: %s", path, strerror(lines.err));
         rc = 1;
     }
     /* the counters as -j 1 prints them: before the final expiry */
@@ -425,8 +434,8 @@ match_file(struct matcher *mt, const char *path, bool keep_open, struct corr_sta
     }
     mt->line_ms = 0;
     lines_end(&lines, path);
-    if (ferror(in)) {
-        cmd_error("match", "%s: %s", path, strerror(errno));
+    if (lines.err) {
+        cmd_error("match", "%s: %s", path, strerror(lines.err));
         rc = 1;
     }
     msg_unref(m);
