@@ -442,7 +442,9 @@ duration_attr(struct reader *r, const xmlNode *n, const char *name, double def)
 
     if (!v) return def;
     d = units_duration(v);
-    if (d < 0) error(r, n, "bad duration %s=\"%s\" (examples: 30, 5s, 250ms, 10m, 2h)", name, v);
+    if (d < 0)
+        error(r, n, "bad duration %s=\"%s\" (examples: 30, 5s, 250ms, 10m, 2h; at most 100 years)",
+              name, v);
     free(v);
     return d < 0 ? def : d;
 }
@@ -454,8 +456,14 @@ number_attr(struct reader *r, const xmlNode *n, const char *name, size_t def, bo
     size_t x;
 
     if (!v) return def;
-    x = size_units ? units_size(v) : (size_t)strtoull(v, NULL, 10);
-    if (!x) error(r, n, "bad value %s=\"%s\"", name, v);
+    /* digits (and a unit), nothing else: strtoull alone took "-1" and "12abc", and wrapped */
+    x = size_units ? units_size(v) : units_count(v);
+    if (!x && size_units)
+        error(r, n, "bad size %s=\"%s\": %s (examples: 65536, 64k, 10M, 1G)", name, v,
+              *v && strspn(v, "0") == strlen(v) ? "0" : units_why(v, 1));
+    else if (!x)
+        error(r, n, "bad value %s=\"%s\": %s (a count above 0)", name, v,
+              *v && strspn(v, "0") == strlen(v) ? "0" : units_why(v, 0));
     free(v);
     return x ? x : def;
 }
@@ -596,6 +604,13 @@ read_input(struct reader *r, struct conf *c, const xmlNode *n)
     }
     in->name = attr(n, "name");
     if (!in->name) in->name = input_default_name(in);
+    /* with allowed-names it is refused (tls.c): names cannot be checked without a certificate */
+    if (in->type == CONF_IN_TLS && in->tls.verify == CONF_TLS_VERIFY_OPTIONAL &&
+        !in->tls.allowed_names)
+        warning(r, n,
+                "input %s: verify=\"optional\" lets clients in without a certificate; "
+                "verify=\"required\" refuses them",
+                in->name);
 }
 
 static void
@@ -832,6 +847,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
         } else if (is(n, "state")) {
             free(c->state_file);
             c->state_file = attr(n, "file");
+            c->state_line = (int)xmlGetLineNo(n);
             c->state_interval = duration_attr(r, n, "interval", c->state_interval);
         } else if (is(n, "daemon")) {
             /* an element given twice: the last one counts (as for <state>) */
@@ -862,6 +878,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
         } else if (is(n, "stats")) {
             free(c->stats_listen);
             c->stats_listen = attr(n, "listen");
+            c->stats_line = (int)xmlGetLineNo(n);
             check_address(r, n, c->stats_listen);
             free(c->stats_api_token_file);
             if (c->stats_api_token) explicit_bzero(c->stats_api_token, strlen(c->stats_api_token));
@@ -878,6 +895,9 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
                 error(r, n, "queue must be at least 2");
         } else if (is(n, "limits")) {
             c->max_message_size = number_attr(r, n, "max-message-size", c->max_message_size, true);
+            if (c->max_message_size > CONF_MESSAGE_SIZE_MAX)
+                error(r, n,
+                      "bad size max-message-size: at most 1G (inputs allocate buffers of it)");
             c->max_connections = number_attr(r, n, "max-connections", c->max_connections, false);
             c->max_connections_per_peer =
                 number_attr(r, n, "max-connections-per-peer", c->max_connections_per_peer, false);
@@ -945,6 +965,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             read_inhibit(r, c, n);
         } else if (is(n, "executors")) {
             char *spool = attr(n, "spool");
+            c->executors_line = (int)xmlGetLineNo(n);
             if (spool) {
                 free(c->spool_dir);
                 c->spool_dir = spool;

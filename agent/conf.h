@@ -15,6 +15,10 @@
 #include "engine/buf.h"
 #include "engine/corr.h"
 
+/* max-message-size: the default (the inputs', and corral match's), and the most it may be */
+#define CONF_MESSAGE_SIZE_DEFAULT ((size_t)65536)
+#define CONF_MESSAGE_SIZE_MAX     ((size_t)1 << 30)
+
 enum conf_input_type {
     CONF_IN_UDP,
     CONF_IN_TCP,
@@ -114,7 +118,9 @@ struct conf {
     char **rules;
     int *rules_line; /* where each <rules> is in the file; 0: built in or -r */
     size_t nrules;
-    char *state_file;      /* NULL: no state kept */
+    char *state_file; /* NULL: no state kept */
+    int state_line, stats_line,
+        executors_line;    /* where <state>, <stats>, <executors> are; 0: not given */
     double state_interval; /* seconds between periodic saves; 0: only at shutdown */
     char *pidfile;
     char *user, *group;

@@ -652,14 +652,167 @@ engine_opens_as_itself(const struct conf *c)
     return on;
 }
 
+/* Whether the engine will run as another user than this one (drop_privileges). */
+static bool
+engine_drops(const struct conf *c)
+{
+    struct passwd *pw = c->user ? getpwnam(c->user) : NULL;
+
+    if (!c->user) return false;
+    if (!pw) return true; /* service_user says so, with the file */
+    return pw->pw_uid != geteuid() && (geteuid() == 0 || privsep_can_change_user());
+}
+
+/* "FILE:LINE: " for an element (line 0: the file only). */
+static void
+where(struct buf *err, const struct conf *c, int line)
+{
+    const char *file = c->file ? c->file : "(built-in)";
+
+    if (line > 0)
+        buf_printf(err, "%s:%d: ", file, line);
+    else
+        buf_printf(err, "%s: ", file);
+}
+
+/* The directory path is in (a new string). */
+static char *
+dir_of(const char *path)
+{
+    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    return dir;
+}
+
 /*
- * The state path and the output files, checked as the user that will open
- * them when engine_opens_as_itself: the engine's, in a child that becomes
- * it, so that `corrald -t` as ExecStartPre= says what the start would find.
- * 0, or -1 with the lines on stderr.
+ * Whether this process may create and rename files in dir, or, when dir is
+ * not there, create it (its parent); what and why name the file and what
+ * needs it, for the message.
  */
 static int
-check_engine_files(const struct conf *c)
+dir_check(const struct conf *c, int line, const char *what, const char *dir, const char *why,
+          struct buf *err)
+{
+    struct stat st;
+    char *parent;
+    int rc = 0;
+
+    if (stat(dir, &st) == 0) {
+        if (access(dir, W_OK | X_OK) == 0) return 0;
+        where(err, c, line);
+        buf_printf(err, "%s: directory %s: %s (%s)\n", what, dir, strerror(errno), why);
+        return -1;
+    }
+    parent = dir_of(dir);
+    if (access(parent, W_OK | X_OK) < 0) {
+        where(err, c, line);
+        buf_printf(err, "%s: cannot create directory %s in %s: %s (%s)\n", what, dir, parent,
+                   strerror(errno), why);
+        rc = -1;
+    }
+    free(parent);
+    return rc;
+}
+
+/* The executors' spool directory (server_spool_dir), written by the process the queues run in. */
+static int
+spool_check(const struct conf *c, struct buf *err)
+{
+    char *dir = c->nexecutors ? server_spool_dir(c) : NULL;
+    int rc;
+
+    if (!dir) return 0;
+    rc = dir_check(c, c->executors_line, "executor spool", dir,
+                   "the spools keep undelivered alerts there", err);
+    free(dir);
+    return rc;
+}
+
+/*
+ * What the engine writes and reads once it runs as its user: run as that
+ * user.  The state path and the outputs (server_check_files: the output
+ * files are opened again on SIGUSR2), the state file's directory (each save writes FILE.tmp.PID
+ * beside the state file, the alert store and the silences, and renames it over: tried for real, and
+ * removed), the state file itself when the engine reads it at start as its user (opens), the
+ * api-token-file (read again on every reload), the file inputs and their position files (reopened
+ * after a rotation, saved), and without privilege separation (spool) the executors' spools.
+ */
+static int
+engine_files_check(const struct conf *c, bool opens, bool spool, struct buf *err)
+{
+    struct durable_file df;
+    int rc = 0, fd;
+    size_t i;
+
+    if (server_check_files(c, err) < 0) rc = -1;
+    if (c->state_file) {
+        if (durable_begin(&df, c->state_file) < 0) {
+            where(err, c, c->state_line);
+            buf_printf(
+                err, "state file %s: cannot save it: %s (each save writes %s.tmp.PID beside it)\n",
+                c->state_file, strerror(errno), c->state_file);
+            rc = -1;
+        } else {
+            durable_abort(&df);
+        }
+        if (opens && access(c->state_file, R_OK) < 0 && errno != ENOENT) {
+            where(err, c, c->state_line);
+            buf_printf(err, "state file %s: cannot read it: %s\n", c->state_file, strerror(errno));
+            rc = -1;
+        }
+    }
+    if (c->stats_api_token_file) {
+        fd = open(c->stats_api_token_file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) {
+            where(err, c, c->stats_line);
+            buf_printf(err, "api-token-file %s: %s (read again on every reload)\n",
+                       c->stats_api_token_file, strerror(errno));
+            rc = -1;
+        } else {
+            close(fd);
+        }
+    }
+    for (i = 0; i < c->ninputs; i++) {
+        const struct conf_input *ci = &c->inputs[i];
+        struct buf what = BUF_INIT, pos = BUF_INIT;
+        char *dir;
+        if (ci->type != CONF_IN_FILE || !ci->path) continue;
+        if (access(ci->path, R_OK) < 0 && errno != ENOENT) {
+            where(err, c, ci->line);
+            buf_printf(err, "input %s: %s: %s (opened again after a rotation)\n", ci->name,
+                       ci->path, strerror(errno));
+            rc = -1;
+        }
+        if (ci->position_file)
+            buf_puts(&pos, ci->position_file);
+        else
+            buf_printf(&pos, "%s.corral-pos", ci->path);
+        buf_printf(&what, "input %s: position file %s", ci->name, buf_str(&pos));
+        dir = dir_of(buf_str(&pos));
+        if (dir_check(c, ci->line, buf_str(&what), dir, "the position is saved there", err) < 0)
+            rc = -1;
+        free(dir);
+        buf_free(&what);
+        buf_free(&pos);
+    }
+    if (spool && spool_check(c, err) < 0) rc = -1;
+    return rc;
+}
+
+/*
+ * engine_files_check as the engine's user, in a child that becomes it, so
+ * that `corrald -t` (as root, or as the packaged unit's ExecStartPre=) says
+ * what the engine will find once it runs as that user.  0, or -1 with the
+ * lines on stderr.
+ */
+static int
+check_engine_files(const struct conf *c, bool opens, bool spool)
 {
     struct buf err = BUF_INIT;
     uid_t uid;
@@ -679,7 +832,10 @@ check_engine_files(const struct conf *c)
         return -1;
     }
     if (pid == 0) {
-        int rc = become_user(c, uid, gid, &err) < 0 || server_check_files(c, &err) < 0;
+        int rc =
+            become_user(c, uid, gid, &err) < 0 || engine_files_check(c, opens, spool, &err) < 0;
+        if (rc)
+            buf_printf(&err, "(checked as user %s, whom the engine process runs as)\n", c->user);
         fputs(buf_str(&err), stderr);
         fflush(stderr);
         _exit(rc);
@@ -691,7 +847,9 @@ check_engine_files(const struct conf *c)
 
 /*
  * corrald -t: everything start-up checks (server_check), short of binding
- * sockets, loading state and dropping privileges; errors as file:line.
+ * sockets, loading state and dropping privileges; and what the engine
+ * writes and reads once it runs as its user, as that user
+ * (check_engine_files); errors as file:line.
  */
 static int
 check_only(struct daemon *d)
@@ -699,7 +857,7 @@ check_only(struct daemon *d)
     struct buf err = BUF_INIT;
     struct conf *c = read_conf(d, &err);
     size_t rules = 0;
-    bool as_engine;
+    bool as_engine, privsep = false;
     int rc = 0;
 
     if (!c) {
@@ -709,8 +867,20 @@ check_only(struct daemon *d)
     }
     if (c->warnings) fputs(c->warnings, stderr);
     as_engine = engine_opens_as_itself(c);
-    if (as_engine && check_engine_files(c) < 0) rc = 1;
-    if (server_check(c, &rules, !as_engine, &err) < 0) {
+    if (privsep_wanted(c, &privsep, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        buf_reset(&err);
+        rc = 1;
+    }
+    /* the spools are the executor process's: this user's under privilege separation */
+    if (engine_drops(c) && check_engine_files(c, as_engine, !privsep) < 0) rc = 1;
+    if ((privsep || !engine_drops(c)) && spool_check(c, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        buf_reset(&err);
+        rc = 1;
+    }
+    /* the state path and outputs: as the engine's user when it has one, else as this one */
+    if (server_check(c, &rules, !engine_drops(c), &err) < 0) {
         fputs(buf_str(&err), stderr);
         rc = 1;
     }
@@ -1280,6 +1450,11 @@ main(int argc, char **argv)
     /* after a privilege drop the directory may no longer be ours to remove from */
     if (d.pidfile && unlink(d.pidfile) < 0 && errno != ENOENT)
         log_msg(LOG_INFO, "pidfile %s left in place: %s", d.pidfile, strerror(errno));
+    if (server_final_save_failed(d.srv)) {
+        /* a stop that loses the state is not a clean one: the service manager must hear of it */
+        log_msg(LOG_ERR, "the state could not be saved at shutdown: its open contexts are lost");
+        d.exit_code = 1;
+    }
     if (d.exit_code) log_msg(LOG_ERR, "exiting with status %d", d.exit_code);
     log_msg(LOG_INFO, "stopped");
     uv_loop_close(d.loop);

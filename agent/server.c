@@ -114,6 +114,7 @@ struct server {
     struct heap_stats heap; /* heap.h: freed memory given back after a flood */
     uint64_t received, parsed, truncated_values, reloads, reload_failures;
     struct snapshot *snap;
+    bool final_save_failed; /* the save at shutdown failed: the state is lost */
     /* loop stall: work time of the longest loop iteration (check to check, less idle time) */
     uv_check_t stall_check;
     uint64_t stall_last_ns, stall_last_idle_ns, stall_max_ns;
@@ -837,14 +838,38 @@ static struct pdb *
 load_rules(const struct conf *c, struct buf *err)
 {
     struct pdb *db = pdb_new();
-    size_t i;
+    bool *empty = xcalloc(c->nrules + 1, sizeof(*empty));
+    size_t i, before;
 
     for (i = 0; i < c->nrules; i++) {
         if (!conf_rules_readable(c, i, err)) {
+            free(empty);
             pdb_free(db);
             return NULL;
         }
+        before = pdb_nrules(db);
         pdb_load(db, c->rules[i]);
+        empty[i] = pdb_nrules(db) == before;
+    }
+    /* a path without a rule: a typo, or rules not installed; corrald with none matches nothing */
+    for (i = 0; i < c->nrules && !pdb_nerrors(db); i++) {
+        if (!empty[i]) continue;
+        if (pdb_nrules(db) == 0) {
+            if (c->file && c->rules_line[i]) buf_printf(err, "%s:%d: ", c->file, c->rules_line[i]);
+            buf_printf(err, "rules path %s: no rules in it (no *.xml or *.pdb file with a rule)\n",
+                       c->rules[i]);
+        } else if (c->file && c->rules_line[i]) {
+            log_msg(LOG_WARNING, "%s:%d: rules path %s: no rules in it", c->file, c->rules_line[i],
+                    c->rules[i]);
+        } else {
+            log_msg(LOG_WARNING, "rules path %s: no rules in it", c->rules[i]);
+        }
+    }
+    free(empty);
+    if (pdb_nrules(db) == 0 && !pdb_nerrors(db)) {
+        if (!c->nrules) buf_puts(err, "no rules: the configuration names no <rules path>\n");
+        pdb_free(db);
+        return NULL;
     }
     for (i = 0; i < pdb_ndiags(db); i++) {
         const struct pdb_diag *d = pdb_diag_at(db, i);
@@ -1665,7 +1690,7 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
                 (unsigned long long)s->received, (unsigned long long)cs.processed,
                 (unsigned long long)cs.contexts_open);
     }
-    if (saving(s)) snapshot_final(snapshot_of(s));
+    if (saving(s) && snapshot_final(snapshot_of(s)) < 0) s->final_save_failed = true;
     if (s->workers) {
         /* the counters the metrics and `corral ctl` read stay in a corr of the loop's */
         workers_free(s->workers);
@@ -1679,6 +1704,12 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
     s->noutputs = 0;
     s->nqueues = 0;
     output_closed(s);
+}
+
+bool
+server_final_save_failed(const struct server *s)
+{
+    return s && s->final_save_failed;
 }
 
 /* ---- the engine's state, in one corr or in the workers' shards ---- */

@@ -72,6 +72,8 @@ void server_reload_failed(struct server *s);
 
 /* Stops inputs, flushes outputs, saves the state; done runs when finished. */
 void server_shutdown(struct server *s, void (*done)(void *arg), void *arg);
+/* After server_shutdown: whether its save failed (logged; the contexts it held are lost). */
+bool server_final_save_failed(const struct server *s);
 
 /* The configuration in use. */
 const struct conf *server_conf(const struct server *s);

@@ -28,7 +28,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,18 +82,65 @@ ssl_reason(struct buf *err)
 
 /* ---- names ---- */
 
-bool
-tls_name_match(const char *pattern, const char *name)
-{
-    const char *dot;
+/*
+ * RFC 6125 through OpenSSL's X509_check_host: the DNS subjectAltNames, and
+ * the subject CN only when there is none (6.4.4; OpenSSL's default, so the
+ * CN of a certificate that names evil.attacker.net in its SANs counts for
+ * nothing); a wildcard in the certificate only as its whole left-most
+ * label, standing for exactly one label (NO_PARTIAL_WILDCARDS; OpenSSL also
+ * wants two labels after it and none of them an IDNA A-label).
+ */
+#define HOST_FLAGS X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS
 
-    if (!*pattern || !*name) return false;
-    if (strcasecmp(pattern, name) == 0) return true;
-    if (pattern[0] != '*' || pattern[1] != '.') return false;
-    /* "*.example.com": one label, not empty, then ".example.com" */
-    dot = strchr(name, '.');
-    if (!dot || dot == name || name[0] == '*') return false;
-    return strcasecmp(dot, pattern + 1) == 0;
+bool
+tls_name_pattern_ok(const char *pattern, const char **why)
+{
+    const char *name = pattern, *p;
+
+    if (pattern[0] == '*' && pattern[1] == '.') name = pattern + 2;
+    for (p = name; *p; p++)
+        if (*p == '*') {
+            *why = "a wildcard only as the whole first label (\"*.example.com\")";
+            return false;
+        }
+    if (!*name || name[0] == '.' || p[-1] == '.' || strstr(name, "..")) {
+        *why = "not a host name";
+        return false;
+    }
+    if (p - pattern >= NAME_MAX_LEN) {
+        *why = "too long for a host name";
+        return false;
+    }
+    if (name != pattern && !strchr(name, '.')) {
+        *why = "a wildcard needs a domain of two labels or more (\"*.example.com\")";
+        return false;
+    }
+    return true;
+}
+
+bool
+tls_cert_name_allowed(X509 *x, const char *pattern, char *out, size_t outlen)
+{
+    char *peer = NULL;
+    bool ok;
+
+    if (pattern[0] == '*' && pattern[1] == '.') {
+        /*
+         * Any one label below the domain: OpenSSL's ".example.com" reference
+         * with SINGLE_LABEL_SUBDOMAINS.  It compares the certificate's name
+         * as text, so a certificate for the literal "*.example.com" would
+         * pass: a wildcard certificate names no host, and is refused here.
+         */
+        ok = X509_check_host(x, pattern + 1, 0,
+                             HOST_FLAGS | X509_CHECK_FLAG_SINGLE_LABEL_SUBDOMAINS, &peer) == 1 &&
+             peer && !strchr(peer, '*');
+    } else {
+        ok = X509_check_host(x, pattern, 0, HOST_FLAGS, &peer) == 1;
+    }
+    if (ok && out) snprintf(out, outlen, "%s", peer ? peer : pattern);
+    OPENSSL_free(peer);
+    ERR_clear_error();
+    return ok;
 }
 
 /* The subject's CN into out (NAME_MAX_LEN); false if it has none (or a bogus one). */
@@ -119,15 +165,14 @@ cert_cn(X509 *x, char *out)
 }
 
 /*
- * Calls fn with each name of a certificate: its DNS names, then its subject
- * CN; stops when fn returns true (and returns true).  Names holding a NUL
- * or too long are skipped: they cannot be what they claim.
+ * The certificate's first DNS name into out (NAME_MAX_LEN), as the name to
+ * show for a peer no allowed name was checked against; false if it has none.
+ * Names holding a NUL or too long are skipped: they cannot be what they claim.
  */
 static bool
-cert_names(X509 *x, bool (*fn)(void *arg, const char *name), void *arg)
+cert_dns_name(X509 *x, char *out)
 {
     GENERAL_NAMES *sans = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
-    char name[NAME_MAX_LEN];
     bool found = false;
     int i, n;
 
@@ -137,32 +182,23 @@ cert_names(X509 *x, bool (*fn)(void *arg, const char *name), void *arg)
         if (g->type != GEN_DNS) continue;
         p = ASN1_STRING_get0_data(g->d.dNSName);
         n = ASN1_STRING_length(g->d.dNSName);
-        if (n <= 0 || n >= (int)sizeof(name) || memchr(p, '\0', (size_t)n)) continue;
-        memcpy(name, p, (size_t)n);
-        name[n] = '\0';
-        found = fn(arg, name);
+        if (n <= 0 || n >= NAME_MAX_LEN || memchr(p, '\0', (size_t)n)) continue;
+        memcpy(out, p, (size_t)n);
+        out[n] = '\0';
+        found = true;
     }
     GENERAL_NAMES_free(sans);
-    if (!found && cert_cn(x, name)) found = fn(arg, name);
     return found;
 }
 
-struct name_search {
-    const struct tls_ctx *ctx;
-    char *out; /* the name found */
-};
-
+/* Whether x carries one of ctx's allowed names; the certificate's name that did into out. */
 static bool
-name_allowed(void *arg, const char *name)
+cert_allowed(const struct tls_ctx *ctx, X509 *x, char *out)
 {
-    struct name_search *ns = arg;
     size_t i;
 
-    for (i = 0; i < ns->ctx->nallowed; i++)
-        if (tls_name_match(ns->ctx->allowed[i], name)) {
-            if (ns->out) snprintf(ns->out, NAME_MAX_LEN, "%s", name);
-            return true;
-        }
+    for (i = 0; i < ctx->nallowed; i++)
+        if (tls_cert_name_allowed(x, ctx->allowed[i], out, NAME_MAX_LEN)) return true;
     return false;
 }
 
@@ -171,12 +207,9 @@ verify_cb(int ok, X509_STORE_CTX *xs)
 {
     SSL *ssl = X509_STORE_CTX_get_ex_data(xs, SSL_get_ex_data_X509_STORE_CTX_idx());
     struct tls_conn *c = ssl ? SSL_get_app_data(ssl) : NULL;
-    struct name_search ns;
 
     if (!ok || !c || !c->ctx->nallowed || X509_STORE_CTX_get_error_depth(xs) != 0) return ok;
-    ns.ctx = c->ctx;
-    ns.out = NULL;
-    if (cert_names(X509_STORE_CTX_get_current_cert(xs), name_allowed, &ns)) return 1;
+    if (cert_allowed(c->ctx, X509_STORE_CTX_get_current_cert(xs), NULL)) return 1;
     X509_STORE_CTX_set_error(xs, X509_V_ERR_HOSTNAME_MISMATCH);
     return 0;
 }
@@ -286,10 +319,12 @@ load_key(SSL_CTX *sc, const char *path, struct buf *err)
     return 0;
 }
 
-static void
-split_names(struct tls_ctx *ctx, const char *s)
+/* allowed-names: patterns separated by spaces or commas, each checked (tls_name_pattern_ok). */
+static int
+split_names(struct tls_ctx *ctx, const char *s, struct buf *err)
 {
     size_t cap = 0;
+    const char *why;
 
     while (s && *s) {
         size_t len;
@@ -298,9 +333,14 @@ split_names(struct tls_ctx *ctx, const char *s)
         if (len) {
             ctx->allowed = xgrow(ctx->allowed, &cap, ctx->nallowed + 1, sizeof(*ctx->allowed));
             ctx->allowed[ctx->nallowed++] = xstrndup(s, len);
+            if (!tls_name_pattern_ok(ctx->allowed[ctx->nallowed - 1], &why)) {
+                buf_printf(err, "allowed-names: \"%s\": %s", ctx->allowed[ctx->nallowed - 1], why);
+                return -1;
+            }
         }
         s += len;
     }
+    return 0;
 }
 
 static int
@@ -369,6 +409,12 @@ setup(struct tls_ctx *ctx, const struct conf_tls *t, bool server, struct buf *er
         buf_puts(err, "allowed-names needs the peer's certificate verified (verify=\"none\")");
         return -1;
     }
+    if (server && ctx->nallowed && v == CONF_TLS_VERIFY_OPTIONAL) {
+        /* a client without a certificate would come in with no name to check */
+        buf_puts(err, "allowed-names needs verify=\"required\": with \"optional\" a client "
+                      "without a certificate comes in unchecked");
+        return -1;
+    }
     switch (v) {
     case CONF_TLS_VERIFY_NONE: mode = SSL_VERIFY_NONE; break;
     case CONF_TLS_VERIFY_OPTIONAL: mode = SSL_VERIFY_PEER; break;
@@ -386,7 +432,10 @@ tls_ctx_new(const struct conf_tls *t, bool server, struct buf *err)
     ERR_clear_error();
     ctx->refs = 1;
     ctx->server = server;
-    split_names(ctx, t->allowed_names);
+    if (split_names(ctx, t->allowed_names, err) < 0) {
+        tls_ctx_unref(ctx);
+        return NULL;
+    }
     ctx->ssl = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
     if (!ctx->ssl) {
         buf_puts(err, "cannot make a TLS context: ");
@@ -506,27 +555,17 @@ failed(struct tls_conn *c, int r)
     return -1;
 }
 
-static bool
-name_first(void *arg, const char *name)
-{
-    char *out = arg;
-
-    if (!out[0]) snprintf(out, NAME_MAX_LEN, "%s", name);
-    return false;
-}
-
-/* The name the peer goes by (tls_conn_peer_name). */
+/* The name the peer goes by (tls_conn_peer_name): the one allowed, else as RFC 6125 reads it. */
 static void
 set_peer_name(struct tls_conn *c)
 {
     X509 *x = SSL_get0_peer_certificate(c->ssl);
-    struct name_search ns = {c->ctx, c->peer_name};
 
     c->peer_name[0] = '\0';
     if (!x) return;
-    if (c->ctx->nallowed && cert_names(x, name_allowed, &ns)) return;
-    if (cert_cn(x, c->peer_name)) return;
-    cert_names(x, name_first, c->peer_name);
+    if (c->ctx->nallowed && cert_allowed(c->ctx, x, c->peer_name)) return;
+    if (cert_dns_name(x, c->peer_name)) return;
+    if (!cert_cn(x, c->peer_name)) c->peer_name[0] = '\0';
 }
 
 int

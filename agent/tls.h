@@ -15,6 +15,10 @@
  * at start-up before corrald drops its privileges, and on reload as the
  * service user.  A private key file that others than its owner and group
  * may read, or that its group may write, is refused (tls_key_check).
+ *
+ * allowed-names is checked as RFC 6125 says (tls_cert_name_allowed); an
+ * input with allowed-names needs verify="required", since a client without
+ * a certificate has no name to check.
  */
 #ifndef CORRAL_TLS_H
 #define CORRAL_TLS_H
@@ -22,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <openssl/x509.h>
 #include <uv.h>
 
 #include "engine/buf.h"
@@ -61,13 +66,23 @@ void tls_ctx_unref(struct tls_ctx *ctx);
 char *tls_key_read(const char *path, size_t *len, struct buf *err);
 
 /*
- * Whether a name from a certificate matches one allowed-names pattern:
- * equal ignoring case, or a pattern "*.example.com" standing for exactly one
- * label ("a.example.com", not "example.com" nor "a.b.example.com").  A
- * wildcard in the certificate's name is not expanded: it matches only the
- * same pattern.
+ * An allowed-names pattern: a host name ("web1.example.com", any case), or
+ * "*.example.com", which stands for exactly one label below a domain of two
+ * labels or more ("a.example.com", not "example.com" nor "a.b.example.com").
+ * A '*' anywhere else, an empty label, a leading or final dot are refused:
+ * false, with why.
  */
-bool tls_name_match(const char *pattern, const char *name);
+bool tls_name_pattern_ok(const char *pattern, const char **why);
+
+/*
+ * Whether certificate x carries a name pattern allows, as RFC 6125 says: its
+ * DNS subjectAltNames, and its subject CN only when it has none; a wildcard
+ * in the certificate only as the whole left-most label, for one label, so a
+ * certificate for "*.example.com" matches the pattern "web1.example.com"
+ * (its CA vouched for every such host) but not the pattern "*.example.com"
+ * (it names no host).  The certificate's name that matched goes to out.
+ */
+bool tls_cert_name_allowed(X509 *x, const char *pattern, char *out, size_t outlen);
 
 /*
  * A connection on ctx (referenced).  host: for a client, the server's name
@@ -105,9 +120,9 @@ void tls_conn_take(struct tls_conn *c, struct buf *out);
 /* Sends what waits with a write request of its own (freed when done).  Returns 0 or a UV error. */
 int tls_conn_flush(struct tls_conn *c, uv_stream_t *stream);
 /*
- * The peer certificate's name once established: the allowed name it
- * matched, else its subject CN, else its first DNS name; "" without a
- * certificate.
+ * The peer certificate's name once established: its name that matched an
+ * allowed name, else its first DNS subjectAltName, else its subject CN; ""
+ * without a certificate.
  */
 const char *tls_conn_peer_name(const struct tls_conn *c);
 /* What the handshake agreed on, for the log: "TLSv1.3 TLS_AES_256_GCM_SHA384". */

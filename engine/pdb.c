@@ -510,7 +510,7 @@ load_dir(struct pdb *db, const char *path, int depth)
         names[n++] = xstrdup(de->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof(*names), cmp_str);
+    if (n > 1) qsort(names, n, sizeof(*names), cmp_str); /* an empty directory: names is NULL */
     for (i = 0; i < n; i++) {
         struct buf full = BUF_INIT;
         struct stat st;

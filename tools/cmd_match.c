@@ -53,7 +53,95 @@ struct matcher {
     FILE *fp;
     unsigned jobs;   /* -j */
     unsigned shards; /* -j: the correlation shards (--stats says how many) */
+    size_t max_line; /* max-message-size: -c's, or corrald's default */
 };
+
+/*
+ * The lines of a file, each at most max bytes, as corrald's inputs take a
+ * message: a longer one is cut to max bytes (and counted), the rest of it
+ * read and dropped, so that a file without newlines (/dev/zero) costs a
+ * buffer of max bytes and no more.  Read in blocks; a line points into the
+ * buffer and is good until the next call.
+ */
+struct lines {
+    FILE *in;
+    char *buf;
+    size_t cap, pos, len, max;
+    bool eof, skipping; /* skipping: the rest of a line already cut */
+    int err;            /* errno of a failed read */
+    uint64_t truncated; /* lines cut */
+};
+
+static void
+lines_init(struct lines *l, FILE *in, size_t max)
+{
+    memset(l, 0, sizeof(*l));
+    l->in = in;
+    l->max = max;
+    l->cap = max + 65536; /* room for a whole line and a block after it */
+    l->buf = xmalloc(l->cap);
+}
+
+/* The next line, without its newline, into *line; its length, or -1 at the end (or an error). */
+static ssize_t
+lines_next(struct lines *l, const char **line)
+{
+    for (;;) {
+        char *start = l->buf + l->pos;
+        size_t avail = l->len - l->pos, n;
+        char *nl = avail ? memchr(start, '\n', avail) : NULL;
+        ssize_t got;
+
+        if (l->skipping) {
+            l->pos = nl ? (size_t)(nl - l->buf) + 1 : l->len;
+            l->skipping = !nl;
+            if (nl) continue;
+        } else if (nl || avail > l->max || (l->eof && avail)) {
+            n = nl ? (size_t)(nl - start) : avail;
+            *line = start;
+            if (nl)
+                l->pos += n + 1;
+            else if (l->eof)
+                l->pos = l->len;
+            else {
+                l->pos = l->len; /* no newline within max + 1 bytes: drop up to the next one */
+                l->skipping = true;
+            }
+            if (n > l->max) {
+                l->truncated++;
+                n = l->max;
+            }
+            return (ssize_t)n;
+        }
+        if (l->eof) return -1;
+        /* what is left of the buffer to its start, then a block after it */
+        memmove(l->buf, l->buf + l->pos, l->len - l->pos);
+        l->len -= l->pos;
+        l->pos = 0;
+        /* read(), not fread(): from a pipe (tail -f | corral match -f -) a line goes on when it
+         * has come, not once a block has */
+        do got = read(fileno(l->in), l->buf + l->len, l->cap - l->len);
+        while (got < 0 && errno == EINTR);
+        if (got <= 0) {
+            l->eof = true;
+            l->err = got < 0 ? errno : 0;
+        } else {
+            l->len += (size_t)got;
+        }
+    }
+}
+
+/* Says how many lines were cut, once the file is read. */
+static void
+lines_end(struct lines *l, const char *path)
+{
+    if (l->truncated)
+        fprintf(stderr,
+                "corral match: %s: %llu line%s longer than %zu bytes (max-message-size) cut to "
+                "it, as corrald's inputs cut them\n",
+                path, (unsigned long long)l->truncated, l->truncated == 1 ? "" : "s", l->max);
+    free(l->buf);
+}
 
 /* C escapes in a -T template, as pdbtool's g_strcompress() does them. */
 static char *
@@ -274,8 +362,8 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
         .arg = mt,
     };
     struct par *p;
-    char *line = NULL;
-    size_t cap = 0;
+    struct lines lines;
+    const char *line;
     ssize_t n;
     int rc = 0;
 
@@ -288,19 +376,18 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
         return 1;
     }
     mt->shards = par_shards(p);
-    while ((n = getline(&line, &cap, in)) > 0) {
-        if (line[n - 1] == '\n') n--;
+    lines_init(&lines, in, mt->max_line);
+    while ((n = lines_next(&lines, &line)) >= 0)
         if (par_line(p, line, (size_t)n) != 0) break;
-    }
-    if (ferror(in)) {
-        cmd_error("match", "%s: %s", path, strerror(errno));
+    lines_end(&lines, path);
+    if (lines.err) {
+        cmd_error("match", "%s: %s", path, strerror(lines.err));
         rc = 1;
     }
     /* the counters as -j 1 prints them: before the final expiry */
     if (par_finish(p, false) != 0) mt->failed = true;
     par_stats(p, stats);
     if (!keep_open && par_finish(p, true) != 0) mt->failed = true;
-    free(line);
     par_free(p);
     return rc;
 }
@@ -312,8 +399,8 @@ match_file(struct matcher *mt, const char *path, bool keep_open, struct corr_sta
     struct msg *m = msg_new();
     struct msg_time now;
     struct syslogfmt_opts opts = {NULL};
-    char *line = NULL;
-    size_t cap = 0;
+    struct lines lines;
+    const char *line;
     ssize_t n;
     int rc = 0;
 
@@ -334,8 +421,8 @@ match_file(struct matcher *mt, const char *path, bool keep_open, struct corr_sta
         now.gmtoff = 0;
         opts.now = &now;
     }
-    while (!mt->failed && (n = getline(&line, &cap, in)) > 0) {
-        if (line[n - 1] == '\n') n--;
+    lines_init(&lines, in, mt->max_line);
+    while (!mt->failed && (n = lines_next(&lines, &line)) >= 0) {
         if (!mt->fixed_now) {
             /* one clock read a message, for its receive time and the correlation clock */
             syslogfmt_now(&now);
@@ -346,11 +433,11 @@ match_file(struct matcher *mt, const char *path, bool keep_open, struct corr_sta
         corr_process(mt->corr, m);
     }
     mt->line_ms = 0;
-    if (ferror(in)) {
-        cmd_error("match", "%s: %s", path, strerror(errno));
+    lines_end(&lines, path);
+    if (lines.err) {
+        cmd_error("match", "%s: %s", path, strerror(lines.err));
         rc = 1;
     }
-    free(line);
     msg_unref(m);
     if (in != stdin) fclose(in);
     corr_stats(mt->corr, stats);
@@ -371,19 +458,31 @@ single_message_time(const struct matcher *mt)
     return t;
 }
 
-/* --now: seconds since the epoch, or an ISO-8601 UTC time (2026-12-03T10:00:00). */
+/* --now's latest: 9999-12-31T23:59:59Z, the last second an ISO-8601 year of four digits writes. */
+#define NOW_MAX_SEC 253402300799LL
+
+/*
+ * --now: seconds since the epoch, or an ISO-8601 UTC time (2026-12-03T10:00:00), in ms; -1
+ * when malformed or not from 1 to NOW_MAX_SEC (whose milliseconds fit any clock here).
+ */
 static int64_t
 parse_now(const char *s)
 {
     struct tm tm;
     char *end;
-    long long v = strtoll(s, &end, 10);
+    long long v;
+    time_t t;
 
-    if (*end == '\0' && end != s) return v * 1000;
+    if (*s >= '0' && *s <= '9') {
+        errno = 0;
+        v = strtoll(s, &end, 10);
+        if (*end == '\0') return errno == 0 && v >= 1 && v <= NOW_MAX_SEC ? v * 1000 : -1;
+    }
     memset(&tm, 0, sizeof(tm));
     end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
     if (!end || (*end && strcmp(end, "Z") != 0)) return -1;
-    return (int64_t)timegm(&tm) * 1000;
+    t = timegm(&tm);
+    return t >= 1 && t <= NOW_MAX_SEC ? (int64_t)t * 1000 : -1;
 }
 
 static void
@@ -467,7 +566,10 @@ cmd_match(int argc, char **argv)
         case 'n':
             mt.fixed_now = parse_now(optarg);
             if (mt.fixed_now <= 0) {
-                cmd_error("match", "bad --now '%s'", optarg);
+                cmd_error("match",
+                          "bad --now '%s' (epoch seconds from 1 to %lld, or a UTC time from "
+                          "1970-01-01T00:00:01Z to 9999-12-31T23:59:59Z)",
+                          optarg, NOW_MAX_SEC);
                 free(rules);
                 return 2;
             }
@@ -532,7 +634,18 @@ cmd_match(int argc, char **argv)
         }
         buf_free(&err);
     }
+    mt.max_line = mt.conf && mt.conf->max_message_size ? mt.conf->max_message_size
+                                                       : CONF_MESSAGE_SIZE_DEFAULT;
     mt.db = cmd_load_rules(rules, nrules, false);
+    if (mt.db && pdb_nrules(mt.db) == 0) {
+        /* nothing would match: a wrong path, not a result */
+        int i;
+        fputs("corral match: no rules in", stderr);
+        for (i = 0; i < nrules; i++) fprintf(stderr, " %s", rules[i]);
+        fputs(" (no rule file, *.xml or *.pdb, with a rule)\n", stderr);
+        pdb_free(mt.db);
+        mt.db = NULL;
+    }
     free(rules);
     if (!mt.db) {
         template_free(mt.tpl);

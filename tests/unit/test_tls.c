@@ -1,7 +1,9 @@
 /*
  * Unit tests of agent/tls.c's checks that need no peer: how allowed-names
- * patterns match certificate names (exact, any case; "*.example.com" as one
- * label only), and which private key files are refused for their mode.
+ * patterns match the names of certificates made here (RFC 6125: DNS names,
+ * the CN only without them; "*.example.com" as one label only; wildcard
+ * certificates), which patterns are refused, and which private key files
+ * are refused for their mode.
  * The handshakes themselves are tested against real clients and servers in
  * tests/integration/inputs_tls.sh and outputs_tls.sh.
  */
@@ -9,39 +11,131 @@
 #include "tests/unit/unit_run.h"
 
 #include <check.h>
+#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/*
+ * A certificate with subject CN cn (NULL: none) and subjectAltNames sans
+ * (OpenSSL's form, "DNS:a,DNS:b"; NULL: no extension).  Unsigned: name checks read names only.
+ */
+static X509 *
+cert(const char *cn, const char *sans)
+{
+    X509 *x = X509_new();
+    X509_NAME *subj = X509_get_subject_name(x);
+
+    ck_assert_ptr_nonnull(x);
+    if (cn)
+        ck_assert_int_eq(X509_NAME_add_entry_by_txt(subj, "CN", MBSTRING_ASC,
+                                                    (const unsigned char *)cn, -1, -1, 0),
+                         1);
+    if (sans) {
+        X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, NULL, NID_subject_alt_name, sans);
+        ck_assert_ptr_nonnull(ext);
+        ck_assert_int_eq(X509_add_ext(x, ext, -1), 1);
+        X509_EXTENSION_free(ext);
+    }
+    return x;
+}
+
+/* Whether a certificate (cn, sans) passes pattern; the name it matched by into out. */
+static bool
+allowed(const char *cn, const char *sans, const char *pattern, char *out)
+{
+    X509 *x = cert(cn, sans);
+    char name[256] = "";
+    bool ok = tls_cert_name_allowed(x, pattern, name, sizeof(name));
+
+    if (out) strcpy(out, name);
+    X509_free(x);
+    return ok;
+}
+
 START_TEST(test_name_exact)
 {
-    ck_assert(tls_name_match("client1.example.com", "client1.example.com"));
-    ck_assert(tls_name_match("client1.example.com", "CLIENT1.Example.COM"));
-    ck_assert(!tls_name_match("client1.example.com", "client2.example.com"));
-    ck_assert(!tls_name_match("client1.example.com", "client1.example.com.evil"));
-    ck_assert(!tls_name_match("", ""));
-    ck_assert(!tls_name_match("a", ""));
+    char name[256];
+
+    ck_assert(allowed(NULL, "DNS:client1.example.com", "client1.example.com", name));
+    ck_assert_str_eq(name, "client1.example.com");
+    ck_assert(allowed(NULL, "DNS:CLIENT1.Example.COM", "client1.example.com", NULL));
+    ck_assert(!allowed(NULL, "DNS:client2.example.com", "client1.example.com", NULL));
+    ck_assert(!allowed(NULL, "DNS:client1.example.com.evil", "client1.example.com", NULL));
+    ck_assert(allowed(NULL, "DNS:other.example.org,DNS:client1.example.com", "client1.example.com",
+                      NULL));
+    /* no DNS name: the CN (RFC 6125 6.4.4) */
+    ck_assert(allowed("client1.example.com", NULL, "client1.example.com", name));
+    ck_assert_str_eq(name, "client1.example.com");
+    ck_assert(allowed("client1.example.com", "IP:10.0.0.1", "client1.example.com", NULL));
+    ck_assert(!allowed(NULL, NULL, "client1.example.com", NULL));
 }
 END_TEST
 
-START_TEST(test_name_wildcard)
+START_TEST(test_name_cn_ignored_with_sans)
 {
-    ck_assert(tls_name_match("*.example.com", "a.example.com"));
-    ck_assert(tls_name_match("*.example.com", "Web-1.EXAMPLE.com"));
+    /* a DNS subjectAltName present: the CN is not a name of the certificate */
+    ck_assert(!allowed("web1.example.com", "DNS:evil.attacker.net", "web1.example.com", NULL));
+    ck_assert(!allowed("web1.example.com", "DNS:evil.attacker.net", "*.example.com", NULL));
+    ck_assert(allowed("web1.example.com", "DNS:evil.attacker.net", "evil.attacker.net", NULL));
+}
+END_TEST
+
+START_TEST(test_name_wildcard_pattern)
+{
+    char name[256];
+
+    ck_assert(allowed(NULL, "DNS:a.example.com", "*.example.com", name));
+    ck_assert_str_eq(name, "a.example.com");
+    ck_assert(allowed(NULL, "DNS:Web-1.EXAMPLE.com", "*.example.com", NULL));
+    ck_assert(allowed("web1.example.com", NULL, "*.example.com", NULL));
     /* one label: not none, not two */
-    ck_assert(!tls_name_match("*.example.com", "example.com"));
-    ck_assert(!tls_name_match("*.example.com", ".example.com"));
-    ck_assert(!tls_name_match("*.example.com", "a.b.example.com"));
-    ck_assert(!tls_name_match("*.example.com", "a.example.org"));
-    ck_assert(!tls_name_match("*.example.com", "aexample.com"));
-    /* a wildcard in the certificate is not expanded: only the same pattern matches it */
-    ck_assert(tls_name_match("*.example.com", "*.example.com"));
-    ck_assert(!tls_name_match("a.example.com", "*.example.com"));
-    /* a '*' elsewhere in a pattern is an ordinary character */
-    ck_assert(!tls_name_match("a*.example.com", "ab.example.com"));
-    ck_assert(!tls_name_match("*", "a"));
+    ck_assert(!allowed(NULL, "DNS:example.com", "*.example.com", NULL));
+    ck_assert(!allowed(NULL, "DNS:a.b.example.com", "*.example.com", NULL));
+    ck_assert(!allowed(NULL, "DNS:a.example.org", "*.example.com", NULL));
+    ck_assert(!allowed(NULL, "DNS:aexample.com", "*.example.com", NULL));
+    /* a certificate for the literal wildcard names no host: refused by a wildcard pattern */
+    ck_assert(!allowed(NULL, "DNS:*.example.com", "*.example.com", NULL));
+    ck_assert(!allowed("*.example.com", NULL, "*.example.com", NULL));
+    ck_assert(!allowed(NULL, "DNS:w*.example.com", "*.example.com", NULL));
+}
+END_TEST
+
+START_TEST(test_name_wildcard_cert)
+{
+    char name[256];
+
+    /* RFC 6125 6.4.3: the whole left-most label, exactly one label */
+    ck_assert(allowed(NULL, "DNS:*.example.com", "web1.example.com", name));
+    ck_assert_str_eq(name, "*.example.com");
+    ck_assert(!allowed(NULL, "DNS:*.example.com", "a.web1.example.com", NULL));
+    ck_assert(!allowed(NULL, "DNS:*.example.com", "example.com", NULL));
+    /* partial wildcards are not expanded */
+    ck_assert(!allowed(NULL, "DNS:w*.example.com", "web1.example.com", NULL));
+    ck_assert(!allowed(NULL, "DNS:*b1.example.com", "web1.example.com", NULL));
+    /* nor one over a single label */
+    ck_assert(!allowed(NULL, "DNS:*.com", "example.com", NULL));
+}
+END_TEST
+
+START_TEST(test_name_patterns)
+{
+    const char *why;
+
+    ck_assert(tls_name_pattern_ok("web1.example.com", &why));
+    ck_assert(tls_name_pattern_ok("*.example.com", &why));
+    ck_assert(tls_name_pattern_ok("localhost", &why));
+    ck_assert(!tls_name_pattern_ok("a*.example.com", &why));
+    ck_assert_msg(strstr(why, "first label"), "%s", why);
+    ck_assert(!tls_name_pattern_ok("*", &why));
+    ck_assert(!tls_name_pattern_ok("*.*.example.com", &why));
+    ck_assert(!tls_name_pattern_ok("*.com", &why));
+    ck_assert_msg(strstr(why, "two labels"), "%s", why);
+    ck_assert(!tls_name_pattern_ok(".example.com", &why));
+    ck_assert(!tls_name_pattern_ok("example.com.", &why));
+    ck_assert(!tls_name_pattern_ok("a..example.com", &why));
 }
 END_TEST
 
@@ -107,7 +201,10 @@ tls_suite(void)
     TCase *tc = tcase_create("tls");
 
     tcase_add_test(tc, test_name_exact);
-    tcase_add_test(tc, test_name_wildcard);
+    tcase_add_test(tc, test_name_cn_ignored_with_sans);
+    tcase_add_test(tc, test_name_wildcard_pattern);
+    tcase_add_test(tc, test_name_wildcard_cert);
+    tcase_add_test(tc, test_name_patterns);
     tcase_add_test(tc, test_key_modes);
     tcase_add_test(tc, test_key_not_regular);
     suite_add_tcase(s, tc);
