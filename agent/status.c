@@ -417,6 +417,32 @@ cell(struct buf *out, const char *cls, const char *text)
     buf_puts(out, "</td>");
 }
 
+/* what was sent for an alert, folded: when, to which executor, firing or resolved, outcome */
+static void
+notification_history(struct buf *out, const json_t *al)
+{
+    const json_t *hist = json_object_get(al, "notifications"), *n;
+    size_t i;
+
+    if (!json_array_size(hist)) return;
+    buf_printf(out, "<details class=\"history\"><summary>%lld notifications</summary><ol>",
+               (long long)json_integer_value(json_object_get(al, "notified")));
+    json_array_foreach(hist, i, n)
+    {
+        buf_puts(out, "<li>");
+        html_puts(out, json_string_value(json_object_get(n, "at")));
+        buf_puts(out, " ");
+        html_puts(out, json_string_value(json_object_get(n, "executor")));
+        buf_puts(out, " ");
+        html_puts(out, json_string_value(json_object_get(n, "status")));
+        buf_puts(out, " ");
+        html_puts(out, json_string_value(json_object_get(n, "outcome")));
+        buf_printf(out, " (attempt %lld)</li>",
+                   (long long)json_integer_value(json_object_get(n, "attempt")));
+    }
+    buf_puts(out, "</ol></details>");
+}
+
 /* the alerts whose state is (or, with !want, is not) "inhibited", as table rows */
 static void
 alert_rows(struct status *st, struct buf *out, bool inhibited, unsigned cols)
@@ -437,7 +463,10 @@ alert_rows(struct status *st, struct buf *out, bool inhibited, unsigned cols)
         shown++;
         buf_printf(out, "<tr class=\"alert %s\">", inhibited ? "inhibited" : "active");
         cell(out, "state", state);
-        if (!inhibited) cell(out, "severity", label(al, "PRIORITY"));
+        /* the alert's severity (the executors' default when it sets none), not syslog's */
+        if (!inhibited)
+            cell(out, "severity",
+                 *label(al, "corral.severity") ? label(al, "corral.severity") : "warning");
         cell(out, "host", label(al, "HOST"));
         cell(out, "rule", label(al, ".classifier.rule_id"));
         buf_puts(out, "<td class=\"key\">");
@@ -465,6 +494,7 @@ alert_rows(struct status *st, struct buf *out, bool inhibited, unsigned cols)
             html_puts(out, json_string_value(json_object_get(ex, "state")));
             buf_puts(out, "<br>");
         }
+        notification_history(out, al);
         buf_puts(out, "</td>");
         cell(out, "by", by ? by : "");
         buf_puts(out, "</tr>");

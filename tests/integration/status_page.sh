@@ -180,8 +180,11 @@ assert len(inputs) == 1 and inputs[0][0] == "udp" and inputs[0][1] == "8", input
 # the alerts: state, severity, host, rule, id, first, last, count, executors, silenced by
 alerts = {r[4]: r for r in p.rows.get("alert active", [])}
 assert sorted(alerts) == sorted(["login-web1", "login-web2", "login-" + hostile]), alerts
-assert alerts["login-web1"][:4] == ["firing", "notice", "web1", "status.login"], alerts["login-web1"]
+# the severity is the alert's (the executors' default, warning, when it sets none), not syslog's
+assert alerts["login-web1"][:4] == ["firing", "warning", "web1", "status.login"], alerts["login-web1"]
 assert alerts["login-web1"][7] == "3" and "runner: delivered" in alerts["login-web1"][8], alerts
+# and what was sent, folded under the executors
+assert "notifications" in alerts["login-web1"][8] and "runner firing delivered" in alerts["login-web1"][8], alerts
 assert alerts["login-web2"][0] == "silenced" and alerts["login-web2"][9], alerts["login-web2"]
 assert alerts["login-" + hostile][2] == hostile, alerts
 inhibited = p.rows.get("alert inhibited", [])
