@@ -114,6 +114,12 @@ bool executor_common_attr(const char *name);
  * EXECUTOR_SEVERITY_DEFAULT (the queue's severity template says the same).
  */
 #define EXECUTOR_SEVERITY_DEFAULT "warning"
+/*
+ * What makes two alerts the same for dedupe= and mail's repeat-interval
+ * by default: a resolved notification (corral.status "resolved") is never
+ * the same as the alert it resolves.
+ */
+#define EXECUTOR_DEDUPE_KEY_DEFAULT "${.classifier.rule_id}|${HOST}|${MESSAGE}|${corral.status}"
 #define EXECUTOR_SEVERITY_MAX     6
 /* 1 (clear) to 6 (critical), compared without case; the default's for anything else. */
 int executor_severity_number(const char *name);

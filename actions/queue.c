@@ -1034,7 +1034,7 @@ read_settings(struct queue *q, const struct exconf_reader *r, const char *spool_
         q->tokens = q->rate_n;
         q->refilled = clock_wall_ms();
     }
-    q->dedupe_key = exconf_template(r, "dedupe-key", "${.classifier.rule_id}|${HOST}|${MESSAGE}");
+    q->dedupe_key = exconf_template(r, "dedupe-key", EXECUTOR_DEDUPE_KEY_DEFAULT);
     /* rule id/host/context id, the empty ones left out with their '/' */
     q->alert_id = exconf_template(r, "alert-id", QUEUE_ALERT_ID_DEFAULT);
     q->severity =
