@@ -429,7 +429,7 @@ key_from_msg(struct key *k, enum pdb_scope scope, const struct msg *m, const cha
 static uint64_t
 key_hash(const struct key *k)
 {
-    uint64_t h = HASH_SEED;
+    uint64_t h = HASH_START;
     uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
                         (uint32_t)k->idlen};
 

@@ -1,8 +1,17 @@
 /*
- * hash: the one hash function of corral (64-bit FNV-1a: fast on the short
- * keys we hash, and good enough for tables whose keys an attacker may choose
- * only because every chain is also bounded by a table that grows) and a small
- * intrusive hash table.
+ * hash: the hash functions of corral and a small intrusive hash table.
+ *
+ * Tables hash keys that senders choose (HOST, PROGRAM, PID, values), so
+ * their hash is keyed: SipHash-1-3 under a 128-bit key drawn from
+ * getrandom() once per process, before main() (a constructor), so every
+ * thread uses the same key (the parallel engine's shards agree on who owns
+ * a key) and children made by fork() inherit it.  Whoever does not know the
+ * key cannot choose keys that share a bucket: with an unkeyed hash, 4,096
+ * keys sharing their low 16 bits made every missed lookup walk all of them.
+ * These values differ from process to process: never write one to a file
+ * or send it to another process, and never let an output's order follow
+ * them.  hash_fnv1a is for what must stay the same across processes
+ * (identifiers derived from content) and never for tables of input.
  *
  * The table keeps no keys: an entry embeds a struct hash_node, the caller
  * hashes its key, walks the nodes of that hash and compares keys itself
@@ -15,11 +24,45 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HASH_SEED 14695981039346656037ULL /* FNV-1a offset basis */
+/* A SipHash key. */
+struct hash_key {
+    uint64_t k0, k1;
+};
 
-/* Hashes len bytes, continuing from h (HASH_SEED to start). */
+/* The process's key, set before main() and never changed. */
+extern struct hash_key hash_process_key;
+
+/* SipHash-1-3 under k of data; hash_keyed_bytes of the 8 bytes of h (little-endian), then data. */
+uint64_t hash_keyed_string(const struct hash_key *k, const void *data, size_t len);
+uint64_t hash_keyed_bytes(const struct hash_key *k, uint64_t h, const void *data, size_t len);
+
+/* Where a chain of hash_bytes starts. */
+#define HASH_START 0
+
+/* The process's hash of one byte string. */
+static inline uint64_t
+hash_string(const void *data, size_t len)
+{
+    return hash_keyed_string(&hash_process_key, data, len);
+}
+
+/*
+ * The process's hash of h then len bytes: chains hash a key of several parts,
+ * starting from HASH_START (include the parts' lengths when they vary, as a
+ * chain does not separate them by itself).
+ */
 static inline uint64_t
 hash_bytes(uint64_t h, const void *data, size_t len)
+{
+    return hash_keyed_bytes(&hash_process_key, h, data, len);
+}
+
+#define HASH_FNV1A_BASIS 14695981039346656037ULL
+
+/* 64-bit FNV-1a of len bytes, continuing from h (HASH_FNV1A_BASIS to start): unkeyed, the same in
+ * every process and release.  Not for tables: anyone can make its values collide. */
+static inline uint64_t
+hash_fnv1a(uint64_t h, const void *data, size_t len)
 {
     const unsigned char *p = data;
     size_t i;
@@ -29,13 +72,6 @@ hash_bytes(uint64_t h, const void *data, size_t len)
         h *= 1099511628211ULL; /* FNV-1a prime, 64 bit */
     }
     return h;
-}
-
-/* The hash of one byte string. */
-static inline uint64_t
-hash_string(const void *data, size_t len)
-{
-    return hash_bytes(HASH_SEED, data, len);
 }
 
 #define hash_entry(node, type, member) ((type *)(void *)((char *)(node)-offsetof(type, member)))
@@ -66,9 +102,10 @@ void hash_table_remove(struct hash_table *t, struct hash_node *n);
 struct hash_node *hash_table_find(const struct hash_table *t, uint64_t hash);
 struct hash_node *hash_table_find_next(const struct hash_node *n);
 /*
- * Every node, in no particular order: start with prev NULL, then pass the
- * node returned.  prev may be removed and freed after the call that returned
- * the node after it:
+ * Every node, in an order that follows the hashes, so differs from process
+ * to process: sort what is shown.  Start with prev NULL, then pass the node
+ * returned.  prev may be removed and freed after the call that returned the
+ * node after it:
  *     for (n = hash_table_iter(t, &i, NULL); n; n = next) {
  *         next = hash_table_iter(t, &i, n);  ... remove or free n ...
  */

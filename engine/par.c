@@ -179,7 +179,7 @@ struct par {
 unsigned
 par_shard_of(const struct par_key *k, unsigned n)
 {
-    uint64_t h = HASH_SEED;
+    uint64_t h = HASH_START;
     uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
                         (uint32_t)(k->id ? k->idlen : 0)};
 
