@@ -429,16 +429,18 @@ key_from_msg(struct key *k, enum pdb_scope scope, const struct msg *m, const cha
 static uint64_t
 key_hash(const struct key *k)
 {
-    uint64_t h = HASH_START;
+    struct hash_state h;
     uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
                         (uint32_t)k->idlen};
 
-    h = hash_bytes(h, &k->scope, sizeof(k->scope));
-    h = hash_bytes(h, lens, sizeof(lens));
-    h = hash_bytes(h, k->host, k->hostlen);
-    h = hash_bytes(h, k->prog, k->proglen);
-    h = hash_bytes(h, k->pid, k->pidlen);
-    return hash_bytes(h, k->id, k->idlen);
+    hash_begin(&h);
+    hash_add(&h, &k->scope, sizeof(k->scope));
+    hash_add(&h, lens, sizeof(lens));
+    hash_add(&h, k->host, k->hostlen);
+    hash_add(&h, k->prog, k->proglen);
+    hash_add(&h, k->pid, k->pidlen);
+    hash_add(&h, k->id, k->idlen);
+    return hash_end(&h);
 }
 
 static bool

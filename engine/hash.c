@@ -98,7 +98,56 @@ hash_keyed_string(const struct hash_key *k, const void *data, size_t len)
 uint64_t
 hash_keyed_bytes(const struct hash_key *k, uint64_t h, const void *data, size_t len)
 {
-    return siphash13(k, h, 8, data, len);
+    return len ? siphash13(k, h, 8, data, len) : h;
+}
+
+void
+hash_keyed_begin(struct hash_state *s, const struct hash_key *k)
+{
+    s->v0 = k->k0 ^ 0x736f6d6570736575ULL;
+    s->v1 = k->k1 ^ 0x646f72616e646f6dULL;
+    s->v2 = k->k0 ^ 0x6c7967656e657261ULL;
+    s->v3 = k->k1 ^ 0x7465646279746573ULL;
+    s->tail = 0;
+    s->len = 0;
+}
+
+void
+hash_add(struct hash_state *s, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3, m;
+    unsigned fill = (unsigned)(s->len & 7);
+
+    s->len += len;
+    if (fill) {
+        for (; len && fill < 8; len--) s->tail |= (uint64_t)*p++ << (8 * fill++);
+        if (fill < 8) return;
+        ABSORB(s->tail);
+        s->tail = 0;
+    }
+    for (; len >= 8; p += 8, len -= 8) {
+        memcpy(&m, p, 8);
+        ABSORB(le64toh(m));
+    }
+    for (fill = 0; len; len--) s->tail |= (uint64_t)*p++ << (8 * fill++);
+    s->v0 = v0;
+    s->v1 = v1;
+    s->v2 = v2;
+    s->v3 = v3;
+}
+
+uint64_t
+hash_end(const struct hash_state *s)
+{
+    uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3;
+
+    ABSORB((uint64_t)s->len << 56 | s->tail);
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
 }
 
 /* True when all of buf came from the kernel's random pool. */

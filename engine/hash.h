@@ -32,7 +32,10 @@ struct hash_key {
 /* The process's key, set before main() and never changed. */
 extern struct hash_key hash_process_key;
 
-/* SipHash-1-3 under k of data; hash_keyed_bytes of the 8 bytes of h (little-endian), then data. */
+/*
+ * SipHash-1-3 under k of data; hash_keyed_bytes of the 8 bytes of h
+ * (little-endian) then data, or h itself when len is 0.
+ */
 uint64_t hash_keyed_string(const struct hash_key *k, const void *data, size_t len);
 uint64_t hash_keyed_bytes(const struct hash_key *k, uint64_t h, const void *data, size_t len);
 
@@ -48,13 +51,37 @@ hash_string(const void *data, size_t len)
 
 /*
  * The process's hash of h then len bytes: chains hash a key of several parts,
- * starting from HASH_START (include the parts' lengths when they vary, as a
- * chain does not separate them by itself).
+ * starting from HASH_START.  An empty part leaves the chain as it is (a part
+ * left out and an empty one hash alike, as the parallel engine needs of a
+ * context id), so a key whose parts vary in length hashes their lengths too.
  */
 static inline uint64_t
 hash_bytes(uint64_t h, const void *data, size_t len)
 {
     return hash_keyed_bytes(&hash_process_key, h, data, len);
+}
+
+/*
+ * SipHash-1-3 of several parts as of their concatenation, for keys of
+ * several fields (cheaper than a chain: one finalization):
+ *     hash_begin(&s); hash_add(&s, a, alen); hash_add(&s, b, blen); h = hash_end(&s);
+ * As with a chain, hash the parts' lengths too when they vary.
+ */
+struct hash_state {
+    uint64_t v0, v1, v2, v3;
+    uint64_t tail; /* the bytes after the last full block, little-endian */
+    size_t len;    /* bytes added */
+};
+
+void hash_keyed_begin(struct hash_state *s, const struct hash_key *k);
+void hash_add(struct hash_state *s, const void *data, size_t len);
+uint64_t hash_end(const struct hash_state *s);
+
+/* Starts a hash under the process's key. */
+static inline void
+hash_begin(struct hash_state *s)
+{
+    hash_keyed_begin(s, &hash_process_key);
 }
 
 #define HASH_FNV1A_BASIS 14695981039346656037ULL

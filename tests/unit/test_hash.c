@@ -74,6 +74,34 @@ START_TEST(test_siphash13_reference)
     /* a chain link hashes its 8 bytes of h (little-endian) before the data */
     ck_assert_uint_eq(hash_keyed_bytes(&ref_key, 0x0102030405060708ULL, "abc", 3),
                       0x264840c4a62de100ULL);
+    /* and an empty part changes nothing (par_shard_of: an id left out and an empty one) */
+    ck_assert_uint_eq(hash_keyed_bytes(&ref_key, 12345, "", 0), 12345);
+    ck_assert_uint_eq(hash_bytes(hash_bytes(HASH_START, "ab", 2), "", 0),
+                      hash_bytes(HASH_START, "ab", 2));
+}
+END_TEST
+
+/* Parts hashed with hash_add hash as their concatenation does, however they are cut. */
+START_TEST(test_parts_as_concatenation)
+{
+    unsigned char msg[64];
+    struct hash_state st;
+    size_t n, a, b;
+
+    for (n = 0; n < sizeof(msg); n++) msg[n] = (unsigned char)(n * 7 + 1);
+    for (n = 0; n <= sizeof(msg); n++)
+        for (a = 0; a <= n; a++)
+            for (b = a; b <= n; b += 3) {
+                hash_keyed_begin(&st, &ref_key);
+                hash_add(&st, msg, a);
+                hash_add(&st, msg + a, 0);
+                hash_add(&st, msg + a, b - a);
+                hash_add(&st, msg + b, n - b);
+                ck_assert_uint_eq(hash_end(&st), hash_keyed_string(&ref_key, msg, n));
+            }
+    hash_begin(&st);
+    hash_add(&st, "web1", 4);
+    ck_assert_uint_eq(hash_end(&st), hash_string("web1", 4));
 }
 END_TEST
 
@@ -380,6 +408,7 @@ main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "key") == 0) return print_key();
     tcase_add_test(tc, test_fnv1a_reference);
     tcase_add_test(tc, test_siphash13_reference);
+    tcase_add_test(tc, test_parts_as_concatenation);
     tcase_add_test(tc, test_flood_spreads);
     tcase_add_test(tc, test_keys_differ);
     tcase_add_test(tc, test_threads_agree);
