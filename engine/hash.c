@@ -54,6 +54,26 @@ struct hash_key hash_process_key;
         v0 ^= m_;                                                                                  \
     } while (0)
 
+/* n bytes (at most 8) little-endian, without reading past them. */
+static inline uint64_t
+load_le(const unsigned char *p, size_t n)
+{
+    uint64_t v = 0;
+
+    switch (n) {
+    case 8: memcpy(&v, p, 8); return le64toh(v);
+    case 7: v |= (uint64_t)p[6] << 48; /* fall through */
+    case 6: v |= (uint64_t)p[5] << 40; /* fall through */
+    case 5: v |= (uint64_t)p[4] << 32; /* fall through */
+    case 4: v |= (uint64_t)p[3] << 24; /* fall through */
+    case 3: v |= (uint64_t)p[2] << 16; /* fall through */
+    case 2: v |= (uint64_t)p[1] << 8;  /* fall through */
+    case 1: v |= p[0];                 /* fall through */
+    default: break;
+    }
+    return v;
+}
+
 /*
  * SipHash-1-3 of the 8 bytes of first (when nfirst is 8; nothing when 0),
  * then data.
@@ -64,23 +84,11 @@ siphash13(const struct hash_key *k, uint64_t first, size_t nfirst, const void *d
     const unsigned char *p = data;
     uint64_t v0 = k->k0 ^ 0x736f6d6570736575ULL, v1 = k->k1 ^ 0x646f72616e646f6dULL,
              v2 = k->k0 ^ 0x6c7967656e657261ULL, v3 = k->k1 ^ 0x7465646279746573ULL;
-    uint64_t b = (uint64_t)(len + nfirst) << 56, m;
+    uint64_t b = (uint64_t)(len + nfirst) << 56;
 
     if (nfirst) ABSORB(first);
-    for (; len >= 8; p += 8, len -= 8) {
-        memcpy(&m, p, 8);
-        ABSORB(le64toh(m));
-    }
-    switch (len) {
-    case 7: b |= (uint64_t)p[6] << 48; /* fall through */
-    case 6: b |= (uint64_t)p[5] << 40; /* fall through */
-    case 5: b |= (uint64_t)p[4] << 32; /* fall through */
-    case 4: b |= (uint64_t)p[3] << 24; /* fall through */
-    case 3: b |= (uint64_t)p[2] << 16; /* fall through */
-    case 2: b |= (uint64_t)p[1] << 8;  /* fall through */
-    case 1: b |= p[0];                 /* fall through */
-    case 0: break;
-    }
+    for (; len >= 8; p += 8, len -= 8) ABSORB(load_le(p, 8));
+    b |= load_le(p, len);
     ABSORB(b);
     v2 ^= 0xff;
     SIPROUND;
@@ -116,21 +124,22 @@ void
 hash_add(struct hash_state *s, const void *data, size_t len)
 {
     const unsigned char *p = data;
-    uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3, m;
-    unsigned fill = (unsigned)(s->len & 7);
+    uint64_t v0, v1, v2, v3;
+    size_t fill = s->len & 7;
 
     s->len += len;
+    if (fill + len < 8) { /* the block is not full yet */
+        s->tail |= load_le(p, len) << (8 * fill);
+        return;
+    }
+    v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3;
     if (fill) {
-        for (; len && fill < 8; len--) s->tail |= (uint64_t)*p++ << (8 * fill++);
-        if (fill < 8) return;
-        ABSORB(s->tail);
-        s->tail = 0;
+        ABSORB(s->tail | load_le(p, 8 - fill) << (8 * fill));
+        p += 8 - fill;
+        len -= 8 - fill;
     }
-    for (; len >= 8; p += 8, len -= 8) {
-        memcpy(&m, p, 8);
-        ABSORB(le64toh(m));
-    }
-    for (fill = 0; len; len--) s->tail |= (uint64_t)*p++ << (8 * fill++);
+    for (; len >= 8; p += 8, len -= 8) ABSORB(load_le(p, 8));
+    s->tail = load_le(p, len);
     s->v0 = v0;
     s->v1 = v1;
     s->v2 = v2;
