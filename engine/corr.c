@@ -1926,3 +1926,33 @@ invalid:
     errno = err;
     return -1;
 }
+
+/* ---- listing in firing order ---- */
+
+void
+corr_foreach_many(const struct corr *const *cs, size_t ncs,
+                  void (*fn)(const struct corr_context_info *, void *), void *arg)
+{
+    struct corr_context_info ci;
+    const struct hash_node *node;
+    struct firing *all;
+    struct ctx *x;
+    size_t i, j, n = 0, total = 0;
+
+    for (j = 0; j < ncs; j++) total += cs[j]->contexts.count + cs[j]->ndetached;
+    all = xcalloc(total + 1, sizeof(*all));
+    for (j = 0; j < ncs; j++) {
+        for (node = hash_table_iter(&cs[j]->contexts, &i, NULL); node;
+             node = hash_table_iter(&cs[j]->contexts, &i, node))
+            firing_add(&all[n++], ctx_of(node));
+        for (x = cs[j]->detached; x; x = detached_next(x)) firing_add(&all[n++], x);
+    }
+    /* the table's order follows a hash keyed per process, and which shard holds a context too:
+     * firing order is the same on every run and with any number of shards */
+    qsort(all, n, sizeof(*all), by_firing_order);
+    for (i = 0; i < n; i++) {
+        ctx_info(all[i].x, &ci);
+        fn(&ci, arg);
+    }
+    free(all);
+}
