@@ -170,7 +170,7 @@ random_bytes(void *buf, size_t len)
     int fd;
 
     /* GRND_NONBLOCK: a program started before the pool is ready (early boot) must not hang;
-     * /dev/urandom then still gives bytes nobody outside can predict */
+     * /dev/urandom then gives the best the kernel has so far */
     do n = getrandom(buf, len, GRND_NONBLOCK);
     while (n < 0 && errno == EINTR);
     if (n == (ssize_t)len) return 1;
@@ -183,9 +183,9 @@ random_bytes(void *buf, size_t len)
 
 /*
  * Draws the key before main(), so before any thread, fork or sandbox.  Without
- * getrandom or /dev/urandom (neither fails on Linux in practice) the clocks, the
- * process id and where ASLR put the stack and this library still differ from
- * run to run and cannot be read from outside.
+ * getrandom or /dev/urandom (neither fails on Linux in practice) the key mixes
+ * the clocks, the process id and where ASLR put the stack and this library:
+ * weaker, but still different from run to run.
  */
 __attribute__((constructor)) static void
 hash_seed(void)
