@@ -160,7 +160,9 @@ parse_line(const char *line, size_t len, struct deadletter *d)
         d->id = xstrdup(id);
     } else {
         char h[24];
-        snprintf(h, sizeof(h), "h%016llx", (unsigned long long)hash_string(line, len));
+        /* unkeyed: `corral queue` names the entry as corrald does, run after run */
+        snprintf(h, sizeof(h), "h%016llx",
+                 (unsigned long long)hash_fnv1a(HASH_FNV1A_BASIS, line, len));
         d->id = xstrdup(h);
     }
     d->executor = xstrdup(executor);

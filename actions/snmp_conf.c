@@ -240,10 +240,10 @@ derive_engine_id(struct snmp_x *x)
                 in.len, md, &mdlen) != SNMPERR_SUCCESS ||
         mdlen < 12) {
         /* no SHA-1 in this net-snmp: any stable mixing of the same input does */
-        uint64_t h = HASH_SEED;
+        uint64_t h = HASH_FNV1A_BASIS;
         unsigned char i;
         for (i = 0; i < 12; i++) {
-            h = hash_bytes(hash_bytes(h, in.p, in.len), &i, 1);
+            h = hash_fnv1a(hash_fnv1a(h, in.p, in.len), &i, 1);
             md[i] = (u_char)(h >> 56);
         }
     }

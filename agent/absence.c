@@ -273,17 +273,35 @@ same_str(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+/* Sources in the order they were last seen (messages of one millisecond as they came). */
+static int
+by_last_seen(const void *a, const void *b)
+{
+    const struct source *x = *(const struct source *const *)a,
+                        *y = *(const struct source *const *)b;
+
+    if (x->last_seen != y->last_seen) return x->last_seen < y->last_seen ? -1 : 1;
+    return x->timer.seq < y->timer.seq ? -1 : x->timer.seq > y->timer.seq;
+}
+
 void
 absence_adopt(struct absence *s, struct absence *old, uint64_t now_ms)
 {
     struct hash_node *n;
-    size_t b = 0, i;
+    const struct source **all;
+    size_t b = 0, i, k, nall = 0;
 
     if (!old) return;
     absence_tick(old, now_ms); /* what was due is reported by the rules it was due under */
     absence_tick(s, now_ms);
-    for (n = hash_table_iter(&old->keys, &b, NULL); n; n = hash_table_iter(&old->keys, &b, n)) {
-        const struct source *o = hash_entry(n, struct source, node);
+    /* taken over in the order they were seen, not the table's (which follows a per-process
+     * hash): reports due at the same time come in the same order on every run */
+    all = xcalloc(old->keys.count + 1, sizeof(*all));
+    for (n = hash_table_iter(&old->keys, &b, NULL); n; n = hash_table_iter(&old->keys, &b, n))
+        all[nall++] = hash_entry(n, struct source, node);
+    qsort(all, nall, sizeof(*all), by_last_seen);
+    for (k = 0; k < nall; k++) {
+        const struct source *o = all[k];
         const char *prog = o->program ? o->program : "";
         struct source *src;
         uint64_t h;
@@ -308,6 +326,7 @@ absence_adopt(struct absence *s, struct absence *old, uint64_t now_ms)
             tw_arm(s->wheel, &src->timer, src->last_seen + (uint64_t)(src->rule->after * 1000));
         }
     }
+    free(all);
     s->untracked = old->untracked;
     s->forgotten = old->forgotten;
     s->untracked_logged = old->untracked_logged;

@@ -225,7 +225,7 @@ save(struct silences *s, struct buf *err)
 static uint64_t
 key_hash(nv_handle h, const char *value, size_t len)
 {
-    return hash_bytes(hash_bytes(HASH_SEED, &h, sizeof(h)), value, len);
+    return hash_bytes(hash_bytes(HASH_START, &h, sizeof(h)), value, len);
 }
 
 static void

@@ -435,16 +435,18 @@ key_from_msg(struct key *k, enum pdb_scope scope, const struct msg *m, const cha
 static uint64_t
 key_hash(const struct key *k)
 {
-    uint64_t h = HASH_SEED;
+    struct hash_state h;
     uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
                         (uint32_t)k->idlen};
 
-    h = hash_bytes(h, &k->scope, sizeof(k->scope));
-    h = hash_bytes(h, lens, sizeof(lens));
-    h = hash_bytes(h, k->host, k->hostlen);
-    h = hash_bytes(h, k->prog, k->proglen);
-    h = hash_bytes(h, k->pid, k->pidlen);
-    return hash_bytes(h, k->id, k->idlen);
+    hash_begin(&h);
+    hash_add(&h, &k->scope, sizeof(k->scope));
+    hash_add(&h, lens, sizeof(lens));
+    hash_add(&h, k->host, k->hostlen);
+    hash_add(&h, k->prog, k->proglen);
+    hash_add(&h, k->pid, k->pidlen);
+    hash_add(&h, k->id, k->idlen);
+    return hash_end(&h);
 }
 
 static bool
@@ -1951,4 +1953,34 @@ invalid:
     msg_unref(scratch);
     errno = err;
     return -1;
+}
+
+/* ---- listing in firing order ---- */
+
+void
+corr_foreach_many(const struct corr *const *cs, size_t ncs,
+                  void (*fn)(const struct corr_context_info *, void *), void *arg)
+{
+    struct corr_context_info ci;
+    const struct hash_node *node;
+    struct firing *all;
+    struct ctx *x;
+    size_t i, j, n = 0, total = 0;
+
+    for (j = 0; j < ncs; j++) total += cs[j]->contexts.count + cs[j]->ndetached;
+    all = xcalloc(total + 1, sizeof(*all));
+    for (j = 0; j < ncs; j++) {
+        for (node = hash_table_iter(&cs[j]->contexts, &i, NULL); node;
+             node = hash_table_iter(&cs[j]->contexts, &i, node))
+            firing_add(&all[n++], ctx_of(node));
+        for (x = cs[j]->detached; x; x = detached_next(x)) firing_add(&all[n++], x);
+    }
+    /* the table's order follows a hash keyed per process, and which shard holds a context too:
+     * firing order is the same on every run and with any number of shards */
+    qsort(all, n, sizeof(*all), by_firing_order);
+    for (i = 0; i < n; i++) {
+        ctx_info(all[i].x, &ci);
+        fn(&ci, arg);
+    }
+    free(all);
 }

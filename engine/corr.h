@@ -172,7 +172,7 @@ void corr_foreach_rule(const struct corr *c,
  */
 void corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped);
 
-/* Calls fn for every open context, detached ones last (for inspection and `corral ctl`). */
+/* Calls fn for every open context, detached ones last, in no set order (for the status page). */
 struct corr_context_info {
     const char *id;
     size_t idlen;
@@ -186,6 +186,13 @@ struct corr_context_info {
 };
 void corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *ci, void *arg),
                   void *arg);
+/*
+ * The same for several engines (corrald's shards) in the order the contexts
+ * fire, the same on every run and with any number of shards (corr_foreach's
+ * follows a hash keyed per process); costs a sort, 32 bytes a context.
+ */
+void corr_foreach_many(const struct corr *const *cs, size_t n,
+                       void (*fn)(const struct corr_context_info *ci, void *arg), void *arg);
 
 /*
  * Writes all open contexts, their messages and remaining timeouts to path

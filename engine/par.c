@@ -179,17 +179,20 @@ struct par {
 unsigned
 par_shard_of(const struct par_key *k, unsigned n)
 {
-    uint64_t h = HASH_SEED;
+    struct hash_state s;
+    uint64_t h;
     uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
                         (uint32_t)(k->id ? k->idlen : 0)};
 
     if (n <= 1) return 0;
-    h = hash_bytes(h, &k->scope, sizeof(k->scope));
-    h = hash_bytes(h, lens, sizeof(lens));
-    h = hash_bytes(h, k->host, k->hostlen);
-    h = hash_bytes(h, k->prog, k->proglen);
-    h = hash_bytes(h, k->pid, k->pidlen);
-    if (k->id) h = hash_bytes(h, k->id, k->idlen);
+    hash_begin(&s);
+    hash_add(&s, &k->scope, sizeof(k->scope));
+    hash_add(&s, lens, sizeof(lens));
+    hash_add(&s, k->host, k->hostlen);
+    hash_add(&s, k->prog, k->proglen);
+    hash_add(&s, k->pid, k->pidlen);
+    if (k->id) hash_add(&s, k->id, k->idlen);
+    h = hash_end(&s);
     /* the high bits of a multiplied hash: corr's tables use the low bits of its own hash of the
      * same fields, and a shard should not see only 1/n of its buckets used */
     return (unsigned)(((h * 0x9E3779B97F4A7C15ULL) >> 32) % n);

@@ -323,6 +323,31 @@ START_TEST(test_adopt)
 }
 END_TEST
 
+/*
+ * A reload keeps the order of reports due at the same time: sources seen in
+ * the same millisecond are reported in the order they were seen, on every
+ * run (not in the order of a table, which follows a hash keyed per process).
+ */
+START_TEST(test_adopt_keeps_order)
+{
+    static const char *hosts[] = {"web7", "db2", "mail", "app1", "web1", "cache",
+                                  "zz",   "aa",  "m3",   "lb",   "dns",  "ntp"};
+    struct conf_absence rules[] = {{NULL, NULL, 10, 1, 0}};
+    struct absence *old = absence_new(rules, 1, 100, 0, emit, &nreports);
+    struct absence *s;
+    size_t i, n = sizeof(hosts) / sizeof(hosts[0]);
+
+    for (i = 0; i < n; i++) seen(old, hosts[i], "sshd", 1000);
+    s = absence_new(rules, 1, 100, 2000, emit, &nreports);
+    absence_adopt(s, old, 2000);
+    absence_free(old);
+    absence_tick(s, 11000);
+    ck_assert_uint_eq(nreports, n);
+    for (i = 0; i < n; i++) ck_assert_str_eq(value(reports[i], "HOST"), hosts[i]);
+    absence_free(s);
+}
+END_TEST
+
 /* No rules: nothing is watched. */
 START_TEST(test_no_rules)
 {
@@ -352,6 +377,7 @@ absence_suite(void)
     tcase_add_test(tc, test_untracked_counted);
     tcase_add_test(tc, test_forget);
     tcase_add_test(tc, test_adopt);
+    tcase_add_test(tc, test_adopt_keeps_order);
     suite_add_tcase(s, tc);
     return s;
 }

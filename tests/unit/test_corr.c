@@ -576,6 +576,43 @@ collect(const struct corr_context_info *ci, void *arg)
  * joined, still times out); when it expires, what holds its key is
  * detached in turn (syslog-ng 3.38).
  */
+/*
+ * corr_foreach_many lists the contexts of several engines (corrald's
+ * shards) in the order they time out, not in the order of their tables
+ * (which follows a hash keyed per process): the same on every run.
+ */
+START_TEST(test_listing_in_firing_order)
+{
+    static const char *rules = "<rule id='w' provider='t' context-id='c${k}' "
+                               "context-scope='global' context-timeout='100'>"
+                               "<patterns><pattern>w @NUMBER:k@</pattern></patterns></rule>";
+    struct fixture f, g;
+    struct seen s;
+    const struct corr *both[2];
+    char text[32], expect[256] = "";
+    int i;
+
+    setup(&f, rules, NULL);
+    setup(&g, rules, NULL);
+    for (i = 0; i < 30; i++) {
+        int k = i * 17 % 30, len = (int)strlen(expect);
+        snprintf(text, sizeof(text), "w %d", k);
+        feed(i % 2 ? &g : &f, i, text);
+        snprintf(expect + len, sizeof(expect) - (size_t)len, "c%d:1", k);
+    }
+    take(&f);
+    take(&g);
+    both[0] = f.corr;
+    both[1] = g.corr;
+    memset(&s, 0, sizeof(s));
+    corr_foreach_many(both, 2, collect, &s);
+    ck_assert_int_eq(s.n, 30);
+    ck_assert_str_eq(s.ids, expect);
+    teardown(&f);
+    teardown(&g);
+}
+END_TEST
+
 START_TEST(test_create_context_detaches)
 {
     struct fixture f;
@@ -1260,6 +1297,7 @@ main(void)
     tcase_add_test(tc, test_context_bytes);
     tcase_add_test(tc, test_also_correlate);
     tcase_add_test(tc, test_context_memory_shared);
+    tcase_add_test(tc, test_listing_in_firing_order);
     suite_add_tcase(s, tc);
     return unit_run(s);
 }

@@ -111,9 +111,11 @@ START_TEST(test_old_lines)
     ck_assert_ptr_null(msg_get(l.v[0].msg, nv_intern_str("ISODATE"), &len));
     ck_assert(msg_tag_has(l.v[0].msg, tag_intern("corral.alert", 12)));
     ck_assert(msg_tag_has(l.v[0].msg, tag_intern("t2", 2)));
-    /* the same line, the same id: it can be named again in a later command */
+    /* the same line, the same id: it can be named again in a later command, which is another
+     * process (`corral queue` lists, corrald retries), so the hash is unkeyed: FNV-1a */
     deadletter_parse(old, sizeof(old) - 1, &again);
     ck_assert_str_eq(again.v[0].id, l.v[0].id);
+    ck_assert_str_eq(l.v[0].id, "he40bfa8fb8909eb3");
     deadletter_list_free(&l);
     deadletter_list_free(&again);
 }
