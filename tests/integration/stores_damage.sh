@@ -116,7 +116,7 @@ stop_corrald
 LOST=$(python3 - "$WORK/state.alerts" <<'PY'
 import struct, sys
 data = bytearray(open(sys.argv[1], "rb").read())
-assert data[:10] == b"CORRALAL1\n", data[:10]
+assert data[:10] == b"CORRALAL2\n", data[:10]
 pos = 10
 for n in range(10):
     length = struct.unpack("<I", data[pos:pos + 4])[0]
