@@ -17,9 +17,11 @@
  * The global limits are shared fairly: each rule that opens contexts is
  * guaranteed a share, and beyond it may only use what the unused shares of
  * the other rules leave free (may_open(), fits()), so that a flood matching
- * one rule cannot keep another from correlating.  Rate-limit buckets are
- * freed once full again (they then mean nothing), from a timer wheel of
- * their own.
+ * one rule cannot keep another from correlating; a rule with no room left
+ * evicts its own smallest, oldest contexts rather than refuse a new key
+ * (evict_small()).  Rate-limit buckets are shared the same way, a rule
+ * without room evicting its least-used bucket (make_room()), and freed once
+ * full again (they then mean nothing), from a timer wheel of their own.
  *
  * tests/compat/corr_diff.py compares this engine with syslog-ng 3.38's
  * pdbtool on random scenarios.  Behaviours of 3.38 kept on purpose, as they
