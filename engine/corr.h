@@ -50,7 +50,9 @@ struct corr_opts {
      * Fairness between rules: each rule that opens contexts is guaranteed
      * context_share contexts and the same fraction of max_context_memory
      * (0: max_contexts divided by the number of such rules).  Beyond its
-     * share a rule only gets what the unused shares of the others leave.
+     * share a rule only gets what the unused shares of the others leave;
+     * with no room left it evicts its own smallest, oldest context (at most
+     * 4 messages) for a new one, and refuses only when it has none.
      */
     size_t context_share;
     size_t max_context_bytes;  /* memory of one context; 0: 4 MiB (oldest messages dropped) */

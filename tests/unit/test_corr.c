@@ -1306,6 +1306,52 @@ START_TEST(test_rate_bucket_shares)
 }
 END_TEST
 
+/* A reload keeps the buckets of rules still there (with their counters), drops the others'. */
+START_TEST(test_rate_buckets_across_reload)
+{
+    struct fixture f;
+    struct corr_opts lim;
+    struct corr_stats st;
+    struct pdb *db2;
+    char host[32];
+    int i;
+
+    setup(&f, rate_rules, NULL);
+    corr_free(f.corr);
+    memset(&lim, 0, sizeof(lim));
+    lim.max_rate_buckets = 10;
+    f.corr = new_corr_limits(&f, &lim);
+    for (i = 0; i < 8; i++) {
+        snprintf(host, sizeof(host), "h%d", i);
+        feed_full(&f, 0, 0, host, "sshd", "1", "accepted root");
+        feed_full(&f, 0, 0, host, "sshd", "1", "failed root");
+    }
+    ck_assert_str_eq(rate_stats(&f), "spoof:5/0/3 brute:5/0/3 ");
+    /* spoof gone: brute alone shares the 10 buckets, its 5 kept, still limiting */
+    db2 = load_rules("<rule id='brute' provider='t' context-scope='host'>"
+                     "<patterns><pattern>failed @ANYSTRING:u@</pattern></patterns>"
+                     "<actions><action rate='2/60'><message inherit-properties='TRUE'><values>"
+                     "<value name='MESSAGE'>brute ${HOST}</value></values></message></action>"
+                     "</actions></rule>\n");
+    corr_set_db(f.corr, db2, NULL, NULL);
+    pdb_free(f.db);
+    f.db = db2;
+    corr_stats(f.corr, &st);
+    ck_assert_uint_eq(st.rate_buckets, 5);
+    ck_assert_str_eq(rate_stats(&f), "brute:5/0/3 ");
+    take(&f);
+    feed_full(&f, 1, 0, "h7", "sshd", "1", "failed root");
+    feed_full(&f, 1, 0, "h7", "sshd", "1", "failed root"); /* its second run in 60 s: limited */
+    ck_assert_str_eq(take(&f), "I failed root\nG brute h7\nI failed root\n");
+    for (i = 8; i < 20; i++) {
+        snprintf(host, sizeof(host), "h%d", i);
+        feed_full(&f, 1, 0, host, "sshd", "1", "failed root");
+    }
+    ck_assert_str_eq(rate_stats(&f), "brute:10/0/10 "); /* 5 fit, 7 evicted */
+    teardown(&f);
+}
+END_TEST
+
 /*
  * rate-key: each value of the template has its own bucket within the rule's
  * scope (10 spoofed addresses do not use up the alerts of the 11th); without
@@ -1485,6 +1531,7 @@ main(void)
     tcase_add_test(tc, test_rate_buckets_freed);
     tcase_add_test(tc, test_rate_bucket_shares);
     tcase_add_test(tc, test_rate_key);
+    tcase_add_test(tc, test_rate_buckets_across_reload);
     tcase_add_test(tc, test_own_flood_does_not_starve);
     tcase_add_test(tc, test_context_bytes);
     tcase_add_test(tc, test_also_correlate);
