@@ -1789,6 +1789,11 @@ rule_add(const struct corr_rule_stats *rs, void *arg)
     sum->r[i].bytes += rs->bytes;
     sum->r[i].refused += rs->refused;
     sum->r[i].dropped += rs->dropped;
+    sum->r[i].evicted += rs->evicted;
+    sum->r[i].buckets += rs->buckets;
+    sum->r[i].rate_limited += rs->rate_limited;
+    sum->r[i].rate_refused += rs->rate_refused;
+    sum->r[i].rate_evicted += rs->rate_evicted;
 }
 
 static void
@@ -2177,6 +2182,15 @@ server_metrics(struct server *s, struct buf *out)
     rule_metric(out, s, "corral_rule_context_messages_dropped_total",
                 "Messages dropped from a rule's contexts or not kept in them: limits.",
                 offsetof(struct corr_rule_stats, dropped));
+    rule_metric(out, s, "corral_rule_contexts_evicted_total",
+                "Small contexts of a rule dropped for new ones of the rule: its share was full.",
+                offsetof(struct corr_rule_stats, evicted));
+    rule_metric(out, s, "corral_rule_rate_refused_total",
+                "Action runs of a rule suppressed for want of a rate-limit bucket.",
+                offsetof(struct corr_rule_stats, rate_refused));
+    rule_metric(out, s, "corral_rule_rate_buckets_evicted_total",
+                "Rate-limit buckets of a rule dropped for new keys: its share was full.",
+                offsetof(struct corr_rule_stats, rate_evicted));
     input_metric(out, s, "corral_input_messages_total", "Messages received, per input.",
                  offsetof(struct input_stats, received));
     input_metric(out, s, "corral_input_bytes_total", "Bytes received, per input.",

@@ -17,9 +17,11 @@
  * The global limits are shared fairly: each rule that opens contexts is
  * guaranteed a share, and beyond it may only use what the unused shares of
  * the other rules leave free (may_open(), fits()), so that a flood matching
- * one rule cannot keep another from correlating.  Rate-limit buckets are
- * freed once full again (they then mean nothing), from a timer wheel of
- * their own.
+ * one rule cannot keep another from correlating; a rule with no room left
+ * evicts its own smallest, oldest contexts rather than refuse a new key
+ * (evict_small()).  Rate-limit buckets are shared the same way, a rule
+ * without room evicting its least-used bucket (make_room()), and freed once
+ * full again (they then mean nothing), from a timer wheel of their own.
  *
  * tests/compat/corr_diff.py compares this engine with syslog-ng 3.38's
  * pdbtool on random scenarios.  Behaviours of 3.38 kept on purpose, as they
@@ -89,24 +91,48 @@ struct ctx {
     uint64_t target; /* last moment the context is alive (ms); the timer fires just after */
     size_t bytes;
     size_t msgbytes; /* of bytes, what the live messages hold (msg_memory): what emptying frees */
+    /* in its share's list of small contexts (see evict_small()): lclass is the message
+     * count it is listed under, 0 when in no list */
+    struct ctx *lprev, *lnext;
+    unsigned lclass;
 };
+
+/*
+ * A full share makes room by evicting its own contexts that hold at most
+ * EVICT_MSGS messages, the fewest first and, among those, the oldest (see
+ * evict_small()).  EVICT_SAMPLE bounds how far one eviction looks past
+ * contexts that may not go (those the message being processed uses).
+ */
+#define EVICT_MSGS   4
+#define EVICT_SAMPLE 8
+/* Evictions one new context or message may cause at most (memory: several small for one large). */
+#define EVICT_ROUNDS 64
 
 /* The contexts a rule opened, against its share of the limits (see may_open()). */
 struct share {
     const struct pdb_rule *rule;
     bool opens; /* the rule has a context-id or a create-context: it has a share */
-    size_t contexts, bytes;
-    uint64_t refused, dropped; /* kept across reloads, by rule id */
+    bool rates; /* the rule has a rate-limited action: it has a share of the buckets */
+    size_t contexts, bytes, buckets;
+    /* kept across reloads, by rule id */
+    uint64_t refused, dropped, evicted;
+    uint64_t rate_limited, rate_refused, rate_evicted;
+    /* contexts of 1 .. EVICT_MSGS messages, a list per count, oldest first */
+    struct ctx *small[EVICT_MSGS], *small_tail[EVICT_MSGS];
+    /* its buckets, least recently used first */
+    struct bucket *lru, *lru_tail;
 };
 
-/* rate="N/S" state for one (rule, action, scope fields) */
+/* rate="N/S" state for one (rule, action, scope fields[, rate-key]) */
 struct bucket {
-    struct tw_timer timer; /* first member; in corr.bucket_wheel, due when full again */
-    struct hash_node node; /* in corr.rates */
-    char *key;
+    struct tw_timer timer;      /* first member; in corr.bucket_wheel, due when full again */
+    struct hash_node node;      /* in corr.rates */
+    struct bucket *prev, *next; /* in its share's LRU list */
+    struct share *share;
+    char *key; /* the rule id and a NUL first (a reload finds the rule by it), then the rest */
     size_t keylen;
     uint64_t last_check; /* seconds */
-    uint32_t tokens, span;
+    uint32_t tokens, span, rate;
 };
 
 struct corr {
@@ -127,7 +153,15 @@ struct corr {
     struct share *shares;
     size_t nshares;
     size_t share_contexts, share_bytes; /* guaranteed to each rule that opens contexts */
-    size_t reserved_contexts, reserved_bytes;
+    size_t share_buckets;               /* guaranteed to each rule with a rate-limited action */
+    size_t reserved_contexts, reserved_bytes, reserved_buckets;
+    /*
+     * While a message's own rule or a join places it (corr_part_main(),
+     * corr_part_also()): the contexts it uses, which no eviction may take.
+     * NULL elsewhere, and then nothing is evicted: timeout and match actions
+     * (create-context) hold contexts this engine does not track.
+     */
+    const struct corr_part *pins;
 
     /*
      * While a timeout action runs: the expiring context's target.  syslog-ng
@@ -195,6 +229,16 @@ opens_contexts(const struct pdb_rule *r)
     return false;
 }
 
+static bool
+has_rates(const struct pdb_rule *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->nactions; i++)
+        if (r->actions[i].rate_n) return true;
+    return false;
+}
+
 static size_t
 unused(size_t guarantee, size_t used)
 {
@@ -214,6 +258,16 @@ share_use(struct corr *c, struct share *s, size_t contexts, size_t bytes)
     s->bytes = bytes;
 }
 
+/* Sets the number of rate buckets a rule holds, keeping the sum of unused guarantees. */
+static void
+bucket_use(struct corr *c, struct share *s, size_t buckets)
+{
+    size_t g = s->rates ? c->share_buckets : 0;
+
+    c->reserved_buckets += unused(g, buckets) - unused(g, s->buckets);
+    s->buckets = buckets;
+}
+
 /*
  * The shares for db, every rule's usage zero; counters carried over from
  * the old shares (of olddb) by rule id.  Open contexts are counted in again
@@ -223,7 +277,7 @@ static void
 shares_init(struct corr *c, struct pdb *db, const struct pdb *olddb, const struct share *old,
             size_t nold)
 {
-    size_t i, owners = 0, n = pdb_nrules(db);
+    size_t i, owners = 0, raters = 0, n = pdb_nrules(db);
 
     c->shares = xcalloc(n + 1, sizeof(*c->shares));
     c->nshares = n;
@@ -232,10 +286,17 @@ shares_init(struct corr *c, struct pdb *db, const struct pdb *olddb, const struc
         const struct pdb_rule *o;
         s->rule = pdb_rule_at(db, i);
         s->opens = opens_contexts(s->rule);
+        s->rates = has_rates(s->rule);
         owners += s->opens;
+        raters += s->rates;
         if (old && (o = pdb_rule_by_id((struct pdb *)olddb, s->rule->id)) && o->index < nold) {
-            s->refused = old[o->index].refused;
-            s->dropped = old[o->index].dropped;
+            const struct share *os = &old[o->index];
+            s->refused = os->refused;
+            s->dropped = os->dropped;
+            s->evicted = os->evicted;
+            s->rate_limited = os->rate_limited;
+            s->rate_refused = os->rate_refused;
+            s->rate_evicted = os->rate_evicted;
         }
     }
     c->share_contexts = c->opts.context_share ? c->opts.context_share
@@ -247,6 +308,10 @@ shares_init(struct corr *c, struct pdb *db, const struct pdb *olddb, const struc
                               (double)c->opts.max_contexts);
     c->reserved_contexts = owners * c->share_contexts;
     c->reserved_bytes = owners * c->share_bytes;
+    /* buckets alike: a flood of keys under one rule's rate= cannot take another rule's */
+    c->share_buckets = c->opts.max_rate_buckets / (raters ? raters : 1);
+    if (!c->share_buckets) c->share_buckets = 1;
+    c->reserved_buckets = raters * c->share_buckets;
 }
 
 static void reshare(struct corr *c, struct pdb *db);
@@ -276,6 +341,111 @@ may_open(const struct corr *c, const struct share *s)
     if (s->contexts >= gc && open + c->reserved_contexts >= c->opts.max_contexts) return false;
     if (s->bytes >= gb && mem + c->reserved_bytes >= c->opts.max_context_memory) return false;
     return true;
+}
+
+/* ---- eviction of small contexts ---- */
+
+/*
+ * A rule's share full of its own contexts must not keep a new key of the
+ * same rule out: 30,000 spoofed one-off lines from distinct addresses would
+ * otherwise fill corral.sshd.auth.failed's share and the real brute force
+ * that follows would get no context.  So a rule at its limits evicts one of
+ * its own contexts that hold few messages (at most EVICT_MSGS), the fewest
+ * first, the oldest of those first: a context that has grown shows that its
+ * key repeats (an attacking address, a session), a one-line context is what
+ * a flood of spoofed keys leaves behind, and a new key deserves the chance
+ * the oldest one-liner has had.  Contexts of more than EVICT_MSGS messages
+ * are never evicted: a flood that wants to keep a share full must send that
+ * many lines per key within the context timeout, and such contexts then
+ * look like what they are (five failures raise the brute-force alert).  The
+ * lists cost a few pointer writes while a context has at most EVICT_MSGS
+ * messages, nothing after.  An evicted context is dropped as a context of a
+ * removed rule is at a reload: its timeout actions do not run (they would
+ * report on a burst that did not end), and it is logged and counted per rule.
+ */
+
+static void
+small_unlink(struct share *s, struct ctx *x)
+{
+    unsigned i = x->lclass - 1;
+
+    if (!x->lclass) return;
+    if (x->lprev)
+        x->lprev->lnext = x->lnext;
+    else
+        s->small[i] = x->lnext;
+    if (x->lnext)
+        x->lnext->lprev = x->lprev;
+    else
+        s->small_tail[i] = x->lprev;
+    x->lclass = 0;
+}
+
+/* Lists x by its message count, last (the newest) of its list. */
+static void
+small_link(struct share *s, struct ctx *x)
+{
+    unsigned i;
+
+    if (!x->nmsgs || x->nmsgs > EVICT_MSGS) return;
+    i = (unsigned)x->nmsgs - 1;
+    x->lclass = i + 1;
+    x->lnext = NULL;
+    x->lprev = s->small_tail[i];
+    if (x->lprev)
+        x->lprev->lnext = x;
+    else
+        s->small[i] = x;
+    s->small_tail[i] = x;
+}
+
+/* After x's message count changed. */
+static void
+small_update(struct ctx *x)
+{
+    if (x->lclass == (x->nmsgs <= EVICT_MSGS ? x->nmsgs : 0)) return;
+    small_unlink(x->share, x);
+    small_link(x->share, x);
+}
+
+static bool
+pinned(const struct corr *c, const struct ctx *x)
+{
+    size_t i;
+
+    if (x == c->pins->x) return true;
+    for (i = 0; i < PDB_ALSO_MAX; i++)
+        if (x == c->pins->also[i]) return true;
+    return false;
+}
+
+static void ctx_destroy(struct corr *c, struct ctx *x);
+
+/*
+ * Evicts the context of s with the fewest messages, the oldest of them,
+ * never self nor a pinned one; false when there is none (or eviction is off).
+ */
+static bool
+evict_small(struct corr *c, struct share *s, const struct ctx *self)
+{
+    struct ctx *x;
+    unsigned i, n;
+
+    if (!c->pins) return false;
+    for (i = 0; i < EVICT_MSGS; i++)
+        for (x = s->small[i], n = 0; x && n < EVICT_SAMPLE; x = x->lnext, n++) {
+            if (x == self || pinned(c, x)) continue;
+            c->stats.contexts_evicted++;
+            if (s->evicted++ % 10000 == 0)
+                logf_(c,
+                      "rule %s: correlation context of %zu message(s) evicted for a new one: the "
+                      "rule is at its share (%zu contexts, %zu bytes); %llu evicted for this rule "
+                      "so far",
+                      s->rule->id, x->nmsgs, s->contexts, s->bytes, (unsigned long long)s->evicted);
+            ctx_destroy(c, x);
+            return true;
+        }
+    return false;
 }
 
 static void
@@ -385,12 +555,19 @@ corr_foreach_rule(const struct corr *c, void (*fn)(const struct corr_rule_stats 
 
     for (i = 0; i < c->nshares; i++) {
         const struct share *s = &c->shares[i];
-        if (!s->opens && !s->contexts && !s->refused && !s->dropped) continue;
+        if (!s->opens && !s->rates && !s->contexts && !s->refused && !s->dropped && !s->evicted &&
+            !s->rate_limited)
+            continue;
         rs.rule_id = s->rule->id;
         rs.contexts = s->contexts;
         rs.bytes = s->bytes;
         rs.refused = s->refused;
         rs.dropped = s->dropped;
+        rs.evicted = s->evicted;
+        rs.buckets = s->buckets;
+        rs.rate_limited = s->rate_limited;
+        rs.rate_refused = s->rate_refused;
+        rs.rate_evicted = s->rate_evicted;
         fn(&rs, arg);
     }
 }
@@ -536,16 +713,22 @@ ctx_destroy(struct corr *c, struct ctx *x)
     }
     tw_cancel(c->wheel, &x->timer);
     c->stats.context_bytes -= x->bytes;
-    if (x->share) share_use(c, x->share, x->share->contexts - 1, x->share->bytes - x->bytes);
+    if (x->share) {
+        small_unlink(x->share, x);
+        share_use(c, x->share, x->share->contexts - 1, x->share->bytes - x->bytes);
+    }
     ctx_free(x);
 }
 
-/* Counts a context (its bytes counted already) in its rule's share. */
+/* Counts a context (its bytes counted already) in its rule's share, and lists it there if small
+ * (the lists of a share it had before a reload went with that share). */
 static void
 ctx_own(struct corr *c, struct ctx *x, struct share *s)
 {
     x->share = s;
     share_use(c, s, s->contexts + 1, s->bytes + x->bytes);
+    x->lclass = 0;
+    small_link(s, x);
 }
 
 static void
@@ -571,11 +754,13 @@ ctx_alloc(struct corr *c, const struct key *k, uint64_t h, const struct pdb_rule
     struct share *s = share_of(c, r);
     struct ctx *x;
     char *p;
+    int rounds = 0;
 
-    if (!may_open(c, s)) {
-        refuse(c, s);
-        return NULL;
-    }
+    while (!may_open(c, s))
+        if (rounds++ == EVICT_ROUNDS || !evict_small(c, s, NULL)) {
+            refuse(c, s);
+            return NULL;
+        }
     x = xcalloc(1, sizeof(*x));
     tw_timer_init(&x->timer);
     x->node.hash = h;
@@ -720,11 +905,13 @@ ctx_append(struct corr *c, struct ctx *x, struct msg *m)
         if (!memory_fits(c, x, 0, size)) {
             /* kept as a sum: adding up a context of 10,000 messages on every append made a
              * context under memory pressure cost the square of its length */
-            if (!memory_fits(c, x, x->msgbytes, size)) {
-                drop_for_bytes(c, x);
-                msg_unref(m);
-                return;
-            }
+            int rounds = 0;
+            while (!memory_fits(c, x, x->msgbytes, size))
+                if (rounds++ == EVICT_ROUNDS || !evict_small(c, x->share, x)) {
+                    drop_for_bytes(c, x);
+                    msg_unref(m);
+                    return;
+                }
         }
         while (x->nmsgs && !fits(c, x, size)) {
             ctx_shrink(c, x, ctx_drop_oldest(x));
@@ -738,6 +925,7 @@ ctx_append(struct corr *c, struct ctx *x, struct msg *m)
     }
     grown = ctx_push(x, m, size);
     ctx_grow(c, x, size + grown);
+    small_update(x);
 }
 
 /* The time actions see: the correlation time, or a firing context's target. */
@@ -776,6 +964,18 @@ ctx_env(struct corr *c, struct ctx *x, struct msg *extra)
 /* ---- rate limits ---- */
 
 /*
+ * Buckets are shared among the rules with a rate= as contexts are (a
+ * guaranteed share each, bucket_use(), may_hold_bucket()), so that 1,000,000
+ * spoofed root logins with distinct hosts cannot take the buckets of the
+ * brute-force alerts.  A rule with no room left makes it among its own
+ * buckets (make_room()): a bucket past its window is what no bucket is and
+ * goes first; else, of the EVICT_SAMPLE least recently used, the one with
+ * the most tokens left, i.e. that has limited least (a key that ran once).
+ * An evicted key starts again with a full bucket: at worst a few more
+ * messages of a key that came back, never a new key silenced.
+ */
+
+/*
  * A bucket is due when full again, S seconds after its last refill: then it
  * is what a new bucket would be, and is freed.  One second more, as the
  * timeout actions of a context not yet fired run at its target (action_now()),
@@ -788,23 +988,134 @@ bucket_arm(struct corr *c, struct bucket *b)
 }
 
 static void
+lru_unlink(struct share *s, struct bucket *b)
+{
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        s->lru = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    else
+        s->lru_tail = b->prev;
+}
+
+/* Puts b last in its share's LRU list (b in no list). */
+static void
+lru_push(struct share *s, struct bucket *b)
+{
+    b->next = NULL;
+    b->prev = s->lru_tail;
+    if (b->prev)
+        b->prev->next = b;
+    else
+        s->lru = b;
+    s->lru_tail = b;
+}
+
+/* Frees a bucket (the wheel's callback, which has disarmed it). */
+static void
 bucket_free(struct tw_timer *t, void *arg)
 {
     struct corr *c = arg;
     struct bucket *b = (struct bucket *)t;
 
     hash_table_remove(&c->rates, &b->node);
+    if (b->share) {
+        lru_unlink(b->share, b);
+        bucket_use(c, b->share, b->share->buckets - 1);
+    }
     free(b->key);
     free(b);
 }
 
+static void
+bucket_drop(struct corr *c, struct bucket *b)
+{
+    tw_cancel(c->bucket_wheel, &b->timer);
+    bucket_free(&b->timer, c);
+}
+
+/*
+ * Credits a bucket gains in elapsed seconds: syslog-ng's fixed-point refill,
+ * 8 bits of fraction, the clock moves on whole credits.  syslog-ng bug: with
+ * N > 256*S the quantum is 0 and it dies of a division by zero (SIGFPE);
+ * corral refills elapsed*N/S then.
+ */
+static uint64_t
+credits(uint32_t n, uint32_t span, uint64_t elapsed)
+{
+    uint64_t quantum = ((uint64_t)span << 8) / n;
+
+    return quantum ? (elapsed << 8) / quantum : elapsed * n / span;
+}
+
+/* The tokens b would have now, capped at its rate. */
+static uint64_t
+tokens_at(const struct bucket *b, uint64_t now)
+{
+    uint64_t t = (uint64_t)b->tokens +
+                 credits(b->rate, b->span, now > b->last_check ? now - b->last_check : 0);
+
+    return t > b->rate ? b->rate : t;
+}
+
+/* Whether rule s may take one more bucket (see may_open()). */
 static bool
-rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action *a,
-            const struct msg *m)
+may_hold_bucket(const struct corr *c, const struct share *s)
+{
+    size_t held = c->rates.count, g = s->rates ? c->share_buckets : 0;
+
+    if (held >= c->opts.max_rate_buckets) return false;
+    if (s->buckets >= g && held + c->reserved_buckets >= c->opts.max_rate_buckets) return false;
+    return true;
+}
+
+/* Frees one of s's buckets for a new key (see above); false when s holds none. */
+static bool
+make_room(struct corr *c, struct share *s, uint64_t now)
+{
+    struct bucket *b, *best = NULL;
+    uint64_t best_t = 0;
+    unsigned n;
+
+    for (b = s->lru, n = 0; b && n < EVICT_SAMPLE; b = b->next, n++) {
+        uint64_t t = tokens_at(b, now);
+        if (t == b->rate) {
+            /* past its window: as good as no bucket */
+            bucket_drop(c, b);
+            return true;
+        }
+        /* the larger share of its rate left (t/rate > best_t/best->rate) */
+        if (!best || t * best->rate > best_t * b->rate) best = b, best_t = t;
+    }
+    if (!best) return false;
+    c->stats.rate_evicted++;
+    if (s->rate_evicted++ % 10000 == 0)
+        logf_(c,
+              "rule %s: rate limit bucket evicted for a new key: the rule holds %zu (its share "
+              "%zu, max-rate-buckets %zu); %llu evicted for this rule so far",
+              s->rule->id, s->buckets, c->share_buckets, c->opts.max_rate_buckets,
+              (unsigned long long)s->rate_evicted);
+    bucket_drop(c, best);
+    return true;
+}
+
+/*
+ * Whether action a of rule may run now.  The bucket is syslog-ng's: one per
+ * rule, action and the rule's scope fields (of x's last message, or of m
+ * without a context); a rate-key (a corral extension) adds its value to the
+ * key, so that, say, each attacking address has a bucket of its own.
+ */
+static bool
+rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action *a, struct ctx *x,
+            struct msg *m)
 {
     struct key k;
     struct bucket *b = NULL;
+    struct share *s;
     struct hash_node *n;
+    const struct msg *last = x ? x->msgs[x->nmsgs - 1] : m;
     uint64_t h, now = action_now(c) / 1000;
     size_t idx = (size_t)(a - rule->actions);
 
@@ -813,10 +1124,22 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
     buf_puts(&c->key, rule->id);
     buf_putc(&c->key, ':');
     buf_put_uint(&c->key, idx);
-    key_from_msg(&k, rule->scope, m, c->key.p, c->key.len);
+    if (a->rate_key) {
+        struct template_env env;
+        if (x)
+            env = ctx_env(c, x, NULL);
+        else
+            template_env_single(&env, &m);
+        buf_putc(&c->key, '\0');
+        template_eval(a->rate_key, &env, &c->key);
+    }
+    key_from_msg(&k, rule->scope, last, c->key.p, c->key.len);
     h = key_hash(&k);
-    /* the bucket key is the flattened struct key: scope fields and "rule:action" */
+    /* the bucket key: the rule id, then the flattened struct key (scope fields, "rule:action",
+     * the rate-key) */
     buf_reset(&c->id);
+    buf_puts(&c->id, rule->id);
+    buf_putc(&c->id, '\0');
     buf_append(&c->id, &k.scope, sizeof(k.scope));
     buf_put_uint(&c->id, k.hostlen);
     buf_putc(&c->id, ':');
@@ -828,20 +1151,24 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
     buf_append(&c->id, k.prog, k.proglen);
     buf_append(&c->id, k.pid, k.pidlen);
     buf_append(&c->id, k.id, k.idlen);
+    s = share_of(c, rule);
     for (n = hash_table_find(&c->rates, h); n; n = hash_table_find_next(n)) {
         b = hash_entry(n, struct bucket, node);
         if (b->keylen == c->id.len && memcmp(b->key, c->id.p, b->keylen) == 0) break;
     }
     if (!n) {
-        if (c->rates.count >= c->opts.max_rate_buckets) {
-            c->stats.rate_limited++;
-            if (c->buckets_refused++ % 10000 == 0)
-                logf_(c,
-                      "rule %s: rate limit buckets full (max-rate-buckets %zu): action runs "
-                      "suppressed until buckets free up",
-                      rule->id, c->opts.max_rate_buckets);
-            return false;
-        }
+        while (!may_hold_bucket(c, s))
+            if (!make_room(c, s, now)) {
+                c->stats.rate_limited++;
+                s->rate_limited++;
+                s->rate_refused++;
+                if (c->buckets_refused++ % 10000 == 0)
+                    logf_(c,
+                          "rule %s: rate limit buckets full (max-rate-buckets %zu, the rule "
+                          "holds none): action runs suppressed until buckets free up",
+                          rule->id, c->opts.max_rate_buckets);
+                return false;
+            }
         b = xcalloc(1, sizeof(*b));
         tw_timer_init(&b->timer);
         b->key = xmemdup(c->id.p, c->id.len);
@@ -849,24 +1176,25 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
         b->last_check = now;
         b->tokens = a->rate_n;
         b->span = a->rate_s;
+        b->rate = a->rate_n;
+        b->share = s;
         hash_table_add(&c->rates, &b->node, h);
+        lru_push(s, b);
+        bucket_use(c, s, s->buckets + 1);
         bucket_arm(c, b);
     } else {
-        /*
-         * syslog-ng's fixed-point refill: 8 bits of fraction, the clock moves
-         * on whole credits.  syslog-ng bug: with N > 256*S the quantum is 0
-         * and it dies of a division by zero (SIGFPE); corral refills
-         * elapsed*N/S then.
-         */
-        uint64_t quantum = ((uint64_t)a->rate_s << 8) / a->rate_n;
-        uint64_t elapsed = now > b->last_check ? now - b->last_check : 0;
-        uint64_t credits = quantum ? (elapsed << 8) / quantum : elapsed * a->rate_n / a->rate_s;
-        if (credits) {
-            uint64_t t = (uint64_t)b->tokens + (uint64_t)credits;
+        uint64_t got = credits(a->rate_n, a->rate_s, now > b->last_check ? now - b->last_check : 0);
+        if (got) {
+            uint64_t t = (uint64_t)b->tokens + got;
             b->tokens = t > a->rate_n ? a->rate_n : (uint32_t)t;
             b->last_check = now;
             b->span = a->rate_s;
+            b->rate = a->rate_n;
             bucket_arm(c, b);
+        }
+        if (b->share) {
+            lru_unlink(b->share, b);
+            lru_push(b->share, b);
         }
     }
     if (b->tokens) {
@@ -874,6 +1202,7 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
         return true;
     }
     c->stats.rate_limited++;
+    s->rate_limited++;
     return false;
 }
 
@@ -1040,7 +1369,7 @@ run_actions(struct corr *c, const struct pdb_rule *rule, enum pdb_trigger trigge
                 template_env_single(&env, &m);
             if (!filter_eval(a->condition, &env)) continue;
         }
-        if (!rate_allows(c, rule, a, x ? x->msgs[x->nmsgs - 1] : m)) continue;
+        if (!rate_allows(c, rule, a, x, m)) continue;
         if (a->kind == PDB_ACTION_MESSAGE) {
             struct msg *gen = generate(c, &a->message, x, m);
             attach_evidence(c, gen, x, m);
@@ -1331,6 +1660,7 @@ corr_part_main(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint6
     advance(c, to);
     if (!rule) return;
     c->stats.matched++;
+    c->pins = p;
     if (rule->context_id) {
         struct key k;
         uint64_t h;
@@ -1356,13 +1686,16 @@ corr_part_main(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint6
         pdb_apply_r(rule, m, &env, &c->value);
     }
     p->x = x;
+    c->pins = NULL;
 }
 
 void
 corr_part_also(struct corr *c, struct msg *m, const struct pdb_rule *rule, size_t i,
                struct corr_part *p)
 {
+    c->pins = p;
     p->also[i] = rule->also[i] ? join_also(c, rule->also[i], m) : NULL;
+    c->pins = NULL;
 }
 
 void
@@ -1447,13 +1780,28 @@ reshare(struct corr *c, struct pdb *db)
 {
     struct share *old = c->shares;
     size_t nold = c->nshares, i;
-    struct hash_node *n;
+    struct hash_node *n, *next;
     struct ctx *x;
 
     shares_init(c, db, c->db, old, nold);
     for (n = hash_table_iter(&c->contexts, &i, NULL); n; n = hash_table_iter(&c->contexts, &i, n))
         reshare_one(c, ctx_of(n), db);
     for (x = c->detached; x; x = detached_next(x)) reshare_one(c, x, db);
+    /* buckets by their rule id; those of a rule gone or without rate= any more go (their keys
+     * name the rule and action: nothing would find them) */
+    for (n = hash_table_iter(&c->rates, &i, NULL); n; n = next) {
+        struct bucket *b = hash_entry(n, struct bucket, node);
+        const struct pdb_rule *r = pdb_rule_by_id(db, b->key);
+        next = hash_table_iter(&c->rates, &i, n);
+        b->share = NULL;
+        if (!r || !c->shares[r->index].rates) {
+            bucket_drop(c, b);
+            continue;
+        }
+        b->share = &c->shares[r->index];
+        lru_push(b->share, b);
+        bucket_use(c, b->share, b->share->buckets + 1);
+    }
     free(old);
 }
 

@@ -43,12 +43,16 @@ struct corr_opts {
     void *arg;               /* passed to the three callbacks */
     size_t max_contexts;     /* 0: 1,000,000 */
     size_t max_context_msgs; /* messages kept per context; 0: 10,000 (oldest dropped) */
-    size_t max_rate_buckets; /* 0: 1,000,000 */
+    /* 0: 1,000,000; shared among the rules with a rate= as contexts are (context_share), a
+     * rule's own buckets evicted (the least used of its least recent) when it has no room */
+    size_t max_rate_buckets;
     /*
      * Fairness between rules: each rule that opens contexts is guaranteed
      * context_share contexts and the same fraction of max_context_memory
      * (0: max_contexts divided by the number of such rules).  Beyond its
-     * share a rule only gets what the unused shares of the others leave.
+     * share a rule only gets what the unused shares of the others leave;
+     * with no room left it evicts its own smallest, oldest context (at most
+     * 4 messages) for a new one, and refuses only when it has none.
      */
     size_t context_share;
     size_t max_context_bytes;  /* memory of one context; 0: 4 MiB (oldest messages dropped) */
@@ -66,20 +70,28 @@ struct corr_stats {
     uint64_t processed, matched, unknown, generated;
     uint64_t contexts_created, contexts_expired, contexts_open;
     uint64_t contexts_refused; /* not created: max_contexts, a rule's share or memory */
+    uint64_t
+        contexts_evicted; /* small contexts dropped for a new one of their rule (its share full) */
     uint64_t messages_dropped; /* dropped from full contexts (max_context_msgs) */
     uint64_t bytes_dropped;    /* messages dropped from or not kept in contexts: memory limits */
     uint64_t rate_limited;     /* action runs suppressed by rate= */
     uint64_t rate_buckets;     /* rate= buckets held (a bucket is freed once full again) */
+    uint64_t rate_evicted;     /* buckets dropped for a new key of their rule (its share full) */
     uint64_t context_bytes;    /* memory held by open contexts */
 };
 
-/* Per rule that opens contexts (or did, before a reload): its contexts and what its limits refused.
- */
+/* Per rule that opens contexts or has a rate= (or did, before a reload): its contexts, buckets and
+ * what its limits refused. */
 struct corr_rule_stats {
     const char *rule_id;
     uint64_t contexts, bytes; /* open contexts the rule created, and their memory */
     uint64_t refused;         /* contexts not created */
     uint64_t dropped;         /* messages dropped from its contexts or not kept (all limits) */
+    uint64_t evicted;         /* its small contexts dropped for new ones (share full) */
+    uint64_t buckets;         /* rate= buckets held */
+    uint64_t rate_limited;    /* action runs suppressed by rate=, for want of a bucket included */
+    uint64_t rate_refused;    /* of those, for want of a bucket */
+    uint64_t rate_evicted;    /* buckets dropped for new keys (share full) */
 };
 
 struct corr *corr_new(struct pdb *db, const struct corr_opts *opts);

@@ -1019,6 +1019,8 @@ par_stats(const struct par *p, struct corr_stats *out)
         out->contexts_expired += s.contexts_expired;
         out->contexts_open += s.contexts_open;
         out->contexts_refused += s.contexts_refused;
+        out->contexts_evicted += s.contexts_evicted;
+        out->rate_evicted += s.rate_evicted;
         out->messages_dropped += s.messages_dropped;
         out->bytes_dropped += s.bytes_dropped;
         out->rate_limited += s.rate_limited;

@@ -129,6 +129,7 @@ pdb_action_free(struct pdb_action *a)
     filter_free(a->condition);
     pdb_synth_free(&a->message);
     template_free(a->cc_id);
+    template_free(a->rate_key);
     for (i = 0; i < a->nroutes; i++) free(a->routes[i]);
     free(a->routes);
 }
@@ -645,7 +646,7 @@ pdb_context_keep(struct pdb *db)
         for (j = 0; j < r->nactions && ok; j++) {
             const struct pdb_action *a = &r->actions[j];
             ok = filter_refs(a->condition, db->keep) && synth_refs(&a->message, db->keep) &&
-                 template_refs(a->cc_id, db->keep);
+                 template_refs(a->cc_id, db->keep) && template_refs(a->rate_key, db->keep);
             /* the lines an alert carries (evidence.h) are its context's MESSAGEs */
             if (evidence_synth_wants(&ev, &a->message)) db->keep[NV_MESSAGE] = 1;
         }

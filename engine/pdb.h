@@ -53,6 +53,8 @@ struct pdb_action {
     struct filter *condition; /* compiled condition, or NULL */
     uint32_t rate_n;          /* rate="N/S": N messages per S seconds; 0 = unlimited */
     uint32_t rate_s;
+    /* corral extension rate-key="TPL": evaluated per run, it splits the rule's bucket further */
+    struct template *rate_key;
     struct pdb_synth message;
     /* create-context */
     struct template *cc_id;

@@ -405,6 +405,11 @@ load_action(struct loader *ld, const xmlNode *n, struct pdb_rule *rule)
         parse_rate(ld, n, v, a);
         free(v);
     }
+    if ((v = attr(n, "rate-key"))) {
+        if (!a->rate_n) error(ld, n, "rate-key without rate");
+        a->rate_key = compile_template(ld, n, "rate-key", v);
+        free(v);
+    }
     if ((v = attr(n, "route"))) {
         parse_routes(a, v);
         free(v);

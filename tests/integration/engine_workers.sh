@@ -20,7 +20,7 @@ FILES="$DATA/OpenSSH_2k.log $DATA/Linux_2k.log $top_srcdir/contrib/samples/auth.
 mkdir "$WORK/rules4" "$WORK/rules1" "$WORK/norate"
 for f in "$top_srcdir"/rules/*.xml; do
     [ "$(basename "$f")" = sshd.xml ] || cp "$f" "$WORK/rules4/"
-    sed "s/ rate='[^']*'//" "$f" > "$WORK/norate/$(basename "$f")"
+    sed "s/ rate='[^']*'//; s/ rate-key='[^']*'//" "$f" > "$WORK/norate/$(basename "$f")"
 done
 # rules4 and a create-context rule: one shard
 cp "$WORK"/rules4/*.xml "$WORK/rules1/"

@@ -250,6 +250,9 @@ START_TEST(test_rule_errors)
         "<rule id='c'><actions><action condition='\"a\" =~ "
         "\"b\"'><message/></action></actions></rule>\n"
         "<rule id='text'>stray text</rule>\n"
+        "<rule id='k'><actions><action rate-key='${a}'><message/></action></actions></rule>\n"
+        "<rule id='m'><actions><action rate='1/5' rate-key='${a'><message/></action></actions>"
+        "</rule>\n"
         "</rules></ruleset>\n" TAIL,
         &rc);
 
@@ -261,6 +264,8 @@ START_TEST(test_rule_errors)
     ck_assert(has_diag(db, 8, "unknown action trigger"));
     ck_assert(has_diag(db, 9, "bad condition"));
     ck_assert(has_diag(db, 10, "unexpected text"));
+    ck_assert(has_diag(db, 11, "rate-key without rate"));
+    ck_assert(has_diag(db, 12, "bad template in rate-key"));
     pdb_free(db);
 }
 END_TEST
