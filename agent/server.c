@@ -134,7 +134,7 @@ server_new(uv_loop_t *loop)
 
     s->loop = loop;
     s->msg = msg_new();
-    s->started_ms = clock_wall_ms();
+    s->started_ms = clock_mono_ms();
     /* for the stall gauge: before the loop first runs, as libuv requires */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     return s;
@@ -305,7 +305,7 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 {
     struct server *s = arg;
 
-    if (kind == CORR_INPUT && s->absence) absence_seen(s->absence, m, clock_wall_ms());
+    if (kind == CORR_INPUT && s->absence) absence_seen(s->absence, m, clock_mono_ms());
     to_outputs(s, m);
     to_executors(s, m, action);
 }
@@ -331,21 +331,7 @@ on_worker_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct 
 static void
 on_absence(void *arg, struct msg *m)
 {
-    static nv_handle h_alert_id;
-    size_t hlen = 0, plen = 0;
-    const char *host = msg_get(m, NV_HOST, &hlen), *prog = msg_get(m, NV_PROGRAM, &plen);
-    struct buf id = BUF_INIT;
-
-    /*
-     * "host stopped" and "host is back" are one alert, the second its clear:
-     * both get the alert id corral.absence/HOST[/PROGRAM], so that the alert
-     * store resolves the first (ending what it inhibits) and SNMP pairs them.
-     */
-    if (!h_alert_id) h_alert_id = nv_intern_str("corral.alert_id");
-    buf_printf(&id, "corral.absence/%.*s", (int)hlen, host ? host : "");
-    if (prog && strcmp(prog, "corrald") != 0) buf_printf(&id, "/%.*s", (int)plen, prog);
-    msg_set(m, h_alert_id, id.p, id.len);
-    buf_free(&id);
+    /* the report carries its alert labels (absence.c) */
     to_outputs(arg, m);
     to_executors(arg, m, NULL);
 }
@@ -547,7 +533,7 @@ on_tick(uv_timer_t *t)
         workers_tick(s->workers);
     else
         corr_tick(s->corr);
-    if (s->absence) absence_tick(s->absence, clock_wall_ms());
+    if (s->absence) absence_tick(s->absence, clock_mono_ms());
     if (s->silences) silences_tick(s->silences, clock_wall_ms());
     if (++s->ticks % HEAP_TRIM_EVERY_S == 0) heap_trim(HEAP_TRIM_MIN, &s->heap);
 }
@@ -1181,6 +1167,14 @@ stage_prepare(struct server *s, struct stage *st, struct conf *conf, struct buf 
     return 0;
 }
 
+/* Correlation time's clock: never stepped (clock.h). */
+static uint64_t
+steady_clock(void *arg)
+{
+    (void)arg;
+    return clock_steady_ms();
+}
+
 /* The correlation engine at start: created, and the saved state restored. */
 static void
 start_corr(struct server *s, const struct conf *conf)
@@ -1192,6 +1186,7 @@ start_corr(struct server *s, const struct conf *conf)
     log_msg(LOG_INFO, "loaded %zu rules from %zu files", pdb_nrules(s->db), pdb_nfiles(s->db));
     copts.emit = on_emit;
     copts.log = on_corr_log;
+    copts.clock = steady_clock;
     copts.arg = s;
     conf_corr_limits(conf, &copts);
     nworkers = conf->engine_workers;
@@ -1407,9 +1402,10 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     /* the sources watched keep their state: a reload must not forget an absence nor repeat one */
     was = s->absence;
     s->absence = c->nabsences ? absence_new(c->absences, c->nabsences, c->max_absence_sources,
-                                            clock_wall_ms(), on_absence, s)
+                                            clock_mono_ms(), on_absence, s)
                               : NULL;
-    if (s->absence) absence_adopt(s->absence, was, clock_wall_ms());
+    if (s->absence) absence_wall_clock(s->absence, clock_mono_to_wall);
+    if (s->absence) absence_adopt(s->absence, was, clock_mono_ms());
     absence_free(was);
     conf_free(s->conf);
     s->conf = st->conf;
@@ -1893,7 +1889,7 @@ server_metrics(struct server *s, struct buf *out)
         buf_printf(out, "%s %llu\n", name, (unsigned long long)(value));                           \
     } while (0)
     SIMPLE("corral_uptime_seconds", "gauge", "Seconds since corrald started.",
-           (clock_wall_ms() - s->started_ms) / 1000);
+           (clock_mono_ms() - s->started_ms) / 1000);
     SIMPLE("corral_rules", "gauge", "Rules loaded.", pdb_nrules(s->db));
     SIMPLE("corral_messages_received_total", "counter", "Messages received from all inputs.",
            s->received);
@@ -1956,6 +1952,13 @@ server_metrics(struct server *s, struct buf *out)
         SIMPLE("corral_absence_forgotten_total", "counter",
                "Sources forgotten after sending nothing for forget=.",
                absence_forgotten(s->absence));
+        SIMPLE("corral_absence_evicted_total", "counter",
+               "Sources seen once dropped to make room for a new one (max-absence-sources).",
+               absence_evicted(s->absence));
+        SIMPLE("corral_absence_foreign_total", "counter",
+               "Messages naming a watched source from another address than the one it is bound "
+               "to: not taken as the source's.",
+               absence_foreign(s->absence));
     }
     if (s->alerts) {
         const struct alerts_stats *as = alerts_get_stats(s->alerts);
