@@ -44,6 +44,7 @@
 #include "agent/server.h"
 #include "agent/alerts.h"
 #include "engine/clock.h"
+#include "engine/nv.h"
 #include "engine/corr.h"
 #include "agent/dnscache.h"
 #include "agent/heap.h"
@@ -1879,8 +1880,10 @@ server_metrics(struct server *s, struct buf *out)
 {
     struct corr_stats cs;
     struct workers_stats ws;
+    struct nv_stats nvs;
 
     engine_stats(s, &cs);
+    nv_stats(&nvs);
     memset(&ws, 0, sizeof(ws));
     if (s->workers) workers_get_stats(s->workers, &ws);
 #define SIMPLE(name, type, help, value)                                                            \
@@ -1891,6 +1894,13 @@ server_metrics(struct server *s, struct buf *out)
     SIMPLE("corral_uptime_seconds", "gauge", "Seconds since corrald started.",
            (clock_mono_ms() - s->started_ms) / 1000);
     SIMPLE("corral_rules", "gauge", "Rules loaded.", pdb_nrules(s->db));
+    SIMPLE("corral_value_names", "gauge", "Value names registered (at most 65536).", nvs.names);
+    SIMPLE("corral_value_names_input", "gauge",
+           "Value names registered from input (structured data; at most 16384).", nvs.input_names);
+    SIMPLE("corral_value_names_refused_total", "counter",
+           "Structured-data parameters whose new name input may not register: kept in "
+           ".corral.sdata_unregistered.",
+           nvs.refused);
     SIMPLE("corral_messages_received_total", "counter", "Messages received from all inputs.",
            s->received);
     SIMPLE("corral_messages_parsed_total", "counter", "Messages parsed.", s->parsed);
