@@ -369,7 +369,7 @@ count_foreign(struct absence *s, const struct source *src, const char *addr, siz
             "(bound to %s)",
             (unsigned long long)s->foreign_since, (unsigned long long)s->foreign,
             (int)(strlen(src->host) > 200 ? 200 : strlen(src->host)), src->host,
-            addr ? (int)(alen > 64 ? 64 : alen) : 7, addr ? addr : "no address",
+            addr ? (int)(alen > 64 ? 64 : alen) : 10, addr ? addr : "no address",
             src->addr ? src->addr : "no address");
     s->foreign_logged = now_ms ? now_ms : 1;
     s->foreign_since = 0;
