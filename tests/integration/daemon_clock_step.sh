@@ -7,7 +7,9 @@
 # real time since the step) and be the only one to: the session stays open
 # and no absence is reported.  Then the same with the clock stepped 2 days
 # back: the canary still expires after its 3 s.  Run with one engine and
-# with two workers.
+# with two workers.  Last, an executor's retry: a delivery fails, the clock
+# is stepped 2 days back while the retry waits (5 to 10 s of backoff), and
+# the retry still comes.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 FAKETIME_LIB=
@@ -23,6 +25,14 @@ cat > "$WORK/canary.xml" <<'XML'
   <ruleset name="canary" id="test-canary">
     <patterns><pattern>canary</pattern></patterns>
     <rules>
+      <rule provider="test" id="test.alarm" class="system">
+        <patterns><pattern>alarm @NUMBER:n@</pattern></patterns>
+        <actions>
+          <action>
+            <message><values><value name="MESSAGE">alarm ${n}</value></values><tags><tag>corral.alert</tag></tags></message>
+          </action>
+        </actions>
+      </rule>
       <rule provider="test" id="test.canary" class="system" context-id="canary-${n}" context-timeout="3" context-scope="global">
         <patterns><pattern>canary @NUMBER:n@</pattern></patterns>
         <actions>
@@ -77,4 +87,34 @@ XML
 step 1 +2d
 step 2 +2d
 step 2 -2d
-echo "ok: a 2-day step of the wall clock either way expires no session and reports no absence"
+
+# the executor's retry across a step back: the hook fails once (75: retry), then delivers
+cat > "$WORK/hook.sh" <<SH
+#!/bin/sh
+[ -e "$WORK/failed" ] || { touch "$WORK/failed"; exit 75; }
+echo "\$CORRAL_ALERT_ID" >> "$WORK/delivered"
+SH
+chmod +x "$WORK/hook.sh"
+cat > "$WORK/corrald.conf" <<XML
+<corrald>
+  <rules path="$WORK/canary.xml"/>
+  <control socket="$CONTROL"/>
+  <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
+  <executors spool="$WORK/spool">
+    <exec name="hook" program="$WORK/hook.sh" backoff="10s"/>
+  </executors>
+  <routes><route tag="corral.alert" to="hook"/></routes>
+</corrald>
+XML
+echo "+0" > "$WORK/faketime"
+export LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$WORK/faketime" FAKETIME_NO_CACHE=1 \
+    FAKETIME_DONT_FAKE_MONOTONIC=1
+start_corrald corrald-retry "$WORK/corrald.conf"
+unset LD_PRELOAD FAKETIME_TIMESTAMP_FILE FAKETIME_NO_CACHE FAKETIME_DONT_FAKE_MONOTONIC
+send_udp "$(input_port udp)" "<38>$(now) web3 canary: alarm 7"
+wait_until test -e "$WORK/failed" || fail "the hook never ran"
+echo "-2d" > "$WORK/faketime"
+wait_grep "$WORK/delivered" . || fail "the retry did not come after the clock stepped back"
+corrald_alive
+stop_corrald "$CORRALD_PID"
+echo "ok: a 2-day step of the wall clock either way expires no session, reports no absence, delays no retry"
