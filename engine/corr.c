@@ -2000,13 +2000,13 @@ load_file(struct corr *c, FILE *f, size_t *dropped, corr_keep_fn keep, void *arg
         }
         if (!header)
             logf_(c,
-                  "state file: header damaged; %zu contexts read, %llu damaged bytes skipped in "
-                  "%llu places",
+                  "state file: header damaged; %zu contexts read (%llu bytes skipped; damaged "
+                  "stretches: %llu)",
                   ls.n, (unsigned long long)skipped, (unsigned long long)damaged);
         else if (damaged || ls.n != count)
             logf_(c,
-                  "state file: %llu of %llu saved contexts lost to damage (%llu bytes skipped in "
-                  "%llu places); %zu read",
+                  "state file: %llu of %llu saved contexts lost to damage (%llu bytes skipped; "
+                  "damaged stretches: %llu); %zu read",
                   (unsigned long long)(count > ls.n ? count - ls.n : 0), (unsigned long long)count,
                   (unsigned long long)skipped, (unsigned long long)damaged, ls.n);
     }
