@@ -46,7 +46,7 @@ struct item {
     struct queue *q;
     uint64_t seq;
     uint32_t attempts;
-    uint64_t not_before; /* ms */
+    uint64_t not_before; /* monotonic ms (clock_mono_ms) */
     bool inflight;
     bool spooled; /* false: in memory only (the spool could not be written) */
     struct msg *msg;
@@ -127,7 +127,7 @@ queue_set_observer(struct queue *q, queue_observer_fn fn, void *arg)
 static bool
 ratelog_allow(struct ratelog *r, uint64_t *more)
 {
-    uint64_t now = clock_wall_ms();
+    uint64_t now = clock_mono_ms();
 
     if (r->last && now - r->last < LOG_EVERY) {
         r->more++;
@@ -685,7 +685,7 @@ on_done(void *token, enum deliver_result r, const char *reason)
         double delay = q->backoff * pow(2, it->attempts - 1);
         if (delay > q->max_backoff) delay = q->max_backoff;
         delay *= 0.5 + 0.5 * ((double)rand() / RAND_MAX);
-        it->not_before = clock_wall_ms() + (uint64_t)(delay * 1000);
+        it->not_before = clock_mono_ms() + (uint64_t)(delay * 1000);
         q->st.retries++;
         observe(q, it->msg, QUEUE_EV_RETRYING);
         log_msg(LOG_INFO, "executor %s: alert %s attempt %u failed (%s); retry in %.1fs", q->name,
@@ -703,7 +703,7 @@ on_timer(uv_timer_t *t)
 static void
 kick(struct queue *q)
 {
-    uint64_t now = clock_wall_ms(), next = UINT64_MAX;
+    uint64_t now = clock_mono_ms(), next = UINT64_MAX;
     struct item *it, *nextit;
     unsigned max = q->kind->max_inflight(q->impl);
 
@@ -754,7 +754,7 @@ on_check(uv_check_t *c)
 
     queue_sync(q);
     if (q->spool_fd < 0 || q->spool_failed || dead <= 1000 || dead <= 4 * q->nitems) return;
-    now = clock_wall_ms();
+    now = clock_mono_ms();
     if (now < q->compact_after) return;
     /* a failed rewrite leaves the old file, still good: try again later, not on every pass */
     if (spool_compact(q) < 0) q->compact_after = now + LOG_EVERY;
@@ -810,7 +810,7 @@ enqueue(struct queue *q, struct msg *m, uint64_t seq)
 static bool
 rate_allows(struct queue *q)
 {
-    uint64_t now = clock_wall_ms();
+    uint64_t now = clock_mono_ms();
 
     if (!q->rate_n) return true;
     q->tokens += (double)(now - q->refilled) / 1000.0 * q->rate_n / q->rate_s;
@@ -870,7 +870,7 @@ dedupe_rebuild(struct queue *q, uint64_t now, uint64_t window)
 static bool
 duplicate(struct queue *q, const struct msg *m)
 {
-    uint64_t now = clock_wall_ms(), h, window = (uint64_t)(q->dedupe * 1000);
+    uint64_t now = clock_mono_ms(), h, window = (uint64_t)(q->dedupe * 1000);
     struct template_env env;
     struct msg *mm = (struct msg *)m;
     size_t i, mask;
@@ -899,7 +899,7 @@ duplicate(struct queue *q, const struct msg *m)
 static void
 log_drop(struct queue *q, const char *why)
 {
-    uint64_t now = clock_wall_ms();
+    uint64_t now = clock_mono_ms();
 
     /* at most one line a minute: a flood must not become a flood of log lines */
     if (now - q->last_drop_log < 60000) return;
@@ -1032,7 +1032,7 @@ read_settings(struct queue *q, const struct exconf_reader *r, const char *spool_
         q->rate_n = (uint32_t)(a > 0 ? a : 0);
         q->rate_s = (uint32_t)(b > 0 ? b : 1);
         q->tokens = q->rate_n;
-        q->refilled = clock_wall_ms();
+        q->refilled = clock_mono_ms();
     }
     q->dedupe_key = exconf_template(r, "dedupe-key", EXECUTOR_DEDUPE_KEY_DEFAULT);
     /* rule id/host/context id, the empty ones left out with their '/' */
@@ -1329,7 +1329,8 @@ queue_list_json(struct queue *q, size_t max)
         if (held) iso_time(e, "sends_at", held);
         json_object_set_new(e, "alert_id", text(it->id));
         json_object_set_new(e, "severity", text(it->severity));
-        if (!it->inflight && it->not_before) iso_time(e, "next_attempt", it->not_before);
+        if (!it->inflight && it->not_before)
+            iso_time(e, "next_attempt", clock_mono_to_wall(it->not_before));
         alert_text(e, it->msg);
         json_array_append_new(queued, e);
     }

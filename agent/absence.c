@@ -3,12 +3,23 @@
  * last-seen + after; a message re-arms it, expiry reports the absence and
  * re-arms it at last-seen + forget, when the source is forgotten.  The
  * engine's timer wheel keeps this O(1) per message however many sources
- * there are; a hash table finds a message's source.
+ * there are; a hash table finds a message's source.  Times are monotonic
+ * (clock_mono_ms): a step of the wall clock neither reports nor hides an
+ * absence; the reports' stamps are wall time (absence_wall_clock()).
  *
  * Host names come from the messages, so anyone who can send can make up
- * sources: at most max_sources are tracked, messages from the others are
- * counted (untracked) and logged at most once a minute, and forgetting the
- * long silent ones frees room for new hosts.
+ * sources or speak for a real one:
+ *   - a source is bound to the address it was first seen from (SOURCEIP;
+ *     none for local inputs): messages naming it from another address are
+ *     counted (foreign) and neither refresh nor resolve it, so a spoofed
+ *     datagram cannot hide an outage (<absence address="any"> unbinds);
+ *   - at most max_sources are tracked.  A source seen once is on probation
+ *     until its second message: when the table is full, the oldest source
+ *     on probation makes room (evicted), so that made-up names, each sent
+ *     once, cannot keep a real new host out; only when every source has
+ *     been seen twice are messages from new ones counted (untracked) and
+ *     logged at most once a minute.  Forgetting the long silent ones frees
+ *     room too.
  */
 #include "agent/absence.h"
 #include "engine/hash.h"
@@ -21,7 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOG_EVERY 60000 /* ms between two lines about untracked sources */
+#define LOG_EVERY   60000 /* ms between two lines about untracked sources or foreign senders */
+#define SUMMARY_MAX 120   /* bytes of corral.summary */
 
 struct source {
     struct tw_timer timer; /* first member */
@@ -31,7 +43,11 @@ struct source {
     char *key; /* "RULE:host\0program", keylen bytes */
     size_t keylen;
     char *host, *program; /* program NULL: the host as a whole */
-    uint64_t last_seen;
+    char *addr;           /* SOURCEIP it is bound to; NULL: none (a local input) */
+    size_t addrlen;
+    struct source *pprev, *pnext; /* probation list, while seen once */
+    bool probation;
+    uint64_t last_seen; /* monotonic ms */
     int silent;
 };
 
@@ -41,16 +57,19 @@ struct absence {
     struct tw *wheel;
     struct hash_table keys; /* the sources */
     size_t max_sources, ndown;
-    uint64_t untracked, forgotten;
+    uint64_t untracked, forgotten, evicted, foreign;
     uint64_t untracked_logged; /* ms of the last line about them; 0: none yet */
     uint64_t untracked_since;  /* untracked messages not logged since */
+    uint64_t foreign_logged, foreign_since;
+    struct source *phead, *ptail; /* on probation, oldest first */
+    uint64_t (*wall)(uint64_t mono_ms);
     absence_emit_fn emit;
     void *arg;
     struct buf key;
 };
 
 static tag_id tag_absence, tag_alert, tag_clear;
-static nv_handle h_state, h_after, h_last;
+static nv_handle h_state, h_after, h_last, h_since, h_alert_id, h_severity, h_event, h_summary;
 
 struct absence *
 absence_new(const struct conf_absence *rules, size_t nrules, size_t max_sources, uint64_t now_ms,
@@ -72,8 +91,19 @@ absence_new(const struct conf_absence *rules, size_t nrules, size_t max_sources,
         h_state = nv_intern_str("absence.state");
         h_after = nv_intern_str("absence.after");
         h_last = nv_intern_str("absence.last_seen");
+        h_since = nv_intern_str("corral.since");
+        h_alert_id = nv_intern_str("corral.alert_id");
+        h_severity = nv_intern_str("corral.severity");
+        h_event = nv_intern_str("corral.event");
+        h_summary = nv_intern_str("corral.summary");
     }
     return s;
+}
+
+void
+absence_wall_clock(struct absence *s, uint64_t (*wall)(uint64_t mono_ms))
+{
+    s->wall = wall;
 }
 
 static void
@@ -82,7 +112,49 @@ source_free(struct source *src)
     free(src->key);
     free(src->host);
     free(src->program);
+    free(src->addr);
     free(src);
+}
+
+/* Puts a source on probation, newest last. */
+static void
+probation_push(struct absence *s, struct source *src)
+{
+    src->probation = true;
+    src->pnext = NULL;
+    src->pprev = s->ptail;
+    if (s->ptail)
+        s->ptail->pnext = src;
+    else
+        s->phead = src;
+    s->ptail = src;
+}
+
+static void
+probation_remove(struct absence *s, struct source *src)
+{
+    if (!src->probation) return;
+    if (src->pprev)
+        src->pprev->pnext = src->pnext;
+    else
+        s->phead = src->pnext;
+    if (src->pnext)
+        src->pnext->pprev = src->pprev;
+    else
+        s->ptail = src->pprev;
+    src->pprev = src->pnext = NULL;
+    src->probation = false;
+}
+
+/* Stops watching a source (forgotten or evicted), without a report. */
+static void
+source_drop(struct absence *s, struct source *src)
+{
+    tw_cancel(s->wheel, &src->timer);
+    hash_table_remove(&s->keys, &src->node);
+    probation_remove(s, src);
+    if (src->silent) s->ndown--;
+    source_free(src);
 }
 
 void
@@ -118,14 +190,33 @@ matches(const struct conf_absence *r, const char *host, size_t hlen, const char 
     return true;
 }
 
+/* At most SUMMARY_MAX bytes of text, not cutting a UTF-8 sequence. */
+static size_t
+summary_len(const char *text, size_t len)
+{
+    if (len <= SUMMARY_MAX) return len;
+    len = SUMMARY_MAX;
+    while (len && ((unsigned char)text[len] & 0xC0) == 0x80) len--;
+    return len;
+}
+
+/*
+ * A report is an alert (tag corral.alert) with the labels of the alert
+ * contract; "down" and "up" share corral.alert_id corral.absence/HOST[/PROGRAM],
+ * so that the alert store resolves the first with the second (tag corral.clear)
+ * and SNMP pairs them.
+ */
 static void
 report(struct absence *s, struct source *src, bool down, uint64_t now_ms)
 {
     struct msg *m = msg_new();
-    struct msg_time t = {(int64_t)(now_ms / 1000), (int32_t)(now_ms % 1000) * 1000, 0};
-    struct msg_time last = {(int64_t)(src->last_seen / 1000), 0, 0};
+    uint64_t wall = s->wall ? s->wall(now_ms) : now_ms;
+    uint64_t seen = s->wall ? s->wall(src->last_seen) : src->last_seen;
+    struct msg_time t = {(int64_t)(wall / 1000), (int32_t)(wall % 1000) * 1000, 0};
+    struct msg_time last = {(int64_t)(seen / 1000), 0, 0};
     struct buf text = BUF_INIT;
     uint64_t quiet = (now_ms - src->last_seen) / 1000;
+    const char *sev = src->rule->severity ? src->rule->severity : "warning";
 
     msg_set_stamp(m, &t);
     msg_set_recvd(m, &t);
@@ -142,6 +233,7 @@ report(struct absence *s, struct source *src, bool down, uint64_t now_ms)
                    src->program ? " " : "", src->program ? src->program : "",
                    (unsigned long long)quiet);
     msg_set(m, NV_MESSAGE, text.p, text.len);
+    msg_set(m, h_summary, text.p, summary_len(text.p, text.len));
     msg_set(m, NV_CLASS, "absence", 7);
     msg_set(m, NV_RULE_ID, down ? "corral.absence.down" : "corral.absence.up", down ? 19 : 17);
     msg_set(m, h_state, down ? "down" : "up", down ? 4 : 2);
@@ -151,8 +243,17 @@ report(struct absence *s, struct source *src, bool down, uint64_t now_ms)
     buf_reset(&text);
     macro_format_iso(&last, 0, &text);
     msg_set(m, h_last, text.p, text.len);
+    /* since when it was quiet: an inhibition by this report covers the lines of that time */
+    msg_set(m, h_since, text.p, text.len);
+    msg_set(m, h_severity, sev, strlen(sev));
+    msg_set(m, h_event, down ? "absence.down" : "absence.up", down ? 12 : 10);
+    buf_reset(&text);
+    buf_printf(&text, "corral.absence/%s", src->host);
+    if (src->program) buf_printf(&text, "/%s", src->program);
+    msg_set(m, h_alert_id, text.p, text.len);
     msg_tag_set(m, tag_absence);
-    msg_tag_set(m, down ? tag_alert : tag_clear);
+    msg_tag_set(m, tag_alert);
+    if (!down) msg_tag_set(m, tag_clear);
     s->emit(s->arg, m);
     msg_unref(m);
     buf_free(&text);
@@ -166,10 +267,8 @@ fire(struct tw_timer *t, void *arg)
 
     if (src->silent) {
         /* silent for `forget`: make room; should it send again, it is a new source */
-        hash_table_remove(&s->keys, &src->node);
-        s->ndown--;
         s->forgotten++;
-        source_free(src);
+        source_drop(s, src);
         return;
     }
     src->silent = 1;
@@ -190,14 +289,22 @@ find(struct absence *s, const char *key, size_t len, uint64_t h)
     return NULL;
 }
 
-/* A new source under s->key, or NULL (counted) when max_sources are tracked already. */
+/*
+ * A new source under s->key, bound to addr (NULL: none), on probation; when
+ * max_sources are tracked, the oldest on probation makes room, and without
+ * one NULL (counted).
+ */
 static struct source *
 add(struct absence *s, size_t rule_index, const char *host, size_t hlen, const char *prog,
-    size_t plen, uint64_t h, uint64_t now_ms)
+    size_t plen, const char *addr, size_t alen, uint64_t h, uint64_t now_ms)
 {
     const struct conf_absence *r = &s->rules[rule_index];
     struct source *src;
 
+    if (s->keys.count >= s->max_sources && s->phead) {
+        s->evicted++;
+        source_drop(s, s->phead);
+    }
     if (s->keys.count >= s->max_sources) {
         s->untracked++;
         s->untracked_since++;
@@ -221,7 +328,12 @@ add(struct absence *s, size_t rule_index, const char *host, size_t hlen, const c
     src->keylen = s->key.len;
     src->host = xstrndup(host, hlen);
     src->program = r->program ? xstrndup(prog, plen) : NULL;
+    if (addr) {
+        src->addr = xstrndup(addr, alen);
+        src->addrlen = alen;
+    }
     hash_table_add(&s->keys, &src->node, h);
+    probation_push(s, src);
     return src;
 }
 
@@ -238,11 +350,40 @@ make_key(struct absence *s, size_t rule_index, const char *host, size_t hlen, co
     }
 }
 
+/* Whether a message from addr (NULL: none) may speak for src. */
+static bool
+bound_to(const struct source *src, const char *addr, size_t alen)
+{
+    if (src->rule->any_address) return true;
+    if (!src->addr || !addr) return !src->addr && !addr;
+    return src->addrlen == alen && memcmp(src->addr, addr, alen) == 0;
+}
+
+static void
+count_foreign(struct absence *s, const struct source *src, const char *addr, size_t alen,
+              uint64_t now_ms)
+{
+    s->foreign++;
+    s->foreign_since++;
+    if (s->foreign_logged && now_ms - s->foreign_logged < LOG_EVERY) return;
+    log_msg(LOG_WARNING,
+            "absence: %llu messages (%llu in all) naming a watched source from another address "
+            "than the one it is bound to, not counted as the source's; the first: %.*s from %.*s "
+            "(bound to %s)",
+            (unsigned long long)s->foreign_since, (unsigned long long)s->foreign,
+            (int)(strlen(src->host) > 200 ? 200 : strlen(src->host)), src->host,
+            addr ? (int)(alen > 64 ? 64 : alen) : 10, addr ? addr : "no address",
+            src->addr ? src->addr : "no address");
+    s->foreign_logged = now_ms ? now_ms : 1;
+    s->foreign_since = 0;
+}
+
 void
 absence_seen(struct absence *s, const struct msg *m, uint64_t now_ms)
 {
-    size_t hlen = 0, plen = 0, i;
+    size_t hlen = 0, plen = 0, alen = 0, i;
     const char *host = msg_get(m, NV_HOST, &hlen), *prog = msg_get(m, NV_PROGRAM, &plen);
+    const char *addr = msg_get(m, NV_SOURCEIP, &alen);
 
     if (!host) host = "", hlen = 0;
     if (!prog) prog = "", plen = 0;
@@ -256,7 +397,14 @@ absence_seen(struct absence *s, const struct msg *m, uint64_t now_ms)
         make_key(s, i, host, hlen, prog, plen);
         h = hash_string(s->key.p, s->key.len);
         src = find(s, s->key.p, s->key.len, h);
-        if (!src && !(src = add(s, i, host, hlen, prog, plen, h, now_ms))) continue;
+        if (!src) {
+            if (!(src = add(s, i, host, hlen, prog, plen, addr, alen, h, now_ms))) continue;
+        } else if (!bound_to(src, addr, alen)) {
+            count_foreign(s, src, addr, alen, now_ms);
+            continue;
+        } else {
+            probation_remove(s, src); /* seen twice: no longer the first to make room */
+        }
         if (src->silent) {
             src->silent = 0;
             s->ndown--;
@@ -284,52 +432,63 @@ by_last_seen(const void *a, const void *b)
     return x->timer.seq < y->timer.seq ? -1 : x->timer.seq > y->timer.seq;
 }
 
+/* Takes over one of old's sources, if s watches it alike. */
+static void
+adopt_one(struct absence *s, const struct source *o, uint64_t now_ms)
+{
+    const char *prog = o->program ? o->program : "";
+    struct source *src;
+    uint64_t h;
+    size_t i;
+
+    /* the same watch: the same host and program (after= and forget= may change) */
+    for (i = 0; i < s->nrules; i++)
+        if (same_str(s->rules[i].host, o->rule->host) &&
+            same_str(s->rules[i].program, o->rule->program))
+            break;
+    if (i == s->nrules) return; /* no longer watched */
+    make_key(s, i, o->host, strlen(o->host), prog, strlen(prog));
+    h = hash_string(s->key.p, s->key.len);
+    if (find(s, s->key.p, s->key.len, h)) return;
+    src = add(s, i, o->host, strlen(o->host), prog, strlen(prog), o->addr, o->addrlen, h, now_ms);
+    if (!src) return;
+    if (!o->probation) probation_remove(s, src);
+    src->last_seen = o->last_seen;
+    src->silent = o->silent;
+    if (src->silent) {
+        s->ndown++;
+        if (forget_at(src) != UINT64_MAX) tw_arm(s->wheel, &src->timer, forget_at(src));
+    } else {
+        tw_arm(s->wheel, &src->timer, src->last_seen + (uint64_t)(src->rule->after * 1000));
+    }
+}
+
 void
 absence_adopt(struct absence *s, struct absence *old, uint64_t now_ms)
 {
     struct hash_node *n;
-    const struct source **all;
-    size_t b = 0, i, k, nall = 0;
+    const struct source **all, *o;
+    size_t b = 0, k, nall = 0;
 
     if (!old) return;
     absence_tick(old, now_ms); /* what was due is reported by the rules it was due under */
     absence_tick(s, now_ms);
-    /* taken over in the order they were seen, not the table's (which follows a per-process
-     * hash): reports due at the same time come in the same order on every run */
+    /* those seen twice first, in the order they were seen, not the table's (which follows a
+     * per-process hash), so that reports due at the same time come in the same order on every
+     * run; then those on probation, oldest first: they keep their order */
     all = xcalloc(old->keys.count + 1, sizeof(*all));
     for (n = hash_table_iter(&old->keys, &b, NULL); n; n = hash_table_iter(&old->keys, &b, n))
-        all[nall++] = hash_entry(n, struct source, node);
+        if (!(o = hash_entry(n, struct source, node))->probation) all[nall++] = o;
     qsort(all, nall, sizeof(*all), by_last_seen);
-    for (k = 0; k < nall; k++) {
-        const struct source *o = all[k];
-        const char *prog = o->program ? o->program : "";
-        struct source *src;
-        uint64_t h;
-
-        /* the same watch: the same host and program (after= and forget= may change) */
-        for (i = 0; i < s->nrules; i++)
-            if (same_str(s->rules[i].host, o->rule->host) &&
-                same_str(s->rules[i].program, o->rule->program))
-                break;
-        if (i == s->nrules) continue; /* no longer watched */
-        make_key(s, i, o->host, strlen(o->host), prog, strlen(prog));
-        h = hash_string(s->key.p, s->key.len);
-        if (find(s, s->key.p, s->key.len, h)) continue;
-        src = add(s, i, o->host, strlen(o->host), prog, strlen(prog), h, now_ms);
-        if (!src) continue;
-        src->last_seen = o->last_seen;
-        src->silent = o->silent;
-        if (src->silent) {
-            s->ndown++;
-            if (forget_at(src) != UINT64_MAX) tw_arm(s->wheel, &src->timer, forget_at(src));
-        } else {
-            tw_arm(s->wheel, &src->timer, src->last_seen + (uint64_t)(src->rule->after * 1000));
-        }
-    }
+    for (k = 0; k < nall; k++) adopt_one(s, all[k], now_ms);
     free(all);
+    for (o = old->phead; o; o = o->pnext) adopt_one(s, o, now_ms);
     s->untracked = old->untracked;
     s->forgotten = old->forgotten;
+    s->evicted = old->evicted;
+    s->foreign = old->foreign;
     s->untracked_logged = old->untracked_logged;
+    s->foreign_logged = old->foreign_logged;
 }
 
 void
@@ -354,6 +513,18 @@ uint64_t
 absence_forgotten(const struct absence *s)
 {
     return s->forgotten;
+}
+
+uint64_t
+absence_evicted(const struct absence *s)
+{
+    return s->evicted;
+}
+
+uint64_t
+absence_foreign(const struct absence *s)
+{
+    return s->foreign;
 }
 
 size_t

@@ -69,6 +69,7 @@ struct entry {
     bool resolved;
     enum alert_resolution how; /* when resolved */
     uint64_t resolved_at;
+    uint64_t since;         /* when what it says began: corral.since of its firing, or first */
     uint64_t resolve_after; /* ms without occurrence after which it resolves; 0: never */
     enum alert_state muted; /* ALERT_FIRING, ALERT_SILENCED or ALERT_INHIBITED */
     char *by;               /* the silence or the inhibiting alert */
@@ -188,7 +189,7 @@ window_clear(struct window *w)
     memset(w, 0, sizeof(*w));
 }
 
-/* When source e became active: its corral.since label (ISO 8601), else when first seen. */
+/* When firing e began: its corral.since label (ISO 8601), else when first seen. */
 static uint64_t
 since_of(const struct entry *e)
 {
@@ -215,7 +216,7 @@ window_add(struct rule *r, const struct entry *e)
     window_clear(w);
     w->id = xstrdup(e->id);
     w->labels = msg_ref(e->labels);
-    w->since = since_of(e);
+    w->since = e->since ? e->since : e->first;
     w->until = e->resolved_at ? e->resolved_at : e->last;
     r->winpos = (r->winpos + 1) % INHIBIT_WINDOWS;
     if (r->nwin < INHIBIT_WINDOWS) r->nwin++;
@@ -699,6 +700,7 @@ alerts_record(struct alerts *a, const char *id, const struct msg *m, enum alert_
     e->last = now_ms;
     e->count++;
     e->resolve_after = resolve_after_of(a, m);
+    if (!clear) e->since = since_of(e); /* a clear's labels may not say it: kept from the firing */
     e->muted = muted == ALERT_SILENCED || muted == ALERT_INHIBITED ? muted : ALERT_FIRING;
     free(e->by);
     e->by = by && e->muted != ALERT_FIRING ? xstrdup(by) : NULL;
@@ -1136,6 +1138,7 @@ decode(const char *p, size_t len, int version)
     e->labels = msg_new();
     used = (size_t)((const char *)r.p - p);
     if (msg_decode(e->labels, p + used, len - used) == 0) goto bad;
+    e->since = since_of(e);
     return e;
 bad:
     entry_free(e);

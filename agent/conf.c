@@ -222,6 +222,7 @@ conf_free(struct conf *c)
     for (i = 0; i < c->nabsences; i++) {
         free(c->absences[i].host);
         free(c->absences[i].program);
+        free(c->absences[i].severity);
     }
     free(c->absences);
     free(c->warnings);
@@ -833,6 +834,27 @@ check_routes(struct reader *r, const struct conf *c, const xmlNode *n)
     }
 }
 
+/* <absence address= severity=>: whom a source is bound to, and what its reports say. */
+static void
+read_absence_binding(struct reader *r, const xmlNode *n, struct conf_absence *s)
+{
+    static const char *const severities[] = {"critical", "major", "minor", "warning", "info"};
+    char *a = attr(n, "address");
+    size_t i;
+
+    if (a && strcmp(a, "any") == 0)
+        s->any_address = true;
+    else if (a && strcmp(a, "bound") != 0)
+        error(r, n, "absence address= must be bound or any, not \"%s\"", a);
+    free(a);
+    s->severity = attr(n, "severity");
+    if (!s->severity) return;
+    for (i = 0; i < sizeof(severities) / sizeof(*severities); i++)
+        if (strcmp(s->severity, severities[i]) == 0) return;
+    error(r, n, "absence severity= must be critical, major, minor, warning or info, not \"%s\"",
+          s->severity);
+}
+
 static void
 read_tree(struct reader *r, struct conf *c, const xmlNode *root)
 {
@@ -945,6 +967,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             /* a week, or twice after= when that is longer: a quiet source is not kept forever */
             s->forget = duration_attr(r, n, "forget", s->after < 302400 ? 604800 : 2 * s->after);
             if (s->forget <= s->after) error(r, n, "absence forget= must be more than after=");
+            read_absence_binding(r, n, s);
         } else if (is(n, "alerts")) {
             char *id = attr(n, "alert-id");
             c->max_alerts = number_attr(r, n, "max-alerts", c->max_alerts, false);

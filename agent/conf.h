@@ -86,7 +86,9 @@ struct conf_absence {
     char *program; /* exact program, or NULL: per host only */
     double after;  /* seconds without a message */
     int line;
-    double forget; /* seconds without a message after which the source is forgotten; 0: never */
+    double forget;    /* seconds without a message after which the source is forgotten; 0: never */
+    bool any_address; /* address="any": any sender may speak for the source (not bound) */
+    char *severity;   /* corral.severity of the reports; NULL: warning */
 };
 
 /*

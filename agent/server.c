@@ -45,6 +45,7 @@
 #include "agent/alerts.h"
 #include "engine/alertlabels.h"
 #include "engine/clock.h"
+#include "engine/nv.h"
 #include "engine/corr.h"
 #include "agent/dnscache.h"
 #include "agent/heap.h"
@@ -147,7 +148,7 @@ server_new(uv_loop_t *loop)
     s->tag_alert = tag_intern("corral.alert", 12);
     s->loop = loop;
     s->msg = msg_new();
-    s->started_ms = clock_wall_ms();
+    s->started_ms = clock_mono_ms();
     /* for the stall gauge: before the loop first runs, as libuv requires */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     return s;
@@ -355,7 +356,7 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 {
     struct server *s = arg;
 
-    if (kind == CORR_INPUT && s->absence) absence_seen(s->absence, m, clock_wall_ms());
+    if (kind == CORR_INPUT && s->absence) absence_seen(s->absence, m, clock_mono_ms());
     to_outputs(s, m);
     to_executors(s, m, action);
 }
@@ -381,21 +382,7 @@ on_worker_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct 
 static void
 on_absence(void *arg, struct msg *m)
 {
-    static nv_handle h_alert_id;
-    size_t hlen = 0, plen = 0;
-    const char *host = msg_get(m, NV_HOST, &hlen), *prog = msg_get(m, NV_PROGRAM, &plen);
-    struct buf id = BUF_INIT;
-
-    /*
-     * "host stopped" and "host is back" are one alert, the second its clear:
-     * both get the alert id corral.absence/HOST[/PROGRAM], so that the alert
-     * store resolves the first (ending what it inhibits) and SNMP pairs them.
-     */
-    if (!h_alert_id) h_alert_id = nv_intern_str("corral.alert_id");
-    buf_printf(&id, "corral.absence/%.*s", (int)hlen, host ? host : "");
-    if (prog && strcmp(prog, "corrald") != 0) buf_printf(&id, "/%.*s", (int)plen, prog);
-    msg_set(m, h_alert_id, id.p, id.len);
-    buf_free(&id);
+    /* the report carries its alert labels (absence.c) */
     to_outputs(arg, m);
     to_executors(arg, m, NULL);
 }
@@ -597,7 +584,7 @@ on_tick(uv_timer_t *t)
         workers_tick(s->workers);
     else
         corr_tick(s->corr);
-    if (s->absence) absence_tick(s->absence, clock_wall_ms());
+    if (s->absence) absence_tick(s->absence, clock_mono_ms());
     if (s->silences) silences_tick(s->silences, clock_wall_ms());
     if (s->alerts) {
         uint64_t now = clock_wall_ms();
@@ -1266,6 +1253,14 @@ stage_prepare(struct server *s, struct stage *st, struct conf *conf, struct buf 
     return 0;
 }
 
+/* Correlation time's clock: never stepped (clock.h). */
+static uint64_t
+steady_clock(void *arg)
+{
+    (void)arg;
+    return clock_steady_ms();
+}
+
 /* The correlation engine at start: created, and the saved state restored. */
 static void
 start_corr(struct server *s, const struct conf *conf)
@@ -1277,6 +1272,7 @@ start_corr(struct server *s, const struct conf *conf)
     log_msg(LOG_INFO, "loaded %zu rules from %zu files", pdb_nrules(s->db), pdb_nfiles(s->db));
     copts.emit = on_emit;
     copts.log = on_corr_log;
+    copts.clock = steady_clock;
     copts.arg = s;
     conf_corr_limits(conf, &copts);
     nworkers = conf->engine_workers;
@@ -1495,9 +1491,10 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     /* the sources watched keep their state: a reload must not forget an absence nor repeat one */
     was = s->absence;
     s->absence = c->nabsences ? absence_new(c->absences, c->nabsences, c->max_absence_sources,
-                                            clock_wall_ms(), on_absence, s)
+                                            clock_mono_ms(), on_absence, s)
                               : NULL;
-    if (s->absence) absence_adopt(s->absence, was, clock_wall_ms());
+    if (s->absence) absence_wall_clock(s->absence, clock_mono_to_wall);
+    if (s->absence) absence_adopt(s->absence, was, clock_mono_ms());
     absence_free(was);
     conf_free(s->conf);
     s->conf = st->conf;
@@ -1982,8 +1979,10 @@ server_metrics(struct server *s, struct buf *out)
 {
     struct corr_stats cs;
     struct workers_stats ws;
+    struct nv_stats nvs;
 
     engine_stats(s, &cs);
+    nv_stats(&nvs);
     memset(&ws, 0, sizeof(ws));
     if (s->workers) workers_get_stats(s->workers, &ws);
 #define SIMPLE(name, type, help, value)                                                            \
@@ -1992,8 +1991,15 @@ server_metrics(struct server *s, struct buf *out)
         buf_printf(out, "%s %llu\n", name, (unsigned long long)(value));                           \
     } while (0)
     SIMPLE("corral_uptime_seconds", "gauge", "Seconds since corrald started.",
-           (clock_wall_ms() - s->started_ms) / 1000);
+           (clock_mono_ms() - s->started_ms) / 1000);
     SIMPLE("corral_rules", "gauge", "Rules loaded.", pdb_nrules(s->db));
+    SIMPLE("corral_value_names", "gauge", "Value names registered (at most 65536).", nvs.names);
+    SIMPLE("corral_value_names_input", "gauge",
+           "Value names registered from input (structured data; at most 16384).", nvs.input_names);
+    SIMPLE("corral_value_names_refused_total", "counter",
+           "Structured-data parameters whose new name input may not register: kept in "
+           ".corral.sdata_unregistered.",
+           nvs.refused);
     SIMPLE("corral_messages_received_total", "counter", "Messages received from all inputs.",
            s->received);
     SIMPLE("corral_messages_parsed_total", "counter", "Messages parsed.", s->parsed);
@@ -2055,6 +2061,13 @@ server_metrics(struct server *s, struct buf *out)
         SIMPLE("corral_absence_forgotten_total", "counter",
                "Sources forgotten after sending nothing for forget=.",
                absence_forgotten(s->absence));
+        SIMPLE("corral_absence_evicted_total", "counter",
+               "Sources seen once dropped to make room for a new one (max-absence-sources).",
+               absence_evicted(s->absence));
+        SIMPLE("corral_absence_foreign_total", "counter",
+               "Messages naming a watched source from another address than the one it is bound "
+               "to: not taken as the source's.",
+               absence_foreign(s->absence));
     }
     if (s->alerts) {
         const struct alerts_stats *as = alerts_get_stats(s->alerts);

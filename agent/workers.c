@@ -54,9 +54,9 @@
  * which orders every hand-over between threads: a message the loop takes
  * back is no longer touched by any worker.
  *
- * Time is the wall clock: each batch carries the clock read when it was
- * handed over (a message's time is its stamp, at most that clock, as
- * corr_process has it), and the tick moves every shard's time on.
+ * Time is the steady clock (clock_steady_ms, as corrald gives the shards'
+ * corr): each batch carries the clock read when it was handed over (a message's time is its stamp,
+ * at most that clock, as corr_process has it), and the tick moves every shard's time on.
  *
  * Anything else the loop thread does with the shards (state save, reload,
  * listing contexts, the metrics) first drains the workers (workers_drain):
@@ -466,7 +466,7 @@ submit(struct workers *w)
     w->pending_tick = false;
     b->base = w->base;
     w->base += b->n + (b->tick ? 1 : 0);
-    b->clock = clock_wall_ms();
+    b->clock = clock_steady_ms();
     w->st.batches++;
     uv_timer_stop(w->linger);
     pthread_mutex_lock(&w->lock);

@@ -1875,13 +1875,22 @@ corr_foreach(const struct corr *c, void (*fn)(const struct corr_context_info *, 
 
 #define STATE_MAGIC "CORRALST"
 /*
- * Version 2 added each context's target, timer order and flags.  Little-endian:
- *   "CORRALST" u32 version, u64 now_ms, u64 ncontexts, contexts, u32 crc32
+ * Little-endian.  Version 3, written since, is record by record, so that
+ * damage costs the contexts it hits and no more:
+ *   header: "CORRALST" u32 version, u64 now_ms, u64 ncontexts, u32 crc32 of the header
+ *   record: u32 STATE_RECORD, u32 length, context (length bytes),
+ *           u32 crc32 of length and context
  *   context: u32 scope, bytes host, program, pid, id, rule id, u64 expires_ms,
  *            u64 target_ms, u64 order, u32 flags, u32 nmsgs, messages
  *   (bytes = u32 length + data; contexts in firing order)
+ * A reader that meets a record whose checksum fails looks for the next
+ * STATE_RECORD from the byte after its start (resynchronises): a damaged
+ * length or marker cannot take the records after it along.
+ * Versions 1 and 2 (still read) had one crc32 over the whole file, after
+ * the last context, and no records; version 1 lacks target, order and flags.
  */
-#define STATE_VERSION  2
+#define STATE_VERSION  3
+#define STATE_RECORD   0x7843d1e5u /* bytes e5 d1 43 78 */
 #define STATE_DETACHED 1u
 
 /* A context with its firing position copied out: sorting these touches no context. */
@@ -1912,11 +1921,10 @@ firing_add(struct firing *f, struct ctx *x)
 /* What corr_save buffers before writing: the file is written piece by piece. */
 #define STATE_CHUNK (1024 * 1024)
 
-/* Writes out what b holds, into the checksum. */
+/* Writes out what b holds. */
 static int
-state_flush(struct durable_file *df, struct buf *b, uint32_t *crc)
+state_flush(struct durable_file *df, struct buf *b)
 {
-    *crc = durable_crc32(*crc, b->p, b->len);
     if (durable_write_all(df->fd, b->p, b->len) < 0) return -1;
     buf_reset(b);
     return 0;
@@ -1935,8 +1943,7 @@ corr_save_many(const struct corr *const *cs, size_t ncs, const char *path)
 {
     struct buf b = BUF_INIT;
     struct durable_file df;
-    size_t i, j, n = 0, total = 0;
-    uint32_t crc = 0;
+    size_t i, j, n = 0, total = 0, start;
     int rc = -1, saved;
     struct ctx *x;
     struct firing *all;
@@ -1962,9 +1969,13 @@ corr_save_many(const struct corr *const *cs, size_t ncs, const char *path)
     wire_put32(&b, STATE_VERSION);
     wire_put64(&b, now);
     wire_put64(&b, n);
+    wire_put32(&b, durable_crc32(0, b.p, b.len));
     for (i = 0; i < n; i++) {
         x = all[i].x;
         ctx_key(x, &k);
+        start = b.len;
+        wire_put32(&b, STATE_RECORD);
+        wire_put32(&b, 0); /* the length, once known */
         wire_put32(&b, (uint32_t)k.scope);
         wire_put_bytes(&b, k.host, k.hostlen);
         wire_put_bytes(&b, k.prog, k.proglen);
@@ -1977,11 +1988,11 @@ corr_save_many(const struct corr *const *cs, size_t ncs, const char *path)
         wire_put32(&b, x->detached ? STATE_DETACHED : 0);
         wire_put32(&b, (uint32_t)x->nmsgs);
         for (j = 0; j < x->nmsgs; j++) msg_encode(x->msgs[j], &b);
-        if (b.len >= STATE_CHUNK && state_flush(&df, &b, &crc) < 0) goto out;
+        wire_store32((unsigned char *)b.p + start + 4, (uint32_t)(b.len - start - 8));
+        wire_put32(&b, durable_crc32(0, b.p + start + 4, b.len - start - 4));
+        if (b.len >= STATE_CHUNK && state_flush(&df, &b) < 0) goto out;
     }
-    if (state_flush(&df, &b, &crc) < 0) goto out;
-    wire_put32(&b, crc);
-    if (durable_write_all(df.fd, b.p, b.len) < 0) goto out;
+    if (state_flush(&df, &b) < 0) goto out;
     rc = durable_commit(&df);
     df.fd = -1;
 out:
@@ -2128,21 +2139,19 @@ read_context(struct corr *c, struct wire_reader *r, struct msg *scratch, uint32_
     return x;
 }
 
-/* Checks the CRC of the whole stream, in the window's buffer; leaves f after the header. */
+/* Checks the CRC of a whole version 1 or 2 stream, in the window's buffer; leaves f after the
+ * header. */
 static bool
-state_check(struct state_in *in, unsigned char *head)
+state_check(struct state_in *in, off_t size)
 {
     unsigned char tail[STATE_TRAILER];
     uint32_t crc = 0;
-    off_t size;
     uint64_t rest;
 
-    if (fseeko(in->f, 0, SEEK_END) < 0 || (size = ftello(in->f)) < 0) return false;
     if (size < STATE_HEADER + STATE_TRAILER || fseeko(in->f, 0, SEEK_SET) < 0) goto invalid;
     for (rest = (uint64_t)size - STATE_TRAILER; rest;) {
         size_t n = rest < in->cap ? (size_t)rest : in->cap;
         if (fread(in->buf, 1, n, in->f) != n) goto short_read;
-        if (rest == (uint64_t)size - STATE_TRAILER) memcpy(head, in->buf, STATE_HEADER);
         crc = durable_crc32(crc, in->buf, n);
         rest -= n;
     }
@@ -2155,6 +2164,116 @@ short_read:
 invalid:
     errno = EINVAL;
     return false;
+}
+
+/* The contexts read from a state file, before they are taken in. */
+struct loaded_set {
+    struct loaded *l;
+    size_t n, cap;
+};
+
+static void
+loaded_add(struct loaded_set *ls, struct ctx *x, uint64_t expires, uint64_t order)
+{
+    ls->l = xgrow(ls->l, &ls->cap, ls->n + 1, sizeof(*ls->l));
+    ls->l[ls->n].x = x;
+    ls->l[ls->n].order = order;
+    ls->l[ls->n++].expires = expires;
+}
+
+/* Versions 1 and 2, checked whole: every context, or false (errno) and none. */
+static bool
+read_v12(struct corr *c, struct state_in *in, uint32_t version, uint64_t count, struct msg *scratch,
+         struct loaded_set *ls)
+{
+    struct wire_reader r;
+    uint64_t i;
+
+    for (i = 0; i < count; i++) {
+        struct ctx *x;
+        uint64_t expires, order;
+
+        for (;;) {
+            wire_reader_init(&r, in->buf + in->start, in->len - in->start);
+            x = read_context(c, &r, scratch, version, &expires, &order);
+            if (x) break;
+            /* invalid, or cut by the window's end: then the window needs more */
+            if (!r.bad || !state_fill(in)) {
+                errno = ferror(in->f) ? EIO : EINVAL;
+                return false;
+            }
+        }
+        in->start = (size_t)((const char *)r.p - in->buf);
+        loaded_add(ls, x, expires, order);
+    }
+    /* nothing may follow the last context */
+    if (in->start != in->len || in->left) {
+        errno = EINVAL;
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Version 3, record by record: every record whose checksum holds is read;
+ * bytes that are not such a record are skipped until the next one.  Counts
+ * the bytes skipped and the stretches of them (*damaged).
+ */
+static bool
+read_v3(struct corr *c, struct state_in *in, struct msg *scratch, struct loaded_set *ls,
+        uint64_t *skipped, uint64_t *damaged)
+{
+    bool skipping = false;
+
+    for (;;) {
+        const unsigned char *p = (const unsigned char *)in->buf + in->start;
+        size_t avail = in->len - in->start;
+        uint64_t len, need;
+        struct wire_reader r;
+        uint64_t expires, order;
+        struct ctx *x;
+
+        if (avail < 8 && state_fill(in)) continue;
+        if (avail < 8) {
+            if (ferror(in->f)) {
+                errno = EIO;
+                return false;
+            }
+            if (avail) {
+                *skipped += avail;
+                if (!skipping) ++*damaged;
+            }
+            return true;
+        }
+        len = wire_load32(p + 4);
+        need = 8 + len + 4;
+        if (wire_load32(p) != STATE_RECORD || need > avail + in->left) goto skip;
+        if (need > avail) {
+            if (!state_fill(in)) goto skip;
+            continue;
+        }
+        if (durable_crc32(0, p + 4, 4 + (size_t)len) != wire_load32(p + 8 + len)) goto skip;
+        wire_reader_init(&r, p + 8, (size_t)len);
+        x = read_context(c, &r, scratch, STATE_VERSION, &expires, &order);
+        if (!x || r.p != p + 8 + len) {
+            /* checksummed, yet not a context: not ours to understand, skipped whole */
+            if (x) ctx_free(x);
+            *skipped += need;
+            ++*damaged;
+            skipping = false;
+            in->start += (size_t)need;
+            continue;
+        }
+        loaded_add(ls, x, expires, order);
+        in->start += (size_t)need;
+        skipping = false;
+        continue;
+    skip:
+        if (!skipping) ++*damaged;
+        skipping = true;
+        ++*skipped;
+        in->start++;
+    }
 }
 
 static long load_file(struct corr *c, FILE *f, size_t *dropped, corr_keep_fn keep, void *arg);
@@ -2188,9 +2307,10 @@ corr_load_some(struct corr *c, const char *path, size_t *dropped, corr_keep_fn k
 }
 
 /*
- * Two passes: the checksum of the whole file first, then the contexts, read
- * in a window.  Every context is read before any is taken in, so that a file
- * that turns out to be bad changes nothing.
+ * The contexts are read in a window, every one before any is taken in.  A
+ * version 3 file is read record by record: a damaged record is skipped and
+ * the loss logged (opts.log), the others are taken in.  A version 1 or 2
+ * file has one checksum, checked first: damaged, it is refused whole.
  */
 long
 corr_load_file(struct corr *c, FILE *f, size_t *dropped)
@@ -2202,50 +2322,74 @@ static long
 load_file(struct corr *c, FILE *f, size_t *dropped, corr_keep_fn keep, void *arg)
 {
     struct state_in in = {f, 0, NULL, STATE_WINDOW, 0, 0};
-    unsigned char head[STATE_HEADER];
+    unsigned char head[STATE_HEADER + 4];
     struct wire_reader r;
-    size_t d = 0, nl = 0, capl = 0;
-    struct loaded *l = NULL;
-    uint64_t count, i, saved_now;
+    struct loaded_set ls = {NULL, 0, 0};
+    struct loaded *l;
+    size_t d = 0, nl, got;
+    uint64_t count = 0, i, saved_now = 0, skipped = 0, damaged = 0;
     long loaded = 0;
     uint32_t version;
     int err = EINVAL;
+    off_t size;
     struct msg *scratch = msg_new();
 
     if (dropped) *dropped = 0;
     in.buf = xmalloc(in.cap);
-    if (!state_check(&in, head)) {
+    if (fseeko(f, 0, SEEK_END) < 0 || (size = ftello(f)) < 0 || fseeko(f, 0, SEEK_SET) < 0) {
         err = errno;
         goto invalid;
     }
-    if (memcmp(head, STATE_MAGIC, 8) != 0) goto invalid;
-    wire_reader_init(&r, head + 8, STATE_HEADER - 8);
+    got = fread(head, 1, sizeof(head), f);
+    if (got < 12 || memcmp(head, STATE_MAGIC, 8) != 0) {
+        if (ferror(f)) err = EIO;
+        goto invalid;
+    }
+    wire_reader_init(&r, head + 8, got - 8);
     version = wire_get32(&r);
     if (version < 1 || version > STATE_VERSION) goto invalid;
-    saved_now = wire_get64(&r);
-    count = wire_get64(&r);
-    for (i = 0; i < count; i++) {
-        struct ctx *x;
-        uint64_t expires, order;
-
-        for (;;) {
-            wire_reader_init(&r, in.buf + in.start, in.len - in.start);
-            x = read_context(c, &r, scratch, version, &expires, &order);
-            if (x) break;
-            /* invalid, or cut by the window's end: then the window needs more */
-            if (!r.bad || !state_fill(&in)) {
-                if (ferror(f)) err = EIO;
-                goto invalid;
-            }
+    if (version < 3) {
+        if (!state_check(&in, size)) {
+            err = errno;
+            goto invalid;
         }
-        in.start = (size_t)((const char *)r.p - in.buf);
-        l = xgrow(l, &capl, nl + 1, sizeof(*l));
-        l[nl].x = x;
-        l[nl].order = order;
-        l[nl++].expires = expires;
+        saved_now = wire_get64(&r);
+        count = wire_get64(&r);
+        if (!read_v12(c, &in, version, count, scratch, &ls)) {
+            err = errno;
+            goto invalid;
+        }
+    } else {
+        /* a damaged header costs its time and count, not the contexts */
+        bool header = got == sizeof(head) &&
+                      durable_crc32(0, head, STATE_HEADER) == wire_load32(head + STATE_HEADER);
+        if (header) {
+            saved_now = wire_get64(&r);
+            count = wire_get64(&r);
+        }
+        if (fseeko(f, (off_t)got, SEEK_SET) < 0) {
+            err = errno;
+            goto invalid;
+        }
+        in.left = (uint64_t)size - got;
+        if (!read_v3(c, &in, scratch, &ls, &skipped, &damaged)) {
+            err = errno;
+            goto invalid;
+        }
+        if (!header)
+            logf_(c,
+                  "state file: header damaged; %zu contexts read (%llu bytes skipped; damaged "
+                  "stretches: %llu)",
+                  ls.n, (unsigned long long)skipped, (unsigned long long)damaged);
+        else if (damaged || ls.n != count)
+            logf_(c,
+                  "state file: %llu of %llu saved contexts lost to damage (%llu bytes skipped; "
+                  "damaged stretches: %llu); %zu read",
+                  (unsigned long long)(count > ls.n ? count - ls.n : 0), (unsigned long long)count,
+                  (unsigned long long)skipped, (unsigned long long)damaged, ls.n);
     }
-    /* nothing may follow the last context */
-    if (in.start != in.len || in.left) goto invalid;
+    l = ls.l;
+    nl = ls.n;
     free(in.buf);
     in.buf = NULL;
     msg_unref(scratch);
@@ -2295,8 +2439,8 @@ load_file(struct corr *c, FILE *f, size_t *dropped, corr_keep_fn keep, void *arg
     return loaded;
 
 invalid:
-    for (i = 0; i < nl; i++) ctx_free(l[i].x);
-    free(l);
+    for (i = 0; i < ls.n; i++) ctx_free(ls.l[i].x);
+    free(ls.l);
     free(in.buf);
     msg_unref(scratch);
     errno = err;

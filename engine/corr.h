@@ -215,9 +215,12 @@ int corr_save(const struct corr *c, const char *path);
 /*
  * Loads contexts saved by corr_save, with their remaining timeouts.  Contexts
  * whose rule is gone, or whose key an open context already has, are dropped
- * (*dropped counts them).  Returns the number of contexts loaded, or -1 with
- * errno set: EINVAL for a file that is not a complete, consistent state file,
- * of which nothing is loaded.
+ * (*dropped counts them).  The file is read record by record: a context
+ * whose record is damaged (or cut off) is lost, and how many were is logged
+ * (opts.log); the intact ones load.  Returns the number of contexts loaded,
+ * or -1 with errno set: EINVAL for a file that is not a state file (its
+ * magic or version damaged) or a damaged file of the older versions (1 and
+ * 2, one checksum for the whole), of which nothing is loaded.
  */
 long corr_load(struct corr *c, const char *path, size_t *dropped);
 /* Several engines' contexts (corrald's shards) in one file, read back by corr_load as one's. */

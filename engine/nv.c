@@ -7,13 +7,15 @@
 
 /*
  * Interning and lookups take the lock (names are interned at load time, and
- * at run time only for new structured-data names).  nv_name(), called for
+ * at run time only for new structured-data names, within the input budget).  nv_name(), called for
  * every value written out, reads the names array without it: an entry is
  * written once, under the lock, before its handle is returned, and a handle
  * reaches another thread only through a message handed over under a lock.
  */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct strtab *names;
+static uint32_t input_names; /* under the lock */
+static uint64_t refused;     /* under the lock */
 static struct {
     const char *s;
     size_t len;
@@ -64,6 +66,31 @@ nv_intern(const char *name, size_t len)
     h = publish(strtab_intern(registry(), name, len));
     pthread_mutex_unlock(&lock);
     return h;
+}
+
+nv_handle
+nv_intern_input(const char *name, size_t len)
+{
+    nv_handle h;
+
+    if (len == 3 && memcmp(name, "MSG", 3) == 0) return NV_MESSAGE;
+    pthread_mutex_lock(&lock);
+    h = strtab_lookup(registry(), name, len);
+    if (!h && input_names < NV_MAX_INPUT_NAMES && (h = publish(strtab_intern(names, name, len))))
+        input_names++;
+    if (!h) refused++;
+    pthread_mutex_unlock(&lock);
+    return h;
+}
+
+void
+nv_stats(struct nv_stats *out)
+{
+    pthread_mutex_lock(&lock);
+    out->names = strtab_count(registry());
+    out->input_names = input_names;
+    out->refused = refused;
+    pthread_mutex_unlock(&lock);
 }
 
 nv_handle

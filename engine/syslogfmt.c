@@ -814,7 +814,15 @@ struct sd_out {
     const char *base;  /* the stored copy of the line */
     size_t anchor_off; /* offset of MESSAGE in it, to find it again */
     struct buf tmp;
+    struct buf unregistered; /* SD_UNREGISTERED's value, built while names are refused */
 };
+
+/*
+ * A parameter whose name the registry refuses (the names input may add are
+ * bounded: nv_intern_input) is not lost: it is kept, as id.param="value"
+ * with the value escaped as in RFC 5424, space-separated, in this one value.
+ */
+#define SD_UNREGISTERED ".corral.sdata_unregistered"
 
 /*
  * The arena may move when a value is copied into it: find the stored line
@@ -826,12 +834,34 @@ sd_rebase(struct sd_out *o)
     o->base = msg_get(o->m, NV_MESSAGE, NULL) - o->anchor_off;
 }
 
+/* Keeps a parameter the registry refused in o->unregistered. */
+static void
+sd_keep(struct sd_out *o, const char *name, size_t nlen, const char *v, size_t len)
+{
+    size_t i;
+
+    if (o->unregistered.len) buf_putc(&o->unregistered, ' ');
+    buf_append(&o->unregistered, name + SD_PREFIX_LEN, nlen - SD_PREFIX_LEN);
+    buf_append(&o->unregistered, "=\"", 2);
+    for (i = 0; i < len; i++) {
+        if (v[i] == '"' || v[i] == '\\' || v[i] == ']') buf_putc(&o->unregistered, '\\');
+        buf_putc(&o->unregistered, v[i]);
+    }
+    buf_putc(&o->unregistered, '"');
+}
+
 static void
 sd_store(struct sd_out *o, const char *name, size_t nlen, size_t off, size_t len, bool copy)
 {
-    nv_handle h = nv_intern(name, nlen);
+    nv_handle h = nv_intern_input(name, nlen);
 
-    if (h == NV_NONE) return;
+    if (h == NV_NONE) {
+        if (copy)
+            sd_keep(o, name, nlen, o->tmp.p ? o->tmp.p : "", o->tmp.len);
+        else
+            sd_keep(o, name, nlen, o->base + off, len);
+        return;
+    }
     if (copy) {
         msg_set(o->m, h, o->tmp.p ? o->tmp.p : "", o->tmp.len);
         sd_rebase(o);
@@ -1101,9 +1131,18 @@ syslogfmt_parse(struct msg *m, const char *line, size_t len, const struct syslog
         if (p.synced >= 0) msg_set(m, synced, p.synced ? "1" : "0", 1);
     }
     if (p.rfc5424 && p.sd_start < len && line[p.sd_start] == '[') {
-        struct sd_out o = {m, base, p.message.off, BUF_INIT};
+        static nv_handle h_unregistered;
+        struct sd_out o = {m, base, p.message.off, BUF_INIT, BUF_INIT};
         c.pos = p.sd_start;
         parse_sd(&c, &o);
+        if (o.unregistered.len) {
+            nv_handle h = __atomic_load_n(&h_unregistered, __ATOMIC_RELAXED);
+            if (!h)
+                __atomic_store_n(&h_unregistered, h = nv_intern_str(SD_UNREGISTERED),
+                                 __ATOMIC_RELAXED);
+            msg_set(m, h, o.unregistered.p, o.unregistered.len);
+            buf_free(&o.unregistered);
+        }
         buf_free(&o.tmp);
     }
 

@@ -7,7 +7,9 @@
  *             and ISO-8601 stamps in the timestamp position; real-world
  *             program forms such as "sshd(pam_unix)[123]:")
  *   RFC5424:  <PRI>1 TIMESTAMP HOST APP-NAME PROCID MSGID [SD-ELEMENT...] MSG
- *             (structured data becomes .SDATA.<id>.<param> values)
+ *             (structured data becomes .SDATA.<id>.<param> values; a
+ *             parameter whose new name the registry refuses, nv_intern_input,
+ *             is kept in .corral.sdata_unregistered instead)
  *
  * The parser sets HOST, PROGRAM, PID, MSGID, MESSAGE, LEGACY_MSGHDR and the
  * .SDATA.* values, the priority and the timestamp.  The line is copied into

@@ -49,8 +49,8 @@ cat > "$out/corpus-deadletter/seed1" <<'JSONL'
 {"time":"2026-12-01T10:00:00+00:00","executor":"mail","reason":"x","attempts":10,"alert_id":"r/web1","message":{"HOST":"web1","MESSAGE":"disk full","TAGS":"corral.alert,t2"}}
 not json
 JSONL
-# state files (engine/corr.c): version 2 with a context of rule r1 and a detached one of r2,
-# and version 1; the rule ids are those of fuzz_state.c
+# state files (engine/corr.c): version 3 (records) and 2 with a context of rule r1 and a
+# detached one of r2, and version 1; the rule ids are those of fuzz_state.c
 python3 - "$out/corpus-state" <<'PY' || true
 import struct, sys, zlib
 def b(s): return struct.pack("<I", len(s)) + s
@@ -63,13 +63,22 @@ def ctx(v, scope, key, rule, exp, flags, msgs):
     if v >= 2: c += struct.pack("<QQI", exp - 1000, 1, flags)
     return c + struct.pack("<I", len(msgs)) + b"".join(msgs)
 def state(v, ctxs):
-    d = b"CORRALST" + struct.pack("<IQQ", v, 1795168800000, len(ctxs)) + b"".join(ctxs)
+    d = b"CORRALST" + struct.pack("<IQQ", v, 1795168800000, len(ctxs))
+    if v >= 3:
+        d += struct.pack("<I", zlib.crc32(d))
+        for c in ctxs:
+            r = struct.pack("<I", len(c)) + c
+            d += struct.pack("<I", 0x7843d1e5) + r + struct.pack("<I", zlib.crc32(r))
+        return d
+    d += b"".join(ctxs)
     return d + struct.pack("<I", zlib.crc32(d))
 m1 = msg([(b"MESSAGE", b"a 1 x"), (b"k", b"1"), (b"s", b"x")])
 m2 = msg([(b"MESSAGE", b"b 2"), (b"k", b"2")])
 d = sys.argv[1]
 open(d + "/v2", "wb").write(state(2, [ctx(2, 1, b"1", b"r1", 1795168805000, 0, [m1, m1]),
                                       ctx(2, 3, b"2", b"r2", 1795168803000, 1, [m2])]))
+open(d + "/v3", "wb").write(state(3, [ctx(3, 1, b"1", b"r1", 1795168805000, 0, [m1, m1]),
+                                      ctx(3, 3, b"2", b"r2", 1795168803000, 1, [m2])]))
 open(d + "/v1", "wb").write(state(1, [ctx(1, 1, b"1", b"r1", 1795168805000, 0, [m1])]))
 PY
 # alert stores (agent/alerts.c): two alerts, one resolved with an executor's state, and the

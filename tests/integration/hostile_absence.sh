@@ -1,7 +1,8 @@
 #!/bin/sh
 # Absence tracking against made-up hosts and reloads: with
-# max-absence-sources=3, five hosts give three sources and two untracked
-# messages, counted and logged; a reload keeps the sources (an absence due
+# max-absence-sources=3, three hosts seen twice and two more give three
+# sources and two untracked messages, counted and logged (a host seen once
+# would have made room: see hostile_absence_spoof.sh); a reload keeps the sources (an absence due
 # soon after it is still reported); sources silent for forget= are
 # forgotten, which makes room for a new host.
 . "$(dirname "$0")/corrald_lib.sh"
@@ -29,6 +30,7 @@ conf 1h 2h
 start_corrald corrald "$WORK/corrald.conf"
 port=$(input_port udp)
 send_udp "$port" "$(now) h1 app: one" "$(now) h2 app: two" "$(now) h3 app: three" \
+    "$(now) h1 app: one" "$(now) h2 app: two" "$(now) h3 app: three" \
     "$(now) h4 app: four" "$(now) h5 app: five"
 wait_metric corral_absence_untracked_total -eq 2 ||
     fail "untracked: $(metric corral_absence_untracked_total), sources $(metric corral_absence_sources)"

@@ -6,6 +6,7 @@
  * and a reload taking the sources over.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,21 @@ has_tag(const struct msg *m, const char *tag)
     return msg_tag_has(m, tag_intern(tag, strlen(tag)));
 }
 
+/* A message from host/program sent from addr (NULL: a local input) arriving at now_ms. */
+static void
+seen_from(struct absence *s, const char *host, const char *program, const char *addr,
+          uint64_t now_ms)
+{
+    struct msg *m = msg_new();
+
+    if (addr) msg_set(m, NV_SOURCEIP, addr, strlen(addr));
+    msg_set(m, NV_HOST, host, strlen(host));
+    msg_set(m, NV_PROGRAM, program, strlen(program));
+    msg_set(m, NV_MESSAGE, "hello", 5);
+    absence_seen(s, m, now_ms);
+    msg_unref(m);
+}
+
 /* A message from host/program arriving at now_ms. */
 static void
 seen(struct absence *s, const char *host, const char *program, uint64_t now_ms)
@@ -80,7 +96,7 @@ seen(struct absence *s, const char *host, const char *program, uint64_t now_ms)
 
 START_TEST(test_down_once_then_up)
 {
-    struct conf_absence rule = {NULL, NULL, 10, 1, 0};
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0, false, NULL};
     struct absence *s = absence_new(&rule, 1, 100, 1000, emit, &nreports);
     const struct msg *m;
 
@@ -119,7 +135,7 @@ START_TEST(test_down_once_then_up)
     ck_assert_str_eq(value(m, ".classifier.rule_id"), "corral.absence.up");
     ck_assert(has_tag(m, "corral.absence"));
     ck_assert(has_tag(m, "corral.clear"));
-    ck_assert(!has_tag(m, "corral.alert"));
+    ck_assert(has_tag(m, "corral.alert")); /* an alert, the clear of the first */
 
     /* quiet again: down again, `after` from the last message */
     absence_tick(s, 609999);
@@ -135,7 +151,7 @@ END_TEST
 /* Every message re-arms the timer: a source that keeps sending is never reported. */
 START_TEST(test_steady_source)
 {
-    struct conf_absence rule = {NULL, NULL, 10, 1, 0};
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0, false, NULL};
     struct absence *s = absence_new(&rule, 1, 100, 0, emit, &nreports);
     uint64_t t;
 
@@ -152,7 +168,7 @@ END_TEST
 /* A host-only rule: one source per host, whatever program sends. */
 START_TEST(test_per_host)
 {
-    struct conf_absence rule = {NULL, NULL, 10, 1, 0};
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0, false, NULL};
     struct absence *s = absence_new(&rule, 1, 100, 0, emit, &nreports);
 
     seen(s, "web1", "sshd", 0);
@@ -175,8 +191,8 @@ END_TEST
 START_TEST(test_host_program)
 {
     struct conf_absence rules[] = {
-        {"web1", "sshd", 5, 1, 0},
-        {"db1", NULL, 60, 2, 0},
+        {"web1", "sshd", 5, 1, 0, false, NULL},
+        {"db1", NULL, 60, 2, 0, false, NULL},
     };
     struct absence *s = absence_new(rules, 2, 100, 0, emit, &nreports);
 
@@ -208,14 +224,18 @@ END_TEST
 /* Sources beyond max_sources are not watched, and never reported. */
 START_TEST(test_max_sources)
 {
-    struct conf_absence rule = {NULL, NULL, 10, 1, 0};
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0, false, NULL};
     struct absence *s = absence_new(&rule, 1, 2, 0, emit, &nreports);
 
+    /* seen twice: off probation, kept (see test_evict_seen_once) */
     seen(s, "h1", "p", 0);
+    seen(s, "h1", "p", 0);
+    seen(s, "h2", "p", 0);
     seen(s, "h2", "p", 0);
     seen(s, "h3", "p", 0);
     seen(s, "h4", "p", 0);
     ck_assert_uint_eq(absence_tracked(s), 2);
+    ck_assert_uint_eq(absence_evicted(s), 0);
     /* a tracked source is still watched */
     seen(s, "h2", "p", 5000);
     ck_assert_uint_eq(absence_tracked(s), 2);
@@ -231,10 +251,13 @@ END_TEST
 /* Messages from sources beyond the limit are counted. */
 START_TEST(test_untracked_counted)
 {
-    struct conf_absence rule = {NULL, NULL, 10, 1, 0};
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0, false, NULL};
     struct absence *s = absence_new(&rule, 1, 2, 0, emit, &nreports);
 
+    /* seen twice each: not on probation, so neither makes room for h3 */
     seen(s, "h1", "p", 0);
+    seen(s, "h1", "p", 0);
+    seen(s, "h2", "p", 0);
     seen(s, "h2", "p", 0);
     ck_assert_uint_eq(absence_untracked(s), 0);
     seen(s, "h3", "p", 0);
@@ -253,10 +276,12 @@ END_TEST
  */
 START_TEST(test_forget)
 {
-    struct conf_absence rule = {NULL, NULL, 10, 1, 60};
+    struct conf_absence rule = {NULL, NULL, 10, 1, 60, false, NULL};
     struct absence *s = absence_new(&rule, 1, 2, 0, emit, &nreports);
 
     seen(s, "h1", "p", 0);
+    seen(s, "h1", "p", 0);
+    seen(s, "h2", "p", 30000);
     seen(s, "h2", "p", 30000);
     absence_tick(s, 10000);
     ck_assert_uint_eq(nreports, 1);
@@ -294,8 +319,10 @@ END_TEST
  */
 START_TEST(test_adopt)
 {
-    struct conf_absence old_rules[] = {{NULL, NULL, 10, 1, 0}, {"db1", "pg", 10, 2, 0}};
-    struct conf_absence new_rules[] = {{"mail", NULL, 5, 1, 0}, {NULL, NULL, 20, 2, 0}};
+    struct conf_absence old_rules[] = {{NULL, NULL, 10, 1, 0, false, NULL},
+                                       {"db1", "pg", 10, 2, 0, false, NULL}};
+    struct conf_absence new_rules[] = {{"mail", NULL, 5, 1, 0, false, NULL},
+                                       {NULL, NULL, 20, 2, 0, false, NULL}};
     struct absence *old = absence_new(old_rules, 2, 100, 0, emit, &nreports);
     struct absence *s;
 
@@ -332,7 +359,7 @@ START_TEST(test_adopt_keeps_order)
 {
     static const char *hosts[] = {"web7", "db2", "mail", "app1", "web1", "cache",
                                   "zz",   "aa",  "m3",   "lb",   "dns",  "ntp"};
-    struct conf_absence rules[] = {{NULL, NULL, 10, 1, 0}};
+    struct conf_absence rules[] = {{NULL, NULL, 10, 1, 0, false, NULL}};
     struct absence *old = absence_new(rules, 1, 100, 0, emit, &nreports);
     struct absence *s;
     size_t i, n = sizeof(hosts) / sizeof(hosts[0]);
@@ -344,6 +371,111 @@ START_TEST(test_adopt_keeps_order)
     absence_tick(s, 11000);
     ck_assert_uint_eq(nreports, n);
     for (i = 0; i < n; i++) ck_assert_str_eq(value(reports[i], "HOST"), hosts[i]);
+    absence_free(s);
+}
+END_TEST
+
+/*
+ * A source is bound to the address it was first seen from: a message naming
+ * it from another address neither resolves its absence nor keeps it alive,
+ * and is counted; address="any" takes any sender's word.
+ */
+START_TEST(test_bound_address)
+{
+    struct conf_absence rules[] = {{"web1", NULL, 10, 1, 0, false, NULL},
+                                   {"web2", NULL, 10, 2, 0, true, NULL}};
+    struct absence *s = absence_new(rules, 2, 100, 0, emit, &nreports);
+
+    seen_from(s, "web1", "app", "10.0.0.1", 0);
+    seen_from(s, "web2", "app", "10.0.0.2", 0);
+    /* a spoofed heartbeat does not keep web1 alive */
+    seen_from(s, "web1", "app", "10.6.6.6", 5000);
+    seen_from(s, "web1", "app", NULL, 6000);
+    ck_assert_uint_eq(absence_foreign(s), 2);
+    absence_tick(s, 10000);
+    ck_assert_uint_eq(nreports, 2);
+    ck_assert_str_eq(value(reports[0], "HOST"), "web1");
+    /* nor resolves its absence */
+    seen_from(s, "web1", "app", "10.6.6.6", 11000);
+    ck_assert_uint_eq(nreports, 2);
+    ck_assert_uint_eq(absence_down(s), 2);
+    ck_assert_uint_eq(absence_foreign(s), 3);
+    /* web1 itself does */
+    seen_from(s, "web1", "app", "10.0.0.1", 12000);
+    ck_assert_uint_eq(nreports, 3);
+    ck_assert_str_eq(value(reports[2], "absence.state"), "up");
+    /* address="any": web2 comes back from anywhere */
+    seen_from(s, "web2", "app", "10.9.9.9", 13000);
+    ck_assert_uint_eq(nreports, 4);
+    ck_assert_str_eq(value(reports[3], "HOST"), "web2");
+    ck_assert_uint_eq(absence_foreign(s), 3);
+    absence_free(s);
+}
+END_TEST
+
+/*
+ * When max_sources are tracked, the oldest source seen only once makes room
+ * for a new one: made-up names sent once each cannot keep a real new host
+ * out, and a host seen twice is never evicted.
+ */
+START_TEST(test_evict_seen_once)
+{
+    struct conf_absence rule = {NULL, NULL, 10, 1, 0, false, NULL};
+    struct absence *s = absence_new(&rule, 1, 3, 0, emit, &nreports);
+    char name[32];
+    int i;
+
+    seen(s, "real1", "p", 0);
+    seen(s, "real1", "p", 1);
+    for (i = 0; i < 100; i++) {
+        snprintf(name, sizeof(name), "forged%d", i);
+        seen(s, name, "p", 2);
+    }
+    ck_assert_uint_eq(absence_tracked(s), 3);
+    ck_assert_uint_eq(absence_evicted(s), 98);
+    ck_assert_uint_eq(absence_untracked(s), 0);
+    seen(s, "real2", "p", 3);
+    seen(s, "real2", "p", 4);
+    for (i = 100; i < 200; i++) {
+        snprintf(name, sizeof(name), "forged%d", i);
+        seen(s, name, "p", 5);
+    }
+    absence_tick(s, 100000);
+    /* real1 and real2 are watched through the flood, and reported */
+    ck_assert_uint_eq(absence_tracked(s), 3);
+    ck_assert_uint_eq(nreports, 3);
+    ck_assert_str_eq(value(reports[0], "HOST"), "real1");
+    ck_assert_str_eq(value(reports[1], "HOST"), "real2");
+    absence_free(s);
+}
+END_TEST
+
+/* Both reports are alerts with the contract's labels; the second clears the first. */
+START_TEST(test_alert_labels)
+{
+    struct conf_absence rule = {NULL, "sshd", 10, 1, 0, false, (char *)"major"};
+    struct absence *s = absence_new(&rule, 1, 100, 0, emit, &nreports);
+    char host[200];
+
+    memset(host, 'h', sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    seen(s, "web1", "sshd", 0);
+    seen(s, host, "sshd", 0);
+    absence_tick(s, 10000);
+    seen(s, "web1", "sshd", 20000);
+    ck_assert_uint_eq(nreports, 3);
+    ck_assert(has_tag(reports[2], "corral.alert"));
+    ck_assert(has_tag(reports[2], "corral.clear"));
+    ck_assert(!has_tag(reports[0], "corral.clear"));
+    ck_assert_str_eq(value(reports[0], "corral.alert_id"), "corral.absence/web1/sshd");
+    ck_assert_str_eq(value(reports[2], "corral.alert_id"), "corral.absence/web1/sshd");
+    ck_assert_str_eq(value(reports[0], "corral.severity"), "major");
+    ck_assert_str_eq(value(reports[2], "corral.severity"), "major");
+    ck_assert_str_eq(value(reports[0], "corral.event"), "absence.down");
+    ck_assert_str_eq(value(reports[2], "corral.event"), "absence.up");
+    ck_assert_str_eq(value(reports[2], "corral.summary"),
+                     "web1 sshd is sending again after 20 seconds");
+    ck_assert_uint_eq(strlen(value(reports[1], "corral.summary")), 120);
     absence_free(s);
 }
 END_TEST
@@ -378,6 +510,9 @@ absence_suite(void)
     tcase_add_test(tc, test_forget);
     tcase_add_test(tc, test_adopt);
     tcase_add_test(tc, test_adopt_keeps_order);
+    tcase_add_test(tc, test_bound_address);
+    tcase_add_test(tc, test_evict_seen_once);
+    tcase_add_test(tc, test_alert_labels);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -382,6 +382,14 @@ START_TEST(test_units)
     ck_assert(c->absences[1].forget == 7200);
     ck_assert_uint_eq(c->max_absence_sources, 7);
     conf_free(c);
+    /* bound to the sending address unless address="any"; severity= for the reports */
+    c = load_ok("<rules path=\"r\"/>\n<absence after=\"1m\" address=\"any\" severity=\"major\"/>"
+                "<absence after=\"1m\" address=\"bound\"/>\n");
+    ck_assert(c->absences[0].any_address);
+    ck_assert_str_eq(c->absences[0].severity, "major");
+    ck_assert(!c->absences[1].any_address);
+    ck_assert_ptr_null(c->absences[1].severity);
+    conf_free(c);
     /* the old attribute name still counts, with a warning */
     c = load_ok("<rules path=\"r\"/>\n<limits max-silence-sources=\"9\"/>\n");
     ck_assert_uint_eq(c->max_absence_sources, 9);
@@ -413,6 +421,8 @@ START_TEST(test_errors)
     load_fails("<rules path=\"r\"/>\n<limits max-message-size=\"10\"/>\n", 4,
                "max-message-size must lie between");
     load_fails("<rules path=\"r\"/>\n<absence after=\"0\"/>\n", 4, "after= must be more than 0");
+    load_fails("<rules path=\"r\"/>\n<absence after=\"1h\" address=\"first\"/>\n", 4, "address");
+    load_fails("<rules path=\"r\"/>\n<absence after=\"1h\" severity=\"bad\"/>\n", 4, "severity");
     load_fails("<rules path=\"r\"/>\n<limits max-contexts=\"10\" context-share=\"11\"/>\n", 4,
                "context-share must not exceed max-contexts");
     load_fails("<rules path=\"r\"/>\n<executors>\n<exec name=\"a\" program=\"/bin/true\"/>\n"

@@ -996,6 +996,53 @@ START_TEST(test_garbage_and_prefixes)
 }
 END_TEST
 
+/*
+ * Structured data may register NV_MAX_INPUT_NAMES value names, no more: a
+ * parameter whose new name is refused is kept, RFC 5424-escaped, in
+ * .corral.sdata_unregistered, and counted; names known already (the rules',
+ * or registered before) are still stored as values; and the configuration
+ * can still register names.  (Last in the suite: it spends the budget, which
+ * is the process's, should the tests not run forked.)
+ */
+START_TEST(test_sd_name_budget)
+{
+    char line[1024];
+    struct nv_stats before, after;
+    struct msg *m;
+    size_t len;
+    const char *v, *want;
+    int n, i;
+
+    nv_intern_str(".SDATA.x.rule_name"); /* as a rule would */
+    nv_stats(&before);
+    for (i = 0; (uint32_t)i < NV_MAX_INPUT_NAMES; i++) {
+        n = snprintf(line, sizeof(line), "<165>1 2003-10-11T22:14:15Z host app 1 2 [x f%d=\"v\"] m",
+                     i);
+        m = parse_at(line, (size_t)n, NOW_SEC, 0);
+        msg_unref(m);
+    }
+    nv_stats(&after);
+    ck_assert_uint_le(after.input_names, NV_MAX_INPUT_NAMES);
+    n = snprintf(line, sizeof(line),
+                 "<165>1 2003-10-11T22:14:15Z host app 1 2 [x f0=\"old\" rule_name=\"r\" "
+                 "new1=\"a\\\"b\\]c\" new2=\"plain\"][y@1 new3=\"z\"] m");
+    m = parse_at(line, (size_t)n, NOW_SEC, 0);
+    check_value(m, nv_lookup(".SDATA.x.f0", 11), "old", ".SDATA.x.f0", "budget");
+    check_value(m, nv_lookup(".SDATA.x.rule_name", 18), "r", ".SDATA.x.rule_name", "budget");
+    ck_assert_uint_eq(nv_lookup(".SDATA.x.new1", 13), 0);
+    v = msg_get(m, nv_lookup(".corral.sdata_unregistered", 26), &len);
+    ck_assert_ptr_nonnull(v);
+    /* the values as RFC 5424 writes them: '"', '\\' and ']' escaped */
+    want = "x.new1=\"a\\\"b\\]c\" x.new2=\"plain\" y@1.new3=\"z\"";
+    ck_assert_msg(len == strlen(want) && memcmp(v, want, len) == 0, "%.*s", (int)len, v);
+    msg_unref(m);
+    nv_stats(&after);
+    ck_assert_uint_ge(after.refused, before.refused + 3);
+    /* the configuration's room is intact */
+    ck_assert_uint_ne(nv_intern_str("rule.fresh_name"), 0);
+}
+END_TEST
+
 static Suite *
 syslog_suite(void)
 {
@@ -1028,6 +1075,7 @@ syslog_suite(void)
     tcase_add_test(misc, test_sd_copies_and_slices);
     tcase_add_test(misc, test_reuse);
     tcase_add_test(misc, test_garbage_and_prefixes);
+    tcase_add_test(misc, test_sd_name_budget);
     suite_add_tcase(s, misc);
     return s;
 }
