@@ -49,6 +49,7 @@ struct item {
     uint64_t not_before; /* ms */
     bool inflight;
     bool spooled; /* false: in memory only (the spool could not be written) */
+    size_t bytes; /* msg_memory of msg, counted in queue.bytes */
     struct msg *msg;
     char *id, *severity;
     /* the dead letter this is a retry of, while the dead-letter file may still hold it */
@@ -90,6 +91,7 @@ struct queue {
 
     struct item *head, *tail;
     size_t nitems, ninflight;
+    size_t bytes; /* memory of the alerts held (QUEUE_MAX_BYTES) */
     uv_timer_t timer;
     uv_check_t check;
     bool kicking, kick_again, closing;
@@ -656,6 +658,7 @@ remove_item(struct queue *q, struct item *it)
     *p = it->next;
     if (q->tail == it) q->tail = prev;
     q->nitems--;
+    q->bytes -= it->bytes;
     q->st.queued = q->nitems;
     if (!it->spooled) q->st.unspooled--;
     spool_append(q, REC_DONE, it->seq, NULL, NULL);
@@ -795,6 +798,8 @@ enqueue(struct queue *q, struct msg *m, uint64_t seq)
     it->q = q;
     it->seq = seq;
     it->msg = msg_ref(m);
+    it->bytes = msg_memory(m);
+    q->bytes += it->bytes;
     it->id = eval(q->alert_id, m, &q->scratch);
     it->severity = eval(q->severity, m, &q->scratch);
     if (q->tail)
@@ -914,13 +919,13 @@ log_drop(struct queue *q, const char *why)
 bool
 queue_full(const struct queue *q)
 {
-    return !q->closing && q->nitems >= q->max_queued;
+    return !q->closing && (q->nitems >= q->max_queued || q->bytes >= QUEUE_MAX_BYTES / 2);
 }
 
 bool
 queue_low(const struct queue *q)
 {
-    return q->closing || q->nitems <= q->max_queued / 2;
+    return q->closing || (q->nitems <= q->max_queued / 2 && q->bytes <= QUEUE_MAX_BYTES / 4);
 }
 
 static void
@@ -943,7 +948,13 @@ submit(struct queue *q, const struct msg *m, bool keep)
         observe(q, m, QUEUE_EV_DROPPED);
         return;
     }
-    if (!keep && q->nitems >= q->max_queued) {
+    /*
+     * keep: the caller pauses its inputs right after (queue_full), so past
+     * queue= by one read's worth at most; an engine process that does not
+     * pause (a compromised one) meets the hard bounds all the same.
+     */
+    if (q->nitems >= q->max_queued + (keep ? QUEUE_KEEP_EXTRA : 0) ||
+        q->bytes + msg_memory(m) > QUEUE_MAX_BYTES) {
         q->st.dropped_full++;
         log_drop(q, "queue full");
         observe(q, m, QUEUE_EV_DROPPED);
@@ -1130,9 +1141,10 @@ move_items(struct queue *from, struct queue *to)
             continue;
         }
         from->nitems--;
+        from->bytes -= it->bytes;
         if (!it->spooled) from->st.unspooled--;
         spool_append(from, REC_DONE, it->seq, NULL, NULL);
-        if (to->nitems >= to->max_queued) {
+        if (to->nitems >= to->max_queued || to->bytes + it->bytes > QUEUE_MAX_BYTES) {
             to->st.dropped_full++;
             dropped++;
             item_free(it);
@@ -1157,6 +1169,7 @@ move_items(struct queue *from, struct queue *to)
             to->head = it;
         to->tail = it;
         to->nitems++;
+        to->bytes += it->bytes;
         moved++;
     }
     *p = NULL;

@@ -101,12 +101,21 @@ struct queue;
  * many, the oldest are forgotten early. */
 #define QUEUE_DEDUPE_MAX 65536
 
+/*
+ * Hard bounds of a queue, beside queue=: the memory of the alerts it holds
+ * (msg_memory; queue_full from half of it), and how far past queue= alerts
+ * submitted with queue_submit_keep may go.  What would exceed them is
+ * refused and counted in dropped_full.
+ */
+#define QUEUE_MAX_BYTES  (16u * 1024 * 1024)
+#define QUEUE_KEEP_EXTRA 10000
+
 struct queue_stats {
     uint64_t submitted;        /* alerts routed here */
     uint64_t delivered;        /* delivered successfully */
     uint64_t retries;          /* delivery attempts that failed for now */
     uint64_t dead;             /* written to the dead-letter file */
-    uint64_t dropped_full;     /* refused: queue full */
+    uint64_t dropped_full;     /* refused: queue full (alerts or bytes, QUEUE_MAX_BYTES) */
     uint64_t deduplicated;     /* dropped: same dedupe key within the window */
     uint64_t dedupe_forgotten; /* keys forgotten early: more than QUEUE_DEDUPE_MAX in the window */
     uint64_t rate_limited;     /* dropped: over the rate */
@@ -133,7 +142,8 @@ struct queue *queue_open(uv_loop_t *loop, const struct exconf *cfg, const char *
 void queue_submit(struct queue *q, const struct msg *m);
 /*
  * The same for a message that comes from an input the caller pauses once
- * queue_full() (back-pressure): kept even past the queue's size.
+ * queue_full() (back-pressure): kept even past the queue's size, by at most
+ * QUEUE_KEEP_EXTRA alerts and within QUEUE_MAX_BYTES.
  */
 void queue_submit_keep(struct queue *q, const struct msg *m);
 /* What became of an alert, for an observer (corrald's alert store). */
