@@ -64,11 +64,20 @@
  * again (ftruncate), so no torn bytes lie between good records, and the
  * queue goes on in memory only: the alert is queued as usual (within
  * queue=, counted in memory_only and unspooled), nothing more is appended,
- * and once a second the whole spool is rewritten from memory until that
- * works (also at close).  corrald starts on a full disk this way too.
- * Alerts that were only in memory are lost in a crash meanwhile, and
- * alerts delivered meanwhile may come back once.  Errors are logged once,
- * then at most once a minute with the count.
+ * and once a second (and at close) the spool catches up: the done records
+ * it missed (of alerts delivered meanwhile; past 65,536 of them, a
+ * rewrite instead) and the alerts held in memory only are appended to it,
+ * in seq order after the records it has, and synced; a failed attempt is
+ * cut off again.  So catching up needs room for the missing records only,
+ * not for a second copy of the spool; a compaction (above) that finds no
+ * room leaves the old file and is tried again a minute later.  When the
+ * file cannot be trusted to end where its last whole record did (a sync
+ * failed, a cut back failed, it is gone, or it was not written at start:
+ * corrald starts on a full disk this way), catching up is a rewrite of
+ * the whole spool from memory.  Alerts that were only in memory are lost
+ * in a crash meanwhile, and alerts delivered meanwhile may come back
+ * once.  Errors are logged once, then at most once a minute with the
+ * count.
  */
 #ifndef CORRAL_QUEUE_H
 #define CORRAL_QUEUE_H
