@@ -865,17 +865,23 @@ kick(struct queue *q)
 /*
  * Makes appended records durable before the loop reads more input, and
  * rewrites the spool when mostly dead records: more than 1000, and 4 times
- * the alerts pending (so it stays within 5 times what it must hold).
+ * the alerts pending (so it stays within 5 times what it must hold); or,
+ * for large alerts, more than QUEUE_MAX_BYTES and 4 times the memory of
+ * the alerts pending (a few dead alerts of 1 MB each weigh more than
+ * thousands of small ones).
  */
 static void
 on_check(uv_check_t *c)
 {
     struct queue *q = c->data;
     size_t dead = q->spool_records > q->nitems ? q->spool_records - q->nitems : 0;
+    bool many = dead > 1000 && dead > 4 * q->nitems;
+    bool heavy = dead && (uint64_t)q->spool_size > QUEUE_MAX_BYTES &&
+                 (uint64_t)q->spool_size > 4 * (uint64_t)q->bytes;
     uint64_t now;
 
     queue_sync(q);
-    if (q->spool_fd < 0 || q->spool_failed || dead <= 1000 || dead <= 4 * q->nitems) return;
+    if (q->spool_fd < 0 || q->spool_failed || !(many || heavy)) return;
     now = clock_wall_ms();
     if (now < q->compact_after) return;
     /* a failed rewrite leaves the old file, still good: try again later, not on every pass */

@@ -16,7 +16,8 @@
  * duplicates per executor.  Then the spool is rewritten with just the
  * pending alerts, and again while running when more than 1000 of its
  * records, and 4 times as many as the alerts pending, are dead (delivered
- * alerts and their done records).
+ * alerts and their done records), or when it holds dead records and more
+ * than QUEUE_MAX_BYTES, and 4 times the memory of the alerts pending.
  *
  * The file (version 2): the header "CORRALSP2\n", then records of
  *   4 bytes  magic C0 52 4C 9A (QUEUE_SPOOL_MAGIC)

@@ -803,6 +803,36 @@ START_TEST(test_compaction_while_running)
 }
 END_TEST
 
+/*
+ * Large alerts are compacted away by their bytes, not only their number:
+ * 40 alerts of 1 MB delivered one after the other leave a spool of at
+ * most QUEUE_MAX_BYTES and the records since the last rewrite, not of
+ * 40 MB.  (Once, only more than 1000 dead records started a rewrite.)
+ */
+START_TEST(test_compaction_by_bytes)
+{
+    struct harness h;
+    struct msg *m = msg_new();
+    char *pad = malloc(1000000);
+    off_t end;
+    int i;
+
+    program("ok.sh");
+    must_open(&h, NULL, ul_wpath("spool"));
+    memset(pad, 'x', 1000000);
+    msg_set(m, nv_intern_str("MESSAGE"), pad, 1000000);
+    for (i = 1; i <= 40; i++) {
+        queue_submit(h.q, m);
+        wait_delivered(&h, (uint64_t)i);
+    }
+    end = file_size(spool_file());
+    ck_assert_msg(end < QUEUE_MAX_BYTES + 2000000, "spool of %lld bytes", (long long)end);
+    harness_close(&h);
+    msg_unref(m);
+    free(pad);
+}
+END_TEST
+
 /* ---- dedupe ---- */
 
 static void
@@ -1264,6 +1294,7 @@ queue_suite(void)
     tcase_add_test(tc, test_version_1);
     tcase_add_test(tc, test_compaction_at_start);
     tcase_add_test(tc, test_compaction_while_running);
+    tcase_add_test(tc, test_compaction_by_bytes);
     tcase_add_test(tc, test_dedupe_bounded);
     tcase_add_test(tc, test_disk_full_logged_and_delivered);
     tcase_add_test(tc, test_disk_full_then_room);
