@@ -1002,6 +1002,40 @@ START_TEST(test_disk_full_then_room)
 }
 END_TEST
 
+/*
+ * An alert delivered while the spool cannot be written owes the spool its
+ * done record: catching up (an append, queue.h) writes it with the alerts
+ * held in memory, so after a restart the delivered alert does not come
+ * back and the pending one does.
+ */
+START_TEST(test_catch_up_writes_owed_done)
+{
+    struct harness h;
+    struct count_wait w;
+
+    /* "first" is delivered, every other alert fails for now (retried in an hour) */
+    ul_write_file(ul_wpath("sel.sh"), "#!/bin/sh\n[ \"$CORRAL_ALERT_ID\" = first ] || exit 75\n");
+    ck_assert_int_eq(chmod(ul_wpath("sel.sh"), 0755), 0);
+    program("sel.sh");
+    must_open(&h, NULL, ul_wpath("spool"));
+    submit(h.q, "first"); /* spooled; its delivery ends when the loop runs */
+    limit_file_size((rlim_t)file_size(spool_file()));
+    submit(h.q, "second"); /* the spool fails: in memory only */
+    w.q = h.q;
+    w.delivered = 1;
+    ul_run_until(&h.loop, delivered_reached, &w, 60); /* "first"'s done record: owed */
+    unlimit_file_size();
+    ck_assert_uint_eq(queue_get_stats(h.q)->delivered, 1);
+    ck_assert_uint_eq(queue_get_stats(h.q)->unspooled, 1);
+    wait_spooled(&h);
+    harness_close(&h);
+    program("broken.sh");
+    must_open(&h, NULL, ul_wpath("spool"));
+    ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 1);
+    harness_close(&h);
+}
+END_TEST
+
 /* A write error in the middle of a run of alerts, then a restart: each one comes back once. */
 START_TEST(test_write_error_in_the_middle)
 {
@@ -1295,6 +1329,7 @@ queue_suite(void)
     tcase_add_test(tc, test_compaction_at_start);
     tcase_add_test(tc, test_compaction_while_running);
     tcase_add_test(tc, test_compaction_by_bytes);
+    tcase_add_test(tc, test_catch_up_writes_owed_done);
     tcase_add_test(tc, test_dedupe_bounded);
     tcase_add_test(tc, test_disk_full_logged_and_delivered);
     tcase_add_test(tc, test_disk_full_then_room);
