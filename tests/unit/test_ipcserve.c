@@ -5,7 +5,11 @@
  * script and comes back as queued and delivered events, with the stats;
  * and what a compromised engine could send instead (an executor index the
  * executor did not publish, an alert that does not decode, trailing bytes,
- * an unknown request) is refused and counted, and nothing is delivered.
+ * an unknown request) is refused and counted, and nothing is delivered;
+ * and what it could send to exhaust this process is bounded: keep=1
+ * submits of 1 MB alerts past queue= (at most QUEUE_MAX_BYTES of them
+ * queued), alerts with value names never seen (at most IPCSERVE_NEW_NAMES
+ * registered, the rest refused and counted).
  * The engine's hello (H) comes first: a request before it is refused, and
  * another protocol version ends the connection.  A reload (L) replaces the
  * queues through the reload function (as corrald's executor process does,

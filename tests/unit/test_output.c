@@ -1,7 +1,8 @@
 /*
  * Unit tests: corrald's outputs.  Formats (JSON, syslog lines, octet
  * counting), selection, file writing and reopening, forwarding to real UDP and
- * TCP sockets on loopback (reconnection included), queue overflow, and stdout
+ * TCP sockets on loopback (reconnection included), queue overflow, the lane
+ * of generated messages past it, and stdout
  * into a pipe nobody reads.  Each test runs its own libuv loop and drives it
  * in small steps, reading the test's own plain sockets in between.
  */
