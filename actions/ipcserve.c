@@ -7,6 +7,15 @@
  * counted and logged (at most once a minute, with the count).  The alert
  * is only data: what is sent, where and how (templates, targets, programs,
  * secrets) is this process's own configuration.
+ *
+ * Nor can the engine exhaust this process: an alert is at most a frame
+ * (4 MiB), a queue holds at most QUEUE_MAX_BYTES of alerts and keep=1
+ * submits go at most QUEUE_KEEP_EXTRA past its size (queue.h), and the
+ * value names and tags the engine's alerts bring into this process's
+ * registries (which its own configuration needs for every reload) are
+ * bounded: at most IPCSERVE_ALERT_NEW_NAMES per alert and
+ * IPCSERVE_NEW_NAMES in all; an alert that would go past either is refused
+ * and counted before anything of it is registered.
  */
 #include "actions/ipcserve.h"
 
@@ -16,6 +25,8 @@
 #include "actions/ipc.h"
 #include "engine/log.h"
 #include "engine/msg.h"
+#include "engine/nv.h"
+#include "engine/tags.h"
 #include "engine/wire.h"
 #include "engine/xalloc.h"
 
@@ -36,6 +47,7 @@ struct ipcserve {
     struct buf frame; /* reused for every frame built */
     struct ipcserve_stats stats, stats_sent;
     bool served_told; /* the x frame has been sent once (at hello) */
+    size_t new_names; /* value names and tags the engine's alerts have registered */
     uint64_t last_reject_log, rejects_unlogged;
     ipcserve_end_fn on_end;
     void *arg;
@@ -161,9 +173,10 @@ reject(struct ipcserve *s, char type, const char *why)
     s->rejects_unlogged = 0;
 }
 
-int
-ipcserve_parse_submit(const void *body, size_t len, size_t nexecutors, struct ipcserve_submit *out,
-                      const char **why)
+/* A submit's fields, not its alert: 0, or -1 with why. */
+static int
+split_submit(const void *body, size_t len, size_t nexecutors, struct ipcserve_submit *out,
+             const char **why)
 {
     struct wire_reader r;
 
@@ -179,6 +192,45 @@ ipcserve_parse_submit(const void *body, size_t len, size_t nexecutors, struct ip
         *why = "no such executor";
         return -1;
     }
+    return 0;
+}
+
+size_t
+ipcserve_new_names(const void *alert, size_t len)
+{
+    struct wire_reader r;
+    const char *name;
+    size_t fresh = 0, nlen, vlen;
+    uint32_t n, i;
+
+    /* msg_encode's form: pri, flags, two times (u64, u32, u32), the values, the tags */
+    wire_reader_init(&r, alert, len);
+    wire_get32(&r);
+    wire_get32(&r);
+    for (i = 0; i < 2; i++) {
+        wire_get64(&r);
+        wire_get32(&r);
+        wire_get32(&r);
+    }
+    n = wire_get32(&r);
+    for (i = 0; i < n && !r.bad; i++) {
+        name = wire_get_bytes(&r, &nlen);
+        wire_get_bytes(&r, &vlen);
+        if (!r.bad && nlen && !nv_lookup(name, nlen)) fresh++;
+    }
+    n = r.bad ? 0 : wire_get32(&r);
+    for (i = 0; i < n && !r.bad; i++) {
+        name = wire_get_bytes(&r, &nlen);
+        if (!r.bad && !tag_lookup(name, nlen)) fresh++;
+    }
+    return fresh; /* a malformed alert: msg_decode refuses it */
+}
+
+int
+ipcserve_parse_submit(const void *body, size_t len, size_t nexecutors, struct ipcserve_submit *out,
+                      const char **why)
+{
+    if (split_submit(body, len, nexecutors, out, why) < 0) return -1;
     if (msg_decode(out->msg, out->alert, out->alert_len) != out->alert_len) {
         *why = "the alert does not decode";
         return -1;
@@ -191,13 +243,31 @@ on_submit(struct ipcserve *s, const void *body, size_t len)
 {
     struct ipcserve_submit sub;
     const char *why = NULL;
+    size_t fresh;
 
+    /* the names it would register, counted before msg_decode registers them */
+    if (split_submit(body, len, s->n, &sub, &why) < 0) {
+        reject(s, IPC_SUBMIT, why);
+        return;
+    }
+    fresh = ipcserve_new_names(sub.alert, sub.alert_len);
+    if (fresh > IPCSERVE_ALERT_NEW_NAMES) {
+        reject(s, IPC_SUBMIT, "an alert with too many value names or tags new to this process");
+        return;
+    }
+    if (s->new_names + fresh > IPCSERVE_NEW_NAMES) {
+        reject(s, IPC_SUBMIT,
+               "the engine's alerts have brought all the new value names and tags this "
+               "process takes");
+        return;
+    }
     sub.msg = msg_new();
     if (ipcserve_parse_submit(body, len, s->n, &sub, &why) < 0) {
         msg_unref(sub.msg);
         reject(s, IPC_SUBMIT, why);
         return;
     }
+    s->new_names += fresh;
     s->stats.submitted++;
     if (sub.keep)
         queue_submit_keep(s->queues[sub.index], sub.msg);

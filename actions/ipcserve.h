@@ -8,8 +8,11 @@
  *   H hello       the engine's protocol version, its first frame: any
  *                    other request before it is refused; another version
  *                    is logged and ends the connection (on_end)
- *   S submit      the executor is checked against its own list and the
- *                    alert must decode whole; then queue_submit[_keep].
+ *   S submit      the executor is checked against its own list, the
+ *                    alert may bring only so many value names and tags
+ *                    new to this process (IPCSERVE_NEW_NAMES) and must
+ *                    decode whole; then queue_submit[_keep], within the
+ *                    queue's hard bounds (queue.h).
  *                    Anything else is refused, counted and logged: the
  *                    engine can name only an executor and give an alert
  *   Y sync        queue_sync on every queue
@@ -55,7 +58,8 @@ struct ipcserve;
 
 struct ipcserve_stats {
     uint64_t submitted; /* alerts taken from the engine */
-    uint64_t rejected;  /* frames refused: unknown executor, undecodable alert, unknown type */
+    uint64_t rejected;  /* frames refused: unknown executor, undecodable alert, too many new
+                           names, unknown type */
 };
 
 typedef void (*ipcserve_end_fn)(void *arg, const char *reason);
@@ -114,6 +118,17 @@ struct ipcserve_submit {
  */
 int ipcserve_parse_submit(const void *body, size_t len, size_t nexecutors,
                           struct ipcserve_submit *out, const char **why);
+
+/*
+ * Value names and tags an alert from the engine may add to this process's
+ * registries (nv.h, tags.h: 65,536 each, shared with its configuration):
+ * per alert, and in all for the engine's connection.  An alert past either
+ * is refused (counted in rejected).
+ */
+#define IPCSERVE_ALERT_NEW_NAMES 256
+#define IPCSERVE_NEW_NAMES       8192
+/* How many of the names and tags of an encoded alert (msg_encode) the registries do not hold. */
+size_t ipcserve_new_names(const void *alert, size_t len);
 
 /* H's body (u32 version) and L's (u64 generation): 0, or -1 when it is not exactly that. */
 int ipcserve_parse_hello(const void *body, size_t len, uint32_t *version);

@@ -31,9 +31,11 @@
 #define REC_ALERT QUEUE_REC_ALERT
 #define REC_DONE  QUEUE_REC_DONE
 #define REC_RETRY QUEUE_REC_RETRIED
-#define REC_HEAD  25    /* magic, type, seq, length, payload CRC, header CRC */
-#define RETRY_MS  1000  /* while the spool cannot be written: rewrite it this often */
-#define LOG_EVERY 60000 /* repeated errors: one line a minute */
+#define REC_HEAD  25   /* magic, type, seq, length, payload CRC, header CRC */
+#define RETRY_MS  1000 /* while the spool cannot be written: try again this often */
+/* Done records owed to the spool while it could not be written: past this, rewrite it instead. */
+#define DONE_OWED_MAX 65536
+#define LOG_EVERY     60000 /* repeated errors: one line a minute */
 
 /* One line, then at most one a minute saying how many more there were. */
 struct ratelog {
@@ -49,6 +51,7 @@ struct item {
     uint64_t not_before; /* monotonic ms (clock_mono_ms) */
     bool inflight;
     bool spooled; /* false: in memory only (the spool could not be written) */
+    size_t bytes; /* msg_memory of msg, counted in queue.bytes */
     struct msg *msg;
     char *id, *severity;
     /* the dead letter this is a retry of, while the dead-letter file may still hold it */
@@ -80,16 +83,25 @@ struct queue {
     char *spool_path, *dead_path;
     int spool_fd;
     bool dirty;
-    bool spool_failed; /* a write failed: nothing is appended until a rewrite works */
-    off_t spool_size;  /* bytes of whole records: a failed append is cut back to this */
+    bool spool_failed; /* a write failed: nothing is appended until the spool catches up */
+    /*
+     * Catching up is appending (spool_catch_up) unless the file cannot be
+     * trusted to end with what spool_size says: a sync failed, or it was not
+     * written at start; then only a rewrite (spool_compact) will do.
+     */
+    bool rewrite_needed;
+    uint64_t *done_owed; /* done records not written while failed (catching up writes them) */
+    size_t ndone_owed, capdone_owed;
+    off_t spool_size; /* bytes of whole records: a failed append is cut back to this */
     uint64_t next_seq;
     size_t spool_records;     /* records in the file, good or dead */
     uint64_t compact_after;   /* ms: a rewrite failed, the next not before */
     struct ratelog spool_log; /* write errors */
-    uv_timer_t spool_timer;   /* retries the rewrite while spool_failed */
+    uv_timer_t spool_timer;   /* tries to catch up while spool_failed */
 
     struct item *head, *tail;
     size_t nitems, ninflight;
+    size_t bytes; /* memory of the alerts held (QUEUE_MAX_BYTES) */
     uv_timer_t timer;
     uv_check_t check;
     bool kicking, kick_again, closing;
@@ -265,7 +277,7 @@ queue_spool_scan(const void *data, size_t size, queue_scan_fn *fn, void *arg,
     }
 }
 
-static void spool_fail(struct queue *q);
+static void spool_fail(struct queue *q, bool can_append);
 
 /* A retried dead letter's payload: u32 length of the dead letter's id, the id, the alert. */
 static void
@@ -326,8 +338,12 @@ spool_append(struct queue *q, char type, uint64_t seq, const struct msg *m, cons
     if (durable_write_all(q->spool_fd, rec.p, rec.len) < 0) {
         spool_error(q, "writing", errno);
         /* no torn bytes may stay in front of later records */
-        if (ftruncate(q->spool_fd, q->spool_size) < 0) spool_error(q, "cutting back", errno);
-        spool_fail(q);
+        if (ftruncate(q->spool_fd, q->spool_size) < 0) {
+            spool_error(q, "cutting back", errno);
+            spool_fail(q, false);
+        } else {
+            spool_fail(q, true);
+        }
         ok = false;
     } else {
         q->spool_size += (off_t)rec.len;
@@ -401,6 +417,8 @@ spool_compact(struct queue *q)
     q->spool_size = size;
     q->spool_records = q->nitems;
     q->dirty = false;
+    q->rewrite_needed = false;
+    q->ndone_owed = 0; /* the rewrite left out what they were for */
     rc = 0;
 out:
     if (rc < 0) spool_error(q, "rewriting", err);
@@ -410,12 +428,113 @@ out:
     return rc;
 }
 
+/*
+ * Appends to the spool as it is what it lacks: the done records owed, then
+ * the alerts held in memory only.  The failed write was cut back, so the
+ * file ends with a whole record at spool_size; this needs room for the
+ * missing records only, where a rewrite needs room for a second copy of the
+ * whole spool.  On failure the file is cut back to spool_size again.
+ */
+static int
+spool_catch_up(struct queue *q)
+{
+    struct buf data = BUF_INIT, payload = BUF_INIT;
+    struct item *it = q->head;
+    off_t size = q->spool_size;
+    size_t records = 0, i = 0;
+    struct stat st;
+    int fd, err = 0, rc = -1;
+
+    fd = open(q->spool_path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size < size) {
+        /* gone or shorter than what was written: not the file to append to */
+        err = fd < 0 ? errno : EIO;
+        q->rewrite_needed = true;
+        goto out;
+    }
+    if (ftruncate(fd, size) < 0 || lseek(fd, size, SEEK_SET) < 0) {
+        err = errno;
+        goto out;
+    }
+    for (;;) {
+        if (i < q->ndone_owed) {
+            queue_spool_frame(&data, REC_DONE, q->done_owed[i++], NULL, 0);
+            records++;
+        } else if (it) {
+            if (!it->spooled) {
+                frame_alert(&data, it->seq, it->msg, it->dead_id, &payload);
+                records++;
+            }
+            it = it->next;
+        }
+        if (data.len >= 65536 || (!it && i >= q->ndone_owed && data.len)) {
+            if (durable_write_all(fd, data.p, data.len) < 0) {
+                err = errno;
+                goto out;
+            }
+            size += (off_t)data.len;
+            buf_reset(&data);
+        }
+        if (!it && i >= q->ndone_owed) break;
+    }
+    if (fdatasync(fd) < 0) {
+        err = errno;
+        q->rewrite_needed = true; /* what the file holds now is not known */
+        goto out;
+    }
+    if (q->spool_fd >= 0) close(q->spool_fd);
+    q->spool_fd = fd;
+    q->spool_size = size;
+    q->spool_records += records;
+    q->ndone_owed = 0;
+    q->dirty = false;
+    rc = 0;
+out:
+    if (rc < 0) {
+        spool_error(q, "appending to", err);
+        if (fd >= 0) {
+            if (ftruncate(fd, q->spool_size) < 0) q->rewrite_needed = true;
+            close(fd);
+        }
+    }
+    buf_free(&data);
+    buf_free(&payload);
+    return rc;
+}
+
+/* The done record of a spooled alert could not be written: owed until the spool catches up. */
+static void
+owe_done(struct queue *q, uint64_t seq)
+{
+    if (q->rewrite_needed) return; /* the rewrite leaves the alert out */
+    if (q->ndone_owed >= DONE_OWED_MAX) {
+        q->rewrite_needed = true;
+        q->ndone_owed = 0;
+        return;
+    }
+    q->done_owed = xgrow(q->done_owed, &q->capdone_owed, q->ndone_owed + 1, sizeof(*q->done_owed));
+    q->done_owed[q->ndone_owed++] = seq;
+}
+
+/* An alert is done with: its done record, now or owed. */
+static void
+spool_done(struct queue *q, const struct item *it)
+{
+    if (!spool_append(q, REC_DONE, it->seq, NULL, NULL) && it->spooled && q->spool_path)
+        owe_done(q, it->seq);
+}
+
 static void on_spool_timer(uv_timer_t *t);
 
-/* A write failed: go on in memory only, and rewrite the spool once it works again. */
+/*
+ * A write failed: go on in memory only, and catch up once the spool can be
+ * written again.  can_append: the file ends with a whole record at
+ * spool_size, so appending what is missing will do; else only a rewrite.
+ */
 static void
-spool_fail(struct queue *q)
+spool_fail(struct queue *q, bool can_append)
 {
+    if (!can_append) q->rewrite_needed = true;
     if (!q->spool_failed)
         log_msg(LOG_WARNING,
                 "executor %s: spool %s cannot be written: new alerts are kept in memory only "
@@ -429,14 +548,16 @@ spool_fail(struct queue *q)
         uv_timer_start(&q->spool_timer, on_spool_timer, RETRY_MS, RETRY_MS);
 }
 
-/* While failed: tries to write the whole queue to the spool again. */
+/* While failed: tries to append what the spool lacks, or to rewrite it when it must. */
 static void
 spool_retry(struct queue *q)
 {
     struct item *it;
     uint64_t n = q->st.unspooled;
 
-    if (!q->spool_failed || spool_compact(q) < 0) return;
+    if (!q->spool_failed) return;
+    if (!q->rewrite_needed && spool_catch_up(q) < 0 && !q->rewrite_needed) return;
+    if (q->rewrite_needed && spool_compact(q) < 0) return;
     q->spool_failed = false;
     for (it = q->head; it; it = it->next) it->spooled = true;
     q->st.unspooled = 0;
@@ -604,7 +725,7 @@ spool_open(struct queue *q, const char *dir, struct buf *err)
      * that cannot be written (a full disk), start all the same: the old file
      * stays, and new alerts live in memory until the spool can be written.
      */
-    if (spool_compact(q) < 0) spool_fail(q);
+    if (spool_compact(q) < 0) spool_fail(q, false);
     if (q->st.recovered)
         log_msg(LOG_INFO, "executor %s: %llu alerts from the spool will be delivered", q->name,
                 (unsigned long long)q->st.recovered);
@@ -656,9 +777,10 @@ remove_item(struct queue *q, struct item *it)
     *p = it->next;
     if (q->tail == it) q->tail = prev;
     q->nitems--;
+    q->bytes -= it->bytes;
     q->st.queued = q->nitems;
     if (!it->spooled) q->st.unspooled--;
-    spool_append(q, REC_DONE, it->seq, NULL, NULL);
+    spool_done(q, it);
     item_free(it);
 }
 
@@ -743,17 +865,23 @@ kick(struct queue *q)
 /*
  * Makes appended records durable before the loop reads more input, and
  * rewrites the spool when mostly dead records: more than 1000, and 4 times
- * the alerts pending (so it stays within 5 times what it must hold).
+ * the alerts pending (so it stays within 5 times what it must hold); or,
+ * for large alerts, more than QUEUE_MAX_BYTES and 4 times the memory of
+ * the alerts pending (a few dead alerts of 1 MB each weigh more than
+ * thousands of small ones).
  */
 static void
 on_check(uv_check_t *c)
 {
     struct queue *q = c->data;
     size_t dead = q->spool_records > q->nitems ? q->spool_records - q->nitems : 0;
+    bool many = dead > 1000 && dead > 4 * q->nitems;
+    bool heavy = dead && (uint64_t)q->spool_size > QUEUE_MAX_BYTES &&
+                 (uint64_t)q->spool_size > 4 * (uint64_t)q->bytes;
     uint64_t now;
 
     queue_sync(q);
-    if (q->spool_fd < 0 || q->spool_failed || dead <= 1000 || dead <= 4 * q->nitems) return;
+    if (q->spool_fd < 0 || q->spool_failed || !(many || heavy)) return;
     now = clock_mono_ms();
     if (now < q->compact_after) return;
     /* a failed rewrite leaves the old file, still good: try again later, not on every pass */
@@ -768,7 +896,7 @@ queue_sync(struct queue *q)
     if (fdatasync(q->spool_fd) < 0) {
         /* what was written may not be on disk (and the kernel may forget it): write it all again */
         spool_error(q, "syncing", errno);
-        spool_fail(q);
+        spool_fail(q, false);
     }
 }
 
@@ -795,6 +923,8 @@ enqueue(struct queue *q, struct msg *m, uint64_t seq)
     it->q = q;
     it->seq = seq;
     it->msg = msg_ref(m);
+    it->bytes = msg_memory(m);
+    q->bytes += it->bytes;
     it->id = eval(q->alert_id, m, &q->scratch);
     it->severity = eval(q->severity, m, &q->scratch);
     if (q->tail)
@@ -914,13 +1044,13 @@ log_drop(struct queue *q, const char *why)
 bool
 queue_full(const struct queue *q)
 {
-    return !q->closing && q->nitems >= q->max_queued;
+    return !q->closing && (q->nitems >= q->max_queued || q->bytes >= QUEUE_MAX_BYTES / 2);
 }
 
 bool
 queue_low(const struct queue *q)
 {
-    return q->closing || q->nitems <= q->max_queued / 2;
+    return q->closing || (q->nitems <= q->max_queued / 2 && q->bytes <= QUEUE_MAX_BYTES / 4);
 }
 
 static void
@@ -943,7 +1073,13 @@ submit(struct queue *q, const struct msg *m, bool keep)
         observe(q, m, QUEUE_EV_DROPPED);
         return;
     }
-    if (!keep && q->nitems >= q->max_queued) {
+    /*
+     * keep: the caller pauses its inputs right after (queue_full), so past
+     * queue= by one read's worth at most; an engine process that does not
+     * pause (a compromised one) meets the hard bounds all the same.
+     */
+    if (q->nitems >= q->max_queued + (keep ? QUEUE_KEEP_EXTRA : 0) ||
+        q->bytes + msg_memory(m) > QUEUE_MAX_BYTES) {
         q->st.dropped_full++;
         log_drop(q, "queue full");
         observe(q, m, QUEUE_EV_DROPPED);
@@ -1003,6 +1139,7 @@ handle_closed(uv_handle_t *h)
     free(q->spool_path);
     free(q->dead_path);
     free(q->seen);
+    free(q->done_owed);
     template_free(q->dedupe_key);
     template_free(q->alert_id);
     template_free(q->severity);
@@ -1130,9 +1267,10 @@ move_items(struct queue *from, struct queue *to)
             continue;
         }
         from->nitems--;
+        from->bytes -= it->bytes;
         if (!it->spooled) from->st.unspooled--;
-        spool_append(from, REC_DONE, it->seq, NULL, NULL);
-        if (to->nitems >= to->max_queued) {
+        spool_done(from, it);
+        if (to->nitems >= to->max_queued || to->bytes + it->bytes > QUEUE_MAX_BYTES) {
             to->st.dropped_full++;
             dropped++;
             item_free(it);
@@ -1157,6 +1295,7 @@ move_items(struct queue *from, struct queue *to)
             to->head = it;
         to->tail = it;
         to->nitems++;
+        to->bytes += it->bytes;
         moved++;
     }
     *p = NULL;
@@ -1185,7 +1324,7 @@ queue_respool(struct queue *q)
 {
     if (!q->spool_path || q->closing) return;
     /* q's records went on to the file another queue replaced: q's pending alerts, anew */
-    if (spool_compact(q) < 0) spool_fail(q);
+    if (spool_compact(q) < 0) spool_fail(q, false);
 }
 
 void
@@ -1510,7 +1649,7 @@ queue_retry_dead(struct queue *q, const char *id, struct buf *out)
     if (q->spool_path && fdatasync(q->spool_fd) < 0) {
         /* not known to be on disk: they stay in the dead-letter file too (see queue.h) */
         spool_error(q, "syncing", errno);
-        spool_fail(q);
+        spool_fail(q, false);
         durable_abort(&df);
         buf_printf(out,
                    "executor %s: %zu dead letters queued, but the spool could not be synced: "

@@ -16,7 +16,8 @@
  * duplicates per executor.  Then the spool is rewritten with just the
  * pending alerts, and again while running when more than 1000 of its
  * records, and 4 times as many as the alerts pending, are dead (delivered
- * alerts and their done records).
+ * alerts and their done records), or when it holds dead records and more
+ * than QUEUE_MAX_BYTES, and 4 times the memory of the alerts pending.
  *
  * The file (version 2): the header "CORRALSP2\n", then records of
  *   4 bytes  magic C0 52 4C 9A (QUEUE_SPOOL_MAGIC)
@@ -64,11 +65,20 @@
  * again (ftruncate), so no torn bytes lie between good records, and the
  * queue goes on in memory only: the alert is queued as usual (within
  * queue=, counted in memory_only and unspooled), nothing more is appended,
- * and once a second the whole spool is rewritten from memory until that
- * works (also at close).  corrald starts on a full disk this way too.
- * Alerts that were only in memory are lost in a crash meanwhile, and
- * alerts delivered meanwhile may come back once.  Errors are logged once,
- * then at most once a minute with the count.
+ * and once a second (and at close) the spool catches up: the done records
+ * it missed (of alerts delivered meanwhile; past 65,536 of them, a
+ * rewrite instead) and the alerts held in memory only are appended to it,
+ * in seq order after the records it has, and synced; a failed attempt is
+ * cut off again.  So catching up needs room for the missing records only,
+ * not for a second copy of the spool; a compaction (above) that finds no
+ * room leaves the old file and is tried again a minute later.  When the
+ * file cannot be trusted to end where its last whole record did (a sync
+ * failed, a cut back failed, it is gone, or it was not written at start:
+ * corrald starts on a full disk this way), catching up is a rewrite of
+ * the whole spool from memory.  Alerts that were only in memory are lost
+ * in a crash meanwhile, and alerts delivered meanwhile may come back
+ * once.  Errors are logged once, then at most once a minute with the
+ * count.
  */
 #ifndef CORRAL_QUEUE_H
 #define CORRAL_QUEUE_H
@@ -101,12 +111,21 @@ struct queue;
  * many, the oldest are forgotten early. */
 #define QUEUE_DEDUPE_MAX 65536
 
+/*
+ * Hard bounds of a queue, beside queue=: the memory of the alerts it holds
+ * (msg_memory; queue_full from half of it), and how far past queue= alerts
+ * submitted with queue_submit_keep may go.  What would exceed them is
+ * refused and counted in dropped_full.
+ */
+#define QUEUE_MAX_BYTES  (16u * 1024 * 1024)
+#define QUEUE_KEEP_EXTRA 10000
+
 struct queue_stats {
     uint64_t submitted;        /* alerts routed here */
     uint64_t delivered;        /* delivered successfully */
     uint64_t retries;          /* delivery attempts that failed for now */
     uint64_t dead;             /* written to the dead-letter file */
-    uint64_t dropped_full;     /* refused: queue full */
+    uint64_t dropped_full;     /* refused: queue full (alerts or bytes, QUEUE_MAX_BYTES) */
     uint64_t deduplicated;     /* dropped: same dedupe key within the window */
     uint64_t dedupe_forgotten; /* keys forgotten early: more than QUEUE_DEDUPE_MAX in the window */
     uint64_t rate_limited;     /* dropped: over the rate */
@@ -133,7 +152,8 @@ struct queue *queue_open(uv_loop_t *loop, const struct exconf *cfg, const char *
 void queue_submit(struct queue *q, const struct msg *m);
 /*
  * The same for a message that comes from an input the caller pauses once
- * queue_full() (back-pressure): kept even past the queue's size.
+ * queue_full() (back-pressure): kept even past the queue's size, by at most
+ * QUEUE_KEEP_EXTRA alerts and within QUEUE_MAX_BYTES.
  */
 void queue_submit_keep(struct queue *q, const struct msg *m);
 /* What became of an alert, for an observer (corrald's alert store). */

@@ -29,6 +29,16 @@
  * resumes them below half of it (output_low), so the queue exceeds its size
  * by at most what one read brought; the byte bound stays absolute.
  *
+ * Generated messages (rule actions, context timeouts, absence reports) have
+ * a lane of their own: they are not dropped at the message bound either,
+ * and may use GENERATED_MAX_BYTES more than the byte bound.  They come in
+ * bursts no input can pause (thousands of contexts timing out in one loop
+ * turn, every watched host reported absent at once), and they are the
+ * alerts: a healthy output must write them all.  Meanwhile output_full()
+ * holds the stream inputs back, so the burst drains first.  What does not
+ * fit even there (a stuck output) is dropped, counted apart
+ * (generated_dropped) and logged.
+ *
  * Framing: files and stdout get one message per line (syslog lines have the
  * CR and LF inside MESSAGE turned into spaces, so that a line is a message);
  * TCP gets RFC 6587 octet counting ("LEN SP MSG") for the syslog format, so
@@ -57,6 +67,8 @@
 
 /* Byte bound of a queue, beside the configured message bound. */
 #define QUEUE_MAX_BYTES (16u * 1024 * 1024)
+/* What generated messages may queue beyond it: 100,000 absence reports take about 40 MiB. */
+#define GENERATED_MAX_BYTES (64u * 1024 * 1024)
 /* A batch buffer a burst grew past this is given back once written. */
 #define KEEP_BUF_BYTES   (1024u * 1024)
 #define CLOSE_TIMEOUT_MS 5000
@@ -96,11 +108,11 @@ struct output {
     size_t max_msgs;
     struct output_stats stats;
 
-    struct buf line; /* formatting scratch, reused for every message */
-    struct buf pend; /* framed messages waiting for the sink */
-    size_t npend;
-    struct buf fly; /* the batch being written */
-    size_t nfly, flyoff;
+    struct buf line;     /* formatting scratch, reused for every message */
+    struct buf pend;     /* framed messages waiting for the sink */
+    size_t npend, gpend; /* messages in it, generated ones among them */
+    struct buf fly;      /* the batch being written */
+    size_t nfly, gfly, flyoff;
     bool busy; /* a write (or a file reopen) is in progress */
 
     enum sink sink;
@@ -119,6 +131,7 @@ struct output {
     bool own_fd;       /* fd is ours to close (not the process's stdout) */
     bool broken;       /* stdout's reader is gone: everything is dropped */
     bool drop_logged;  /* the queue-full drops since it was last down to half are logged */
+    bool gen_logged;   /* likewise, for generated messages */
     int last_err;      /* the last write error logged */
     uint64_t err_ms;   /* when it was logged */
     bool err_reported; /* an error was logged since the sink last worked */
@@ -290,12 +303,21 @@ drained(const struct output *o)
     return o->npend == 0 && !o->busy;
 }
 
+/* Counts the batch in flight as dropped (the caller ends it). */
+static void
+drop_batch(struct output *o)
+{
+    o->stats.dropped += o->nfly;
+    o->stats.generated_dropped += o->gfly;
+}
+
 /* Drops what waits in pend (the batch in flight is counted by its callback). */
 static void
 drop_pending(struct output *o)
 {
     o->stats.dropped += o->npend;
-    o->npend = 0;
+    o->stats.generated_dropped += o->gpend;
+    o->npend = o->gpend = 0;
     buf_reset(&o->pend);
     set_queued(o);
 }
@@ -309,7 +331,8 @@ take_batch(struct output *o)
     o->fly = o->pend;
     o->pend = t;
     o->nfly = o->npend;
-    o->npend = 0;
+    o->gfly = o->gpend;
+    o->npend = o->gpend = 0;
     o->flyoff = 0;
 }
 
@@ -317,7 +340,7 @@ take_batch(struct output *o)
 static void
 end_batch(struct output *o)
 {
-    o->nfly = 0;
+    o->nfly = o->gfly = 0;
     o->flyoff = 0;
     if (o->fly.cap > KEEP_BUF_BYTES)
         buf_free(&o->fly);
@@ -341,6 +364,7 @@ requeue_batch(struct output *o)
     o->pend = o->fly;
     o->fly = t;
     o->npend += o->nfly;
+    o->gpend += o->gfly;
     end_batch(o);
 }
 
@@ -515,7 +539,7 @@ on_stream_written(uv_write_t *req, int status)
         write_ok(o);
         end_batch(o);
     } else if (o->tearing_down) {
-        o->stats.dropped += o->nfly;
+        drop_batch(o);
         end_batch(o);
     } else if (o->type == CONF_OUT_FORWARD) {
         /*
@@ -529,7 +553,7 @@ on_stream_written(uv_write_t *req, int status)
         /* stdout's reader is gone (EPIPE): it will not come back */
         write_error(o, status, "write to stdout failed, dropping its messages from now on");
         o->broken = true;
-        o->stats.dropped += o->nfly;
+        drop_batch(o);
         end_batch(o);
         drop_pending(o);
     }
@@ -562,7 +586,7 @@ stream_write(struct output *o)
             requeue_batch(o);
             fwd_lost(o, r, "write failed");
         } else {
-            o->stats.dropped += o->nfly;
+            drop_batch(o);
             end_batch(o);
             write_error(o, r, "write failed");
         }
@@ -587,7 +611,7 @@ on_fs_written(uv_fs_t *req)
     o->busy = false;
     if (r > 0 && o->flyoff + (size_t)r < o->fly.len) {
         if (o->tearing_down) {
-            o->stats.dropped += o->nfly;
+            drop_batch(o);
             end_batch(o);
         } else {
             /* a short write (a full disk, a signal): the rest goes next */
@@ -601,7 +625,7 @@ on_fs_written(uv_fs_t *req)
         end_batch(o);
     } else {
         write_error(o, r < 0 ? (int)r : UV_EIO, o->path ? o->path : "write");
-        o->stats.dropped += o->nfly;
+        drop_batch(o);
         end_batch(o);
     }
     progress(o);
@@ -617,7 +641,7 @@ fs_write_rest(struct output *o)
     r = uv_fs_write(o->loop, &o->fsreq, o->fd, &b, 1, -1, on_fs_written);
     if (r < 0) {
         write_error(o, r, o->path ? o->path : "write");
-        o->stats.dropped += o->nfly;
+        drop_batch(o);
         end_batch(o);
         return;
     }
@@ -749,7 +773,7 @@ udp_flush(struct output *o)
         udp_send(o, o->pend.p + off, len);
         off += len;
     }
-    o->npend = 0;
+    o->npend = o->gpend = 0;
     buf_reset(&o->pend);
     set_queued(o);
 }
@@ -798,16 +822,47 @@ output_low(const struct output *o)
     return o->npend + o->nfly <= o->max_msgs / 2 && o->pend.len + o->fly.len <= QUEUE_MAX_BYTES / 4;
 }
 
+/*
+ * A generated message that does not fit: counted apart and logged once until
+ * the queue is down to half, with what holds it up.
+ */
+static void
+drop_generated(struct output *o)
+{
+    o->stats.dropped++;
+    o->stats.generated_dropped++;
+    if (o->gen_logged) return;
+    o->gen_logged = true;
+    log_msg(LOG_ERR,
+            "output %s: dropping generated messages (alerts): %s (counted in "
+            "corral_output_generated_dropped_total)",
+            o->name,
+            o->broken ? "its reader is gone"
+                      : "the queue holds all it may (queue size and 80 MiB), the output is "
+                        "not writing");
+}
+
 static void
 write_msg(struct output *o, const struct msg *m, bool keep)
 {
-    size_t need;
+    bool gen = (msg_flags(m) & MSG_F_GENERATED) != 0;
+    size_t need, max_bytes = QUEUE_MAX_BYTES;
     uint32_t len;
     char hdr[24];
     int hlen = 0;
 
     if (o->closing || !selected(o, m)) return;
     if (o->to) keep = false; /* a forward never holds the inputs back (output_full) */
+    if (gen) {
+        /* the lane of generated messages: past the message bound, and further in bytes */
+        keep = true;
+        max_bytes += GENERATED_MAX_BYTES;
+    }
+    if (o->gen_logged && o->npend + o->nfly <= o->max_msgs / 2) o->gen_logged = false;
+    if (gen && o->broken) {
+        drop_generated(o);
+        return;
+    }
     if (o->broken || (!keep && o->npend + o->nfly >= o->max_msgs)) {
         o->stats.dropped++;
         if (!o->drop_logged && !o->broken)
@@ -838,8 +893,11 @@ write_msg(struct output *o, const struct msg *m, bool keep)
     case FR_DGRAM:
     default: need = o->line.len + sizeof(len); break;
     }
-    if (o->pend.len + o->fly.len + need > QUEUE_MAX_BYTES) {
-        o->stats.dropped++;
+    if (o->pend.len + o->fly.len + need > max_bytes) {
+        if (gen)
+            drop_generated(o);
+        else
+            o->stats.dropped++;
         return;
     }
     switch (o->framing) {
@@ -858,6 +916,7 @@ write_msg(struct output *o, const struct msg *m, bool keep)
         break;
     }
     o->npend++;
+    if (gen) o->gpend++;
     set_queued(o);
     kick(o);
 }

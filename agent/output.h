@@ -3,7 +3,8 @@
  * server (UDP, TCP or TLS), as JSON lines or classic syslog lines.  Writes are
  * queued and never block the loop; a queue that is full drops and counts,
  * unless the message comes from an input that back-pressure can pause
- * (output_write_keep).
+ * (output_write_keep) or is generated (a lane of its own, bounded in bytes:
+ * see output.c).
  */
 #ifndef CORRAL_OUTPUT_H
 #define CORRAL_OUTPUT_H
@@ -21,10 +22,11 @@
 struct output;
 
 struct output_stats {
-    uint64_t written;                  /* messages written (or sent) */
-    uint64_t dropped;                  /* messages dropped: queue full, receiver down too long */
-    uint64_t errors;                   /* write or connection errors */
-    uint64_t queued;                   /* messages waiting now */
+    uint64_t written;           /* messages written (or sent) */
+    uint64_t dropped;           /* messages dropped: queue full, receiver down too long */
+    uint64_t generated_dropped; /* of which generated: their lane full too (a stuck output) */
+    uint64_t errors;            /* write or connection errors */
+    uint64_t queued;            /* messages waiting now */
     uint64_t tls_failures[TLS_FAIL_N]; /* TLS forward: handshakes that failed, by reason */
 };
 
@@ -48,7 +50,8 @@ int output_check(const struct conf_output *co, const char *conf_file, struct buf
  *   CONF_SELECT_CLASSIFIED  input messages a rule matched: .classifier.class is set
  *                      and not "unknown" (generated messages are not included)
  *   CONF_SELECT_GENERATED   messages with MSG_F_GENERATED: rule actions, absence alerts
- * Never blocks: a full queue drops the message and counts it.
+ * Never blocks: a full queue drops the message and counts it; a generated
+ * message is kept past the message bound, up to a byte bound of its own.
  */
 void output_write(struct output *o, const struct msg *m);
 /*

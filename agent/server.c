@@ -2236,6 +2236,9 @@ server_metrics(struct server *s, struct buf *out)
                   offsetof(struct output_stats, written));
     output_metric(out, s, "corral_output_dropped_total", "Messages dropped, per output.",
                   offsetof(struct output_stats, dropped));
+    output_metric(out, s, "corral_output_generated_dropped_total",
+                  "Generated messages (alerts) dropped, per output: their lane was full too.",
+                  offsetof(struct output_stats, generated_dropped));
     output_metric(out, s, "corral_output_errors_total", "Write and connection errors.",
                   offsetof(struct output_stats, errors));
     output_metric(out, s, "corral_output_queued", "Messages waiting, per output.",

@@ -14,6 +14,9 @@
  *   - every submit frame's body goes through the executor process's check
  *     (ipcserve_parse_submit, with 4 executors): an accepted one names an
  *     executor below 4, its alert lies inside the body and decodes whole;
+ *     and every body through the count of new value names
+ *     (ipcserve_new_names, which runs before the alert decodes), which
+ *     must read within it whatever it holds;
  *   - every hello (H) and reload (L) body through the executor process's
  *     parsers: accepted only at exactly 4 and 8 bytes;
  *   - every reload answer (R) body through the engine's parser
@@ -56,6 +59,7 @@ check_submit(const void *body, size_t len)
     const char *why = NULL;
     const char *b = body;
 
+    (void)ipcserve_new_names(body, len); /* as on an alert's bytes, before they decode */
     sub.msg = msg_new();
     if (ipcserve_parse_submit(body, len, 4, &sub, &why) == 0) {
         if (sub.index >= 4 || sub.keep > 1) __builtin_trap();

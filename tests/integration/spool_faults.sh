@@ -9,6 +9,10 @@
 #     room again; corrald is killed with -9: every alert comes back.
 #  3. (same) corrald starts on a full disk, keeps its alerts in memory, and
 #     writes them to the spool once there is room.
+#  4. (same) 100 alerts of 1 kB spooled, the disk fills, 30 more are kept
+#     in memory; then 64 KiB are freed, too little for a second copy of the
+#     spool but room for the 30: they are appended to it, and after kill -9
+#     all 130 come back.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 
@@ -21,6 +25,15 @@ cat > "$WORK/rules/alerts.xml" <<'XML'
       <actions><action route="runner"><message>
         <values>
           <value name="MESSAGE">alert number ${n}@1</value>
+          <value name="corral.alert_id">a-${n}@1</value>
+        </values>
+      </message></action></actions>
+    </rule>
+    <rule provider="test" id="spool.big" class="violation">
+      <patterns><pattern>big @NUMBER:n@ @ANYSTRING:pad@</pattern></patterns>
+      <actions><action route="runner"><message>
+        <values>
+          <value name="MESSAGE">alert number ${n}@1 ${pad}@1</value>
           <value name="corral.alert_id">a-${n}@1</value>
         </values>
       </message></action></actions>
@@ -52,12 +65,17 @@ metric() {
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
 metric_ge() { [ "$(metric "$1")" -ge "$2" ]; }
 
-# send FROM TO: alerts FROM..TO over one TCP connection (in order, none lost)
+# send FROM TO [PAD]: alerts FROM..TO over one TCP connection (in order, none lost);
+# with PAD, each carries PAD bytes more
 send() {
     i=$1
     : > "$WORK/lines"
     while [ "$i" -le "$2" ]; do
-        echo "<13>Dec  3 10:00:00 web1 app: alert $i" >> "$WORK/lines"
+        if [ -n "${3:-}" ]; then
+            printf '<13>Dec  3 10:00:00 web1 app: big %d %0*d\n' "$i" "$3" 0 >> "$WORK/lines"
+        else
+            echo "<13>Dec  3 10:00:00 web1 app: alert $i" >> "$WORK/lines"
+        fi
         i=$((i + 1))
     done
     send_tcp_file "$(input_port in)" "$WORK/lines"
@@ -193,3 +211,34 @@ wait_until metric_is corral_executor_queued 0 || fail "still queued: $(metric co
 delivered_ok 10
 stop_corrald "$CORRALD_PID"
 echo "ok: started on a full disk, alerts kept in memory, spooled once there was room"
+
+# ---- 4. room for the alerts kept in memory, not for a second copy of the spool ----
+touch "$WORK/down"
+rm -f "$WORK/delivered" "$MNT/spool/"*
+start_corrald seventh "$WORK/corrald.conf"
+send 1 100 1000
+wait_until metric_is corral_executor_queued 100 || fail "not queued: $(metric corral_executor_queued)"
+spooled=$(stat -c %s "$MNT/spool/runner.spool")
+fill
+send 101 130 1000
+wait_until metric_is corral_executor_queued 130 || fail "not queued: $(metric corral_executor_queued)"
+metric_ge corral_executor_unspooled 20 || fail "not in memory: $(metric corral_executor_unspooled)"
+# 64 KiB free: the 30 alerts in memory take about 35 KiB, the spool is 100 KiB or more
+truncate -s -64K "$MNT/filler"
+[ "$spooled" -gt 65536 ] || fail "the spool ($spooled bytes) would fit twice"
+wait_until metric_is corral_executor_unspooled 0 ||
+    fail "not appended to the spool with 64 KiB free: $(metric corral_executor_unspooled) in memory only"
+wait_until metric_is corral_executor_retries_total 130 ||
+    fail "not all tried: $(metric corral_executor_retries_total)"
+wait_until metric_is corral_executor_inflight 0 || fail "still in flight: $(metric corral_executor_inflight)"
+kill -9 "$CORRALD_PID"
+wait "$CORRALD_PID" 2>/dev/null
+untrack "$CORRALD_PID"
+CORRALD_PID=
+rm -f "$WORK/down"
+start_corrald eighth "$WORK/corrald.conf"
+grep -q "130 alerts from the spool" "$WORK/eighth.log" || fail "not 130 alerts recovered after kill -9"
+wait_until metric_is corral_executor_queued 0 || fail "still queued: $(metric corral_executor_queued)"
+delivered_ok 130
+stop_corrald "$CORRALD_PID"
+echo "ok: 64 KiB freed for a spool of $spooled bytes: the 30 alerts in memory appended, 130 of 130 delivered once after kill -9"

@@ -5,7 +5,11 @@
  * script and comes back as queued and delivered events, with the stats;
  * and what a compromised engine could send instead (an executor index the
  * executor did not publish, an alert that does not decode, trailing bytes,
- * an unknown request) is refused and counted, and nothing is delivered.
+ * an unknown request) is refused and counted, and nothing is delivered;
+ * and what it could send to exhaust this process is bounded: keep=1
+ * submits of 1 MB alerts past queue= (at most QUEUE_MAX_BYTES of them
+ * queued), alerts with value names never seen (at most IPCSERVE_NEW_NAMES
+ * registered, the rest refused and counted).
  * The engine's hello (H) comes first: a request before it is refused, and
  * another protocol version ends the connection.  A reload (L) replaces the
  * queues through the reload function (as corrald's executor process does,
@@ -16,6 +20,7 @@
 #include "actions/ipcserve.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +38,7 @@
 #include "engine/msg.h"
 #include "engine/nv.h"
 #include "engine/wire.h"
+#include "engine/xalloc.h"
 #include "tests/unit/unitlib.h"
 #include "tests/unit/unit_run.h"
 
@@ -216,8 +222,9 @@ server_end(void *arg, const char *reason)
     f->server_ended = true;
 }
 
+/* Serves one executor: x its element, "" the script that records each alert. */
 static void
-fixture_open(struct fixture *f)
+fixture_open_x(struct fixture *f, const char *xml)
 {
     struct buf err = BUF_INIT;
     char x[1024];
@@ -225,8 +232,11 @@ fixture_open(struct fixture *f)
 
     memset(f, 0, sizeof(*f));
     uv_loop_init(&f->loop);
-    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>",
-             ul_wpath("prog"));
+    if (*xml)
+        snprintf(x, sizeof(x), "%s", xml);
+    else
+        snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\"/>",
+                 ul_wpath("prog"));
     f->conf = ul_load_executors(ul_workdir(), x, f->file, sizeof(f->file));
     f->q = queue_open(&f->loop, &f->conf->executors[0], f->file, NULL, &err);
     ck_assert_msg(f->q != NULL, "queue_open: %s", buf_str(&err));
@@ -242,23 +252,41 @@ fixture_open(struct fixture *f)
 }
 
 static void
+fixture_open(struct fixture *f)
+{
+    fixture_open_x(f, "");
+}
+
+static void
 fixture_hello(struct fixture *f)
 {
     fixture_open(f);
     say_hello(&f->e, IPC_VERSION);
 }
 
+/*
+ * The engine goes away.  busy: the executor process may be sending at that
+ * moment (its deliveries' events), so it may see a reset rather than the
+ * close.
+ */
 static void
-fixture_close(struct fixture *f)
+fixture_close_busy(struct fixture *f, bool busy)
 {
     ipc_close(f->e.c, NULL, NULL);
     ck_assert(ul_run_until(&f->loop, ul_flag_set, &f->server_ended, 60));
-    ck_assert_str_eq(f->server_reason, "closed");
+    if (!busy || strcmp(f->server_reason, "connection reset by peer") != 0)
+        ck_assert_str_eq(f->server_reason, "closed");
     ipcserve_close(f->s, NULL, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     ck_assert_int_eq(uv_loop_close(&f->loop), 0);
     conf_free(f->conf);
     conf_free(f->next);
+}
+
+static void
+fixture_close(struct fixture *f)
+{
+    fixture_close_busy(f, false);
 }
 
 START_TEST(test_submit_delivers)
@@ -494,6 +522,144 @@ START_TEST(test_reload_fails_keeps_running)
 }
 END_TEST
 
+/* ---- what a compromised engine could send to exhaust this process ---- */
+
+/* An S frame as any engine can make it: index, keep, the alert's bytes. */
+static void
+submit_raw(struct engine *e, uint32_t index, uint32_t keep, const struct buf *alert)
+{
+    struct buf body = BUF_INIT;
+
+    wire_put32(&body, index);
+    wire_put32(&body, keep);
+    wire_put_bytes(&body, alert->p, alert->len);
+    ck_assert_int_eq(ipc_send(e->c, IPC_SUBMIT, body.p, body.len), 0);
+    buf_free(&body);
+}
+
+struct taken {
+    struct fixture *f;
+    uint64_t n;
+};
+
+/* Every submit so far has been taken or refused. */
+static bool
+all_answered(void *arg)
+{
+    struct taken *t = arg;
+    const struct ipcserve_stats *st = ipcserve_get_stats(t->f->s);
+
+    return st->submitted + st->rejected >= t->n;
+}
+
+/* An executor that never delivers: every attempt fails for now, the next in an hour. */
+static void
+fixture_stuck(struct fixture *f, const char *queue)
+{
+    char x[1024];
+
+    signal(SIGPIPE, SIG_IGN); /* as corrald: a child that does not read its input */
+    ul_write_file(ul_wpath("later"), "#!/bin/sh\nexit 75\n");
+    ck_assert_int_eq(chmod(ul_wpath("later"), 0755), 0);
+    snprintf(x, sizeof(x), "<exec name=\"script\" program=\"%s\" backoff=\"1h\" queue=\"%s\"/>",
+             ul_wpath("later"), queue);
+    fixture_open_x(f, x);
+    say_hello(&f->e, IPC_VERSION);
+}
+
+/*
+ * keep=1 (as the engine replays what it held during a reload) goes past
+ * queue="5", but not without bound: 64 alerts of 1 MB each leave at most
+ * QUEUE_MAX_BYTES of them queued, the rest refused as queue full.
+ */
+START_TEST(test_keep_is_bounded)
+{
+    struct fixture f;
+    struct buf alert = BUF_INIT;
+    struct msg *m = msg_new();
+    char *big = xmalloc(1000000);
+    struct taken t = {&f, 64};
+    const struct queue_stats *qs;
+    size_t i;
+
+    fixture_stuck(&f, "5");
+    memset(big, 'x', 1000000);
+    msg_set(m, nv_intern_str("MESSAGE"), big, 1000000);
+    msg_encode(m, &alert);
+    for (i = 0; i < t.n; i++) submit_raw(&f.e, 0, 1, &alert);
+    ck_assert(ul_run_until(&f.loop, all_answered, &t, 60));
+    qs = queue_get_stats(f.q);
+    ck_assert_uint_eq(qs->submitted, t.n);
+    ck_assert_msg(qs->queued <= QUEUE_MAX_BYTES / 1000000, "%llu alerts of 1 MB queued",
+                  (unsigned long long)qs->queued);
+    ck_assert_uint_ge(qs->queued, 5);
+    ck_assert_uint_eq(qs->dropped_full, t.n - qs->queued);
+    ck_assert(queue_full(f.q));
+    msg_unref(m);
+    free(big);
+    buf_free(&alert);
+    fixture_close_busy(&f, true);
+}
+END_TEST
+
+/* An alert as msg_encode writes it, with `names` value names that nothing registered: "f-ID-I". */
+static void
+alert_with_names(struct buf *out, unsigned id, unsigned names)
+{
+    char name[64];
+    unsigned i;
+
+    buf_reset(out);
+    wire_put32(out, 13); /* pri */
+    wire_put32(out, 0);  /* flags */
+    for (i = 0; i < 2; i++) {
+        wire_put64(out, 1764000000); /* stamp, then received: sec, usec, gmtoff */
+        wire_put32(out, 0);
+        wire_put32(out, 0);
+    }
+    wire_put32(out, names);
+    for (i = 0; i < names; i++) {
+        int n = snprintf(name, sizeof(name), "f-%u-%u", id, i);
+        wire_put_bytes(out, name, (size_t)n);
+        wire_put_bytes(out, "v", 1);
+    }
+    wire_put32(out, 0); /* no tags */
+}
+
+/*
+ * 1,400 alerts of 50 value names each that this process has never seen
+ * (70,000: more than the registry's 65,536) register at most
+ * IPCSERVE_NEW_NAMES of them; the alerts past that are refused and
+ * counted, and a name the next reload needs can still be registered.  One
+ * alert with more than IPCSERVE_ALERT_NEW_NAMES is refused outright.
+ */
+START_TEST(test_new_names_are_bounded)
+{
+    struct fixture f;
+    struct buf alert = BUF_INIT;
+    struct taken t = {&f, 1401};
+    unsigned i;
+    uint64_t taken = IPCSERVE_NEW_NAMES / 50;
+
+    fixture_stuck(&f, "100000");
+    alert_with_names(&alert, 999999, IPCSERVE_ALERT_NEW_NAMES + 1);
+    submit_raw(&f.e, 0, 0, &alert);
+    for (i = 0; i < 1400; i++) {
+        alert_with_names(&alert, i, 50);
+        submit_raw(&f.e, 0, 0, &alert);
+    }
+    ck_assert(ul_run_until(&f.loop, all_answered, &t, 60));
+    ck_assert_uint_eq(ipcserve_get_stats(f.s)->submitted, taken);
+    ck_assert_uint_eq(ipcserve_get_stats(f.s)->rejected, t.n - taken);
+    ck_assert_uint_eq(nv_lookup("f-999999-0", 10), 0);
+    ck_assert_uint_ne(nv_lookup("f-0-0", 5), 0);
+    ck_assert_uint_eq(nv_lookup("f-1399-49", 9), 0);
+    ck_assert_uint_ne(nv_intern_str("a.name.the.next.reload.needs"), 0);
+    buf_free(&alert);
+    fixture_close_busy(&f, true);
+}
+END_TEST
+
 static Suite *
 ipcserve_suite(void)
 {
@@ -508,6 +674,8 @@ ipcserve_suite(void)
     tcase_add_test(tc, test_hello_version_mismatch);
     tcase_add_test(tc, test_reload_changes_and_adds);
     tcase_add_test(tc, test_reload_fails_keeps_running);
+    tcase_add_test(tc, test_keep_is_bounded);
+    tcase_add_test(tc, test_new_names_are_bounded);
     suite_add_tcase(s, tc);
     return s;
 }

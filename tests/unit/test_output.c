@@ -1,7 +1,8 @@
 /*
  * Unit tests: corrald's outputs.  Formats (JSON, syslog lines, octet
  * counting), selection, file writing and reopening, forwarding to real UDP and
- * TCP sockets on loopback (reconnection included), queue overflow, and stdout
+ * TCP sockets on loopback (reconnection included), queue overflow, the lane
+ * of generated messages past it, and stdout
  * into a pipe nobody reads.  Each test runs its own libuv loop and drives it
  * in small steps, reading the test's own plain sockets in between.
  */
@@ -531,6 +532,72 @@ START_TEST(test_queue_overflow)
 }
 END_TEST
 
+/*
+ * Generated messages have a lane of their own: a burst of them is not
+ * dropped at the queue's message bound, as input messages are, and goes
+ * past its byte bound too; only past that lane's bytes (an output that
+ * does not write: here the loop does not run) are they dropped, and
+ * counted apart.  Then the output writes all it took.
+ */
+START_TEST(test_generated_lane)
+{
+    struct conf_output co = conf_out(CONF_OUT_FILE, CONF_FORMAT_JSON, CONF_SELECT_ALL, 10);
+    struct msg *in = parse("<13>Jan  5 10:00:00 h app: line");
+    struct msg *gen = msg_new(), *big = msg_new();
+    struct buf err = BUF_INIT;
+    const struct output_stats *st;
+    struct output *o;
+    uv_loop_t loop;
+    char path[300], *text, *pad = malloc(1u << 20);
+    bool done = false;
+    uint64_t taken;
+    int i;
+
+    make_tmpdir();
+    snprintf(path, sizeof(path), "%s/gen.log", tmpdir);
+    co.path = path;
+    msg_set_flags(gen, MSG_F_GENERATED);
+    msg_set(gen, NV_MESSAGE, "summary", 7);
+    memset(pad, 'x', 1u << 20);
+    msg_set_flags(big, MSG_F_GENERATED);
+    msg_set(big, NV_MESSAGE, pad, 1u << 20);
+    uv_loop_init(&loop);
+    o = output_open(&loop, &co, &err);
+    ck_assert_msg(o != NULL, "%s", buf_str(&err));
+    st = output_get_stats(o);
+    for (i = 0; i < 100; i++) output_write(o, in);
+    ck_assert_uint_eq(st->queued, 10);
+    ck_assert_uint_eq(st->dropped, 90);
+    /* past the message bound: all 1,000 taken, and the output says it is full */
+    for (i = 0; i < 1000; i++) output_write(o, gen);
+    ck_assert_uint_eq(st->queued, 1010);
+    ck_assert_uint_eq(st->dropped, 90);
+    ck_assert(output_full(o));
+    /* 100 MiB: the lane (64 MiB past the 16 MiB bound) takes about 80 of them */
+    for (i = 0; i < 100; i++) output_write(o, big);
+    ck_assert_uint_ge(st->queued, 1010 + 75);
+    ck_assert_uint_le(st->queued, 1010 + 80);
+    ck_assert_uint_eq(st->generated_dropped, 1110 - st->queued);
+    ck_assert_uint_eq(st->dropped, 90 + st->generated_dropped);
+    taken = st->queued;
+    pump_count(&loop, &st->written, taken, 30000);
+    ck_assert_uint_eq(st->written, taken);
+    output_close(o, set_done, &done);
+    ck_assert(pump_until(&loop, &done, 2000));
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    text = read_file(path);
+    ck_assert_uint_eq(count_lines(text), taken);
+    free(text);
+    free(pad);
+    buf_free(&err);
+    msg_unref(in);
+    msg_unref(gen);
+    msg_unref(big);
+    remove_tmpdir();
+}
+END_TEST
+
 /* ---- forward ---- */
 
 START_TEST(test_forward_udp)
@@ -908,6 +975,7 @@ output_suite(void)
     tcase_add_test(tc, test_select);
     tcase_add_test(tc, test_file_write_reopen);
     tcase_add_test(tc, test_queue_overflow);
+    tcase_add_test(tc, test_generated_lane);
     tcase_add_test(tc, test_forward_udp);
     tcase_add_test(tc, test_forward_tcp);
     tcase_add_test(tc, test_forward_tcp_reconnect);

@@ -803,6 +803,36 @@ START_TEST(test_compaction_while_running)
 }
 END_TEST
 
+/*
+ * Large alerts are compacted away by their bytes, not only their number:
+ * 40 alerts of 1 MB delivered one after the other leave a spool of at
+ * most QUEUE_MAX_BYTES and the records since the last rewrite, not of
+ * 40 MB.  (Once, only more than 1000 dead records started a rewrite.)
+ */
+START_TEST(test_compaction_by_bytes)
+{
+    struct harness h;
+    struct msg *m = msg_new();
+    char *pad = malloc(1000000);
+    off_t end;
+    int i;
+
+    program("ok.sh");
+    must_open(&h, NULL, ul_wpath("spool"));
+    memset(pad, 'x', 1000000);
+    msg_set(m, nv_intern_str("MESSAGE"), pad, 1000000);
+    for (i = 1; i <= 40; i++) {
+        queue_submit(h.q, m);
+        wait_delivered(&h, (uint64_t)i);
+    }
+    end = file_size(spool_file());
+    ck_assert_msg(end < QUEUE_MAX_BYTES + 2000000, "spool of %lld bytes", (long long)end);
+    harness_close(&h);
+    msg_unref(m);
+    free(pad);
+}
+END_TEST
+
 /* ---- dedupe ---- */
 
 static void
@@ -969,6 +999,40 @@ START_TEST(test_disk_full_then_room)
     submit(h.q, "later"); /* appended as usual */
     harness_close(&h);
     reopen_delivers("before\nduring\nafter\nlater\n");
+}
+END_TEST
+
+/*
+ * An alert delivered while the spool cannot be written owes the spool its
+ * done record: catching up (an append, queue.h) writes it with the alerts
+ * held in memory, so after a restart the delivered alert does not come
+ * back and the pending one does.
+ */
+START_TEST(test_catch_up_writes_owed_done)
+{
+    struct harness h;
+    struct count_wait w;
+
+    /* "first" is delivered, every other alert fails for now (retried in an hour) */
+    ul_write_file(ul_wpath("sel.sh"), "#!/bin/sh\n[ \"$CORRAL_ALERT_ID\" = first ] || exit 75\n");
+    ck_assert_int_eq(chmod(ul_wpath("sel.sh"), 0755), 0);
+    program("sel.sh");
+    must_open(&h, NULL, ul_wpath("spool"));
+    submit(h.q, "first"); /* spooled; its delivery ends when the loop runs */
+    limit_file_size((rlim_t)file_size(spool_file()));
+    submit(h.q, "second"); /* the spool fails: in memory only */
+    w.q = h.q;
+    w.delivered = 1;
+    ul_run_until(&h.loop, delivered_reached, &w, 60); /* "first"'s done record: owed */
+    unlimit_file_size();
+    ck_assert_uint_eq(queue_get_stats(h.q)->delivered, 1);
+    ck_assert_uint_eq(queue_get_stats(h.q)->unspooled, 1);
+    wait_spooled(&h);
+    harness_close(&h);
+    program("broken.sh");
+    must_open(&h, NULL, ul_wpath("spool"));
+    ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 1);
+    harness_close(&h);
 }
 END_TEST
 
@@ -1264,6 +1328,8 @@ queue_suite(void)
     tcase_add_test(tc, test_version_1);
     tcase_add_test(tc, test_compaction_at_start);
     tcase_add_test(tc, test_compaction_while_running);
+    tcase_add_test(tc, test_compaction_by_bytes);
+    tcase_add_test(tc, test_catch_up_writes_owed_done);
     tcase_add_test(tc, test_dedupe_bounded);
     tcase_add_test(tc, test_disk_full_logged_and_delivered);
     tcase_add_test(tc, test_disk_full_then_room);
