@@ -120,7 +120,7 @@ bool executor_common_attr(const char *name);
  * the same as the alert it resolves.
  */
 #define EXECUTOR_DEDUPE_KEY_DEFAULT "${.classifier.rule_id}|${HOST}|${MESSAGE}|${corral.status}"
-#define EXECUTOR_SEVERITY_MAX     6
+#define EXECUTOR_SEVERITY_MAX       6
 /* 1 (clear) to 6 (critical), compared without case; the default's for anything else. */
 int executor_severity_number(const char *name);
 /* "clear" to "critical" for 1 to 6; NULL for anything else. */

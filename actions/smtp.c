@@ -393,8 +393,7 @@ smtp_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, stru
     read_grouping(x, &r);
     if (exconf_duration_ms(&r, "repeat-interval", true, DURATION_MAX, &x->repeat_interval) &&
         x->repeat_interval)
-        x->repeat_tpl =
-            exconf_template(&r, "dedupe-key", EXECUTOR_DEDUPE_KEY_DEFAULT);
+        x->repeat_tpl = exconf_template(&r, "dedupe-key", EXECUTOR_DEDUPE_KEY_DEFAULT);
     exconf_uint(&r, "connections", 1, SMTP_MAX_CONNECTIONS, &connections);
     x->connections = (unsigned)connections;
     if (exconf_duration_ms(&r, "timeout", true, DURATION_MAX, &timeout) && timeout < 1000)
