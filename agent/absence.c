@@ -243,7 +243,11 @@ report(struct absence *s, struct source *src, bool down, uint64_t now_ms)
     buf_reset(&text);
     macro_format_iso(&last, 0, &text);
     msg_set(m, h_last, text.p, text.len);
-    /* since when it was quiet: an inhibition by this report covers the lines of that time */
+    /* since when it was quiet (to the millisecond): an inhibition by this report covers the
+     * lines stamped after the last one it received */
+    buf_reset(&text);
+    last.usec = (int32_t)(seen % 1000) * 1000;
+    macro_format_iso(&last, 3, &text);
     msg_set(m, h_since, text.p, text.len);
     msg_set(m, h_severity, sev, strlen(sev));
     msg_set(m, h_event, down ? "absence.down" : "absence.up", down ? 12 : 10);

@@ -495,7 +495,7 @@ inhibitor(struct alerts *a, const struct msg *m, const char *id, uint64_t now_ms
                 t = time_of(m);
                 have_t = true;
             }
-            if (t >= w->since && t <= w->until && strcmp(w->id, id) != 0 &&
+            if (t > w->since && t <= w->until && strcmp(w->id, id) != 0 &&
                 same_labels(r, w->labels, m))
                 return w->id;
         }

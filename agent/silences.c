@@ -117,7 +117,7 @@ int
 silences_parse_time(const char *s, int64_t *ms)
 {
     const char *p = s;
-    int y, mo, d, h = 0, mi = 0, sec = 0, oh, om;
+    int y, mo, d, h = 0, mi = 0, sec = 0, oh, om, frac = 0, nfrac = 0;
     int64_t t;
     char *end;
 
@@ -138,8 +138,10 @@ silences_parse_time(const char *s, int64_t *ms)
         if (*p == ':') {
             p++;
             if (!digits(&p, 2, &sec)) return -1;
-            if (*p == '.')
-                for (p++; *p >= '0' && *p <= '9'; p++) continue;
+            if (*p == '.') /* milliseconds kept, finer digits read and dropped */
+                for (p++; *p >= '0' && *p <= '9'; p++)
+                    if (nfrac < 3) frac = frac * 10 + (*p - '0'), nfrac++;
+            for (; nfrac && nfrac < 3; nfrac++) frac *= 10;
         }
         if (h > 23 || mi > 59 || sec > 60) return -1;
     }
@@ -156,7 +158,7 @@ silences_parse_time(const char *s, int64_t *ms)
         return -1;
     }
     if (*p) return -1;
-    *ms = t * 1000;
+    *ms = t * 1000 + frac;
     return 0;
 }
 

@@ -46,7 +46,10 @@ PY
 # datagrams may be lost on a loaded machine: wait for what was received
 wait_metric corral_messages_received_total -ge 250 || fail "the alerts did not arrive"
 received=$(metric corral_messages_received_total)
-wait_until [ "$(($(metric corral_alerts_recorded_total) + $(metric corral_alerts_unrecorded_total)))" -eq "$received" ] ||
+all_counted() {
+    [ "$(($(metric corral_alerts_recorded_total) + $(metric corral_alerts_unrecorded_total)))" -eq "$received" ]
+}
+wait_until all_counted ||
     fail "not every alert recorded or counted"
 [ "$(metric corral_alerts state=firing)" -eq 100 ] ||
     fail "the store holds $(metric corral_alerts state=firing) alerts, not max-alerts (100)"

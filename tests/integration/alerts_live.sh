@@ -27,7 +27,7 @@ cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$HERE/lifecycle_rules.xml"/>
   <control socket="$CONTROL"/>
-  <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
+  <inputs><tcp listen="127.0.0.1:0" name="tcp"/></inputs>
   <alerts max-alerts="20" resolve-timeout="1h"/>
   <absence host="web9" after="1s"/>
   <inhibit source="rule_id=corral.absence.down" target="class!=absence" equal="HOST"/>
@@ -39,22 +39,34 @@ cat > "$WORK/corrald.conf" <<XML
 XML
 mkdir -p "$WORK/spool"
 
-# send HOST TEXT [EPOCH]: an RFC 5424 line from HOST, stamped EPOCH (default now)
+# send HOST TEXT [EPOCH]: an RFC 5424 line from HOST, stamped EPOCH (default now), over TCP
 send() {
-    python3 - "$(input_port udp)" "$1" "$2" "${3:-}" <<'PY'
+    python3 - "$(input_port tcp)" "$1" "$2" "${3:-}" <<'PY'
 import datetime, socket, sys, time
 port, host, text, t = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 t = float(t) if t else time.time()
 stamp = datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-line = "<38>1 %s %s lc - - - %s" % (stamp, host, text)
-socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(line.encode(), ("127.0.0.1", port))
+line = "<38>1 %s %s lc - - - %s\n" % (stamp, host, text)
+with socket.create_connection(("127.0.0.1", port)) as c:
+    c.sendall(line.encode())
 PY
 }
 calls() {
     grep -c -x "$1" "$WORK/runner.calls" 2>/dev/null || true
 }
+# called LINE N: the script saw LINE N times
+called() {
+    [ "$(calls "$1")" -eq "$2" ]
+}
 state() {
     "$CORRAL" alerts $S show "$1" | sed -n 's/^state: *//p'
+}
+# in_state ID STATE
+in_state() {
+    [ "$(state "$1")" = "$2" ]
+}
+spoofs_sent() {
+    [ "$(grep -c 'lc/spoof' "$WORK/runner.calls")" -eq 30 ]
 }
 
 start_corrald corrald "$WORK/corrald.conf"
@@ -68,7 +80,7 @@ id=$("$CORRAL" silence $S add HOST=web1 --duration 1h) || fail "silence add fail
 "$CORRAL" silence $S expire "$id" || fail "silence expire failed"
 [ "$(state lc/web1/sda)" = firing ] || fail "not firing when silence expire returned: $(state lc/web1/sda)"
 # still firing when its silence ended: it is sent
-wait_until [ "$(calls 'firing lc/web1/sda')" -eq 2 ] || fail "not sent again when its silence ended"
+wait_until called 'firing lc/web1/sda' 2 || fail "not sent again when its silence ended"
 wait_metric corral_alerts_unmuted_total -ge 1 || fail "the unmuted alert not counted"
 
 # ---- the absence of web9 inhibits its alert already firing, and releases it
@@ -89,10 +101,10 @@ wait_until python3 -c "import time, sys; sys.exit(time.time() * 1000 < $down_ms 
 queued=$(python3 -c "import time; print(time.time() - 0.1)")
 send web9 "failure on sdc" "$queued"
 wait_metric corral_alerts_resolved_total by=clear -ge 1 || fail "web9's absence did not resolve"
-wait_until [ "$(state lc/web9/sdc)" = inhibited ] ||
+wait_until in_state lc/web9/sdc inhibited ||
     fail "the queued line's alert was not inhibited: $("$CORRAL" alerts $S show lc/web9/sdc)"
 # the release of the alert that was firing: sent again
-wait_until [ "$(calls 'firing lc/web9/sdb')" -eq 2 ] || fail "web9's alert not sent when released"
+wait_until called 'firing lc/web9/sdb' 2 || fail "web9's alert not sent when released"
 [ "$(state lc/web9/sdb)" = firing ] || fail "web9's alert not firing after the absence"
 # a line of after its return fires
 wait_until python3 -c "import time, sys; sys.exit(time.time() < $queued + 2)"
@@ -106,7 +118,7 @@ while [ $i -lt 30 ]; do
     send "spoof$i" "failure on x"
     i=$((i + 1))
 done
-wait_until [ "$(grep -c 'lc/spoof' "$WORK/runner.calls")" -eq 30 ] || fail "spoofed alerts not all sent"
+wait_until spoofs_sent || fail "spoofed alerts not all sent"
 wait_metric corral_alerts_unrecorded_total -ge 1 || fail "the alerts beyond max-alerts not counted"
 [ "$(state lc/web1/sda)" = firing ] || fail "web1's firing alert was pushed out of the store"
 [ "$(state lc/web9/sdd)" = firing ] || fail "web9's firing alert was pushed out of the store"

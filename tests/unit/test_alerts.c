@@ -234,6 +234,11 @@ START_TEST(test_parse_time)
     ck_assert_int_eq(ms, 1796407200000LL);
     ck_assert_int_eq(silences_parse_time("2026-12-04 19:00+01:00", &ms), 0);
     ck_assert_int_eq(ms, 1796407200000LL);
+    /* milliseconds kept, finer digits dropped */
+    ck_assert_int_eq(silences_parse_time("2026-12-04T18:00:00.5Z", &ms), 0);
+    ck_assert_int_eq(ms, 1796407200500LL);
+    ck_assert_int_eq(silences_parse_time("2026-12-04T18:00:00.123456+00:00", &ms), 0);
+    ck_assert_int_eq(ms, 1796407200123LL);
     ck_assert_int_eq(silences_parse_time("1796407200", &ms), 0);
     ck_assert_int_eq(ms, 1796407200000LL);
     ck_assert_int_eq(silences_parse_time("2026-13-01", &ms), -1);
