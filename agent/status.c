@@ -234,9 +234,11 @@ rule_row(const struct corr_rule_stats *rs, void *arg)
     html_puts(out, rs->rule_id);
     buf_printf(out,
                "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
+               "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
                "</tr>",
                (unsigned long long)rs->contexts, (unsigned long long)rs->refused,
-               (unsigned long long)rs->dropped);
+               (unsigned long long)rs->dropped, (unsigned long long)rs->evicted,
+               (unsigned long long)rs->rate_limited, (unsigned long long)rs->rate_evicted);
 }
 
 struct ctx_list {
@@ -269,12 +271,14 @@ contexts_html(struct status *st, struct buf *out)
     struct ctx_list cl = {out, NULL, 0};
     size_t before;
 
+    /* what a flood cost each rule: contexts refused or evicted, actions held back by rate= */
     buf_puts(out, "<h3>Per rule</h3><table><thead><tr><th>Rule</th><th>Open</th>"
-                  "<th>Refused</th><th>Messages dropped</th></tr></thead><tbody>");
+                  "<th>Refused</th><th>Messages dropped</th><th>Evicted</th>"
+                  "<th>Rate-limited</th><th>Rate buckets evicted</th></tr></thead><tbody>");
     before = out->len;
     server_foreach_rule(st->srv, rule_row, out);
     if (out->len == before)
-        buf_puts(out, "<tr><td colspan=\"4\">No rule opens contexts.</td></tr>");
+        buf_puts(out, "<tr><td colspan=\"7\">No rule opens contexts.</td></tr>");
     buf_puts(out, "</tbody></table><h3>Open contexts</h3><table><thead><tr><th>Rule</th>"
                   "<th>Scope</th><th>Host</th><th>Program</th><th>Key</th><th>Messages</th>"
                   "</tr></thead><tbody>");
@@ -291,10 +295,11 @@ contexts_html(struct status *st, struct buf *out)
 static void
 rule_obj(const struct corr_rule_stats *rs, void *arg)
 {
-    json_array_append_new(arg,
-                          json_pack("{s:o, s:I, s:I, s:I}", "rule", jstr(rs->rule_id), "open",
-                                    (json_int_t)rs->contexts, "refused", (json_int_t)rs->refused,
-                                    "dropped", (json_int_t)rs->dropped));
+    json_array_append_new(
+        arg, json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "rule", jstr(rs->rule_id), "open",
+                       (json_int_t)rs->contexts, "refused", (json_int_t)rs->refused, "dropped",
+                       (json_int_t)rs->dropped, "evicted", (json_int_t)rs->evicted, "rateLimited",
+                       (json_int_t)rs->rate_limited, "rateEvicted", (json_int_t)rs->rate_evicted));
 }
 
 static void

@@ -172,7 +172,8 @@ for r in contexts:
     assert r[0] == "status.login", r
     assert r[5] == {"web1": "3", "web2": "3", hostile: "1"}[r[2]], r
 rules = p.rows.get("rule", [])
-assert sorted(rules) == [["status.disk", "1", "0", "0"], ["status.login", "3", "0", "0"]], rules
+assert sorted(rules) == [["status.disk", "1", "0", "0", "0", "0", "0"],
+                         ["status.login", "3", "0", "0", "0", "0", "0"]], rules
 queues = p.rows.get("queue", [])
 assert len(queues) == 1 and queues[0][0] == "runner" and queues[0][3] == "6", queues
 inputs = p.rows.get("input", [])
@@ -206,8 +207,10 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 assert sorted(c["host"] for c in s["contexts"]["open"]) == sorted(["web1", "web1", "web2", sys.argv[2]])
 assert sorted(s["contexts"]["rules"], key=lambda r: r["rule"]) == [
-    {"rule": "status.disk", "open": 1, "refused": 0, "dropped": 0},
-    {"rule": "status.login", "open": 3, "refused": 0, "dropped": 0}]
+    {"rule": "status.disk", "open": 1, "refused": 0, "dropped": 0, "evicted": 0,
+     "rateLimited": 0, "rateEvicted": 0},
+    {"rule": "status.login", "open": 3, "refused": 0, "dropped": 0, "evicted": 0,
+     "rateLimited": 0, "rateEvicted": 0}]
 assert [q["name"] for q in s["queues"]] == ["runner"] and s["queues"][0]["delivered"] == 6
 assert s["inputs"][0]["name"] == "udp" and s["inputs"][0]["received"] == 8
 assert s["rates"]["received_total"] == 8 and len(s["rates"]["received"]) == 60
