@@ -253,13 +253,20 @@ record_alert(struct server *s, const struct msg *m, bool routed)
     return muted == ALERT_FIRING;
 }
 
-/* Executor i's queue: here, or in the executor process (privsep) behind the proxy. */
+/*
+ * Executor i's queue: here, or in the executor process (privsep) behind the
+ * proxy.  keep: past queue= (within the queue's hard bounds), for what the
+ * sender can be paused for (a stream input) and for what no input can be
+ * paused for, since it comes all at once with nobody to slow down: the
+ * alerts of context timeouts and absence reports, fired by the clock, and
+ * the store's resolutions and unmuted alerts.
+ */
 static void
-executor_submit(struct server *s, size_t i, const struct msg *m)
+executor_submit(struct server *s, size_t i, const struct msg *m, bool keep)
 {
     if (s->proxy)
-        ipcproxy_submit(s->proxy, s->remote[i], m, s->keeping);
-    else if (s->keeping)
+        ipcproxy_submit(s->proxy, s->remote[i], m, keep);
+    else if (keep)
         queue_submit_keep(s->queues[i], m);
     else
         queue_submit(s->queues[i], m);
@@ -289,6 +296,7 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
     struct msg *alert;
     const struct msg *am = m;
     size_t i;
+    bool keep;
 
     if (!s->routes) return;
     /* executors learn the generating rule's id, class and program (rare: generated only) */
@@ -314,7 +322,10 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
                (alerts_is_inhibit_source(s->alerts, am) || alerts_is_clear(am))) {
         record_alert(s, am, false);
     }
-    for (i = 0; i < s->ntargets; i++) executor_submit(s, s->targets[i], am);
+    /* fired by the clock (a timeout action, an absence report): nobody to pause */
+    keep = s->keeping || (action ? action->trigger == PDB_TRIGGER_TIMEOUT
+                                 : (msg_flags(am) & MSG_F_GENERATED) != 0);
+    for (i = 0; i < s->ntargets; i++) executor_submit(s, s->targets[i], am, keep);
     if (alert) msg_unref(alert);
 }
 
@@ -327,7 +338,7 @@ on_alert_notify(void *arg, const char *executor, const struct msg *m)
 
     for (i = 0; i < s->nqueues; i++)
         if (strcmp(s->qnames[i], executor) == 0) {
-            executor_submit(s, i, m);
+            executor_submit(s, i, m, true);
             return;
         }
     log_msg(LOG_WARNING, "alerts: executor '%s' is no longer configured: not told of %s", executor,
