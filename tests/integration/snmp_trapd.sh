@@ -46,8 +46,8 @@ cat > "$WORK/corrald.conf" <<XML
           severity="major"/>
   </executors>
   <routes>
-    <route tag="corral.alert" to="nms"/>
     <route tag="corral.clear" to="nms-v3"/>
+    <route tag="corral.alert" to="nms"/>
     <route tag="test.session" to="nms-rules"/>
   </routes>
 </corrald>
