@@ -43,6 +43,7 @@
  */
 #include "agent/server.h"
 #include "agent/alerts.h"
+#include "agent/apiv2.h"
 #include "engine/alertlabels.h"
 #include "engine/clock.h"
 #include "engine/nv.h"
@@ -396,6 +397,20 @@ on_absence(void *arg, struct msg *m)
     /* the report carries its alert labels (absence.c) */
     to_outputs(arg, m);
     to_executors(arg, m, NULL);
+}
+
+void
+server_inject_alert(struct server *s, struct msg *m)
+{
+    if (!s->alerts) return; /* not started */
+    to_outputs(s, m);
+    to_executors(s, m, NULL);
+}
+
+uint64_t
+server_started_ms(const struct server *s)
+{
+    return s->started_ms;
 }
 
 static void
@@ -2001,6 +2016,7 @@ server_metrics(struct server *s, struct buf *out)
         metric(out, name, help, type);                                                             \
         buf_printf(out, "%s %llu\n", name, (unsigned long long)(value));                           \
     } while (0)
+    apiv2_metrics(out);
     SIMPLE("corral_uptime_seconds", "gauge", "Seconds since corrald started.",
            (clock_mono_ms() - s->started_ms) / 1000);
     SIMPLE("corral_rules", "gauge", "Rules loaded.", pdb_nrules(s->db));
