@@ -184,11 +184,22 @@ v2_error(struct http_reply *rep, unsigned code, const char *fmt, ...)
 {
     struct buf msg = BUF_INIT;
     va_list ap;
+    json_t *v;
+    char *s;
 
     va_start(ap, fmt);
     buf_vprintf(&msg, fmt, ap);
     va_end(ap);
-    http_json(rep, code, json_string(buf_str(&msg)));
+    v = json_string(buf_str(&msg));
+    /* http_json() dumps objects and arrays only */
+    s = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+    rep->code = code;
+    rep->type = NULL;
+    buf_reset(&rep->body);
+    buf_puts(&rep->body, s ? s : "\"(unprintable)\"");
+    buf_putc(&rep->body, '\n');
+    free(s);
+    json_decref(v);
     buf_free(&msg);
 }
 
