@@ -577,10 +577,16 @@ opt_string(const json_t *o, const char *key, const char **out)
     return true;
 }
 
-/* A labelSet: an object of at most MAX_LABELS strings with label names (interned). */
+/*
+ * A labelSet: an object of at most MAX_LABELS strings with label names,
+ * each interned as prefix + name (nv.h bounds the names a process knows:
+ * an alert whose names do not fit is refused rather than stored without
+ * them).
+ */
 static bool
-label_set(const json_t *o, const char *what, struct buf *err)
+label_set(const json_t *o, const char *what, const char *prefix, struct buf *err)
 {
+    struct buf full = BUF_INIT;
     const char *name;
     json_t *v;
 
@@ -598,7 +604,16 @@ label_set(const json_t *o, const char *what, struct buf *err)
             buf_printf(err, "%s: %s: a string expected", what, name);
             return false;
         }
+        buf_reset(&full);
+        buf_printf(&full, "%s%s", prefix, name);
+        if (!nv_intern(full.p, full.len)) {
+            buf_printf(err, "%s: %s: corrald knows %d names already, no more", what, name,
+                       NV_MAX_NAMES);
+            buf_free(&full);
+            return false;
+        }
     }
+    buf_free(&full);
     return true;
 }
 
@@ -618,9 +633,9 @@ alert_valid(const json_t *a, struct buf *err)
         buf_puts(err, "labels: a non-empty object expected");
         return false;
     }
-    if (!label_set(labels, "labels", err)) return false;
+    if (!label_set(labels, "labels", "", err)) return false;
     if (ann && !json_is_null(ann) &&
-        (!json_is_object(ann) || !label_set(ann, "annotations", err))) {
+        (!json_is_object(ann) || !label_set(ann, "annotations", ANNOTATION, err))) {
         if (!err->len) buf_puts(err, "annotations: an object expected");
         return false;
     }
