@@ -577,6 +577,14 @@ opt_string(const json_t *o, const char *key, const char **out)
     return true;
 }
 
+/* Names corrald's JSON of a message gives itself (json_format_msg): no label may take them. */
+static bool
+reserved(const char *name)
+{
+    return strcmp(name, "ISODATE") == 0 || strcmp(name, "FACILITY") == 0 ||
+           strcmp(name, "PRIORITY") == 0 || strcmp(name, "TAGS") == 0;
+}
+
 /*
  * A labelSet: an object of at most MAX_LABELS strings with label names,
  * each interned as prefix + name (nv.h bounds the names a process knows:
@@ -602,6 +610,11 @@ label_set(const json_t *o, const char *what, const char *prefix, struct buf *err
         }
         if (!json_is_string(v)) {
             buf_printf(err, "%s: %s: a string expected", what, name);
+            return false;
+        }
+        if (!*prefix && reserved(name)) {
+            buf_printf(err, "%s: %s is corrald's own (its JSON shows the message's %s)", what, name,
+                       name);
             return false;
         }
         buf_reset(&full);

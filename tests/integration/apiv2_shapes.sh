@@ -203,7 +203,11 @@ python3 "$HERE/apiv2_spec.py" BadRequest "$WORK/answer" || fail "400 is no BadRe
 grep -q 'bad.name' "$WORK/answer" || fail "the refusal does not say why: $(cat "$WORK/answer")"
 [ "$(status POST /api/v2/alerts -H "$AUTH" --data-binary '{"labels": {}}')" = 400 ] ||
     fail "an object is accepted for an array"
-[ "$(metric corral_api_alerts_invalid_total)" -eq $((invalid + 2)) ] || fail "bad alerts not counted"
+[ "$(status POST /api/v2/alerts -H "$AUTH" --data-binary '[{"labels": {"TAGS": "x"}}]')" = 400 ] ||
+    fail "a label named as corrald's JSON names the tags is accepted"
+[ "$(status POST /api/v2/alerts -H "$AUTH" --data-binary '[{"labels": {"a": "b"}, "endsAt": "soon"}]')" = 400 ] ||
+    fail "a bad endsAt is accepted"
+[ "$(metric corral_api_alerts_invalid_total)" -eq $((invalid + 4)) ] || fail "bad alerts not counted"
 [ "$(metric corral_api_alerts_received_total kind=alert)" -eq "$received" ] || fail "a refused request routed an alert"
 
 # expired by DELETE: web2 fires again (sent to the executor now), a second DELETE is a 404
