@@ -587,7 +587,7 @@ reserved(const char *name)
 
 /*
  * A labelSet: an object of at most MAX_LABELS strings with label names,
- * each interned as prefix + name (nv.h bounds the names a process knows:
+ * each registered as prefix + name within input's budget of names (nv.h:
  * an alert whose names do not fit is refused rather than stored without
  * them).
  */
@@ -619,9 +619,9 @@ label_set(const json_t *o, const char *what, const char *prefix, struct buf *err
         }
         buf_reset(&full);
         buf_printf(&full, "%s%s", prefix, name);
-        if (!nv_intern(full.p, full.len)) {
-            buf_printf(err, "%s: %s: corrald knows %d names already, no more", what, name,
-                       NV_MAX_NAMES);
+        if (!nv_intern_input(full.p, full.len)) {
+            buf_printf(err, "%s: %s: a new name, and input has registered %d already", what, name,
+                       NV_MAX_INPUT_NAMES);
             buf_free(&full);
             return false;
         }
@@ -746,7 +746,7 @@ alert_msg(const json_t *a, uint64_t now)
     msg_set_flags(m, MSG_F_GENERATED);
     json_object_foreach((json_t *)labels, name, v)
     {
-        set_str(m, nv_intern_str(name), json_string_value(v));
+        set_str(m, nv_intern_input(name, strlen(name)), json_string_value(v));
     }
     if (!label(labels, "HOST")) set_host(m, labels);
     set_str(m, h_event, label(labels, "alertname"));
@@ -756,7 +756,7 @@ alert_msg(const json_t *a, uint64_t now)
         if (strcmp(name, "summary") == 0 || strcmp(name, "description") == 0) continue;
         buf_reset(&text);
         buf_printf(&text, ANNOTATION "%s", name);
-        set_str(m, nv_intern_str(buf_str(&text)), json_string_value(v));
+        set_str(m, nv_intern_input(text.p, text.len), json_string_value(v));
     }
     summary = label(ann, "summary");
     desc = label(ann, "description");

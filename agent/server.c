@@ -410,7 +410,7 @@ server_inject_alert(struct server *s, struct msg *m)
 uint64_t
 server_started_ms(const struct server *s)
 {
-    return s->started_ms;
+    return clock_mono_to_wall(s->started_ms);
 }
 
 static void
