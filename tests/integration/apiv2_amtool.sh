@@ -4,7 +4,8 @@
 # corrald's routes, `alert query` lists it (active, then suppressed by a
 # silence), `silence add/query/update/expire` as amtool's users run them.
 # amtool sends the API token from its --http.config.file (bearer
-# credentials); without it, writes are refused.
+# credentials); without it, writes are refused.  The fingerprint of the
+# alert is the one the real Alertmanager gives it.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 AMTOOL=$(command -v amtool) || { echo "skipped: amtool (prometheus-alertmanager) missing"; exit 77; }
@@ -79,6 +80,30 @@ assert x["labels"]["alertname"] == "ApiTest" and x["labels"]["HOST"] == "web5", 
 assert x["status"]["state"] == "active" and x["receivers"] == [{"name": "runner"}], x
 assert x["fingerprint"] == x["labels"]["corral_alert_id"][3:], x
 PY
+
+# the fingerprint is the one the real Alertmanager gives the same alert
+AM=$(command -v prometheus-alertmanager || command -v alertmanager) ||
+    { echo "skipped: prometheus-alertmanager missing"; exit 77; }
+printf 'route:\n  receiver: "null"\nreceivers:\n  - name: "null"\n' > "$WORK/am.yml"
+mkdir -p "$WORK/am"
+"$AM" --config.file="$WORK/am.yml" --storage.path="$WORK/am" \
+    --web.listen-address=127.0.0.1:0 --cluster.listen-address= > "$WORK/am.log" 2>&1 &
+am_pid=$!
+track $am_pid
+wait_grep "$WORK/am.log" 'msg="Listening on" address=127.0.0.1:[0-9]' || fail "Alertmanager did not listen"
+AMURL=http://$(sed -n 's/.*msg="Listening on" address=\(127\.0\.0\.1:[0-9]*\).*/\1/p' "$WORK/am.log" | head -n 1)
+"$AMTOOL" --alertmanager.url="$AMURL" alert add alertname=ApiTest severity=warning \
+    instance=web5:9100 job=node --annotation=summary="test alert from amtool" 2>> "$WORK/amtool.err" ||
+    fail "amtool alert add to Alertmanager"
+python3 - "$WORK/out" "$AMURL" <<'PY' || fail "fingerprints differ"
+import json, sys, urllib.request
+ours = json.load(open(sys.argv[1]))[0]["fingerprint"]
+theirs = json.load(urllib.request.urlopen(sys.argv[2] + "/api/v2/alerts", timeout=10))
+assert [a["fingerprint"] for a in theirs] == [ours], (ours, theirs)
+PY
+kill $am_pid
+wait_exit $am_pid > /dev/null
+untrack $am_pid
 
 # a silence: the alert is suppressed
 am silence add alertname=ApiTest --comment="maintenance" --duration=1h ||
