@@ -123,6 +123,7 @@ struct server {
     uint64_t started_ms;
     /* back-pressure */
     bool keeping;          /* the message being handled comes from a stream input */
+    bool refreshing;       /* server_inject_alert: an alert that fires already, recorded only */
     bool paused;           /* stream inputs are paused */
     bool held;             /* UDP inputs held: the workers' queue is full (input_hold) */
     uv_check_t hold_check; /* while the queue is full: after every loop iteration */
@@ -326,7 +327,7 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
     /* fired by the clock (a timeout action, an absence report): nobody to pause */
     keep = s->keeping || (action ? action->trigger == PDB_TRIGGER_TIMEOUT
                                  : (msg_flags(am) & MSG_F_GENERATED) != 0);
-    for (i = 0; i < s->ntargets; i++) executor_submit(s, s->targets[i], am, keep);
+    for (i = 0; i < s->ntargets && !s->refreshing; i++) executor_submit(s, s->targets[i], am, keep);
     if (alert) msg_unref(alert);
 }
 
@@ -403,8 +404,18 @@ void
 server_inject_alert(struct server *s, struct msg *m)
 {
     if (!s->alerts) return; /* not started */
+    /*
+     * Prometheus sends a firing alert again every resend delay (a minute)
+     * until it resolves: again, an alert the store holds unresolved is
+     * recorded (last seen, resolve time, muting) but not sent to the
+     * executors, which were told when it began (Alertmanager repeats only
+     * after its repeat_interval).
+     */
+    alerts_id(s->alerts, m, &s->alert_id);
+    s->refreshing = !alerts_is_clear(m) && alerts_firing(s->alerts, buf_str(&s->alert_id));
     to_outputs(s, m);
     to_executors(s, m, NULL);
+    s->refreshing = false;
 }
 
 uint64_t

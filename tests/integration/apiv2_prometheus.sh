@@ -4,7 +4,8 @@
 # bearer token in authorization:).  An alerting rule that always fires
 # (vector(1) > 0, for: 0s) reaches corrald's exec executor through its
 # routes (Prometheus finds its Alertmanagers some seconds after it starts,
-# so it is told to send again every second: --rules.alert.resend-delay).
+# so it is told to send again every second: --rules.alert.resend-delay);
+# sent again while it fires, it reaches the executor once.
 # The rule changed so that it no longer fires (a reload), Prometheus sends
 # the resolution, which ends the alert in corrald.
 . "$(dirname "$0")/corrald_lib.sh"
@@ -75,6 +76,10 @@ wait_grep "$WORK/prometheus.log" 'Server is ready to receive web requests' ||
 wait_grep "$WORK/delivered" '^am/[0-9a-f]\{16\} host=prom-host sev=critical status=firing summary=Prometheus says it always fires$' ||
     fail "Prometheus' alert did not reach the executor"
 ID=$(sed -n 's/^\(am\/[0-9a-f]*\) .*/\1/p' "$WORK/delivered" | head -n 1)
+# sent again every second while it fires: the store keeps it firing, the executor is told once
+wait_metric corral_api_alerts_received_total kind=alert -ge 4 || fail "Prometheus does not send again"
+[ "$(grep -c "^$ID .*status=firing" "$WORK/delivered")" -eq 1 ] ||
+    fail "the executor was told again of an alert that still fires: $(cat "$WORK/delivered")"
 curl -sS "$URL/api/v2/alerts" -o "$WORK/alerts.json" || fail "GET /api/v2/alerts"
 python3 - "$WORK/alerts.json" "${ID#am/}" <<'PY' || fail "the alert in /api/v2/alerts: $(cat "$WORK/alerts.json")"
 import json, sys
