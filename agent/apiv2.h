@@ -20,10 +20,11 @@
  * context_id); in any other name each character outside [A-Za-z0-9_]
  * becomes '_' (lc.dev: lc_dev).  A name the alert has itself wins over a
  * mapped one.  MESSAGE and corral.summary are the annotations description
- * and summary; ISODATE, FACILITY, PRIORITY, TAGS, corral.since and
- * corral.resolve_after are left out.  A silence's matchers and the filter
- * of GET /api/v2/silences name alertname and severity as corral.event and
- * corral.severity, and corral_NAME as corral.NAME; other names as they are.
+ * and summary; ISODATE, FACILITY, PRIORITY, TAGS, LEGACY_MSGHDR,
+ * corral.since and corral.resolve_after are left out.  A silence's
+ * matchers and the filter of GET /api/v2/silences name alertname and
+ * severity as corral.event and corral.severity, and corral_NAME as
+ * corral.NAME; other names as they are.
  *
  * Fingerprints are Alertmanager's: FNV-1a 64 in 16 hex digits, of an
  * alert's label set for posted alerts (whose alert id is am/FINGERPRINT),
