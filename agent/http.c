@@ -11,6 +11,7 @@
  * GET / (the status page, status.c), GET /api/v1/status (its data as JSON),
  * and the alerts and silences API (GET/POST/DELETE /api/v1/alerts and
  * /api/v1/silences), which runs the control socket's requests.
+ * Alertmanager's API v2 (/api/v2/..., /-/healthy, /-/ready) is apiv2.c's.
  * Under privilege separation GET /api/v1/queues asks the executor process
  * (ipcproxy_control, as `corral queue list`), the connection suspended
  * (MHD_ALLOW_SUSPEND_RESUME) until the answer comes.
@@ -40,6 +41,7 @@
  */
 #include "agent/http.h"
 #include "actions/ipcproxy.h"
+#include "agent/apiv2.h"
 #include "agent/control.h"
 #include "agent/queuectl.h"
 #include "agent/input.h"
@@ -371,6 +373,18 @@ static const struct route routes[] = {
     {"POST", "/api/v1/silences", post_silence},
     {"DELETE", "/api/v1/silences/", delete_silence},
     {"POST", "/api/v1/alerts/resolve", post_resolve},
+    /* Alertmanager's API v2 (apiv2.h) */
+    {"GET", "/api/v2/alerts", apiv2_get_alerts},
+    {"POST", "/api/v2/alerts", apiv2_post_alerts},
+    {"GET", "/api/v2/alerts/groups", apiv2_get_groups},
+    {"GET", "/api/v2/silences", apiv2_get_silences},
+    {"POST", "/api/v2/silences", apiv2_post_silences},
+    {"GET", "/api/v2/silence/", apiv2_get_silence},
+    {"DELETE", "/api/v2/silence/", apiv2_delete_silence},
+    {"GET", "/api/v2/status", apiv2_get_status},
+    {"GET", "/api/v2/receivers", apiv2_get_receivers},
+    {"GET", "/-/healthy", apiv2_healthy},
+    {"GET", "/-/ready", apiv2_healthy},
 };
 
 static bool

@@ -43,6 +43,7 @@
  */
 #include "agent/server.h"
 #include "agent/alerts.h"
+#include "agent/apiv2.h"
 #include "engine/alertlabels.h"
 #include "engine/clock.h"
 #include "engine/nv.h"
@@ -122,6 +123,7 @@ struct server {
     uint64_t started_ms;
     /* back-pressure */
     bool keeping;          /* the message being handled comes from a stream input */
+    bool refreshing;       /* server_inject_alert: an alert that fires already, recorded only */
     bool paused;           /* stream inputs are paused */
     bool held;             /* UDP inputs held: the workers' queue is full (input_hold) */
     uv_check_t hold_check; /* while the queue is full: after every loop iteration */
@@ -325,7 +327,7 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
     /* fired by the clock (a timeout action, an absence report): nobody to pause */
     keep = s->keeping || (action ? action->trigger == PDB_TRIGGER_TIMEOUT
                                  : (msg_flags(am) & MSG_F_GENERATED) != 0);
-    for (i = 0; i < s->ntargets; i++) executor_submit(s, s->targets[i], am, keep);
+    for (i = 0; i < s->ntargets && !s->refreshing; i++) executor_submit(s, s->targets[i], am, keep);
     if (alert) msg_unref(alert);
 }
 
@@ -396,6 +398,30 @@ on_absence(void *arg, struct msg *m)
     /* the report carries its alert labels (absence.c) */
     to_outputs(arg, m);
     to_executors(arg, m, NULL);
+}
+
+void
+server_inject_alert(struct server *s, struct msg *m)
+{
+    if (!s->alerts) return; /* not started */
+    /*
+     * Prometheus sends a firing alert again every resend delay (a minute)
+     * until it resolves: again, an alert the store holds unresolved is
+     * recorded (last seen, resolve time, muting) but not sent to the
+     * executors, which were told when it began (Alertmanager repeats only
+     * after its repeat_interval).
+     */
+    alerts_id(s->alerts, m, &s->alert_id);
+    s->refreshing = !alerts_is_clear(m) && alerts_firing(s->alerts, buf_str(&s->alert_id));
+    to_outputs(s, m);
+    to_executors(s, m, NULL);
+    s->refreshing = false;
+}
+
+uint64_t
+server_started_ms(const struct server *s)
+{
+    return clock_mono_to_wall(s->started_ms);
 }
 
 static void
@@ -2001,6 +2027,7 @@ server_metrics(struct server *s, struct buf *out)
         metric(out, name, help, type);                                                             \
         buf_printf(out, "%s %llu\n", name, (unsigned long long)(value));                           \
     } while (0)
+    apiv2_metrics(out);
     SIMPLE("corral_uptime_seconds", "gauge", "Seconds since corrald started.",
            (clock_mono_ms() - s->started_ms) / 1000);
     SIMPLE("corral_rules", "gauge", "Rules loaded.", pdb_nrules(s->db));

@@ -129,6 +129,18 @@ struct silences;
  */
 struct alerts *server_alerts(struct server *s);
 struct silences *server_silences(struct server *s);
+/*
+ * An alert from outside (POST /api/v2/alerts, apiv2.c): a generated
+ * message (MSG_F_GENERATED, tag corral.alert or corral.clear), written to
+ * the outputs and routed to the executors, recorded, silenced and
+ * inhibited as a rule's alert, except that an alert the store holds
+ * unresolved is recorded again but not sent to the executors again.  m
+ * is not kept.
+ */
+struct msg;
+void server_inject_alert(struct server *s, struct msg *m);
+/* When corrald started (wall clock, ms). */
+uint64_t server_started_ms(const struct server *s);
 /* Reopens file outputs (after log rotation). */
 void server_reopen_outputs(struct server *s);
 

@@ -15,6 +15,6 @@ apt-get install -y --no-install-recommends \
     libuv1-dev libxml2-dev libsnmp-dev libcurl4-openssl-dev libpcre2-dev check \
     libmicrohttpd-dev libjansson-dev libssl-dev libseccomp-dev chromium \
     python3 syslog-ng-core snmp snmptrapd snmptt smitools python3-aiosmtpd openssl curl \
-    prometheus-alertmanager \
+    prometheus-alertmanager prometheus \
     bsdutils procps nftables gcovr libfaketime \
     git dpkg-dev debhelper dh-autoreconf lintian logrotate systemd
