@@ -765,8 +765,14 @@ unmuted(struct alerts *a, struct entry *e)
     }
 }
 
-size_t
-alerts_remute(struct alerts *a, struct silences *sil, uint64_t now_ms)
+/*
+ * Muting again: silences (when they changed) and inhibitions.  Without
+ * silences, what a silence holds stays so (its silences did not change),
+ * so that an inhibition source firing or resolving, which an attacker's
+ * lines may cause often, costs no regular expression of a silence.
+ */
+static size_t
+remute(struct alerts *a, struct silences *sil, bool silences, uint64_t now_ms)
 {
     struct entry *e, *next;
     size_t n = 0;
@@ -777,7 +783,8 @@ alerts_remute(struct alerts *a, struct silences *sil, uint64_t now_ms)
         enum alert_state st = ALERT_FIRING, was = e->muted;
         next = e->next;
         if (alerts_is_clear(e->labels)) continue;
-        if (sil && (by = silences_match(sil, e->labels, now_ms)))
+        if (!silences && was == ALERT_SILENCED) continue;
+        if (silences && sil && (by = silences_match(sil, e->labels, now_ms)))
             st = ALERT_SILENCED;
         else if ((by = inhibitor(a, e->labels, e->id, time_of(e->labels))))
             st = ALERT_INHIBITED;
@@ -789,6 +796,18 @@ alerts_remute(struct alerts *a, struct silences *sil, uint64_t now_ms)
         if (st == ALERT_FIRING && was != ALERT_FIRING) unmuted(a, e);
     }
     return n;
+}
+
+size_t
+alerts_remute(struct alerts *a, struct silences *sil, uint64_t now_ms)
+{
+    return remute(a, sil, true, now_ms);
+}
+
+size_t
+alerts_reinhibit(struct alerts *a, uint64_t now_ms)
+{
+    return remute(a, NULL, false, now_ms);
 }
 
 bool

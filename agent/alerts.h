@@ -21,8 +21,9 @@
  *
  * Muting is live, as in Alertmanager: alerts_remute() evaluates silences
  * and inhibitions again for every alert that is not resolved (the server
- * calls it when a silence is added, expires or ends, and when an inhibition
- * source fires or resolves).  An alert that stops being muted is sent then
+ * calls it when a silence is added, expires, begins or ends), and
+ * alerts_reinhibit() the inhibitions (when an inhibition source fires or
+ * resolves).  An alert that stops being muted is sent then
  * to the executors its routes chose; one that resolves is announced to the
  * executors that were told it fired and whose route says send-resolved
  * (alerts_set_notify), once each.
@@ -162,7 +163,13 @@ size_t alerts_tick(struct alerts *a, uint64_t now_ms);
  * executors.  Returns how many alerts changed state.
  */
 size_t alerts_remute(struct alerts *a, struct silences *sil, uint64_t now_ms);
-/* An inhibition source fired or resolved since the last alerts_remute(). */
+/*
+ * The same for inhibitions only, when sources fired or resolved but the
+ * silences did not change: a silenced alert stays silenced, and no
+ * silence's matchers run.
+ */
+size_t alerts_reinhibit(struct alerts *a, uint64_t now_ms);
+/* An inhibition source fired or resolved since the last alerts_remute() or alerts_reinhibit(). */
 bool alerts_sources_changed(const struct alerts *a);
 /* Executor `executor` reports on the alert whose message is m. */
 void alerts_delivery(struct alerts *a, const char *executor, const struct msg *m,

@@ -255,7 +255,7 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
                 for (i = 0; i < n; i++)
                     alerts_resolve(alerts, json_string_value(json_array_get(ids, i)), now);
                 /* resolved sources release what they inhibited */
-                alerts_remute(alerts, sil, now);
+                alerts_reinhibit(alerts, now);
                 buf_puts(&data, "null");
                 rc = 0;
             }

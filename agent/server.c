@@ -78,9 +78,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* seconds between evaluations of silences and inhibitions that nothing else calls for */
-#define REMUTE_EVERY_S 10
-
 struct server {
     uv_loop_t *loop;
     struct conf *conf;
@@ -251,7 +248,7 @@ record_alert(struct server *s, const struct msg *m, bool routed)
     }
     alerts_record(s->alerts, id, m, muted, by, s->alert_targets, s->ntargets, now);
     /* an inhibition source fired or resolved: what fires now may be held back or released */
-    if (alerts_sources_changed(s->alerts)) alerts_remute(s->alerts, s->silences, now);
+    if (alerts_sources_changed(s->alerts)) alerts_reinhibit(s->alerts, now);
     return muted == ALERT_FIRING;
 }
 
@@ -626,12 +623,16 @@ on_tick(uv_timer_t *t)
     if (s->alerts) {
         uint64_t now = clock_wall_ms();
         size_t active = s->silences ? silences_active(s->silences, now) : 0;
-        /* resolve timeouts; silences that began or ended; sources that resolved */
-        bool changed = alerts_tick(s->alerts, now) > 0 || active != s->silences_active ||
-                       s->ticks % REMUTE_EVERY_S == 0;
-        s->silences_active = active;
-        if (changed || alerts_sources_changed(s->alerts))
+        /*
+         * silences that began or ended by their times: everything again;
+         * sources that resolved by their timeouts: the inhibitions only
+         */
+        alerts_tick(s->alerts, now);
+        if (active != s->silences_active)
             alerts_remute(s->alerts, s->silences, now);
+        else if (alerts_sources_changed(s->alerts))
+            alerts_reinhibit(s->alerts, now);
+        s->silences_active = active;
     }
     if (++s->ticks % HEAP_TRIM_EVERY_S == 0) heap_trim(HEAP_TRIM_MIN, &s->heap);
 }

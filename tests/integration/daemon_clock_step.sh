@@ -17,10 +17,13 @@ for f in /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.
     [ -f "$f" ] && FAKETIME_LIB=$f && break
 done
 [ -n "$FAKETIME_LIB" ] || { echo "$TEST: libfaketime not installed, skipped"; exit 77; }
-# a sanitizer's runtime (the ASan and TSan builds of the suite) must come
-# first among the libraries a process loads: preloaded before libfaketime
-SAN_LIB=$(ldd "$CORRALD" 2>/dev/null | awk '/lib(asan|tsan)\.so/ { print $3; exit }')
-PRELOAD=${SAN_LIB:+$SAN_LIB }$FAKETIME_LIB
+# the sanitizer builds of the suite: their runtimes and libfaketime both
+# interpose the clock and thread functions, and corrald under both stops
+# answering; the plain build runs this test
+if ldd "$CORRALD" 2>/dev/null | grep -Eq 'lib(asan|tsan)\.so'; then
+    echo "$TEST: a sanitizer build, whose runtime cannot share the process with libfaketime: skipped"
+    exit 77
+fi
 
 CONTROL=$WORK/control.sock
 cat > "$WORK/canary.xml" <<'XML'
@@ -67,7 +70,7 @@ step() {
 XML
     echo "+0" > "$WORK/faketime"
     # corrald only: the test's own clock (date, the waits) is not stepped
-    export LD_PRELOAD="$PRELOAD" FAKETIME_TIMESTAMP_FILE="$WORK/faketime" FAKETIME_NO_CACHE=1 \
+    export LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$WORK/faketime" FAKETIME_NO_CACHE=1 \
         FAKETIME_DONT_FAKE_MONOTONIC=1
     start_corrald "corrald-$1$2" "$WORK/corrald.conf"
     unset LD_PRELOAD FAKETIME_TIMESTAMP_FILE FAKETIME_NO_CACHE FAKETIME_DONT_FAKE_MONOTONIC
@@ -111,7 +114,7 @@ cat > "$WORK/corrald.conf" <<XML
 </corrald>
 XML
 echo "+0" > "$WORK/faketime"
-export LD_PRELOAD="$PRELOAD" FAKETIME_TIMESTAMP_FILE="$WORK/faketime" FAKETIME_NO_CACHE=1 \
+export LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$WORK/faketime" FAKETIME_NO_CACHE=1 \
     FAKETIME_DONT_FAKE_MONOTONIC=1
 start_corrald corrald-retry "$WORK/corrald.conf"
 unset LD_PRELOAD FAKETIME_TIMESTAMP_FILE FAKETIME_NO_CACHE FAKETIME_DONT_FAKE_MONOTONIC

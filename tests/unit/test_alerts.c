@@ -281,7 +281,7 @@ record_to(struct alerts *a, struct silences *sil, struct msg *m, uint64_t now,
     else if ((by = alerts_inhibited_by(a, m, buf_str(&id))))
         st = ALERT_INHIBITED;
     r = alerts_record(a, buf_str(&id), m, st, by, targets, ntargets, now);
-    if (alerts_sources_changed(a)) alerts_remute(a, sil, now);
+    if (alerts_sources_changed(a)) alerts_reinhibit(a, now);
     buf_free(&id);
     return r;
 }
@@ -617,7 +617,7 @@ START_TEST(test_history)
     char path[] = "/tmp/test_alerts_hist.XXXXXX";
     int fd = mkstemp(path), i;
     json_error_t e;
-    json_t *j, *n;
+    json_t *all, *j, *n;
 
     close(fd);
     record_to(a, NULL, m, T0, MAIL_TRAP, 2);
@@ -637,9 +637,9 @@ START_TEST(test_history)
     a = alerts_new(c, &err);
     ck_assert_int_eq(alerts_load(a, path), 0);
     alerts_json(a, NULL, "r/web1", &out);
-    j = json_loads(buf_str(&out), 0, &e);
-    ck_assert_ptr_nonnull(j);
-    j = json_array_get(j, 0) ? json_incref(json_array_get(j, 0)) : NULL;
+    all = json_loads(buf_str(&out), 0, &e);
+    ck_assert_ptr_nonnull(all);
+    j = json_array_get(all, 0);
     ck_assert_ptr_nonnull(j);
     ck_assert_str_eq(json_string_value(json_object_get(j, "state")), "resolved");
     ck_assert_str_eq(json_string_value(json_object_get(j, "resolvedBy")), "hand");
@@ -653,7 +653,7 @@ START_TEST(test_history)
                      "resolved");
     ck_assert(json_is_true(
         json_object_get(json_object_get(json_object_get(j, "executors"), "mail"), "sendResolved")));
-    json_decref(j);
+    json_decref(all);
     /* bounded: the last ALERTS_HISTORY are kept, all are counted */
     for (i = 0; i < ALERTS_HISTORY + 5; i++) alerts_delivery(a, "mail", m, ALERT_QUEUED, T0 + 10);
     buf_reset(&out);
