@@ -52,8 +52,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!a2 || alerts_load(a2, copy) != 0) __builtin_trap();
         if (alerts_get_stats(a2)->load_errors) __builtin_trap();
         if (alerts_count(a2) != alerts_count(a)) __builtin_trap();
-        alerts_json(a, NULL, &j1);
-        alerts_json(a2, NULL, &j2);
+        alerts_json(a, NULL, NULL, &j1);
+        alerts_json(a2, NULL, NULL, &j2);
         if (j1.len != j2.len || memcmp(j1.p, j2.p, j1.len) != 0) __builtin_trap();
         alerts_free(a2);
         unlink(copy);
