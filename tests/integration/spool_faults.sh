@@ -236,8 +236,8 @@ wait "$CORRALD_PID" 2>/dev/null
 untrack "$CORRALD_PID"
 CORRALD_PID=
 rm -f "$WORK/down"
-start_corrald eighth "$WORK/corrald.conf"
-grep -q "130 alerts from the spool" "$WORK/eighth.log" || fail "not 130 alerts recovered after kill -9"
+start_corrald after-append "$WORK/corrald.conf"
+grep -q "130 alerts from the spool" "$WORK/after-append.log" || fail "not 130 alerts recovered after kill -9"
 wait_until metric_is corral_executor_queued 0 || fail "still queued: $(metric corral_executor_queued)"
 delivered_ok 130
 stop_corrald "$CORRALD_PID"
