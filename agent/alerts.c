@@ -684,17 +684,22 @@ alerts_record(struct alerts *a, const char *id, const struct msg *m, enum alert_
         e->id = xstrndup(id, len);
         e->first = now_ms;
         hash_table_add(&a->table, &e->node, h);
-        append(list_of(a, e), e);
         was_firing = false;
     } else {
         was_firing = !e->resolved;
+        unlink_entry(list_of(a, e), e);
         msg_unref(e->labels);
         if (e->resolved && !clear) e->first = now_ms; /* raised again: a new episode */
     }
-    unlink_entry(list_of(a, e), e);
+    /* resolved now, unless it was already (a second clear keeps the first's time and cause) */
+    if (!clear) {
+        e->how = ALERT_BY_NONE;
+        e->resolved_at = 0;
+    } else if (!e->resolved) {
+        e->how = ALERT_BY_CLEAR;
+        e->resolved_at = now_ms;
+    }
     e->resolved = clear;
-    e->how = clear ? ALERT_BY_CLEAR : ALERT_BY_NONE;
-    e->resolved_at = clear ? now_ms : 0;
     append(list_of(a, e), e);
     e->labels = msg_clone(m);
     e->last = now_ms;

@@ -31,6 +31,7 @@
 #   wait_exit PID                until PID exits; its status
 #   listening_ports PID udp|tcp  the ports a peer bound itself (from /proc)
 #   send_udp PORT LINE..., send_tcp_file PORT FILE
+#   snmptt_handler               snmptrapd.conf's line handing traps to snmptt
 #
 # The input tests (inputs_*.sh) also use inputs_config, check, check_has
 # and the test rules in inputs_rules.xml (see below).
@@ -344,6 +345,24 @@ EOF
     wait_until test -s "$WORK/trapd.port" || fail "no port for snmptrapd"
     wait_grep "$WORK/trapd.log" "NET-SNMP version" || fail "snmptrapd did not start"
     TRAPD_PORT=$(cat "$WORK/trapd.port")
+}
+
+# snmptt_handler: when snmptt is installed, writes $WORK/snmptt.ini (the
+# system's, with the shipped contrib/mibs/corral.snmptt, its log in
+# $WORK/snmptt.log, nothing to syslog) and prints the snmptrapd.conf line
+# that hands every notification to it; prints nothing without snmptt
+snmptt_handler() {
+    command -v snmptt >/dev/null 2>&1 && [ -f /etc/snmp/snmptt.ini ] || return 0
+    awk -v conf="$top_srcdir/contrib/mibs/corral.snmptt" -v work="$WORK" '
+        /^snmptt_conf_files *=/ { print "snmptt_conf_files = <<END"; print conf; print "END"; skip = 1; next }
+        skip && /^END/ { skip = 0; next }
+        skip { next }
+        /^log_file *=/ { print "log_file = " work "/snmptt.log"; next }
+        /^(syslog_enable|syslog_system_enable|log_system_enable|ipv6_enable|net_snmp_perl_enable) *=/ {
+            sub(/=.*/, "= 0"); print; next }
+        /^unknown_trap_log_file *=/ { print "unknown_trap_log_file = " work "/snmptt-unknown.log"; next }
+        { print }' /etc/snmp/snmptt.ini > "$WORK/snmptt.ini"
+    echo "traphandle default snmptt --ini=$WORK/snmptt.ini"
 }
 
 # receiver_script: $WORK/receiver.sh, an exec executor's program that records

@@ -67,19 +67,7 @@ cat > "$WORK/corrald.conf" <<XML
 XML
 mkdir -p "$WORK/spool" "$WORK/conf" "$WORK/persist" "$WORK/nomibs"
 
-tt_conf=
-if command -v snmptt >/dev/null 2>&1 && [ -f /etc/snmp/snmptt.ini ]; then
-    awk -v conf="$top_srcdir/contrib/mibs/corral.snmptt" -v work="$WORK" '
-        /^snmptt_conf_files *=/ { print "snmptt_conf_files = <<END"; print conf; print "END"; skip = 1; next }
-        skip && /^END/ { skip = 0; next }
-        skip { next }
-        /^log_file *=/ { print "log_file = " work "/snmptt.log"; next }
-        /^(syslog_enable|syslog_system_enable|log_system_enable|ipv6_enable|net_snmp_perl_enable) *=/ {
-            sub(/=.*/, "= 0"); print; next }
-        /^unknown_trap_log_file *=/ { print "unknown_trap_log_file = " work "/snmptt-unknown.log"; next }
-        { print }' /etc/snmp/snmptt.ini > "$WORK/snmptt.ini"
-    tt_conf="traphandle default snmptt --ini=$WORK/snmptt.ini"
-fi
+tt_conf=$(snmptt_handler)
 # No -C: snmptrapd must read its persistent file (engine id, engine boots),
 # so the configuration path is private instead.
 cat > "$WORK/conf/snmptrapd.conf" <<EOF
