@@ -58,8 +58,9 @@ inputs_config "$WORK/corrald.conf" 'max-message-size="1k"' "
     <unix-dgram path=\"$DLOG\" mode=\"0640\" name=\"dgram\"/>
     <unix-stream path=\"$SLOG\" mode=\"0660\" name=\"stream\"/>"
 kill -HUP "$CORRALD_PID"
-# the reload report is logged once the new inputs are open and the old ones closed
-wait_log ']: reload: ' || fail "reload not reported"
+# the reload report (its last line counts the contexts) is logged once the
+# new inputs are open and the old ones closed; "requested by" comes before
+wait_log ']: reload: contexts: ' || fail "reload not reported"
 [ "$(stat -c %a "$DLOG" 2>/dev/null)" = 640 ] && [ "$(stat -c %a "$SLOG" 2>/dev/null)" = 660 ] ||
     fail "modes after reload: $(stat -c %a "$DLOG" "$SLOG" 2>&1)"
 [ -S "$DLOG" ] && [ -S "$SLOG" ] || fail "a socket is gone after the reload"
