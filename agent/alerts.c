@@ -300,13 +300,15 @@ compile_rules(const struct conf *c, struct rule **out, struct buf *err)
     for (i = 0; i < c->ninhibits; i++) {
         const struct conf_inhibit *in = &c->inhibits[i];
         struct buf e = BUF_INIT;
-        rules[i].source = labelmatch_parse(in->source ? in->source : "", &e);
+        rules[i].source =
+            labelmatch_parse_names(in->source ? in->source : "", LABELMATCH_NAMES_CONFIG, &e);
         if (!rules[i].source) {
             buf_printf(err, "%s:%d: inhibit source=: %s\n", file, in->line, buf_str(&e));
             rc = -1;
         }
         buf_reset(&e);
-        rules[i].target = labelmatch_parse(in->target ? in->target : "", &e);
+        rules[i].target =
+            labelmatch_parse_names(in->target ? in->target : "", LABELMATCH_NAMES_CONFIG, &e);
         if (!rules[i].target) {
             buf_printf(err, "%s:%d: inhibit target=: %s\n", file, in->line, buf_str(&e));
             rc = -1;

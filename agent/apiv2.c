@@ -100,17 +100,6 @@ silence_name(const char *name, struct buf *out)
         buf_puts(out, name);
 }
 
-/* The handle of a label name of the API in a message matched by labelmatch, or 0. */
-static nv_handle
-match_handle(const char *name)
-{
-    if (strcmp(name, "rule_id") == 0) return NV_RULE_ID;
-    if (strcmp(name, "class") == 0) return NV_CLASS;
-    if (strcmp(name, "context_id") == 0) return NV_CONTEXT_ID;
-    /* a matcher interns its name when parsed: a name not registered is named by no matcher */
-    return nv_lookup(name, strlen(name));
-}
-
 #define FNV_OFFSET 14695981039346656037ULL
 #define FNV_PRIME  1099511628211ULL
 
@@ -405,36 +394,40 @@ alert_view(const json_t *e)
     return a;
 }
 
-/* Whether a gettableAlert's labels satisfy lm (tmp: a scratch message). */
-static bool
-labels_match(const struct labelmatch *lm, const json_t *labels, struct msg *tmp)
+/* A label of a JSON object of labels, by the name a matcher gives (labelmatch_get_fn). */
+static const char *
+json_label(void *arg, const char *name, size_t *len)
 {
-    const char *name;
-    json_t *v;
+    const json_t *v = json_object_get(arg, name);
 
-    msg_reset(tmp);
-    json_object_foreach((json_t *)labels, name, v)
-    {
-        nv_handle h = match_handle(name);
-        if (h) msg_set(tmp, h, json_string_value(v), json_string_length(v));
-    }
-    return labelmatch_match(lm, tmp);
+    if (!json_is_string(v)) return NULL;
+    *len = json_string_length(v);
+    return json_string_value(v);
+}
+
+/*
+ * Whether a gettableAlert's labels satisfy lm.  The names are the API's, as
+ * the alert shows them, matched as text: a filter registers no value name.
+ */
+static bool
+labels_match(const struct labelmatch *lm, const json_t *labels)
+{
+    return labelmatch_match_labels(lm, json_label, (void *)labels);
 }
 
 /* Whether one of a gettableAlert's receivers matches the ?receiver= set. */
 static bool
-receiver_match(const struct labelmatch *lm, const json_t *a, struct msg *tmp)
+receiver_match(const struct labelmatch *lm, const json_t *a)
 {
-    nv_handle h = nv_lookup("receiver", 8);
     const json_t *r;
     size_t i;
 
     json_array_foreach(json_object_get(a, "receivers"), i, r)
     {
-        const json_t *name = json_object_get(r, "name");
-        msg_reset(tmp);
-        msg_set(tmp, h, json_string_value(name), json_string_length(name));
-        if (labelmatch_match(lm, tmp)) return true;
+        json_t *one = json_pack("{s:O}", "receiver", json_object_get(r, "name"));
+        bool yes = one && labelmatch_match_labels(lm, json_label, one);
+        json_decref(one);
+        if (yes) return true;
     }
     return false;
 }
@@ -451,7 +444,6 @@ selected_alerts(struct http_request *req, struct http_reply *rep)
         MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, "receiver");
     struct labelmatch *lm = NULL, *rlm = NULL;
     struct buf out = BUF_INIT, err = BUF_INIT;
-    struct msg *tmp;
     json_t *all, *sel, *e;
     size_t i;
 
@@ -476,7 +468,6 @@ selected_alerts(struct http_request *req, struct http_reply *rep)
     alerts_json(server_alerts(req->srv), NULL, NULL, &out);
     all = json_loadb(out.p, out.len, 0, NULL);
     sel = json_array();
-    tmp = msg_new();
     json_array_foreach(all, i, e)
     {
         json_t *a = alert_view(e);
@@ -490,14 +481,13 @@ selected_alerts(struct http_request *req, struct http_reply *rep)
             keep = inhibited;
         else
             keep = active;
-        if (keep && lm) keep = labels_match(lm, json_object_get(a, "labels"), tmp);
-        if (keep && rlm) keep = receiver_match(rlm, a, tmp);
+        if (keep && lm) keep = labels_match(lm, json_object_get(a, "labels"));
+        if (keep && rlm) keep = receiver_match(rlm, a);
         if (keep)
             json_array_append_new(sel, a);
         else
             json_decref(a);
     }
-    msg_unref(tmp);
     json_decref(all);
     labelmatch_free(lm);
     labelmatch_free(rlm);

@@ -304,7 +304,7 @@ entry_from_file(const json_t *j, struct buf *err)
     }
     e = xcalloc(1, sizeof(*e));
     memcpy(e->id, id, SILENCES_ID_LEN + 1);
-    e->lm = labelmatch_parse(matchers, err);
+    e->lm = labelmatch_parse_names(matchers, LABELMATCH_NAMES_INPUT, err);
     if (!e->lm) {
         entry_free(e);
         return NULL;
@@ -633,7 +633,7 @@ silences_add_json(struct silences *s, const json_t *req, uint64_t now_ms, struct
         buf_printf(err, "%zu silences already (max-silences): expire some first", s->n);
         return -1;
     }
-    lm = labelmatch_new();
+    lm = labelmatch_new_names(LABELMATCH_NAMES_INPUT);
     for (i = 0; i < json_array_size(ms); i++) {
         if (add_matcher(lm, json_array_get(ms, i), err) < 0) {
             labelmatch_free(lm);

@@ -24,12 +24,22 @@ struct matcher {
 struct labelmatch {
     struct matcher *m;
     size_t n, cap;
+    enum labelmatch_names names;
 };
+
+struct labelmatch *
+labelmatch_new_names(enum labelmatch_names names)
+{
+    struct labelmatch *lm = xcalloc(1, sizeof(struct labelmatch));
+
+    lm->names = names;
+    return lm;
+}
 
 struct labelmatch *
 labelmatch_new(void)
 {
-    return xcalloc(1, sizeof(struct labelmatch));
+    return labelmatch_new_names(LABELMATCH_NAMES_LOOKUP);
 }
 
 static void
@@ -105,6 +115,7 @@ name_char(char c)
 struct parser {
     const char *p, *end;
     struct buf *err;
+    enum labelmatch_names names;
 };
 
 static void
@@ -228,8 +239,12 @@ parse_one(struct parser *ps, struct matcher *m)
         return false;
     }
     cname = canonical(name, nlen, &clen);
-    m->h = nv_intern(cname, clen);
-    if (!m->h) {
+    switch (ps->names) {
+    case LABELMATCH_NAMES_LOOKUP: m->h = nv_lookup(cname, clen); break; /* 0: absent everywhere */
+    case LABELMATCH_NAMES_INPUT: m->h = nv_intern_input(cname, clen); break;
+    case LABELMATCH_NAMES_CONFIG: m->h = nv_intern(cname, clen); break;
+    }
+    if (!m->h && ps->names != LABELMATCH_NAMES_LOOKUP) {
         buf_puts(ps->err, "too many distinct value names");
         buf_free(&value);
         return false;
@@ -245,7 +260,7 @@ parse_one(struct parser *ps, struct matcher *m)
 int
 labelmatch_add(struct labelmatch *lm, const char *text, size_t len, struct buf *err)
 {
-    struct parser ps = {text, text + len, err};
+    struct parser ps = {text, text + len, err, lm->names};
     size_t before = lm->n, i;
     bool braces;
 
@@ -308,9 +323,9 @@ bad:
 }
 
 struct labelmatch *
-labelmatch_parse(const char *text, struct buf *err)
+labelmatch_parse_names(const char *text, enum labelmatch_names names, struct buf *err)
 {
-    struct labelmatch *lm = labelmatch_new();
+    struct labelmatch *lm = labelmatch_new_names(names);
 
     if (labelmatch_add(lm, text, strlen(text), err) < 0) {
         labelmatch_free(lm);
@@ -319,11 +334,16 @@ labelmatch_parse(const char *text, struct buf *err)
     return lm;
 }
 
-static bool
-matcher_holds(const struct matcher *mt, const struct msg *m)
+struct labelmatch *
+labelmatch_parse(const char *text, struct buf *err)
 {
-    size_t len = 0;
-    const char *v = msg_get(m, mt->h, &len);
+    return labelmatch_parse_names(text, LABELMATCH_NAMES_LOOKUP, err);
+}
+
+/* Whether a matcher holds for a value (NULL: absent, as the empty value). */
+static bool
+value_holds(const struct matcher *mt, const char *v, size_t len)
+{
     bool eq;
     int rc;
 
@@ -344,6 +364,29 @@ matcher_holds(const struct matcher *mt, const struct msg *m)
         return mt->op == LABELMATCH_RE ? rc >= 0 : rc < 0;
     }
     return false;
+}
+
+static bool
+matcher_holds(const struct matcher *mt, const struct msg *m)
+{
+    size_t len = 0;
+    const char *v = msg_get(m, mt->h, &len);
+
+    return value_holds(mt, v, len);
+}
+
+bool
+labelmatch_match_labels(const struct labelmatch *lm, labelmatch_get_fn get, void *arg)
+{
+    size_t i, len;
+
+    for (i = 0; i < lm->n; i++) {
+        const char *v;
+        len = 0;
+        v = get(arg, lm->m[i].name, &len);
+        if (!value_holds(&lm->m[i], v, len)) return false;
+    }
+    return true;
 }
 
 bool
@@ -428,7 +471,8 @@ labelmatch_to_msg(const struct labelmatch *lm, struct msg *m)
 {
     size_t i;
 
-    for (i = 0; i < lm->n; i++) msg_set(m, lm->m[i].h, lm->m[i].value, lm->m[i].vlen);
+    for (i = 0; i < lm->n; i++)
+        if (lm->m[i].h) msg_set(m, lm->m[i].h, lm->m[i].value, lm->m[i].vlen);
 }
 
 void

@@ -31,21 +31,42 @@ enum labelmatch_op { LABELMATCH_EQ, LABELMATCH_NE, LABELMATCH_RE, LABELMATCH_NRE
 
 struct labelmatch;
 
+/*
+ * What a set does with a name no message carries yet.  Queries come from
+ * anyone who can reach the API: they register nothing, or a stream of
+ * made-up names would fill the registry that rules and reloads need.
+ */
+enum labelmatch_names {
+    LABELMATCH_NAMES_LOOKUP, /* a query: the name is absent from every message */
+    LABELMATCH_NAMES_INPUT,  /* a silence: registered within the input budget (nv_intern_input) */
+    LABELMATCH_NAMES_CONFIG  /* the configuration: registered (nv_intern) */
+};
+
+/* An empty set for a query (LABELMATCH_NAMES_LOOKUP). */
 struct labelmatch *labelmatch_new(void);
+struct labelmatch *labelmatch_new_names(enum labelmatch_names names);
 void labelmatch_free(struct labelmatch *lm);
 /*
  * Adds the matchers of text (len bytes) to lm.  Returns 0, or -1 with one
  * line saying what is wrong in err, and lm as it was.
  */
 int labelmatch_add(struct labelmatch *lm, const char *text, size_t len, struct buf *err);
-/* A new set parsed from text; NULL with a message in err. */
+/* A new set parsed from text; NULL with a message in err.  For a query (LOOKUP). */
 struct labelmatch *labelmatch_parse(const char *text, struct buf *err);
+struct labelmatch *labelmatch_parse_names(const char *text, enum labelmatch_names names,
+                                          struct buf *err);
 /*
  * True when every matcher holds for m (an empty set matches everything).  A
  * regular expression stopped by rematch's limits holds neither for =~ nor
  * for !~.
  */
 bool labelmatch_match(const struct labelmatch *lm, const struct msg *m);
+/*
+ * The same for labels that are no message (an API's JSON): get returns the
+ * value of the label a matcher names, as written, or NULL when absent.
+ */
+typedef const char *(*labelmatch_get_fn)(void *arg, const char *name, size_t *len);
+bool labelmatch_match_labels(const struct labelmatch *lm, labelmatch_get_fn get, void *arg);
 /*
  * True when every matcher holds for the empty value: the set matches any
  * message that lacks its labels (HOST=~".*", HOST!=web1, an empty set).
