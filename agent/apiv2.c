@@ -796,42 +796,51 @@ alert_msg(const json_t *a, uint64_t now)
     return m;
 }
 
-/*
- * postableAlerts: all are checked first, then each goes through the routes
- * as a rule's alert does.  A request with a bad alert injects none (400).
- */
-void
-apiv2_post_alerts(struct http_request *req, struct http_reply *rep)
+int
+apiv2_receive_alerts(struct server *srv, const json_t *alerts, struct buf *err)
 {
-    struct buf err = BUF_INIT;
     uint64_t now = clock_wall_ms();
     const json_t *a;
     size_t i;
 
-    if (!started(req, rep)) return;
-    if (!json_is_array(req->body)) {
+    if (!json_is_array(alerts)) {
         stats.invalid++;
-        v2_error(rep, 400, "an array of alerts expected");
-        return;
+        buf_puts(err, "an array of alerts expected");
+        return -1;
     }
-    json_array_foreach(req->body, i, a)
+    json_array_foreach(alerts, i, a)
     {
-        if (!alert_valid(a, &err)) {
+        struct buf why = BUF_INIT;
+        if (!alert_valid(a, &why)) {
             stats.invalid++;
-            v2_error(rep, 400, "alert %zu: %s", i, buf_str(&err));
-            buf_free(&err);
-            return;
+            buf_printf(err, "alert %zu: %s", i, buf_str(&why));
+            buf_free(&why);
+            return -1;
         }
     }
-    json_array_foreach(req->body, i, a)
+    json_array_foreach(alerts, i, a)
     {
         struct msg *m = alert_msg(a, now);
         stats.received++;
         if (msg_tag_has(m, tag_lookup("corral.clear", 12))) stats.cleared++;
-        server_inject_alert(req->srv, m);
+        server_inject_alert(srv, m);
         msg_unref(m);
     }
-    rep->code = 200;
+    return 0;
+}
+
+/* postableAlerts: apiv2_receive_alerts; a request with a bad alert injects none (400). */
+void
+apiv2_post_alerts(struct http_request *req, struct http_reply *rep)
+{
+    struct buf err = BUF_INIT;
+
+    if (!started(req, rep)) return;
+    if (apiv2_receive_alerts(req->srv, req->body, &err) < 0)
+        v2_error(rep, 400, "%s", buf_str(&err));
+    else
+        rep->code = 200;
+    buf_free(&err);
 }
 
 /* ---- silences ---- */
