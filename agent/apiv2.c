@@ -925,10 +925,12 @@ apiv2_get_silence(struct http_request *req, struct http_reply *rep)
 }
 
 /*
- * postableSilence.  With an id it replaces that silence, as amtool's
- * `silence update` and `silence import` ask: corrald has no update in
- * place, so the new silence is added (with a new id, answered) and the old
- * one expired, as Alertmanager does when a change cannot be made in place.
+ * postableSilence.  With an id (amtool's `silence update` and `silence
+ * import`) it changes that silence as Alertmanager does
+ * (silences_update_json): in place, keeping the id, when the matchers are
+ * the same and the start stays (or a pending one's does not go into the
+ * past); otherwise a new silence, with a new id, replaces it and the old
+ * one is expired.  Either way the answer is the id.
  */
 void
 apiv2_post_silences(struct http_request *req, struct http_reply *rep)
@@ -939,6 +941,7 @@ apiv2_post_silences(struct http_request *req, struct http_reply *rep)
     const char *old = NULL;
     json_t *s, *m, *found = NULL;
     size_t i;
+    int rc;
 
     if (!started(req, rep)) return;
     if (!json_is_object(req->body)) {
@@ -961,17 +964,16 @@ apiv2_post_silences(struct http_request *req, struct http_reply *rep)
     }
     if (old && !(found = silence_by_id(req, old))) {
         v2_error(rep, 404, "silence %s not found", old);
-    } else if (silences_add_json(sil, s, now, &id, &err) < 0) {
-        v2_error(rep, 400, "%s", buf_str(&err));
     } else {
-        const char *ids[1] = {old};
-        if (old && silences_expire(sil, ids, 1, now, &err) < 0) {
-            /* expired meanwhile (it ended): the new one stands */
-            buf_reset(&err);
+        rc = old ? silences_update_json(sil, old, s, now, &id, &err)
+                 : silences_add_json(sil, s, now, &id, &err);
+        if (rc < 0) {
+            v2_error(rep, 400, "%s", buf_str(&err));
+        } else {
+            /* live muting: what fires and matches is silenced now, what it released is sent */
+            alerts_remute(server_alerts(req->srv), sil, now);
+            http_json(rep, 200, json_pack("{s:s}", "silenceID", buf_str(&id)));
         }
-        /* live muting: what fires and matches is silenced now, what it released is sent */
-        alerts_remute(server_alerts(req->srv), sil, now);
-        http_json(rep, 200, json_pack("{s:s}", "silenceID", buf_str(&id)));
     }
     json_decref(s);
     json_decref(found);
