@@ -1041,15 +1041,17 @@ apiv2_healthy(struct http_request *req, struct http_reply *rep)
 void
 apiv2_metrics(struct buf *out)
 {
-    buf_puts(out, "# HELP corral_api_alerts_received_total Alerts received by POST /api/v2/alerts "
-                  "and routed.\n# TYPE corral_api_alerts_received_total counter\n");
+    buf_puts(out,
+             "# HELP corral_api_alerts_received_total Alerts received by POST /api/v2/alerts "
+             "or corral alert add, and routed.\n# TYPE corral_api_alerts_received_total counter\n");
     buf_printf(out, "corral_api_alerts_received_total{kind=\"alert\"} %llu\n",
                (unsigned long long)(stats.received - stats.cleared));
     buf_printf(out, "corral_api_alerts_received_total{kind=\"clear\"} %llu\n",
                (unsigned long long)stats.cleared);
     buf_printf(out,
-               "# HELP corral_api_alerts_invalid_total POST /api/v2/alerts requests refused for "
-               "a bad alert (none of theirs routed).\n# TYPE corral_api_alerts_invalid_total "
+               "# HELP corral_api_alerts_invalid_total POST /api/v2/alerts and corral alert add "
+               "requests refused for a bad alert (none of theirs routed).\n# TYPE "
+               "corral_api_alerts_invalid_total "
                "counter\ncorral_api_alerts_invalid_total %llu\n",
                (unsigned long long)stats.invalid);
 }

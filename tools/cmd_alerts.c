@@ -1,13 +1,19 @@
 /*
- * corral alerts / corral silence: the active alerts and the silences of a
- * running corrald, in amtool's words, over its control socket (one JSON
- * request, one JSON answer: agent/control.h).  --json prints the answer's
- * data as corrald sent it; otherwise a table.  `corral alerts show ID`
+ * corral alerts / corral silence / corral alert: the alerts and the
+ * silences of a running corrald, in amtool's words, over its control socket
+ * (one JSON request, one JSON answer: agent/control.h).  `corral alerts`
+ * prints a table of fixed-width columns (a value too long for its column
+ * cut, ending in MARK), -o extended every value whole in columns as wide as
+ * the longest, --json (-o json) the answer's data as corrald sent it; the
+ * state options keep the alerts in those states.  `corral alerts show ID`
  * prints one alert whole (labels, resolution, executors, the history of its
- * notifications); `corral alerts resolve ID...` resolves alerts by hand.  An
- * answer that refuses the request (a malformed matcher, an unknown id, an
- * end before the start) exits 2 with corrald's message, and nothing was
- * changed.
+ * notifications); `corral alerts resolve ID...` resolves alerts by hand.
+ * `corral silence update` changes a silence as Alertmanager does (corrald
+ * decides whether the id stays), `corral alert add` hands corrald an alert
+ * as Prometheus does.  Exit status: 0, 1 when corrald cannot be reached or
+ * its answer read, 2 for a usage error or an answer that refuses the
+ * request (a malformed matcher, an unknown id, an end before the start),
+ * and then nothing was changed.
  */
 #include <config.h>
 
