@@ -278,7 +278,7 @@ columns(const json_t *a, uint64_t now_ms, char *since, size_t size, const char *
 }
 
 static void
-print_row(const char *const col[C_NCOLS], const size_t width[C_NCOLS], int ncols)
+print_row(const char *const *col, const size_t *width, int ncols)
 {
     int k;
 
@@ -445,23 +445,31 @@ cmd_alerts(int argc, char **argv)
     return 0;
 }
 
+/* The silences' table, a header line first (an empty list too), values cut as the alerts'. */
 static void
 print_silences(json_t *data)
 {
+    static const size_t width[] = {36, 8, 20, 12, 0};
+    static const char *const head[] = {"ID", "STATE", "ENDS", "CREATED BY", "MATCHERS / COMMENT"};
+    struct buf last = BUF_INIT;
     json_t *sil;
     size_t i;
 
-    if (json_array_size(data))
-        printf("%-36s  %-8s  %-20s  %-12s  %s\n", "ID", "STATE", "ENDS", "CREATED BY",
-               "MATCHERS / COMMENT");
+    print_row(head, width, 5);
     json_array_foreach(data, i, sil)
     {
-        printf("%-36s  %-8s  %-20s  %-12s  %s", str(sil, "id"),
-               str(json_object_get(sil, "status"), "state"), str(sil, "endsAt"),
-               str(sil, "createdBy"), str(sil, "matchersText"));
-        if (*str(sil, "comment")) printf("  # %s", str(sil, "comment"));
-        putchar('\n');
+        const char *col[5];
+        buf_reset(&last);
+        buf_puts(&last, str(sil, "matchersText"));
+        if (*str(sil, "comment")) buf_printf(&last, "  # %s", str(sil, "comment"));
+        col[0] = str(sil, "id");
+        col[1] = str(json_object_get(sil, "status"), "state");
+        col[2] = str(sil, "endsAt");
+        col[3] = str(sil, "createdBy");
+        col[4] = buf_str(&last);
+        print_row(col, width, 5);
     }
+    buf_free(&last);
 }
 
 static const char *

@@ -1,6 +1,6 @@
 #!/bin/sh
 # corral alerts, silence update and alert add against the real corrald:
-#   - an empty list prints the header;
+#   - an empty list of alerts or silences prints the header;
 #   - a long alert id (and host) is cut with '~' in the table, whose columns
 #     stay aligned, and is whole with --json and -o extended;
 #   - --active, --silenced, --inhibited and --resolved each select their
@@ -83,6 +83,9 @@ grep -q '^SEVERITY  *HOST  *ALERT ID  *SUMMARY  *SINCE  *STATE  *MUTED BY$' "$WO
 ok alerts $S -o extended
 grep -q '^SEVERITY .*ALERT ID .*EXECUTORS$' "$WORK/out" || fail "no extended header: $(cat "$WORK/out")"
 [ "$(ids)" = "" ] || fail "alerts listed"
+ok silence $S list
+grep -q '^ID  *STATE  *ENDS  *CREATED BY  *MATCHERS / COMMENT$' "$WORK/out" && [ "$(wc -l < "$WORK/out")" -eq 1 ] ||
+    fail "no header on the empty list of silences: $(cat "$WORK/out")"
 
 # ---- usage errors: exit 2
 run alerts $S --no-such-option
