@@ -786,42 +786,51 @@ alert_msg(const json_t *a, uint64_t now)
     return m;
 }
 
-/*
- * postableAlerts: all are checked first, then each goes through the routes
- * as a rule's alert does.  A request with a bad alert injects none (400).
- */
-void
-apiv2_post_alerts(struct http_request *req, struct http_reply *rep)
+int
+apiv2_receive_alerts(struct server *srv, const json_t *alerts, struct buf *err)
 {
-    struct buf err = BUF_INIT;
     uint64_t now = clock_wall_ms();
     const json_t *a;
     size_t i;
 
-    if (!started(req, rep)) return;
-    if (!json_is_array(req->body)) {
+    if (!json_is_array(alerts)) {
         stats.invalid++;
-        v2_error(rep, 400, "an array of alerts expected");
-        return;
+        buf_puts(err, "an array of alerts expected");
+        return -1;
     }
-    json_array_foreach(req->body, i, a)
+    json_array_foreach(alerts, i, a)
     {
-        if (!alert_valid(a, &err)) {
+        struct buf why = BUF_INIT;
+        if (!alert_valid(a, &why)) {
             stats.invalid++;
-            v2_error(rep, 400, "alert %zu: %s", i, buf_str(&err));
-            buf_free(&err);
-            return;
+            buf_printf(err, "alert %zu: %s", i, buf_str(&why));
+            buf_free(&why);
+            return -1;
         }
     }
-    json_array_foreach(req->body, i, a)
+    json_array_foreach(alerts, i, a)
     {
         struct msg *m = alert_msg(a, now);
         stats.received++;
         if (msg_tag_has(m, tag_lookup("corral.clear", 12))) stats.cleared++;
-        server_inject_alert(req->srv, m);
+        server_inject_alert(srv, m);
         msg_unref(m);
     }
-    rep->code = 200;
+    return 0;
+}
+
+/* postableAlerts: apiv2_receive_alerts; a request with a bad alert injects none (400). */
+void
+apiv2_post_alerts(struct http_request *req, struct http_reply *rep)
+{
+    struct buf err = BUF_INIT;
+
+    if (!started(req, rep)) return;
+    if (apiv2_receive_alerts(req->srv, req->body, &err) < 0)
+        v2_error(rep, 400, "%s", buf_str(&err));
+    else
+        rep->code = 200;
+    buf_free(&err);
 }
 
 /* ---- silences ---- */
@@ -906,10 +915,12 @@ apiv2_get_silence(struct http_request *req, struct http_reply *rep)
 }
 
 /*
- * postableSilence.  With an id it replaces that silence, as amtool's
- * `silence update` and `silence import` ask: corrald has no update in
- * place, so the new silence is added (with a new id, answered) and the old
- * one expired, as Alertmanager does when a change cannot be made in place.
+ * postableSilence.  With an id (amtool's `silence update` and `silence
+ * import`) it changes that silence as Alertmanager does
+ * (silences_update_json): in place, keeping the id, when the matchers are
+ * the same and the start stays (or a pending one's does not go into the
+ * past); otherwise a new silence, with a new id, replaces it and the old
+ * one is expired.  Either way the answer is the id.
  */
 void
 apiv2_post_silences(struct http_request *req, struct http_reply *rep)
@@ -920,6 +931,7 @@ apiv2_post_silences(struct http_request *req, struct http_reply *rep)
     const char *old = NULL;
     json_t *s, *m, *found = NULL;
     size_t i;
+    int rc;
 
     if (!started(req, rep)) return;
     if (!json_is_object(req->body)) {
@@ -942,17 +954,16 @@ apiv2_post_silences(struct http_request *req, struct http_reply *rep)
     }
     if (old && !(found = silence_by_id(req, old))) {
         v2_error(rep, 404, "silence %s not found", old);
-    } else if (silences_add_json(sil, s, now, &id, &err) < 0) {
-        v2_error(rep, 400, "%s", buf_str(&err));
     } else {
-        const char *ids[1] = {old};
-        if (old && silences_expire(sil, ids, 1, now, &err) < 0) {
-            /* expired meanwhile (it ended): the new one stands */
-            buf_reset(&err);
+        rc = old ? silences_update_json(sil, old, s, now, &id, &err)
+                 : silences_add_json(sil, s, now, &id, &err);
+        if (rc < 0) {
+            v2_error(rep, 400, "%s", buf_str(&err));
+        } else {
+            /* live muting: what fires and matches is silenced now, what it released is sent */
+            alerts_remute(server_alerts(req->srv), sil, now);
+            http_json(rep, 200, json_pack("{s:s}", "silenceID", buf_str(&id)));
         }
-        /* live muting: what fires and matches is silenced now, what it released is sent */
-        alerts_remute(server_alerts(req->srv), sil, now);
-        http_json(rep, 200, json_pack("{s:s}", "silenceID", buf_str(&id)));
     }
     json_decref(s);
     json_decref(found);
@@ -1020,15 +1031,17 @@ apiv2_healthy(struct http_request *req, struct http_reply *rep)
 void
 apiv2_metrics(struct buf *out)
 {
-    buf_puts(out, "# HELP corral_api_alerts_received_total Alerts received by POST /api/v2/alerts "
-                  "and routed.\n# TYPE corral_api_alerts_received_total counter\n");
+    buf_puts(out,
+             "# HELP corral_api_alerts_received_total Alerts received by POST /api/v2/alerts "
+             "or corral alert add, and routed.\n# TYPE corral_api_alerts_received_total counter\n");
     buf_printf(out, "corral_api_alerts_received_total{kind=\"alert\"} %llu\n",
                (unsigned long long)(stats.received - stats.cleared));
     buf_printf(out, "corral_api_alerts_received_total{kind=\"clear\"} %llu\n",
                (unsigned long long)stats.cleared);
     buf_printf(out,
-               "# HELP corral_api_alerts_invalid_total POST /api/v2/alerts requests refused for "
-               "a bad alert (none of theirs routed).\n# TYPE corral_api_alerts_invalid_total "
+               "# HELP corral_api_alerts_invalid_total POST /api/v2/alerts and corral alert add "
+               "requests refused for a bad alert (none of theirs routed).\n# TYPE "
+               "corral_api_alerts_invalid_total "
                "counter\ncorral_api_alerts_invalid_total %llu\n",
                (unsigned long long)stats.invalid);
 }

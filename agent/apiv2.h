@@ -48,6 +48,13 @@ http_handler_fn apiv2_get_receivers;
 /* /-/healthy and /-/ready: corrald answers, so it is both */
 http_handler_fn apiv2_healthy;
 
+/*
+ * postableAlerts (a JSON array), all checked first, then each routed as a
+ * rule's alert (server_inject_alert); POST /api/v2/alerts and the control
+ * socket's alert-add.  0, or -1 with the reason in err and none routed.
+ */
+int apiv2_receive_alerts(struct server *srv, const json_t *alerts, struct buf *err);
+
 /* The API's counters in Prometheus text format (server_metrics). */
 void apiv2_metrics(struct buf *out);
 

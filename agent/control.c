@@ -17,6 +17,7 @@
 #include "agent/control.h"
 #include "actions/ipcproxy.h"
 #include "agent/alerts.h"
+#include "agent/apiv2.h"
 #include "engine/clock.h"
 #include "engine/log.h"
 #include "agent/queuectl.h"
@@ -293,10 +294,33 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
             rc = 0;
         }
         free(v);
+    } else if (strcmp(cmd, "silence-update") == 0) {
+        /* POST /api/v2/silences with an id: in place, or replaced by a new one */
+        const char *old = json_string_value(json_object_get(j, "id"));
+        struct buf id = BUF_INIT;
+        if (!old) {
+            buf_puts(&err, "id: a silence id expected");
+        } else if (silences_update_json(sil, old, json_object_get(j, "silence"), now, &id, &err) ==
+                   0) {
+            json_t *d = json_pack("{s:s}", "silenceID", buf_str(&id));
+            char *doc = json_dumps(d, JSON_COMPACT);
+            buf_puts(&data, doc);
+            free(doc);
+            json_decref(d);
+            alerts_remute(alerts, sil, now);
+            rc = 0;
+        }
+        buf_free(&id);
+    } else if (strcmp(cmd, "alert-add") == 0) {
+        /* POST /api/v2/alerts: routed as a rule's alert, to the executors */
+        if (apiv2_receive_alerts(srv, json_object_get(j, "alerts"), &err) == 0) {
+            buf_puts(&data, "null");
+            rc = 0;
+        }
     } else {
         buf_printf(&err,
-                   "unknown command \"%s\" (alerts, alerts-resolve, silence-add, silence-list, "
-                   "silence-query, silence-expire)",
+                   "unknown command \"%s\" (alerts, alerts-resolve, alert-add, silence-add, "
+                   "silence-list, silence-query, silence-expire, silence-update)",
                    cmd);
     }
     if (rc == 0) {

@@ -18,6 +18,11 @@
  *   {"command":"silence-list", "expired":true}            silences_json()
  *   {"command":"silence-query", "matchers":[...]}         silences_json() with a query
  *   {"command":"silence-expire", "ids":[ID, ...]}
+ *   {"command":"silence-update", "id":ID, "silence":{...}}
+ *                                    silences_update_json(): {"silenceID":ID or a new one}
+ *   {"command":"alerts-resolve", "ids":[ID, ...]}
+ *   {"command":"alert-add", "alerts":[postableAlert, ...]}
+ *                                    apiv2_receive_alerts(): routed as a rule's alert
  *   queue ...  delivery control: list, retry, drop (queuectl.h)
  */
 #ifndef CORRAL_CONTROL_H

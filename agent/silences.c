@@ -575,13 +575,17 @@ opt_string(const json_t *req, const char *key, struct buf *err, bool *bad)
     return json_string_value(v);
 }
 
-int
-silences_add_json(struct silences *s, const json_t *req, uint64_t now_ms, struct buf *id,
-                  struct buf *err)
+/*
+ * A silence from a JSON request, not added yet; NULL with a message in err.
+ * A member the request lacks is old's (an update names what changes), or
+ * the default without old: start now, no creator, no comment.
+ */
+static struct entry *
+entry_of_request(const json_t *req, uint64_t now_ms, const struct entry *old, struct buf *err)
 {
     const json_t *ms = json_object_get(req, "matchers"), *v;
     struct labelmatch *lm;
-    int64_t start = (int64_t)now_ms, end;
+    int64_t start = old ? old->start : (int64_t)now_ms, end = old ? old->end : 0;
     const char *creator, *comment;
     struct entry *e;
     bool bad = false;
@@ -589,21 +593,23 @@ silences_add_json(struct silences *s, const json_t *req, uint64_t now_ms, struct
 
     if (!json_is_object(req)) {
         buf_puts(err, "a JSON object expected");
-        return -1;
+        return NULL;
     }
-    if (!json_is_array(ms) || json_array_size(ms) == 0) {
+    if (old && (!ms || json_is_null(ms))) {
+        ms = NULL;
+    } else if (!json_is_array(ms) || json_array_size(ms) == 0) {
         buf_puts(err, "matchers: a non-empty array expected (a silence without matchers would "
                       "silence everything)");
-        return -1;
+        return NULL;
     }
     if ((v = json_object_get(req, "startsAt")) && !json_is_null(v) && json_time(v, &start) < 0) {
         buf_puts(err, "startsAt: seconds since the epoch or an ISO 8601 time expected");
-        return -1;
+        return NULL;
     }
     if ((v = json_object_get(req, "endsAt")) && !json_is_null(v)) {
         if (json_time(v, &end) < 0) {
             buf_puts(err, "endsAt: seconds since the epoch or an ISO 8601 time expected");
-            return -1;
+            return NULL;
         }
     } else if ((v = json_object_get(req, "duration")) && !json_is_null(v)) {
         double d = json_is_number(v)   ? json_number_value(v)
@@ -611,49 +617,68 @@ silences_add_json(struct silences *s, const json_t *req, uint64_t now_ms, struct
                                        : -1;
         if (d <= 0 || d > 100.0 * 365 * 86400) {
             buf_puts(err, "duration: a positive duration expected (\"2h\", \"30m\", seconds)");
-            return -1;
+            return NULL;
         }
         end = start + (int64_t)(d * 1000);
-    } else {
+    } else if (!old) {
         buf_puts(err, "endsAt or duration expected");
-        return -1;
+        return NULL;
     }
     if (end <= start) {
         buf_puts(err, "the end is not after the start");
-        return -1;
+        return NULL;
     }
     if (end <= (int64_t)now_ms) {
         buf_puts(err, "the end is in the past");
-        return -1;
+        return NULL;
     }
-    creator = opt_string(req, "createdBy", err, &bad);
-    comment = bad ? "" : opt_string(req, "comment", err, &bad);
-    if (bad) return -1;
-    if (s->n >= s->max) {
-        buf_printf(err, "%zu silences already (max-silences): expire some first", s->n);
-        return -1;
-    }
-    lm = labelmatch_new_names(LABELMATCH_NAMES_INPUT);
-    for (i = 0; i < json_array_size(ms); i++) {
-        if (add_matcher(lm, json_array_get(ms, i), err) < 0) {
-            labelmatch_free(lm);
-            return -1;
+    creator = json_object_get(req, "createdBy") || !old ? opt_string(req, "createdBy", err, &bad)
+                                                        : old->creator;
+    if (!bad)
+        comment = json_object_get(req, "comment") || !old ? opt_string(req, "comment", err, &bad)
+                                                          : old->comment;
+    if (bad) return NULL;
+    if (ms) {
+        lm = labelmatch_new_names(LABELMATCH_NAMES_INPUT);
+        for (i = 0; i < json_array_size(ms); i++) {
+            if (add_matcher(lm, json_array_get(ms, i), err) < 0) {
+                labelmatch_free(lm);
+                return NULL;
+            }
         }
+    } else { /* old's, written back and read again */
+        struct buf text = BUF_INIT;
+        labelmatch_format(old->lm, &text);
+        lm = labelmatch_parse_names(buf_str(&text), LABELMATCH_NAMES_INPUT, err);
+        buf_free(&text);
+        if (!lm) return NULL;
     }
     if (labelmatch_matches_empty(lm)) {
         /* Alertmanager's rule: it would silence every alert that lacks those labels */
         buf_puts(err, "at least one matcher must not match the empty string (this silence "
                       "would match every alert)");
         labelmatch_free(lm);
-        return -1;
+        return NULL;
     }
     e = xcalloc(1, sizeof(*e));
-    new_id(e->id);
     e->lm = lm;
     e->start = start;
     e->end = end;
     e->creator = xstrdup(creator);
     e->comment = xstrdup(comment);
+    return e;
+}
+
+/* Adds e (with a new id) and saves; 0, or -1 with e freed and nothing added. */
+static int
+add_new(struct silences *s, struct entry *e, struct buf *err)
+{
+    if (s->n >= s->max) {
+        buf_printf(err, "%zu silences already (max-silences): expire some first", s->n);
+        entry_free(e);
+        return -1;
+    }
+    new_id(e->id);
     add_entry(s, e);
     if (save(s, err) < 0) {
         /* not on disk: not added (a kill -9 would lose what was acknowledged) */
@@ -664,8 +689,98 @@ silences_add_json(struct silences *s, const json_t *req, uint64_t now_ms, struct
         return -1;
     }
     s->st.added++;
+    return 0;
+}
+
+int
+silences_add_json(struct silences *s, const json_t *req, uint64_t now_ms, struct buf *id,
+                  struct buf *err)
+{
+    struct entry *e = entry_of_request(req, now_ms, NULL, err);
+
+    if (!e || add_new(s, e, err) < 0) return -1;
     buf_puts(id, e->id);
     log_msg(LOG_INFO, "silence %s added by %s", e->id, e->creator[0] ? e->creator : "(unknown)");
+    return 0;
+}
+
+static struct entry *find(struct silences *s, const char *id);
+
+static bool
+same_matchers(const struct entry *a, const struct entry *b)
+{
+    struct buf ta = BUF_INIT, tb = BUF_INIT;
+    bool same;
+
+    labelmatch_format(a->lm, &ta);
+    labelmatch_format(b->lm, &tb);
+    same = ta.len == tb.len && memcmp(buf_str(&ta), buf_str(&tb), ta.len) == 0;
+    buf_free(&ta);
+    buf_free(&tb);
+    return same;
+}
+
+/*
+ * Alertmanager's canUpdate: a change that leaves the history of what was
+ * silenced as it was.  Same matchers; an active silence keeps its start
+ * (to the second: the times shown and sent back are whole seconds), a
+ * pending one may move its start but not into the past; an expired one
+ * cannot change.  (The end is in the future: entry_of_request checked it.)
+ */
+static bool
+can_update(const struct entry *old, const struct entry *e, int64_t now)
+{
+    if (!same_matchers(old, e) || old->end <= now) return false;
+    if (old->start <= now) return e->start / 1000 == old->start / 1000;
+    return e->start >= now;
+}
+
+int
+silences_update_json(struct silences *s, const char *id, const json_t *req, uint64_t now_ms,
+                     struct buf *new_id_out, struct buf *err)
+{
+    struct entry *old = find(s, id), *e, was;
+    int64_t now = (int64_t)now_ms;
+
+    if (!old) {
+        buf_printf(err, "no silence %s", id);
+        return -1;
+    }
+    if (!(e = entry_of_request(req, now_ms, old, err))) return -1;
+    was = *old;
+    if (can_update(old, e, now)) {
+        /* in place: same id, same matchers (and index); the old texts kept until saved */
+        if (old->start > now) old->start = e->start;
+        old->end = e->end;
+        old->creator = e->creator;
+        old->comment = e->comment;
+        if (save(s, err) < 0) {
+            *old = was;
+            entry_free(e);
+            buf_puts(err, "; the silence was not updated");
+            return -1;
+        }
+        e->creator = was.creator;
+        e->comment = was.comment;
+        entry_free(e);
+        buf_puts(new_id_out, old->id);
+        log_msg(LOG_INFO, "silence %s updated", old->id);
+        return 0;
+    }
+    /* a new silence replaces it: the old one ends now (unless it has ended) */
+    if (e->start < now) e->start = now;
+    if (old->end > now) {
+        old->end = now;
+        if (old->start > now) old->start = now;
+    }
+    if (add_new(s, e, err) < 0) {
+        old->start = was.start;
+        old->end = was.end;
+        return -1;
+    }
+    if (was.end > now) s->st.expired++;
+    buf_puts(new_id_out, e->id);
+    log_msg(LOG_INFO, "silence %s replaced by %s", old->id, e->id);
     return 0;
 }
 

@@ -76,6 +76,19 @@ void silences_set_path(struct silences *s, const char *path);
 int silences_add_json(struct silences *s, const struct json_t *req, uint64_t now_ms, struct buf *id,
                       struct buf *err);
 /*
+ * Changes silence id as Alertmanager's POST of a silence with an id does
+ * (amtool's `silence update`): the request is add's, and a member it
+ * lacks keeps the old value (the start, the end, matchers, createdBy,
+ * comment).  With the same matchers, an active silence with the same start
+ * (to the second) or a pending one whose start is not in the past is
+ * updated in place and keeps its id; otherwise a new silence (with a new
+ * id, starting now at the earliest) replaces it and the old one is expired.
+ * 0 and the (new) id in new_id, or -1 with a message in err and nothing
+ * changed (an unknown id, a bad request, the save failed).
+ */
+int silences_update_json(struct silences *s, const char *id, const struct json_t *req,
+                         uint64_t now_ms, struct buf *new_id, struct buf *err);
+/*
  * Ends the silences ids now and saves the file (all, or none and -1 with a
  * message in err: one unknown or ended, or the save failed).
  */

@@ -17,6 +17,7 @@ int cmd_ctl(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_check_config(int argc, char **argv);
 int cmd_alerts(int argc, char **argv);
+int cmd_alert(int argc, char **argv);
 int cmd_silence(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 

@@ -6,7 +6,8 @@
  *   corral dump -r RULES [-P PROGRAM]   show the pattern trees
  *   corral check-config FILE            check a corrald configuration
  *   corral ctl / corral stats           talk to a running corrald
- *   corral alerts / corral silence      its active alerts and silences
+ *   corral alerts / corral silence      its alerts and silences
+ *   corral alert add                    give it a (test) alert, routed to its executors
  *   corral queue list|retry|drop        delivery control of a running corrald
  */
 #include <config.h>
@@ -28,8 +29,9 @@ usage(FILE *out)
           "  check-config FILE                     check a corrald configuration\n"
           "  ctl [-s SOCKET] stats|contexts|reload|save   talk to a running corrald\n"
           "  stats [-s SOCKET | -u HOST:PORT]      show a running corrald's counters\n"
-          "  alerts [-s SOCKET] [MATCHER...]       list a running corrald's active alerts\n"
-          "  silence [-s SOCKET] add|list|expire|query ...   mute alerts\n"
+          "  alerts [-s SOCKET] [MATCHER...]       list a running corrald's alerts\n"
+          "  alert [-s SOCKET] add LABEL=VALUE...  give it an alert (routed to its executors)\n"
+          "  silence [-s SOCKET] add|list|expire|query|update ...   mute alerts\n"
           "  queue [-s SOCKET] list|retry|drop     list, retry or drop executors' alerts\n"
           "  --version                             print the version\n"
           "\n"
@@ -59,6 +61,7 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "ctl") == 0) return cmd_ctl(argc - 1, argv + 1);
     if (strcmp(argv[1], "stats") == 0) return cmd_stats(argc - 1, argv + 1);
     if (strcmp(argv[1], "alerts") == 0) return cmd_alerts(argc - 1, argv + 1);
+    if (strcmp(argv[1], "alert") == 0) return cmd_alert(argc - 1, argv + 1);
     if (strcmp(argv[1], "silence") == 0) return cmd_silence(argc - 1, argv + 1);
     if (strcmp(argv[1], "queue") == 0) return cmd_queue(argc - 1, argv + 1);
     if (strcmp(argv[1], "check-config") == 0) return cmd_check_config(argc - 1, argv + 1);

@@ -48,7 +48,8 @@ PY
 alert_state() {
     _want=$1
     shift
-    [ "$("$CORRAL" alerts $S "$@" | awk 'NR > 1 {print $2}')" = "$_want" ]
+    [ "$("$CORRAL" alerts $S --json "$@" |
+        python3 -c 'import json, sys; print("\n".join(a["state"] for a in json.load(sys.stdin)))')" = "$_want" ]
 }
 
 start_corrald corrald "$WORK/corrald.conf"

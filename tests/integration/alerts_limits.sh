@@ -60,9 +60,9 @@ wait_log "alerts: 100 alerts firing (max-alerts): new alerts are sent but not re
     fail "the refusal was not logged"
 # the first are kept, with what the executor did: the first delivered, the next over
 # its rate (1 an hour), dropped
-[ "$("$CORRAL" alerts $S | grep -c " runner:delivered")" -eq 1 ] ||
+[ "$("$CORRAL" alerts $S -o extended | grep -c " runner:delivered")" -eq 1 ] ||
     fail "the delivered alert was pushed out: $("$CORRAL" alerts $S | head -n 3)"
-[ "$("$CORRAL" alerts $S | grep -c " runner:dropped")" -eq 99 ] ||
+[ "$("$CORRAL" alerts $S -o extended | grep -c " runner:dropped")" -eq 99 ] ||
     fail "the executor states are wrong: $("$CORRAL" alerts $S | head -n 3)"
 [ "$("$CORRAL" alerts $S | wc -l)" -eq 101 ] || fail "corral alerts does not list 100 alerts"
 

@@ -99,7 +99,7 @@ assert a["executors"]["runner"]["state"] == "delivered", a
 PY
 # executor_state EXECUTOR STATE MATCHER: the alert MATCHER selects has STATE for EXECUTOR
 executor_state() {
-    "$CORRAL" alerts $S "$3" | grep -q "[ ,]$1:$2"
+    "$CORRAL" alerts $S -o extended "$3" | grep -q "[ ,]$1:$2"
 }
 wait_until executor_state mail delivered HOST=web2 ||
     fail "the mail executor's delivery not recorded: $("$CORRAL" alerts $S --json HOST=web2)"

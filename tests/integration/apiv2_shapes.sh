@@ -156,7 +156,8 @@ for p in /-/healthy /-/ready; do
     [ "$(curl -sS "$URL$p")" = OK ] || fail "$p is not OK"
 done
 
-# a silence on alertname (corral.event) silences the posted alert; updated: a new id, the old expired
+# a silence on alertname (corral.event) silences the posted alert; updated as Alertmanager
+# does: a new comment in place (the same id), new matchers in a new silence, the old expired
 cat > "$WORK/silence2.json" <<EOF
 {"matchers": [{"name": "alertname", "value": "DiskFull", "isRegex": false, "isEqual": true}],
  "startsAt": "$NOW", "endsAt": "$LATER", "createdBy": "test", "comment": "disk"}
@@ -166,17 +167,26 @@ EOF
 SID2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["silenceID"])' "$WORK/answer")
 spec gettableAlerts /api/v2/alerts -G --data-urlencode 'filter=alertname="DiskFull"'
 py "a[0]['status']['silencedBy'] == ['$SID2']"
-python3 - "$WORK/silence2.json" "$SID2" > "$WORK/update.json" <<'PY'
+# update ID COMMENT [REGEX]: silence 2 posted with that id, comment and (a regex) matcher
+update() {
+    python3 - "$WORK/silence2.json" "$@" > "$WORK/update.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 s["id"] = sys.argv[2]
-s["comment"] = "disk, longer"
+s["comment"] = sys.argv[3]
+if len(sys.argv) > 4:
+    s["matchers"][0].update(value=sys.argv[4], isRegex=True)
 print(json.dumps(s))
 PY
-[ "$(status POST /api/v2/silences -H "$AUTH" --data-binary @"$WORK/update.json")" = 200 ] ||
-    fail "updating a silence: $(cat "$WORK/answer")"
-SID3=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["silenceID"])' "$WORK/answer")
-[ "$SID3" != "$SID2" ] || fail "an updated silence keeps its id"
+    [ "$(status POST /api/v2/silences -H "$AUTH" --data-binary @"$WORK/update.json")" = 200 ] ||
+        fail "updating a silence: $(cat "$WORK/answer")"
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["silenceID"])' "$WORK/answer"
+}
+[ "$(update "$SID2" "disk, longer")" = "$SID2" ] || fail "a new comment: not in place"
+spec gettableSilence "/api/v2/silence/$SID2"
+py "a['status']['state'] == 'active' and a['comment'] == 'disk, longer'"
+SID3=$(update "$SID2" "disk, longer" "DiskFull|DiskSlow")
+[ -n "$SID3" ] && [ "$SID3" != "$SID2" ] || fail "new matchers kept the id"
 spec gettableSilence "/api/v2/silence/$SID2"
 py "a['status']['state'] == 'expired'"
 spec gettableSilence "/api/v2/silence/$SID3"
