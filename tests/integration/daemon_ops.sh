@@ -9,7 +9,9 @@
 # whose offset a missing or wrong one cannot pass for).  A failed delivery
 # that will be retried is logged at warning, a dead letter at error: an exec
 # script that exits 75 then succeeds, one that exits 1, and a mail executor
-# whose SMTP port refuses connections.  Unprivileged, with net.core.rmem_max
+# whose SMTP port refuses connections.  Under privilege separation the
+# process_* metrics are the engine process's (it serves them; its seccomp
+# filter lets it read /proc).  Unprivileged, with net.core.rmem_max
 # below the 8 MiB a UDP input asks for, the warning names the sysctl to set.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
@@ -67,7 +69,7 @@ import sys
 m = {}
 for line in open(sys.argv[1]):
     if not line.startswith("#") and " " in line:
-        name, v = line.split()
+        name, v = line.rsplit(" ", 1)
         m[name] = float(v)
 before, after = int(sys.argv[2]), int(sys.argv[3])
 for n in ("process_cpu_seconds_total", "process_resident_memory_bytes",
@@ -85,6 +87,21 @@ assert m["process_cpu_seconds_total"] >= 0
 st = m["process_start_time_seconds"]
 assert before - 30 <= st <= after + 30, (before, st, after)
 PY
+# started_at PID VALUE: VALUE is PID's start time as process_start_time_seconds
+# gives it (proc(5)), within the second by which the boot time of /proc/stat
+# (whole seconds, computed anew at each read) may move when the clock is slewed
+started_at() {
+    python3 - "$1" "$2" <<'PY'
+import os, sys
+stat = open("/proc/%s/stat" % sys.argv[1]).read()
+start = int(stat[stat.rindex(")") + 2:].split()[19])
+btime = next(int(l.split()[1]) for l in open("/proc/stat") if l.startswith("btime "))
+want = btime + start / os.sysconf("SC_CLK_TCK")
+assert abs(float(sys.argv[2]) - want) <= 1.01, (sys.argv[2], want)
+PY
+}
+started_at "$CORRALD_PID" "$(value process_start_time_seconds)" ||
+    fail "process_start_time_seconds is not when corrald started"
 [ "$(value corral_config_last_reload_successful)" = 1 ] || fail "not 1 after the start"
 ts0=$(value corral_config_last_reload_success_timestamp_seconds)
 awk -v t="$ts0" -v b="$before" -v a="$after" 'BEGIN { exit !(t >= b - 1 && t <= a + 1) }' ||
@@ -133,6 +150,23 @@ bad=$(grep ' corrald\[' "$CORRALD_LOG" |
     grep -Evc '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}\+05:45 corrald\[(error|warning|info|debug)\]: ')
 [ "$bad" = 0 ] || fail "$bad of $n log lines without an RFC 3339 stamp with offset +05:45"
 stop_corrald
+
+# ---- under privilege separation, the metrics are those of the engine process, which serves them
+if [ "$(id -u)" = 0 ] && id nobody > /dev/null 2>&1; then
+    chmod 0755 "$WORK"
+    printf '<corrald><rules path="%s"/><daemon user="nobody"/><stats listen="127.0.0.1:0"/></corrald>\n' \
+        "$top_srcdir/tests/integration/session_rules.xml" > "$WORK/privsep.conf"
+    chmod 0644 "$WORK/privsep.conf"
+    start_corrald privsep "$WORK/privsep.conf"
+    engine=$(sed -n 's/.*privilege separation: engine process \([0-9]*\) .*/\1/p' "$CORRALD_LOG")
+    [ -n "$engine" ] || fail "no engine process logged"
+    CONTROL=
+    metrics_text > "$WORK/metrics.5"
+    started_at "$engine" "$(value process_start_time_seconds "$WORK/metrics.5")" ||
+        fail "under privsep process_start_time_seconds is not the engine's"
+    [ "$(value process_open_fds "$WORK/metrics.5")" -gt 3 ] || fail "under privsep no open fds"
+    stop_corrald
+fi
 
 # ---- the receive buffer warning, unprivileged
 rmem=$(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo 0)
