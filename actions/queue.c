@@ -742,7 +742,8 @@ dead_letter(struct queue *q, struct item *it, const char *reason)
     q->st.dead++;
     deadletter_format(&line, clock_wall_ms(), it->seq, q->name, reason, it->attempts, it->id,
                       it->msg);
-    log_msg(LOG_WARNING, "executor %s: alert %s given up after %u attempts: %s", q->name, it->id,
+    /* an alert nobody was told of: an error, whereas a failed attempt to be retried warns */
+    log_msg(LOG_ERR, "executor %s: alert %s given up after %u attempts: %s", q->name, it->id,
             it->attempts, reason ? reason : "");
     if (q->dead_path && deadletter_append(q->dead_path, line.p, line.len) < 0)
         log_msg(LOG_ERR, "executor %s: writing dead letters to %s: %s", q->name, q->dead_path,
@@ -810,8 +811,8 @@ on_done(void *token, enum deliver_result r, const char *reason)
         it->not_before = clock_mono_ms() + (uint64_t)(delay * 1000);
         q->st.retries++;
         observe(q, it->msg, QUEUE_EV_RETRYING);
-        log_msg(LOG_INFO, "executor %s: alert %s attempt %u failed (%s); retry in %.1fs", q->name,
-                it->id, it->attempts, reason ? reason : "", delay);
+        log_msg(LOG_WARNING, "executor %s: alert %s attempt %u failed (%s); retry in %.1fs",
+                q->name, it->id, it->attempts, reason ? reason : "", delay);
     }
     if (!q->closing) kick(q);
 }

@@ -343,11 +343,22 @@ input_set_rcvbuf(int fd, int want, const char *name)
     /* Linux reports twice the size asked for (the other half is its bookkeeping) */
     if (got / 2 >= want)
         log_msg(LOG_INFO, "%s: receive buffer %d KiB", name, got / 2 / 1024);
-    else
+    else if (forced)
         log_msg(LOG_WARNING,
-                "%s: receive buffer %d KiB, not the %d KiB asked for%s: bursts may be "
-                "dropped by the kernel (raise net.core.rmem_max)",
-                name, got / 2 / 1024, want / 1024, forced ? "" : " (not privileged)");
+                "%s: receive buffer %d KiB, not the %d KiB asked for: bursts may be dropped by "
+                "the kernel",
+                name, got / 2 / 1024, want / 1024);
+    else
+        /*
+         * unprivileged, SO_RCVBUF stops at net.core.rmem_max: say what
+         * lets it through (the Debian package raises it from sysctl.d)
+         */
+        log_msg(LOG_WARNING,
+                "%s: receive buffer %d KiB, not the %d KiB asked for (net.core.rmem_max is lower "
+                "and corrald lacks CAP_NET_ADMIN): bursts may be dropped by the kernel; allow it "
+                "with `sysctl -w net.core.rmem_max=%d`, and the same line in a file of "
+                "/etc/sysctl.d for the next boots",
+                name, got / 2 / 1024, want / 1024, want);
 }
 
 /* ---- unix socket files ---- */

@@ -55,6 +55,7 @@
 #include "engine/json.h"
 #include "engine/log.h"
 #include "agent/output.h"
+#include "agent/procstat.h"
 #include "engine/pdb.h"
 #include "engine/rematch.h"
 #include "actions/queue.h"
@@ -112,6 +113,9 @@ struct server {
     unsigned ticks;
     struct heap_stats heap; /* heap.h: freed memory given back after a flood */
     uint64_t received, parsed, truncated_values, reloads, reload_failures;
+    /* the outcome of the last reload (the start counts as one) and when one last succeeded */
+    bool last_reload_ok;
+    uint64_t last_reload_ok_ms; /* wall clock */
     struct snapshot *snap;
     bool final_save_failed; /* the save at shutdown failed: the state is lost */
     /* loop stall: work time of the longest loop iteration (check to check, less idle time) */
@@ -148,6 +152,8 @@ server_new(uv_loop_t *loop)
     s->loop = loop;
     s->msg = msg_new();
     s->started_ms = clock_mono_ms();
+    s->last_reload_ok = true;
+    s->last_reload_ok_ms = clock_mono_to_wall(s->started_ms);
     /* for the stall gauge: before the loop first runs, as libuv requires */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     return s;
@@ -1561,6 +1567,14 @@ struct pending_reload {
     void *arg;
 };
 
+/* A reload failed: counted, and corral_config_last_reload_successful says so till the next. */
+static void
+reload_failed(struct server *s)
+{
+    s->reload_failures++;
+    s->last_reload_ok = false;
+}
+
 /* The end of a reload whose stage is prepared: commit, and tell whoever asked. */
 static void
 reload_commit(struct server *s, struct stage *st, struct buf *report, server_reload_fn done,
@@ -1571,8 +1585,11 @@ reload_commit(struct server *s, struct stage *st, struct buf *report, server_rel
     if (!stage_commit(s, st, report)) {
         /* an input that had to wait for its predecessor could not open: not what was asked */
         buf_printf(report, "reload failed: an input could not be opened (see above)\n");
-        s->reload_failures++;
+        reload_failed(s);
         rc = -1;
+    } else {
+        s->last_reload_ok = true;
+        s->last_reload_ok_ms = clock_wall_ms();
     }
     done(arg, rc, buf_str(report));
 }
@@ -1597,7 +1614,7 @@ on_executors_reloaded(void *arg, bool ok, const char *text, size_t len)
         buf_printf(&p->report, "reload failed, the running configuration stays:\n%.*s", (int)len,
                    text);
         stage_discard(s, &p->st);
-        s->reload_failures++;
+        reload_failed(s);
         p->done(p->arg, -1, buf_str(&p->report));
     } else {
         buf_append(&p->report, text, len); /* what it opened, changed and closed */
@@ -1622,12 +1639,12 @@ server_reload(struct server *s, struct conf *conf, server_reload_fn done, void *
         conf_free(conf);
         buf_puts(&p->report, "reload failed: another reload is still waiting for the executor "
                              "process\n");
-        s->reload_failures++;
+        reload_failed(s);
         done(arg, -1, buf_str(&p->report));
     } else if (stage_prepare(s, &p->st, conf, &err) < 0) {
         buf_printf(&p->report, "reload failed, the running configuration stays:\n%s",
                    buf_str(&err));
-        s->reload_failures++;
+        reload_failed(s);
         done(arg, -1, buf_str(&p->report));
     } else if (p->st.remote_wait) {
         /* the executor process reads the file itself and answers; the stage waits till then */
@@ -1641,7 +1658,7 @@ server_reload(struct server *s, struct conf *conf, server_reload_fn done, void *
         stage_discard(s, &p->st);
         buf_puts(&p->report, "reload failed, the running configuration stays:\nthe executor "
                              "process is gone\n");
-        s->reload_failures++;
+        reload_failed(s);
         done(arg, -1, buf_str(&p->report));
     } else {
         reload_commit(s, &p->st, &p->report, done, arg);
@@ -1655,7 +1672,7 @@ void
 server_reload_failed(struct server *s)
 {
     s->reloads++;
-    s->reload_failures++;
+    reload_failed(s);
 }
 
 void
@@ -1698,7 +1715,7 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
         s->pending = NULL;
         stage_discard(s, &p->st);
         buf_puts(&p->report, "reload abandoned: corrald is stopping\n");
-        s->reload_failures++;
+        reload_failed(s);
         p->done(p->arg, -1, buf_str(&p->report));
         buf_free(&p->report);
         free(p);
@@ -2029,6 +2046,7 @@ server_metrics(struct server *s, struct buf *out)
         buf_printf(out, "%s %llu\n", name, (unsigned long long)(value));                           \
     } while (0)
     apiv2_metrics(out);
+    procstat_metrics(out);
     SIMPLE("corral_uptime_seconds", "gauge", "Seconds since corrald started.",
            (clock_mono_ms() - s->started_ms) / 1000);
     SIMPLE("corral_rules", "gauge", "Rules loaded.", pdb_nrules(s->db));
@@ -2068,6 +2086,15 @@ server_metrics(struct server *s, struct buf *out)
     SIMPLE("corral_reloads_total", "counter", "Configuration reloads attempted.", s->reloads);
     SIMPLE("corral_reload_failures_total", "counter",
            "Reloads that failed (old configuration kept).", s->reload_failures);
+    SIMPLE("corral_config_last_reload_successful", "gauge",
+           "1 if the last reload succeeded (or none was asked since the start), 0 if it failed.",
+           s->last_reload_ok);
+    metric(out, "corral_config_last_reload_success_timestamp_seconds",
+           "When the configuration was last loaded (the start or a reload that succeeded), "
+           "in seconds since the epoch.",
+           "gauge");
+    buf_printf(out, "corral_config_last_reload_success_timestamp_seconds %.3f\n",
+               (double)s->last_reload_ok_ms / 1000.0);
     {
         static const struct snapshot_stats none;
         const struct snapshot_stats *ss = s->snap ? snapshot_get_stats(s->snap) : &none;

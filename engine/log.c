@@ -108,15 +108,36 @@ write_line(const char *p, size_t n)
     }
 }
 
+/*
+ * The local time as RFC 3339 with milliseconds and the offset from UTC
+ * (2026-12-06T04:36:18.123+01:00): a line read on another machine, or
+ * beside the journal's UTC, says when it was written without knowing the
+ * zone of the machine that wrote it; milliseconds order the lines of one
+ * second that the threads and processes wrote.
+ */
+static void
+format_stamp(char *out, size_t size)
+{
+    struct timespec ts;
+    struct tm tm;
+    long off;
+    size_t n;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    localtime_r(&ts.tv_sec, &tm);
+    n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
+    off = tm.tm_gmtoff / 60; /* whole minutes: every zone in use is */
+    snprintf(out + n, size - n, ".%03ld%c%02ld:%02ld", ts.tv_nsec / 1000000L, off < 0 ? '-' : '+',
+             labs(off) / 60, labs(off) % 60);
+}
+
 void
 log_msg(int level, const char *fmt, ...)
 {
     static const char *const names[] = {"emerg",   "alert",  "crit", "error",
                                         "warning", "notice", "info", "debug"};
     struct buf b = BUF_INIT;
-    char stamp[32];
-    struct tm tm;
-    time_t now;
+    char stamp[40];
     va_list ap;
 
     if (level > max_level) return;
@@ -131,9 +152,7 @@ log_msg(int level, const char *fmt, ...)
             /* journald takes the priority from the prefix and adds time and name itself */
             buf_printf(&b, "<%d>", level & 7);
         } else {
-            now = time(NULL);
-            localtime_r(&now, &tm);
-            strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+            format_stamp(stamp, sizeof(stamp));
             buf_printf(&b, "%s %s[%s]: ", stamp, log_ident, names[level & 7]);
         }
         buf_vprintf(&b, fmt, ap);

@@ -1,7 +1,8 @@
 /*
  * log: corral's own diagnostics (not the logs it processes).  Library code
  * reports through log_msg(); the program decides where the lines go: stderr
- * (the default, with a time stamp and the program's name), the journal
+ * (the default, with an RFC 3339 local time stamp with milliseconds and
+ * offset, and the program's name), the journal
  * (stderr with "<N>" priority prefixes, which journald reads, and no stamp of
  * our own), syslog(3), or a sink of its own (tests record what was logged).  Levels are syslog's:
  * LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG.

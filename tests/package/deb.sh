@@ -202,6 +202,21 @@ done
 [ "$(field /proc/"$pid"/status CapEff)$(field /proc/"$pid"/status CapPrm)" = 00000000000000000000000000000000 ] ||
     fail "the executor process kept capabilities: $(grep ^Cap /proc/"$pid"/status | tr '\n' ' ')"
 echo "executor $pid as corral (no capability), engine $engine as corral-engine (no capability, NoNewPrivs, its own filter)"
+# the datagram inputs' 8 MiB receive buffer, which the engine (no
+# CAP_NET_ADMIN) gets only up to net.core.rmem_max: the package's sysctl.d
+# file raises that, and the postinst applied it; where /proc/sys is
+# read-only (a container) the warning says what the host must set
+[ "$(sed -n 's/^net\.core\.rmem_max = //p' /usr/lib/sysctl.d/30-corral.conf)" = 8388608 ] ||
+    fail "/usr/lib/sysctl.d/30-corral.conf does not raise net.core.rmem_max to 8388608"
+grep -q 'receive buffer' "$work/corrald.log" || fail "no receive buffer logged"
+if [ "$(cat /proc/sys/net/core/rmem_max)" -ge 8388608 ]; then
+    grep 'receive buffer .* not the' "$work/corrald.log" && fail "the inputs got less than they asked for"
+    echo "net.core.rmem_max $(cat /proc/sys/net/core/rmem_max): the inputs got their 8 MiB, no warning"
+else
+    grep -q 'sysctl -w net.core.rmem_max=8388608' "$work/corrald.log" ||
+        fail "the receive buffer warning does not say what to set"
+    echo "net.core.rmem_max read-only here: the warning names the sysctl"
+fi
 
 # five failed logins from one address in a burst: the shipped sshd rules'
 # brute-force alert.  logger -d sends UDP to the configured 127.0.0.1:514.

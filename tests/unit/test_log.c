@@ -1,6 +1,7 @@
 /*
  * Unit tests: corral's own log lines (engine/log) as they reach stderr:
- * the stamped and the journal format, the level filter, and whole lines
+ * the stamped format (RFC 3339, milliseconds, the zone's offset) and the
+ * journal format, the level filter, and whole lines
  * when several threads log at once (corrald's workers and its loop share
  * stderr; a line written in pieces was cut by another thread's before).
  */
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/durable.h"
@@ -76,7 +78,8 @@ START_TEST(test_threads_write_whole_lines)
 
     ck_assert(log_setup("corral-test", "info", "stderr"));
     ck_assert_int_eq(regcomp(&re,
-                             "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2} "
+                             "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}"
+                             "[+-][0-9]{2}:[0-9]{2} "
                              "corral-test\\[warning\\]: thread ([0-9]+) line ([0-9]+) of the "
                              "concurrent test$",
                              REG_EXTENDED),
@@ -101,6 +104,45 @@ START_TEST(test_threads_write_whole_lines)
     ck_assert_uint_eq(lines, THREADS * LINES);
     regfree(&re);
     free(text);
+}
+END_TEST
+
+/* The stamp is RFC 3339 with milliseconds and the zone's offset, whatever TZ says. */
+START_TEST(test_stamp_has_offset)
+{
+    static const char *const zones[][2] = {
+        {"UTC0", "+00:00"}, {"XST-5:30", "+05:30"}, {"EST5", "-05:00"}, {"NPT-5:45", "+05:45"}};
+    char *old = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
+    regex_t re;
+    size_t i, len;
+    char *text;
+
+    ck_assert_int_eq(regcomp(&re,
+                             "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}"
+                             "([+-][0-9]{2}:[0-9]{2}) corral-test\\[warning\\]: in a zone\n$",
+                             REG_EXTENDED),
+                     0);
+    ck_assert(log_setup("corral-test", "info", "stderr"));
+    for (i = 0; i < sizeof(zones) / sizeof(zones[0]); i++) {
+        regmatch_t m[2];
+        setenv("TZ", zones[i][0], 1);
+        tzset();
+        stderr_to_file();
+        log_msg(LOG_WARNING, "in a zone");
+        text = stderr_restore(&len);
+        ck_assert_msg(regexec(&re, text, 2, m, 0) == 0, "%s: \"%s\"", zones[i][0], text);
+        ck_assert_int_eq(m[1].rm_eo - m[1].rm_so, 6);
+        ck_assert_msg(strncmp(text + m[1].rm_so, zones[i][1], 6) == 0, "%s: \"%s\"", zones[i][0],
+                      text);
+        free(text);
+    }
+    if (old)
+        setenv("TZ", old, 1);
+    else
+        unsetenv("TZ");
+    tzset();
+    free(old);
+    regfree(&re);
 }
 END_TEST
 
@@ -129,6 +171,7 @@ main(void)
     TCase *tc = tcase_create("core");
 
     tcase_add_test(tc, test_threads_write_whole_lines);
+    tcase_add_test(tc, test_stamp_has_offset);
     tcase_add_test(tc, test_journal_format_and_level);
     suite_add_tcase(s, tc);
     return unit_run(s);
