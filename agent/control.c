@@ -6,7 +6,8 @@
  * started has finished, `reload` once the reload is over (under privilege
  * separation it may wait for the executor process), and `queue` under
  * privilege separation once the executor process has answered.
- * The socket is created owner-only (0600): it can reload the daemon.
+ * The socket is created owner-only (0600): it can reload the daemon;
+ * control_set_access then lets a group in (<control group mode>).
  *
  * A client that connects and stalls must not hold a descriptor for long nor
  * keep `corral ctl` out: a connection is closed when it has not been
@@ -473,6 +474,33 @@ control_open(uv_loop_t *loop, const char *path, struct server *srv, control_relo
         return NULL;
     }
     return ctl;
+}
+
+int
+control_set_access(struct control *ctl, gid_t gid, mode_t mode, struct buf *err)
+{
+    struct stat st;
+
+    /* the path is the socket just bound (created 0600): never a link followed */
+    if (lstat(ctl->path, &st) < 0) {
+        buf_printf(err, "control socket %s: %s\n", ctl->path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        buf_printf(err, "control socket %s: no longer a socket\n", ctl->path);
+        return -1;
+    }
+    if (gid != (gid_t)-1 && lchown(ctl->path, (uid_t)-1, gid) < 0) {
+        buf_printf(err, "control socket %s: cannot give it to group %ld: %s\n", ctl->path,
+                   (long)gid, strerror(errno));
+        return -1;
+    }
+    if (chmod(ctl->path, mode) < 0) {
+        buf_printf(err, "control socket %s: cannot make it mode %04o: %s\n", ctl->path,
+                   (unsigned)mode, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 static void

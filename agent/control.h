@@ -23,6 +23,7 @@
 #ifndef CORRAL_CONTROL_H
 #define CORRAL_CONTROL_H
 
+#include <sys/types.h>
 #include <uv.h>
 
 #include "engine/buf.h"
@@ -45,6 +46,12 @@ typedef void (*control_reload_fn)(void *arg, control_reload_done done, void *con
 struct control *control_open(uv_loop_t *loop, const char *path, struct server *srv,
                              control_reload_fn reload, void *arg, struct buf *err);
 void control_close(struct control *c);
+/*
+ * The socket's group (gid, or (gid_t)-1: the one it was created with) and
+ * mode (0600 or 0660), set once it is bound: connecting needs write
+ * permission.  0, or -1 with a line in err.
+ */
+int control_set_access(struct control *c, gid_t gid, mode_t mode, struct buf *err);
 /*
  * One JSON request (see above) answered into answer: what the control
  * socket does with it, for the HTTP API as well.  0, or -1 when the request
