@@ -260,20 +260,11 @@ control_group_id(const struct conf *c, gid_t *gid, struct buf *err)
     return 0;
 }
 
-/*
- * setgroups, setgid, setuid: all three ids, every thread (glibc's setxid
- * broadcast).  The supplementary groups are gid and <control group>: a
- * process that is not root may only give its socket to a group it is in.
- */
+/* setgroups, setgid, setuid: all three ids, every thread (glibc's setxid broadcast). */
 static int
 become_user(const struct conf *c, uid_t uid, gid_t gid, struct buf *err)
 {
-    /* an unknown group is reported where the socket is given to it, and by -t */
-    struct group *gr = c->control_group ? getgrnam(c->control_group) : NULL;
-    gid_t groups[2] = {gid, gr ? gr->gr_gid : gid};
-    size_t ngroups = groups[1] != gid ? 2 : 1;
-
-    if (setgroups(ngroups, groups) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+    if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
         buf_printf(err, "cannot become user %s: %s\n", c->user, strerror(errno));
         return -1;
     }
@@ -1431,15 +1422,14 @@ main(int argc, char **argv)
         const struct conf *cur = server_conf(d.srv);
         gid_t cgid;
         if (cur->control_socket) {
-            d.control =
-                control_open(d.loop, cur->control_socket, d.srv, reload_from_control, &d, &err);
-            if (!d.control) log_msg(LOG_ERR, "%s", buf_str(&err));
+            bool known;
             buf_reset(&err);
-            if (d.control && (control_group_id(cur, &cgid, &err) < 0 ||
-                              control_set_access(d.control, cgid, cur->control_mode, &err) < 0)) {
-                buf_truncate(&err, err.len - 1); /* the final newline */
-                log_msg(LOG_ERR, "%s (the control socket stays its owner's only)", buf_str(&err));
-            }
+            /* an unknown group (which -t refuses): the socket is its owner's only */
+            known = control_group_id(cur, &cgid, &err) == 0;
+            d.control =
+                control_open(d.loop, cur->control_socket, cgid, known ? cur->control_mode : 0600,
+                             d.srv, reload_from_control, &d, &err);
+            if (err.len) log_msg(LOG_ERR, "%s", buf_str(&err));
         }
         if (cur->stats_listen) {
             buf_reset(&err);

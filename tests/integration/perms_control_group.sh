@@ -3,9 +3,11 @@
 # operators' group, so that its members run `corral silence add` without
 # root.  corrald runs as the packaged unit starts it (setpriv: the service
 # user daemon with CAP_SETUID, CAP_SETGID and CAP_NET_BIND_SERVICE; the
-# engine process, which creates the socket, becomes nobody).  The
-# operators' group is the system group operator; the operator and the
-# outsider are the user games, with and without it (setpriv --groups).
+# engine process, which creates the socket, becomes nobody), and under the
+# unit's system call filter when it can be built (it refuses chown: the
+# socket is created with its group).  The operators' group is the system
+# group operator; the operator and the outsider are the user games, with
+# and without it (setpriv --groups).
 #
 #   1. <control group="operator">: the socket is nobody:operator 0660
 #      (before: 0600, nobody's alone); the member's `corral silence add`
@@ -55,10 +57,26 @@ config() {
 XML
     chmod 644 "$1"
 }
+# The unit's system call filter too, as tests/package/deb.sh applies it
+# (unit_sandbox: chown is not in it), where it can be built; not with a
+# sanitizer, whose runtime makes calls the unit never sees.
+sandbox=
+if command -v cc > /dev/null && command -v systemd-analyze > /dev/null &&
+    ! ldd "$PROD" 2>/dev/null | grep -q 'libasan\|libtsan' &&
+    cc -O2 -o "$WORK/unit_sandbox" "$top_srcdir/tests/package/unit_sandbox.c" -lseccomp 2> /dev/null &&
+    python3 "$top_srcdir/tests/package/syscall_set.py" \
+        $(sed -n 's/^SystemCallFilter=//p' "$top_srcdir/etc/corrald.service") > "$WORK/allow"; then
+    chmod 755 "$WORK/unit_sandbox"
+    chmod 644 "$WORK/allow"
+    sandbox="$WORK/unit_sandbox -a $WORK/allow --"
+    echo "$TEST: under the unit's system call filter ($(grep -c . "$WORK/allow") calls)"
+else
+    echo "$TEST: without the unit's system call filter (no cc, libseccomp or systemd-analyze)"
+fi
 cat > "$WORK/as-service" <<SH
 #!/bin/sh
 exec setpriv --reuid=daemon --regid=$group --init-groups --no-new-privs \
-    --inh-caps=$caps --ambient-caps=$caps --bounding-set=$caps "$PROD" "\$@"
+    --inh-caps=$caps --ambient-caps=$caps --bounding-set=$caps $sandbox "$PROD" "\$@"
 SH
 chmod 755 "$WORK/as-service"
 CORRALD=$WORK/as-service
