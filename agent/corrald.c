@@ -1420,8 +1420,8 @@ main(int argc, char **argv)
     d.started = true;
     {
         const struct conf *cur = server_conf(d.srv);
-        gid_t cgid;
         if (cur->control_socket) {
+            gid_t cgid;
             bool known;
             buf_reset(&err);
             /* an unknown group (which -t refuses): the socket is its owner's only */
