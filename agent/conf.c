@@ -41,6 +41,7 @@ conf_init(struct conf *c)
     c->idle_timeout = 300;
     c->max_absence_sources = 100000;
     c->control_timeout = 10;
+    c->control_mode = 0600;
     c->state_interval = 60;
     c->max_alerts = 10000;
     c->resolve_timeout = 300;
@@ -204,6 +205,7 @@ conf_free(struct conf *c)
     free(c->user);
     free(c->group);
     free(c->control_socket);
+    free(c->control_group);
     free(c->stats_listen);
     free(c->stats_api_token_file);
     if (c->stats_api_token) explicit_bzero(c->stats_api_token, strlen(c->stats_api_token));
@@ -549,6 +551,34 @@ read_token(struct reader *r, const xmlNode *n, const char *path)
 out:
     close(fd);
     return tok;
+}
+
+/*
+ * <control group mode>: connecting needs write permission on the socket,
+ * and whoever connects can reload corrald and add silences: the group may
+ * be let in (0660), others never.
+ */
+static void
+read_control_access(struct reader *r, const xmlNode *n, struct conf *c)
+{
+    char *v;
+
+    free(c->control_group);
+    c->control_group = attr(n, "group");
+    c->control_mode = c->control_group ? 0660 : 0600;
+    c->control_line = (int)xmlGetLineNo(n);
+    if ((v = attr(n, "mode"))) {
+        if (strcmp(v, "0600") == 0 || strcmp(v, "600") == 0)
+            c->control_mode = 0600;
+        else if (strcmp(v, "0660") == 0 || strcmp(v, "660") == 0)
+            c->control_mode = 0660;
+        else
+            error(r, n,
+                  "bad mode \"%s\": 0600 (its owner only) or 0660 (its group too); others are "
+                  "never let in",
+                  v);
+        free(v);
+    }
 }
 
 /* The TLS attributes of a <tls> input or a <forward protocol="tls"> output. */
@@ -897,6 +927,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->control_socket = attr(n, "socket");
             c->control_timeout = duration_attr(r, n, "timeout", c->control_timeout);
             if (c->control_timeout <= 0) error(r, n, "timeout must be more than 0");
+            read_control_access(r, n, c);
         } else if (is(n, "stats")) {
             free(c->stats_listen);
             c->stats_listen = attr(n, "listen");

@@ -130,6 +130,10 @@ struct conf {
     enum conf_privsep { CONF_PRIVSEP_AUTO, CONF_PRIVSEP_YES, CONF_PRIVSEP_NO } privsep;
     int privsep_line; /* where <daemon> is; 0: not given */
     char *control_socket;
+    /* <control group mode>: whom the socket is open to besides its owner (read at start) */
+    char *control_group;   /* NULL: the group corrald creates it with */
+    uint32_t control_mode; /* 0600, or 0660 (the default with a group) */
+    int control_line;
     char *stats_listen;         /* host:port of the Prometheus endpoint, NULL: none */
     char *stats_api_token_file; /* <stats api-token-file>: NULL, none (API writes refused) */
     char *stats_api_token; /* its contents, read with the configuration, the final newline cut */

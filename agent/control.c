@@ -6,7 +6,8 @@
  * started has finished, `reload` once the reload is over (under privilege
  * separation it may wait for the executor process), and `queue` under
  * privilege separation once the executor process has answered.
- * The socket is created owner-only (0600): it can reload the daemon.
+ * The socket is created owner-only (0600): it can reload the daemon; or
+ * for a group as well (0660, <control group mode>).
  *
  * A client that connects and stalls must not hold a descriptor for long nor
  * keep `corral ctl` out: a connection is closed when it has not been
@@ -29,6 +30,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -470,14 +472,37 @@ on_connect(uv_stream_t *l, int status)
 
 static void control_closed(uv_handle_t *h);
 
+/*
+ * Gives the socket just bound (never a link followed) to gid, when creating
+ * it with that group did not (no CAP_SETGID): lchown, which a member of the
+ * group may do; else it is made its owner's only again.
+ */
+static int
+control_share(const char *path, gid_t gid, struct buf *err)
+{
+    struct stat st;
+
+    if (lstat(path, &st) < 0) {
+        buf_printf(err, "control socket %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (st.st_gid == gid) return 0;
+    if (lchown(path, (uid_t)-1, gid) == 0) return 0;
+    buf_printf(err,
+               "control socket %s: cannot give it to group %ld: %s (it stays its owner's only)\n",
+               path, (long)gid, strerror(errno));
+    chmod(path, 0600);
+    return -1;
+}
+
 struct control *
-control_open(uv_loop_t *loop, const char *path, struct server *srv, control_reload_fn reload,
-             void *arg, struct buf *err)
+control_open(uv_loop_t *loop, const char *path, gid_t gid, mode_t mode, struct server *srv,
+             control_reload_fn reload, void *arg, struct buf *err)
 {
     struct control *ctl = xcalloc(1, sizeof(*ctl));
     struct stat st;
     mode_t old;
-    int rc;
+    int rc, fsgid = -1;
 
     ctl->srv = srv;
     ctl->reload = reload;
@@ -487,8 +512,17 @@ control_open(uv_loop_t *loop, const char *path, struct server *srv, control_relo
     if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path);
     uv_pipe_init(loop, &ctl->listener, 0);
     ctl->listener.data = ctl;
-    old = umask(0077);
+    /*
+     * Created with its mode (0777 less the umask) and group: a new file's
+     * group is the creating thread's file-system gid, which setfsgid changes
+     * for this thread alone, allowed with CAP_SETGID (root, and the packaged
+     * unit's engine process at start).  Not chown: the unit's system call
+     * filter refuses it.
+     */
+    old = umask(mode == 0660 ? 0117 : 0177);
+    if (gid != (gid_t)-1) fsgid = setfsgid(gid);
     rc = uv_pipe_bind(&ctl->listener, path);
+    if (fsgid != -1) setfsgid((gid_t)fsgid);
     umask(old);
     if (rc == 0) rc = uv_listen((uv_stream_t *)&ctl->listener, 16, on_connect);
     if (rc < 0) {
@@ -496,6 +530,7 @@ control_open(uv_loop_t *loop, const char *path, struct server *srv, control_relo
         uv_close((uv_handle_t *)&ctl->listener, control_closed);
         return NULL;
     }
+    if (gid != (gid_t)-1) control_share(path, gid, err);
     return ctl;
 }
 

@@ -28,6 +28,7 @@
 #ifndef CORRAL_CONTROL_H
 #define CORRAL_CONTROL_H
 
+#include <sys/types.h>
 #include <uv.h>
 
 #include "engine/buf.h"
@@ -47,8 +48,15 @@ struct control;
 typedef void (*control_reload_done)(void *conn, int rc, const char *report);
 typedef void (*control_reload_fn)(void *arg, control_reload_done done, void *conn);
 
-struct control *control_open(uv_loop_t *loop, const char *path, struct server *srv,
-                             control_reload_fn reload, void *arg, struct buf *err);
+/*
+ * The socket at path, created with group gid ((gid_t)-1: this process's)
+ * and mode (0600 or 0660): connecting needs write permission.  NULL with a
+ * line in err when it cannot listen; a socket that could not be given to
+ * gid is its owner's only, with a line in err.
+ */
+struct control *control_open(uv_loop_t *loop, const char *path, gid_t gid, mode_t mode,
+                             struct server *srv, control_reload_fn reload, void *arg,
+                             struct buf *err);
 void control_close(struct control *c);
 /*
  * One JSON request (see above) answered into answer: what the control

@@ -242,6 +242,24 @@ service_user(const struct conf *c, uid_t *uid, gid_t *gid, struct buf *err)
     return 0;
 }
 
+/* The gid of <control group>, or (gid_t)-1 without one; -1 with file:line in err. */
+static int
+control_group_id(const struct conf *c, gid_t *gid, struct buf *err)
+{
+    struct group *gr;
+
+    *gid = (gid_t)-1;
+    if (!c->control_group) return 0;
+    gr = getgrnam(c->control_group);
+    if (!gr) {
+        buf_printf(err, "%s:%d: <control group=\"%s\">: unknown group\n",
+                   c->file ? c->file : "configuration", c->control_line, c->control_group);
+        return -1;
+    }
+    *gid = gr->gr_gid;
+    return 0;
+}
+
 /* setgroups, setgid, setuid: all three ids, every thread (glibc's setxid broadcast). */
 static int
 become_user(const struct conf *c, uid_t uid, gid_t gid, struct buf *err)
@@ -740,14 +758,14 @@ spool_check(const struct conf *c, struct buf *err)
  * files are opened again on SIGUSR2), the state file's directory (each save writes FILE.tmp.PID
  * beside the state file, the alert store and the silences, and renames it over: tried for real, and
  * removed), the state file itself when the engine reads it at start as its user (opens), the
- * api-token-file (read again on every reload), the file inputs and their position files (reopened
- * after a rotation, saved), and without privilege separation (spool) the executors' spools.
+ * file inputs and their position files (reopened after a rotation, saved), and without privilege
+ * separation (spool) the executors' spools.
  */
 static int
 engine_files_check(const struct conf *c, bool opens, bool spool, struct buf *err)
 {
     struct durable_file df;
-    int rc = 0, fd;
+    int rc = 0;
     size_t i;
 
     if (server_check_files(c, err) < 0) rc = -1;
@@ -765,17 +783,6 @@ engine_files_check(const struct conf *c, bool opens, bool spool, struct buf *err
             where(err, c, c->state_line);
             buf_printf(err, "state file %s: cannot read it: %s\n", c->state_file, strerror(errno));
             rc = -1;
-        }
-    }
-    if (c->stats_api_token_file) {
-        fd = open(c->stats_api_token_file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) {
-            where(err, c, c->stats_line);
-            buf_printf(err, "api-token-file %s: %s (read again on every reload)\n",
-                       c->stats_api_token_file, strerror(errno));
-            rc = -1;
-        } else {
-            close(fd);
         }
     }
     for (i = 0; i < c->ninputs; i++) {
@@ -806,13 +813,31 @@ engine_files_check(const struct conf *c, bool opens, bool spool, struct buf *err
 }
 
 /*
- * engine_files_check as the engine's user, in a child that becomes it, so
- * that `corrald -t` (as root, or as the packaged unit's ExecStartPre=) says
- * what the engine will find once it runs as that user.  0, or -1 with the
- * lines on stderr.
+ * What a reload reads in the engine process, as its user: the
+ * configuration file again (and the api-token-file with it), and with rules
+ * (when the same passed as this user, so that nothing is said twice) the
+ * rules, the inputs' certificates and keys, the routes, and with executors
+ * (without privilege separation) the executors' files and secrets.
  */
 static int
-check_engine_files(const struct conf *c, bool opens, bool spool)
+reload_check(struct daemon *d, bool rules, bool executors, struct buf *err)
+{
+    struct conf *c = read_conf(d, err);
+    int rc = c ? 0 : -1;
+
+    if (c && rules) rc = server_check_reload(c, executors, err);
+    conf_free(c);
+    return rc;
+}
+
+/*
+ * engine_files_check and reload_check as the engine's user, in a child
+ * that becomes it, so that `corrald -t` (as root, or as the packaged unit's
+ * ExecStartPre=) refuses what the engine will once it runs as that user, at
+ * start and at every reload.  0, or -1 with the lines on stderr.
+ */
+static int
+check_engine_files(struct daemon *d, const struct conf *c, bool opens, bool spool, bool rules)
 {
     struct buf err = BUF_INIT;
     uid_t uid;
@@ -832,8 +857,11 @@ check_engine_files(const struct conf *c, bool opens, bool spool)
         return -1;
     }
     if (pid == 0) {
-        int rc =
-            become_user(c, uid, gid, &err) < 0 || engine_files_check(c, opens, spool, &err) < 0;
+        int rc = become_user(c, uid, gid, &err) < 0;
+        if (!rc) {
+            rc |= engine_files_check(c, opens, spool, &err) < 0;
+            rc |= reload_check(d, rules, spool, &err) < 0;
+        }
         if (rc)
             buf_printf(&err, "(checked as user %s, whom the engine process runs as)\n", c->user);
         fputs(buf_str(&err), stderr);
@@ -848,8 +876,9 @@ check_engine_files(const struct conf *c, bool opens, bool spool)
 /*
  * corrald -t: everything start-up checks (server_check), short of binding
  * sockets, loading state and dropping privileges; and what the engine
- * writes and reads once it runs as its user, as that user
- * (check_engine_files); errors as file:line.
+ * writes and reads once it runs as its user, at start and at every reload,
+ * as that user (check_engine_files); the control socket's group.  Errors as
+ * file:line.
  */
 static int
 check_only(struct daemon *d)
@@ -857,7 +886,8 @@ check_only(struct daemon *d)
     struct buf err = BUF_INIT;
     struct conf *c = read_conf(d, &err);
     size_t rules = 0;
-    bool as_engine, privsep = false;
+    bool as_engine, privsep = false, checked = true;
+    gid_t cgid;
     int rc = 0;
 
     if (!c) {
@@ -872,15 +902,22 @@ check_only(struct daemon *d)
         buf_reset(&err);
         rc = 1;
     }
+    /* what start-up reads as this user; the state path and outputs: as the engine's user when
+     * it has one, else as this one */
+    if (server_check(c, &rules, !engine_drops(c), &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        buf_reset(&err);
+        checked = false;
+        rc = 1;
+    }
     /* the spools are the executor process's: this user's under privilege separation */
-    if (engine_drops(c) && check_engine_files(c, as_engine, !privsep) < 0) rc = 1;
+    if (engine_drops(c) && check_engine_files(d, c, as_engine, !privsep, checked) < 0) rc = 1;
     if ((privsep || !engine_drops(c)) && spool_check(c, &err) < 0) {
         fputs(buf_str(&err), stderr);
         buf_reset(&err);
         rc = 1;
     }
-    /* the state path and outputs: as the engine's user when it has one, else as this one */
-    if (server_check(c, &rules, !engine_drops(c), &err) < 0) {
+    if (control_group_id(c, &cgid, &err) < 0) {
         fputs(buf_str(&err), stderr);
         rc = 1;
     }
@@ -1384,9 +1421,15 @@ main(int argc, char **argv)
     {
         const struct conf *cur = server_conf(d.srv);
         if (cur->control_socket) {
+            gid_t cgid;
+            bool known;
+            buf_reset(&err);
+            /* an unknown group (which -t refuses): the socket is its owner's only */
+            known = control_group_id(cur, &cgid, &err) == 0;
             d.control =
-                control_open(d.loop, cur->control_socket, d.srv, reload_from_control, &d, &err);
-            if (!d.control) log_msg(LOG_ERR, "%s", buf_str(&err));
+                control_open(d.loop, cur->control_socket, cgid, known ? cur->control_mode : 0600,
+                             d.srv, reload_from_control, &d, &err);
+            if (err.len) log_msg(LOG_ERR, "%s", buf_str(&err));
         }
         if (cur->stats_listen) {
             buf_reset(&err);

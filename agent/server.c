@@ -1189,8 +1189,8 @@ server_check_files(const struct conf *c, struct buf *err)
     return rc;
 }
 
-int
-server_check(const struct conf *c, size_t *nrules, bool files, struct buf *err)
+static int
+check(const struct conf *c, size_t *nrules, bool files, bool executors, struct buf *err)
 {
     const char *file = c->file ? c->file : "(built-in)";
     struct pdb *db = load_rules(c, err);
@@ -1209,8 +1209,10 @@ server_check(const struct conf *c, size_t *nrules, bool files, struct buf *err)
      */
     uv_loop_init(&loop);
     for (i = 0; i < c->nexecutors; i++) {
-        struct queue *q = queue_open(&loop, &c->executors[i], file, NULL, err);
+        struct queue *q;
         names[i] = c->executors[i].name;
+        if (!executors) continue;
+        q = queue_open(&loop, &c->executors[i], file, NULL, err);
         if (!q) {
             rc = -1;
             continue;
@@ -1234,6 +1236,18 @@ server_check(const struct conf *c, size_t *nrules, bool files, struct buf *err)
     free(names);
     pdb_free(db);
     return rc;
+}
+
+int
+server_check(const struct conf *c, size_t *nrules, bool files, struct buf *err)
+{
+    return check(c, nrules, files, true, err);
+}
+
+int
+server_check_reload(const struct conf *c, bool executors, struct buf *err)
+{
+    return check(c, NULL, false, executors, err);
 }
 
 /* Undoes a stage that failed to prepare: closes what it opened, frees conf. */

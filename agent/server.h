@@ -49,6 +49,14 @@ int server_check(const struct conf *conf, size_t *nrules, bool files, struct buf
 int server_check_files(const struct conf *conf, struct buf *err);
 
 /*
+ * server_check as a reload in the engine process runs it, for `corrald -t`
+ * as the engine's user: with executors false (privilege separation) the
+ * executors are left to the executor process, which opens them as its own
+ * user; their names still route.  Neither the files nor the rule count.
+ */
+int server_check_reload(const struct conf *conf, bool executors, struct buf *err);
+
+/*
  * One message from an input: raw bytes of one syslog message without framing
  * (no trailing newline).  peer is the sender's address as text, or NULL.
  */

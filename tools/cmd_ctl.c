@@ -13,11 +13,16 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <limits.h>
 #include <netdb.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -63,6 +68,83 @@ cmd_ask_socket(const char *path, const char *command, struct buf *out)
     return rc;
 }
 
+/* Whether this process has gid among its groups. */
+static bool
+in_group(gid_t gid)
+{
+    gid_t groups[NGROUPS_MAX];
+    int i, n = getgroups(NGROUPS_MAX, groups);
+
+    if (getegid() == gid) return true;
+    for (i = 0; i < n; i++)
+        if (groups[i] == gid) return true;
+    return false;
+}
+
+/* Whether the group database lists the user (by name) in gid. */
+static bool
+listed_in_group(const char *user, gid_t gid)
+{
+    struct group *gr = getgrgid(gid);
+    char **m;
+
+    for (m = gr ? gr->gr_mem : NULL; m && *m; m++)
+        if (strcmp(*m, user) == 0) return true;
+    return false;
+}
+
+/*
+ * Connecting to a Unix socket needs search permission on its directories
+ * and write permission on the socket: say which is missing and what gives
+ * it, from the socket's owner, group and mode.
+ */
+static void
+access_hint(const char *path)
+{
+    struct passwd *pw = getpwuid(geteuid());
+    struct group *gr;
+    char myname[64], uname[64], gname[64];
+    bool known = pw != NULL;
+    struct stat st;
+
+    /* getpwuid's answer is overwritten by the next call: copied */
+    snprintf(myname, sizeof(myname), "%s", pw ? pw->pw_name : "this user");
+
+    if (lstat(path, &st) < 0) {
+        fprintf(stderr,
+                "  a directory on the way to %s is closed to %s (no search permission): run as "
+                "root or corrald's user\n",
+                path, myname);
+        return;
+    }
+    pw = getpwuid(st.st_uid);
+    if (pw)
+        snprintf(uname, sizeof(uname), "%s", pw->pw_name);
+    else
+        snprintf(uname, sizeof(uname), "uid %ld", (long)st.st_uid);
+    gr = getgrgid(st.st_gid);
+    if (gr)
+        snprintf(gname, sizeof(gname), "%s", gr->gr_name);
+    else
+        snprintf(gname, sizeof(gname), "gid %ld", (long)st.st_gid);
+    fprintf(stderr, "  %s is %s:%s mode %04o; connecting needs write permission on it\n", path,
+            uname, gname, (unsigned)(st.st_mode & 07777));
+    if (!(st.st_mode & S_IWGRP)) {
+        fprintf(stderr,
+                "  it is its owner's only: run as %s or root, or open it to an operators' group "
+                "(<control group=\"corral-ops\"/>, corrald.conf(5)) and add %s to it\n",
+                uname, myname);
+    } else if (known && !in_group(st.st_gid) && listed_in_group(myname, st.st_gid)) {
+        fprintf(stderr,
+                "  %s is in group %s since this session began: log in again (or run newgrp %s)\n",
+                myname, gname, gname);
+    } else {
+        fprintf(stderr,
+                "  add %s to group %s (adduser %s %s, then log in again), or run as %s or root\n",
+                myname, gname, myname, gname, uname);
+    }
+}
+
 void
 cmd_socket_error(const char *verb, const char *path)
 {
@@ -75,7 +157,7 @@ cmd_socket_error(const char *verb, const char *path)
                 " Another socket: -s PATH%s\n",
                 path, strcmp(verb, "stats") == 0 ? "; the metrics listener: -u HOST:PORT" : "");
     else if (err == EACCES)
-        fprintf(stderr, "  the socket is owner-only: run as corrald's user or root\n");
+        access_hint(path);
 }
 
 /* GET /metrics from host:port (plain HTTP on loopback; no TLS, no redirects). */

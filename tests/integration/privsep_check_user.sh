@@ -63,7 +63,7 @@ for privsep in yes no; do
     for expect in \
         "$C:$(line "$C" '<state'): state file $WORK/state/state: cannot save it: Permission denied" \
         "$C:$(line "$C" '<outputs>'): output file:$WORK/events/out.json: $WORK/events/out.json: cannot create it in $WORK/events: Permission denied" \
-        "$C:$(line "$C" '<stats'): api-token-file $WORK/token: Permission denied (read again on every reload)" \
+        "$C:$(line "$C" '<stats'): api-token-file $WORK/token: Permission denied" \
         "$C:$(line "$C" '<file path'): input app: position file $WORK/pos/app.pos: directory $WORK/pos: Permission denied" \
         "(checked as user nobody, whom the engine process runs as)"; do
         grep -qF "$expect" "$WORK/check.txt" || fail "privsep=$privsep: no \"$expect\" in: $(cat "$WORK/check.txt")"

@@ -40,7 +40,7 @@ peers=""
 cleanup() {
     if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; fi
     for p in $peers; do kill "$p" 2>/dev/null || true; done
-    rm -f /etc/corral/package-test.conf /etc/corral/package-test.community
+    rm -f /etc/corral/package-test.conf /etc/corral/package-test.community /etc/corral/package-test.token
     # a failed run does not leave the package behind to skip the next one
     if [ -n "$installed" ]; then apt-get purge -y corral >/dev/null 2>&1 || true; fi
     rm -rf "$work"
@@ -236,6 +236,23 @@ echo "event in $events: $(grep -c . "$events") line(s)"
 [ "$(stat -c %U:%a "$events")" = corral-engine:600 ] ||
     fail "$events is $(stat -c %U:%a "$events"), not the engine process's (corral-engine:600)"
 
+echo "=== the control socket: open to the group corral-ops"
+sock=/run/corrald/control.sock
+ops_gid=$(getent group corral-ops | cut -d: -f3)
+[ -n "$ops_gid" ] || fail "no group corral-ops after install"
+[ "$(stat -c %U:%G:%a "$sock")" = corral-engine:corral-ops:660 ] ||
+    fail "$sock is $(stat -c %U:%G:%a "$sock"), not corral-engine:corral-ops:660"
+# a member (nobody with the group) lists the silences without root; without it, the hint
+setpriv --reuid=nobody --regid=nogroup --groups="$ops_gid" corral silence -s "$sock" list > /dev/null ||
+    fail "a member of corral-ops cannot use $sock"
+if setpriv --reuid=nobody --regid=nogroup --clear-groups corral silence -s "$sock" list \
+    > /dev/null 2> "$work/outsider.err"; then
+    fail "a user outside corral-ops used $sock"
+fi
+grep -q "add nobody to group corral-ops" "$work/outsider.err" ||
+    fail "no hint for the outsider: $(cat "$work/outsider.err")"
+echo "$sock: corral-engine:corral-ops 0660; a member uses it, others are told to join corral-ops"
+
 echo "=== logrotate"
 logrotate -f -s "$work/logrotate.status" /etc/logrotate.d/corral || fail "logrotate"
 [ -f "$events.1" ] || fail "logrotate did not move $events aside"
@@ -279,7 +296,14 @@ if setpriv --reuid=corral-engine --regid=corral --init-groups cat /etc/corral/pa
     > /dev/null 2>&1; then
     fail "the engine's user can read the executor's secret"
 fi
-sed '/^<\/corrald>/d' /etc/corral/corrald.conf > "$exconf"
+# the API token as corrald.conf(5) makes it: root:corral 0640, read at start by
+# corral and at every reload by corral-engine
+(umask 077; openssl rand -hex 32 > /etc/corral/package-test.token)
+chgrp corral /etc/corral/package-test.token
+chmod 0640 /etc/corral/package-test.token
+sed '/^<\/corrald>/d; s|<stats listen="\([^"]*\)"/>|<stats listen="\1" api-token-file="/etc/corral/package-test.token"/>|' \
+    /etc/corral/corrald.conf > "$exconf"
+grep -q 'api-token-file="/etc/corral/package-test.token"' "$exconf" || fail "no api-token-file in $exconf"
 cat >> "$exconf" <<EOF
   <executors spool="/var/lib/corral/spool">
     <exec name="file" program="/usr/share/corral/scripts/append.sh">
@@ -307,13 +331,14 @@ echo "exec script, trap and mail: each delivered an alert under the unit's sandb
 # SIGHUP as systemctl reload sends it, to the main process: the engine reloads (a g frame)
 kill -HUP "$pid"
 wait_until 30 grep -q "reload: rules" "$work/corrald-ex.log" || fail "SIGHUP to the main process did not reload"
+grep -q "reload failed" "$work/corrald-ex.log" && fail "the reload failed: $(grep -A3 'reload failed' "$work/corrald-ex.log")"
 kill -TERM "$pid"
 wait "$pid" || fail "corrald (executors) exited with $? on SIGTERM"
 pid=""
 kill "$trapd" "$smtpd" 2>/dev/null
 wait "$trapd" "$smtpd" 2>/dev/null
 peers=""
-rm -f "$exconf" /etc/corral/package-test.community
+rm -f "$exconf" /etc/corral/package-test.community /etc/corral/package-test.token
 
 echo "=== remove"
 apt-get remove -y corral > "$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "remove"; }
