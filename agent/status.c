@@ -731,7 +731,7 @@ alerts_table(struct status *st, struct buf *out, const struct view *v)
     }
     qsort(rows, n, sizeof(*rows), row_cmp);
     buf_puts(out, "<table class=\"alerts\"><thead><tr><th class=\"c-sev\">Severity</th>"
-                  "<th class=\"c-state wide\">State</th><th class=\"c-host\">Host</th>"
+                  "<th class=\"c-state wide\">State</th><th class=\"c-host wide\">Host</th>"
                   "<th class=\"c-sum\">Summary</th><th class=\"c-id wide\">Alert</th>"
                   "<th class=\"c-time wide\">Since</th><th class=\"c-time\">Last seen</th>"
                   "<th class=\"c-n wide\">Count</th><th class=\"c-ex wide\" "
@@ -749,7 +749,7 @@ alerts_table(struct status *st, struct buf *out, const struct view *v)
         html_puts(out, rows[i].sev.word);
         buf_puts(out, "</span></td>");
         cell(out, "state wide", state);
-        buf_puts(out, "<td class=\"host\" title=\"");
+        buf_puts(out, "<td class=\"host wide\" title=\"");
         html_puts(out, host);
         buf_puts(out, "\"><a href=\"/?filter=");
         {
@@ -770,13 +770,16 @@ alerts_table(struct status *st, struct buf *out, const struct view *v)
         html_puts(out, host);
         buf_puts(out, "</a></td><td class=\"summary\" title=\"");
         html_escape(out, sum, sumlen);
-        buf_puts(out, "\">");
+        /* on narrow screens the host is the summary's first line (the host column is hidden) */
+        buf_puts(out, "\"><span class=\"host2\">");
+        html_puts(out, host);
+        buf_puts(out, "</span>");
+        alert_href(out, rows[i].id);
         if (strcmp(state, "firing") != 0) { /* the state column is hidden on narrow screens */
             buf_puts(out, "<span class=\"muted-tag\">");
             html_puts(out, state);
             buf_puts(out, "</span> ");
         }
-        alert_href(out, rows[i].id);
         html_escape(out, sum, sumlen);
         buf_puts(out, "</a></td><td class=\"id wide\" title=\"");
         html_puts(out, rows[i].id);
@@ -954,7 +957,8 @@ static const char style[] =
     ".sev-warning .badge{color:#1b1b1b}"
     "tr.st-firing td.summary{font-weight:600}"
     "tr.st-silenced,tr.st-inhibited,tr.st-resolved{color:#666;background:#f6f6f6}"
-    ".muted-tag{display:none;font-size:.8em;border:1px solid #999;border-radius:3px;padding:0 3px}"
+    ".host2{display:none}.muted-tag{display:none;font-size:.8em;border:1px solid "
+    "#999;border-radius:3px;padding:0 3px}"
     "td.state{font-size:.9em}tr.st-firing td.state{color:#c62828}"
     ".ex span{display:inline-block;width:1.1em;text-align:center;font-weight:700}"
     ".ex-delivered{color:#2e7d32}.ex-queued,.ex-none{color:#777}.ex-retrying{color:#e8590c}"
@@ -967,8 +971,11 @@ static const char style[] =
     ".charts{display:flex;flex-wrap:wrap;gap:1.5em}figure{margin:0}"
     "figcaption{font-size:.9em;color:#555}footer{color:#666;font-size:.9em;margin-top:1.5em}"
     "@media (max-width:760px){body{margin:0 .4em 1em}.wide{display:none}"
-    ".c-host{width:8.5em}.c-time{width:6.4em}.c-sev{width:6.2em}.badge{width:5.2em}"
-    ".muted-tag{display:inline}table:not(.alerts){display:block;overflow-x:auto;max-width:100%}"
+    ".c-time{width:5.6em}.c-sev{width:5.8em}.badge{width:5em}"
+    ".muted-tag{display:inline}"
+    "td.summary .host2,td.summary a{display:block;overflow:hidden;text-overflow:ellipsis;"
+    "line-height:1.25}td.summary .host2{font-weight:400}"
+    "table:not(.alerts){display:block;overflow-x:auto;max-width:100%}"
     "svg.chart{max-width:100%;height:auto}}";
 
 static void
@@ -1117,6 +1124,7 @@ fact_time(struct buf *out, const char *what, const char *iso, int64_t now)
 static void
 fact(struct buf *out, const char *what, const char *value)
 {
+    if (!*value) return;
     buf_printf(out, "<dt>%s</dt><dd>", what);
     html_puts(out, value);
     buf_puts(out, "</dd>");
@@ -1133,10 +1141,28 @@ muted_by_html(struct status *st, struct buf *out, const json_t *al)
     if (!*by) return;
     buf_puts(out, "<section id=\"muted\"><h2>");
     if (strcmp(state, "inhibited") == 0) {
+        json_t *src = store_alerts(st, NULL, by);
+        const json_t *sa = json_array_get(src, 0);
         buf_puts(out, "Inhibited by</h2><p>");
         alert_href(out, by);
         html_puts(out, by);
-        buf_puts(out, "</a>, which is firing on the same labels.</p></section>");
+        buf_puts(out, "</a>");
+        if (sa) { /* what it is, so that one need not follow the link */
+            const char *ssum;
+            size_t ssumlen;
+            summary_text(sa, &ssum, &ssumlen);
+            buf_printf(out, " <span class=\"sev-%s\"><span class=\"badge\">", severity_of(sa).cls);
+            html_puts(out, severity_of(sa).word);
+            buf_puts(out, "</span></span> ");
+            html_puts(out, str(sa, "state"));
+            buf_puts(out, ": ");
+            html_puts(out, label(sa, "HOST"));
+            buf_puts(out, " ");
+            html_escape(out, ssum, ssumlen);
+        }
+        buf_puts(out, ". It holds this alert back while it is firing (an &lt;inhibit&gt; rule).</p>"
+                      "</section>");
+        json_decref(src);
         return;
     }
     buf_puts(out, "Silenced by</h2>");
@@ -1292,7 +1318,8 @@ status_alert_page(struct status *st, const char *id, struct buf *out)
     fact(out, "Alert id", str(al, "id"));
     fact(out, "Host", label(al, "HOST"));
     fact(out, "Summary", label(al, "corral.summary"));
-    fact(out, "Message", label(al, "MESSAGE"));
+    if (strcmp(label(al, "MESSAGE"), label(al, "corral.summary")) != 0)
+        fact(out, "Message", label(al, "MESSAGE"));
     fact(out, "Rule", label(al, ".classifier.rule_id"));
     fact_time(out, "First seen", str(al, "firstSeen"), now);
     fact_time(out, "Last seen", str(al, "lastSeen"), now);
