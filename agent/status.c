@@ -710,7 +710,7 @@ state_nav(struct status *st, struct buf *out, const struct status_query *q)
 /*
  * The alerts table: one line per alert, nothing in it wraps (overflow ends
  * in an ellipsis, the whole text in a title and on the alert's page).
- * Cells of class "wide" are hidden on narrow screens.
+ * Cells of class "mid" and "wide" are hidden on narrower screens (style).
  */
 static void
 alerts_table(struct status *st, struct buf *out, const struct view *v)
@@ -732,9 +732,9 @@ alerts_table(struct status *st, struct buf *out, const struct view *v)
     qsort(rows, n, sizeof(*rows), row_cmp);
     buf_puts(out, "<table class=\"alerts\"><thead><tr><th class=\"c-sev\">Severity</th>"
                   "<th class=\"c-state wide\">State</th><th class=\"c-host wide\">Host</th>"
-                  "<th class=\"c-sum\">Summary</th><th class=\"c-id wide\">Alert</th>"
-                  "<th class=\"c-time wide\">Since</th><th class=\"c-time\">Last seen</th>"
-                  "<th class=\"c-n wide\">Count</th><th class=\"c-ex wide\" "
+                  "<th class=\"c-sum\">Summary</th><th class=\"c-id wide mid\">Alert</th>"
+                  "<th class=\"c-time wide mid\">Since</th><th class=\"c-time\">Last seen</th>"
+                  "<th class=\"c-n wide mid\">Count</th><th class=\"c-ex wide\" "
                   "title=\"✓ delivered, ◷ queued, ↻ retrying, ✗ dead letter, ⊘ dropped, · not "
                   "yet\">Sent</th><th class=\"c-by wide\">Muted by</th></tr></thead><tbody>");
     for (i = 0; i < n && i < MAX_ROWS; i++) {
@@ -781,16 +781,16 @@ alerts_table(struct status *st, struct buf *out, const struct view *v)
             buf_puts(out, "</span> ");
         }
         html_escape(out, sum, sumlen);
-        buf_puts(out, "</a></td><td class=\"id wide\" title=\"");
+        buf_puts(out, "</a></td><td class=\"id wide mid\" title=\"");
         html_puts(out, rows[i].id);
         buf_puts(out, "\">");
         alert_href(out, rows[i].id);
         html_puts(out, rows[i].id);
-        buf_puts(out, "</a></td><td class=\"time wide\">");
+        buf_puts(out, "</a></td><td class=\"time wide mid\">");
         time_html(out, "first seen", str(a, "firstSeen"), now);
         buf_puts(out, "</td><td class=\"time last\">");
         time_html(out, "last seen", rows[i].last, now);
-        buf_printf(out, "</td><td class=\"n wide\">%lld</td><td class=\"ex wide\">",
+        buf_printf(out, "</td><td class=\"n wide mid\">%lld</td><td class=\"ex wide\">",
                    (long long)json_integer_value(json_object_get(a, "count")));
         executors_compact(out, a);
         buf_puts(out, "</td><td class=\"by wide\" title=\"");
@@ -927,7 +927,8 @@ static const struct section sections[] = {
 /*
  * One line per alert row (nothing wraps: 15 rows and more fit a 1000-pixel
  * screen under the header), severity as a coloured badge with its word,
- * muted rows greyed; under 760 pixels the "wide" columns are hidden.
+ * muted rows greyed; under 1250 pixels the "mid" columns are hidden, under
+ * 900 the "wide" ones too (the host then heads the summary cell).
  */
 static const char style[] =
     "body{font:14px/1.35 system-ui,sans-serif;margin:0 1em 1em;color:#1b1b1b;background:#fff}"
@@ -970,7 +971,8 @@ static const char style[] =
     "dl.facts dt{color:#555}dl.facts dd{margin:0;word-break:break-all}"
     ".charts{display:flex;flex-wrap:wrap;gap:1.5em}figure{margin:0}"
     "figcaption{font-size:.9em;color:#555}footer{color:#666;font-size:.9em;margin-top:1.5em}"
-    "@media (max-width:760px){body{margin:0 .4em 1em}.wide{display:none}"
+    "@media (max-width:1250px){.mid{display:none}}@media (max-width:900px){body{margin:0 .4em "
+    "1em}.wide{display:none}"
     ".c-time{width:5.6em}.c-sev{width:5.8em}.badge{width:5em}"
     ".muted-tag{display:inline}"
     "td.summary .host2,td.summary a{display:block;overflow:hidden;text-overflow:ellipsis;"

@@ -10,8 +10,9 @@
 #   sev-WORD matches its severity word; no <script>.  Layout (the rendered
 #   page's DOM with its CSS, measured by Chromium in a copy that adds a
 #   measuring script; a host's link, an inline box, has its rectangles on one line: the served page has none): 15 rows and more end
-#   within the first 1000 pixels, no host cell spans two lines, nothing
-#   wider than 420 pixels on the narrow screen.
+#   within the first 1000 pixels (and 900 on the narrow screen), no host
+#   spans two lines, nothing is wider than the screen, and the summaries
+#   keep 200 pixels (at 1000x800 too).
 #   Filters: ?filter=HOST="..."&state=silenced shows the silenced alert
 #   only, ?state=inhibited the inhibited one, a bad matcher or state gets
 #   400 and a page saying why.
@@ -203,6 +204,7 @@ script = """<script>
 const rows = [...document.querySelectorAll('tr.alert')];
 const out = {w: innerWidth, h: innerHeight, scrollW: document.documentElement.scrollWidth,
   bottoms: rows.map(r => r.getBoundingClientRect().bottom + scrollY),
+  sumW: Math.min(...rows.map(r => r.querySelector('td.summary').getBoundingClientRect().width)),
   hosts: rows.map(r => { let c = r.querySelector('td.host'), h = c.querySelector('a');
     if (!c.getClientRects().length) h = c = r.querySelector('td.summary .host2'); /* narrow */
     const tops = new Set([...h.getClientRects()].map(x => Math.round(x.top)));
@@ -234,12 +236,15 @@ assert visible >= want, "%d rows within the first %d px, want %d: %s" % (visible
 for x in d["hosts"]:
     assert x["nowrap"] == "nowrap" and x["lines"] == 1, ("a host wraps", x)
 assert d["scrollW"] <= w, "the page is %d px wide in a %d px window" % (d["scrollW"], w)
+assert d["sumW"] >= 200, "the summaries are %d px wide" % d["sumW"]
 print("%dx%d: %d rows within the first screen, rows %.0f px high" % (
     w, h, visible, (d["bottoms"][-1] - d["bottoms"][0]) / (len(d["bottoms"]) - 1)))
 PY
 }
 measure 1400 1000
 check_layout 1400 1000 15 || fail "layout at 1400x1000 (kept in $WORK/measured.html)"
+measure 1000 800
+check_layout 1000 800 15 || fail "layout at 1000x800 (kept in $WORK/measured.html)"
 dom narrow "$URL/" 420,900
 cp "$WORK/narrow.html" "$WORK/page.html"
 measure 420 900
