@@ -800,9 +800,12 @@ alerts_table(struct status *st, struct buf *out, const struct view *v)
             alert_href(out, by);
             html_puts(out, by);
             buf_puts(out, "</a>");
-        } else if (*by) {
-            buf_puts(out, "silence ");
+        } else if (*by) { /* its row in the silences table below */
+            buf_puts(out, "<a href=\"#silence-");
+            html_url_param(out, by);
+            buf_puts(out, "\">silence ");
             html_puts(out, by);
+            buf_puts(out, "</a>");
         }
         buf_puts(out, "</td></tr>");
     }

@@ -178,6 +178,7 @@ silenced = [r for r in rows if "st-silenced" in r["class"]]
 inhibited = [r for r in rows if "st-inhibited" in r["class"]]
 assert [r["cells"]["host"] for r in silenced] == ["web-frontend-03.prod.example.net"], silenced
 assert silenced[0]["cells"]["by"] == "silence " + sid, silenced
+assert '<a href="#silence-%s">silence %s</a>' % (sid, sid) in dom and 'id="silence-%s"' % sid in dom
 assert [r["cells"]["summary"] for r in inhibited] == ["inhibited db1 disk latency 800 ms"], inhibited
 assert inhibited[0]["cells"]["by"].startswith("am/"), inhibited
 ev = [r for r in rows if r["cells"]["host"] == "mail1"]
@@ -349,6 +350,9 @@ got=$(rows '/?state=silenced' | sort)
 [ "$got" = "web-frontend-03.prod.example.net silenced
 web-frontend-07.prod.example.net silenced" ] || fail "after the command, silenced: '$got'"
 
+code=$(curl -sS -o "$WORK/nope.html" -w '%{http_code}' "$URL/alert")
+[ "$code" = 400 ] && grep -q 'No alert id: the address is /alert?id=ID' "$WORK/nope.html" ||
+    fail "no id: $code $(cat "$WORK/nope.html")"
 code=$(curl -sS -o "$WORK/nope.html" -w '%{http_code}' "$URL/alert?id=no%2Fsuch")
 [ "$code" = 404 ] && grep -q 'corrald has no alert with id <code>no/such</code>' "$WORK/nope.html" ||
     fail "an unknown id: $code $(cat "$WORK/nope.html")"
