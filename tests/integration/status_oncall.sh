@@ -22,7 +22,8 @@
 #   summary with ' $(...) " in it), adds the silence that mutes the alert;
 #   an unknown id gets 404.
 #
-# The screenshots are kept as $top_builddir/tests/integration/status_oncall_*.png.
+# The screenshots are kept as $top_builddir/tests/integration/status_oncall_*.png
+# (and copied to $SHOTS/ when SHOTS names a directory).
 # Exit 77 without chromium or curl.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3 curl
@@ -170,10 +171,8 @@ def num(r):
 for sev in rank:
     seq = [num(r) >= 13 for r in rows if r["cells"]["sev"].strip() == sev and num(r) is not None]
     assert seq == sorted(seq, reverse=True), (sev, seq)
-    assert any(seq) and not all(seq) or sev == "minor" or sev == "info", (sev, seq)
-states = {r["cells"]["host"]: [c for c in r["class"] if c.startswith("st-")][0] for r in rows
-          if r["cells"]["host"] in ("db1", "web-frontend-03.prod.example.net")
-          or "DiskSlow" in r["cells"]["summary"]}
+    if sev in ("critical", "major", "warning"):  # both batches have some: the order tells
+        assert any(seq) and not all(seq), (sev, seq)
 silenced = [r for r in rows if "st-silenced" in r["class"]]
 inhibited = [r for r in rows if "st-inhibited" in r["class"]]
 assert [r["cells"]["host"] for r in silenced] == ["web-frontend-03.prod.example.net"], silenced
@@ -357,7 +356,7 @@ code=$(curl -sS -o "$WORK/nope.html" -w '%{http_code}' "$URL/alert?id=no%2Fsuch"
 [ "$code" = 404 ] && grep -q 'corrald has no alert with id <code>no/such</code>' "$WORK/nope.html" ||
     fail "an unknown id: $code $(cat "$WORK/nope.html")"
 for f in wide narrow alert; do
-    [ -n "${SHOTS:-}" ] && cp "$WORK/$f.png" "$SHOTS/status_oncall_$f.png"
+    if [ -n "${SHOTS:-}" ]; then cp "$WORK/$f.png" "$SHOTS/status_oncall_$f.png" || fail "cp to $SHOTS"; fi
 done
 
 corrald_alive
