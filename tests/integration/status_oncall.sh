@@ -298,6 +298,7 @@ PY
     dom "$1" "$URL$href"
 }
 alert_page mail1 mail1
+shot evidence "$URL$href" 1400,1000
 python3 - "$WORK/mail1.html" <<'PY' || fail "mail1's page (kept in $WORK/mail1.html)"
 import sys, re
 d = open(sys.argv[1]).read()
@@ -355,7 +356,7 @@ code=$(curl -sS -o "$WORK/nope.html" -w '%{http_code}' "$URL/alert")
 code=$(curl -sS -o "$WORK/nope.html" -w '%{http_code}' "$URL/alert?id=no%2Fsuch")
 [ "$code" = 404 ] && grep -q 'corrald has no alert with id <code>no/such</code>' "$WORK/nope.html" ||
     fail "an unknown id: $code $(cat "$WORK/nope.html")"
-for f in wide narrow alert; do
+for f in wide narrow alert evidence; do
     if [ -n "${SHOTS:-}" ]; then cp "$WORK/$f.png" "$SHOTS/status_oncall_$f.png" || fail "cp to $SHOTS"; fi
 done
 
