@@ -1,13 +1,19 @@
 /*
- * status: the status page and its JSON (see status.h).
+ * status: the status page, an alert's page, and the page's JSON (see
+ * status.h).
  *
- * The page is a list of sections (the table `sections` below).  A section
- * has an id (the HTML id and the JSON key), a heading, a function writing
- * its HTML and one adding its JSON value; adding one to the page is a line
- * in the table and two functions.  Every string that may come from a log
- * message or the configuration (host names, rule ids, context keys, input
- * and executor names) is written through html_puts()/html_escape(), and
- * only through them.
+ * The page begins with the alerts table (alerts_table: the store's JSON
+ * read back, filtered by the URL's matchers through labelmatch as the API
+ * filters, sorted by severity rank then last seen), then a list of
+ * sections (the table `sections` below).  A section has an id (the HTML id
+ * and the JSON key), a heading, a function writing its HTML and one adding
+ * its JSON value; adding one to the page is a line in the table and two
+ * functions.  Every string that may come from a log message, a posted
+ * alert or the configuration (host names, summaries, rule ids, context
+ * keys, input and executor names) is written through
+ * html_puts()/html_escape(), or html_url_param() inside a link, and only
+ * through them; the silence command of an alert's page quotes each word
+ * for the shell (shell_quote) before it is escaped for HTML.
  *
  * Rates: a timer samples the server's received and generated counters
  * every minute into two rings of STATUS_MINUTES counts, so the message path
