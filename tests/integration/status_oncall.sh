@@ -335,7 +335,7 @@ cmd=$(python3 -c '
 import sys, re, html
 print(html.unescape(re.search(r"<pre class=\"cmd\" id=\"silence-command\">(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1)))' "$WORK/web7.html")
 mkdir -p "$WORK/bin" "$WORK/run"
-ln -s "$CORRAL" "$WORK/bin/corral"
+ln -s "$(realpath "$CORRAL")" "$WORK/bin/corral"
 (cd "$WORK/run" && PATH="$WORK/bin:$PATH" sh -c "$cmd -s '$CONTROL'") > "$WORK/sid7" || fail "the silence command: $cmd"
 [ -e "$WORK/run/pwned" ] && fail "the silence command ran the summary: $cmd"
 "$CORRAL" silence -s "$CONTROL" list --json > "$WORK/silences.json" || fail "corral silence list"
