@@ -8,7 +8,9 @@
  *
  * Routes are a table (`routes` below): method, path (or a path prefix) and
  * a handler writing a struct http_reply.  GET /metrics (Prometheus text),
- * GET / (the status page, status.c), GET /api/v1/status (its data as JSON),
+ * GET / (the status page, status.c; ?filter= and ?state= select its
+ * alerts), GET /alert?id=ID (an alert's page), GET /api/v1/status (the
+ * page's data as JSON),
  * and the alerts and silences API (GET/POST/DELETE /api/v1/alerts and
  * /api/v1/silences), which runs the control socket's requests.
  * Alertmanager's API v2 (/api/v2/..., /-/healthy, /-/ready) is apiv2.c's.
@@ -225,11 +227,46 @@ get_metrics(struct http_request *req, struct http_reply *rep)
     server_metrics(req->srv, &rep->body);
 }
 
+/* The page's ?filter= arguments (repeatable), in the order given. */
+struct page_args {
+    const char *filters[STATUS_MAX_FILTERS + 1]; /* one more: status_page says there are too many */
+    size_t n;
+};
+
+static enum MHD_Result
+page_filter(void *arg, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct page_args *pa = arg;
+
+    (void)kind;
+    if (strcmp(key, "filter") != 0 || !value || !*value) return MHD_YES;
+    pa->filters[pa->n++] = value;
+    return pa->n < STATUS_MAX_FILTERS + 1 ? MHD_YES : MHD_NO;
+}
+
+/* GET /?filter=MATCHERS&state=STATE: the status page (a bad filter: 400, the page says why) */
 static void
 get_page(struct http_request *req, struct http_reply *rep)
 {
+    struct page_args pa = {{NULL}, 0};
+    struct status_query q;
+
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, page_filter, &pa);
+    q.filters = pa.filters;
+    q.nfilters = pa.n;
+    q.state = MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, "state");
     rep->type = "text/html; charset=utf-8";
-    status_page(req->status, &rep->body);
+    rep->code = status_page(req->status, &q, &rep->body);
+}
+
+/* GET /alert?id=ID: one alert's page (404 when there is no such alert) */
+static void
+get_alert_page(struct http_request *req, struct http_reply *rep)
+{
+    rep->type = "text/html; charset=utf-8";
+    rep->code = status_alert_page(
+        req->status, MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, "id"),
+        &rep->body);
 }
 
 static void
@@ -366,6 +403,7 @@ get_queues(struct http_request *req, struct http_reply *rep)
 static const struct route routes[] = {
     {"GET", "/metrics", get_metrics},
     {"GET", "/", get_page},
+    {"GET", "/alert", get_alert_page},
     {"GET", "/api/v1/status", get_status},
     {"GET", "/api/v1/alerts", get_alerts},
     {"GET", "/api/v1/queues", get_queues},

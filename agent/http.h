@@ -1,6 +1,7 @@
 /*
  * http: corrald's HTTP listener (<stats listen>): the Prometheus counters
- * at /metrics, the status page at /, and the JSON API under /api/v1/.
+ * at /metrics, the status page at / and each alert's at /alert?id=ID, the
+ * JSON API under /api/v1/ and Alertmanager's under /api/v2/.
  * libmicrohttpd parses HTTP; it runs on corrald's libuv loop, without
  * threads of its own.  Requests are dispatched through a table of routes
  * (http.c); the API's write methods need the bearer token of

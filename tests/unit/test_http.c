@@ -84,12 +84,31 @@ START_TEST(test_chart)
     struct buf out = BUF_INIT;
     uint64_t v[4] = {0, 5, 10, 0};
 
-    html_chart(&out, "</title><script>x</script>", v, 4, 100, 20);
+    const char *x[2] = {"-4 min", "<now>"};
+
+    html_chart(&out, "</title><script>x</script>", v, 4, 100, 40, x, 2);
     ck_assert_ptr_null(strstr(buf_str(&out), "<script"));
+    ck_assert_ptr_null(strstr(buf_str(&out), "<now>"));
+    ck_assert_ptr_nonnull(strstr(buf_str(&out), ">&lt;now&gt;</text>"));
+    /* the scale: the largest value and 0 on the y axis */
+    ck_assert_ptr_nonnull(strstr(buf_str(&out), "class=\"ymax\""));
+    ck_assert_ptr_nonnull(strstr(buf_str(&out), ">10</text>"));
+    ck_assert_ptr_nonnull(strstr(buf_str(&out), ">0</text>"));
     ck_assert_ptr_nonnull(strstr(buf_str(&out), "&lt;script&gt;"));
     ck_assert_ptr_nonnull(strstr(buf_str(&out), "(largest: 10)"));
     ck_assert(strncmp(buf_str(&out), "<svg", 4) == 0);
     ck_assert(out.len > 6 && strcmp(buf_str(&out) + out.len - 6, "</svg>") == 0);
+    buf_free(&out);
+}
+END_TEST
+
+/* a query value: unreserved bytes as they are, every other byte %XX */
+START_TEST(test_url_param)
+{
+    struct buf out = BUF_INIT;
+
+    html_url_param(&out, "am/ab_c-1.~ \"&<>=%\xc3\xa9");
+    ck_assert_str_eq(buf_str(&out), "am%2Fab_c-1.~%20%22%26%3C%3E%3D%25%C3%A9");
     buf_free(&out);
 }
 END_TEST
@@ -224,6 +243,7 @@ http_suite(void)
     tcase_add_test(tc, test_escape_bytes);
     tcase_add_test(tc, test_puts_null);
     tcase_add_test(tc, test_chart);
+    tcase_add_test(tc, test_url_param);
     tcase_add_test(tc, test_token);
     tcase_add_test(tc, test_parse_json);
     tcase_add_test(tc, test_token_file);
