@@ -1353,7 +1353,7 @@ impl_closed(void *arg)
     }
     queue_sync(q);
     if (!q->spool_path && q->nitems)
-        log_msg(LOG_WARNING, "executor %s: %zu queued alerts lost: it has no spool", q->name,
+        log_msg(LOG_ERR, "executor %s: %zu queued alerts lost: it has no spool", q->name,
                 q->nitems);
     spool_retry(q); /* a last chance for alerts in memory only */
     if (q->spool_failed && q->st.unspooled)
