@@ -3,7 +3,7 @@
  *
  *   <smtp name="admins" url="smtp://mail.example.com:587" from="corral@example.com"
  *         to="ops@example.com, oncall@example.com" user="corral"
- *         password-file="/etc/corral/smtp.pass" subject="[corral] $MESSAGE"
+ *         password-file="/etc/corral/smtp.pass" subject="[corral] $HOST: $MESSAGE"
  *         group-by=".classifier.rule_id,HOST" group-wait="30s" group-interval="5m">
  *     <body>optional template, one per alert</body>
  *   </smtp>
@@ -12,10 +12,17 @@
  * out in the clear), "optional" (refused together with user=), or "none";
  * smtps:// is TLS from the start.  ca-file trusts a private CA, tls-verify="no"
  * trusts anything.  connections (4) sessions at once, each within timeout
- * (30s).  The subject is cut to SMTP_SUBJECT_MAX characters; without <body>
- * the mail lists MESSAGE, then every name-value pair.  The log lines of
- * the alert (corral.evidence, engine/evidence.h) follow the text, with the
- * built-in body and with <body>, as a section "Log lines:".
+ * (30s).
+ *
+ * Without subject= a mail is titled "[SEVERITY] HOST: summary", after its
+ * worst alert, with " (+N more)" for the others it carries; a resolution
+ * "[RESOLVED] HOST: summary" (smtp_subject: cut at a word boundary).
+ * Without <body> the text of an alert says what happened, where, how bad
+ * and since when, then MESSAGE; then, with <body> too, its log lines
+ * (corral.evidence, engine/evidence.h), the link to its page (corral.url,
+ * which corrald sets from <stats external-url>) and, while it fires, a
+ * `corral silence add` command quoted for a POSIX shell; the built-in body
+ * ends with every name-value pair.
  *
  * Outcomes: the server took the mail (2xx): DELIVER_OK; 5xx from the server:
  * DELIVER_FAIL, with its reply as the reason; anything else (4xx, no
