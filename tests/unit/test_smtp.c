@@ -37,8 +37,10 @@
 #include "engine/buf.h"
 #include "agent/conf.h"
 #include "actions/executor.h"
+#include "engine/labelmatch.h"
 #include "engine/msg.h"
 #include "engine/nv.h"
+#include "engine/tags.h"
 #include "actions/smtp_int.h"
 #include "tests/unit/unitlib.h"
 
@@ -1116,6 +1118,81 @@ START_TEST(test_render)
         ck_assert(strncmp(p + 1, "Bcc:", 4) != 0);
     ck_assert(strlen(s) > 2 && strcmp(s + strlen(s) - 3, "\n.\n") == 0);
     buf_free(&out);
+    msg_unref(m);
+    close_x(loop, x);
+    free(loop);
+}
+END_TEST
+
+/*
+ * The silence command of a mail, run by /bin/sh: every word reaches corral
+ * as meant, however the values are quoted (printf stands for corral).
+ */
+START_TEST(test_silence_command)
+{
+    uv_loop_t *loop = new_loop();
+    const char *const kv[] = {"url",  "smtp://mail.example.com", "tls", "none",
+                              "from", "corral@example.com",      "to",  "ops@example.com",
+                              NULL};
+    struct msg *m = alert_msg("we'b \"1\", $(x) `y` \\z!", "disk full");
+    struct alert a = {0, "r-disk/web1", "major", m, 0};
+    struct buf out = BUF_INIT, cmd = BUF_INIT, got = BUF_INIT;
+    const char *s, *line, *end;
+    char chunk[512];
+    size_t n;
+    FILE *f;
+    void *x;
+
+    set(m, "corral.alert_id", "r-disk/web1");
+    set(m, "corral.summary", "can't write \"data\" to $HOME");
+    x = open_ok(loop, kv, NULL);
+    smtp_executor.render(x, &a, &out);
+    s = buf_str(&out);
+    ck_assert_msg((line = strstr(s, "\n  corral silence add ")), "%s", s);
+    line += strlen("\n  corral silence add ");
+    end = strchr(line, '\n');
+    buf_puts(&cmd, "printf '%s\\n' ");
+    buf_append(&cmd, line, (size_t)(end - line));
+    ck_assert((f = popen(buf_str(&cmd), "r")));
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) buf_append(&got, chunk, n);
+    ck_assert_int_eq(pclose(f), 0);
+    ck_assert_msg(strcmp(buf_str(&got), "HOST=\"we'b \\\"1\\\", $(x) `y` \\\\z!\"\n"
+                                        "corral.alert_id=r-disk/web1\n"
+                                        "--duration\n2h\n--comment\n"
+                                        "can't write \"data\" to $HOME\n") == 0,
+                  "%s\n->\n%s", buf_str(&cmd), buf_str(&got));
+    {
+        /* and the matcher means the value itself */
+        struct buf err = BUF_INIT;
+        char *first = strndup(buf_str(&got), (size_t)(strchr(buf_str(&got), '\n') - got.p));
+        struct labelmatch *lm = labelmatch_parse(first, &err);
+        const char *name, *value;
+        enum labelmatch_op op;
+        ck_assert_msg(lm, "%s", buf_str(&err));
+        ck_assert_uint_eq(labelmatch_count(lm), 1);
+        labelmatch_at(lm, 0, &name, &op, &value);
+        ck_assert_str_eq(name, "HOST");
+        ck_assert_int_eq(op, LABELMATCH_EQ);
+        ck_assert_str_eq(value, "we'b \"1\", $(x) `y` \\z!");
+        ck_assert(labelmatch_match(lm, m));
+        labelmatch_free(lm);
+        free(first);
+        buf_free(&err);
+    }
+    /* a resolution has nothing to silence */
+    msg_tag_set(m, tag_intern("corral.clear", 12));
+    buf_reset(&out);
+    smtp_executor.render(x, &a, &out);
+    ck_assert(!strstr(buf_str(&out), "corral silence add"));
+    /* without corral.alert_id, HOST alone would silence the whole host: no command */
+    msg_unref(m);
+    a.msg = m = alert_msg("web1", "disk full");
+    buf_reset(&out);
+    smtp_executor.render(x, &a, &out);
+    ck_assert(!strstr(buf_str(&out), "corral silence add"));
+    buf_free(&out);
+    buf_free(&cmd);
+    buf_free(&got);
     msg_unref(m);
     close_x(loop, x);
     free(loop);
@@ -2262,6 +2339,7 @@ smtp_suite(void)
     tcase_add_test(tc, test_classify);
     tcase_add_test(tc, test_render);
     tcase_add_test(tc, test_render_group_and_body);
+    tcase_add_test(tc, test_silence_command);
     tcase_add_test(tc, test_close_unused);
     tcase_add_test(tc, test_server_down);
     tcase_add_test(tc, test_group_failure);
