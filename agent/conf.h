@@ -130,14 +130,13 @@ struct conf {
     enum conf_privsep { CONF_PRIVSEP_AUTO, CONF_PRIVSEP_YES, CONF_PRIVSEP_NO } privsep;
     int privsep_line; /* where <daemon> is; 0: not given */
     char *control_socket;
+    /* <stats external-url>: the status page as users reach it, for links; NULL: none */
+    char *stats_external_url;
     char *stats_listen;         /* host:port of the Prometheus endpoint, NULL: none */
     char *stats_api_token_file; /* <stats api-token-file>: NULL, none (API writes refused) */
     char *stats_api_token; /* its contents, read with the configuration, the final newline cut */
-    /* <stats external-url>: how users reach the status page ("https://host:port", no final
-     * '/'), for the link (corral.url) each routed alert carries; NULL: no links */
-    char *stats_external_url;
-    char *log_level; /* error, warning, info, debug */
-    char *log_to;    /* corrald's own log: stderr, journal, syslog; NULL: journal or stderr */
+    char *log_level;       /* error, warning, info, debug */
+    char *log_to;          /* corrald's own log: stderr, journal, syslog; NULL: journal or stderr */
     /* <engine>: threads that parse, classify and correlate (0: one per core; 1: the loop
      * thread alone) and the messages queued between the inputs and them (0: the default) */
     size_t engine_workers;

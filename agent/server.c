@@ -305,7 +305,7 @@ add_alert_url(struct server *s, struct msg *m)
     if (!s->conf->stats_external_url || !s->alerts) return;
     if (!h_url) h_url = nv_intern_str("corral.url");
     alerts_id(s->alerts, m, &s->alert_id);
-    id = xmlURIEscapeStr((const xmlChar *)buf_str(&s->alert_id), NULL);
+    if (!(id = xmlURIEscapeStr((const xmlChar *)buf_str(&s->alert_id), NULL))) return;
     buf_reset(&s->alert_id);
     buf_printf(&s->alert_id, "%s/alert?id=%s", s->conf->stats_external_url, (const char *)id);
     xmlFree(id);
