@@ -63,9 +63,15 @@ grep -q "bad.conf:[45]: bad external-url \"ftp://corral.example.net/\"" "$WORK/b
 
 conf "https://corral.example.net:9115/" > "$WORK/corrald.conf"
 start_corrald corrald "$WORK/corrald.conf"
+# send LINE...: the lines as syslog messages, in one go (the grouped ones meet in group-wait)
 send() {
+    _now=$(date '+%b %e %H:%M:%S')
     _p=$(input_port udp)
-    for _l in "$@"; do send_udp "$_p" "<38>$(date '+%b %e %H:%M:%S') $_l"; done
+    for _l in "$@"; do
+        shift
+        set -- "$@" "<38>$_now $_l"
+    done
+    send_udp "$_p" "$@"
 }
 
 # mail TO [SUBJECT-PREFIX]: the file of the newest mail to TO whose subject starts so
