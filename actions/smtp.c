@@ -15,7 +15,7 @@
  * (30s).
  *
  * Without subject= a mail is titled "[SEVERITY] HOST: summary", after its
- * worst alert, with " (+N more)" for the others it carries; a resolution
+ * worst firing alert, with " (+N more)" for the others it carries; a resolution
  * "[RESOLVED] HOST: summary" (smtp_subject: cut at a word boundary).
  * Without <body> the text of an alert says what happened, where, how bad
  * and since when, then MESSAGE; then, with <body> too, its log lines
@@ -772,6 +772,15 @@ subject_line(struct smtp *x, const struct held *h, size_t more, struct buf *out)
     buf_free(&tmp);
 }
 
+/* Which alert titles a mail: the worst that fires, a resolution only when all are. */
+static int
+title_rank(const struct held *h)
+{
+    const struct alert a = {0, h->id, h->severity, h->msg, 0};
+
+    return executor_alert_resolved(&a) ? 0 : executor_severity_number(h->severity);
+}
+
 /*
  * Composes one mail from the first alerts of the list (as many as fit) into
  * wire form; returns how many it took.
@@ -789,8 +798,7 @@ compose(struct smtp *x, const struct group *g, const struct held *alerts, struct
     for (h = alerts; h && n < total && (!n || used < SMTP_BODY_SOFT_MAX); h = h->next) {
         alert_text(x, h, &parts[n]);
         used += parts[n++].len;
-        if (executor_severity_number(h->severity) > executor_severity_number(worst->severity))
-            worst = h;
+        if (title_rank(h) > title_rank(worst)) worst = h;
     }
     if (n > 1) {
         buf_printf(&text, "%zu alerts", n);

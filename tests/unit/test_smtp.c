@@ -1969,6 +1969,51 @@ END_TEST
 
 /* ---- grouping and repeats ---- */
 
+/* A grouped mail is titled after its worst firing alert, not a resolution, whatever comes first. */
+START_TEST(test_group_title)
+{
+    struct server s;
+    const char *const more[] = {"group-by", "HOST", "group-wait", "300ms", NULL};
+    const char *const sev[] = {"critical", "warning", "major"};
+    uv_loop_t *loop;
+    struct outcome o[3];
+    struct msg *m[3];
+    void *x;
+    int i;
+    char text[64];
+
+    server_start(&s, NULL);
+    loop = new_loop();
+    x = open_ok(loop, plain_kv(s.port, more), NULL);
+    memset(o, 0, sizeof(o));
+    for (i = 0; i < 3; i++) {
+        struct alert a = {1, "id", sev[i], NULL, 0};
+        snprintf(text, sizeof(text), "disk %d full", i + 1);
+        a.msg = m[i] = alert_msg("web1", text);
+        if (i == 0) msg_tag_set(m[i], tag_intern("corral.clear", 12)); /* the critical resolved */
+        smtp_executor.deliver(x, &a, on_done, &o[i]);
+    }
+    ul_run_until(loop, ndone_reached, &(int){3}, 15);
+    for (i = 0; i < 3; i++) ck_assert_msg(o[i].r == DELIVER_OK, "%d: %s", i, o[i].reason);
+    {
+        const char *const opts[] = {
+            "--subject",
+            "[MAJOR] web1: disk 3 full (+2 more)",
+            "--header",
+            "X-Corral-Severity=major",
+            "--body-contains",
+            "  [RESOLVED] web1: disk 1 full\n  [WARNING] web1: disk 2 full\n"
+            "  [MAJOR] web1: disk 3 full\n",
+            NULL};
+        ck_assert(check_msg(&s, 1, opts));
+    }
+    close_x(loop, x);
+    free(loop);
+    server_stop(&s);
+    for (i = 0; i < 3; i++) msg_unref(m[i]);
+}
+END_TEST
+
 START_TEST(test_group_one)
 {
     struct server s;
@@ -2364,6 +2409,7 @@ smtp_suite(void)
         tcase_add_test(tc, test_close_inflight);
         tcase_add_test(tc, test_default_is_starttls);
         tcase_add_test(tc, test_group_one);
+        tcase_add_test(tc, test_group_title);
         tcase_add_test(tc, test_group_two);
         tcase_add_test(tc, test_group_interval);
         tcase_add_test(tc, test_repeat_interval);
