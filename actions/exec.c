@@ -22,7 +22,8 @@
  *     CORRAL_SEVERITY, CORRAL_STATUS ("firing", or "resolved" for a clear or
  *     corrald's resolved notification), CORRAL_ISODATE (the message's stamp, as in the JSON),
  *     CORRAL_ATTEMPT (1 for the first delivery, 2 for the first retry, ...),
- *     CORRAL_TAGS (the tags, comma-separated);
+ *     CORRAL_TAGS (the tags, comma-separated), CORRAL_URL (the alert's page,
+ *     corral.url, when <stats external-url> is set);
  *   - every name-value pair of the message as CORRAL_<NAME>: the name
  *     upper-cased, every byte outside [A-Z0-9] replaced by '_', leading ones
  *     dropped (".classifier.rule_id" -> CORRAL_CLASSIFIER_RULE_ID,
@@ -124,8 +125,8 @@
 
 /* corrald's own variables: never taken from the message nor from env-pass. */
 static const char *const own_vars[] = {
-    "CORRAL_EXECUTOR", "CORRAL_ALERT_ID", "CORRAL_SEVERITY", "CORRAL_ISODATE",
-    "CORRAL_ATTEMPT",  "CORRAL_TAGS",     "CORRAL_STATUS",   TRUNCATED_VAR,
+    "CORRAL_EXECUTOR", "CORRAL_ALERT_ID", "CORRAL_SEVERITY", "CORRAL_ISODATE", "CORRAL_ATTEMPT",
+    "CORRAL_TAGS",     "CORRAL_STATUS",   "CORRAL_URL",      TRUNCATED_VAR,
 };
 
 struct exec_x;
@@ -370,7 +371,7 @@ build_env(const struct exec_x *x, const struct alert *a, bool argv_truncated, st
     size_t i, n = msg_nvalues(m);
     char num[32];
 
-    env_init(&e, x->npass + x->npass_names + 9 + n);
+    env_init(&e, x->npass + x->npass_names + 10 + n);
     for (i = 0; i < x->npass; i++) {
         const char *eq = strchr(x->pass[i], '=');
         env_add(&e, x->pass[i], (size_t)(eq - x->pass[i]), eq + 1, strlen(eq + 1));
@@ -381,6 +382,15 @@ build_env(const struct exec_x *x, const struct alert *a, bool argv_truncated, st
     env_add_str(&e, "CORRAL_ALERT_ID", a->id ? a->id : "");
     env_add_str(&e, "CORRAL_SEVERITY", a->severity ? a->severity : "");
     env_add_str(&e, "CORRAL_STATUS", executor_alert_resolved(a) ? "resolved" : "firing");
+    {
+        size_t ulen = 0;
+        nv_handle hu = nv_lookup("corral.url", 10);
+        const char *url = hu ? msg_get(m, hu, &ulen) : NULL;
+        if (url)
+            env_add(&e, "CORRAL_URL", strlen("CORRAL_URL"), url, ulen);
+        else
+            env_reserve(&e, "CORRAL_URL"); /* never a message's "url" */
+    }
     macro_format_iso(t, t->usec ? 6 : 0, &b);
     env_add(&e, "CORRAL_ISODATE", strlen("CORRAL_ISODATE"), b.p ? b.p : "", b.len);
     snprintf(num, sizeof(num), "%lu", (unsigned long)a->attempts + 1);

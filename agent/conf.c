@@ -16,6 +16,7 @@
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <libxml/uri.h>
 #include <libxml/xmlschemas.h>
 
 #include <ctype.h>
@@ -210,6 +211,7 @@ conf_free(struct conf *c)
     free(c->stats_api_token_file);
     if (c->stats_api_token) explicit_bzero(c->stats_api_token, strlen(c->stats_api_token));
     free(c->stats_api_token);
+    free(c->stats_external_url);
     free(c->log_level);
     free(c->log_to);
     for (i = 0; i < c->ninputs; i++) conf_input_clear(&c->inputs[i]);
@@ -499,6 +501,38 @@ check_address(struct reader *r, const xmlNode *n, const char *addr)
 
     if (!conf_split_address(addr, host, sizeof(host), &port))
         error(r, n, "bad address \"%s\" (expected host:port, [v6-address]:port or :port)", addr);
+}
+
+/*
+ * <stats external-url>: an http or https URL of the status page as users
+ * reach it (behind a proxy, under a path), without a query or fragment,
+ * since "/alert?id=ID" is appended to it; a final '/' is dropped.
+ */
+static char *
+external_url(struct reader *r, const xmlNode *n)
+{
+    char *v = attr(n, "external-url");
+    size_t i, len, skip;
+    xmlURIPtr uri;
+
+    if (!v) return NULL;
+    len = strlen(v);
+    skip = strncmp(v, "https://", 8) == 0 ? 8 : strncmp(v, "http://", 7) == 0 ? 7 : 0;
+    for (i = 0; i < len; i++)
+        if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f || strchr("?#\"<>\\", v[i]))
+            break;
+    uri = i == len && skip && len > skip && v[skip] != '/' ? xmlParseURI(v) : NULL;
+    if (!uri) {
+        error(r, n,
+              "bad external-url \"%s\" (expected http:// or https://, a host, maybe a port and a "
+              "path, no query)",
+              v);
+        free(v);
+        return NULL;
+    }
+    xmlFreeURI(uri);
+    while (len > skip && v[len - 1] == '/') v[--len] = '\0';
+    return v;
 }
 
 /*
@@ -940,6 +974,8 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->stats_api_token_file = attr(n, "api-token-file");
             if (c->stats_api_token_file)
                 c->stats_api_token = read_token(r, n, c->stats_api_token_file);
+            free(c->stats_external_url);
+            c->stats_external_url = external_url(r, n);
         } else if (is(n, "engine")) {
             c->engine_workers = number_attr(r, n, "workers", c->engine_workers, false);
             c->engine_queue = number_attr(r, n, "queue", c->engine_queue, false);
