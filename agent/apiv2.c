@@ -349,6 +349,8 @@ alert_view(const json_t *e)
             json_object_set(ann, "summary", v);
         else if (strcmp(name, "corral.generator_url") == 0)
             url = v;
+        else if (strcmp(name, "corral.url") == 0) /* the alert's page: a link, no label */
+            json_object_set(ann, "corral_url", v);
         else if (strncmp(name, ANNOTATION, sizeof(ANNOTATION) - 1) == 0)
             json_object_set(ann, name + sizeof(ANNOTATION) - 1, v);
         else if (valid_name(name))
@@ -359,6 +361,7 @@ alert_view(const json_t *e)
     {
         if (!json_is_string(v) || left_out(name) || valid_name(name) ||
             strcmp(name, "corral.summary") == 0 || strcmp(name, "corral.generator_url") == 0 ||
+            strcmp(name, "corral.url") == 0 ||
             strncmp(name, ANNOTATION, sizeof(ANNOTATION) - 1) == 0)
             continue;
         api_name(name, &n);
