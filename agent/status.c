@@ -27,6 +27,7 @@
 #include "agent/input.h"
 #include "agent/server.h"
 #include "engine/alertlabels.h"
+#include "engine/civil.h"
 #include "engine/clock.h"
 #include "engine/corr.h"
 #include "engine/evidence.h"
@@ -497,7 +498,7 @@ relative(struct buf *out, const char *iso, int64_t now)
     int64_t then, d;
     bool future;
 
-    if (!*iso || silences_parse_time(iso, &then) < 0) return false;
+    if (!*iso || civil_parse_time(iso, &then) < 0) return false;
     d = (now - then) / 1000;
     future = d < 0;
     if (future) d = -d;
