@@ -92,6 +92,7 @@
 #include "engine/log.h"
 #include "engine/macros.h"
 #include "engine/nv.h"
+#include "engine/strlist.h"
 #include "engine/tags.h"
 #include "engine/template.h"
 #include "engine/units.h"
@@ -1128,25 +1129,19 @@ static void
 read_env_pass(struct exec_x *x, const struct exconf_reader *r)
 {
     const char *list = exconf_attr(r->cfg, "env-pass");
-    const char *s;
+    const char *s, *item;
     bool path = false;
-    size_t capn = 0, capp = 0, i;
+    size_t capn = 0, capp = 0, i, len;
 
     if (!list) list = DEFAULT_ENV_PASS;
-    for (s = list; *s;) {
-        size_t len;
+    for (s = list; strlist_next(&s, &item, &len);) {
         char *name;
         const char *v;
-        while (*s == ',' || *s == ' ') s++;
-        len = strcspn(s, ", ");
-        if (!len) break;
-        if (!valid_var_name(s, len)) {
-            exconf_error(r, "env-pass: '%.*s' is not a variable name", (int)len, s);
-            s += len;
+        if (!valid_var_name(item, len)) {
+            exconf_error(r, "env-pass: '%.*s' is not a variable name", (int)len, item);
             continue;
         }
-        name = xstrndup(s, len);
-        s += len;
+        name = xstrndup(item, len);
         for (i = 0; i < sizeof(own_vars) / sizeof(own_vars[0]); i++)
             if (strcmp(name, own_vars[i]) == 0)
                 exconf_error(r, "env-pass: %s is set by corrald itself", name);

@@ -13,6 +13,7 @@
  * needs no 8BITMIME from the server.
  */
 #include "actions/smtp_int.h"
+#include "engine/base64.h"
 #include "engine/xalloc.h"
 
 #include <stdio.h>
@@ -295,24 +296,6 @@ plain_ascii(const char *s, size_t len)
     return true;
 }
 
-static void
-base64(struct buf *out, const unsigned char *p, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t i;
-
-    for (i = 0; i + 2 < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        char b[4] = {tab[v >> 18], tab[(v >> 12) & 63], tab[(v >> 6) & 63], tab[v & 63]};
-        buf_append(out, b, 4);
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-        char b[4] = {tab[v >> 18], tab[(v >> 12) & 63], i + 1 < n ? tab[(v >> 6) & 63] : '=', '='};
-        buf_append(out, b, 4);
-    }
-}
-
 /*
  * Writes text as encoded-words separated by folding white space, which a
  * reader drops between encoded-words: the text comes back exactly.  A word
@@ -334,7 +317,7 @@ encoded_words(struct buf *out, const char *s, size_t len)
         }
         if (i) buf_puts(out, "\r\n ");
         buf_puts(out, "=?UTF-8?B?");
-        base64(out, p + i, j - i);
+        base64_encode(out, p + i, j - i);
         buf_puts(out, "?=");
         i = j;
     }

@@ -10,6 +10,7 @@
 #include "engine/durable.h"
 #include "engine/evidence.h"
 #include "engine/labelmatch.h"
+#include "engine/strlist.h"
 #include "engine/template.h"
 #include "engine/units.h"
 #include "engine/xalloc.h"
@@ -773,25 +774,6 @@ read_executor(struct reader *r, struct conf *c, const xmlNode *n)
     }
 }
 
-static void
-split_list(const char *s, char ***out, size_t *n)
-{
-    size_t cap = 0;
-
-    *out = NULL;
-    *n = 0;
-    while (s && *s) {
-        size_t len;
-        while (*s == ',' || *s == ' ') s++;
-        len = strcspn(s, ", ");
-        if (len) {
-            *out = xgrow(*out, &cap, *n + 1, sizeof(**out));
-            (*out)[(*n)++] = xstrndup(s, len);
-        }
-        s += len;
-    }
-}
-
 /* <inhibit>: its matchers must parse (errors come with the line, not at the first alert). */
 static void
 read_inhibit(struct reader *r, struct conf *c, const xmlNode *n)
@@ -827,7 +809,7 @@ read_inhibit(struct reader *r, struct conf *c, const xmlNode *n)
         };
         char *eq = attr(n, "equal");
         size_t k, j;
-        split_list(eq, &in->equal, &in->nequal);
+        strlist_split(eq, &in->equal, &in->nequal);
         free(eq);
         for (k = 0; k < in->nequal; k++) {
             for (j = 0; j < sizeof(always) / sizeof(always[0]); j++)
@@ -850,7 +832,7 @@ read_route(struct reader *r, struct conf_route *rt, const xmlNode *n, int depth)
 
     memset(rt, 0, sizeof(*rt));
     rt->line = (int)xmlGetLineNo(n);
-    split_list(to, &rt->to, &rt->nto);
+    strlist_split(to, &rt->to, &rt->nto);
     free(to);
     rt->class = attr(n, "class");
     rt->rule = attr(n, "rule");
@@ -885,7 +867,7 @@ check_routes(struct reader *r, const struct conf *c, const xmlNode *n)
         size_t nnames, i, j;
         if (k->type != XML_ELEMENT_NODE) continue;
         to = attr(k, "to");
-        split_list(to, &names, &nnames);
+        strlist_split(to, &names, &nnames);
         for (i = 0; i < nnames; i++) {
             for (j = 0; j < c->nexecutors; j++)
                 if (strcmp(c->executors[j].name, names[i]) == 0) break;
