@@ -52,6 +52,7 @@
 #include "agent/heap.h"
 #include "engine/durable.h"
 #include "agent/input.h"
+#include "agent/metrics.h"
 #include "engine/json.h"
 #include "engine/log.h"
 #include "agent/output.h"
@@ -1904,109 +1905,6 @@ engine_foreach_rule(struct server *s, void (*fn)(const struct corr_rule_stats *r
     free(sum.r);
 }
 
-/* ---- metrics ---- */
-
-static void
-metric(struct buf *out, const char *name, const char *help, const char *type)
-{
-    buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void
-label_value(struct buf *out, const char *v)
-{
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"') buf_putc(out, '\\');
-        if (*v == '\n')
-            buf_puts(out, "\\n");
-        else
-            buf_putc(out, *v);
-    }
-}
-
-/* One sample of a per-input, per-output or per-executor counter: name{label="value"} N. */
-static void
-sample(struct buf *out, const char *name, const char *label, const char *value, const void *stats,
-       size_t field)
-{
-    buf_printf(out, "%s{%s=\"", name, label);
-    label_value(out, value);
-    buf_printf(out, "\"} %llu\n",
-               (unsigned long long)*(const uint64_t *)((const char *)stats + field));
-}
-
-static const char *
-metric_type(const char *name)
-{
-    return strstr(name, "_total") ? "counter" : "gauge";
-}
-
-/* Per rule that opens contexts: at most one series per rule and metric. */
-struct rule_metric {
-    struct buf *out;
-    const char *name;
-    size_t field;
-};
-
-static void
-rule_sample(const struct corr_rule_stats *rs, void *arg)
-{
-    const struct rule_metric *rm = arg;
-
-    sample(rm->out, rm->name, "rule", rs->rule_id, rs, rm->field);
-}
-
-static void
-rule_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
-{
-    struct rule_metric rm = {out, name, field};
-
-    metric(out, name, help, metric_type(name));
-    engine_foreach_rule(s, rule_sample, &rm);
-}
-
-static void
-input_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
-{
-    size_t i;
-
-    metric(out, name, help, metric_type(name));
-    for (i = 0; i < s->ninputs; i++)
-        sample(out, name, "input", input_name(s->inputs[i]), input_get_stats(s->inputs[i]), field);
-}
-
-static void
-output_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
-{
-    size_t i;
-
-    metric(out, name, help, metric_type(name));
-    for (i = 0; i < s->noutputs; i++)
-        sample(out, name, "output", output_name(s->outputs[i]), output_get_stats(s->outputs[i]),
-               field);
-}
-
-static void
-queue_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
-{
-    size_t i;
-
-    metric(out, name, help, metric_type(name));
-    for (i = 0; i < s->nqueues; i++)
-        sample(out, name, "executor", s->qnames[i], executor_stats(s, i), field);
-}
-
-static void
-endpoint_metric(struct buf *out, struct server *s, const char *name, const char *help, size_t field)
-{
-    static const char *const names[SERVER_EP_N] = {"control", "stats"};
-    size_t i;
-
-    metric(out, name, help, metric_type(name));
-    for (i = 0; i < SERVER_EP_N; i++)
-        sample(out, name, "endpoint", names[i], &s->endpoints[i], field);
-}
-
 size_t
 server_nqueues(const struct server *s)
 {
@@ -2032,378 +1930,554 @@ server_proxy(const struct server *s)
     return s->proxy;
 }
 
-/* TLS handshakes that failed, per TLS input and output and per reason (tls.h). */
-static void
-tls_metrics(struct buf *out, struct server *s)
-{
-    const char *name = "corral_tls_handshake_failures_total";
-    size_t i;
-    int f;
-
-    metric(out, name, "TLS handshakes that failed, per TLS input or output and reason.", "counter");
-    for (i = 0; i < s->ninputs; i++) {
-        if (input_conf(s->inputs[i])->type != CONF_IN_TLS) continue;
-        for (f = 0; f < TLS_FAIL_N; f++) {
-            buf_printf(out, "%s{input=\"", name);
-            label_value(out, input_name(s->inputs[i]));
-            buf_printf(out, "\",reason=\"%s\"} %llu\n", tls_fail_name(f),
-                       (unsigned long long)input_get_stats(s->inputs[i])->tls_failures[f]);
-        }
-    }
-    for (i = 0; i < s->noutputs; i++) {
-        if (!output_is_tls(s->outputs[i])) continue;
-        for (f = 0; f < TLS_FAIL_N; f++) {
-            buf_printf(out, "%s{output=\"", name);
-            label_value(out, output_name(s->outputs[i]));
-            buf_printf(out, "\",reason=\"%s\"} %llu\n", tls_fail_name(f),
-                       (unsigned long long)output_get_stats(s->outputs[i])->tls_failures[f]);
-        }
-    }
-}
-
 void
 server_set_dnscache(struct server *s, struct dnscache *dns)
 {
     s->dns = dns;
 }
 
-void
-server_metrics(struct server *s, struct buf *out)
-{
+/* ---- metrics: a table of descriptors (metrics.h) ---- */
+
+/*
+ * What one rendering reads: the server and the stats gathered once for it.
+ * The sources of the table are its parts; a NULL source is a feature that is
+ * not configured, and its metrics are left out.
+ */
+struct mctx {
+    struct server *s;
     struct corr_stats cs;
     struct workers_stats ws;
     struct nv_stats nvs;
+    struct dnscache_stats ds;
+};
 
-    engine_stats(s, &cs);
-    nv_stats(&nvs);
-    memset(&ws, 0, sizeof(ws));
-    if (s->workers) workers_get_stats(s->workers, &ws);
-#define SIMPLE(name, type, help, value)                                                            \
-    do {                                                                                           \
-        metric(out, name, help, type);                                                             \
-        buf_printf(out, "%s %llu\n", name, (unsigned long long)(value));                           \
-    } while (0)
+enum msrc {
+    M_ALWAYS,   /* the struct server */
+    M_CORR,     /* struct corr_stats: all engines summed */
+    M_SNAP,     /* struct snapshot_stats */
+    M_ABSENCE,  /* the absence watcher: its values come from getters */
+    M_ALERTS,   /* struct alerts_stats */
+    M_SILENCES, /* struct silences_stats */
+    M_DNS,      /* struct dnscache_stats */
+    M_WORKERS,  /* struct workers_stats */
+    M_PROXY,    /* struct ipcproxy_stats */
+    M_QUEUES,   /* the struct server, if executors are configured */
+    M_NSRC
+};
+
+/* a field the renderer reads: the _Generic refuses to compile unless it is a uint64_t or double */
+#define F(type, member)                                                                            \
+    .field = offsetof(type, member) +                                                              \
+             0 * sizeof(_Generic(((type *)0)->member, uint64_t : 1, double : 1))
+#define SERVER(member) F(struct server, member)
+#define CORR(member)   F(struct corr_stats, member)
+
+/* A getter of one value: m is the struct mctx, s its server. */
+#define MGETTER(type, fn, expr)                                                                    \
+    static type fn(void *c)                                                                        \
+    {                                                                                              \
+        const struct mctx *m = c;                                                                  \
+        const struct server *s = m->s;                                                             \
+        (void)m;                                                                                   \
+        (void)s;                                                                                   \
+        return (expr);                                                                             \
+    }
+#define MGET(fn, expr)  MGETTER(uint64_t, fn, expr)
+#define MGETD(fn, expr) MGETTER(double, fn, expr)
+
+MGET(m_uptime, (clock_mono_ms() - s->started_ms) / 1000)
+MGET(m_rules, pdb_nrules(s->db))
+MGET(m_names, m->nvs.names)
+MGET(m_input_names, m->nvs.input_names)
+MGET(m_names_refused, m->nvs.refused)
+MGET(m_reload_ok, s->last_reload_ok)
+MGETD(m_reload_ok_time, (double)s->last_reload_ok_ms / 1000.0)
+MGET(m_save_running, s->snap ? snapshot_get_stats(s->snap)->running : 0)
+MGETD(m_stall_max, (double)s->stall_max_ns / 1e9)
+MGET(m_absence_sources, absence_tracked(s->absence))
+MGET(m_absence_down, absence_down(s->absence))
+MGET(m_absence_untracked, absence_untracked(s->absence))
+MGET(m_absence_forgotten, absence_forgotten(s->absence))
+MGET(m_absence_evicted, absence_evicted(s->absence))
+MGET(m_absence_foreign, absence_foreign(s->absence))
+MGET(m_silences, silences_count(s->silences))
+MGET(m_silences_active, silences_active(s->silences, clock_wall_ms()))
+MGET(m_dns_entries, m->ds.entries)
+MGET(m_regex_limit_hits, rematch_limit_hits())
+MGET(m_paused_seconds, (s->paused_ms + (s->paused ? uv_now(s->loop) - s->paused_at : 0)) / 1000)
+MGET(m_shards, workers_nshards(s->workers))
+MGET(m_engine_pauses, s->engine_pauses)
+MGET(m_engine_queued, m->ws.queued)
+
+/* corral_dropped_total, by reason */
+static void
+m_dropped(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct mctx *m = c;
+
+    metrics_sample(out, d->name, "reason", "context_limit", m->cs.contexts_refused);
+    metrics_sample(out, d->name, "reason", "context_full", m->cs.messages_dropped);
+    metrics_sample(out, d->name, "reason", "context_bytes", m->cs.bytes_dropped);
+    metrics_sample(out, d->name, "reason", "rate_limit", m->cs.rate_limited);
+    metrics_sample(out, d->name, "reason", "value_truncated",
+                   m->s->truncated_values + m->ws.truncated);
+}
+
+static void
+m_resolved(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct alerts_stats *as = alerts_get_stats(((struct mctx *)c)->s->alerts);
+
+    metrics_sample(out, d->name, "by", "clear", as->resolved_clear);
+    metrics_sample(out, d->name, "by", "timeout", as->resolved_timeout);
+    metrics_sample(out, d->name, "by", "hand", as->resolved_hand);
+}
+
+static void
+m_labels_fixed(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    unsigned i;
+
+    for (i = 0; i < ALERTLABELS_NFLAGS; i++)
+        metrics_sample(out, d->name, "what", alertlabels_flag_name(1u << i), s->labels_fixed[i]);
+}
+
+static void
+m_alert_states(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    enum alert_state st;
+
+    for (st = ALERT_FIRING; st < ALERT_NSTATES; st++)
+        metrics_sample(out, d->name, "state", alerts_state_name(st),
+                       alerts_in_state(s->alerts, st));
+}
+
+static void
+m_busy(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    unsigned k, n = workers_nthreads(s->workers);
+
+    for (k = 0; k < n; k++)
+        buf_printf(out, "%s{worker=\"%u\"} %.6f\n", d->name, k,
+                   workers_busy_seconds(s->workers, k));
+}
+
+/* Per rule that opens contexts: at most one series per rule and metric. */
+struct rule_metric {
+    struct buf *out;
+    const struct metrics_desc *d;
+};
+
+static void
+rule_sample(const struct corr_rule_stats *rs, void *arg)
+{
+    const struct rule_metric *rm = arg;
+
+    metrics_sample(rm->out, rm->d->name, "rule", rs->rule_id, metrics_field(rm->d, rs));
+}
+
+static void
+m_per_rule(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    struct rule_metric rm = {out, d};
+
+    engine_foreach_rule(((struct mctx *)c)->s, rule_sample, &rm);
+}
+
+static void
+m_per_input(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    size_t i;
+
+    for (i = 0; i < s->ninputs; i++)
+        metrics_sample(out, d->name, "input", input_name(s->inputs[i]),
+                       metrics_field(d, input_get_stats(s->inputs[i])));
+}
+
+static void
+m_per_output(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    size_t i;
+
+    for (i = 0; i < s->noutputs; i++)
+        metrics_sample(out, d->name, "output", output_name(s->outputs[i]),
+                       metrics_field(d, output_get_stats(s->outputs[i])));
+}
+
+static void
+m_per_executor(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    size_t i;
+
+    for (i = 0; i < s->nqueues; i++)
+        metrics_sample(out, d->name, "executor", s->qnames[i],
+                       metrics_field(d, executor_stats(s, i)));
+}
+
+static void
+m_per_endpoint(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    static const char *const names[SERVER_EP_N] = {"control", "stats"};
+    const struct server *s = ((struct mctx *)c)->s;
+    size_t i;
+
+    for (i = 0; i < SERVER_EP_N; i++)
+        metrics_sample(out, d->name, "endpoint", names[i], metrics_field(d, &s->endpoints[i]));
+}
+
+/* TLS handshakes that failed, per TLS input and output and per reason (tls.h). */
+static void
+tls_fail_samples(struct buf *out, const char *name, const char *label, const char *value,
+                 const uint64_t *failures)
+{
+    int f;
+
+    for (f = 0; f < TLS_FAIL_N; f++) {
+        buf_printf(out, "%s{%s=\"", name, label);
+        metrics_label_value(out, value);
+        buf_printf(out, "\",reason=\"%s\"} %llu\n", tls_fail_name(f),
+                   (unsigned long long)failures[f]);
+    }
+}
+
+static void
+m_tls_failures(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    size_t i;
+
+    for (i = 0; i < s->ninputs; i++)
+        if (input_conf(s->inputs[i])->type == CONF_IN_TLS)
+            tls_fail_samples(out, d->name, "input", input_name(s->inputs[i]),
+                             input_get_stats(s->inputs[i])->tls_failures);
+    for (i = 0; i < s->noutputs; i++)
+        if (output_is_tls(s->outputs[i]))
+            tls_fail_samples(out, d->name, "output", output_name(s->outputs[i]),
+                             output_get_stats(s->outputs[i])->tls_failures);
+}
+
+#define RULE(member)     .series = m_per_rule, F(struct corr_rule_stats, member)
+#define INPUT(member)    .series = m_per_input, F(struct input_stats, member)
+#define OUTPUT(member)   .series = m_per_output, F(struct output_stats, member)
+#define ENDPOINT(member) .series = m_per_endpoint, F(struct server_endpoint_stats, member)
+#define EXECUTOR(member) .series = m_per_executor, F(struct queue_stats, member)
+
+/* Every metric of /metrics after those of apiv2 and procstat, in the order served. */
+static const struct metrics_desc server_mtab[] = {
+    {"corral_uptime_seconds", "gauge", "Seconds since corrald started.", M_ALWAYS, .get = m_uptime},
+    {"corral_rules", "gauge", "Rules loaded.", M_ALWAYS, .get = m_rules},
+    {"corral_value_names", "gauge", "Value names registered (at most 65536).", M_ALWAYS,
+     .get = m_names},
+    {"corral_value_names_input", "gauge",
+     "Value names registered from input (structured data; at most 16384).", M_ALWAYS,
+     .get = m_input_names},
+    {"corral_value_names_refused_total", "counter",
+     "Structured-data parameters whose new name input may not register: kept in "
+     ".corral.sdata_unregistered.",
+     M_ALWAYS, .get = m_names_refused},
+    {"corral_messages_received_total", "counter", "Messages received from all inputs.", M_ALWAYS,
+     SERVER(received)},
+    {"corral_messages_parsed_total", "counter", "Messages parsed.", M_ALWAYS, SERVER(parsed)},
+    {"corral_messages_matched_total", "counter", "Messages a rule classified.", M_CORR,
+     CORR(matched)},
+    {"corral_messages_unknown_total", "counter", "Messages no rule classified.", M_CORR,
+     CORR(unknown)},
+    {"corral_messages_generated_total", "counter", "Messages generated by rule actions.", M_CORR,
+     CORR(generated)},
+    {"corral_contexts_open", "gauge", "Open correlation contexts.", M_CORR, CORR(contexts_open)},
+    {"corral_contexts_created_total", "counter", "Correlation contexts created.", M_CORR,
+     CORR(contexts_created)},
+    {"corral_contexts_expired_total", "counter", "Correlation contexts that timed out.", M_CORR,
+     CORR(contexts_expired)},
+    {"corral_context_bytes", "gauge", "Memory held by open contexts.", M_CORR, CORR(context_bytes)},
+    {"corral_rate_buckets", "gauge", "Rate-limit buckets held (rate= of rule actions).", M_CORR,
+     CORR(rate_buckets)},
+    {"corral_dropped_total", "counter", "Things dropped, by reason.", M_ALWAYS,
+     .series = m_dropped},
+    {"corral_reloads_total", "counter", "Configuration reloads attempted.", M_ALWAYS,
+     SERVER(reloads)},
+    {"corral_reload_failures_total", "counter", "Reloads that failed (old configuration kept).",
+     M_ALWAYS, SERVER(reload_failures)},
+    {"corral_config_last_reload_successful", "gauge",
+     "1 if the last reload succeeded (or none was asked since the start), 0 if it failed.",
+     M_ALWAYS, .get = m_reload_ok},
+    {"corral_config_last_reload_success_timestamp_seconds", "gauge",
+     "When the configuration was last loaded (the start or a reload that succeeded), "
+     "in seconds since the epoch.",
+     M_ALWAYS, .getd = m_reload_ok_time, .decimals = 3},
+    {"corral_state_save_requests_total", "counter",
+     "State saves asked for (periodic, ctl save); those made while one ran share the next.", M_SNAP,
+     F(struct snapshot_stats, requests)},
+    {"corral_state_saves_total", "counter", "Correlation state saves.", M_SNAP,
+     F(struct snapshot_stats, saves)},
+    {"corral_state_save_failures_total", "counter", "Failed correlation state saves.", M_SNAP,
+     F(struct snapshot_stats, failures)},
+    {"corral_state_save_running", "gauge", "1 while a save runs in the background.", M_SNAP,
+     .get = m_save_running},
+    {"corral_state_save_seconds", "gauge", "Duration of the last state save.", M_SNAP,
+     F(struct snapshot_stats, last_seconds), .decimals = 6},
+    {"corral_state_save_fork_seconds", "gauge",
+     "How long the loop stopped to fork the last background save.", M_SNAP,
+     F(struct snapshot_stats, last_fork_seconds), .decimals = 6},
+    {"corral_loop_stall_max_seconds", "gauge",
+     "Longest time the loop worked without waiting for events, since start.", M_ALWAYS,
+     .getd = m_stall_max, .decimals = 6},
+    {"corral_absence_sources", "gauge", "Sources watched by <absence>.", M_ABSENCE,
+     .get = m_absence_sources},
+    {"corral_absence_down", "gauge", "Sources reported absent (down) now.", M_ABSENCE,
+     .get = m_absence_down},
+    {"corral_absence_untracked_total", "counter",
+     "Messages from sources not watched by <absence>: max-absence-sources reached.", M_ABSENCE,
+     .get = m_absence_untracked},
+    {"corral_absence_forgotten_total", "counter",
+     "Sources forgotten after sending nothing for forget=.", M_ABSENCE, .get = m_absence_forgotten},
+    {"corral_absence_evicted_total", "counter",
+     "Sources seen once dropped to make room for a new one (max-absence-sources).", M_ABSENCE,
+     .get = m_absence_evicted},
+    {"corral_absence_foreign_total", "counter",
+     "Messages naming a watched source from another address than the one it is bound "
+     "to: not taken as the source's.",
+     M_ABSENCE, .get = m_absence_foreign},
+    {"corral_alerts_recorded_total", "counter",
+     "Alerts recorded in the alert store (every occurrence).", M_ALERTS,
+     F(struct alerts_stats, recorded)},
+    {"corral_alerts_silenced_total", "counter",
+     "Alerts a silence muted: recorded, sent to no executor.", M_ALERTS,
+     F(struct alerts_stats, silenced)},
+    {"corral_alerts_inhibited_total", "counter",
+     "Alerts an inhibit rule muted: recorded, sent to no executor.", M_ALERTS,
+     F(struct alerts_stats, inhibited)},
+    {"corral_alerts_forgotten_total", "counter",
+     "Resolved alerts forgotten from the store: max-alerts reached.", M_ALERTS,
+     F(struct alerts_stats, forgotten)},
+    {"corral_alerts_unrecorded_total", "counter",
+     "New alerts sent but not recorded: max-alerts alerts, none resolved.", M_ALERTS,
+     F(struct alerts_stats, unrecorded)},
+    {"corral_alerts_resolved_total", "counter", "Alerts resolved, by how.", M_ALERTS,
+     .series = m_resolved},
+    {"corral_alert_labels_fixed_total", "counter",
+     "Alerts whose labels were missing or made right, by what.", M_ALERTS,
+     .series = m_labels_fixed},
+    {"corral_alerts_unmuted_total", "counter",
+     "Alerts sent when the silence or inhibition that held them ended.", M_ALERTS,
+     F(struct alerts_stats, unmuted)},
+    {"corral_alerts_resolved_notifications_total", "counter",
+     "Resolved notifications handed to executors (send-resolved).", M_ALERTS,
+     F(struct alerts_stats, notified_resolved)},
+    {"corral_alerts", "gauge", "Alerts in the store, by state.", M_ALERTS,
+     .series = m_alert_states},
+    {"corral_silences", "gauge", "Silences kept (active, pending and ended).", M_SILENCES,
+     .get = m_silences},
+    {"corral_silences_active", "gauge", "Silences active now.", M_SILENCES,
+     .get = m_silences_active},
+    {"corral_silences_save_errors_total", "counter",
+     "Silence changes that could not be saved to the silences file.", M_SILENCES,
+     F(struct silences_stats, save_errors)},
+    {"corral_dns_hits_total", "counter", "$(dns-resolve-ip) answers from the cache.", M_DNS,
+     F(struct dnscache_stats, hits)},
+    {"corral_dns_misses_total", "counter",
+     "$(dns-resolve-ip) addresses not in the cache (answered with the address).", M_DNS,
+     F(struct dnscache_stats, misses)},
+    {"corral_dns_lookups_total", "counter", "Reverse lookups started.", M_DNS,
+     F(struct dnscache_stats, lookups)},
+    {"corral_dns_failures_total", "counter", "Reverse lookups that found no name.", M_DNS,
+     F(struct dnscache_stats, failures)},
+    {"corral_dns_refused_total", "counter", "Reverse lookups not started: too many in flight.",
+     M_DNS, F(struct dnscache_stats, refused)},
+    {"corral_dns_evicted_total", "counter", "Cache entries dropped for room.", M_DNS,
+     F(struct dnscache_stats, evicted)},
+    {"corral_dns_entries", "gauge", "Names and failures cached now.", M_DNS, .get = m_dns_entries},
+    {"corral_regex_limit_hits_total", "counter",
+     "Regular expression matches stopped by the match, depth or heap limit (taken as no "
+     "match).",
+     M_ALWAYS, .get = m_regex_limit_hits},
+    {"corral_alerts_load_errors_total", "counter",
+     "Damaged stretches of the alert store file skipped when it was read.", M_ALERTS,
+     F(struct alerts_stats, load_errors)},
+    {"corral_silences_load_errors_total", "counter",
+     "Damaged records of the silences file skipped when it was read.", M_SILENCES,
+     F(struct silences_stats, load_errors)},
+    {"corral_heap_trims_total", "counter",
+     "Times freed heap memory was given back to the system (after a flood).", M_ALWAYS,
+     SERVER(heap.trims)},
+    {"corral_heap_returned_bytes_total", "counter",
+     "Bytes the resident size fell by when freed heap memory was given back.", M_ALWAYS,
+     SERVER(heap.returned_bytes)},
+    {"corral_backpressure_pauses_total", "counter",
+     "Times stream inputs were paused because a queue was full.", M_ALWAYS, SERVER(pauses)},
+    {"corral_backpressure_paused_seconds_total", "counter",
+     "Seconds stream inputs have spent paused.", M_ALWAYS, .get = m_paused_seconds},
+    {"corral_engine_shards", "gauge",
+     "Correlation shards of the worker threads (<engine workers>).", M_WORKERS, .get = m_shards},
+    {"corral_engine_queued", "gauge",
+     "Messages waiting for the worker threads or being processed by them.", M_WORKERS,
+     .get = m_engine_queued},
+    {"corral_engine_batches_total", "counter", "Batches of messages handed to the worker threads.",
+     M_WORKERS, F(struct workers_stats, batches)},
+    {"corral_engine_pauses_total", "counter",
+     "Times stream inputs were paused because the queue to the worker threads was full.", M_WORKERS,
+     .get = m_engine_pauses},
+    {"corral_engine_dropped_total", "counter",
+     "Datagrams dropped: the queue to the worker threads was full.", M_WORKERS,
+     F(struct workers_stats, dropped)},
+    {"corral_engine_busy_seconds_total", "counter",
+     "Seconds each worker thread spent parsing, classifying and correlating.", M_WORKERS,
+     .series = m_busy},
+    {"corral_privsep_sent_total", "counter",
+     "Alerts the engine process sent to the executor process.", M_PROXY,
+     F(struct ipcproxy_stats, sent)},
+    {"corral_privsep_refused_total", "counter",
+     "Alerts not sent to the executor process (too long for a frame, or it is gone).", M_PROXY,
+     F(struct ipcproxy_stats, refused)},
+    {"corral_privsep_bad_frames_total", "counter",
+     "Frames from the executor process that did not parse (ignored).", M_PROXY,
+     F(struct ipcproxy_stats, bad)},
+    {"corral_privsep_rejected_total", "counter",
+     "Requests of the engine process the executor process refused.", M_PROXY,
+     F(struct ipcproxy_stats, served_rejected)},
+    {"corral_rule_contexts_open", "gauge", "Open contexts a rule created.", M_ALWAYS,
+     RULE(contexts)},
+    {"corral_rule_contexts_refused_total", "counter",
+     "Contexts of a rule not created: limits or its share of them.", M_ALWAYS, RULE(refused)},
+    {"corral_rule_context_messages_dropped_total", "counter",
+     "Messages dropped from a rule's contexts or not kept in them: limits.", M_ALWAYS,
+     RULE(dropped)},
+    {"corral_rule_contexts_evicted_total", "counter",
+     "Small contexts of a rule dropped for new ones of the rule: its share was full.", M_ALWAYS,
+     RULE(evicted)},
+    {"corral_rule_rate_refused_total", "counter",
+     "Action runs of a rule suppressed for want of a rate-limit bucket.", M_ALWAYS,
+     RULE(rate_refused)},
+    {"corral_rule_rate_buckets_evicted_total", "counter",
+     "Rate-limit buckets of a rule dropped for new keys: its share was full.", M_ALWAYS,
+     RULE(rate_evicted)},
+    {"corral_input_messages_total", "counter", "Messages received, per input.", M_ALWAYS,
+     INPUT(received)},
+    {"corral_input_bytes_total", "counter", "Bytes received, per input.", M_ALWAYS, INPUT(bytes)},
+    {"corral_input_truncated_total", "counter", "Messages cut at max-message-size.", M_ALWAYS,
+     INPUT(truncated)},
+    {"corral_input_errors_total", "counter", "Framing and read errors.", M_ALWAYS, INPUT(errors)},
+    {"corral_input_connections_total", "counter", "Connections accepted.", M_ALWAYS,
+     INPUT(connections)},
+    {"corral_input_rejected_total", "counter", "Connections refused at max-connections-per-peer.",
+     M_ALWAYS, INPUT(rejected)},
+    {"corral_input_evicted_total", "counter",
+     "Connections closed at max-connections for a new one (the one idle longest).", M_ALWAYS,
+     INPUT(evicted)},
+    {"corral_input_idle_closed_total", "counter", "Connections closed for idling.", M_ALWAYS,
+     INPUT(idle_closed)},
+    {"corral_input_read_yields_total", "counter",
+     "Times a connection stopped reading until the next loop iteration so that "
+     "other connections and the control and HTTP endpoints had their turn.",
+     M_ALWAYS, INPUT(yields)},
+    {"corral_input_connections_active", "gauge", "Connections open now.", M_ALWAYS, INPUT(active)},
+    {"corral_input_kernel_drops_total", "counter",
+     "Datagrams the kernel dropped, the receive buffer full (UDP inputs).", M_ALWAYS,
+     INPUT(kernel_drops)},
+    {"corral_tls_handshake_failures_total", "counter",
+     "TLS handshakes that failed, per TLS input or output and reason.", M_ALWAYS,
+     .series = m_tls_failures},
+    {"corral_output_written_total", "counter", "Messages written, per output.", M_ALWAYS,
+     OUTPUT(written)},
+    {"corral_output_dropped_total", "counter", "Messages dropped, per output.", M_ALWAYS,
+     OUTPUT(dropped)},
+    {"corral_output_generated_dropped_total", "counter",
+     "Generated messages (alerts) dropped, per output: their lane was full too.", M_ALWAYS,
+     OUTPUT(generated_dropped)},
+    {"corral_output_errors_total", "counter", "Write and connection errors.", M_ALWAYS,
+     OUTPUT(errors)},
+    {"corral_output_queued", "gauge", "Messages waiting, per output.", M_ALWAYS, OUTPUT(queued)},
+    {"corral_endpoint_timeouts_total", "counter",
+     "Control and stats connections closed: not done in time.", M_ALWAYS, ENDPOINT(timed_out)},
+    {"corral_endpoint_evicted_total", "counter",
+     "Control and stats connections closed for a new one (the cap was reached).", M_ALWAYS,
+     ENDPOINT(evicted)},
+    {"corral_endpoint_accept_errors_total", "counter",
+     "Control and stats connections that could not be accepted.", M_ALWAYS,
+     ENDPOINT(accept_errors)},
+    {"corral_endpoint_unauthorized_total", "counter",
+     "Requests refused for want of valid credentials (the stats API token).", M_ALWAYS,
+     ENDPOINT(unauthorized)},
+    {"corral_endpoint_bad_requests_total", "counter", "Requests refused as malformed or too large.",
+     M_ALWAYS, ENDPOINT(bad_requests)},
+    {"corral_executor_submitted_total", "counter", "Alerts routed to an executor.", M_QUEUES,
+     EXECUTOR(submitted)},
+    {"corral_executor_delivered_total", "counter", "Alerts delivered.", M_QUEUES,
+     EXECUTOR(delivered)},
+    {"corral_executor_retries_total", "counter", "Delivery attempts that failed for now.", M_QUEUES,
+     EXECUTOR(retries)},
+    {"corral_executor_dead_total", "counter", "Alerts given up (dead-letter file).", M_QUEUES,
+     EXECUTOR(dead)},
+    {"corral_executor_dead_retried_total", "counter",
+     "Dead letters queued again (corral queue retry).", M_QUEUES, EXECUTOR(retried)},
+    {"corral_executor_operator_dropped_total", "counter",
+     "Queued alerts and dead letters dropped (corral queue drop).", M_QUEUES, EXECUTOR(dropped)},
+    {"corral_executor_dropped_full_total", "counter", "Alerts refused: queue full.", M_QUEUES,
+     EXECUTOR(dropped_full)},
+    {"corral_executor_deduplicated_total", "counter", "Alerts dropped as duplicates.", M_QUEUES,
+     EXECUTOR(deduplicated)},
+    {"corral_executor_dedupe_forgotten_total", "counter",
+     "Dedupe keys forgotten before their window ended (too many keys).", M_QUEUES,
+     EXECUTOR(dedupe_forgotten)},
+    {"corral_executor_rate_limited_total", "counter", "Alerts dropped over the rate.", M_QUEUES,
+     EXECUTOR(rate_limited)},
+    {"corral_executor_queued", "gauge", "Alerts waiting, per executor.", M_QUEUES,
+     EXECUTOR(queued)},
+    {"corral_executor_inflight", "gauge", "Alerts being delivered now.", M_QUEUES,
+     EXECUTOR(inflight)},
+    {"corral_executor_spool_corrupt_total", "counter",
+     "Bad stretches of the spool skipped at start (records lost).", M_QUEUES,
+     EXECUTOR(spool_corrupt)},
+    {"corral_executor_spool_errors_total", "counter",
+     "Spool writes, syncs and rewrites that failed.", M_QUEUES, EXECUTOR(spool_errors)},
+    {"corral_executor_memory_only_total", "counter",
+     "Alerts accepted while the spool could not be written.", M_QUEUES, EXECUTOR(memory_only)},
+    {"corral_executor_unspooled", "gauge", "Alerts queued in memory only now (spool not writable).",
+     M_QUEUES, EXECUTOR(unspooled)},
+};
+
+#undef MGETTER
+#undef MGET
+#undef MGETD
+#undef F
+#undef SERVER
+#undef CORR
+#undef RULE
+#undef INPUT
+#undef OUTPUT
+#undef ENDPOINT
+#undef EXECUTOR
+
+void
+server_metrics(struct server *s, struct buf *out)
+{
+    static const struct snapshot_stats no_snapshot;
+    struct mctx m = {.s = s};
+    const void *src[M_NSRC] = {0};
+
+    engine_stats(s, &m.cs);
+    nv_stats(&m.nvs);
+    if (s->workers) workers_get_stats(s->workers, &m.ws);
+    if (s->dns) dnscache_stats(s->dns, &m.ds);
+    src[M_ALWAYS] = s;
+    src[M_CORR] = &m.cs;
+    src[M_SNAP] = s->snap ? snapshot_get_stats(s->snap) : &no_snapshot;
+    src[M_ABSENCE] = s->absence;
+    src[M_ALERTS] = s->alerts ? alerts_get_stats(s->alerts) : NULL;
+    src[M_SILENCES] = s->silences ? silences_get_stats(s->silences) : NULL;
+    src[M_DNS] = s->dns ? &m.ds : NULL;
+    src[M_WORKERS] = s->workers ? &m.ws : NULL;
+    src[M_PROXY] = s->proxy ? ipcproxy_get_stats(s->proxy) : NULL;
+    src[M_QUEUES] = s->nqueues ? s : NULL;
     apiv2_metrics(out);
     procstat_metrics(out);
-    SIMPLE("corral_uptime_seconds", "gauge", "Seconds since corrald started.",
-           (clock_mono_ms() - s->started_ms) / 1000);
-    SIMPLE("corral_rules", "gauge", "Rules loaded.", pdb_nrules(s->db));
-    SIMPLE("corral_value_names", "gauge", "Value names registered (at most 65536).", nvs.names);
-    SIMPLE("corral_value_names_input", "gauge",
-           "Value names registered from input (structured data; at most 16384).", nvs.input_names);
-    SIMPLE("corral_value_names_refused_total", "counter",
-           "Structured-data parameters whose new name input may not register: kept in "
-           ".corral.sdata_unregistered.",
-           nvs.refused);
-    SIMPLE("corral_messages_received_total", "counter", "Messages received from all inputs.",
-           s->received);
-    SIMPLE("corral_messages_parsed_total", "counter", "Messages parsed.", s->parsed);
-    SIMPLE("corral_messages_matched_total", "counter", "Messages a rule classified.", cs.matched);
-    SIMPLE("corral_messages_unknown_total", "counter", "Messages no rule classified.", cs.unknown);
-    SIMPLE("corral_messages_generated_total", "counter", "Messages generated by rule actions.",
-           cs.generated);
-    SIMPLE("corral_contexts_open", "gauge", "Open correlation contexts.", cs.contexts_open);
-    SIMPLE("corral_contexts_created_total", "counter", "Correlation contexts created.",
-           cs.contexts_created);
-    SIMPLE("corral_contexts_expired_total", "counter", "Correlation contexts that timed out.",
-           cs.contexts_expired);
-    SIMPLE("corral_context_bytes", "gauge", "Memory held by open contexts.", cs.context_bytes);
-    SIMPLE("corral_rate_buckets", "gauge", "Rate-limit buckets held (rate= of rule actions).",
-           cs.rate_buckets);
-    metric(out, "corral_dropped_total", "Things dropped, by reason.", "counter");
-    buf_printf(out, "corral_dropped_total{reason=\"context_limit\"} %llu\n",
-               (unsigned long long)cs.contexts_refused);
-    buf_printf(out, "corral_dropped_total{reason=\"context_full\"} %llu\n",
-               (unsigned long long)cs.messages_dropped);
-    buf_printf(out, "corral_dropped_total{reason=\"context_bytes\"} %llu\n",
-               (unsigned long long)cs.bytes_dropped);
-    buf_printf(out, "corral_dropped_total{reason=\"rate_limit\"} %llu\n",
-               (unsigned long long)cs.rate_limited);
-    buf_printf(out, "corral_dropped_total{reason=\"value_truncated\"} %llu\n",
-               (unsigned long long)(s->truncated_values + ws.truncated));
-    SIMPLE("corral_reloads_total", "counter", "Configuration reloads attempted.", s->reloads);
-    SIMPLE("corral_reload_failures_total", "counter",
-           "Reloads that failed (old configuration kept).", s->reload_failures);
-    SIMPLE("corral_config_last_reload_successful", "gauge",
-           "1 if the last reload succeeded (or none was asked since the start), 0 if it failed.",
-           s->last_reload_ok);
-    metric(out, "corral_config_last_reload_success_timestamp_seconds",
-           "When the configuration was last loaded (the start or a reload that succeeded), "
-           "in seconds since the epoch.",
-           "gauge");
-    buf_printf(out, "corral_config_last_reload_success_timestamp_seconds %.3f\n",
-               (double)s->last_reload_ok_ms / 1000.0);
-    {
-        static const struct snapshot_stats none;
-        const struct snapshot_stats *ss = s->snap ? snapshot_get_stats(s->snap) : &none;
-        SIMPLE(
-            "corral_state_save_requests_total", "counter",
-            "State saves asked for (periodic, ctl save); those made while one ran share the next.",
-            ss->requests);
-        SIMPLE("corral_state_saves_total", "counter", "Correlation state saves.", ss->saves);
-        SIMPLE("corral_state_save_failures_total", "counter", "Failed correlation state saves.",
-               ss->failures);
-        SIMPLE("corral_state_save_running", "gauge", "1 while a save runs in the background.",
-               (uint64_t)ss->running);
-        metric(out, "corral_state_save_seconds", "Duration of the last state save.", "gauge");
-        buf_printf(out, "corral_state_save_seconds %.6f\n", ss->last_seconds);
-        metric(out, "corral_state_save_fork_seconds",
-               "How long the loop stopped to fork the last background save.", "gauge");
-        buf_printf(out, "corral_state_save_fork_seconds %.6f\n", ss->last_fork_seconds);
-        metric(out, "corral_loop_stall_max_seconds",
-               "Longest time the loop worked without waiting for events, since start.", "gauge");
-        buf_printf(out, "corral_loop_stall_max_seconds %.6f\n", (double)s->stall_max_ns / 1e9);
-    }
-    if (s->absence) {
-        SIMPLE("corral_absence_sources", "gauge", "Sources watched by <absence>.",
-               absence_tracked(s->absence));
-        SIMPLE("corral_absence_down", "gauge", "Sources reported absent (down) now.",
-               absence_down(s->absence));
-        SIMPLE("corral_absence_untracked_total", "counter",
-               "Messages from sources not watched by <absence>: max-absence-sources reached.",
-               absence_untracked(s->absence));
-        SIMPLE("corral_absence_forgotten_total", "counter",
-               "Sources forgotten after sending nothing for forget=.",
-               absence_forgotten(s->absence));
-        SIMPLE("corral_absence_evicted_total", "counter",
-               "Sources seen once dropped to make room for a new one (max-absence-sources).",
-               absence_evicted(s->absence));
-        SIMPLE("corral_absence_foreign_total", "counter",
-               "Messages naming a watched source from another address than the one it is bound "
-               "to: not taken as the source's.",
-               absence_foreign(s->absence));
-    }
-    if (s->alerts) {
-        const struct alerts_stats *as = alerts_get_stats(s->alerts);
-        enum alert_state st;
-        unsigned i;
-        SIMPLE("corral_alerts_recorded_total", "counter",
-               "Alerts recorded in the alert store (every occurrence).", as->recorded);
-        SIMPLE("corral_alerts_silenced_total", "counter",
-               "Alerts a silence muted: recorded, sent to no executor.", as->silenced);
-        SIMPLE("corral_alerts_inhibited_total", "counter",
-               "Alerts an inhibit rule muted: recorded, sent to no executor.", as->inhibited);
-        SIMPLE("corral_alerts_forgotten_total", "counter",
-               "Resolved alerts forgotten from the store: max-alerts reached.", as->forgotten);
-        SIMPLE("corral_alerts_unrecorded_total", "counter",
-               "New alerts sent but not recorded: max-alerts alerts, none resolved.",
-               as->unrecorded);
-        metric(out, "corral_alerts_resolved_total", "Alerts resolved, by how.", "counter");
-        buf_printf(out, "corral_alerts_resolved_total{by=\"clear\"} %llu\n",
-                   (unsigned long long)as->resolved_clear);
-        buf_printf(out, "corral_alerts_resolved_total{by=\"timeout\"} %llu\n",
-                   (unsigned long long)as->resolved_timeout);
-        buf_printf(out, "corral_alerts_resolved_total{by=\"hand\"} %llu\n",
-                   (unsigned long long)as->resolved_hand);
-        metric(out, "corral_alert_labels_fixed_total",
-               "Alerts whose labels were missing or made right, by what.", "counter");
-        for (i = 0; i < ALERTLABELS_NFLAGS; i++)
-            buf_printf(out, "corral_alert_labels_fixed_total{what=\"%s\"} %llu\n",
-                       alertlabels_flag_name(1u << i), (unsigned long long)s->labels_fixed[i]);
-        SIMPLE("corral_alerts_unmuted_total", "counter",
-               "Alerts sent when the silence or inhibition that held them ended.", as->unmuted);
-        SIMPLE("corral_alerts_resolved_notifications_total", "counter",
-               "Resolved notifications handed to executors (send-resolved).",
-               as->notified_resolved);
-        metric(out, "corral_alerts", "Alerts in the store, by state.", "gauge");
-        for (st = ALERT_FIRING; st < ALERT_NSTATES; st++)
-            buf_printf(out, "corral_alerts{state=\"%s\"} %zu\n", alerts_state_name(st),
-                       alerts_in_state(s->alerts, st));
-    }
-    if (s->silences) {
-        const struct silences_stats *ss = silences_get_stats(s->silences);
-        SIMPLE("corral_silences", "gauge", "Silences kept (active, pending and ended).",
-               silences_count(s->silences));
-        SIMPLE("corral_silences_active", "gauge", "Silences active now.",
-               silences_active(s->silences, clock_wall_ms()));
-        SIMPLE("corral_silences_save_errors_total", "counter",
-               "Silence changes that could not be saved to the silences file.", ss->save_errors);
-    }
-    if (s->dns) {
-        struct dnscache_stats ds;
-        dnscache_stats(s->dns, &ds);
-        SIMPLE("corral_dns_hits_total", "counter", "$(dns-resolve-ip) answers from the cache.",
-               ds.hits);
-        SIMPLE("corral_dns_misses_total", "counter",
-               "$(dns-resolve-ip) addresses not in the cache (answered with the address).",
-               ds.misses);
-        SIMPLE("corral_dns_lookups_total", "counter", "Reverse lookups started.", ds.lookups);
-        SIMPLE("corral_dns_failures_total", "counter", "Reverse lookups that found no name.",
-               ds.failures);
-        SIMPLE("corral_dns_refused_total", "counter",
-               "Reverse lookups not started: too many in flight.", ds.refused);
-        SIMPLE("corral_dns_evicted_total", "counter", "Cache entries dropped for room.",
-               ds.evicted);
-        SIMPLE("corral_dns_entries", "gauge", "Names and failures cached now.", ds.entries);
-    }
-    SIMPLE("corral_regex_limit_hits_total", "counter",
-           "Regular expression matches stopped by the match, depth or heap limit (taken as no "
-           "match).",
-           rematch_limit_hits());
-    if (s->alerts)
-        SIMPLE("corral_alerts_load_errors_total", "counter",
-               "Damaged stretches of the alert store file skipped when it was read.",
-               alerts_get_stats(s->alerts)->load_errors);
-    if (s->silences)
-        SIMPLE("corral_silences_load_errors_total", "counter",
-               "Damaged records of the silences file skipped when it was read.",
-               silences_get_stats(s->silences)->load_errors);
-    SIMPLE("corral_heap_trims_total", "counter",
-           "Times freed heap memory was given back to the system (after a flood).", s->heap.trims);
-    SIMPLE("corral_heap_returned_bytes_total", "counter",
-           "Bytes the resident size fell by when freed heap memory was given back.",
-           s->heap.returned_bytes);
-    SIMPLE("corral_backpressure_pauses_total", "counter",
-           "Times stream inputs were paused because a queue was full.", s->pauses);
-    SIMPLE("corral_backpressure_paused_seconds_total", "counter",
-           "Seconds stream inputs have spent paused.",
-           (s->paused_ms + (s->paused ? uv_now(s->loop) - s->paused_at : 0)) / 1000);
-    if (s->workers) {
-        unsigned k, n = workers_nthreads(s->workers);
-        SIMPLE("corral_engine_shards", "gauge",
-               "Correlation shards of the worker threads (<engine workers>).",
-               workers_nshards(s->workers));
-        SIMPLE("corral_engine_queued", "gauge",
-               "Messages waiting for the worker threads or being processed by them.", ws.queued);
-        SIMPLE("corral_engine_batches_total", "counter",
-               "Batches of messages handed to the worker threads.", ws.batches);
-        SIMPLE("corral_engine_pauses_total", "counter",
-               "Times stream inputs were paused because the queue to the worker threads was full.",
-               s->engine_pauses);
-        SIMPLE("corral_engine_dropped_total", "counter",
-               "Datagrams dropped: the queue to the worker threads was full.", ws.dropped);
-        metric(out, "corral_engine_busy_seconds_total",
-               "Seconds each worker thread spent parsing, classifying and correlating.", "counter");
-        for (k = 0; k < n; k++)
-            buf_printf(out, "corral_engine_busy_seconds_total{worker=\"%u\"} %.6f\n", k,
-                       workers_busy_seconds(s->workers, k));
-    }
-    if (s->proxy) {
-        const struct ipcproxy_stats *ps = ipcproxy_get_stats(s->proxy);
-        SIMPLE("corral_privsep_sent_total", "counter",
-               "Alerts the engine process sent to the executor process.", ps->sent);
-        SIMPLE("corral_privsep_refused_total", "counter",
-               "Alerts not sent to the executor process (too long for a frame, or it is gone).",
-               ps->refused);
-        SIMPLE("corral_privsep_bad_frames_total", "counter",
-               "Frames from the executor process that did not parse (ignored).", ps->bad);
-        SIMPLE("corral_privsep_rejected_total", "counter",
-               "Requests of the engine process the executor process refused.", ps->served_rejected);
-    }
-#undef SIMPLE
-    rule_metric(out, s, "corral_rule_contexts_open", "Open contexts a rule created.",
-                offsetof(struct corr_rule_stats, contexts));
-    rule_metric(out, s, "corral_rule_contexts_refused_total",
-                "Contexts of a rule not created: limits or its share of them.",
-                offsetof(struct corr_rule_stats, refused));
-    rule_metric(out, s, "corral_rule_context_messages_dropped_total",
-                "Messages dropped from a rule's contexts or not kept in them: limits.",
-                offsetof(struct corr_rule_stats, dropped));
-    rule_metric(out, s, "corral_rule_contexts_evicted_total",
-                "Small contexts of a rule dropped for new ones of the rule: its share was full.",
-                offsetof(struct corr_rule_stats, evicted));
-    rule_metric(out, s, "corral_rule_rate_refused_total",
-                "Action runs of a rule suppressed for want of a rate-limit bucket.",
-                offsetof(struct corr_rule_stats, rate_refused));
-    rule_metric(out, s, "corral_rule_rate_buckets_evicted_total",
-                "Rate-limit buckets of a rule dropped for new keys: its share was full.",
-                offsetof(struct corr_rule_stats, rate_evicted));
-    input_metric(out, s, "corral_input_messages_total", "Messages received, per input.",
-                 offsetof(struct input_stats, received));
-    input_metric(out, s, "corral_input_bytes_total", "Bytes received, per input.",
-                 offsetof(struct input_stats, bytes));
-    input_metric(out, s, "corral_input_truncated_total", "Messages cut at max-message-size.",
-                 offsetof(struct input_stats, truncated));
-    input_metric(out, s, "corral_input_errors_total", "Framing and read errors.",
-                 offsetof(struct input_stats, errors));
-    input_metric(out, s, "corral_input_connections_total", "Connections accepted.",
-                 offsetof(struct input_stats, connections));
-    input_metric(out, s, "corral_input_rejected_total",
-                 "Connections refused at max-connections-per-peer.",
-                 offsetof(struct input_stats, rejected));
-    input_metric(out, s, "corral_input_evicted_total",
-                 "Connections closed at max-connections for a new one (the one idle longest).",
-                 offsetof(struct input_stats, evicted));
-    input_metric(out, s, "corral_input_idle_closed_total", "Connections closed for idling.",
-                 offsetof(struct input_stats, idle_closed));
-    input_metric(out, s, "corral_input_read_yields_total",
-                 "Times a connection stopped reading until the next loop iteration so that "
-                 "other connections and the control and HTTP endpoints had their turn.",
-                 offsetof(struct input_stats, yields));
-    input_metric(out, s, "corral_input_connections_active", "Connections open now.",
-                 offsetof(struct input_stats, active));
-    input_metric(out, s, "corral_input_kernel_drops_total",
-                 "Datagrams the kernel dropped, the receive buffer full (UDP inputs).",
-                 offsetof(struct input_stats, kernel_drops));
-    tls_metrics(out, s);
-    output_metric(out, s, "corral_output_written_total", "Messages written, per output.",
-                  offsetof(struct output_stats, written));
-    output_metric(out, s, "corral_output_dropped_total", "Messages dropped, per output.",
-                  offsetof(struct output_stats, dropped));
-    output_metric(out, s, "corral_output_generated_dropped_total",
-                  "Generated messages (alerts) dropped, per output: their lane was full too.",
-                  offsetof(struct output_stats, generated_dropped));
-    output_metric(out, s, "corral_output_errors_total", "Write and connection errors.",
-                  offsetof(struct output_stats, errors));
-    output_metric(out, s, "corral_output_queued", "Messages waiting, per output.",
-                  offsetof(struct output_stats, queued));
-    endpoint_metric(out, s, "corral_endpoint_timeouts_total",
-                    "Control and stats connections closed: not done in time.",
-                    offsetof(struct server_endpoint_stats, timed_out));
-    endpoint_metric(out, s, "corral_endpoint_evicted_total",
-                    "Control and stats connections closed for a new one (the cap was reached).",
-                    offsetof(struct server_endpoint_stats, evicted));
-    endpoint_metric(out, s, "corral_endpoint_accept_errors_total",
-                    "Control and stats connections that could not be accepted.",
-                    offsetof(struct server_endpoint_stats, accept_errors));
-    endpoint_metric(out, s, "corral_endpoint_unauthorized_total",
-                    "Requests refused for want of valid credentials (the stats API token).",
-                    offsetof(struct server_endpoint_stats, unauthorized));
-    endpoint_metric(out, s, "corral_endpoint_bad_requests_total",
-                    "Requests refused as malformed or too large.",
-                    offsetof(struct server_endpoint_stats, bad_requests));
-    if (s->nqueues) {
-        queue_metric(out, s, "corral_executor_submitted_total", "Alerts routed to an executor.",
-                     offsetof(struct queue_stats, submitted));
-        queue_metric(out, s, "corral_executor_delivered_total", "Alerts delivered.",
-                     offsetof(struct queue_stats, delivered));
-        queue_metric(out, s, "corral_executor_retries_total",
-                     "Delivery attempts that failed for now.",
-                     offsetof(struct queue_stats, retries));
-        queue_metric(out, s, "corral_executor_dead_total", "Alerts given up (dead-letter file).",
-                     offsetof(struct queue_stats, dead));
-        queue_metric(out, s, "corral_executor_dead_retried_total",
-                     "Dead letters queued again (corral queue retry).",
-                     offsetof(struct queue_stats, retried));
-        queue_metric(out, s, "corral_executor_operator_dropped_total",
-                     "Queued alerts and dead letters dropped (corral queue drop).",
-                     offsetof(struct queue_stats, dropped));
-        queue_metric(out, s, "corral_executor_dropped_full_total", "Alerts refused: queue full.",
-                     offsetof(struct queue_stats, dropped_full));
-        queue_metric(out, s, "corral_executor_deduplicated_total", "Alerts dropped as duplicates.",
-                     offsetof(struct queue_stats, deduplicated));
-        queue_metric(out, s, "corral_executor_dedupe_forgotten_total",
-                     "Dedupe keys forgotten before their window ended (too many keys).",
-                     offsetof(struct queue_stats, dedupe_forgotten));
-        queue_metric(out, s, "corral_executor_rate_limited_total", "Alerts dropped over the rate.",
-                     offsetof(struct queue_stats, rate_limited));
-        queue_metric(out, s, "corral_executor_queued", "Alerts waiting, per executor.",
-                     offsetof(struct queue_stats, queued));
-        queue_metric(out, s, "corral_executor_inflight", "Alerts being delivered now.",
-                     offsetof(struct queue_stats, inflight));
-        queue_metric(out, s, "corral_executor_spool_corrupt_total",
-                     "Bad stretches of the spool skipped at start (records lost).",
-                     offsetof(struct queue_stats, spool_corrupt));
-        queue_metric(out, s, "corral_executor_spool_errors_total",
-                     "Spool writes, syncs and rewrites that failed.",
-                     offsetof(struct queue_stats, spool_errors));
-        queue_metric(out, s, "corral_executor_memory_only_total",
-                     "Alerts accepted while the spool could not be written.",
-                     offsetof(struct queue_stats, memory_only));
-        queue_metric(out, s, "corral_executor_unspooled",
-                     "Alerts queued in memory only now (spool not writable).",
-                     offsetof(struct queue_stats, unspooled));
-    }
+    metrics_render(out, server_mtab, sizeof(server_mtab) / sizeof(server_mtab[0]), src, &m);
 }
 
 struct ctx_json {

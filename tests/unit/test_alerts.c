@@ -15,14 +15,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/alerts.h"
 #include "agent/conf.h"
 #include "agent/silences.h"
+#include "engine/durable.h"
 #include "engine/labelmatch.h"
 #include "engine/nv.h"
 #include "engine/tags.h"
+#include "engine/wire.h"
 #include "tests/unit/unit_run.h"
 
 static struct msg *
@@ -653,6 +656,124 @@ START_TEST(test_history)
 }
 END_TEST
 
+/* The whole of a file, and its length. */
+static char *
+slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *data = malloc(65536);
+
+    ck_assert_ptr_nonnull(f);
+    *len = fread(data, 1, 65536, f);
+    fclose(f);
+    return data;
+}
+
+static void
+spill(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+/* A store of three alerts read back from path after damage: how many it kept. */
+static size_t
+reload(const struct conf *c, const char *path, int want_rc, uint64_t *errors)
+{
+    struct buf err = BUF_INIT;
+    struct alerts *a = alerts_new(c, &err);
+    size_t n;
+
+    ck_assert_int_eq(alerts_load(a, path), want_rc);
+    n = alerts_count(a);
+    *errors = alerts_get_stats(a)->load_errors;
+    alerts_free(a);
+    buf_free(&err);
+    return n;
+}
+
+/*
+ * The alert store file read past damage: a damaged stretch is skipped to the
+ * next record that checks out, a record that checks out but does not decode
+ * is skipped, each counted in load_errors; a file that is not a store, or
+ * cannot be read, is one load error and nothing read.
+ */
+START_TEST(test_load_damage)
+{
+    struct conf *c = conf_with(10, NULL, NULL, NULL);
+    struct buf err = BUF_INIT, rec = BUF_INIT;
+    struct alerts *a = alerts_new(c, &err);
+    struct msg *m[3] = {labels("web1", "sshd", "brute"), labels("web2", "sshd", "brute"),
+                        labels("web3", "sshd", "brute")};
+    char path[] = "/tmp/test_alerts_damage.XXXXXX";
+    char *data;
+    size_t len, i, hl = strlen("CORRALAL2\n");
+    uint64_t errors;
+    int fd = mkstemp(path);
+
+    close(fd);
+    for (i = 0; i < 3; i++) record(a, m[i], T0 + i);
+    ck_assert_int_eq(alerts_save(a, path), 0);
+    alerts_free(a);
+    data = slurp(path, &len);
+    ck_assert_uint_eq(reload(c, path, 0, &errors), 3);
+    ck_assert_uint_eq(errors, 0);
+
+    /* a byte of the second record changed: it is lost, the others are read */
+    {
+        size_t second = hl + 8 + wire_load32((const unsigned char *)data + hl);
+        data[second + 20] ^= 0x55;
+        spill(path, data, len);
+        ck_assert_uint_eq(reload(c, path, 0, &errors), 2);
+        ck_assert_uint_eq(errors, 1);
+        data[second + 20] ^= 0x55;
+    }
+    /* cut inside the last record: the two before it are read */
+    spill(path, data, len - 5);
+    ck_assert_uint_eq(reload(c, path, 0, &errors), 2);
+    ck_assert_uint_eq(errors, 1);
+
+    /* a record whose checksum is right but whose content is not an alert */
+    {
+        static const unsigned char junk[] = {1, 0, 0, 0, 'x', 0xff, 0xff, 0xff};
+        unsigned char head[8];
+        buf_append(&rec, data, len);
+        wire_store32(head, sizeof(junk));
+        wire_store32(head + 4, durable_crc32(0, junk, sizeof(junk)));
+        buf_append(&rec, (const char *)head, 8);
+        buf_append(&rec, (const char *)junk, sizeof(junk));
+        spill(path, rec.p, rec.len);
+        ck_assert_uint_eq(reload(c, path, 0, &errors), 3);
+        ck_assert_uint_eq(errors, 1);
+    }
+
+    /* not a store at all */
+    spill(path, "CORRALXX\nwhatever", 17);
+    ck_assert_uint_eq(reload(c, path, -1, &errors), 0);
+    ck_assert_uint_eq(errors, 1);
+    spill(path, "CO", 2);
+    ck_assert_uint_eq(reload(c, path, -1, &errors), 0);
+    ck_assert_uint_eq(errors, 1);
+    /* unreadable: a directory in its place; absent: no error */
+    unlink(path);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    ck_assert_uint_eq(reload(c, path, -1, &errors), 0);
+    ck_assert_uint_eq(errors, 1);
+    rmdir(path);
+    ck_assert_uint_eq(reload(c, path, 0, &errors), 0);
+    ck_assert_uint_eq(errors, 0);
+
+    for (i = 0; i < 3; i++) msg_unref(m[i]);
+    free(data);
+    buf_free(&rec);
+    buf_free(&err);
+    conf_free(c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -662,6 +783,7 @@ main(void)
     tcase_add_test(tc, test_matchers);
     tcase_add_test(tc, test_silences);
     tcase_add_test(tc, test_store);
+    tcase_add_test(tc, test_load_damage);
     tcase_add_test(tc, test_resolution);
     tcase_add_test(tc, test_live_muting);
     tcase_add_test(tc, test_inhibit_window);

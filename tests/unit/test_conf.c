@@ -450,6 +450,48 @@ START_TEST(test_errors)
 }
 END_TEST
 
+START_TEST(test_attribute_errors)
+{
+    char body[1200], tok[400];
+
+    load_fails("<rules path=\"r\"/>\n<control socket=\"/s\" mode=\"0666\"/>\n", 4,
+               "bad mode \"0666\": 0600 (its owner only) or 0660");
+    load_fails("<rules path=\"r\"/>\n<alerts evidence-lines=\"100000\"/>\n", 4,
+               "evidence-lines must be a number from 0 to");
+    load_fails("<rules path=\"r\"/>\n<alerts evidence-bytes=\"1\"/>\n", 4,
+               "evidence-bytes must lie between");
+    load_fails("<rules path=\"r\"/>\n<alerts alert-id=\"${HOST\"/>\n", 4, "bad alert-id template");
+    load_fails("<rules path=\"r\"/>\n<inhibit source=\"a=b\" target=\"a=~(\"/>\n", 4,
+               "inhibit target=\"a=~(\"");
+    /* digits the schema takes, too many for a count */
+    load_fails("<rules path=\"r\"/>\n<engine workers=\"99999999999999999999999\"/>\n", 4,
+               "bad value workers=\"99999999999999999999999\"");
+
+    /* the API token file: missing, readable by everyone, too short */
+    snprintf(tok, sizeof(tok), "%s/token", workdir);
+    snprintf(body, sizeof(body),
+             "<rules path=\"r\"/>\n<stats listen=\"127.0.0.1:0\" api-token-file=\"%s\"/>\n", tok);
+    load_fails(body, 4, "api-token-file");
+    ul_write_file(tok, "0123456789abcdef0123\n");
+    ck_assert_int_eq(chmod(tok, 0644), 0);
+    load_fails(body, 4, "is readable by everyone");
+    ck_assert_int_eq(chmod(tok, 0600), 0);
+    ul_write_file(tok, "short\n");
+    ck_assert_int_eq(chmod(tok, 0600), 0);
+    load_fails(body, 4, "at least 16 characters");
+    ul_write_file(tok, "0123456789 abcdef0123\n");
+    ck_assert_int_eq(chmod(tok, 0600), 0);
+    load_fails(body, 4, "without spaces");
+    ul_write_file(tok, "0123456789abcdef0123\r\n");
+    ck_assert_int_eq(chmod(tok, 0600), 0);
+    {
+        struct conf *c = load_ok(body);
+        ck_assert_str_eq(c->stats_api_token, "0123456789abcdef0123");
+        conf_free(c);
+    }
+}
+END_TEST
+
 START_TEST(test_missing_file)
 {
     struct buf err = BUF_INIT;
@@ -537,6 +579,7 @@ conf_suite(void)
     tcase_add_test(tc, test_default);
     tcase_add_test(tc, test_units);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_attribute_errors);
     tcase_add_test(tc, test_missing_file);
     tcase_add_test(tc, test_rules_readable);
     tcase_add_test(tc, test_split_address);

@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <check.h>
+#include <sys/un.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,46 @@ START_TEST(test_template_answers)
 }
 END_TEST
 
+/* IPv6 addresses are cached as IPv4 ones are; other families and short addresses are no key. */
+START_TEST(test_families)
+{
+    struct sockaddr_in6 sin6;
+    struct sockaddr_in sin;
+    struct sockaddr_un sun;
+    struct dnscache *c;
+    struct dnscache_stats st;
+    char host[256];
+
+    ck_assert_int_eq(uv_loop_init(&loop), 0);
+    c = dnscache_new(&loop, NULL);
+    memset(&sin6, 0, sizeof(sin6));
+    sin6.sin6_family = AF_INET6;
+    ck_assert_int_eq(inet_pton(AF_INET6, "::1", &sin6.sin6_addr), 1);
+    ck_assert_int_eq(dnscache_lookup(c, (struct sockaddr *)&sin6, sizeof(sin6), host, sizeof(host)),
+                     -1);
+    ck_assert_uint_eq(stats(c).lookups, 1);
+    ck_assert_uint_eq(stats(c).entries, 1);
+    settle(c);
+    /* answered from the cache now: a name, or the failure remembered (no name for ::1 here) */
+    st = stats(c);
+    if (dnscache_lookup(c, (struct sockaddr *)&sin6, sizeof(sin6), host, sizeof(host)) < 0)
+        ck_assert_uint_eq(st.failures, 1);
+    ck_assert_uint_eq(stats(c).hits, 1);
+    ck_assert_uint_eq(stats(c).lookups, 1);
+
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    ck_assert_int_eq(dnscache_lookup(c, (struct sockaddr *)&sun, sizeof(sun), host, sizeof(host)),
+                     -1);
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    ck_assert_int_eq(dnscache_lookup(c, (struct sockaddr *)&sin, 4, host, sizeof(host)), -1);
+    ck_assert_uint_eq(stats(c).misses, 1); /* neither was a miss: no key at all */
+    ck_assert_uint_eq(stats(c).entries, 1);
+    finish(c);
+}
+END_TEST
+
 /* More lookups than max_inflight are refused and not remembered. */
 START_TEST(test_inflight_bound)
 {
@@ -193,6 +234,7 @@ main(void)
     tcase_set_timeout(tc, 60); /* a lookup of 127.0.0.2 may ask a slow DNS server */
     tcase_add_test(tc, test_template_answers);
     tcase_add_test(tc, test_inflight_bound);
+    tcase_add_test(tc, test_families);
     tcase_add_test(tc, test_eviction);
     tcase_add_test(tc, test_expiry);
     suite_add_tcase(s, tc);

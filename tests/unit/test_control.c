@@ -1,0 +1,233 @@
+/*
+ * Unit tests: what a started server (no inputs, an alert store) answers
+ * without a socket: the JSON requests of the control socket
+ * (control_request_json: every command, and the errors of bad JSON, no or
+ * an unknown command, bad ids and matchers), the status page, an alert's
+ * own page and the status JSON (agent/status), and /metrics (server.c's
+ * table: the families of what is not configured are left out).
+ */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/conf.h"
+#include "agent/control.h"
+#include "agent/server.h"
+#include "agent/status.h"
+#include "tests/unit/unit_run.h"
+#include "tests/unit/unitlib.h"
+
+#define RULES                                                                                      \
+    "<?xml version='1.0'?>\n<patterndb version='5' pub_date='2026-01-01'>\n"                       \
+    "<ruleset name='t' id='t'><patterns><pattern>t</pattern></patterns><rules>\n"                  \
+    "<rule provider='t' id='t.hello' class='system'><patterns><pattern>hello</pattern>"            \
+    "</patterns></rule>\n</rules></ruleset></patterndb>\n"
+
+static uv_loop_t loop;
+static struct server *srv;
+static struct status *st;
+
+static void
+on_shutdown(void *arg)
+{
+    *(bool *)arg = true;
+}
+
+static void
+setup(void)
+{
+    char file[512], rules[512];
+    struct buf text = BUF_INIT, err = BUF_INIT;
+    struct conf *c;
+
+    ck_assert_ptr_nonnull(ul_workdir_new("control"));
+    snprintf(rules, sizeof(rules), "%s", ul_wpath("rules.xml"));
+    ul_write_file(rules, RULES);
+    snprintf(file, sizeof(file), "%s", ul_wpath("corrald.conf"));
+    buf_printf(&text,
+               "<corrald>\n<rules path=\"%s\"/>\n<alerts max-alerts=\"10\"/>\n"
+               "<executors><exec name=\"x\" program=\"/bin/true\"/></executors>\n"
+               "<routes><route tag=\"corral.alert\" to=\"x\"/></routes>\n</corrald>\n",
+               rules);
+    ul_write_file(file, buf_str(&text));
+    c = conf_load(file, NULL, &err); /* the built-in schema */
+    ck_assert_msg(c != NULL, "%s", buf_str(&err));
+    ck_assert_int_eq(uv_loop_init(&loop), 0);
+    srv = server_new(&loop);
+    ck_assert_msg(server_start(srv, c, &err) == 0, "%s", buf_str(&err));
+    st = status_new(&loop, srv);
+    buf_free(&text);
+    buf_free(&err);
+}
+
+static void
+teardown(void)
+{
+    bool done = false;
+
+    status_free(st);
+    server_shutdown(srv, on_shutdown, &done);
+    ck_assert(ul_run_until(&loop, ul_flag_set, &done, 60));
+    server_free(srv);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    ul_workdir_remove();
+}
+
+/* The answer to a request, parsed; its status must be want ("success" or "error"). */
+static json_t *
+ask(const char *req, const char *want)
+{
+    struct buf out = BUF_INIT;
+    json_t *j;
+
+    control_request_json(srv, req, strlen(req), &out);
+    j = json_loads(buf_str(&out), 0, NULL);
+    ck_assert_msg(j != NULL, "not JSON: %s", buf_str(&out));
+    ck_assert_msg(strcmp(json_string_value(json_object_get(j, "status")), want) == 0,
+                  "%s: want %s, got %s", req, want, buf_str(&out));
+    buf_free(&out);
+    return j;
+}
+
+/* The error a request is answered with contains what. */
+static void
+refused(const char *req, const char *what)
+{
+    json_t *j = ask(req, "error");
+    const char *e = json_string_value(json_object_get(j, "error"));
+
+    ck_assert_msg(e && strstr(e, what), "%s: want an error with %s, got %s", req, what, e);
+    json_decref(j);
+}
+
+START_TEST(test_errors)
+{
+    refused("{not json", "bad JSON");
+    refused("{}", "\"command\" expected");
+    refused("{\"command\":\"flush\"}", "unknown command \"flush\"");
+    refused("{\"command\":\"alerts\",\"id\":5}", "id: a string expected");
+    refused("{\"command\":\"alerts\",\"matchers\":\"HOST=a\"}", "matchers: an array of strings");
+    refused("{\"command\":\"alerts\",\"matchers\":[5]}", "matchers: an array of strings");
+    refused("{\"command\":\"silence-list\",\"matchers\":[\"=~(\"]}", "");
+    refused("{\"command\":\"alerts-resolve\",\"ids\":\"x\"}", "ids: an array of alert ids");
+    refused("{\"command\":\"alerts-resolve\",\"ids\":[]}", "ids: an array of alert ids");
+    refused("{\"command\":\"alerts-resolve\",\"ids\":[\"a\",\"b\"]}",
+            "a: no such alert, or resolved already; b: no such");
+    refused("{\"command\":\"silence-expire\",\"ids\":[1]}", "ids: an array of silence ids");
+    refused("{\"command\":\"silence-expire\",\"ids\":[\"nope\"]}", "nope");
+    refused("{\"command\":\"silence-update\"}", "id: a silence id expected");
+    refused("{\"command\":\"silence-add\",\"silence\":{}}", "");
+    refused("{\"command\":\"alert-add\",\"alerts\":5}", "");
+}
+END_TEST
+
+/* An alert added as POST /api/v2/alerts does, listed, silenced, resolved by hand. */
+START_TEST(test_commands)
+{
+    json_t *j;
+    char req[512], id[128];
+    const char *sid;
+
+    j = ask("{\"command\":\"alert-add\",\"alerts\":[{\"labels\":{\"alertname\":\"DiskFull\","
+            "\"instance\":\"web1\",\"severity\":\"critical\"}}]}",
+            "success");
+    json_decref(j);
+    j = ask("{\"command\":\"alerts\"}", "success");
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "data")), 1);
+    snprintf(
+        id, sizeof(id), "%s",
+        json_string_value(json_object_get(json_array_get(json_object_get(j, "data"), 0), "id")));
+    json_decref(j);
+    j = ask("{\"command\":\"alerts\",\"matchers\":[\"HOST=\\\"nowhere\\\"\"]}", "success");
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "data")), 0);
+    json_decref(j);
+
+    /* a silence: added, listed, updated, expired */
+    j = ask("{\"command\":\"silence-add\",\"silence\":{\"matchers\":[\"HOST=web1\"],"
+            "\"duration\":\"1h\",\"comment\":\"c\"}}",
+            "success");
+    sid = json_string_value(json_object_get(json_object_get(j, "data"), "silenceID"));
+    ck_assert_ptr_nonnull(sid);
+    snprintf(req, sizeof(req),
+             "{\"command\":\"silence-update\",\"id\":\"%s\",\"silence\":{\"comment\":\"d\"}}", sid);
+    json_decref(ask(req, "success"));
+    json_decref(ask("{\"command\":\"silence-query\",\"matchers\":[\"HOST=web1\"]}", "success"));
+    json_decref(ask("{\"command\":\"silence-list\",\"expired\":true}", "success"));
+    snprintf(req, sizeof(req), "{\"command\":\"silence-expire\",\"ids\":[\"%s\"]}", sid);
+    json_decref(j);
+    json_decref(ask(req, "success"));
+
+    /* the status page, the alert's own page, the JSON */
+    {
+        struct buf out = BUF_INIT;
+        const char *bad[] = {"=~("};
+        struct status_query q = {bad, 1, NULL};
+        json_t *sj;
+
+        ck_assert_uint_eq(status_page(st, NULL, &out), 200);
+        ck_assert_ptr_nonnull(strstr(buf_str(&out), "</html>"));
+        buf_reset(&out);
+        ck_assert_uint_eq(status_page(st, &q, &out), 400);
+        buf_reset(&out);
+        q.nfilters = 0;
+        q.state = "bogus";
+        ck_assert_uint_eq(status_page(st, &q, &out), 400);
+        buf_reset(&out);
+        ck_assert_uint_eq(status_alert_page(st, id, &out), 200);
+        ck_assert_ptr_nonnull(strstr(buf_str(&out), "corral silence add"));
+        buf_reset(&out);
+        ck_assert_uint_eq(status_alert_page(st, "no/such<alert>", &out), 404);
+        ck_assert_ptr_null(strstr(buf_str(&out), "<alert>"));
+        sj = status_json(st);
+        ck_assert_ptr_nonnull(sj);
+        json_decref(sj);
+        buf_free(&out);
+    }
+
+    snprintf(req, sizeof(req), "{\"command\":\"alerts-resolve\",\"ids\":[\"%s\"]}", id);
+    json_decref(ask(req, "success"));
+    refused(req, "resolved already");
+}
+END_TEST
+
+/* /metrics of a server without privsep, absence or DNS cache: those are left out. */
+START_TEST(test_metrics)
+{
+    struct buf out = BUF_INIT;
+    const char *m;
+
+    server_metrics(srv, &out);
+    m = buf_str(&out);
+    ck_assert_ptr_nonnull(strstr(m, "# HELP corral_rules Rules loaded.\n# TYPE corral_rules "
+                                    "gauge\ncorral_rules 1\n"));
+    ck_assert_ptr_nonnull(strstr(m, "\ncorral_dropped_total{reason=\"value_truncated\"} 0\n"));
+    ck_assert_ptr_nonnull(strstr(m, "\ncorral_alerts{state=\"firing\"} 0\n"));
+    ck_assert_ptr_nonnull(strstr(m, "\n# TYPE corral_silences_load_errors_total counter\n"));
+    ck_assert_ptr_nonnull(strstr(m, "\ncorral_endpoint_timeouts_total{endpoint=\"stats\"} 0\n"));
+    /* no rule opens contexts: the header, no series */
+    ck_assert_ptr_nonnull(strstr(m, "# TYPE corral_rule_contexts_open gauge\n# HELP "));
+    ck_assert_ptr_null(strstr(m, "corral_privsep_"));
+    ck_assert_ptr_nonnull(strstr(m, "\ncorral_executor_submitted_total{executor=\"x\"} 0\n"));
+    ck_assert_ptr_null(strstr(m, "corral_absence_"));
+    ck_assert_ptr_null(strstr(m, "corral_dns_"));
+    ck_assert_ptr_null(strstr(m, "corral_input_messages_total{"));
+    buf_free(&out);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("control");
+    TCase *tc = tcase_create("core");
+
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_commands);
+    tcase_add_test(tc, test_metrics);
+    suite_add_tcase(s, tc);
+    return unit_run(s);
+}
