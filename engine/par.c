@@ -42,8 +42,9 @@
  * Which shard owns a message (par_owner()): one whose rule has no context and
  * no rate-limited action needs no shared state (its actions see only the
  * message and the correlation time, which every shard has): any shard, the
- * least busy (balance()).  Otherwise the hash of its context key: the scope, the scope's
- * fields (HOST, PROGRAM, PID) and the evaluated context id.  A rate limit is
+ * least busy (balance()).  Otherwise the hash of its context key (corrkey.h,
+ * the key corr's tables use): the scope, the scope's fields (HOST, PROGRAM,
+ * PID) and the evaluated context id.  A rate limit is
  * shared by every context of its rule with the same scope fields, whatever
  * their id (the bucket key is the scope fields and rule:action), so when any
  * rule of a scope has a rate-limited action, that scope's key leaves the id
@@ -80,6 +81,7 @@
  */
 #include "engine/par.h"
 #include "engine/clock.h"
+#include "engine/corrkey.h"
 #include "engine/hash.h"
 #include "engine/parsers.h"
 #include "engine/template.h"
@@ -176,40 +178,6 @@ struct par {
 
 /* ---- which shard owns a message ---- */
 
-unsigned
-par_shard_of(const struct par_key *k, unsigned n)
-{
-    struct hash_state s;
-    uint64_t h;
-    uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
-                        (uint32_t)(k->id ? k->idlen : 0)};
-
-    if (n <= 1) return 0;
-    hash_begin(&s);
-    hash_add(&s, &k->scope, sizeof(k->scope));
-    hash_add(&s, lens, sizeof(lens));
-    hash_add(&s, k->host, k->hostlen);
-    hash_add(&s, k->prog, k->proglen);
-    hash_add(&s, k->pid, k->pidlen);
-    if (k->id) hash_add(&s, k->id, k->idlen);
-    h = hash_end(&s);
-    /* the high bits of a multiplied hash: corr's tables use the low bits of its own hash of the
-     * same fields, and a shard should not see only 1/n of its buckets used */
-    return (unsigned)(((h * 0x9E3779B97F4A7C15ULL) >> 32) % n);
-}
-
-static const char *
-field(const struct msg *m, nv_handle h, size_t *len)
-{
-    const char *v = msg_get(m, h, len);
-
-    if (!v) {
-        *len = 0;
-        return "";
-    }
-    return v;
-}
-
 static bool
 rate_limited(const struct pdb_rule *r)
 {
@@ -290,27 +258,11 @@ static unsigned
 key_owner(const struct par_route *rt, const struct msg *m, enum pdb_scope scope,
           const struct template *tpl, struct buf *id)
 {
-    struct par_key k;
-    struct template_env env;
+    struct corrkey k;
 
-    memset(&k, 0, sizeof(k));
-    k.scope = scope;
-    k.host = k.prog = k.pid = "";
-    switch (scope) {
-    case PDB_SCOPE_PROCESS: k.pid = field(m, NV_PID, &k.pidlen);       /* fall through */
-    case PDB_SCOPE_PROGRAM: k.prog = field(m, NV_PROGRAM, &k.proglen); /* fall through */
-    case PDB_SCOPE_HOST: k.host = field(m, NV_HOST, &k.hostlen);       /* fall through */
-    case PDB_SCOPE_GLOBAL: break;
-    }
-    if (tpl && !rt->noid[scope]) {
-        /* as corr_process evaluates it: over the message alone, before the rule's values */
-        template_env_single(&env, (struct msg **)&m);
-        buf_reset(id);
-        template_eval(tpl, &env, id);
-        k.id = buf_str(id);
-        k.idlen = id->len;
-    }
-    return par_shard_of(&k, rt->nshards);
+    /* a scope with a rate-limited rule routes without the id (see the top of this file) */
+    corrkey_for_rule(&k, scope, rt->noid[scope] ? NULL : tpl, m, id);
+    return corrkey_shard(corrkey_hash(&k), rt->nshards);
 }
 
 unsigned
@@ -494,7 +446,7 @@ par_process(struct corr *c, unsigned self, unsigned nshards, struct par_sync *sy
 unsigned
 par_context_owner(const struct par_route *rt, const struct corr_context_info *ci)
 {
-    struct par_key k;
+    struct corrkey k;
 
     if (rt->nshards <= 1) return 0;
     memset(&k, 0, sizeof(k));
@@ -509,7 +461,7 @@ par_context_owner(const struct par_route *rt, const struct corr_context_info *ci
         k.id = ci->id;
         k.idlen = ci->idlen;
     }
-    return par_shard_of(&k, rt->nshards);
+    return corrkey_shard(corrkey_hash(&k), rt->nshards);
 }
 
 /* ---- merge ---- */

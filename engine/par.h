@@ -138,14 +138,6 @@ unsigned par_context_owner(const struct par_route *rt, const struct corr_context
 
 /* ---- the pieces, exposed for the unit tests ---- */
 
-/* Which shard of n owns messages of rule r with context id (or NULL) id. */
-struct par_key {
-    enum pdb_scope scope;
-    const char *host, *prog, *pid, *id; /* id NULL: not part of the key */
-    size_t hostlen, proglen, pidlen, idlen;
-};
-unsigned par_shard_of(const struct par_key *k, unsigned n);
-
 /*
  * One emitted message's place in the output: its input position, whether
  * a timeout fired it (before the input message at pos) and the firing

@@ -1,9 +1,10 @@
 /*
  * Unit tests: the parallel engine's pieces (engine/par.c).  par_merge puts
- * the shards' records in one-thread order; par_shard_of spreads keys and is
- * a function of the key alone; and the engine as a whole gives, for 1 to 7
- * threads, exactly what one corr gives on the same lines, including a shard
- * that owns no message but must still fire its timeouts in place.
+ * the shards' records in one-thread order; the correlation key's shard
+ * (corrkey.h) spreads keys and is a function of the key alone; and the
+ * engine as a whole gives, for 1 to 7 threads, exactly what one corr gives
+ * on the same lines, including a shard that owns no message but must still
+ * fire its timeouts in place.
  */
 #include <check.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "engine/corr.h"
+#include "engine/corrkey.h"
 #include "engine/par.h"
 #include "engine/pdb.h"
 #include "engine/syslogfmt.h"
@@ -114,11 +116,17 @@ START_TEST(test_merge_stops)
 }
 END_TEST
 
-/* ---- par_shard_of ---- */
+/* ---- the shard of a correlation key ---- */
+
+static unsigned
+par_shard_of(const struct corrkey *k, unsigned n)
+{
+    return corrkey_shard(corrkey_hash(k), n);
+}
 
 START_TEST(test_shard_of)
 {
-    struct par_key k = {PDB_SCOPE_HOST, "h", "", "", "id", 1, 0, 0, 2};
+    struct corrkey k = {PDB_SCOPE_HOST, "h", "", "", "id", 1, 0, 0, 2};
     unsigned count[4] = {0}, i;
     char host[32];
 
@@ -139,7 +147,7 @@ START_TEST(test_shard_of)
     k.host = "h";
     k.hostlen = 1;
     {
-        struct par_key k2 = k;
+        struct corrkey k2 = k;
         k2.id = "";
         ck_assert_uint_eq(par_shard_of(&k, 7), par_shard_of(&k2, 7));
     }
