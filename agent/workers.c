@@ -75,6 +75,7 @@
 #include "engine/xalloc.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,7 @@ struct item {
     uint64_t t;
     unsigned shard;
     struct par_steps steps; /* a message split between shards (also-correlate) */
+    uint8_t by;             /* the thread that classified it (par_balance()) */
     size_t off, len, peer, peerlen, tls, tlslen; /* in the batch's text; NONE: absent */
     bool keep;
 };
@@ -223,6 +225,7 @@ classify_item(struct workers *w, struct thread *t, const struct batch *b, struct
     it->rule = pdb_lookup_r(w->db, it->m, t->scratch);
     it->t = corr_msg_time(it->m, b->clock);
     it->shard = par_owner_steps(&w->route, it->m, it->rule, &t->id, &it->steps);
+    it->by = (uint8_t)t->index;
 }
 
 static size_t
@@ -291,15 +294,12 @@ idle_classify(void *arg, unsigned self)
     return did;
 }
 
-/* Messages that need no shard's state go to the shards in even runs (input order). */
+/* Messages that need no shard's state: as the parallel engine gives them (par_balance()). */
 static void
 balance(struct workers *w, struct batch *b)
 {
-    size_t i;
-
-    for (i = 0; i < b->n; i++)
-        if (b->items[i].shard == PAR_ANY_SHARD)
-            b->items[i].shard = (unsigned)(i * w->nshards / b->n);
+    par_balance(b->items, b->n, sizeof(*b->items), offsetof(struct item, shard),
+                offsetof(struct item, by), w->nshards);
 }
 
 /* Phase B: shard t->index's part of batch b (classified), after its part of the batch before. */

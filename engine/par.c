@@ -88,6 +88,7 @@
 #include "engine/xalloc.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -721,35 +722,46 @@ worker(void *arg)
  * on the input alone, and such a message's output does not depend on the
  * shard that processes it (every shard has the same time).
  */
-static void
-balance(struct par *p, struct batch *b)
+#define ITEM_SHARD(i) ((unsigned *)(void *)((char *)base + (i)*stride + shard_off))
+#define ITEM_BY(i)    (*((const uint8_t *)base + (i)*stride + by_off))
+void
+par_balance(void *base, size_t n, size_t stride, size_t shard_off, size_t by_off, unsigned nshards)
 {
-    size_t count[64] = {0}, target, total = 0, i;
+    size_t count[PAR_MAX_SHARDS] = {0}, target, total = 0, i;
     unsigned k, w;
 
-    if (p->nshards <= 1) return;
+    if (nshards <= 1) return;
     /* weights: a message of a context costs some STATEFUL_WEIGHT times one without (measured on
      * sshd rules: a template over the context, its timer, its kept copy) */
-    for (i = 0; i < b->n; i++)
-        if (b->slots[i].shard != ANY_SHARD)
-            count[b->slots[i].shard] += STATEFUL_WEIGHT;
+    for (i = 0; i < n; i++)
+        if (*ITEM_SHARD(i) != ANY_SHARD)
+            count[*ITEM_SHARD(i)] += STATEFUL_WEIGHT;
         else
             total++;
-    for (k = 0; k < p->nshards; k++) total += count[k];
-    target = (total + p->nshards - 1) / p->nshards;
-    for (k = 0, i = 0; i < b->n; i++) {
-        if (b->slots[i].shard != ANY_SHARD) continue;
+    for (k = 0; k < nshards; k++) total += count[k];
+    target = (total + nshards - 1) / nshards;
+    for (k = 0, i = 0; i < n; i++) {
+        if (*ITEM_SHARD(i) != ANY_SHARD) continue;
         /* preferably the thread that parsed it, whose cache holds it */
-        w = b->slots[i].by;
-        if (w < p->nshards && count[w] < target) {
-            b->slots[i].shard = w;
+        w = ITEM_BY(i);
+        if (w < nshards && count[w] < target) {
+            *ITEM_SHARD(i) = w;
             count[w]++;
             continue;
         }
-        while (k + 1 < p->nshards && count[k] >= target) k++;
-        b->slots[i].shard = k;
+        while (k + 1 < nshards && count[k] >= target) k++;
+        *ITEM_SHARD(i) = k;
         count[k]++;
     }
+}
+#undef ITEM_SHARD
+#undef ITEM_BY
+
+static void
+balance(struct par *p, struct batch *b)
+{
+    par_balance(b->slots, b->n, sizeof(*b->slots), offsetof(struct slot, shard),
+                offsetof(struct slot, by), p->nshards);
 }
 
 /*

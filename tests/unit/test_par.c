@@ -7,6 +7,7 @@
  * fire its timeouts in place.
  */
 #include <check.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,62 @@ START_TEST(test_shard_of)
         k2.id = "";
         ck_assert_uint_eq(par_shard_of(&k, 7), par_shard_of(&k2, 7));
     }
+}
+END_TEST
+
+/* ---- par_balance: the one balancing of both users of the pipeline ---- */
+
+/* par.c's slot and workers.c's item put the fields elsewhere: the same policy for both */
+struct rec_a {
+    unsigned shard;
+    uint8_t by;
+};
+struct rec_b {
+    const char *pad[3];
+    uint8_t by;
+    uint64_t t;
+    unsigned shard;
+};
+
+START_TEST(test_balance)
+{
+    struct rec_a a[12];
+    struct rec_b b[12];
+    size_t i;
+
+    /* 4 messages of contexts in shard 0 weigh 16, 8 without: an even share is 12, so shard 1
+     * takes all 8 although thread 0 classified them */
+    for (i = 0; i < 12; i++) {
+        a[i].shard = i < 4 ? 0 : PAR_ANY_SHARD;
+        a[i].by = 0;
+        b[i].shard = a[i].shard;
+        b[i].by = a[i].by;
+    }
+    par_balance(a, 12, sizeof(*a), offsetof(struct rec_a, shard), offsetof(struct rec_a, by), 2);
+    par_balance(b, 12, sizeof(*b), offsetof(struct rec_b, shard), offsetof(struct rec_b, by), 2);
+    for (i = 0; i < 12; i++) {
+        ck_assert_uint_eq(a[i].shard, i < 4 ? 0 : 1);
+        ck_assert_uint_eq(b[i].shard, a[i].shard);
+    }
+    /* none of a context, all classified by thread 1: it keeps its share (4 of 8), the rest fill
+     * shard 0 */
+    for (i = 0; i < 8; i++) {
+        a[i].shard = PAR_ANY_SHARD;
+        a[i].by = 1;
+    }
+    par_balance(a, 8, sizeof(*a), offsetof(struct rec_a, shard), offsetof(struct rec_a, by), 2);
+    for (i = 0; i < 8; i++) ck_assert_uint_eq(a[i].shard, i < 4 ? 1 : 0);
+    /* a thread beyond the shards (corrald's workers may have more threads than shards) */
+    for (i = 0; i < 6; i++) {
+        a[i].shard = PAR_ANY_SHARD;
+        a[i].by = 5;
+    }
+    par_balance(a, 6, sizeof(*a), offsetof(struct rec_a, shard), offsetof(struct rec_a, by), 3);
+    for (i = 0; i < 6; i++) ck_assert_uint_eq(a[i].shard, (unsigned)(i / 2));
+    /* one shard: nothing to do */
+    a[0].shard = PAR_ANY_SHARD;
+    par_balance(a, 1, sizeof(*a), offsetof(struct rec_a, shard), offsetof(struct rec_a, by), 1);
+    ck_assert_uint_eq(a[0].shard, PAR_ANY_SHARD);
 }
 END_TEST
 
@@ -530,6 +587,7 @@ main(void)
     tcase_add_test(tc, test_also_correlate_split);
     tcase_add_test(tc, test_also_unknown_key_one_shard);
     tcase_add_test(tc, test_shard_of);
+    tcase_add_test(tc, test_balance);
     tcase_add_test(tc, test_same_as_one_thread);
     tcase_add_test(tc, test_create_context_one_shard);
     tcase_add_test(tc, test_rewritten_scope_one_shard);
