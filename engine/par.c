@@ -167,6 +167,7 @@ struct par {
     pthread_mutex_t lock;
     pthread_cond_t work, done;
     uint64_t submitted; /* batches handed over */
+    uint64_t completed; /* batches every shard is done with (in order, see worker()) */
     uint64_t claim;     /* the oldest handed over with chunks left to claim */
     uint64_t want;      /* the caller sleeps until the batches before this one are done */
     bool quit;
@@ -633,6 +634,10 @@ classify_chunk(struct par *p, struct shard *s)
     struct batch *b;
     size_t c, to;
 
+    /* the batches done are classified, and the slot of one the caller merged may be filling:
+     * never look at it through a claim left behind (corrald's workers hand over batches with
+     * nothing to classify, which leave the claim where it was) */
+    if (p->claim < p->completed) p->claim = p->completed;
     while (p->claim < p->submitted &&
            p->ring[p->claim % RING].claimed == nchunks(&p->ring[p->claim % RING]))
         p->claim++;
@@ -697,7 +702,10 @@ worker(void *arg)
             pthread_mutex_lock(&p->lock);
             /* batches are done in order (every shard takes them in order):
              * the caller wakes once, when what it waits for is done */
-            if (--b->left == 0 && next + 1 >= p->want) pthread_cond_broadcast(&p->done);
+            if (--b->left == 0) {
+                p->completed++;
+                if (next + 1 >= p->want) pthread_cond_broadcast(&p->done);
+            }
             next++;
             continue;
         }
