@@ -155,6 +155,41 @@ START_TEST(test_shard_of)
 }
 END_TEST
 
+/* The key a rule routes a message by is the key corr files its context under: scope fields
+ * by scope, the context id evaluated over the message. */
+START_TEST(test_key_for_rule)
+{
+    struct buf err = BUF_INIT, id = BUF_INIT;
+    struct template *tpl = template_compile_str("ssh-${PID}", &err);
+    struct msg *m = msg_new();
+    struct corrkey a, b;
+
+    ck_assert_ptr_nonnull(tpl);
+    msg_set(m, NV_HOST, "web1", 4);
+    msg_set(m, NV_PROGRAM, "sshd", 4);
+    msg_set(m, NV_PID, "42", 2);
+    corrkey_for_rule(&a, PDB_SCOPE_PROGRAM, tpl, m, &id);
+    corrkey_from_msg(&b, PDB_SCOPE_PROGRAM, m, "ssh-42", 6);
+    ck_assert_uint_eq(a.idlen, 6);
+    ck_assert(memcmp(a.id, "ssh-42", 6) == 0);
+    ck_assert_uint_eq(a.pidlen, 0); /* program scope: no PID */
+    ck_assert_uint_eq(corrkey_hash(&a), corrkey_hash(&b));
+    /* no context id: the scope fields alone, as an empty id */
+    corrkey_for_rule(&a, PDB_SCOPE_HOST, NULL, m, &id);
+    corrkey_from_msg(&b, PDB_SCOPE_HOST, m, "", 0);
+    ck_assert_uint_eq(corrkey_hash(&a), corrkey_hash(&b));
+    ck_assert_uint_eq(a.hostlen, 4);
+    ck_assert_uint_eq(a.proglen, 0);
+    /* the scope is part of the key */
+    corrkey_from_msg(&b, PDB_SCOPE_GLOBAL, m, "", 0);
+    ck_assert_uint_ne(corrkey_hash(&a), corrkey_hash(&b));
+    msg_unref(m);
+    template_free(tpl);
+    buf_free(&id);
+    buf_free(&err);
+}
+END_TEST
+
 /* ---- par_balance: the one balancing of both users of the pipeline ---- */
 
 /* par.c's slot and workers.c's item put the fields elsewhere: the same policy for both */
@@ -588,6 +623,7 @@ main(void)
     tcase_add_test(tc, test_also_unknown_key_one_shard);
     tcase_add_test(tc, test_shard_of);
     tcase_add_test(tc, test_balance);
+    tcase_add_test(tc, test_key_for_rule);
     tcase_add_test(tc, test_same_as_one_thread);
     tcase_add_test(tc, test_create_context_one_shard);
     tcase_add_test(tc, test_rewritten_scope_one_shard);
