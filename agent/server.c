@@ -58,6 +58,7 @@
 #include "agent/output.h"
 #include "agent/procstat.h"
 #include "engine/pdb.h"
+#include "engine/received.h"
 #include "engine/rematch.h"
 #include "actions/queue.h"
 #include "actions/queueset.h"
@@ -594,8 +595,8 @@ server_endpoint_stats(struct server *s, enum server_endpoint ep)
 void
 server_submit(struct server *s, struct input *in, const char *data, size_t len, const char *peer)
 {
-    const char *full, *tls_peer;
-    size_t hlen = 0;
+    const char *full;
+    struct received_from from;
     bool can_pause = in && input_can_pause(in); /* a stream input: back-pressure holds it */
     bool can_hold = in && input_can_hold(in);   /* UDP: the workers' queue holds it */
 
@@ -612,24 +613,12 @@ server_submit(struct server *s, struct input *in, const char *data, size_t len, 
         return;
     }
     syslogfmt_parse(s->msg, data, len, NULL);
-    if (peer) msg_set(s->msg, NV_SOURCEIP, peer, strlen(peer));
-    /*
-     * A message that names no host (logger on a local socket, devices that
-     * leave the field out) is from its sender, as syslog-ng has it with
-     * use-dns(no): the peer's address, or this host for local inputs.  Left
-     * empty, the messages of every such sender would share one HOST, and
-     * with it one context of each host-scoped rule.
-     */
-    if (!msg_get(s->msg, NV_HOST, &hlen) || hlen == 0) {
-        const char *host = peer ? peer : output_local_hostname();
-        msg_set(s->msg, NV_HOST, host, strlen(host));
-    }
-    if (in && (tls_peer = input_tls_peer(in))) {
-        /* the name in the client's TLS certificate, for rules and routes */
-        static nv_handle h_tls_peer;
-        if (!h_tls_peer) h_tls_peer = nv_intern_str(".tls.peer_name");
-        msg_set(s->msg, h_tls_peer, tls_peer, strlen(tls_peer));
-    }
+    from.peer = peer;
+    from.peerlen = peer ? strlen(peer) : 0;
+    from.tls_peer = in ? input_tls_peer(in) : NULL;
+    from.tls_peerlen = from.tls_peer ? strlen(from.tls_peer) : 0;
+    from.hostname = output_local_hostname();
+    received_normalise(s->msg, &from);
     s->parsed++;
     if (msg_flags(s->msg) & MSG_F_TRUNCATED) s->truncated_values++;
     s->keeping = can_pause;

@@ -21,9 +21,9 @@
  *
  * Each batch runs on the N threads, as in engine/par.c, in two phases:
  *   A. the threads parse and classify the batch in chunks of CHUNK, each
- *      taken by the first thread to come (syslogfmt, the peer's fields as
- *      server_submit sets them, pdb_lookup_r with its own scratch, the
- *      message's time and its owning shard: par_owner());
+ *      taken by the first thread to come (syslogfmt, the peer's fields by
+ *      received_normalise() as with one engine, pdb_lookup_r with its own
+ *      scratch, the message's time and its owning shard: par_owner());
  *   B. once the batch is classified, thread k is shard k (a corr of its
  *      own): it walks the batch in order, advancing its time to every
  *      message's (so that its timers fire where one engine fires them) and
@@ -68,12 +68,14 @@
 #include "engine/par.h"
 #include "engine/parsers.h"
 #include "engine/pdb.h"
+#include "engine/received.h"
 #include "engine/resolver.h"
 #include "engine/syslogfmt.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +92,7 @@ struct item {
     uint64_t t;
     unsigned shard;
     struct par_steps steps; /* a message split between shards (also-correlate) */
+    uint8_t by;             /* the thread that classified it (par_balance()) */
     size_t off, len, peer, peerlen, tls, tlslen; /* in the batch's text; NONE: absent */
     bool keep;
 };
@@ -140,7 +143,6 @@ struct workers {
     struct workers_opts o;
     struct corr_opts copts;
     char *hostname;
-    nv_handle h_tls_peer;
     struct par_route route;
     struct par_sync *sync; /* split messages: the shards' progress */
     unsigned nthreads, nshards;
@@ -210,22 +212,20 @@ static void
 classify_item(struct workers *w, struct thread *t, const struct batch *b, struct item *it)
 {
     struct shard_out *so = &b->out[t->index];
-    size_t hlen = 0;
+    struct received_from from;
 
     syslogfmt_parse(it->m, b->text.p + it->off, it->len, NULL);
-    /* as server_submit does on the loop thread with one engine */
-    if (it->peer != NONE) msg_set(it->m, NV_SOURCEIP, b->text.p + it->peer, it->peerlen);
-    if (!msg_get(it->m, NV_HOST, &hlen) || hlen == 0) {
-        if (it->peer != NONE)
-            msg_set(it->m, NV_HOST, b->text.p + it->peer, it->peerlen);
-        else
-            msg_set(it->m, NV_HOST, w->hostname, strlen(w->hostname));
-    }
-    if (it->tls != NONE) msg_set(it->m, w->h_tls_peer, b->text.p + it->tls, it->tlslen);
+    from.peer = it->peer != NONE ? b->text.p + it->peer : NULL;
+    from.peerlen = it->peerlen;
+    from.tls_peer = it->tls != NONE ? b->text.p + it->tls : NULL;
+    from.tls_peerlen = it->tlslen;
+    from.hostname = w->hostname;
+    received_normalise(it->m, &from);
     if (msg_flags(it->m) & MSG_F_TRUNCATED) so->truncated++;
     it->rule = pdb_lookup_r(w->db, it->m, t->scratch);
     it->t = corr_msg_time(it->m, b->clock);
     it->shard = par_owner_steps(&w->route, it->m, it->rule, &t->id, &it->steps);
+    it->by = (uint8_t)t->index;
 }
 
 static size_t
@@ -294,15 +294,12 @@ idle_classify(void *arg, unsigned self)
     return did;
 }
 
-/* Messages that need no shard's state go to the shards in even runs (input order). */
+/* Messages that need no shard's state: as the parallel engine gives them (par_balance()). */
 static void
 balance(struct workers *w, struct batch *b)
 {
-    size_t i;
-
-    for (i = 0; i < b->n; i++)
-        if (b->items[i].shard == PAR_ANY_SHARD)
-            b->items[i].shard = (unsigned)(i * w->nshards / b->n);
+    par_balance(b->items, b->n, sizeof(*b->items), offsetof(struct item, shard),
+                offsetof(struct item, by), w->nshards);
 }
 
 /* Phase B: shard t->index's part of batch b (classified), after its part of the batch before. */
@@ -762,7 +759,6 @@ workers_new(uv_loop_t *loop, struct pdb *db, const struct workers_opts *o)
     w->o = *o;
     w->copts = *o->corr;
     w->hostname = xstrdup(o->hostname);
-    w->h_tls_peer = nv_intern_str(".tls.peer_name");
     w->nthreads = o->threads < 2 ? 2 : o->threads > 64 ? 64 : o->threads;
     (void)pdb_context_keep(db); /* computed now, read by every thread later */
     w->nshards = par_route_init(&w->route, db, w->nthreads);

@@ -53,6 +53,7 @@
  */
 #include "engine/corr.h"
 #include "engine/clock.h"
+#include "engine/corrkey.h"
 #include "engine/durable.h"
 #include "engine/evidence.h"
 #include "engine/filter.h"
@@ -572,62 +573,10 @@ corr_foreach_rule(const struct corr *c, void (*fn)(const struct corr_rule_stats 
     }
 }
 
-/* ---- context keys ---- */
-
-struct key {
-    enum pdb_scope scope;
-    const char *host, *prog, *pid, *id;
-    size_t hostlen, proglen, pidlen, idlen;
-};
-
-static const char *
-field(const struct msg *m, nv_handle h, size_t *len)
-{
-    const char *v = msg_get(m, h, len);
-
-    if (!v) {
-        *len = 0;
-        return "";
-    }
-    return v;
-}
-
-/* The scope fields of a message: which of HOST, PROGRAM and PID identify a context. */
-static void
-key_from_msg(struct key *k, enum pdb_scope scope, const struct msg *m, const char *id, size_t idlen)
-{
-    memset(k, 0, sizeof(*k));
-    k->scope = scope;
-    k->host = k->prog = k->pid = "";
-    k->id = id;
-    k->idlen = idlen;
-    switch (scope) {
-    case PDB_SCOPE_PROCESS: k->pid = field(m, NV_PID, &k->pidlen);       /* fall through */
-    case PDB_SCOPE_PROGRAM: k->prog = field(m, NV_PROGRAM, &k->proglen); /* fall through */
-    case PDB_SCOPE_HOST: k->host = field(m, NV_HOST, &k->hostlen);       /* fall through */
-    case PDB_SCOPE_GLOBAL: break;
-    }
-}
-
-static uint64_t
-key_hash(const struct key *k)
-{
-    struct hash_state h;
-    uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
-                        (uint32_t)k->idlen};
-
-    hash_begin(&h);
-    hash_add(&h, &k->scope, sizeof(k->scope));
-    hash_add(&h, lens, sizeof(lens));
-    hash_add(&h, k->host, k->hostlen);
-    hash_add(&h, k->prog, k->proglen);
-    hash_add(&h, k->pid, k->pidlen);
-    hash_add(&h, k->id, k->idlen);
-    return hash_end(&h);
-}
+/* ---- context keys (corrkey.h) ---- */
 
 static bool
-key_equal(const struct ctx *x, const struct key *k)
+key_equal(const struct ctx *x, const struct corrkey *k)
 {
     const char *p = x->key;
 
@@ -644,7 +593,7 @@ key_equal(const struct ctx *x, const struct key *k)
 }
 
 static struct ctx *
-ctx_lookup(struct corr *c, const struct key *k, uint64_t h)
+ctx_lookup(struct corr *c, const struct corrkey *k, uint64_t h)
 {
     struct hash_node *n;
 
@@ -749,7 +698,7 @@ ctx_shrink(struct corr *c, struct ctx *x, size_t n)
 
 /* A new context of rule r, in neither the table nor the detached list; NULL at the limits. */
 static struct ctx *
-ctx_alloc(struct corr *c, const struct key *k, uint64_t h, const struct pdb_rule *r)
+ctx_alloc(struct corr *c, const struct corrkey *k, uint64_t h, const struct pdb_rule *r)
 {
     struct share *s = share_of(c, r);
     struct ctx *x;
@@ -785,7 +734,7 @@ ctx_alloc(struct corr *c, const struct key *k, uint64_t h, const struct pdb_rule
 }
 
 static struct ctx *
-ctx_create(struct corr *c, const struct key *k, uint64_t h, const struct pdb_rule *r)
+ctx_create(struct corr *c, const struct corrkey *k, uint64_t h, const struct pdb_rule *r)
 {
     struct ctx *x = ctx_alloc(c, k, h, r);
 
@@ -795,7 +744,7 @@ ctx_create(struct corr *c, const struct key *k, uint64_t h, const struct pdb_rul
 
 /* The key of a context, pointing into it. */
 static void
-ctx_key(const struct ctx *x, struct key *k)
+ctx_key(const struct ctx *x, struct corrkey *k)
 {
     k->scope = x->scope;
     k->host = x->key;
@@ -1111,7 +1060,7 @@ static bool
 rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action *a, struct ctx *x,
             struct msg *m)
 {
-    struct key k;
+    struct corrkey k;
     struct bucket *b = NULL;
     struct share *s;
     struct hash_node *n;
@@ -1133,9 +1082,9 @@ rate_allows(struct corr *c, const struct pdb_rule *rule, const struct pdb_action
         buf_putc(&c->key, '\0');
         template_eval(a->rate_key, &env, &c->key);
     }
-    key_from_msg(&k, rule->scope, last, c->key.p, c->key.len);
-    h = key_hash(&k);
-    /* the bucket key: the rule id, then the flattened struct key (scope fields, "rule:action",
+    corrkey_from_msg(&k, rule->scope, last, c->key.p, c->key.len);
+    h = corrkey_hash(&k);
+    /* the bucket key: the rule id, then the flattened struct corrkey (scope fields, "rule:action",
      * the rate-key) */
     buf_reset(&c->id);
     buf_puts(&c->id, rule->id);
@@ -1315,7 +1264,7 @@ create_context(struct corr *c, const struct pdb_rule *rule, const struct pdb_act
 {
     struct msg *m = generate(c, &a->message, trigger_ctx, trigger);
     struct template_env env;
-    struct key k;
+    struct corrkey k;
     struct ctx *x, *old;
     uint64_t h;
     char *id;
@@ -1330,8 +1279,8 @@ create_context(struct corr *c, const struct pdb_rule *rule, const struct pdb_act
     template_eval(a->cc_id, &env, &c->id);
     id = xmemdup(buf_str(&c->id), c->id.len + 1);
     idlen = c->id.len;
-    key_from_msg(&k, a->cc_scope, m, id, idlen);
-    h = key_hash(&k);
+    corrkey_from_msg(&k, a->cc_scope, m, id, idlen);
+    h = corrkey_hash(&k);
     /* an old context under this key is detached: it still times out (see detach()) */
     if ((old = ctx_lookup(c, &k, h))) detach(c, old);
     x = ctx_create(c, &k, h, rule);
@@ -1396,7 +1345,7 @@ expire(struct tw_timer *t, void *arg)
     struct corr *c = arg;
     struct ctx *x = (struct ctx *)t, *holder;
     uint64_t saved = c->firing;
-    struct key k;
+    struct corrkey k;
 
     c->stats.contexts_expired++;
     /*
@@ -1570,7 +1519,7 @@ static struct ctx *
 join_also(struct corr *c, const struct pdb_rule *r, struct msg *m)
 {
     struct template_env env;
-    struct key k;
+    struct corrkey k;
     struct ctx *y;
     uint64_t h;
     size_t i;
@@ -1578,8 +1527,8 @@ join_also(struct corr *c, const struct pdb_rule *r, struct msg *m)
     template_env_single(&env, &m);
     buf_reset(&c->id);
     template_eval(r->context_id, &env, &c->id);
-    key_from_msg(&k, r->scope, m, buf_str(&c->id), c->id.len);
-    h = key_hash(&k);
+    corrkey_from_msg(&k, r->scope, m, buf_str(&c->id), c->id.len);
+    h = corrkey_hash(&k);
     y = ctx_lookup(c, &k, h);
     if (!y && !(y = ctx_create(c, &k, h, r))) return NULL;
     env = ctx_env(c, y, m);
@@ -1662,15 +1611,15 @@ corr_part_main(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint6
     c->stats.matched++;
     c->pins = p;
     if (rule->context_id) {
-        struct key k;
+        struct corrkey k;
         uint64_t h;
 
         template_env_single(&env, &m);
         buf_reset(&c->id);
         template_eval(rule->context_id, &env, &c->id);
         msg_set(m, NV_CONTEXT_ID, c->id.p, c->id.len);
-        key_from_msg(&k, rule->scope, m, buf_str(&c->id), c->id.len);
-        h = key_hash(&k);
+        corrkey_from_msg(&k, rule->scope, m, buf_str(&c->id), c->id.len);
+        h = corrkey_hash(&k);
         x = ctx_lookup(c, &k, h);
         if (!x) x = ctx_create(c, &k, h, rule);
     }
@@ -1835,7 +1784,7 @@ corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped)
 static void
 ctx_info(const struct ctx *x, struct corr_context_info *ci)
 {
-    struct key k;
+    struct corrkey k;
 
     ctx_key(x, &k);
     ci->scope = k.scope;
@@ -1948,7 +1897,7 @@ corr_save_many(const struct corr *const *cs, size_t ncs, const char *path)
     struct ctx *x;
     struct firing *all;
     const struct hash_node *node;
-    struct key k;
+    struct corrkey k;
     uint64_t now = 0;
 
     if (durable_begin(&df, path) < 0) return -1;
@@ -2073,7 +2022,7 @@ static struct ctx *
 read_context(struct corr *c, struct wire_reader *r, struct msg *scratch, uint32_t version,
              uint64_t *expires, uint64_t *order)
 {
-    struct key k;
+    struct corrkey k;
     size_t rlen, j;
     const char *rid;
     const struct pdb_rule *rule;
@@ -2107,7 +2056,7 @@ read_context(struct corr *c, struct wire_reader *r, struct msg *scratch, uint32_
     /* not counted against the limit yet: that happens when it is taken in */
     x = xcalloc(1, sizeof(*x));
     tw_timer_init(&x->timer);
-    x->node.hash = key_hash(&k);
+    x->node.hash = corrkey_hash(&k);
     x->scope = k.scope;
     x->hostlen = (uint32_t)k.hostlen;
     x->proglen = (uint32_t)k.proglen;
@@ -2399,7 +2348,7 @@ load_file(struct corr *c, FILE *f, size_t *dropped, corr_keep_fn keep, void *arg
     if (saved_now > tw_now(c->wheel)) advance(c, saved_now);
     for (i = 0; i < nl; i++) {
         struct ctx *x = l[i].x;
-        struct key k;
+        struct corrkey k;
 
         if (keep) {
             struct corr_context_info ci;

@@ -42,8 +42,9 @@
  * Which shard owns a message (par_owner()): one whose rule has no context and
  * no rate-limited action needs no shared state (its actions see only the
  * message and the correlation time, which every shard has): any shard, the
- * least busy (balance()).  Otherwise the hash of its context key: the scope, the scope's
- * fields (HOST, PROGRAM, PID) and the evaluated context id.  A rate limit is
+ * least busy (balance()).  Otherwise the hash of its context key (corrkey.h,
+ * the key corr's tables use): the scope, the scope's fields (HOST, PROGRAM,
+ * PID) and the evaluated context id.  A rate limit is
  * shared by every context of its rule with the same scope fields, whatever
  * their id (the bucket key is the scope fields and rule:action), so when any
  * rule of a scope has a rate-limited action, that scope's key leaves the id
@@ -80,12 +81,14 @@
  */
 #include "engine/par.h"
 #include "engine/clock.h"
+#include "engine/corrkey.h"
 #include "engine/hash.h"
 #include "engine/parsers.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +167,7 @@ struct par {
     pthread_mutex_t lock;
     pthread_cond_t work, done;
     uint64_t submitted; /* batches handed over */
+    uint64_t completed; /* batches every shard is done with (in order, see worker()) */
     uint64_t claim;     /* the oldest handed over with chunks left to claim */
     uint64_t want;      /* the caller sleeps until the batches before this one are done */
     bool quit;
@@ -175,40 +179,6 @@ struct par {
 };
 
 /* ---- which shard owns a message ---- */
-
-unsigned
-par_shard_of(const struct par_key *k, unsigned n)
-{
-    struct hash_state s;
-    uint64_t h;
-    uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
-                        (uint32_t)(k->id ? k->idlen : 0)};
-
-    if (n <= 1) return 0;
-    hash_begin(&s);
-    hash_add(&s, &k->scope, sizeof(k->scope));
-    hash_add(&s, lens, sizeof(lens));
-    hash_add(&s, k->host, k->hostlen);
-    hash_add(&s, k->prog, k->proglen);
-    hash_add(&s, k->pid, k->pidlen);
-    if (k->id) hash_add(&s, k->id, k->idlen);
-    h = hash_end(&s);
-    /* the high bits of a multiplied hash: corr's tables use the low bits of its own hash of the
-     * same fields, and a shard should not see only 1/n of its buckets used */
-    return (unsigned)(((h * 0x9E3779B97F4A7C15ULL) >> 32) % n);
-}
-
-static const char *
-field(const struct msg *m, nv_handle h, size_t *len)
-{
-    const char *v = msg_get(m, h, len);
-
-    if (!v) {
-        *len = 0;
-        return "";
-    }
-    return v;
-}
 
 static bool
 rate_limited(const struct pdb_rule *r)
@@ -290,27 +260,11 @@ static unsigned
 key_owner(const struct par_route *rt, const struct msg *m, enum pdb_scope scope,
           const struct template *tpl, struct buf *id)
 {
-    struct par_key k;
-    struct template_env env;
+    struct corrkey k;
 
-    memset(&k, 0, sizeof(k));
-    k.scope = scope;
-    k.host = k.prog = k.pid = "";
-    switch (scope) {
-    case PDB_SCOPE_PROCESS: k.pid = field(m, NV_PID, &k.pidlen);       /* fall through */
-    case PDB_SCOPE_PROGRAM: k.prog = field(m, NV_PROGRAM, &k.proglen); /* fall through */
-    case PDB_SCOPE_HOST: k.host = field(m, NV_HOST, &k.hostlen);       /* fall through */
-    case PDB_SCOPE_GLOBAL: break;
-    }
-    if (tpl && !rt->noid[scope]) {
-        /* as corr_process evaluates it: over the message alone, before the rule's values */
-        template_env_single(&env, (struct msg **)&m);
-        buf_reset(id);
-        template_eval(tpl, &env, id);
-        k.id = buf_str(id);
-        k.idlen = id->len;
-    }
-    return par_shard_of(&k, rt->nshards);
+    /* a scope with a rate-limited rule routes without the id (see the top of this file) */
+    corrkey_for_rule(&k, scope, rt->noid[scope] ? NULL : tpl, m, id);
+    return corrkey_shard(corrkey_hash(&k), rt->nshards);
 }
 
 unsigned
@@ -494,7 +448,7 @@ par_process(struct corr *c, unsigned self, unsigned nshards, struct par_sync *sy
 unsigned
 par_context_owner(const struct par_route *rt, const struct corr_context_info *ci)
 {
-    struct par_key k;
+    struct corrkey k;
 
     if (rt->nshards <= 1) return 0;
     memset(&k, 0, sizeof(k));
@@ -509,7 +463,7 @@ par_context_owner(const struct par_route *rt, const struct corr_context_info *ci
         k.id = ci->id;
         k.idlen = ci->idlen;
     }
-    return par_shard_of(&k, rt->nshards);
+    return corrkey_shard(corrkey_hash(&k), rt->nshards);
 }
 
 /* ---- merge ---- */
@@ -680,6 +634,10 @@ classify_chunk(struct par *p, struct shard *s)
     struct batch *b;
     size_t c, to;
 
+    /* the batches done are classified, and the slot of one the caller merged may be filling:
+     * never look at it through a claim left behind (corrald's workers hand over batches with
+     * nothing to classify, which leave the claim where it was) */
+    if (p->claim < p->completed) p->claim = p->completed;
     while (p->claim < p->submitted &&
            p->ring[p->claim % RING].claimed == nchunks(&p->ring[p->claim % RING]))
         p->claim++;
@@ -744,7 +702,10 @@ worker(void *arg)
             pthread_mutex_lock(&p->lock);
             /* batches are done in order (every shard takes them in order):
              * the caller wakes once, when what it waits for is done */
-            if (--b->left == 0 && next + 1 >= p->want) pthread_cond_broadcast(&p->done);
+            if (--b->left == 0) {
+                p->completed++;
+                if (next + 1 >= p->want) pthread_cond_broadcast(&p->done);
+            }
             next++;
             continue;
         }
@@ -769,35 +730,46 @@ worker(void *arg)
  * on the input alone, and such a message's output does not depend on the
  * shard that processes it (every shard has the same time).
  */
-static void
-balance(struct par *p, struct batch *b)
+#define ITEM_SHARD(i) ((unsigned *)(void *)((char *)base + (i)*stride + shard_off))
+#define ITEM_BY(i)    (*((const uint8_t *)base + (i)*stride + by_off))
+void
+par_balance(void *base, size_t n, size_t stride, size_t shard_off, size_t by_off, unsigned nshards)
 {
-    size_t count[64] = {0}, target, total = 0, i;
+    size_t count[PAR_MAX_SHARDS] = {0}, target, total = 0, i;
     unsigned k, w;
 
-    if (p->nshards <= 1) return;
+    if (nshards <= 1) return;
     /* weights: a message of a context costs some STATEFUL_WEIGHT times one without (measured on
      * sshd rules: a template over the context, its timer, its kept copy) */
-    for (i = 0; i < b->n; i++)
-        if (b->slots[i].shard != ANY_SHARD)
-            count[b->slots[i].shard] += STATEFUL_WEIGHT;
+    for (i = 0; i < n; i++)
+        if (*ITEM_SHARD(i) != ANY_SHARD)
+            count[*ITEM_SHARD(i)] += STATEFUL_WEIGHT;
         else
             total++;
-    for (k = 0; k < p->nshards; k++) total += count[k];
-    target = (total + p->nshards - 1) / p->nshards;
-    for (k = 0, i = 0; i < b->n; i++) {
-        if (b->slots[i].shard != ANY_SHARD) continue;
+    for (k = 0; k < nshards; k++) total += count[k];
+    target = (total + nshards - 1) / nshards;
+    for (k = 0, i = 0; i < n; i++) {
+        if (*ITEM_SHARD(i) != ANY_SHARD) continue;
         /* preferably the thread that parsed it, whose cache holds it */
-        w = b->slots[i].by;
-        if (w < p->nshards && count[w] < target) {
-            b->slots[i].shard = w;
+        w = ITEM_BY(i);
+        if (w < nshards && count[w] < target) {
+            *ITEM_SHARD(i) = w;
             count[w]++;
             continue;
         }
-        while (k + 1 < p->nshards && count[k] >= target) k++;
-        b->slots[i].shard = k;
+        while (k + 1 < nshards && count[k] >= target) k++;
+        *ITEM_SHARD(i) = k;
         count[k]++;
     }
+}
+#undef ITEM_SHARD
+#undef ITEM_BY
+
+static void
+balance(struct par *p, struct batch *b)
+{
+    par_balance(b->slots, b->n, sizeof(*b->slots), offsetof(struct slot, shard),
+                offsetof(struct slot, by), p->nshards);
 }
 
 /*

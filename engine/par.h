@@ -133,18 +133,26 @@ void par_process(struct corr *c, unsigned self, unsigned nshards, struct par_syn
                  struct msg *m, const struct pdb_rule *rule, uint64_t t, unsigned owner,
                  const struct par_steps *st, uint8_t *sub);
 
+/* At most this many shards (and threads). */
+#define PAR_MAX_SHARDS 64
+
+/*
+ * Balances a classified batch: gives each of its n messages that needs no
+ * shard's state (owner PAR_ANY_SHARD) a shard of nshards, preferably the
+ * one of the thread that classified it while that shard's load (a message of
+ * a context weighing more than one without) is under an even share, else
+ * the least loaded ones in input order.  The messages are n records of
+ * stride bytes from base, each with its owner (an unsigned) at shard_off
+ * and its classifying thread (a uint8_t) at by_off.  Depends on the batch
+ * alone; every user of the pipeline (par, corrald's workers) balances so.
+ */
+void par_balance(void *base, size_t n, size_t stride, size_t shard_off, size_t by_off,
+                 unsigned nshards);
+
 /* The shard that owns an open context (to place contexts read from a state file). */
 unsigned par_context_owner(const struct par_route *rt, const struct corr_context_info *ci);
 
 /* ---- the pieces, exposed for the unit tests ---- */
-
-/* Which shard of n owns messages of rule r with context id (or NULL) id. */
-struct par_key {
-    enum pdb_scope scope;
-    const char *host, *prog, *pid, *id; /* id NULL: not part of the key */
-    size_t hostlen, proglen, pidlen, idlen;
-};
-unsigned par_shard_of(const struct par_key *k, unsigned n);
 
 /*
  * One emitted message's place in the output: its input position, whether

@@ -74,7 +74,7 @@ START_TEST(test_siphash13_reference)
     /* a chain link hashes its 8 bytes of h (little-endian) before the data */
     ck_assert_uint_eq(hash_keyed_bytes(&ref_key, 0x0102030405060708ULL, "abc", 3),
                       0x264840c4a62de100ULL);
-    /* and an empty part changes nothing (par_shard_of: an id left out and an empty one) */
+    /* and an empty part changes nothing (corrkey_hash: an id left out and an empty one) */
     ck_assert_uint_eq(hash_keyed_bytes(&ref_key, 12345, "", 0), 12345);
     ck_assert_uint_eq(hash_bytes(hash_bytes(HASH_START, "ab", 2), "", 0),
                       hash_bytes(HASH_START, "ab", 2));

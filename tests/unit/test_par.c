@@ -1,16 +1,19 @@
 /*
  * Unit tests: the parallel engine's pieces (engine/par.c).  par_merge puts
- * the shards' records in one-thread order; par_shard_of spreads keys and is
- * a function of the key alone; and the engine as a whole gives, for 1 to 7
- * threads, exactly what one corr gives on the same lines, including a shard
- * that owns no message but must still fire its timeouts in place.
+ * the shards' records in one-thread order; the correlation key's shard
+ * (corrkey.h) spreads keys and is a function of the key alone; and the
+ * engine as a whole gives, for 1 to 7 threads, exactly what one corr gives
+ * on the same lines, including a shard that owns no message but must still
+ * fire its timeouts in place.
  */
 #include <check.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/corr.h"
+#include "engine/corrkey.h"
 #include "engine/par.h"
 #include "engine/pdb.h"
 #include "engine/syslogfmt.h"
@@ -114,11 +117,17 @@ START_TEST(test_merge_stops)
 }
 END_TEST
 
-/* ---- par_shard_of ---- */
+/* ---- the shard of a correlation key ---- */
+
+static unsigned
+par_shard_of(const struct corrkey *k, unsigned n)
+{
+    return corrkey_shard(corrkey_hash(k), n);
+}
 
 START_TEST(test_shard_of)
 {
-    struct par_key k = {PDB_SCOPE_HOST, "h", "", "", "id", 1, 0, 0, 2};
+    struct corrkey k = {PDB_SCOPE_HOST, "h", "", "", "id", 1, 0, 0, 2};
     unsigned count[4] = {0}, i;
     char host[32];
 
@@ -139,10 +148,101 @@ START_TEST(test_shard_of)
     k.host = "h";
     k.hostlen = 1;
     {
-        struct par_key k2 = k;
+        struct corrkey k2 = k;
         k2.id = "";
         ck_assert_uint_eq(par_shard_of(&k, 7), par_shard_of(&k2, 7));
     }
+}
+END_TEST
+
+/* The key a rule routes a message by is the key corr files its context under: scope fields
+ * by scope, the context id evaluated over the message. */
+START_TEST(test_key_for_rule)
+{
+    struct buf err = BUF_INIT, id = BUF_INIT;
+    struct template *tpl = template_compile_str("ssh-${PID}", &err);
+    struct msg *m = msg_new();
+    struct corrkey a, b;
+
+    ck_assert_ptr_nonnull(tpl);
+    msg_set(m, NV_HOST, "web1", 4);
+    msg_set(m, NV_PROGRAM, "sshd", 4);
+    msg_set(m, NV_PID, "42", 2);
+    corrkey_for_rule(&a, PDB_SCOPE_PROGRAM, tpl, m, &id);
+    corrkey_from_msg(&b, PDB_SCOPE_PROGRAM, m, "ssh-42", 6);
+    ck_assert_uint_eq(a.idlen, 6);
+    ck_assert(memcmp(a.id, "ssh-42", 6) == 0);
+    ck_assert_uint_eq(a.pidlen, 0); /* program scope: no PID */
+    ck_assert_uint_eq(corrkey_hash(&a), corrkey_hash(&b));
+    /* no context id: the scope fields alone, as an empty id */
+    corrkey_for_rule(&a, PDB_SCOPE_HOST, NULL, m, &id);
+    corrkey_from_msg(&b, PDB_SCOPE_HOST, m, "", 0);
+    ck_assert_uint_eq(corrkey_hash(&a), corrkey_hash(&b));
+    ck_assert_uint_eq(a.hostlen, 4);
+    ck_assert_uint_eq(a.proglen, 0);
+    /* the scope is part of the key */
+    corrkey_from_msg(&b, PDB_SCOPE_GLOBAL, m, "", 0);
+    ck_assert_uint_ne(corrkey_hash(&a), corrkey_hash(&b));
+    msg_unref(m);
+    template_free(tpl);
+    buf_free(&id);
+    buf_free(&err);
+}
+END_TEST
+
+/* ---- par_balance: the one balancing of both users of the pipeline ---- */
+
+/* par.c's slot and workers.c's item put the fields elsewhere: the same policy for both */
+struct rec_a {
+    unsigned shard;
+    uint8_t by;
+};
+struct rec_b {
+    const char *pad[3];
+    uint8_t by;
+    uint64_t t;
+    unsigned shard;
+};
+
+START_TEST(test_balance)
+{
+    struct rec_a a[12];
+    struct rec_b b[12];
+    size_t i;
+
+    /* 4 messages of contexts in shard 0 weigh 16, 8 without: an even share is 12, so shard 1
+     * takes all 8 although thread 0 classified them */
+    for (i = 0; i < 12; i++) {
+        a[i].shard = i < 4 ? 0 : PAR_ANY_SHARD;
+        a[i].by = 0;
+        b[i].shard = a[i].shard;
+        b[i].by = a[i].by;
+    }
+    par_balance(a, 12, sizeof(*a), offsetof(struct rec_a, shard), offsetof(struct rec_a, by), 2);
+    par_balance(b, 12, sizeof(*b), offsetof(struct rec_b, shard), offsetof(struct rec_b, by), 2);
+    for (i = 0; i < 12; i++) {
+        ck_assert_uint_eq(a[i].shard, i < 4 ? 0 : 1);
+        ck_assert_uint_eq(b[i].shard, a[i].shard);
+    }
+    /* none of a context, all classified by thread 1: it keeps its share (4 of 8), the rest fill
+     * shard 0 */
+    for (i = 0; i < 8; i++) {
+        a[i].shard = PAR_ANY_SHARD;
+        a[i].by = 1;
+    }
+    par_balance(a, 8, sizeof(*a), offsetof(struct rec_a, shard), offsetof(struct rec_a, by), 2);
+    for (i = 0; i < 8; i++) ck_assert_uint_eq(a[i].shard, i < 4 ? 1 : 0);
+    /* a thread beyond the shards (corrald's workers may have more threads than shards) */
+    for (i = 0; i < 6; i++) {
+        a[i].shard = PAR_ANY_SHARD;
+        a[i].by = 5;
+    }
+    par_balance(a, 6, sizeof(*a), offsetof(struct rec_a, shard), offsetof(struct rec_a, by), 3);
+    for (i = 0; i < 6; i++) ck_assert_uint_eq(a[i].shard, (unsigned)(i / 2));
+    /* one shard: nothing to do */
+    a[0].shard = PAR_ANY_SHARD;
+    par_balance(a, 1, sizeof(*a), offsetof(struct rec_a, shard), offsetof(struct rec_a, by), 1);
+    ck_assert_uint_eq(a[0].shard, PAR_ANY_SHARD);
 }
 END_TEST
 
@@ -522,6 +622,8 @@ main(void)
     tcase_add_test(tc, test_also_correlate_split);
     tcase_add_test(tc, test_also_unknown_key_one_shard);
     tcase_add_test(tc, test_shard_of);
+    tcase_add_test(tc, test_balance);
+    tcase_add_test(tc, test_key_for_rule);
     tcase_add_test(tc, test_same_as_one_thread);
     tcase_add_test(tc, test_create_context_one_shard);
     tcase_add_test(tc, test_rewritten_scope_one_shard);
