@@ -41,6 +41,7 @@
 #include "engine/nv.h"
 #include "actions/smtp_int.h"
 #include "tests/unit/unitlib.h"
+#include "tests/unit/unit_run.h"
 
 #define PYTHON "/usr/bin/python3"
 
@@ -2217,14 +2218,10 @@ smtp_suite(void)
 int
 main(void)
 {
-    SRunner *sr;
     int failed;
 
     setup_world();
-    sr = srunner_create(smtp_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = unit_run(smtp_suite());
     rm_tree(workdir);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -54,7 +54,7 @@ unit_kill_children(void)
         p = strrchr(stat, ')');
         if (!p || sscanf(p + 2, "%*c %ld", &ppid) != 1 || ppid != (long)getpid() || p[2] == 'Z')
             continue;
-        fprintf(stderr, "left behind by a test: %s\n", stat);
+        fprintf(stderr, "left behind by a test: %.*s\n", (int)(p + 1 - stat), stat);
         kill((pid_t)atol(d->d_name), SIGKILL);
         n++;
     }
