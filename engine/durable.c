@@ -1,4 +1,4 @@
-/* durable: crash-safe file writing, and reading files back whole (see durable.h). */
+/* durable: crash-safe file writing, reading back whole, the fault hook (see durable.h). */
 #include "engine/durable.h"
 #include "engine/buf.h"
 #include "engine/xalloc.h"

@@ -2,7 +2,8 @@
  * durable: files that must survive a crash (the state file, executor spools
  * and dead letters): a whole write or none, a checksum to tell a torn
  * record, and a replace that is atomic on disk.  Also reading such files,
- * and rule files, back whole.
+ * and rule files, back whole; and a hook through which tests make their
+ * writes fail.
  */
 #ifndef CORRAL_DURABLE_H
 #define CORRAL_DURABLE_H

@@ -4,7 +4,8 @@
  * replay of the spool after a restart, a torn last record cut at every
  * byte, a damaged byte at every offset, version 1 spools, compaction, the
  * dedupe table's bound, and writes that fail (disk full: while running, and
- * at start), and delivery control: dead letters retried exactly once,
+ * at start; failed syncs, renames and short writes, from durable.c's fault
+ * hook), and delivery control: dead letters retried exactly once,
  * also across a crash in the middle of a retry, and entries dropped.
  *
  * The executor is the real exec executor.  Its program is a symlink in a
