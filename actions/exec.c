@@ -22,7 +22,8 @@
  *     CORRAL_SEVERITY, CORRAL_STATUS ("firing", or "resolved" for a clear or
  *     corrald's resolved notification), CORRAL_ISODATE (the message's stamp, as in the JSON),
  *     CORRAL_ATTEMPT (1 for the first delivery, 2 for the first retry, ...),
- *     CORRAL_TAGS (the tags, comma-separated);
+ *     CORRAL_TAGS (the tags, comma-separated), CORRAL_URL (the alert's page,
+ *     corral.url, when <stats external-url> is set);
  *   - every name-value pair of the message as CORRAL_<NAME>: the name
  *     upper-cased, every byte outside [A-Z0-9] replaced by '_', leading ones
  *     dropped (".classifier.rule_id" -> CORRAL_CLASSIFIER_RULE_ID,
@@ -91,6 +92,7 @@
 #include "engine/log.h"
 #include "engine/macros.h"
 #include "engine/nv.h"
+#include "engine/strlist.h"
 #include "engine/tags.h"
 #include "engine/template.h"
 #include "engine/units.h"
@@ -124,8 +126,8 @@
 
 /* corrald's own variables: never taken from the message nor from env-pass. */
 static const char *const own_vars[] = {
-    "CORRAL_EXECUTOR", "CORRAL_ALERT_ID", "CORRAL_SEVERITY", "CORRAL_ISODATE",
-    "CORRAL_ATTEMPT",  "CORRAL_TAGS",     "CORRAL_STATUS",   TRUNCATED_VAR,
+    "CORRAL_EXECUTOR", "CORRAL_ALERT_ID", "CORRAL_SEVERITY", "CORRAL_ISODATE", "CORRAL_ATTEMPT",
+    "CORRAL_TAGS",     "CORRAL_STATUS",   "CORRAL_URL",      TRUNCATED_VAR,
 };
 
 struct exec_x;
@@ -370,7 +372,7 @@ build_env(const struct exec_x *x, const struct alert *a, bool argv_truncated, st
     size_t i, n = msg_nvalues(m);
     char num[32];
 
-    env_init(&e, x->npass + x->npass_names + 9 + n);
+    env_init(&e, x->npass + x->npass_names + 10 + n);
     for (i = 0; i < x->npass; i++) {
         const char *eq = strchr(x->pass[i], '=');
         env_add(&e, x->pass[i], (size_t)(eq - x->pass[i]), eq + 1, strlen(eq + 1));
@@ -381,6 +383,15 @@ build_env(const struct exec_x *x, const struct alert *a, bool argv_truncated, st
     env_add_str(&e, "CORRAL_ALERT_ID", a->id ? a->id : "");
     env_add_str(&e, "CORRAL_SEVERITY", a->severity ? a->severity : "");
     env_add_str(&e, "CORRAL_STATUS", executor_alert_resolved(a) ? "resolved" : "firing");
+    {
+        size_t ulen = 0;
+        nv_handle hu = nv_lookup("corral.url", 10);
+        const char *url = hu ? msg_get(m, hu, &ulen) : NULL;
+        if (url)
+            env_add(&e, "CORRAL_URL", strlen("CORRAL_URL"), url, ulen);
+        else
+            env_reserve(&e, "CORRAL_URL"); /* never a message's "url" */
+    }
     macro_format_iso(t, t->usec ? 6 : 0, &b);
     env_add(&e, "CORRAL_ISODATE", strlen("CORRAL_ISODATE"), b.p ? b.p : "", b.len);
     snprintf(num, sizeof(num), "%lu", (unsigned long)a->attempts + 1);
@@ -1118,25 +1129,19 @@ static void
 read_env_pass(struct exec_x *x, const struct exconf_reader *r)
 {
     const char *list = exconf_attr(r->cfg, "env-pass");
-    const char *s;
+    const char *s, *item;
     bool path = false;
-    size_t capn = 0, capp = 0, i;
+    size_t capn = 0, capp = 0, i, len;
 
     if (!list) list = DEFAULT_ENV_PASS;
-    for (s = list; *s;) {
-        size_t len;
+    for (s = list; strlist_next(&s, &item, &len);) {
         char *name;
         const char *v;
-        while (*s == ',' || *s == ' ') s++;
-        len = strcspn(s, ", ");
-        if (!len) break;
-        if (!valid_var_name(s, len)) {
-            exconf_error(r, "env-pass: '%.*s' is not a variable name", (int)len, s);
-            s += len;
+        if (!valid_var_name(item, len)) {
+            exconf_error(r, "env-pass: '%.*s' is not a variable name", (int)len, item);
             continue;
         }
-        name = xstrndup(s, len);
-        s += len;
+        name = xstrndup(item, len);
         for (i = 0; i < sizeof(own_vars) / sizeof(own_vars[0]); i++)
             if (strcmp(name, own_vars[i]) == 0)
                 exconf_error(r, "env-pass: %s is set by corrald itself", name);

@@ -15,6 +15,37 @@
 #include "engine/wire.h"
 #include "engine/xalloc.h"
 
+const char *
+ipc_type_name(char type)
+{
+    static const struct {
+        char type;
+        const char *name;
+    } names[] = {
+        {IPC_HELLO, "hello"},
+        {IPC_SUBMIT, "submit"},
+        {IPC_SYNC, "sync"},
+        {IPC_RELOAD, "reload"},
+        {IPC_QUEUECTL, "queue control"},
+        {IPC_TERMINATE, "terminate"},
+        {IPC_NOTIFY, "notify"},
+        {IPC_X_HELLO, "executor hello"},
+        {IPC_X_EVENT, "event"},
+        {IPC_X_STATS, "stats"},
+        {IPC_X_SERVED, "served"},
+        {IPC_X_PRESSURE, "pressure"},
+        {IPC_X_RELOADED, "reload result"},
+        {IPC_X_ANSWER, "answer"},
+        {IPC_X_BYE, "bye"},
+        {IPC_X_SIGNAL, "signal"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (names[i].type == type) return names[i].name;
+    return "unknown";
+}
+
 int
 ipc_frame(struct buf *out, char type, const void *body, size_t len)
 {

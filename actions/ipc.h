@@ -62,6 +62,12 @@
 #define IPC_X_SIGNAL                                                                               \
     'g' /* u32 SIGHUP, SIGTERM, SIGINT, SIGUSR1 or SIGUSR2: as if sent to the engine */
 
+/*
+ * A frame type's name for the log ("submit", "stats", as doc/privsep.md
+ * calls them), or "unknown" for a byte that is no IPC_* type.
+ */
+const char *ipc_type_name(char type);
+
 /* Appends one frame to out; -1 (out unchanged) when the body is longer than IPC_BODY_MAX. */
 int ipc_frame(struct buf *out, char type, const void *body, size_t len);
 

@@ -64,8 +64,9 @@ static void
 bad_frame(struct ipcproxy *p, char type)
 {
     if (!p->stats.bad++)
-        log_msg(LOG_WARNING, "privsep: a frame of the executor process did not parse (type 0x%02x)",
-                (unsigned char)type);
+        log_msg(LOG_WARNING,
+                "privsep: a frame of the executor process did not parse (%s, type 0x%02x)",
+                ipc_type_name(type), (unsigned char)type);
 }
 
 /*

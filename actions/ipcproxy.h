@@ -2,7 +2,7 @@
  * ipcproxy: the engine process's side of the engine-executor protocol
  * (doc/privsep.md): stands for the executor process's queues
  * (actions/ipcserve.h) with the calls corrald's server makes on a queue
- * today (submit, submit_keep, full, low, sync, stats, name, observer), so
+ * (submit, submit_keep, full, low, sync, stats, name, observer), so
  * that the server can hold either.  It knows the executors by the index and
  * name the executor process published in its hello; until that has come,
  * ipcproxy_ready is false and there is nothing to submit to.

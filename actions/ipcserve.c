@@ -166,9 +166,9 @@ reject(struct ipcserve *s, char type, const char *why)
         return;
     }
     log_msg(LOG_WARNING,
-            "privsep: refused a request of the engine process (type 0x%02x): %s (%llu refused in "
-            "all)",
-            (unsigned char)type, why, (unsigned long long)s->stats.rejected);
+            "privsep: refused a request of the engine process (%s, type 0x%02x): %s (%llu refused "
+            "in all)",
+            ipc_type_name(type), (unsigned char)type, why, (unsigned long long)s->stats.rejected);
     s->last_reject_log = now ? now : 1;
     s->rejects_unlogged = 0;
 }

@@ -355,22 +355,6 @@ spool_append(struct queue *q, char type, uint64_t seq, const struct msg *m, cons
     return ok;
 }
 
-/* Makes a rename in dir durable. */
-static void
-sync_dir(const char *path)
-{
-    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
-    int fd;
-
-    if (slash) *slash = '\0';
-    fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
 /*
  * Rewrites the spool with just the pending alerts, all of them, including
  * those that were in memory only.  Written in chunks, so that on a full
@@ -410,7 +394,7 @@ spool_compact(struct queue *q)
         unlink(buf_str(&tmp));
         goto out;
     }
-    sync_dir(q->spool_path);
+    durable_sync_dir(q->spool_path);
     if (q->spool_fd >= 0) close(q->spool_fd);
     q->spool_fd = fd;
     lseek(fd, 0, SEEK_END);

@@ -3,7 +3,7 @@
  *
  *   <smtp name="admins" url="smtp://mail.example.com:587" from="corral@example.com"
  *         to="ops@example.com, oncall@example.com" user="corral"
- *         password-file="/etc/corral/smtp.pass" subject="[corral] $MESSAGE"
+ *         password-file="/etc/corral/smtp.pass" subject="[corral] $HOST: $MESSAGE"
  *         group-by=".classifier.rule_id,HOST" group-wait="30s" group-interval="5m">
  *     <body>optional template, one per alert</body>
  *   </smtp>
@@ -12,10 +12,17 @@
  * out in the clear), "optional" (refused together with user=), or "none";
  * smtps:// is TLS from the start.  ca-file trusts a private CA, tls-verify="no"
  * trusts anything.  connections (4) sessions at once, each within timeout
- * (30s).  The subject is cut to SMTP_SUBJECT_MAX characters; without <body>
- * the mail lists MESSAGE, then every name-value pair.  The log lines of
- * the alert (corral.evidence, engine/evidence.h) follow the text, with the
- * built-in body and with <body>, as a section "Log lines:".
+ * (30s).
+ *
+ * Without subject= a mail is titled "[SEVERITY] HOST: summary", after its
+ * worst firing alert, with " (+N more)" for the others it carries; a resolution
+ * "[RESOLVED] HOST: summary" (smtp_subject: cut at a word boundary).
+ * Without <body> the text of an alert says what happened, where, how bad
+ * and since when, then MESSAGE; then, with <body> too, its log lines
+ * (corral.evidence, engine/evidence.h), the link to its page (corral.url,
+ * which corrald sets from <stats external-url>) and, while it fires, a
+ * `corral silence add` command quoted for a POSIX shell; the built-in body
+ * ends with every name-value pair.
  *
  * Outcomes: the server took the mail (2xx): DELIVER_OK; 5xx from the server:
  * DELIVER_FAIL, with its reply as the reason; anything else (4xx, no
@@ -216,6 +223,7 @@ dedent(const char *s)
 /* ---- configuration ---- */
 
 static void smtp_free(struct smtp *x);
+static void label_names(void);
 
 static void
 read_url(struct smtp *x, const struct exconf_reader *r)
@@ -389,7 +397,8 @@ smtp_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, stru
     read_tls(x, &r, &c);
     read_sender(x, &r, &password);
     read_recipients(x, &r);
-    x->subject = exconf_template(&r, "subject", "[corral] $MESSAGE");
+    x->subject = exconf_template(&r, "subject", NULL); /* NULL: the built-in subject */
+    label_names();
     read_body(x, &r);
     read_grouping(x, &r);
     if (exconf_duration_ms(&r, "repeat-interval", true, DURATION_MAX, &x->repeat_interval) &&
@@ -421,6 +430,153 @@ smtp_open(uv_loop_t *loop, const struct exconf *cfg, const char *conf_file, stru
 }
 
 /* ---- composing a mail ---- */
+
+/* The alert labels a mail shows (engine/alertlabels.h), interned once. */
+static nv_handle h_summary, h_alert_id, h_since, h_url, h_resolved_by;
+
+static void
+label_names(void)
+{
+    if (h_summary) return;
+    h_summary = nv_intern_str("corral.summary");
+    h_alert_id = nv_intern_str("corral.alert_id");
+    h_since = nv_intern_str("corral.since");
+    h_url = nv_intern_str("corral.url");
+    h_resolved_by = nv_intern_str("corral.resolved_by");
+}
+
+/* m's value of h; its length in *len, 0 when unset. */
+static const char *
+value_of(const struct msg *m, nv_handle h, size_t *len)
+{
+    const char *v = h ? msg_get(m, h, len) : NULL;
+
+    if (!v) *len = 0;
+    return v ? v : "";
+}
+
+/* How long a silence made from a mail lasts. */
+#define SILENCE_DURATION "2h"
+
+/* True when v passes through "..." in a POSIX shell unchanged and needs no quotes as a matcher
+ * value. */
+static bool
+shell_plain(const char *v, size_t len, bool matcher)
+{
+    size_t i;
+
+    if (!len) return false;
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            strchr("._:/@+-", c))
+            continue;
+        /* free text (a comment) may hold spaces and punctuation the shell leaves alone in "..." */
+        if (!matcher && c >= 0x20 && c < 0x7f && !strchr("\"$`\\!", c)) continue;
+        return false;
+    }
+    return true;
+}
+
+/* Appends s single-quoted for a POSIX shell: ' ends, \' adds a quote, ' starts again. */
+static void
+shell_quote(struct buf *out, const char *s, size_t len)
+{
+    size_t i;
+
+    buf_putc(out, '\'');
+    for (i = 0; i < len; i++)
+        if (s[i] == '\'')
+            buf_puts(out, "'\\''");
+        else
+            buf_putc(out, s[i]);
+    buf_putc(out, '\'');
+}
+
+/*
+ * Appends NAME="value" as one shell word that reaches `corral silence add`
+ * as a matcher for exactly value: as is when plain, else single-quoted
+ * around the matcher's own "..." with \" and \\ escaped (labelmatch.h).
+ */
+static void
+silence_matcher(struct buf *out, const char *name, const char *v, size_t len)
+{
+    struct buf m = BUF_INIT;
+    size_t i;
+
+    buf_putc(out, ' ');
+    if (shell_plain(v, len, true)) {
+        buf_printf(out, "%s=\"%.*s\"", name, (int)len, v);
+        return;
+    }
+    buf_printf(&m, "%s=\"", name);
+    for (i = 0; i < len; i++) {
+        if (v[i] == '"' || v[i] == '\\') buf_putc(&m, '\\');
+        if (v[i] == '\n')
+            buf_puts(&m, "\\n");
+        else
+            buf_putc(&m, v[i]);
+    }
+    buf_putc(&m, '"');
+    shell_quote(out, m.p, m.len);
+    buf_free(&m);
+}
+
+/*
+ * The command that silences a firing alert for SILENCE_DURATION, ready to
+ * paste into a shell: matchers on HOST and corral.alert_id, the summary as
+ * the comment.  Nothing for an alert without corral.alert_id.
+ */
+static void
+add_silence(struct buf *out, const struct msg *m)
+{
+    size_t hlen, ilen, slen;
+    const char *host = value_of(m, NV_HOST, &hlen), *id = value_of(m, h_alert_id, &ilen),
+               *sum = value_of(m, h_summary, &slen);
+
+    /* HOST alone would silence every alert of the host */
+    if (!ilen) return;
+    if (!slen) { /* no summary: MESSAGE's first line says what is silenced */
+        const char *nl;
+        sum = value_of(m, NV_MESSAGE, &slen);
+        if ((nl = memchr(sum, '\n', slen))) slen = (size_t)(nl - sum);
+    }
+    buf_printf(out, "Silence it for %s:\n  corral silence add", SILENCE_DURATION);
+    if (hlen) silence_matcher(out, "HOST", host, hlen);
+    if (ilen) silence_matcher(out, "corral.alert_id", id, ilen);
+    buf_puts(out, " --duration " SILENCE_DURATION);
+    if (slen && !memchr(sum, '\r', slen)) {
+        buf_puts(out, " --comment ");
+        if (shell_plain(sum, slen, false))
+            buf_printf(out, "\"%.*s\"", (int)slen, sum);
+        else
+            shell_quote(out, sum, slen);
+    }
+    buf_puts(out, "\n\n");
+}
+
+static void add_evidence(struct buf *out, const struct msg *m);
+
+/*
+ * What follows the text of each alert, built-in body or <body>: its log
+ * lines, the link to its page on corrald's status page (corral.url, set
+ * when <stats external-url> is), and, while it fires, the command that
+ * silences it.
+ */
+static void
+add_footer(struct buf *out, const struct held *h, bool resolved)
+{
+    size_t len;
+    const char *url = value_of(h->msg, h_url, &len);
+
+    add_evidence(out, h->msg);
+    if (len) {
+        buf_puts(out, "Alert page:\n  ");
+        buf_append(out, url, len);
+        buf_puts(out, "\n\n");
+    }
+    if (!resolved) add_silence(out, h->msg);
+}
 
 static void
 add_line(struct buf *out, const char *label, const char *value)
@@ -471,26 +627,60 @@ add_evidence(struct buf *out, const struct msg *m)
     buf_puts(out, "\n\n");
 }
 
-/* The built-in body: MESSAGE, what the queue knows of the alert, its log lines, then every value.
+/* The time of ISO 8601 value v, or of m's stamp when v is empty, into out. */
+static void
+add_time(struct buf *out, const char *label, const char *v, size_t len, const struct msg *m,
+         struct buf *tmp)
+{
+    buf_reset(tmp);
+    if (len)
+        buf_append(tmp, v, len);
+    else if (msg_stamp(m)->sec)
+        macro_format_iso(msg_stamp(m), 0, tmp);
+    add_line(out, label, buf_str(tmp));
+}
+
+/*
+ * The built-in body: what happened (the summary), where, how bad and since
+ * when; the whole MESSAGE when it says more than the summary; the log
+ * lines, the alert's page and the silence command (add_footer); then every
+ * other value.
  */
 static void
-default_body(const struct held *h, struct buf *out)
+default_body(const struct held *h, bool resolved, struct buf *out)
 {
     const struct msg *m = h->msg;
-    const char *val;
-    size_t len, i, n = msg_nvalues(m);
+    const char *val, *sum, *msgtext, *v;
+    size_t len, slen, mlen, vlen, i, n = msg_nvalues(m);
     struct buf line = BUF_INIT;
 
-    if ((val = msg_get(m, NV_MESSAGE, &len)) && len) {
-        buf_append(out, val, len);
-        buf_puts(out, "\n\n");
+    sum = value_of(m, h_summary, &slen);
+    msgtext = value_of(m, NV_MESSAGE, &mlen);
+    if (!slen) { /* no summary: MESSAGE's first line stands for it */
+        sum = msgtext;
+        slen = memchr(msgtext, '\n', mlen) ? (size_t)((char *)memchr(msgtext, '\n', mlen) - msgtext)
+                                           : mlen;
+    }
+    if (resolved) buf_puts(out, "RESOLVED: ");
+    buf_append(out, sum, slen);
+    buf_puts(out, "\n\n");
+    v = value_of(m, NV_HOST, &vlen);
+    buf_reset(&line);
+    buf_append(&line, v, vlen);
+    add_line(out, "Host:", buf_str(&line));
+    add_line(out, "Severity:", h->severity);
+    v = value_of(m, h_since, &vlen);
+    if (resolved) {
+        if (vlen) add_time(out, "Since:", v, vlen, m, &line);
+        add_time(out, "Resolved:", NULL, 0, m, &line);
+        v = value_of(m, h_resolved_by, &vlen);
+        buf_reset(&line);
+        buf_append(&line, v, vlen);
+        add_line(out, "By:", buf_str(&line));
+    } else {
+        add_time(out, "Since:", v, vlen, m, &line);
     }
     add_line(out, "Alert:", h->id);
-    add_line(out, "Severity:", h->severity);
-    if (msg_stamp(m)->sec) {
-        macro_format_iso(msg_stamp(m), 0, &line);
-        add_line(out, "Time:", buf_str(&line));
-    }
     if (msg_ntags(m)) {
         buf_reset(&line);
         for (i = 0; i < msg_ntags(m); i++) {
@@ -503,7 +693,12 @@ default_body(const struct held *h, struct buf *out)
         add_line(out, "Tags:", buf_str(&line));
     }
     buf_putc(out, '\n');
-    add_evidence(out, m);
+    if (mlen && !(mlen == slen && memcmp(msgtext, sum, mlen) == 0)) {
+        buf_append(out, msgtext, mlen);
+        buf_puts(out, "\n\n");
+    }
+    add_footer(out, h, resolved);
+    buf_puts(out, "Values:\n");
     for (i = 0; i < n; i++) {
         size_t nlen;
         nv_handle hd = msg_value_at(m, i, &val, &len);
@@ -521,15 +716,18 @@ alert_text(struct smtp *x, const struct held *h, struct buf *out)
     struct buf raw = BUF_INIT;
     size_t start = out->len, cut;
 
+    const struct alert a = {0, h->id, h->severity, h->msg, 0};
+    bool resolved = executor_alert_resolved(&a);
+
     if (x->body) {
         struct template_env env;
         template_env_single(&env, &h->msg);
         template_eval(x->body, &env, &raw);
         while (raw.len && raw.p[raw.len - 1] == '\n') buf_truncate(&raw, raw.len - 1);
         if (raw.len) buf_puts(&raw, "\n\n");
-        add_evidence(&raw, h->msg);
+        add_footer(&raw, h, resolved);
     } else {
-        default_body(h, &raw);
+        default_body(h, resolved, &raw);
     }
     smtp_body_clean(raw.p ? raw.p : "", raw.len, out);
     if (out->len - start > SMTP_ALERT_MAX) {
@@ -548,6 +746,42 @@ alert_text(struct smtp *x, const struct held *h, struct buf *out)
     buf_free(&raw);
 }
 
+/* Appends the subject of a mail about h and more other alerts (clean, one line). */
+static void
+subject_line(struct smtp *x, const struct held *h, size_t more, struct buf *out)
+{
+    const struct alert a = {0, h->id, h->severity, h->msg, 0};
+    struct smtp_subject sj;
+    struct buf tmp = BUF_INIT;
+
+    memset(&sj, 0, sizeof(sj));
+    sj.resolved = executor_alert_resolved(&a);
+    sj.more = more;
+    if (x->subject) {
+        struct template_env env;
+        template_env_single(&env, &h->msg);
+        template_eval(x->subject, &env, &tmp);
+        sj.text = tmp.p ? tmp.p : "";
+        sj.text_len = tmp.len;
+    } else {
+        sj.severity = h->severity ? h->severity : "";
+        sj.host = value_of(h->msg, NV_HOST, &sj.host_len);
+        sj.text = value_of(h->msg, h_summary, &sj.text_len);
+        if (!sj.text_len) sj.text = value_of(h->msg, NV_MESSAGE, &sj.text_len);
+    }
+    smtp_subject(&sj, out);
+    buf_free(&tmp);
+}
+
+/* Which alert titles a mail: the worst that fires, a resolution only when all are. */
+static int
+title_rank(const struct held *h)
+{
+    const struct alert a = {0, h->id, h->severity, h->msg, 0};
+
+    return executor_alert_resolved(&a) ? 0 : executor_severity_number(h->severity);
+}
+
 /*
  * Composes one mail from the first alerts of the list (as many as fit) into
  * wire form; returns how many it took.
@@ -559,20 +793,24 @@ compose(struct smtp *x, const struct group *g, const struct held *alerts, struct
     const struct held *h, *worst = alerts;
     size_t n = 0, total = 0, used = 0, i;
     const char *cte;
-    struct template_env env;
 
     for (h = alerts; h && total < SMTP_GROUP_MAX; h = h->next) total++;
     parts = xcalloc(total, sizeof(*parts));
     for (h = alerts; h && n < total && (!n || used < SMTP_BODY_SOFT_MAX); h = h->next) {
         alert_text(x, h, &parts[n]);
         used += parts[n++].len;
-        if (executor_severity_number(h->severity) > executor_severity_number(worst->severity))
-            worst = h;
+        if (title_rank(h) > title_rank(worst)) worst = h;
     }
     if (n > 1) {
         buf_printf(&text, "%zu alerts", n);
         if (g && g->label && g->label[0]) buf_printf(&text, ", grouped by %s", g->label);
-        buf_puts(&text, ".\n");
+        buf_puts(&text, ".\n\n");
+        /* what they are, at a glance, before each in full */
+        for (i = 0, h = alerts; i < n; i++, h = h->next) {
+            buf_puts(&text, "  ");
+            subject_line(x, h, 0, &text);
+            buf_putc(&text, '\n');
+        }
         for (i = 0; i < n; i++) {
             buf_printf(&text, "\n--- alert %zu of %zu ---\n", i + 1, n);
             buf_append(&text, parts[i].p ? parts[i].p : "", parts[i].len);
@@ -583,17 +821,8 @@ compose(struct smtp *x, const struct group *g, const struct held *alerts, struct
     for (i = 0; i < n; i++) buf_free(&parts[i]);
     free(parts);
 
-    /* subject: the first alert's, and how many the mail carries */
-    template_env_single(&env, &alerts->msg);
-    /* a resolution says so first, whatever the subject template */
-    {
-        const struct alert first = {0, alerts->id, alerts->severity, alerts->msg, 0};
-        if (executor_alert_resolved(&first)) buf_puts(&body, "[RESOLVED] ");
-    }
-    template_eval(x->subject, &env, &body);
-    smtp_header_clean(body.p ? body.p : "", body.len, SMTP_SUBJECT_MAX, &hdr);
-    if (!hdr.len) buf_puts(&hdr, "[corral] alert");
-    if (n > 1) buf_printf(&hdr, " (%zu alerts)", n);
+    /* subject: the worst alert's, and how many more the mail carries */
+    subject_line(x, worst, n - 1, &hdr);
     buf_reset(&body);
 
     buf_puts(out, "Date: ");

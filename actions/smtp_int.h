@@ -22,7 +22,10 @@
 
 /* ---- smtp_mime.c ---- */
 
-/* Longest subject, in characters, before the group suffix; longer ones are cut with "...". */
+/*
+ * Longest subject, in characters, "[RESOLVED] " and the group suffix not
+ * counted; a longer one is cut at a word boundary with "…".
+ */
 #define SMTP_SUBJECT_MAX 120
 
 /*
@@ -72,6 +75,29 @@ void smtp_body_clean(const char *s, size_t len, struct buf *out);
  * either.  Returns the Content-Transfer-Encoding used.
  */
 const char *smtp_body_encode(const char *text, size_t len, struct buf *out);
+
+/* What a mail's subject is made of: its titling alert, and the others in the mail. */
+struct smtp_subject {
+    /*
+     * The alert's severity: the built-in subject "[SEVERITY] HOST: text",
+     * the severity upper-cased (an empty one is "warning").  NULL: text is
+     * the whole subject (a subject= template's output).
+     */
+    const char *severity;
+    const char *host; /* the built-in subject's HOST (may be empty) */
+    size_t host_len;
+    const char *text; /* the built-in subject's summary, or the template's output */
+    size_t text_len;
+    bool resolved; /* "[RESOLVED] " first, and no severity */
+    size_t more;   /* other alerts in the mail: " (+N more)" last */
+};
+
+/*
+ * Appends the clean subject (smtp_header_clean) for s: "[RESOLVED] "
+ * when it resolves, the text cut at a word boundary to SMTP_SUBJECT_MAX
+ * characters with "…", " (+N more)" when the mail carries N more alerts.
+ */
+void smtp_subject(const struct smtp_subject *s, struct buf *out);
 
 /* RFC 5322 date-time in local time: "Tue, 02 Jan 2024 15:04:05 +0100". */
 void smtp_format_date(time_t t, struct buf *out);

@@ -13,6 +13,7 @@
  * needs no 8BITMIME from the server.
  */
 #include "actions/smtp_int.h"
+#include "engine/base64.h"
 #include "engine/xalloc.h"
 
 #include <stdio.h>
@@ -224,6 +225,63 @@ smtp_header_clean(const char *s, size_t len, size_t max_chars, struct buf *out)
     while (out->len > start && out->p[out->len - 1] == ' ') buf_truncate(out, out->len - 1);
 }
 
+/*
+ * Cuts clean header text out->p[start..] to at most max_chars characters: at
+ * the last space that leaves room for the ellipsis, or between two
+ * characters when the last such space lies in the first half (one long
+ * word); the cut text ends in "…".
+ */
+static void
+cut_words(struct buf *out, size_t start, size_t max_chars)
+{
+    const unsigned char *p = (const unsigned char *)out->p;
+    size_t i = start, chars = 0, room = 0, space = 0, space_chars = 0;
+
+    if (max_chars < 2) return;
+    while (i < out->len) {
+        uint32_t cp;
+        size_t n = utf8_decode(p + i, out->len - i, &cp);
+        if (chars == max_chars - 1) room = i;
+        if (cp == ' ' && chars < max_chars - 1) {
+            space = i;
+            space_chars = chars;
+        }
+        chars++;
+        i += n;
+    }
+    if (chars <= max_chars) return;
+    buf_truncate(out, space > start && space_chars >= max_chars / 2 ? space : room);
+    while (out->len > start && out->p[out->len - 1] == ' ') buf_truncate(out, out->len - 1);
+    buf_puts(out, "\xe2\x80\xa6");
+}
+
+void
+smtp_subject(const struct smtp_subject *s, struct buf *out)
+{
+    struct buf raw = BUF_INIT;
+    size_t i;
+
+    if (s->resolved) buf_puts(out, "[RESOLVED] ");
+    if (s->severity && !s->resolved) {
+        const char *sev = s->severity[0] ? s->severity : "warning";
+        buf_putc(&raw, '[');
+        for (i = 0; sev[i] && i < 32; i++)
+            buf_putc(&raw, sev[i] >= 'a' && sev[i] <= 'z' ? (char)(sev[i] - 'a' + 'A') : sev[i]);
+        buf_puts(&raw, "] ");
+    }
+    if (s->severity && s->host_len) {
+        buf_append(&raw, s->host, s->host_len);
+        if (s->text_len) buf_puts(&raw, ": ");
+    }
+    if (s->text_len) buf_append(&raw, s->text, s->text_len);
+    i = out->len;
+    smtp_header_clean(raw.p ? raw.p : "", raw.len, 0, out);
+    cut_words(out, i, SMTP_SUBJECT_MAX);
+    if (out->len == i) buf_puts(out, s->severity ? "alert" : "[corral] alert");
+    if (s->more) buf_printf(out, " (+%zu more)", s->more);
+    buf_free(&raw);
+}
+
 static bool
 plain_ascii(const char *s, size_t len)
 {
@@ -236,24 +294,6 @@ plain_ascii(const char *s, size_t len)
         if (c == '=' && i + 1 < len && s[i + 1] == '?') return false;
     }
     return true;
-}
-
-static void
-base64(struct buf *out, const unsigned char *p, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t i;
-
-    for (i = 0; i + 2 < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        char b[4] = {tab[v >> 18], tab[(v >> 12) & 63], tab[(v >> 6) & 63], tab[v & 63]};
-        buf_append(out, b, 4);
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-        char b[4] = {tab[v >> 18], tab[(v >> 12) & 63], i + 1 < n ? tab[(v >> 6) & 63] : '=', '='};
-        buf_append(out, b, 4);
-    }
 }
 
 /*
@@ -277,7 +317,7 @@ encoded_words(struct buf *out, const char *s, size_t len)
         }
         if (i) buf_puts(out, "\r\n ");
         buf_puts(out, "=?UTF-8?B?");
-        base64(out, p + i, j - i);
+        base64_encode(out, p + i, j - i);
         buf_puts(out, "?=");
         i = j;
     }

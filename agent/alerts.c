@@ -19,6 +19,7 @@
  */
 #include "agent/alerts.h"
 #include "actions/queue.h"
+#include "engine/civil.h"
 #include "engine/durable.h"
 #include "engine/hash.h"
 #include "engine/json.h"
@@ -201,7 +202,7 @@ since_of(const struct entry *e)
     if (v && len > 0 && len < sizeof(text)) {
         memcpy(text, v, len);
         text[len] = '\0';
-        if (silences_parse_time(text, &ms) == 0 && ms >= 0 && (uint64_t)ms < e->first)
+        if (civil_parse_time(text, &ms) == 0 && ms >= 0 && (uint64_t)ms < e->first)
             return (uint64_t)ms;
     }
     return e->first;
@@ -908,7 +909,7 @@ time_json(struct buf *out, const char *key, uint64_t ms)
         return;
     }
     buf_putc(out, '"');
-    silences_format_time((int64_t)ms, out);
+    civil_format_time((int64_t)ms, out);
     buf_putc(out, '"');
 }
 
@@ -923,9 +924,9 @@ entry_json(const struct entry *e, struct buf *out)
     buf_printf(out, ",\"state\":\"%s\",\"labels\":", alerts_state_name(state_of(e)));
     json_format_msg(e->labels, out);
     buf_puts(out, ",\"firstSeen\":\"");
-    silences_format_time((int64_t)e->first, out);
+    civil_format_time((int64_t)e->first, out);
     buf_puts(out, "\",\"lastSeen\":\"");
-    silences_format_time((int64_t)e->last, out);
+    civil_format_time((int64_t)e->last, out);
     buf_printf(out, "\",\"count\":%llu,\"mutedBy\":", (unsigned long long)e->count);
     if (e->by)
         json_quote(out, e->by, strlen(e->by));
@@ -946,7 +947,7 @@ entry_json(const struct entry *e, struct buf *out)
         buf_printf(out, ":{\"state\":\"%s\",\"at\":", x->at ? delivery_name(x->d) : "none");
         if (x->at) {
             buf_putc(out, '"');
-            silences_format_time((int64_t)x->at, out);
+            civil_format_time((int64_t)x->at, out);
             buf_putc(out, '"');
         } else {
             buf_puts(out, "null");
@@ -959,7 +960,7 @@ entry_json(const struct entry *e, struct buf *out)
         const struct notice *n = &e->hist[k % ALERTS_HISTORY];
         if (k > from) buf_putc(out, ',');
         buf_puts(out, "{\"at\":\"");
-        silences_format_time((int64_t)n->at, out);
+        civil_format_time((int64_t)n->at, out);
         buf_puts(out, "\",\"executor\":");
         json_quote(out, n->executor ? n->executor : "", n->executor ? strlen(n->executor) : 0);
         buf_printf(out, ",\"status\":\"%s\",\"outcome\":\"%s\",\"attempt\":%u}",

@@ -18,6 +18,7 @@
 #include "agent/alerts.h"
 #include "agent/server.h"
 #include "agent/silences.h"
+#include "engine/civil.h"
 #include "engine/clock.h"
 #include "engine/labelmatch.h"
 #include "engine/msg.h"
@@ -349,6 +350,8 @@ alert_view(const json_t *e)
             json_object_set(ann, "summary", v);
         else if (strcmp(name, "corral.generator_url") == 0)
             url = v;
+        else if (strcmp(name, "corral.url") == 0) /* the alert's page: a link, no label */
+            json_object_set(ann, "corral_url", v);
         else if (strncmp(name, ANNOTATION, sizeof(ANNOTATION) - 1) == 0)
             json_object_set(ann, name + sizeof(ANNOTATION) - 1, v);
         else if (valid_name(name))
@@ -359,6 +362,7 @@ alert_view(const json_t *e)
     {
         if (!json_is_string(v) || left_out(name) || valid_name(name) ||
             strcmp(name, "corral.summary") == 0 || strcmp(name, "corral.generator_url") == 0 ||
+            strcmp(name, "corral.url") == 0 ||
             strncmp(name, ANNOTATION, sizeof(ANNOTATION) - 1) == 0)
             continue;
         api_name(name, &n);
@@ -646,11 +650,11 @@ alert_valid(const json_t *a, struct buf *err)
         buf_puts(err, "generatorURL: a string expected");
         return false;
     }
-    if (!opt_string(a, "startsAt", &t) || (t && silences_parse_time(t, &ms) < 0)) {
+    if (!opt_string(a, "startsAt", &t) || (t && civil_parse_time(t, &ms) < 0)) {
         buf_puts(err, "startsAt: an RFC 3339 time expected");
         return false;
     }
-    if (!opt_string(a, "endsAt", &t) || (t && silences_parse_time(t, &ms) < 0)) {
+    if (!opt_string(a, "endsAt", &t) || (t && civil_parse_time(t, &ms) < 0)) {
         buf_puts(err, "endsAt: an RFC 3339 time expected");
         return false;
     }
@@ -701,7 +705,7 @@ set_host(struct msg *m, const json_t *labels)
 static bool
 given_time(const char *t, int64_t *ms)
 {
-    return silences_parse_time(t, ms) == 0 && *ms > 0;
+    return civil_parse_time(t, ms) == 0 && *ms > 0;
 }
 
 /* Posted alert a (checked) as a generated message: an alert, or a clear when endsAt has passed. */
@@ -997,7 +1001,7 @@ apiv2_get_status(struct http_request *req, struct http_reply *rep)
 {
     struct buf up = BUF_INIT;
 
-    silences_format_time((int64_t)server_started_ms(req->srv), &up);
+    civil_format_time((int64_t)server_started_ms(req->srv), &up);
     /* no cluster (corrald runs alone), and its configuration is XML, not Alertmanager's YAML */
     http_json(rep, 200,
               json_pack("{s:{s:s, s:[]}, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:{s:s}, s:s}",

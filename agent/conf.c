@@ -10,12 +10,14 @@
 #include "engine/durable.h"
 #include "engine/evidence.h"
 #include "engine/labelmatch.h"
+#include "engine/strlist.h"
 #include "engine/template.h"
 #include "engine/units.h"
 #include "engine/xalloc.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <libxml/uri.h>
 #include <libxml/xmlschemas.h>
 
 #include <ctype.h>
@@ -210,6 +212,7 @@ conf_free(struct conf *c)
     free(c->stats_api_token_file);
     if (c->stats_api_token) explicit_bzero(c->stats_api_token, strlen(c->stats_api_token));
     free(c->stats_api_token);
+    free(c->stats_external_url);
     free(c->log_level);
     free(c->log_to);
     for (i = 0; i < c->ninputs; i++) conf_input_clear(&c->inputs[i]);
@@ -502,6 +505,38 @@ check_address(struct reader *r, const xmlNode *n, const char *addr)
 }
 
 /*
+ * <stats external-url>: an http or https URL of the status page as users
+ * reach it (behind a proxy, under a path), without a query or fragment,
+ * since "/alert?id=ID" is appended to it; a final '/' is dropped.
+ */
+static char *
+external_url(struct reader *r, const xmlNode *n)
+{
+    char *v = attr(n, "external-url");
+    size_t i, len, skip;
+    xmlURIPtr uri;
+
+    if (!v) return NULL;
+    len = strlen(v);
+    skip = strncmp(v, "https://", 8) == 0 ? 8 : strncmp(v, "http://", 7) == 0 ? 7 : 0;
+    for (i = 0; i < len; i++)
+        if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f || strchr("?#\"<>\\", v[i]))
+            break;
+    uri = i == len && skip && len > skip && v[skip] != '/' ? xmlParseURI(v) : NULL;
+    if (!uri) {
+        error(r, n,
+              "bad external-url \"%s\" (expected http:// or https://, a host, maybe a port and a "
+              "path, no query)",
+              v);
+        free(v);
+        return NULL;
+    }
+    xmlFreeURI(uri);
+    while (len > skip && v[len - 1] == '/') v[--len] = '\0';
+    return v;
+}
+
+/*
  * The bearer token of the HTTP API (<stats api-token-file>), read when the
  * configuration is (start, reload, check): a secret, so a file anyone may
  * read is refused.  One line; the final newline is not part of it.
@@ -739,25 +774,6 @@ read_executor(struct reader *r, struct conf *c, const xmlNode *n)
     }
 }
 
-static void
-split_list(const char *s, char ***out, size_t *n)
-{
-    size_t cap = 0;
-
-    *out = NULL;
-    *n = 0;
-    while (s && *s) {
-        size_t len;
-        while (*s == ',' || *s == ' ') s++;
-        len = strcspn(s, ", ");
-        if (len) {
-            *out = xgrow(*out, &cap, *n + 1, sizeof(**out));
-            (*out)[(*n)++] = xstrndup(s, len);
-        }
-        s += len;
-    }
-}
-
 /* <inhibit>: its matchers must parse (errors come with the line, not at the first alert). */
 static void
 read_inhibit(struct reader *r, struct conf *c, const xmlNode *n)
@@ -793,7 +809,7 @@ read_inhibit(struct reader *r, struct conf *c, const xmlNode *n)
         };
         char *eq = attr(n, "equal");
         size_t k, j;
-        split_list(eq, &in->equal, &in->nequal);
+        strlist_split(eq, &in->equal, &in->nequal);
         free(eq);
         for (k = 0; k < in->nequal; k++) {
             for (j = 0; j < sizeof(always) / sizeof(always[0]); j++)
@@ -816,7 +832,7 @@ read_route(struct reader *r, struct conf_route *rt, const xmlNode *n, int depth)
 
     memset(rt, 0, sizeof(*rt));
     rt->line = (int)xmlGetLineNo(n);
-    split_list(to, &rt->to, &rt->nto);
+    strlist_split(to, &rt->to, &rt->nto);
     free(to);
     rt->class = attr(n, "class");
     rt->rule = attr(n, "rule");
@@ -851,7 +867,7 @@ check_routes(struct reader *r, const struct conf *c, const xmlNode *n)
         size_t nnames, i, j;
         if (k->type != XML_ELEMENT_NODE) continue;
         to = attr(k, "to");
-        split_list(to, &names, &nnames);
+        strlist_split(to, &names, &nnames);
         for (i = 0; i < nnames; i++) {
             for (j = 0; j < c->nexecutors; j++)
                 if (strcmp(c->executors[j].name, names[i]) == 0) break;
@@ -940,6 +956,8 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->stats_api_token_file = attr(n, "api-token-file");
             if (c->stats_api_token_file)
                 c->stats_api_token = read_token(r, n, c->stats_api_token_file);
+            free(c->stats_external_url);
+            c->stats_external_url = external_url(r, n);
         } else if (is(n, "engine")) {
             c->engine_workers = number_attr(r, n, "workers", c->engine_workers, false);
             c->engine_queue = number_attr(r, n, "queue", c->engine_queue, false);

@@ -134,6 +134,8 @@ struct conf {
     char *control_group;   /* NULL: the group corrald creates it with */
     uint32_t control_mode; /* 0600, or 0660 (the default with a group) */
     int control_line;
+    /* <stats external-url>: the status page as users reach it, for links; NULL: none */
+    char *stats_external_url;
     char *stats_listen;         /* host:port of the Prometheus endpoint, NULL: none */
     char *stats_api_token_file; /* <stats api-token-file>: NULL, none (API writes refused) */
     char *stats_api_token; /* its contents, read with the configuration, the final newline cut */

@@ -61,14 +61,19 @@ struct conn {
     uv_write_t wr;
 };
 
+/* Drops one reference (the pipe's, or a pending save's, reload's or queue command's). */
 static void
-conn_closed(uv_handle_t *h)
+conn_unref(struct conn *c)
 {
-    struct conn *c = h->data;
-
     if (--c->handles > 0) return;
     buf_free(&c->answer);
     free(c);
+}
+
+static void
+conn_closed(uv_handle_t *h)
+{
+    conn_unref(h->data);
 }
 
 static void
@@ -134,10 +139,7 @@ saved(void *arg, int rc)
         buf_puts(&c->answer, rc == 0 ? "OK\n" : "FAILED\n");
         send_answer(c);
     }
-    if (--c->handles == 0) {
-        buf_free(&c->answer);
-        free(c);
-    }
+    conn_unref(c);
 }
 
 /* A queue command's answer from the executor process (privsep); as saved() for the rest. */
@@ -150,10 +152,7 @@ queue_answered(void *arg, const char *text, size_t len)
         buf_append(&c->answer, text, len);
         send_answer(c);
     }
-    if (--c->handles == 0) {
-        buf_free(&c->answer);
-        free(c);
-    }
+    conn_unref(c);
 }
 
 /* A reload's outcome, possibly late (privsep); as saved() for the rest. */
@@ -167,10 +166,7 @@ reloaded(void *arg, int rc, const char *report)
         buf_puts(&c->answer, rc < 0 ? "FAILED\n" : "OK\n");
         send_answer(c);
     }
-    if (--c->handles == 0) {
-        buf_free(&c->answer);
-        free(c);
-    }
+    conn_unref(c);
 }
 
 /* The strings of array "matchers" as one set; NULL (and -1) with a message in err. */

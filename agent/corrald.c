@@ -693,21 +693,6 @@ where(struct buf *err, const struct conf *c, int line)
         buf_printf(err, "%s: ", file);
 }
 
-/* The directory path is in (a new string). */
-static char *
-dir_of(const char *path)
-{
-    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
-
-    if (slash == dir)
-        slash[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        strcpy(dir, ".");
-    return dir;
-}
-
 /*
  * Whether this process may create and rename files in dir, or, when dir is
  * not there, create it (its parent); what and why name the file and what
@@ -727,7 +712,7 @@ dir_check(const struct conf *c, int line, const char *what, const char *dir, con
         buf_printf(err, "%s: directory %s: %s (%s)\n", what, dir, strerror(errno), why);
         return -1;
     }
-    parent = dir_of(dir);
+    parent = durable_dir_of(dir);
     if (access(parent, W_OK | X_OK) < 0) {
         where(err, c, line);
         buf_printf(err, "%s: cannot create directory %s in %s: %s (%s)\n", what, dir, parent,
@@ -801,7 +786,7 @@ engine_files_check(const struct conf *c, bool opens, bool spool, struct buf *err
         else
             buf_printf(&pos, "%s.corral-pos", ci->path);
         buf_printf(&what, "input %s: position file %s", ci->name, buf_str(&pos));
-        dir = dir_of(buf_str(&pos));
+        dir = durable_dir_of(buf_str(&pos));
         if (dir_check(c, ci->line, buf_str(&what), dir, "the position is saved there", err) < 0)
             rc = -1;
         free(dir);

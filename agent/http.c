@@ -3,8 +3,8 @@
  * the libuv loop: MHD runs with MHD_USE_EPOLL and no thread of its own;
  * its epoll descriptor is watched by a uv_poll_t, MHD_run() handles what is
  * ready, and a uv_timer_t wakes it for MHD_get_timeout() (idle connections).
- * The listening socket is made here as before MHD (bound as an input's
- * address is, before the privilege drop) and handed to MHD.
+ * The listening socket is made here, not by MHD (bound as an input's
+ * address is, before the privilege drop), and handed to MHD.
  *
  * Routes are a table (`routes` below): method, path (or a path prefix) and
  * a handler writing a struct http_reply.  GET /metrics (Prometheus text),

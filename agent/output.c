@@ -50,6 +50,7 @@
  * is freed once libuv has returned every handle and request.
  */
 #include "agent/output.h"
+#include "engine/durable.h"
 #include "engine/json.h"
 #include "engine/log.h"
 #include "engine/macros.h"
@@ -1397,13 +1398,7 @@ output_check(const struct conf_output *co, const char *conf_file, struct buf *er
                 buf_printf(&e, "%s: %s", co->path, strerror(errno));
         } else {
             /* it would be created: its directory must exist and take it */
-            char *dir = xstrdup(co->path), *slash = strrchr(dir, '/');
-            if (slash == dir)
-                slash[1] = '\0';
-            else if (slash)
-                *slash = '\0';
-            else
-                strcpy(dir, ".");
+            char *dir = durable_dir_of(co->path);
             if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
                 buf_printf(&e, "%s: no directory %s", co->path, dir);
             else if (access(dir, W_OK) < 0)

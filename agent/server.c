@@ -79,6 +79,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libxml/uri.h>
+
 struct server {
     uv_loop_t *loop;
     struct conf *conf;
@@ -295,6 +297,27 @@ executor_stats(const struct server *s, size_t i)
     return s->proxy ? ipcproxy_queue_stats(s->proxy, s->remote[i]) : queue_get_stats(s->queues[i]);
 }
 
+/*
+ * Alert m's page on the status page as users reach it (<stats
+ * external-url>) as its value corral.url, for mails and scripts:
+ * external-url + "/alert?id=" + the percent-encoded alert id.
+ */
+static void
+add_alert_url(struct server *s, struct msg *m)
+{
+    static nv_handle h_url;
+    xmlChar *id;
+
+    if (!s->conf->stats_external_url || !s->alerts) return;
+    if (!h_url) h_url = nv_intern_str("corral.url");
+    alerts_id(s->alerts, m, &s->alert_id);
+    if (!(id = xmlURIEscapeStr((const xmlChar *)buf_str(&s->alert_id), NULL))) return;
+    buf_reset(&s->alert_id);
+    buf_printf(&s->alert_id, "%s/alert?id=%s", s->conf->stats_external_url, (const char *)id);
+    xmlFree(id);
+    msg_set(m, h_url, s->alert_id.p, s->alert_id.len);
+}
+
 static void
 to_executors(struct server *s, const struct msg *m, const struct pdb_action *action)
 {
@@ -316,6 +339,7 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
         unsigned found, b;
         if (!alert) am = alert = msg_clone(m);
         found = alertlabels_check_msg(alert, &s->scratch);
+        add_alert_url(s, alert);
         for (b = 0; b < ALERTLABELS_NFLAGS; b++)
             if (found & (1u << b)) s->labels_fixed[b]++;
     }

@@ -84,85 +84,7 @@ entry_free(struct entry *e)
 
 /* ---- times ---- */
 
-void
-silences_format_time(int64_t ms, struct buf *out)
-{
-    int64_t secs = ms / 1000, days = secs / 86400, rem = secs % 86400, y;
-    int m, d;
-
-    if (rem < 0) {
-        rem += 86400;
-        days--;
-    }
-    civil_from_days(days, &y, &m, &d);
-    buf_printf(out, "%04lld-%02d-%02dT%02d:%02d:%02dZ", (long long)y, m, d, (int)(rem / 3600),
-               (int)(rem / 60 % 60), (int)(rem % 60));
-}
-
-static bool
-digits(const char **p, int n, int *v)
-{
-    int i;
-
-    *v = 0;
-    for (i = 0; i < n; i++) {
-        if ((*p)[i] < '0' || (*p)[i] > '9') return false;
-        *v = *v * 10 + ((*p)[i] - '0');
-    }
-    *p += n;
-    return true;
-}
-
-int
-silences_parse_time(const char *s, int64_t *ms)
-{
-    const char *p = s;
-    int y, mo, d, h = 0, mi = 0, sec = 0, oh, om, frac = 0, nfrac = 0;
-    int64_t t;
-    char *end;
-
-    if (!s || !*s) return -1;
-    if (strspn(s, "0123456789") == strlen(s)) {
-        long long v = strtoll(s, &end, 10);
-        if (*end || v < 0 || v > 253402300799LL) return -1;
-        *ms = (int64_t)v * 1000;
-        return 0;
-    }
-    if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
-        !digits(&p, 2, &d))
-        return -1;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31) return -1;
-    if (*p == 'T' || *p == ' ') {
-        p++;
-        if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi)) return -1;
-        if (*p == ':') {
-            p++;
-            if (!digits(&p, 2, &sec)) return -1;
-            if (*p == '.') /* milliseconds kept, finer digits read and dropped */
-                for (p++; *p >= '0' && *p <= '9'; p++)
-                    if (nfrac < 3) frac = frac * 10 + (*p - '0'), nfrac++;
-            for (; nfrac && nfrac < 3; nfrac++) frac *= 10;
-        }
-        if (h > 23 || mi > 59 || sec > 60) return -1;
-    }
-    t = (civil_to_days(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec);
-    if (*p == 'Z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int sign = *p++ == '-' ? -1 : 1;
-        if (!digits(&p, 2, &oh)) return -1;
-        if (*p == ':') p++;
-        if (!digits(&p, 2, &om)) return -1;
-        t -= sign * (oh * 3600 + om * 60);
-    } else if (*p) {
-        return -1;
-    }
-    if (*p) return -1;
-    *ms = t * 1000 + frac;
-    return 0;
-}
-
-/* A JSON time: a number of seconds or a string parse_time reads. */
+/* A JSON time: a number of seconds or a string civil_parse_time reads. */
 static int
 json_time(const json_t *v, int64_t *ms)
 {
@@ -174,7 +96,7 @@ json_time(const json_t *v, int64_t *ms)
         *ms = (int64_t)(json_real_value(v) * 1000);
         return 0;
     }
-    if (json_is_string(v)) return silences_parse_time(json_string_value(v), ms);
+    if (json_is_string(v)) return civil_parse_time(json_string_value(v), ms);
     return -1;
 }
 
@@ -890,8 +812,8 @@ silences_json(struct silences *s, const struct labelmatch *query, bool expired, 
         buf_reset(&start);
         buf_reset(&end);
         labelmatch_format(e->lm, &t);
-        silences_format_time(e->start, &start);
-        silences_format_time(e->end, &end);
+        civil_format_time(e->start, &start);
+        civil_format_time(e->end, &end);
         json_array_append_new(arr, json_pack("{s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:{s:s}}", "id",
                                              e->id, "matchers", ms, "matchersText", buf_str(&t),
                                              "startsAt", buf_str(&start), "endsAt", buf_str(&end),

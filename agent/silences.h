@@ -109,13 +109,4 @@ size_t silences_count(const struct silences *s);
 size_t silences_active(const struct silences *s, uint64_t now_ms);
 const struct silences_stats *silences_get_stats(const struct silences *s);
 
-/*
- * Reads a time: seconds since the epoch ("1796400000"), or ISO 8601 UTC or
- * with an offset ("2026-12-04T18:00:00Z", "2026-12-04 18:00+01:00").  0 and
- * milliseconds in *ms, or -1.
- */
-int silences_parse_time(const char *s, int64_t *ms);
-/* Appends ms as ISO 8601 UTC ("2026-12-04T18:00:00Z"). */
-void silences_format_time(int64_t ms, struct buf *out);
-
 #endif

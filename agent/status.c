@@ -27,6 +27,7 @@
 #include "agent/input.h"
 #include "agent/server.h"
 #include "engine/alertlabels.h"
+#include "engine/civil.h"
 #include "engine/clock.h"
 #include "engine/corr.h"
 #include "engine/evidence.h"
@@ -181,22 +182,29 @@ rates_json(struct status *st)
                      "generated_total", (json_int_t)now_gen);
 }
 
+/* A table row of counters: a name, then n numbers (queues, rules, inputs). */
+static void
+count_row(struct buf *out, const char *cls, const char *name, const uint64_t *v, size_t n)
+{
+    size_t i;
+
+    buf_printf(out, "<tr class=\"%s\"><td class=\"name\">", cls);
+    html_puts(out, name);
+    buf_puts(out, "</td>");
+    for (i = 0; i < n; i++) buf_printf(out, "<td class=\"n\">%llu</td>", (unsigned long long)v[i]);
+    buf_puts(out, "</tr>");
+}
+
 /* ---- executor queues ---- */
 
 static void
 queue_row(const char *name, const struct queue_stats *qs, void *arg)
 {
     struct buf *out = arg;
+    const uint64_t v[] = {qs->queued,  qs->inflight, qs->delivered,
+                          qs->retries, qs->dead,     qs->dropped_full + qs->rate_limited};
 
-    buf_puts(out, "<tr class=\"queue\"><td class=\"name\">");
-    html_puts(out, name);
-    buf_printf(out,
-               "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
-               "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td></tr>",
-               (unsigned long long)qs->queued, (unsigned long long)qs->inflight,
-               (unsigned long long)qs->delivered, (unsigned long long)qs->retries,
-               (unsigned long long)qs->dead,
-               (unsigned long long)(qs->dropped_full + qs->rate_limited));
+    count_row(out, "queue", name, v, sizeof(v) / sizeof(v[0]));
 }
 
 static void
@@ -240,16 +248,10 @@ static void
 rule_row(const struct corr_rule_stats *rs, void *arg)
 {
     struct buf *out = arg;
+    const uint64_t v[] = {rs->contexts, rs->refused,      rs->dropped,
+                          rs->evicted,  rs->rate_limited, rs->rate_evicted};
 
-    buf_puts(out, "<tr class=\"rule\"><td class=\"name\">");
-    html_puts(out, rs->rule_id);
-    buf_printf(out,
-               "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
-               "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
-               "</tr>",
-               (unsigned long long)rs->contexts, (unsigned long long)rs->refused,
-               (unsigned long long)rs->dropped, (unsigned long long)rs->evicted,
-               (unsigned long long)rs->rate_limited, (unsigned long long)rs->rate_evicted);
+    count_row(out, "rule", rs->rule_id, v, sizeof(v) / sizeof(v[0]));
 }
 
 struct ctx_list {
@@ -343,15 +345,10 @@ static void
 input_row(const char *name, const struct input_stats *is, void *arg)
 {
     struct buf *out = arg;
+    const uint64_t v[] = {is->received,  is->bytes,  is->kernel_drops,
+                          is->truncated, is->errors, is->active};
 
-    buf_puts(out, "<tr class=\"input\"><td class=\"name\">");
-    html_puts(out, name);
-    buf_printf(out,
-               "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
-               "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td></tr>",
-               (unsigned long long)is->received, (unsigned long long)is->bytes,
-               (unsigned long long)is->kernel_drops, (unsigned long long)is->truncated,
-               (unsigned long long)is->errors, (unsigned long long)is->active);
+    count_row(out, "input", name, v, sizeof(v) / sizeof(v[0]));
 }
 
 static void
@@ -497,7 +494,7 @@ relative(struct buf *out, const char *iso, int64_t now)
     int64_t then, d;
     bool future;
 
-    if (!*iso || silences_parse_time(iso, &then) < 0) return false;
+    if (!*iso || civil_parse_time(iso, &then) < 0) return false;
     d = (now - then) / 1000;
     future = d < 0;
     if (future) d = -d;

@@ -16,6 +16,7 @@
  * host check (a client without allowed-names) reports: one reason class.
  */
 #include "agent/tls.h"
+#include "engine/strlist.h"
 #include "engine/xalloc.h"
 
 #include <openssl/err.h>
@@ -323,23 +324,15 @@ load_key(SSL_CTX *sc, const char *path, struct buf *err)
 static int
 split_names(struct tls_ctx *ctx, const char *s, struct buf *err)
 {
-    size_t cap = 0;
     const char *why;
+    size_t i;
 
-    while (s && *s) {
-        size_t len;
-        while (*s == ',' || *s == ' ') s++;
-        len = strcspn(s, ", ");
-        if (len) {
-            ctx->allowed = xgrow(ctx->allowed, &cap, ctx->nallowed + 1, sizeof(*ctx->allowed));
-            ctx->allowed[ctx->nallowed++] = xstrndup(s, len);
-            if (!tls_name_pattern_ok(ctx->allowed[ctx->nallowed - 1], &why)) {
-                buf_printf(err, "allowed-names: \"%s\": %s", ctx->allowed[ctx->nallowed - 1], why);
-                return -1;
-            }
+    strlist_split(s, &ctx->allowed, &ctx->nallowed);
+    for (i = 0; i < ctx->nallowed; i++)
+        if (!tls_name_pattern_ok(ctx->allowed[i], &why)) {
+            buf_printf(err, "allowed-names: \"%s\": %s", ctx->allowed[i], why);
+            return -1;
         }
-        s += len;
-    }
     return 0;
 }
 

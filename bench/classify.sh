@@ -10,8 +10,8 @@
 #              (default ${TMPDIR:-/tmp}/corral-bench); reused while the
 #              generator's parameters stay the same
 #   -c CPU     the CPU to pin to (default 0; the corpus feeder uses another)
-#   -s SHAPE   mixed (default) or apps: the corpus and rules of issue 13
-#              item 7 (gen.py --shape apps: 400 application programs with 25
+#   -s SHAPE   mixed (default) or apps: the corpus and rules of
+#              bench/parallel.py (gen.py --shape apps: 400 application programs with 25
 #              rules each, 40% sshd, 31% application lines; the agreement
 #              check also compares the captured values; report:
 #              classify-10k-DATE.md)

@@ -310,7 +310,7 @@ class Corrald(Daemon):
     def __init__(self, tag, check=False, max_context_messages=None, workers=1):
         Daemon.__init__(self, tag, check)
         self.mcm = max_context_messages
-        # N workers: the hook for the parallel engine (issue 13); pinned to N CPUs
+        # N workers: <engine workers="N"/>, the daemon pinned to N CPUs
         self.workers = workers
         if workers > 1:
             self.cpus = set(range(A.cpu, A.cpu + workers)) & set(range(os.cpu_count()))
@@ -995,7 +995,7 @@ class Bench:
         w("")
         w("Each step: a fresh daemon, loggen `--dgram -l -R CORPUS -r RATE` for %g s, then "
           "the daemon drains its socket.  **Whole step**: loss = messages loggen sent - "
-          "messages the daemon counted (the brief's definition).  loggen starts every run "
+          "messages the daemon counted.  loggen starts every run "
           "with a burst of 0.9 s worth of messages at its full speed (its token bucket starts "
           "nearly full), so this mostly measures how big a burst the daemon's socket buffer "
           "and its speed absorb.  **Steady**: the socket's kernel drop counter "

@@ -19,7 +19,8 @@ writes into DIR:
 Two shapes.  "mixed" (the default): R rules over P real and made-up
 daemons (sshd, kernel, ... included), tails of every parser kind, and
 loghub lines (OpenSSH and Linux mixed) for the rest of the corpus.  "apps"
-(issue 13 item 7; defaults 400 programs, 10,000 rules, 31% generated):
+(the corpus of bench/parallel.py and bench/workers.py; defaults 400
+programs, 10,000 rules, 31% generated):
 application programs such as inventoryd, 25 rules each, every pattern a
 literal head with prefixes shared within the program ("[auth] Granted
 session ", "[auth] Granted token ", "[auth] Denied session ") and a tail of
@@ -200,7 +201,7 @@ TAILS = [
 
 
 # ---------------------------------------------------------------------------
-# the "apps" shape (issue 13 item 7)
+# the "apps" shape: many application programs, most of the rules generated
 
 APP_AREAS = ["auth", "db", "api", "sched", "io", "net", "cache", "store",
              "audit", "sync"]

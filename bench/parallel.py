@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/parallel.py: `corral match -j N` against `-j 1`, beside syslog-ng.
 
-Issue 13's replay figure: the same corpus and rules, classification and
+The replay figure of doc/parallel.md: the same corpus and rules, classification and
 correlation, replayed by corral with one thread and with N, and by syslog-ng
 3.38 (stdin source, db-parser with the same rules merged by pdbtool, a file
 destination with the same template; syslog-ng 3.38 runs its source, parser
@@ -14,7 +14,7 @@ compared: they must be byte-identical.
     python3 bench/parallel.py --corpus FILE --rules DIR_OR_FILE ... \\
         [--jobs 2] [--runs 5] [--scratch DIR] [--out REPORT.md]
 
-The corpus and generated rules of issue 13 item 7 come from
+The corpus and the 10,000 generated rules come from
 `bench/gen.py --shape apps` (see bench/classify.sh -s apps); the shipped
 correlation rules are rules/.  See bench/README.md.
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/workers.py: corrald with 1 and N worker threads, beside syslog-ng.
 
-Issue 13's daemon figure.  Each daemon gets the same rules and the same
+The daemon figure of doc/parallel.md.  Each daemon gets the same rules and the same
 corpus, sent by bench/loadgen over C TCP connections (octet counting, the
 lines verbatim); the time measured runs from the first byte sent to the
 moment the daemon has received and processed every message (corrald:

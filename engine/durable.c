@@ -285,12 +285,36 @@ durable_abort(struct durable_file *df)
     errno = saved;
 }
 
+char *
+durable_dir_of(const char *path)
+{
+    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    return dir;
+}
+
+void
+durable_sync_dir(const char *path)
+{
+    char *dir = durable_dir_of(path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
 int
 durable_commit(struct durable_file *df)
 {
-    char *dir, *slash;
-    int fd;
-
     if (durable_sync(df->fd, 0) < 0) {
         durable_abort(df);
         return -1;
@@ -300,21 +324,7 @@ durable_commit(struct durable_file *df)
         durable_abort(df);
         return -1;
     }
-    /* the rename itself is only durable once the directory is */
-    dir = xstrdup(df->path);
-    slash = strrchr(dir, '/');
-    if (slash == dir)
-        slash[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        strcpy(dir, ".");
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(dir);
+    durable_sync_dir(df->path); /* the rename itself is only durable once the directory is */
     buf_free(&df->tmp);
     return 0;
 }

@@ -62,6 +62,10 @@ void durable_abort(struct durable_file *df);
  * to remove.
  */
 void durable_tmp_path(struct buf *out, const char *path, long pid);
+/* The directory path is in, malloc'ed: "/var/lib" for "/var/lib/x", "/" for "/x", "." for "x". */
+char *durable_dir_of(const char *path);
+/* Flushes the directory path is in: a rename or a creation there is durable only after it. */
+void durable_sync_dir(const char *path);
 
 /*
  * The system calls that write durable files, each a point where a test can

@@ -13,6 +13,7 @@
 #include "engine/filter.h"
 #include "engine/pdb.h"
 #include "engine/radix.h"
+#include "engine/strlist.h"
 #include "engine/xalloc.h"
 
 #include <libxml/parser.h>
@@ -328,45 +329,24 @@ parse_rate(struct loader *ld, const xmlNode *n, const char *s, struct pdb_action
     a->rate_s = per ? (uint32_t)per : 1;
 }
 
-static void
-parse_routes(struct pdb_action *a, const char *s)
-{
-    size_t cap = 0;
-
-    while (*s) {
-        size_t len;
-        while (*s == ',' || *s == ' ') s++;
-        len = strcspn(s, ", ");
-        if (len) {
-            a->routes = xgrow(a->routes, &cap, a->nroutes + 1, sizeof(*a->routes));
-            a->routes[a->nroutes++] = xstrndup(s, len);
-        }
-        s += len;
-    }
-}
-
 /* also-correlate="ID,ID": rule ids separated by commas or spaces, resolved after loading. */
 static void
 parse_also(struct loader *ld, const xmlNode *n, struct pdb_rule *rule, const char *s)
 {
-    size_t cap = 0;
+    size_t cap = 0, len, i;
+    const char *id;
 
-    while (*s) {
-        size_t len, i;
-        while (*s == ',' || *s == ' ') s++;
-        len = strcspn(s, ", ");
-        for (i = 0; len && i < rule->nalso; i++)
-            if (strlen(rule->also_ids[i]) == len && strncmp(rule->also_ids[i], s, len) == 0) break;
-        if (len && i == rule->nalso) {
-            if (rule->nalso == PDB_ALSO_MAX) {
-                error(ld, n, "rule %s: also-correlate names more than %d rules", rule->id,
-                      PDB_ALSO_MAX);
-                return;
-            }
-            rule->also_ids = xgrow(rule->also_ids, &cap, rule->nalso + 1, sizeof(*rule->also_ids));
-            rule->also_ids[rule->nalso++] = xstrndup(s, len);
+    while (strlist_next(&s, &id, &len)) {
+        for (i = 0; i < rule->nalso; i++)
+            if (strlen(rule->also_ids[i]) == len && strncmp(rule->also_ids[i], id, len) == 0) break;
+        if (i < rule->nalso) continue;
+        if (rule->nalso == PDB_ALSO_MAX) {
+            error(ld, n, "rule %s: also-correlate names more than %d rules", rule->id,
+                  PDB_ALSO_MAX);
+            return;
         }
-        s += len;
+        rule->also_ids = xgrow(rule->also_ids, &cap, rule->nalso + 1, sizeof(*rule->also_ids));
+        rule->also_ids[rule->nalso++] = xstrndup(id, len);
     }
 }
 
@@ -411,7 +391,7 @@ load_action(struct loader *ld, const xmlNode *n, struct pdb_rule *rule)
         free(v);
     }
     if ((v = attr(n, "route"))) {
-        parse_routes(a, v);
+        strlist_split(v, &a->routes, &a->nroutes);
         free(v);
     }
 

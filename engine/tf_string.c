@@ -5,6 +5,7 @@
  * pdbtool; the places that differ on purpose say so ("deviation").
  */
 #include "engine/tfunc_int.h"
+#include "engine/base64.h"
 #include "engine/tfargs.h"
 #include "engine/unicase.h"
 #include "engine/xalloc.h"
@@ -361,34 +362,18 @@ tf_binary(const struct tfunc_call *call, const struct template_env *env, struct 
     buf_append(out, octets->p, octets->len);
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 /* Encodes the concatenated arguments; input beyond 3/4 of TF_MAX_OUTPUT is dropped. */
 static void
 tf_base64_encode(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct buf *in = template_scratch_get();
-    const unsigned char *p;
-    size_t i, n;
+    size_t n;
     int k;
 
     for (k = 0; k < call->argc && in->len <= TF_MAX_OUTPUT / 4 * 3; k++)
         tfunc_arg(call, k, env, in);
     n = in->len < TF_MAX_OUTPUT / 4 * 3 ? in->len : TF_MAX_OUTPUT / 4 * 3;
-    p = (const unsigned char *)in->p;
-    for (i = 0; i + 2 < n; i += 3) {
-        char q[4] = {b64[p[i] >> 2], b64[((p[i] & 3) << 4) | (p[i + 1] >> 4)],
-                     b64[((p[i + 1] & 15) << 2) | (p[i + 2] >> 6)], b64[p[i + 2] & 63]};
-        buf_append(out, q, 4);
-    }
-    if (n - i == 1) {
-        char q[4] = {b64[p[i] >> 2], b64[(p[i] & 3) << 4], '=', '='};
-        buf_append(out, q, 4);
-    } else if (n - i == 2) {
-        char q[4] = {b64[p[i] >> 2], b64[((p[i] & 3) << 4) | (p[i + 1] >> 4)],
-                     b64[(p[i + 1] & 15) << 2], '='};
-        buf_append(out, q, 4);
-    }
+    base64_encode(out, in->p, n);
     template_scratch_put(in);
 }
 

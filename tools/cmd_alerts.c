@@ -19,6 +19,7 @@
 
 #include "tools/cmd.h"
 #include "agent/silences.h"
+#include "engine/civil.h"
 #include "engine/clock.h"
 #include "engine/xalloc.h"
 
@@ -233,7 +234,7 @@ ago(const char *iso, uint64_t now_ms, char *out, size_t size)
 {
     int64_t ms, s;
 
-    if (silences_parse_time(iso, &ms) < 0) {
+    if (civil_parse_time(iso, &ms) < 0) {
         snprintf(out, size, "-");
         return;
     }

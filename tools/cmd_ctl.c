@@ -1,7 +1,7 @@
 /*
  * corral ctl / corral stats / corral check-config: talking to a running
- * corrald through its control socket (or its metrics endpoint), and checking
- * a configuration file before deploying it.
+ * corrald through its control socket (or its metrics endpoint, with
+ * libcurl), and checking a configuration file before deploying it.
  */
 #include <config.h>
 
@@ -11,11 +11,11 @@
 #include "engine/durable.h"
 #include "engine/pdb.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
-#include <netdb.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -160,55 +160,69 @@ cmd_socket_error(const char *verb, const char *path)
         access_hint(path);
 }
 
-/* GET /metrics from host:port (plain HTTP on loopback; no TLS, no redirects). */
-static int
-ask_http(const char *hostport, struct buf *out)
+/* libcurl's write callback: the body into the struct buf. */
+static size_t
+collect(char *p, size_t size, size_t n, void *out)
 {
-    char host[256], port[16];
-    const char *colon = strrchr(hostport, ':');
-    struct addrinfo hints, *ai, *a;
-    struct buf req = BUF_INIT, raw = BUF_INIT;
-    const char *body;
-    int fd = -1, rc = -1;
+    buf_append(out, p, size * n);
+    return size * n;
+}
 
-    if (!colon || (size_t)(colon - hostport) >= sizeof(host) || strlen(colon + 1) >= sizeof(port)) {
-        errno = EINVAL;
+/*
+ * GET /metrics from HOST:PORT (plain HTTP, no redirects; an empty HOST is
+ * 127.0.0.1, an IPv6 address may stand bare): 0 with the body in out, or -1
+ * with the reason in why.
+ */
+static int
+ask_http(const char *hostport, struct buf *out, struct buf *why)
+{
+    const char *colon = strrchr(hostport, ':');
+    struct buf url = BUF_INIT, body = BUF_INIT;
+    char err[CURL_ERROR_SIZE] = "";
+    size_t hostlen;
+    CURLcode rc;
+    long code = 0;
+    CURL *e;
+
+    if (!colon || !colon[1]) {
+        buf_puts(why, "HOST:PORT expected");
         return -1;
     }
-    memcpy(host, hostport, (size_t)(colon - hostport));
-    host[colon - hostport] = '\0';
-    strcpy(port, colon + 1);
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host[0] ? host : "127.0.0.1", port, &hints, &ai) != 0) {
-        errno = EHOSTUNREACH;
+    hostlen = (size_t)(colon - hostport);
+    if (!hostlen)
+        buf_puts(&url, "http://127.0.0.1");
+    else if (memchr(hostport, ':', hostlen) && hostport[0] != '[')
+        buf_printf(&url, "http://[%.*s]", (int)hostlen, hostport);
+    else
+        buf_printf(&url, "http://%.*s", (int)hostlen, hostport);
+    buf_printf(&url, "%s/metrics", colon);
+    if (!(e = curl_easy_init())) {
+        buf_puts(why, "cannot start libcurl");
+        buf_free(&url);
         return -1;
     }
-    for (a = ai; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(ai);
-    if (fd < 0) return -1;
-    buf_printf(&req, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", hostport);
-    if (durable_write_all(fd, req.p, req.len) == 0 && copy_answer(fd, &raw) == 0) {
-        body = strstr(buf_str(&raw), "\r\n\r\n");
-        /* corrald answers an HTTP/1.0 request as HTTP/1.1 servers do: "HTTP/1.1 200" */
-        if (body && strncmp(buf_str(&raw), "HTTP/1.", 7) == 0 &&
-            strncmp(buf_str(&raw) + 8, " 200", 4) == 0) {
-            buf_puts(out, body + 4);
-            rc = 0;
-        } else {
-            errno = EPROTO;
-        }
-    }
-    close(fd);
-    buf_free(&req);
-    buf_free(&raw);
-    return rc;
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+#else
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)CURLPROTO_HTTP);
+#endif
+    curl_easy_setopt(e, CURLOPT_URL, buf_str(&url));
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
+    rc = curl_easy_perform(e);
+    if (rc == CURLE_OK) curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(e);
+    if (rc != CURLE_OK)
+        buf_puts(why, err[0] ? err : curl_easy_strerror(rc));
+    else if (code != 200)
+        buf_printf(why, "HTTP status %ld", code);
+    else
+        buf_append(out, body.p, body.len);
+    buf_free(&url);
+    buf_free(&body);
+    return rc == CURLE_OK && code == 200 ? 0 : -1;
 }
 
 int
@@ -259,7 +273,7 @@ cmd_stats(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *path = DEFAULT_SOCKET, *url = NULL;
-    struct buf out = BUF_INIT;
+    struct buf out = BUF_INIT, why = BUF_INIT;
     bool raw = false;
     char *line, *save = NULL;
     int c;
@@ -278,8 +292,9 @@ cmd_stats(int argc, char **argv)
         }
     }
     if (url && strncmp(url, "http://", 7) == 0) url += 7;
-    if (url && ask_http(url, &out) < 0) {
-        cmd_error("stats", "%s: %s", url, strerror(errno));
+    if (url && ask_http(url, &out, &why) < 0) {
+        cmd_error("stats", "%s: %s", url, buf_str(&why));
+        buf_free(&why);
         return 1;
     }
     if (!url && cmd_ask_socket(path, "stats", &out) < 0) {

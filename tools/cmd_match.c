@@ -9,6 +9,7 @@
  */
 #include "tools/cmd.h"
 #include "agent/conf.h"
+#include "engine/civil.h"
 #include "engine/clock.h"
 #include "engine/corr.h"
 #include "actions/queue.h"
@@ -458,31 +459,17 @@ single_message_time(const struct matcher *mt)
     return t;
 }
 
-/* --now's latest: 9999-12-31T23:59:59Z, the last second an ISO-8601 year of four digits writes. */
-#define NOW_MAX_SEC 253402300799LL
-
 /*
- * --now: seconds since the epoch, or an ISO-8601 UTC time (2026-12-03T10:00:00), in ms; -1
- * when malformed or not from 1 to NOW_MAX_SEC (whose milliseconds fit any clock here).
+ * --now: seconds since the epoch or an ISO 8601 time (civil.h), in ms; -1 when malformed or not
+ * from 1 s to 9999-12-31T23:59:59Z (whose milliseconds fit any clock here).
  */
 static int64_t
 parse_now(const char *s)
 {
-    struct tm tm;
-    char *end;
-    long long v;
-    time_t t;
+    int64_t ms;
 
-    if (*s >= '0' && *s <= '9') {
-        errno = 0;
-        v = strtoll(s, &end, 10);
-        if (*end == '\0') return errno == 0 && v >= 1 && v <= NOW_MAX_SEC ? v * 1000 : -1;
-    }
-    memset(&tm, 0, sizeof(tm));
-    end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!end || (*end && strcmp(end, "Z") != 0)) return -1;
-    t = timegm(&tm);
-    return t >= 1 && t <= NOW_MAX_SEC ? (int64_t)t * 1000 : -1;
+    if (civil_parse_time(s, &ms) < 0) return -1;
+    return ms >= 1000 && ms / 1000 <= CIVIL_MAX_SEC ? ms : -1;
 }
 
 static void
@@ -567,9 +554,9 @@ cmd_match(int argc, char **argv)
             mt.fixed_now = parse_now(optarg);
             if (mt.fixed_now <= 0) {
                 cmd_error("match",
-                          "bad --now '%s' (epoch seconds from 1 to %lld, or a UTC time from "
+                          "bad --now '%s' (epoch seconds from 1 to %lld, or an ISO 8601 time from "
                           "1970-01-01T00:00:01Z to 9999-12-31T23:59:59Z)",
-                          optarg, NOW_MAX_SEC);
+                          optarg, CIVIL_MAX_SEC);
                 free(rules);
                 return 2;
             }

@@ -29,6 +29,7 @@
  * expiry.
  */
 #include "tools/scenario.h"
+#include "engine/civil.h"
 #include "engine/corr.h"
 #include "engine/syslogfmt.h"
 #include "engine/xalloc.h"
@@ -133,16 +134,13 @@ load_rules(const char *file, const char *rules)
     return db;
 }
 
+/* A time attribute (ISO 8601, see civil.h) in ms, or -1. */
 static int64_t
 parse_time(const char *s)
 {
-    struct tm tm;
-    char *end;
+    int64_t ms;
 
-    memset(&tm, 0, sizeof(tm));
-    end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!end || (*end && strcmp(end, "Z") != 0)) return -1;
-    return (int64_t)timegm(&tm) * 1000;
+    return civil_parse_time(s, &ms) == 0 ? ms : -1;
 }
 
 /* Compares one generated message with one <expect>; failures go to out. */

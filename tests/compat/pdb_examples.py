@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs every example of the public pattern databases through syslog-ng's
 `pdbtool test` and through `corral test`, and checks that both give the same
-verdict for every example (acceptance criterion of the foundation issue).
+verdict for every example.
 
 pdbtool prints examples of a file in reverse order; corral in file order."""
 import json

@@ -105,9 +105,12 @@ base = sys.argv[1]
 alerts = json.load(urllib.request.urlopen(base + "/api/v1/alerts"))["data"]
 ev = alerts[0]["labels"]["corral.evidence"]
 assert ev.split("\n")[3] == "... 3 more lines ...", ev
+# the list links the alert to its own page, which shows the lines
 page = urllib.request.urlopen(base + "/").read().decode()
-assert "<details><summary>log lines</summary><pre>" + html.escape(ev, quote=False) in page or \
-    "<details><summary>log lines</summary><pre>" + html.escape(ev) in page, page
+assert 'href="/alert?id=test.evidence%2Fweb1"' in page, page
+page = urllib.request.urlopen(base + "/alert?id=test.evidence%2Fweb1").read().decode()
+assert '<pre class="evidence">' + html.escape(ev, quote=False) in page or \
+    '<pre class="evidence">' + html.escape(ev) in page, page
 PY
 
 stop_corrald "$CORRALD_PID"

@@ -1,6 +1,6 @@
 #!/bin/sh
-# A flood must not hide a real attack, nor hold unbounded memory (issue 9,
-# items 6 and 7).  corrald with the shipped rules and small limits
+# A flood must not hide a real attack, nor hold unbounded memory.  corrald
+# with the shipped rules and small limits
 # (max-contexts 1000, max-context-bytes 256k) receives over TCP:
 #   1. 1,500 spoofed "Accepted password" lines, each from another host and
 #      pid: 1,500 session contexts of one rule, more than the whole table;

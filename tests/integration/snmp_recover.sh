@@ -168,8 +168,8 @@ assert len(recs) >= 6, recs
 for v in recs:
     assert v[B + ".1.2.0"] == "web1", v
     assert v[B + ".1.6.0"] == "hits", v  # corralAlertContextId
-    # the rule id is still empty (issue 10 item 4, in the engine's or agent's
-    # hands): its part is left out of the default alert id, not kept empty
+    # an alert may come without a rule id: its part is then left out of the
+    # default alert id, not kept empty
     rule = v[B + ".1.5.0"]
     assert v[B + ".1.7.0"] == (rule + "/" if rule else "") + "web1/hits", v  # corralAlertId
 PY

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The Debian package as an admin gets it (issue 12): built from the committed
+# The Debian package as an admin gets it: built from the committed
 # tree with dpkg-buildpackage, checked by lintian, installed with apt-get over
 # an older build (an upgrade), run as its systemd unit runs it, fed syslog
 # with logger, its event file rotated by logrotate, then removed and purged

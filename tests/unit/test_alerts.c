@@ -228,27 +228,6 @@ START_TEST(test_silences)
 }
 END_TEST
 
-START_TEST(test_parse_time)
-{
-    int64_t ms;
-
-    ck_assert_int_eq(silences_parse_time("2026-12-04T18:00:00Z", &ms), 0);
-    ck_assert_int_eq(ms, 1796407200000LL);
-    ck_assert_int_eq(silences_parse_time("2026-12-04 19:00+01:00", &ms), 0);
-    ck_assert_int_eq(ms, 1796407200000LL);
-    /* milliseconds kept, finer digits dropped */
-    ck_assert_int_eq(silences_parse_time("2026-12-04T18:00:00.5Z", &ms), 0);
-    ck_assert_int_eq(ms, 1796407200500LL);
-    ck_assert_int_eq(silences_parse_time("2026-12-04T18:00:00.123456+00:00", &ms), 0);
-    ck_assert_int_eq(ms, 1796407200123LL);
-    ck_assert_int_eq(silences_parse_time("1796407200", &ms), 0);
-    ck_assert_int_eq(ms, 1796407200000LL);
-    ck_assert_int_eq(silences_parse_time("2026-13-01", &ms), -1);
-    ck_assert_int_eq(silences_parse_time("tomorrow", &ms), -1);
-    ck_assert_int_eq(silences_parse_time("2026-12-04T18:00:00Zx", &ms), -1);
-}
-END_TEST
-
 static struct conf *
 conf_with(size_t max, const char *source, const char *target, const char *equal)
 {
@@ -743,7 +722,6 @@ main(void)
 
     tcase_add_test(tc, test_matchers);
     tcase_add_test(tc, test_silences);
-    tcase_add_test(tc, test_parse_time);
     tcase_add_test(tc, test_store);
     tcase_add_test(tc, test_resolution);
     tcase_add_test(tc, test_live_muting);

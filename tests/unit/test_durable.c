@@ -327,6 +327,26 @@ START_TEST(test_fault_hook)
 }
 END_TEST
 
+static void
+check_dir_of(const char *path, const char *want)
+{
+    char *dir = durable_dir_of(path);
+
+    ck_assert_str_eq(dir, want);
+    free(dir);
+}
+
+START_TEST(test_dir_of)
+{
+    check_dir_of("/var/lib/corrald/state", "/var/lib/corrald");
+    check_dir_of("/state", "/");
+    check_dir_of("state", ".");
+    check_dir_of("run/state", "run");
+    durable_sync_dir("state"); /* the current directory: nothing to see, nothing to crash */
+    durable_sync_dir("/nonexistent-dir/state");
+}
+END_TEST
+
 static Suite *
 durable_suite(void)
 {
@@ -338,6 +358,7 @@ durable_suite(void)
     tcase_add_test(wire, test_wire_short_reads);
     tcase_add_test(wire, test_wire_huge_length);
     tcase_add_test(wire, test_crc32);
+    tcase_add_test(wire, test_dir_of);
     suite_add_tcase(s, wire);
     tcase_add_checked_fixture(file, setup, teardown);
     tcase_add_test(file, test_replace);

@@ -50,6 +50,26 @@ sample(struct buf *s)
 
 static const char expect[] = "S:hello|Y:|e:a\0b|";
 
+/* Every frame type has a name of its own for the log; other bytes are "unknown". */
+START_TEST(test_type_names)
+{
+    static const char types[] = {IPC_HELLO,      IPC_SUBMIT,    IPC_SYNC,     IPC_RELOAD,
+                                 IPC_QUEUECTL,   IPC_TERMINATE, IPC_NOTIFY,   IPC_X_HELLO,
+                                 IPC_X_EVENT,    IPC_X_STATS,   IPC_X_SERVED, IPC_X_PRESSURE,
+                                 IPC_X_RELOADED, IPC_X_ANSWER,  IPC_X_BYE,    IPC_X_SIGNAL};
+    size_t i, j;
+
+    ck_assert_str_eq(ipc_type_name(IPC_SUBMIT), "submit");
+    ck_assert_str_eq(ipc_type_name(IPC_X_STATS), "stats");
+    ck_assert_str_eq(ipc_type_name('Z'), "unknown");
+    ck_assert_str_eq(ipc_type_name('\0'), "unknown");
+    for (i = 0; i < sizeof(types); i++) {
+        ck_assert_str_ne(ipc_type_name(types[i]), "unknown");
+        for (j = 0; j < i; j++) ck_assert_str_ne(ipc_type_name(types[i]), ipc_type_name(types[j]));
+    }
+}
+END_TEST
+
 START_TEST(test_roundtrip_every_cut)
 {
     struct buf s = BUF_INIT;
@@ -318,6 +338,7 @@ ipc_suite(void)
     TCase *tc = tcase_create("ipc");
 
     tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_type_names);
     tcase_add_test(tc, test_roundtrip_every_cut);
     tcase_add_test(tc, test_byte_by_byte_pending);
     tcase_add_test(tc, test_bad_lengths);

@@ -38,8 +38,10 @@
 #include "engine/buf.h"
 #include "agent/conf.h"
 #include "actions/executor.h"
+#include "engine/labelmatch.h"
 #include "engine/msg.h"
 #include "engine/nv.h"
+#include "engine/tags.h"
 #include "actions/smtp_int.h"
 #include "tests/unit/unitlib.h"
 #include "tests/unit/unit_run.h"
@@ -809,6 +811,91 @@ START_TEST(test_header_clean)
 }
 END_TEST
 
+/* The subject builder: what the title of an alert mail says, and how a long one is cut. */
+static const char *
+subject_of(const char *sev, const char *host, const char *text, bool resolved, size_t more,
+           struct buf *out)
+{
+    struct smtp_subject sj;
+
+    memset(&sj, 0, sizeof(sj));
+    sj.severity = sev;
+    sj.host = host;
+    sj.host_len = host ? strlen(host) : 0;
+    sj.text = text;
+    sj.text_len = strlen(text);
+    sj.resolved = resolved;
+    sj.more = more;
+    buf_reset(out);
+    smtp_subject(&sj, out);
+    return buf_str(out);
+}
+
+/* Characters (UTF-8 code points) of s. */
+static size_t
+chars_of(const char *s)
+{
+    size_t n = 0;
+
+    for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
+START_TEST(test_subject)
+{
+    struct buf out = BUF_INIT, words = BUF_INIT;
+    const char *s;
+    size_t i;
+
+    ck_assert_str_eq(
+        subject_of("critical", "web1", "Read-only file system on /var", false, 0, &out),
+        "[CRITICAL] web1: Read-only file system on /var");
+    ck_assert_str_eq(subject_of("warning", "web1", "disk 80% full", false, 3, &out),
+                     "[WARNING] web1: disk 80% full (+3 more)");
+    /* a resolution says so first, and its severity no longer matters */
+    ck_assert_str_eq(subject_of("critical", "web1", "Read-only file system", true, 0, &out),
+                     "[RESOLVED] web1: Read-only file system");
+    /* no severity: the default; no host: no "HOST: " */
+    ck_assert_str_eq(subject_of("", "", "disk full", false, 0, &out), "[WARNING] disk full");
+    ck_assert_str_eq(subject_of("major", "web1", "", false, 0, &out), "[MAJOR] web1");
+    /* a template's text stands alone, a resolution still says so */
+    ck_assert_str_eq(subject_of(NULL, NULL, "web1 is on fire", false, 1, &out),
+                     "web1 is on fire (+1 more)");
+    ck_assert_str_eq(subject_of(NULL, NULL, "web1 is on fire", true, 0, &out),
+                     "[RESOLVED] web1 is on fire");
+    ck_assert_str_eq(subject_of(NULL, NULL, "", false, 0, &out), "[corral] alert");
+    /* line breaks anywhere never start a header line of their own */
+    ck_assert_str_eq(subject_of("info\r\nBcc: a@b.example", "web1\r\nCc: c@d.example",
+                                "x\nTo: e@f.example", false, 0, &out),
+                     "[INFO  BCC: A@B.EXAMPLE] web1  Cc: c@d.example: x To: e@f.example");
+    /* a long summary is cut at a word boundary, with an ellipsis */
+    for (i = 0; words.len < 300; i++) buf_printf(&words, "word%zu ", i);
+    s = subject_of("critical", "web1", buf_str(&words), false, 2, &out);
+    ck_assert_uint_eq(chars_of(s), strlen(s) - 2); /* "…" is 3 bytes, 1 character */
+    ck_assert_uint_le(chars_of(s), SMTP_SUBJECT_MAX + strlen(" (+2 more)"));
+    ck_assert_msg(strstr(s, "\xe2\x80\xa6 (+2 more)"), "%s", s);
+    {
+        /* what comes before the ellipsis ends with a whole word of the summary */
+        size_t keep = (size_t)(strstr(s, "\xe2\x80\xa6") - s);
+        const char *last = s + keep;
+        while (last > s && last[-1] != ' ') last--;
+        ck_assert_msg(strncmp(last, "word", 4) == 0, "%s", s);
+        buf_reset(&out);
+        buf_append(&out, last, keep - (size_t)(last - s));
+        buf_putc(&out, ' ');
+        ck_assert_msg(strstr(buf_str(&words), buf_str(&out)), "cut mid-word: %s", s);
+    }
+    /* exactly SMTP_SUBJECT_MAX characters: not cut */
+    buf_reset(&words);
+    while (words.len < SMTP_SUBJECT_MAX - strlen("[INFO] h: ")) buf_putc(&words, 'a');
+    s = subject_of("info", "h", buf_str(&words), false, 0, &out);
+    ck_assert_uint_eq(chars_of(s), SMTP_SUBJECT_MAX);
+    ck_assert(!strstr(s, "\xe2\x80\xa6"));
+    buf_free(&out);
+    buf_free(&words);
+}
+END_TEST
+
 START_TEST(test_header_text)
 {
     static const char *const cases[] = {
@@ -1016,8 +1103,9 @@ START_TEST(test_render)
                         "RCPT TO:<oncall@example.com>\nDATA\n"));
     ck_assert(strstr(s, "\nFrom: \"Corral\" <corral@example.com>\n"));
     ck_assert(strstr(s, "\nTo: ops@example.com, oncall@example.com\n"));
-    ck_assert_msg(strstr(s, "\nSubject: [corral] disk full  Bcc: evil@evil.example  .  QUIT\n"),
-                  "%s", s);
+    ck_assert_msg(
+        strstr(s, "\nSubject: [CRITICAL] web1: disk full  Bcc: evil@evil.example  .  QUIT\n"), "%s",
+        s);
     ck_assert(strstr(s, "\nMIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
                         "Content-Transfer-Encoding: quoted-printable\n"));
     ck_assert(strstr(s, "\nX-Corral-Alert-Id: r-disk/web1/\nX-Corral-Severity: critical\n"));
@@ -1032,6 +1120,81 @@ START_TEST(test_render)
         ck_assert(strncmp(p + 1, "Bcc:", 4) != 0);
     ck_assert(strlen(s) > 2 && strcmp(s + strlen(s) - 3, "\n.\n") == 0);
     buf_free(&out);
+    msg_unref(m);
+    close_x(loop, x);
+    free(loop);
+}
+END_TEST
+
+/*
+ * The silence command of a mail, run by /bin/sh: every word reaches corral
+ * as meant, however the values are quoted (printf stands for corral).
+ */
+START_TEST(test_silence_command)
+{
+    uv_loop_t *loop = new_loop();
+    const char *const kv[] = {"url",  "smtp://mail.example.com", "tls", "none",
+                              "from", "corral@example.com",      "to",  "ops@example.com",
+                              NULL};
+    struct msg *m = alert_msg("we'b \"1\", $(x) `y` \\z!", "disk full");
+    struct alert a = {0, "r-disk/web1", "major", m, 0};
+    struct buf out = BUF_INIT, cmd = BUF_INIT, got = BUF_INIT;
+    const char *s, *line, *end;
+    char chunk[512];
+    size_t n;
+    FILE *f;
+    void *x;
+
+    set(m, "corral.alert_id", "r-disk/web1");
+    set(m, "corral.summary", "can't write \"data\" to $HOME");
+    x = open_ok(loop, kv, NULL);
+    smtp_executor.render(x, &a, &out);
+    s = buf_str(&out);
+    ck_assert_msg((line = strstr(s, "\n  corral silence add ")), "%s", s);
+    line += strlen("\n  corral silence add ");
+    end = strchr(line, '\n');
+    buf_puts(&cmd, "printf '%s\\n' ");
+    buf_append(&cmd, line, (size_t)(end - line));
+    ck_assert((f = popen(buf_str(&cmd), "r")));
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) buf_append(&got, chunk, n);
+    ck_assert_int_eq(pclose(f), 0);
+    ck_assert_msg(strcmp(buf_str(&got), "HOST=\"we'b \\\"1\\\", $(x) `y` \\\\z!\"\n"
+                                        "corral.alert_id=r-disk/web1\n"
+                                        "--duration\n2h\n--comment\n"
+                                        "can't write \"data\" to $HOME\n") == 0,
+                  "%s\n->\n%s", buf_str(&cmd), buf_str(&got));
+    {
+        /* and the matcher means the value itself */
+        struct buf err = BUF_INIT;
+        char *first = strndup(buf_str(&got), (size_t)(strchr(buf_str(&got), '\n') - got.p));
+        struct labelmatch *lm = labelmatch_parse(first, &err);
+        const char *name, *value;
+        enum labelmatch_op op;
+        ck_assert_msg(lm, "%s", buf_str(&err));
+        ck_assert_uint_eq(labelmatch_count(lm), 1);
+        labelmatch_at(lm, 0, &name, &op, &value);
+        ck_assert_str_eq(name, "HOST");
+        ck_assert_int_eq(op, LABELMATCH_EQ);
+        ck_assert_str_eq(value, "we'b \"1\", $(x) `y` \\z!");
+        ck_assert(labelmatch_match(lm, m));
+        labelmatch_free(lm);
+        free(first);
+        buf_free(&err);
+    }
+    /* a resolution has nothing to silence */
+    msg_tag_set(m, tag_intern("corral.clear", 12));
+    buf_reset(&out);
+    smtp_executor.render(x, &a, &out);
+    ck_assert(!strstr(buf_str(&out), "corral silence add"));
+    /* without corral.alert_id, HOST alone would silence the whole host: no command */
+    msg_unref(m);
+    a.msg = m = alert_msg("web1", "disk full");
+    buf_reset(&out);
+    smtp_executor.render(x, &a, &out);
+    ck_assert(!strstr(buf_str(&out), "corral silence add"));
+    buf_free(&out);
+    buf_free(&cmd);
+    buf_free(&got);
     msg_unref(m);
     close_x(loop, x);
     free(loop);
@@ -1260,7 +1423,7 @@ START_TEST(test_plain_delivery)
             "--from-header",
             "Corral Alerts <corral@example.com>",
             "--subject",
-            "[corral] disk full on /var",
+            "[MAJOR] web1: disk full on /var",
             "--cte",
             "7bit",
             "--header",
@@ -1272,10 +1435,10 @@ START_TEST(test_plain_delivery)
             "--header",
             "X-Corral-Executor=admins",
             "--body-contains",
-            "disk full on /var\n\nAlert:    r-disk/web1/\n"
-            "Severity: major\nTime:     2024-01-01T00:00:00+00:00\n",
+            "disk full on /var\n\nHost:     web1\nSeverity: major\n"
+            "Since:    2024-01-01T00:00:00+00:00\nAlert:    r-disk/web1/\n",
             "--body-contains",
-            "\n\n  HOST: web1\n  PROGRAM: diskmon\n  .classifier.rule_id: r-disk\n",
+            "\n\nValues:\n  HOST: web1\n  PROGRAM: diskmon\n  .classifier.rule_id: r-disk\n",
             "--tls",
             "no",
             NULL};
@@ -1302,7 +1465,7 @@ START_TEST(test_utf8)
     server_start(&s, NULL);
     o = send_one(s.port, NULL, NULL, m);
     ck_assert_msg(o.r == DELIVER_OK, "%d %s", o.r, o.reason);
-    snprintf(subject, sizeof(subject), "[corral] %s", text);
+    snprintf(subject, sizeof(subject), "[MAJOR] h\xc3\xb6st: %s", text);
     snprintf(line, sizeof(line), "%s\n", text);
     {
         const char *const opts[] = {"--subject",
@@ -1376,9 +1539,10 @@ START_TEST(test_big_value)
     m = alert_msg("web1", big.p);
     set(m, "big", big.p);
     buf_printf(&want, "\n  big: %s\n", big.p);
-    buf_puts(&subj, "[corral] ");
-    buf_append(&subj, big.p, 108);
-    buf_puts(&subj, "...");
+    /* one word longer than the subject: cut between characters, with an ellipsis */
+    buf_puts(&subj, "[MAJOR] web1: ");
+    buf_append(&subj, big.p, SMTP_SUBJECT_MAX - 1 - strlen("[MAJOR] web1: "));
+    buf_puts(&subj, "\xe2\x80\xa6");
     server_start(&s, NULL);
     o = send_one(s.port, NULL, NULL, m);
     ck_assert_msg(o.r == DELIVER_OK, "%d %s", o.r, o.reason);
@@ -1652,7 +1816,7 @@ START_TEST(test_starttls_auth)
     ck_assert_msg(o.r == DELIVER_OK, "%d %s", o.r, o.reason);
     {
         const char *const opts[] = {
-            "--tls", "yes", "--auth", "corral", "--subject", "[corral] disk full", NULL};
+            "--tls", "yes", "--auth", "corral", "--subject", "[MAJOR] web1: disk full", NULL};
         ck_assert(check_msg(&s, 1, opts));
     }
     ck_assert_int_eq(count_events(&s, "STARTTLS"), 1);
@@ -1807,6 +1971,51 @@ END_TEST
 
 /* ---- grouping and repeats ---- */
 
+/* A grouped mail is titled after its worst firing alert, not a resolution, whatever comes first. */
+START_TEST(test_group_title)
+{
+    struct server s;
+    const char *const more[] = {"group-by", "HOST", "group-wait", "300ms", NULL};
+    const char *const sev[] = {"critical", "warning", "major"};
+    uv_loop_t *loop;
+    struct outcome o[3];
+    struct msg *m[3];
+    void *x;
+    int i;
+    char text[64];
+
+    server_start(&s, NULL);
+    loop = new_loop();
+    x = open_ok(loop, plain_kv(s.port, more), NULL);
+    memset(o, 0, sizeof(o));
+    for (i = 0; i < 3; i++) {
+        struct alert a = {1, "id", sev[i], NULL, 0};
+        snprintf(text, sizeof(text), "disk %d full", i + 1);
+        a.msg = m[i] = alert_msg("web1", text);
+        if (i == 0) msg_tag_set(m[i], tag_intern("corral.clear", 12)); /* the critical resolved */
+        smtp_executor.deliver(x, &a, on_done, &o[i]);
+    }
+    ul_run_until(loop, ndone_reached, &(int){3}, 15);
+    for (i = 0; i < 3; i++) ck_assert_msg(o[i].r == DELIVER_OK, "%d: %s", i, o[i].reason);
+    {
+        const char *const opts[] = {
+            "--subject",
+            "[MAJOR] web1: disk 3 full (+2 more)",
+            "--header",
+            "X-Corral-Severity=major",
+            "--body-contains",
+            "  [RESOLVED] web1: disk 1 full\n  [WARNING] web1: disk 2 full\n"
+            "  [MAJOR] web1: disk 3 full\n",
+            NULL};
+        ck_assert(check_msg(&s, 1, opts));
+    }
+    close_x(loop, x);
+    free(loop);
+    server_stop(&s);
+    for (i = 0; i < 3; i++) msg_unref(m[i]);
+}
+END_TEST
+
 START_TEST(test_group_one)
 {
     struct server s;
@@ -1840,13 +2049,16 @@ START_TEST(test_group_one)
     {
         const char *const opts[] = {
             "--subject",
-            "[corral] disk 1 full (5 alerts)",
+            "[MAJOR] web1: disk 1 full (+4 more)",
             "--header",
             "X-Corral-Alerts=5",
             "--no-header",
             "X-Corral-Alert-Id",
             "--body-contains",
-            "5 alerts, grouped by HOST=web1.\n\n--- alert 1 of 5 ---\ndisk 1 full\n",
+            "5 alerts, grouped by HOST=web1.\n\n  [MAJOR] web1: disk 1 full\n"
+            "  [MAJOR] web1: disk 2 full\n",
+            "--body-contains",
+            "  [MAJOR] web1: disk 5 full\n\n--- alert 1 of 5 ---\ndisk 1 full\n",
             "--body-contains",
             "\n--- alert 5 of 5 ---\ndisk 5 full\n",
             "--body-count",
@@ -2189,6 +2401,7 @@ smtp_suite(void)
     tcase_add_test(tc, test_addresses);
     tcase_add_test(tc, test_header_clean);
     tcase_add_test(tc, test_header_text);
+    tcase_add_test(tc, test_subject);
     tcase_add_test(tc, test_header_mailbox);
     tcase_add_test(tc, test_body_clean);
     tcase_add_test(tc, test_body_encode);
@@ -2196,6 +2409,7 @@ smtp_suite(void)
     tcase_add_test(tc, test_classify);
     tcase_add_test(tc, test_render);
     tcase_add_test(tc, test_render_group_and_body);
+    tcase_add_test(tc, test_silence_command);
     tcase_add_test(tc, test_close_unused);
     tcase_add_test(tc, test_server_down);
     tcase_add_test(tc, test_group_failure);
@@ -2220,6 +2434,7 @@ smtp_suite(void)
         tcase_add_test(tc, test_close_inflight);
         tcase_add_test(tc, test_default_is_starttls);
         tcase_add_test(tc, test_group_one);
+        tcase_add_test(tc, test_group_title);
         tcase_add_test(tc, test_group_two);
         tcase_add_test(tc, test_group_interval);
         tcase_add_test(tc, test_repeat_interval);

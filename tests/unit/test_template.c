@@ -1271,7 +1271,7 @@ START_TEST(test_env)
 }
 END_TEST
 
-/* pdbtool crashes on every resolving call; these follow the brief and 3.38's source. */
+/* pdbtool crashes on every resolving call; these follow syslog-ng 3.38's manual and source. */
 START_TEST(test_dns_resolve_ip)
 {
     struct buf out = BUF_INIT, err = BUF_INIT;
