@@ -370,7 +370,7 @@ spool_compact(struct queue *q)
     bool written = true;
 
     buf_printf(&tmp, "%s.tmp", q->spool_path);
-    fd = open(buf_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    fd = durable_open(buf_str(&tmp), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0) {
         err = errno;
         goto out;
@@ -388,7 +388,7 @@ spool_compact(struct queue *q)
         }
         if (!it) break;
     }
-    if (!written || fdatasync(fd) < 0 || rename(buf_str(&tmp), q->spool_path) < 0) {
+    if (!written || durable_sync(fd, 1) < 0 || durable_rename(buf_str(&tmp), q->spool_path) < 0) {
         err = errno;
         close(fd);
         unlink(buf_str(&tmp));
@@ -429,7 +429,7 @@ spool_catch_up(struct queue *q)
     struct stat st;
     int fd, err = 0, rc = -1;
 
-    fd = open(q->spool_path, O_WRONLY | O_CLOEXEC);
+    fd = durable_open(q->spool_path, O_WRONLY, 0);
     if (fd < 0 || fstat(fd, &st) < 0 || st.st_size < size) {
         /* gone or shorter than what was written: not the file to append to */
         err = fd < 0 ? errno : EIO;
@@ -461,7 +461,7 @@ spool_catch_up(struct queue *q)
         }
         if (!it && i >= q->ndone_owed) break;
     }
-    if (fdatasync(fd) < 0) {
+    if (durable_sync(fd, 1) < 0) {
         err = errno;
         q->rewrite_needed = true; /* what the file holds now is not known */
         goto out;
@@ -878,7 +878,7 @@ queue_sync(struct queue *q)
 {
     if (!q->dirty || q->spool_fd < 0) return;
     q->dirty = false;
-    if (fdatasync(q->spool_fd) < 0) {
+    if (durable_sync(q->spool_fd, 1) < 0) {
         /* what was written may not be on disk (and the kernel may forget it): write it all again */
         spool_error(q, "syncing", errno);
         spool_fail(q, false);
@@ -1631,7 +1631,7 @@ queue_retry_dead(struct queue *q, const char *id, struct buf *out)
         if (!first) first = it;
     }
     q->st.retried += n;
-    if (q->spool_path && fdatasync(q->spool_fd) < 0) {
+    if (q->spool_path && durable_sync(q->spool_fd, 1) < 0) {
         /* not known to be on disk: they stay in the dead-letter file too (see queue.h) */
         spool_error(q, "syncing", errno);
         spool_fail(q, false);

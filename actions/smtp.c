@@ -39,6 +39,7 @@
  * one (and waits group-wait again).  A mail that fails does not count as
  * one: its alerts go back to the queue, which retries them with backoff, and
  * they meet again in a fresh group.
+ * Times are clock_mono_ms(), which tests advance (engine/clock.h).
  *
  * Log events do not "resolve", so Alertmanager's repeat_interval (re-send
  * what is still firing) becomes: an alert identical to one mailed less than
@@ -905,7 +906,7 @@ repeat_prune(struct smtp *x, uint64_t now)
 static bool
 repeat_suppress(struct smtp *x, struct held *h)
 {
-    uint64_t now = uv_now(x->loop), key;
+    uint64_t now = clock_mono_ms(), key;
     struct repeat *r;
     struct template_env env;
 
@@ -962,7 +963,7 @@ mail_done(void *arg, enum deliver_result r, const char *reason)
     struct smtp *x = m->x;
     struct group *g = m->g;
     struct held *alerts = m->alerts, *h, *next;
-    uint64_t now = uv_now(x->loop);
+    uint64_t now = clock_mono_ms();
 
     if (m->prev)
         m->prev->next = m->next;
@@ -1043,7 +1044,7 @@ static void
 on_timer(uv_timer_t *t)
 {
     struct smtp *x = t->data;
-    uint64_t now = uv_now(x->loop);
+    uint64_t now = clock_mono_ms();
     struct group *g, **pp;
     bool again = true;
 
@@ -1078,7 +1079,7 @@ on_timer(uv_timer_t *t)
 static void
 schedule(struct smtp *x)
 {
-    uint64_t now = uv_now(x->loop), next = UINT64_MAX;
+    uint64_t now = clock_mono_ms(), next = UINT64_MAX;
     struct group *g;
 
     for (g = x->groups; g; g = g->next) {
@@ -1143,7 +1144,7 @@ group_label(struct smtp *x, const struct msg *m)
 static void
 group_add(struct smtp *x, struct held *h)
 {
-    uint64_t now = uv_now(x->loop), hash;
+    uint64_t now = clock_mono_ms(), hash;
     struct group *g;
 
     buf_reset(&x->scratch);
@@ -1153,6 +1154,9 @@ group_add(struct smtp *x, struct held *h)
         if (g->hash == hash && g->key.len == x->scratch.len &&
             memcmp(g->key.p ? g->key.p : "", x->scratch.p ? x->scratch.p : "", g->key.len) == 0)
             break;
+    /* quiet for group-interval: forgotten, even when the timer that forgets it has not run yet */
+    if (g && !g->npending && !g->sending && g->last_mail && now - g->last_mail >= x->group_interval)
+        g->last_mail = 0;
     if (!g) {
         g = xcalloc(1, sizeof(*g));
         g->hash = hash;
@@ -1363,7 +1367,7 @@ smtp_held_until(void *impl, void *token)
 {
     struct smtp *x = impl;
     struct group *g;
-    uint64_t now = uv_now(x->loop);
+    uint64_t now = clock_mono_ms();
 
     if (!held_find(x, token, &g)) return 0;
     /* group times are loop time; the queue speaks wall-clock time */
@@ -1382,7 +1386,7 @@ smtp_cancel(void *impl, void *token)
     *hp = h->next;
     if (g->tail == &h->next) g->tail = hp;
     g->npending--;
-    repeat_done(x, h, DELIVER_FAIL, uv_now(x->loop));
+    repeat_done(x, h, DELIVER_FAIL, clock_mono_ms());
     held_free(h);
     schedule(x);
     return 0;

@@ -19,6 +19,7 @@
 #define CORRAL_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* Milliseconds since the epoch (CLOCK_REALTIME). */
 uint64_t clock_wall_ms(void);
@@ -29,5 +30,21 @@ uint64_t clock_mono_ms(void);
 uint64_t clock_steady_ms(void);
 /* A monotonic time (clock_mono_ms) as wall time: when it was, by the wall clock of now. */
 uint64_t clock_mono_to_wall(uint64_t mono_ms);
+
+/*
+ * Test hook: the clocks read fn(CLOCK_REALTIME) and fn(CLOCK_MONOTONIC), in
+ * milliseconds, instead of the system's; NULL restores the system's.  So a
+ * test advances time instead of waiting for it to pass: what runs on these
+ * clocks (correlation's steady time, absence, the queue's retries and
+ * dedupe windows, mail grouping) sees the time fn says.  libuv's timers do
+ * not: the code that arms one from these clocks arms it for the difference,
+ * so a test that advances past a deadline has the timer re-armed (by new
+ * work) rather than waited for.  Set it before the threads that read the
+ * clocks start; clock_steady_ms() takes its base at its first call.
+ */
+typedef uint64_t clock_source_fn(clockid_t id);
+void clock_set_source(clock_source_fn *fn);
+/* The system's clock id, in milliseconds: for a source that adds to it. */
+uint64_t clock_system_ms(clockid_t id);
 
 #endif

@@ -1,4 +1,4 @@
-/* durable: crash-safe file writing, and reading files back whole (see durable.h). */
+/* durable: crash-safe file writing, reading back whole, the fault hook (see durable.h). */
 #include "engine/durable.h"
 #include "engine/buf.h"
 #include "engine/xalloc.h"
@@ -132,13 +132,114 @@ durable_crc32(uint32_t crc, const void *data, size_t len)
     return ~crc;
 }
 
+/*
+ * The fault hook: per operation, the calls counted and the fault armed.
+ * A plain flag is tested first, so that the daemon, where nothing is ever
+ * armed, pays one load per call and shares no counter between threads;
+ * calls are counted while something is armed.
+ */
+struct fault {
+    unsigned long calls, failed;
+    unsigned long at; /* the call that fails; 0: none armed */
+    enum durable_fault_kind kind;
+    int err;
+};
+static struct fault faults[DURABLE_OP_N];
+static int faults_armed;
+
+void
+durable_fault_set(enum durable_op op, unsigned nth, enum durable_fault_kind kind, int err)
+{
+    struct fault *f = &faults[op];
+    int i;
+
+    f->at = nth ? f->calls + nth : 0;
+    f->kind = kind;
+    f->err = err;
+    faults_armed = 0;
+    for (i = 0; i < DURABLE_OP_N; i++)
+        if (faults[i].at) faults_armed = 1;
+}
+
+void
+durable_fault_clear(void)
+{
+    memset(faults, 0, sizeof(faults));
+    faults_armed = 0;
+}
+
+unsigned long
+durable_fault_calls(enum durable_op op)
+{
+    return faults[op].calls;
+}
+
+unsigned long
+durable_fault_failed(enum durable_op op)
+{
+    return faults[op].failed;
+}
+
+/*
+ * Counts a call of op: 0 to go ahead, -1 with errno set to fail it, 1 for a
+ * short write.
+ */
+static int
+fault_check(enum durable_op op)
+{
+    struct fault *f = &faults[op];
+
+    f->calls++;
+    if (!f->at || f->calls < f->at) return 0;
+    if (f->kind == DURABLE_FAULT_SHORT && f->calls == f->at) return 1;
+    if (f->kind == DURABLE_FAULT_ONCE && f->calls > f->at) return 0;
+    if (f->kind == DURABLE_FAULT_SHORT && f->calls > f->at + 1) return 0;
+    f->failed++;
+    errno = f->err;
+    return -1;
+}
+
+int
+durable_open(const char *path, int flags, mode_t mode)
+{
+    if (faults_armed && fault_check(DURABLE_OP_OPEN) < 0) return -1;
+    return open(path, flags | O_CLOEXEC, mode);
+}
+
+ssize_t
+durable_write(int fd, const void *data, size_t len)
+{
+    int f = 0;
+
+    if (faults_armed) {
+        f = fault_check(DURABLE_OP_WRITE);
+        if (f < 0) return -1;
+    }
+    if (f == 1 && len > 1) len = (len + 1) / 2;
+    return write(fd, data, len);
+}
+
+int
+durable_sync(int fd, int data_only)
+{
+    if (faults_armed && fault_check(DURABLE_OP_SYNC) < 0) return -1;
+    return data_only ? fdatasync(fd) : fsync(fd);
+}
+
+int
+durable_rename(const char *from, const char *to)
+{
+    if (faults_armed && fault_check(DURABLE_OP_RENAME) < 0) return -1;
+    return rename(from, to);
+}
+
 int
 durable_write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;
 
     while (len) {
-        ssize_t w = write(fd, p, len);
+        ssize_t w = durable_write(fd, p, len);
         if (w < 0) {
             if (errno == EINTR) continue;
             return -1;
@@ -163,7 +264,7 @@ durable_begin(struct durable_file *df, const char *path)
     df->path = path;
     buf_init(&df->tmp);
     durable_tmp_path(&df->tmp, path, (long)getpid());
-    df->fd = open(buf_str(&df->tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    df->fd = durable_open(buf_str(&df->tmp), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (df->fd < 0) {
         saved = errno;
         buf_free(&df->tmp);
@@ -214,11 +315,11 @@ durable_sync_dir(const char *path)
 int
 durable_commit(struct durable_file *df)
 {
-    if (fsync(df->fd) < 0) {
+    if (durable_sync(df->fd, 0) < 0) {
         durable_abort(df);
         return -1;
     }
-    if (close(df->fd) < 0 || rename(buf_str(&df->tmp), df->path) < 0) {
+    if (close(df->fd) < 0 || durable_rename(buf_str(&df->tmp), df->path) < 0) {
         df->fd = -1;
         durable_abort(df);
         return -1;

@@ -2,7 +2,8 @@
  * durable: files that must survive a crash (the state file, executor spools
  * and dead letters): a whole write or none, a checksum to tell a torn
  * record, and a replace that is atomic on disk.  Also reading such files,
- * and rule files, back whole.
+ * and rule files, back whole; and a hook through which tests make their
+ * writes fail.
  */
 #ifndef CORRAL_DURABLE_H
 #define CORRAL_DURABLE_H
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "engine/buf.h"
 
@@ -64,5 +66,45 @@ void durable_tmp_path(struct buf *out, const char *path, long pid);
 char *durable_dir_of(const char *path);
 /* Flushes the directory path is in: a rename or a creation there is durable only after it. */
 void durable_sync_dir(const char *path);
+
+/*
+ * The system calls that write durable files, each a point where a test can
+ * make the disk fail (see durable_fault_set).  Callers writing such files
+ * use these rather than the calls themselves, so that every path that
+ * handles a full or failing disk runs in ordinary unit tests, without root
+ * or a small file system.
+ */
+/* open(2) for writing (O_CLOEXEC added). */
+int durable_open(const char *path, int flags, mode_t mode);
+/* One write(2): may be short. */
+ssize_t durable_write(int fd, const void *data, size_t len);
+/* fsync(2), or fdatasync(2) with data_only. */
+int durable_sync(int fd, int data_only);
+/* rename(2). */
+int durable_rename(const char *from, const char *to);
+
+/*
+ * Test hook, after SQLite's test_malloc: the nth call (1 the next one) of
+ * op from now fails with err; with DURABLE_FAULT_PERSIST every one after it
+ * as well (a disk that stays full); with DURABLE_FAULT_SHORT (writes only)
+ * the nth write writes half of what it is given, rounded up, and the next
+ * fails with err (a disk that fills up in the middle of a record).  One
+ * fault per op; nth 0 disarms it.  Not for use by the daemon; not
+ * thread-safe (tests arm it before the writer runs).
+ */
+enum durable_op {
+    DURABLE_OP_OPEN,
+    DURABLE_OP_WRITE,
+    DURABLE_OP_SYNC,
+    DURABLE_OP_RENAME,
+    DURABLE_OP_N
+};
+enum durable_fault_kind { DURABLE_FAULT_ONCE, DURABLE_FAULT_PERSIST, DURABLE_FAULT_SHORT };
+void durable_fault_set(enum durable_op op, unsigned nth, enum durable_fault_kind kind, int err);
+/* Disarms every fault and zeroes the counts. */
+void durable_fault_clear(void);
+/* Calls of op made while a fault was armed, and how many of them the hook failed. */
+unsigned long durable_fault_calls(enum durable_op op);
+unsigned long durable_fault_failed(enum durable_op op);
 
 #endif

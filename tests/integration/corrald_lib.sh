@@ -14,6 +14,8 @@
 #   need TOOL...                 skip the test (77) without TOOL
 #   fail MESSAGE                 fail, with the tail of every $WORK/*.log
 #   track PID / untrack PID      a process the test started / has reaped
+#                                (at exit, any other process of the test's
+#                                still running fails it: see cleanup)
 #   start_corrald [-p] NAME CONFIG [STDIN [STDOUT]]
 #                                corrald -F; log $WORK/NAME.log; waits until
 #                                it has started; -p: STDIN through a pipe
@@ -75,7 +77,51 @@ untrack() {
     PIDS=$_new
 }
 
+# Every process this test starts carries this mark in its environment;
+# corrald builds its children's environments from scratch, so a process is
+# also this test's if $WORK is in its command line or is its directory.
+CORRAL_TEST_MARK=$WORK
+export CORRAL_TEST_MARK
+
+# left_behind: the processes of this test's still running, one a line,
+# other than this shell and its copies (subshells).  A single scan of
+# /proc, run from / with neither the mark in its environment nor $WORK on
+# its command line, so that it does not find itself.
+left_behind() {
+    (cd / && env -u CORRAL_TEST_MARK python3 - <<EOF
+import os
+work, main = os.fsencode("$WORK"), $$
+mark = b"CORRAL_TEST_MARK=" + work
+def read(pid, name):
+    try:
+        with open("/proc/%s/%s" % (pid, name), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+def ours(pid):
+    try:
+        cwd = os.fsencode(os.readlink("/proc/%s/cwd" % pid))
+    except OSError:
+        cwd = b""
+    return (mark in (read(pid, "environ") or b"").split(b"\\0")
+            or work in (read(pid, "cmdline") or b"")
+            or cwd == work or cwd.startswith(work + b"/"))
+skip, copy = {os.getpid(), main}, read(main, "cmdline")
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    stat = read(pid, "stat")
+    if int(pid) in skip or not stat or stat.rsplit(b")", 1)[1][1:2] in (b"Z", b"X"):
+        continue
+    if read(pid, "cmdline") != copy and ours(pid):
+        print(pid)
+EOF
+    )
+}
+
+# After the tracked processes: what else the test started must have ended
+# too (given 5 s to, as one just sent SIGTERM takes a moment); what has not
+# is named, killed and fails the test.
 cleanup() {
+    _status=$?
     for _p in $PIDS; do kill -TERM "$_p" 2>/dev/null; done
     _i=0
     for _p in $PIDS; do
@@ -85,7 +131,19 @@ cleanup() {
         alive "$_p" && kill -KILL "$_p" 2>/dev/null
         wait "$_p" 2>/dev/null
     done
+    _i=0
+    while [ -n "$(left_behind)" ] && [ $_i -lt 50 ]; do sleep 0.1; _i=$((_i + 1)); done
+    _left=$(left_behind)
+    if [ -n "$_left" ]; then
+        echo "$TEST: FAIL: processes left behind:" >&2
+        for _p in $_left; do
+            echo "  $_p: $(tr '\0' ' ' < "/proc/$_p/cmdline" 2>/dev/null)" >&2
+            kill -KILL "$_p" 2>/dev/null
+        done
+        [ "$_status" -eq 0 ] && _status=1
+    fi
     if [ -n "${KEEP:-}" ]; then echo "$TEST: kept $WORK"; else rm -rf "$WORK"; fi
+    exit "$_status"
 }
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM

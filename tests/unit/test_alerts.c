@@ -11,6 +11,7 @@
  * alert never forgotten for a new one; the notification history.
  */
 #include <check.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -774,6 +775,65 @@ START_TEST(test_load_damage)
 }
 END_TEST
 
+/*
+ * A disk that fails under a save of the store (durable.c's fault hook), at
+ * each step: the save says so, the store in memory is untouched, and the
+ * file saved before is still there whole; the next save, the disk well
+ * again, has everything.
+ */
+START_TEST(test_save_faults)
+{
+    static const struct {
+        enum durable_op op;
+        enum durable_fault_kind kind;
+        int err;
+    } faults[] = {
+        {DURABLE_OP_OPEN, DURABLE_FAULT_ONCE, EACCES},
+        {DURABLE_OP_WRITE, DURABLE_FAULT_ONCE, ENOSPC},
+        {DURABLE_OP_WRITE, DURABLE_FAULT_SHORT, ENOSPC},
+        {DURABLE_OP_SYNC, DURABLE_FAULT_ONCE, EIO},
+        {DURABLE_OP_RENAME, DURABLE_FAULT_ONCE, EXDEV},
+    };
+    struct conf *c = conf_with(3, "rule_id=absent", "rule_id!=absent", "HOST");
+    struct buf err = BUF_INIT;
+    struct alerts *a = alerts_new(c, &err), *b;
+    struct msg *b1 = labels("web1", "sshd", "brute"), *b2 = labels("web2", "sshd", "brute");
+    char path[] = "/tmp/test_alerts.XXXXXX";
+    int fd = mkstemp(path);
+    size_t i;
+
+    close(fd);
+    ck_assert_ptr_nonnull(a);
+    record(a, b1, T0);
+    ck_assert_int_eq(alerts_save(a, path), 0);
+    record(a, b2, T0 + 1);
+    for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+        durable_fault_set(faults[i].op, 1, faults[i].kind, faults[i].err);
+        errno = 0;
+        ck_assert_int_eq(alerts_save(a, path), -1);
+        ck_assert_int_eq(errno, faults[i].err);
+        ck_assert_uint_eq(durable_fault_failed(faults[i].op), 1);
+        durable_fault_clear();
+        ck_assert_int_eq(alerts_count(a), 2);
+        b = alerts_new(c, &err);
+        ck_assert_int_eq(alerts_load(b, path), 0);
+        ck_assert_int_eq(alerts_count(b), 1);
+        alerts_free(b);
+    }
+    ck_assert_int_eq(alerts_save(a, path), 0);
+    b = alerts_new(c, &err);
+    ck_assert_int_eq(alerts_load(b, path), 0);
+    ck_assert_int_eq(alerts_count(b), 2);
+    alerts_free(b);
+    alerts_free(a);
+    conf_free(c);
+    unlink(path);
+    msg_unref(b1);
+    msg_unref(b2);
+    buf_free(&err);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -789,6 +849,7 @@ main(void)
     tcase_add_test(tc, test_inhibit_window);
     tcase_add_test(tc, test_never_forget_firing);
     tcase_add_test(tc, test_history);
+    tcase_add_test(tc, test_save_faults);
     suite_add_tcase(s, tc);
     return unit_run(s);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/corr.h"
+#include "engine/durable.h"
 #include "engine/pdb.h"
 #include "engine/template.h"
 #include "tests/unit/unit_run.h"
@@ -819,6 +820,64 @@ START_TEST(test_save_load_round_trip)
 }
 END_TEST
 
+/*
+ * A disk that fails under a state save (durable.c's fault hook), at each
+ * step: the save says so, and the file saved before is still there whole,
+ * read back with every context; no temporary file is left.
+ */
+START_TEST(test_save_faults)
+{
+    static const struct {
+        enum durable_op op;
+        enum durable_fault_kind kind;
+        int err;
+    } faults[] = {
+        {DURABLE_OP_OPEN, DURABLE_FAULT_ONCE, EACCES},
+        {DURABLE_OP_WRITE, DURABLE_FAULT_ONCE, ENOSPC},
+        {DURABLE_OP_WRITE, DURABLE_FAULT_SHORT, ENOSPC},
+        {DURABLE_OP_SYNC, DURABLE_FAULT_ONCE, EIO},
+        {DURABLE_OP_RENAME, DURABLE_FAULT_ONCE, EXDEV},
+    };
+    struct fixture f, g;
+    char buf[256];
+    const char *path = tmpname(buf, sizeof(buf), "state");
+    struct buf tmp = BUF_INIT;
+    size_t i;
+    long before;
+
+    setup(&f, state_rules, NULL);
+    feed(&f, 0, "a 1 x");
+    ck_assert_int_eq(corr_save(f.corr, path), 0);
+    setup(&g, state_rules, NULL);
+    before = corr_load(g.corr, path, NULL);
+    ck_assert_int_gt(before, 0);
+    teardown(&g);
+    run_states(&f); /* more contexts, which the failed saves do not reach the file with */
+    for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+        durable_fault_set(faults[i].op, 1, faults[i].kind, faults[i].err);
+        errno = 0;
+        ck_assert_int_eq(corr_save(f.corr, path), -1);
+        ck_assert_int_eq(errno, faults[i].err);
+        ck_assert_uint_eq(durable_fault_failed(faults[i].op), 1);
+        durable_fault_clear();
+        setup(&g, state_rules, NULL);
+        ck_assert_int_eq(corr_load(g.corr, path, NULL), before);
+        teardown(&g);
+        buf_reset(&tmp);
+        durable_tmp_path(&tmp, path, (long)getpid());
+        ck_assert_int_eq(access(buf_str(&tmp), F_OK), -1);
+    }
+    /* the disk well again: the next save has them all */
+    ck_assert_int_eq(corr_save(f.corr, path), 0);
+    setup(&g, state_rules, NULL);
+    ck_assert_int_gt(corr_load(g.corr, path, NULL), before);
+    teardown(&g);
+    teardown(&f);
+    buf_free(&tmp);
+    unlink(path);
+}
+END_TEST
+
 /* Loads path into a fresh engine of g's rules (what a damaged file leaves is seen alone). */
 static long
 load_fresh(struct fixture *g, const char *path)
@@ -1590,6 +1649,7 @@ main(void)
     tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_full_context_slides);
     tcase_add_test(tc, test_save_load_round_trip);
+    tcase_add_test(tc, test_save_faults);
     tcase_add_test(tc, test_load_refuses_bad_files);
     tcase_add_test(tc, test_load_in_windows);
     tcase_add_test(tc, test_rules_gone);

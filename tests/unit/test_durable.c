@@ -279,6 +279,54 @@ START_TEST(test_write_all)
 }
 END_TEST
 
+/* The fault hook: the nth call fails, once or from then on; a short write, then an error. */
+START_TEST(test_fault_hook)
+{
+    char path[512];
+    struct buf b = BUF_INIT;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/f", workdir);
+    fd = durable_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    durable_fault_set(DURABLE_OP_WRITE, 2, DURABLE_FAULT_ONCE, ENOSPC);
+    ck_assert_int_eq(durable_write(fd, "ab", 2), 2);
+    ck_assert_int_eq(durable_write(fd, "cd", 2), -1);
+    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert_int_eq(durable_write(fd, "ef", 2), 2);
+    ck_assert_uint_eq(durable_fault_calls(DURABLE_OP_WRITE), 3);
+    ck_assert_uint_eq(durable_fault_failed(DURABLE_OP_WRITE), 1);
+    durable_fault_set(DURABLE_OP_WRITE, 1, DURABLE_FAULT_PERSIST, EIO);
+    ck_assert_int_eq(durable_write(fd, "gh", 2), -1);
+    ck_assert_int_eq(durable_write(fd, "gh", 2), -1);
+    ck_assert_int_eq(errno, EIO);
+    /* half of 5 bytes, rounded up, then the error: write_all stops there */
+    durable_fault_set(DURABLE_OP_WRITE, 1, DURABLE_FAULT_SHORT, ENOSPC);
+    ck_assert_int_eq(durable_write_all(fd, "12345", 5), -1);
+    ck_assert_int_eq(errno, ENOSPC);
+    durable_fault_set(DURABLE_OP_WRITE, 0, DURABLE_FAULT_ONCE, 0); /* disarmed */
+    ck_assert_int_eq(durable_write(fd, "!", 1), 1);
+    durable_fault_set(DURABLE_OP_SYNC, 1, DURABLE_FAULT_ONCE, EIO);
+    ck_assert_int_eq(durable_sync(fd, 1), -1);
+    ck_assert_int_eq(durable_sync(fd, 0), 0);
+    close(fd);
+    read_all(path, &b);
+    ck_assert_uint_eq(b.len, 8);
+    ck_assert(memcmp(b.p, "abef123!", 8) == 0);
+    durable_fault_set(DURABLE_OP_OPEN, 1, DURABLE_FAULT_ONCE, EMFILE);
+    ck_assert_int_eq(durable_open(path, O_RDONLY, 0), -1);
+    ck_assert_int_eq(errno, EMFILE);
+    durable_fault_set(DURABLE_OP_RENAME, 1, DURABLE_FAULT_ONCE, EXDEV);
+    ck_assert_int_eq(durable_replace(path, "x", 1), -1);
+    ck_assert_int_eq(errno, EXDEV);
+    durable_fault_clear();
+    read_all(path, &b);
+    ck_assert_uint_eq(b.len, 8);
+    only_file("f");
+    buf_free(&b);
+}
+END_TEST
+
 static void
 check_dir_of(const char *path, const char *want)
 {
@@ -317,6 +365,7 @@ durable_suite(void)
     tcase_add_test(file, test_replace_fails_keeps_old);
     tcase_add_test(file, test_replace_relative);
     tcase_add_test(file, test_write_all);
+    tcase_add_test(file, test_fault_hook);
     suite_add_tcase(s, file);
     return s;
 }

@@ -36,6 +36,7 @@
 #include "engine/nv.h"
 #include "engine/tags.h"
 #include "tests/unit/unitlib.h"
+#include "tests/unit/unit_run.h"
 
 /* ---- the log, recorded ---- */
 
@@ -872,6 +873,18 @@ END_TEST
 
 /* ---- tests: concurrency ---- */
 
+/* Whether the seven outcomes at arg have all been reported. */
+static bool
+all_called(void *arg)
+{
+    const struct outcome *o = arg;
+    int i;
+
+    for (i = 0; i < 7; i++)
+        if (!o[i].called) return false;
+    return true;
+}
+
 START_TEST(t_max_children)
 {
     struct harness h;
@@ -882,7 +895,6 @@ START_TEST(t_max_children)
     char xml[2048];
     const char *s;
     int i, running = 0, most = 0, starts = 0;
-    bool all = false;
     const char *p = script("conc.sh", "echo \"start $$\" >> \"$1/conc.log\"\n"
                                       "sleep 0.5\n"
                                       "echo \"end $$\" >> \"$1/conc.log\"\n");
@@ -896,11 +908,7 @@ START_TEST(t_max_children)
     /* more than max_inflight() at once: the executor keeps the limit by itself */
     for (i = 0; i < 7; i++) deliver(&h, &a, &o[i]);
     msg_unref(m); /* waiting deliveries hold their own reference */
-    while (!all) {
-        ul_run_until(&h.loop, NULL, NULL, 0.05);
-        all = true;
-        for (i = 0; i < 7; i++) all = all && o[i].called;
-    }
+    ck_assert(ul_run_until(&h.loop, all_called, o, 60));
     for (i = 0; i < 7; i++) ck_assert_msg(o[i].r == DELIVER_OK, "%d: %s", i, o[i].reason);
     ck_assert(read_file(ul_wpath("conc.log"), &b));
     for (s = buf_str(&b); *s; s = strchr(s, '\n') + 1) {
@@ -989,6 +997,14 @@ END_TEST
 
 /* ---- tests: close ---- */
 
+/* Whether both of t_close_running's children have written their pids. */
+static bool
+both_pids(void *arg)
+{
+    (void)arg;
+    return read_pid("slow.plain.pid") > 0 && read_pid("slow.trap.pid") > 0;
+}
+
 START_TEST(t_close_running)
 {
     struct harness h;
@@ -998,8 +1014,9 @@ START_TEST(t_close_running)
     char xml[2048];
     int closed = 0, p1, p2;
     double t0;
-    const char *p = script("slow.sh", "echo $$ > \"$1/slow.$2.pid\"\n"
-                                      "if [ \"$2\" = trap ]; then trap '' TERM; fi\n"
+    const char *p = script("slow.sh", "if [ \"$2\" = trap ]; then trap '' TERM; fi\n"
+                                      "echo $$ > \"$1/slow.$2.tmp\"\n"
+                                      "mv \"$1/slow.$2.tmp\" \"$1/slow.$2.pid\"\n"
                                       "while :; do sleep 0.05; done\n");
 
     harness_init(&h);
@@ -1013,7 +1030,8 @@ START_TEST(t_close_running)
     set(m, "mode", "trap");
     deliver(&h, &a, &o2);
     deliver(&h, &a, &o3); /* waits for a free slot */
-    ul_run_until(&h.loop, NULL, NULL, 0.3);
+    /* both running (and the TERM trap set, as the pid is written after it) */
+    ck_assert(ul_run_until(&h.loop, both_pids, NULL, 30));
     ck_assert(!o1.called && !o2.called && !o3.called);
     p1 = read_pid("slow.plain.pid");
     p2 = read_pid("slow.trap.pid");
@@ -1092,7 +1110,6 @@ main(void)
     log_setup(NULL, "debug", "stderr");
     log_set_sink(record_log, NULL);
     TCase *tc = tcase_create("exec");
-    SRunner *sr;
     int failed;
 
     /* corrald ignores SIGPIPE: a child that closes its stdin early is not a reason to die */
@@ -1115,10 +1132,7 @@ main(void)
     tcase_add_test(tc, t_close_running);
     tcase_add_test(tc, t_render);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = unit_run(s);
     remove_workdir();
-    return failed ? 1 : 0;
+    return failed;
 }

@@ -4,7 +4,8 @@
  * replay of the spool after a restart, a torn last record cut at every
  * byte, a damaged byte at every offset, version 1 spools, compaction, the
  * dedupe table's bound, and writes that fail (disk full: while running, and
- * at start), and delivery control: dead letters retried exactly once,
+ * at start; failed syncs, renames and short writes, from durable.c's fault
+ * hook), and delivery control: dead letters retried exactly once,
  * also across a crash in the middle of a retry, and entries dropped.
  *
  * The executor is the real exec executor.  Its program is a symlink in a
@@ -1058,6 +1059,95 @@ START_TEST(test_write_error_in_the_middle)
 }
 END_TEST
 
+/*
+ * The same faults, and those RLIMIT_FSIZE cannot make, injected with
+ * durable.c's fault hook.
+ */
+
+/* The sync after a write fails: logged and counted, the spool written again from memory. */
+START_TEST(test_sync_fails)
+{
+    struct harness h;
+
+    program("broken.sh");
+    must_open(&h, NULL, ul_wpath("spool"));
+    submit(h.q, "first");
+    durable_fault_set(DURABLE_OP_SYNC, 1, DURABLE_FAULT_ONCE, EIO);
+    queue_sync(h.q);
+    ck_assert_uint_eq(durable_fault_failed(DURABLE_OP_SYNC), 1);
+    ck_assert(log_has(LOG_ERR, "syncing spool"));
+    ck_assert_uint_eq(queue_get_stats(h.q)->spool_errors, 1);
+    submit(h.q, "second");
+    ck_assert_uint_eq(queue_get_stats(h.q)->queued, 2);
+    wait_spooled(&h);
+    durable_fault_clear();
+    harness_close(&h);
+    reopen_delivers("first\nsecond\n");
+}
+END_TEST
+
+/* A short write then a full disk, in the middle of a record: the torn bytes cut off. */
+START_TEST(test_short_write)
+{
+    struct harness h;
+    off_t before;
+
+    program("broken.sh");
+    must_open(&h, NULL, ul_wpath("spool"));
+    submit(h.q, "before");
+    before = file_size(spool_file());
+    durable_fault_set(DURABLE_OP_WRITE, 1, DURABLE_FAULT_SHORT, ENOSPC);
+    submit(h.q, "during");
+    ck_assert_uint_eq(durable_fault_failed(DURABLE_OP_WRITE), 1);
+    durable_fault_clear();
+    ck_assert(log_has(LOG_ERR, "writing spool"));
+    ck_assert_int_eq(file_size(spool_file()), before);
+    ck_assert_uint_eq(queue_get_stats(h.q)->memory_only, 1);
+    submit(h.q, "after");
+    wait_spooled(&h);
+    harness_close(&h);
+    reopen_delivers("before\nduring\nafter\n");
+}
+END_TEST
+
+/*
+ * The rewrite at start cannot be renamed into place: the queue opens all
+ * the same, the old spool stays as it was (and no temporary file), and its
+ * alerts are delivered.
+ */
+START_TEST(test_rename_fails_at_open)
+{
+    struct harness h;
+    struct buf was = BUF_INIT, is = BUF_INIT;
+    struct buf out = BUF_INIT;
+
+    program("broken.sh");
+    must_open(&h, NULL, ul_wpath("spool"));
+    submit(h.q, "one");
+    submit(h.q, "two");
+    harness_close(&h);
+    read_file(spool_file(), &was);
+    program("ok.sh");
+    durable_fault_set(DURABLE_OP_RENAME, 1, DURABLE_FAULT_ONCE, EXDEV);
+    must_open(&h, "max-children=\"1\"", ul_wpath("spool"));
+    ck_assert_uint_eq(durable_fault_failed(DURABLE_OP_RENAME), 1);
+    durable_fault_clear();
+    ck_assert(log_has(LOG_ERR, "rewriting spool"));
+    read_file(spool_file(), &is);
+    ck_assert_uint_eq(is.len, was.len);
+    ck_assert(memcmp(is.p, was.p, was.len) == 0);
+    ck_assert_int_eq(file_size(ul_wpath("spool/alerts.spool.tmp")), -1);
+    ck_assert_uint_eq(queue_get_stats(h.q)->recovered, 2);
+    wait_delivered(&h, 2);
+    harness_close(&h);
+    read_file(ul_wpath("prog.out"), &out);
+    ck_assert_str_eq(buf_str(&out), "one\ntwo\n");
+    buf_free(&was);
+    buf_free(&is);
+    buf_free(&out);
+}
+END_TEST
+
 /* 50 alerts on a full disk: a line or two in the log, not 50; every one counted. */
 START_TEST(test_disk_full_log_rate)
 {
@@ -1335,6 +1425,9 @@ queue_suite(void)
     tcase_add_test(tc, test_disk_full_then_room);
     tcase_add_test(tc, test_write_error_in_the_middle);
     tcase_add_test(tc, test_disk_full_log_rate);
+    tcase_add_test(tc, test_sync_fails);
+    tcase_add_test(tc, test_short_write);
+    tcase_add_test(tc, test_rename_fails_at_open);
     tcase_add_test(tc, test_disk_full_at_open);
     tcase_add_test(tc, test_retry_crash_before_rename);
     tcase_add_test(tc, test_drop);

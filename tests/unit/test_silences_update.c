@@ -8,6 +8,7 @@
  * save that fails change nothing.
  */
 #include <check.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent/silences.h"
+#include "engine/durable.h"
 #include "engine/labelmatch.h"
 #include "engine/nv.h"
 #include "tests/unit/unit_run.h"
@@ -252,6 +254,59 @@ START_TEST(test_nothing_changed)
 }
 END_TEST
 
+/*
+ * A disk that fails under a save of the silences (durable.c's fault hook),
+ * at each step: the new silence is refused with the reason, the error
+ * counted, the silences in memory as they were, and the file saved before
+ * still there whole; the disk well again, it is added.
+ */
+START_TEST(test_save_faults)
+{
+    static const struct {
+        enum durable_op op;
+        enum durable_fault_kind kind;
+        int err;
+    } faults[] = {
+        {DURABLE_OP_OPEN, DURABLE_FAULT_ONCE, EACCES},
+        {DURABLE_OP_WRITE, DURABLE_FAULT_ONCE, ENOSPC},
+        {DURABLE_OP_WRITE, DURABLE_FAULT_SHORT, ENOSPC},
+        {DURABLE_OP_SYNC, DURABLE_FAULT_ONCE, EIO},
+        {DURABLE_OP_RENAME, DURABLE_FAULT_ONCE, EXDEV},
+    };
+    char dir[] = "/tmp/test_silences_update.XXXXXX", path[64];
+    struct silences *s, *back;
+    size_t i;
+    char *id;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/silences", dir);
+    s = silences_new(path, 86400, 10, T0);
+    free(add(s, "{\"matchers\":[\"HOST=web1\"], \"duration\":\"1h\"}", T0));
+    for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+        durable_fault_set(faults[i].op, 1, faults[i].kind, faults[i].err);
+        ck_assert_ptr_null(add(s, "{\"matchers\":[\"HOST=web2\"], \"duration\":\"1h\"}", T0));
+        ck_assert_ptr_nonnull(strstr(buf_str(&err), strerror(faults[i].err)));
+        ck_assert_ptr_nonnull(strstr(buf_str(&err), "not added"));
+        ck_assert_uint_eq(durable_fault_failed(faults[i].op), 1);
+        durable_fault_clear();
+        ck_assert_uint_eq(silences_get_stats(s)->save_errors, i + 1);
+        ck_assert_uint_eq(silences_count(s), 1);
+        back = silences_new(path, 86400, 10, T0);
+        ck_assert_uint_eq(silences_count(back), 1);
+        silences_free(back);
+    }
+    id = add(s, "{\"matchers\":[\"HOST=web2\"], \"duration\":\"1h\"}", T0);
+    ck_assert_ptr_nonnull(id);
+    back = silences_new(path, 86400, 10, T0);
+    ck_assert_uint_eq(silences_count(back), 2);
+    silences_free(back);
+    free(id);
+    silences_free(s);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -262,6 +317,7 @@ main(void)
     tcase_add_test(tc, test_replaced);
     tcase_add_test(tc, test_pending);
     tcase_add_test(tc, test_nothing_changed);
+    tcase_add_test(tc, test_save_faults);
     suite_add_tcase(s, tc);
     return unit_run(s);
 }
