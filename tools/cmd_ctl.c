@@ -136,7 +136,7 @@ access_hint(const char *path)
                 uname, myname);
     } else if (known && !in_group(st.st_gid) && listed_in_group(myname, st.st_gid)) {
         fprintf(stderr,
-                "  %s is in group %s since this session began: log in again (or run newgrp %s)\n",
+                "  %s was added to group %s after this login: log in again (or run newgrp %s)\n",
                 myname, gname, gname);
     } else {
         fprintf(stderr,
