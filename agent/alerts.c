@@ -31,6 +31,7 @@
 #include "engine/wire.h"
 #include "engine/xalloc.h"
 #include "agent/silences.h"
+#include "agent/topology.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -98,6 +99,9 @@ struct rule {
     struct labelmatch *source, *target;
     char **equal;
     size_t nequal;
+    bool topo;    /* topology="yes": the target's HOST sits behind the source's (port) */
+    char **ports; /* the source's labels that name its port */
+    size_t nports;
     struct entry **src; /* the entries, not resolved, that match source now */
     size_t nsrc, capsrc;
     struct window win[INHIBIT_WINDOWS]; /* a ring: the last periods of resolved sources */
@@ -111,6 +115,7 @@ struct alerts {
     struct template *id_tmpl;
     struct rule *rules;
     size_t nrules;
+    struct topology *topo; /* <topology>, read anew with each configuration; NULL: none */
     struct buf scratch;
     struct alerts_stats st;
     uint64_t last_log;
@@ -284,6 +289,8 @@ free_rules(struct rule *rules, size_t n)
         labelmatch_free(rules[i].target);
         for (k = 0; k < rules[i].nequal; k++) free(rules[i].equal[k]);
         free(rules[i].equal);
+        for (k = 0; k < rules[i].nports; k++) free(rules[i].ports[k]);
+        free(rules[i].ports);
         free(rules[i].src);
         for (k = 0; k < INHIBIT_WINDOWS; k++) window_clear(&rules[i].win[k]);
     }
@@ -318,6 +325,15 @@ compile_rules(const struct conf *c, struct rule **out, struct buf *err)
         rules[i].equal = xcalloc(in->nequal + 1, sizeof(char *));
         for (k = 0; k < in->nequal; k++) rules[i].equal[k] = xstrdup(in->equal[k]);
         rules[i].nequal = in->nequal;
+        rules[i].topo = in->topology;
+        rules[i].ports = xcalloc(in->nports + 1, sizeof(char *));
+        for (k = 0; k < in->nports; k++) rules[i].ports[k] = xstrdup(in->ports[k]);
+        rules[i].nports = in->nports;
+        if (in->topology && !c->topology_file) {
+            buf_printf(err, "%s:%d: inhibit topology=\"yes\" needs a <topology path=...>\n", file,
+                       in->line);
+            rc = -1;
+        }
     }
     if (rc < 0) {
         free_rules(rules, c->ninhibits);
@@ -348,6 +364,16 @@ alerts_new(const struct conf *c, struct buf *err)
         template_free(a->id_tmpl);
         free(a);
         return NULL;
+    }
+    if (c->topology_file) {
+        /* errors name the topology file and its line; a reload reads the file again */
+        a->topo = topology_load(c->topology_file, err);
+        if (!a->topo) {
+            free_rules(a->rules, c->ninhibits);
+            template_free(a->id_tmpl);
+            free(a);
+            return NULL;
+        }
     }
     a->nrules = c->ninhibits;
     a->resolve_timeout = (uint64_t)(c->resolve_timeout * 1000);
@@ -381,6 +407,7 @@ alerts_free(struct alerts *a)
     hash_table_free(&a->table);
     template_free(a->id_tmpl);
     free_rules(a->rules, a->nrules);
+    topology_free(a->topo);
     buf_free(&a->scratch);
     free(a);
 }
@@ -462,6 +489,37 @@ same_labels(const struct rule *r, const struct msg *x, const struct msg *y)
     return true;
 }
 
+/*
+ * A topology rule: the target t's HOST sits behind the source s's HOST, on
+ * a port that one of s's port labels names (or on a link without a port).
+ */
+static bool
+topology_holds(const struct alerts *a, const struct rule *r, const struct msg *s,
+               const struct msg *t)
+{
+    const char *ports[8];
+    size_t plens[8], n = 0, i, hl, ul;
+    const char *host = msg_get(t, NV_HOST, &hl), *up = msg_get(s, NV_HOST, &ul);
+
+    if (!host || !up || !hl || !ul) return false;
+    for (i = 0; i < r->nports && n < sizeof(ports) / sizeof(ports[0]); i++) {
+        size_t len;
+        const char *v = labelmatch_label(s, r->ports[i], &len);
+        if (v && len) {
+            ports[n] = v;
+            plens[n++] = len;
+        }
+    }
+    return topology_behind(a->topo, host, hl, up, ul, ports, plens, n);
+}
+
+/* Whether source s of rule r inhibits target t: the equal labels, and the topology. */
+static bool
+related(const struct alerts *a, const struct rule *r, const struct msg *s, const struct msg *t)
+{
+    return same_labels(r, s, t) && (!r->topo || topology_holds(a, r, s, t));
+}
+
 /* The time of m, in ms since the epoch: the stamp of the line that raised it. */
 static uint64_t
 time_of(const struct msg *m)
@@ -485,8 +543,13 @@ inhibitor(struct alerts *a, const struct msg *m, const char *id, uint64_t now_ms
         if ((!r->nsrc && !r->nwin) || !labelmatch_match(r->target, m)) continue;
         for (k = 0; k < r->nsrc; k++) {
             const struct entry *e = r->src[k];
-            if (strcmp(e->id, id) != 0 && same_labels(r, e->labels, m)) return e->id;
+            if (strcmp(e->id, id) != 0 && related(a, r, e->labels, m)) return e->id;
         }
+        /*
+         * A topology rule inhibits while its source fires, as Alertmanager's do: the
+         * hosts behind a port that came back and still do not log are down themselves.
+         */
+        if (r->topo) continue;
         for (k = 0; k < r->nwin; k++) {
             struct window *w = &r->win[k];
             if (!w->id) continue;

@@ -243,8 +243,11 @@ conf_free(struct conf *c)
         free(c->inhibits[i].target);
         for (k = 0; k < c->inhibits[i].nequal; k++) free(c->inhibits[i].equal[k]);
         free(c->inhibits[i].equal);
+        for (k = 0; k < c->inhibits[i].nports; k++) free(c->inhibits[i].ports[k]);
+        free(c->inhibits[i].ports);
     }
     free(c->inhibits);
+    free(c->topology_file);
     free(c);
 }
 
@@ -821,6 +824,14 @@ read_inhibit(struct reader *r, struct conf *c, const xmlNode *n)
                         in->equal[k]);
         }
     }
+    {
+        char *ports = attr(n, "topology-port");
+        in->topology = attr_is(n, "topology", "yes");
+        strlist_split(ports, &in->ports, &in->nports);
+        if (ports && !in->topology) error(r, n, "inhibit topology-port= needs topology=\"yes\"");
+        if (in->nports > 8) error(r, n, "inhibit topology-port=: at most 8 labels");
+        free(ports);
+    }
 }
 
 static void
@@ -1035,6 +1046,11 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             }
         } else if (is(n, "inhibit")) {
             read_inhibit(r, c, n);
+        } else if (is(n, "topology")) {
+            /* read with the alert store (agent/alerts.c), so that a reload reads it again */
+            free(c->topology_file);
+            c->topology_file = attr(n, "path");
+            c->topology_line = (int)xmlGetLineNo(n);
         } else if (is(n, "executors")) {
             char *spool = attr(n, "spool");
             c->executors_line = (int)xmlGetLineNo(n);

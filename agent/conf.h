@@ -100,6 +100,9 @@ struct conf_inhibit {
     char *source, *target; /* label matchers (engine/labelmatch.h), checked at load */
     char **equal;          /* label names whose values source and target share */
     size_t nequal;
+    bool topology; /* topology="yes": the target's HOST must sit behind the source's */
+    char **ports;  /* topology-port=: the source's labels that name its port */
+    size_t nports;
     int line;
 };
 
@@ -179,6 +182,8 @@ struct conf {
     size_t evidence_bytes;
     struct conf_inhibit *inhibits;
     size_t ninhibits;
+    char *topology_file; /* <topology path=...> (agent/topology.h); NULL: none */
+    int topology_line;
     /* "file:line: warning: ..." lines (deprecated spellings), NULL: none; the caller logs them */
     char *warnings;
 };
