@@ -560,6 +560,107 @@ START_TEST(test_inhibit_window)
 }
 END_TEST
 
+/*
+ * A topology rule: the link-down alert of sw1's port ge-0/0/1 inhibits the
+ * absence of the hosts behind that port (web1 directly, app1 through web1),
+ * not of a host behind another port (web2) nor of the switch itself; its
+ * clear releases them at once, whatever their time (no window).
+ */
+START_TEST(test_inhibit_topology)
+{
+    char path[] = "/tmp/test_alerts_topo.XXXXXX";
+    int fd = mkstemp(path);
+    static const char text[] = "web1 sw1 ge-0/0/1\nweb2 sw1 ge-0/0/2\napp1 web1\n";
+    struct conf *c = conf_with(10, NULL, NULL, NULL);
+    struct buf err = BUF_INIT;
+    struct alerts *a;
+    struct msg *link = labels("sw1", "snmptrap", "linkdown");
+    struct msg *web1 = labels("web1", "corrald", "absent"),
+               *web2 = labels("web2", "corrald", "absent");
+    struct msg *app1 = labels("app1", "corrald", "absent"),
+               *sw1 = labels("sw1", "corrald", "absent");
+
+    ck_assert(fd >= 0);
+    ck_assert(write(fd, text, sizeof(text) - 1) == (ssize_t)(sizeof(text) - 1));
+    close(fd);
+    c->inhibits = calloc(1, sizeof(*c->inhibits));
+    c->inhibits[0].source = strdup("rule_id=linkdown");
+    c->inhibits[0].target = strdup("rule_id=absent");
+    c->inhibits[0].topology = true;
+    c->inhibits[0].ports = calloc(2, sizeof(char *));
+    c->inhibits[0].ports[0] = strdup("net.if_index");
+    c->inhibits[0].ports[1] = strdup("net.interface");
+    c->inhibits[0].nports = 2;
+    c->inhibits[0].line = 9;
+    c->ninhibits = 1;
+    /* topology="yes" without a topology file: refused with the rule's line */
+    ck_assert_ptr_null(alerts_new(c, &err));
+    ck_assert_msg(strstr(buf_str(&err), ":9: inhibit topology=\"yes\" needs a <topology"), "%s",
+                  buf_str(&err));
+    c->topology_file = strdup(path);
+    buf_reset(&err);
+    a = alerts_new(c, &err);
+    ck_assert_msg(a != NULL, "%s", buf_str(&err));
+
+    msg_set(link, nv_intern_str("net.interface"), "ge-0/0/1", 8);
+    stamp(link, T0);
+    record(a, link, T0);
+    stamp(web1, T0 + 60000);
+    record(a, web1, T0 + 60000);
+    stamp(web2, T0 + 60000);
+    record(a, web2, T0 + 60000);
+    stamp(app1, T0 + 60000);
+    record(a, app1, T0 + 60000);
+    stamp(sw1, T0 + 60000);
+    record(a, sw1, T0 + 60000);
+    ck_assert_str_eq(state_of_id(a, "absent/web1"), "inhibited");
+    ck_assert_str_eq(state_of_id(a, "absent/app1"), "inhibited");
+    ck_assert_str_eq(state_of_id(a, "absent/web2"), "firing");
+    ck_assert_str_eq(state_of_id(a, "absent/sw1"), "firing");
+    /* a reload reads the file again: web2 moved behind ge-0/0/1 */
+    {
+        static const char moved[] = "web1 sw1 ge-0/0/1\nweb2 sw1 ge-0/0/1\napp1 web1\n";
+        struct alerts *fresh;
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(moved, f);
+        fclose(f);
+        fresh = alerts_new(c, &err);
+        ck_assert_msg(fresh != NULL, "%s", buf_str(&err));
+        alerts_adopt(fresh, a);
+        alerts_free(a);
+        a = fresh;
+        alerts_reinhibit(a, T0 + 61000);
+        ck_assert_str_eq(state_of_id(a, "absent/web2"), "inhibited");
+        /* and a broken one is refused with its file and line */
+        f = fopen(path, "a");
+        ck_assert_ptr_nonnull(f);
+        fputs("web3\n", f);
+        fclose(f);
+        buf_reset(&err);
+        ck_assert_ptr_null(alerts_new(c, &err));
+        ck_assert_msg(strstr(buf_str(&err), ":4: expected HOST UPSTREAM"), "%s", buf_str(&err));
+    }
+    /* the port is back: released at once, though their time is within its down time */
+    msg_tag_set(link, tag_intern("corral.clear", 12));
+    stamp(link, T0 + 120000);
+    record(a, link, T0 + 120000);
+    ck_assert_str_eq(state_of_id(a, "linkdown/sw1"), "resolved");
+    ck_assert_str_eq(state_of_id(a, "absent/web1"), "firing");
+    ck_assert_str_eq(state_of_id(a, "absent/app1"), "firing");
+    ck_assert_str_eq(state_of_id(a, "absent/web2"), "firing");
+    alerts_free(a);
+    conf_free(c);
+    unlink(path);
+    msg_unref(link);
+    msg_unref(web1);
+    msg_unref(web2);
+    msg_unref(app1);
+    msg_unref(sw1);
+    buf_free(&err);
+}
+END_TEST
+
 START_TEST(test_never_forget_firing)
 {
     struct conf *c = conf_with(2, NULL, NULL, NULL);
@@ -847,6 +948,7 @@ main(void)
     tcase_add_test(tc, test_resolution);
     tcase_add_test(tc, test_live_muting);
     tcase_add_test(tc, test_inhibit_window);
+    tcase_add_test(tc, test_inhibit_topology);
     tcase_add_test(tc, test_never_forget_firing);
     tcase_add_test(tc, test_history);
     tcase_add_test(tc, test_save_faults);
