@@ -39,7 +39,7 @@ cat > "$WORK/corrald.conf" <<XML
   <executors spool="$WORK/spool">
     <exec name="runner" program="$WORK/receiver.sh"/>
   </executors>
-  <routes><route tag="corral.alert" to="runner"/><route tag="corral.clear" to="runner"/></routes>
+  <routes><route tag="corral.alert" to="runner" send-resolved="yes"/></routes>
 </corrald>
 XML
 
