@@ -2,14 +2,9 @@
  * par: the parallel engine's pieces (see par.h and doc/parallel.md): which
  * shard owns a message, split messages, balancing and the merge, which the
  * pipeline (pipeline.c: batches, the threads, the two phases) runs on N
- * threads; and the replay of lines that `corral match -j N` feeds it.
+ * threads for `corral match -j N` and corrald's workers.
  *
- * The replay hands lines to the pipeline in batches of BATCH through a ring
- * of RING, has them rendered on the threads and writes the batches every
- * shard is done with, in order; it waits only when the ring is full, and
- * then until half of it is done (a sleep every RING / 2 batches: the
- * shards wake it only when the batch it waits for is done).  The merge puts
- * out, for each input position, the timeout messages of all shards in the
+ * The merge puts out, for each input position, the timeout messages of all shards in the
  * order one timer wheel fires them (expires, then order, then arming
  * number: the shards number their arms by input position, and a position
  * arms at most one timer per step, see below), then the input message and
@@ -52,14 +47,12 @@
  * max-contexts, max-context-memory and max-rate-buckets (and of each
  * rule's share of them), so a flood is refused at the same totals, but
  * which message is refused at the brink depends on how keys fall into
- * shards (documented in corral-rules(5)); the replay gives each shard one
- * engine's limits.
+ * shards (documented in corral-rules(5)); `corral match -j` gives each
+ * shard one engine's limits.
  */
 #include "engine/par.h"
-#include "engine/clock.h"
 #include "engine/corrkey.h"
 #include "engine/hash.h"
-#include "engine/pipeline.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
 
@@ -69,17 +62,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BATCH           256
-#define RING            8 /* batches in flight (see top) */
 #define ANY_SHARD       PAR_ANY_SHARD
 #define STATEFUL_WEIGHT 4
-
-struct par {
-    struct pipeline *pl;
-    struct par_opts o;
-    struct msg_time now; /* fixed_now, for the parser */
-    bool failed;
-};
 
 /* ---- which shard owns a message ---- */
 
@@ -470,61 +454,6 @@ par_balance(void *base, size_t n, size_t stride, size_t shard_off, size_t by_off
 #undef ITEM_SHARD
 #undef ITEM_BY
 
-/* ---- the replay of lines (corral match -j) ---- */
-
-static int
-write_out(void *arg, const struct pipeline_out *o)
-{
-    struct par *p = arg;
-
-    if (p->failed) return 1;
-    if (p->o.write(p->o.arg, o->text, o->len) != 0) p->failed = true;
-    return p->failed;
-}
-
-/* Writes the batches done; with upto, waits until the batches before it are. */
-static void
-merge_done(struct par *p, uint64_t upto)
-{
-    if (pipeline_collected(p->pl) < upto) pipeline_wait(p->pl, upto);
-    (void)pipeline_collect(p->pl, write_out, p);
-}
-
-/*
- * Hands the batch being filled to the threads and returns: the caller
- * writes what is done and queues the next lines while it runs.  When the
- * ring is full, it first sleeps until half of it is done rather than one
- * batch: a sleep and a wake-up every RING / 2 batches, not every batch,
- * while the busiest shard sets the pace (doc/parallel.md).
- */
-static void
-submit(struct par *p, unsigned flags)
-{
-    if (!pipeline_can_submit(p->pl)) merge_done(p, pipeline_submitted(p->pl) + 2 - RING / 2);
-    (void)pipeline_submit(p->pl, p->o.fixed_now ? p->o.fixed_now : clock_wall_ms(), flags);
-    merge_done(p, 0);
-}
-
-int
-par_line(struct par *p, const char *line, size_t len)
-{
-    if (p->failed) return -1;
-    if (pipeline_add(p->pl, line, len, NULL, 0, NULL, 0, false) == BATCH) submit(p, 0);
-    return p->failed ? -1 : 0;
-}
-
-int
-par_finish(struct par *p, bool expire_all)
-{
-    if (pipeline_filling(p->pl)) submit(p, 0);
-    merge_done(p, pipeline_submitted(p->pl));
-    if (expire_all && !p->failed) {
-        submit(p, PIPELINE_EXPIRE);
-        merge_done(p, pipeline_submitted(p->pl));
-    }
-    return p->failed ? -1 : 0;
-}
-
 unsigned
 par_default_threads(void)
 {
@@ -538,75 +467,4 @@ par_default_threads(void)
         n = online > 0 ? (int)(online > 64 ? 64 : online) : 1;
     }
     return n > 64 ? 64 : (unsigned)n;
-}
-
-struct par *
-par_new(struct pdb *db, const struct par_opts *o)
-{
-    struct par *p = xcalloc(1, sizeof(*p));
-    struct pipeline_opts po;
-
-    p->o = *o;
-    memset(&po, 0, sizeof(po));
-    po.threads = o->threads ? o->threads : 1;
-    po.batch = BATCH;
-    po.nbatches = RING;
-    po.corr = o->limits;
-    po.corr.log = o->log;
-    po.corr.clock = NULL; /* each batch carries its clock */
-    if (o->fixed_now) {
-        p->now.sec = (int64_t)(o->fixed_now / 1000);
-        p->now.usec = (int32_t)(o->fixed_now % 1000) * 1000;
-        po.parse.now = &p->now;
-    }
-    po.render = o->render;
-    po.arg = o->arg;
-    p->pl = pipeline_new(db, &po);
-    if (!p->pl) {
-        free(p);
-        return NULL;
-    }
-    return p;
-}
-
-void
-par_free(struct par *p)
-{
-    if (!p) return;
-    /* the threads finish what was handed over (not written: par_finish was not called) */
-    pipeline_free(p->pl);
-    free(p);
-}
-
-unsigned
-par_shards(const struct par *p)
-{
-    return pipeline_nshards(p->pl);
-}
-
-void
-par_stats(const struct par *p, struct corr_stats *out)
-{
-    unsigned k;
-
-    memset(out, 0, sizeof(*out));
-    for (k = 0; k < pipeline_nshards(p->pl); k++) {
-        struct corr_stats s;
-        corr_stats(pipeline_shard(p->pl, k), &s);
-        out->processed += s.processed;
-        out->matched += s.matched;
-        out->unknown += s.unknown;
-        out->generated += s.generated;
-        out->contexts_created += s.contexts_created;
-        out->contexts_expired += s.contexts_expired;
-        out->contexts_open += s.contexts_open;
-        out->contexts_refused += s.contexts_refused;
-        out->contexts_evicted += s.contexts_evicted;
-        out->rate_evicted += s.rate_evicted;
-        out->messages_dropped += s.messages_dropped;
-        out->bytes_dropped += s.bytes_dropped;
-        out->rate_limited += s.rate_limited;
-        out->rate_buckets += s.rate_buckets;
-        out->context_bytes += s.context_bytes;
-    }
 }

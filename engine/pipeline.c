@@ -595,6 +595,33 @@ pipeline_truncated(const struct pipeline *p)
     return p->truncated;
 }
 
+void
+pipeline_stats(struct pipeline *p, struct corr_stats *out)
+{
+    unsigned k;
+
+    memset(out, 0, sizeof(*out));
+    for (k = 0; k < p->nshards; k++) {
+        struct corr_stats s;
+        corr_stats(p->threads[k].corr, &s);
+        out->processed += s.processed;
+        out->matched += s.matched;
+        out->unknown += s.unknown;
+        out->generated += s.generated;
+        out->contexts_created += s.contexts_created;
+        out->contexts_expired += s.contexts_expired;
+        out->contexts_open += s.contexts_open;
+        out->contexts_refused += s.contexts_refused;
+        out->contexts_evicted += s.contexts_evicted;
+        out->rate_evicted += s.rate_evicted;
+        out->messages_dropped += s.messages_dropped;
+        out->bytes_dropped += s.bytes_dropped;
+        out->rate_limited += s.rate_limited;
+        out->rate_buckets += s.rate_buckets;
+        out->context_bytes += s.context_bytes;
+    }
+}
+
 static struct corr *
 new_shard(struct pipeline *p, unsigned k)
 {

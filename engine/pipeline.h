@@ -137,6 +137,8 @@ void pipeline_set_db(struct pipeline *p, struct pdb *db, struct par_route *rt, s
 /* Replaces every shard by an empty one, routed by rt (every batch collected). */
 void pipeline_reshard(struct pipeline *p, const struct par_route *rt);
 
+/* The sums of the shards' counters (as pipeline_shard: every batch collected). */
+void pipeline_stats(struct pipeline *p, struct corr_stats *out);
 /* Per thread: ns spent classifying and correlating (any thread may read it). */
 uint64_t pipeline_busy_ns(const struct pipeline *p, unsigned thread);
 /* Messages with a value cut (MSG_F_TRUNCATED) among those collected. */
