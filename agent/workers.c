@@ -270,6 +270,7 @@ workers_load(struct workers *w, const char *path, size_t *dropped)
         total += n;
         if (dropped) *dropped += d;
     }
+    pipeline_loaded(w->pl);
     return total;
 }
 

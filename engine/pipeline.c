@@ -681,6 +681,20 @@ pipeline_reshard(struct pipeline *p, const struct par_route *rt)
     for (k = 0; k < p->nshards; k++) p->threads[k].corr = new_shard(p, k);
 }
 
+void
+pipeline_loaded(struct pipeline *p)
+{
+    uint64_t seq = 0, s;
+    unsigned k;
+
+    /* one shard numbers its arms itself (par_process()); several by position and step */
+    if (p->nshards <= 1) return;
+    for (k = 0; k < p->nshards; k++)
+        if ((s = corr_arm_seq(p->threads[k].corr)) > seq) seq = s;
+    /* positions only need to grow: the next one starts after the loaded contexts' numbers */
+    if (p->base * PAR_STEPS < seq) p->base = (seq + PAR_STEPS - 1) / PAR_STEPS;
+}
+
 struct pipeline *
 pipeline_new(struct pdb *db, const struct pipeline_opts *o)
 {

@@ -136,6 +136,12 @@ void pipeline_set_db(struct pipeline *p, struct pdb *db, struct par_route *rt, s
                      size_t *dropped);
 /* Replaces every shard by an empty one, routed by rt (every batch collected). */
 void pipeline_reshard(struct pipeline *p, const struct par_route *rt);
+/*
+ * Contexts were read into the shards from a state file (every batch
+ * collected): the timers the messages to come arm are numbered after
+ * theirs, as one engine numbers them (corr_arm_seq).
+ */
+void pipeline_loaded(struct pipeline *p);
 
 /* The sums of the shards' counters (as pipeline_shard: every batch collected). */
 void pipeline_stats(struct pipeline *p, struct corr_stats *out);
