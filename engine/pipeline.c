@@ -133,17 +133,14 @@ struct pipeline {
     struct thread *threads;
     unsigned nbatches;
     struct batch *ring;
-    uint64_t base; /* caller: the next position */
 
-    pthread_mutex_t lock;
-    pthread_cond_t work, done;
-    uint64_t submitted, completed; /* under lock (submitted changes on the caller's thread only) */
-    uint64_t claim;                /* under lock: the oldest handed over with chunks left */
-    uint64_t want;                 /* under lock: a caller waits until this many are done */
-    uint64_t tz_gen; /* under lock: bumped at a reload, each thread then forgets its time zone */
-    bool quit;
-
-    uint64_t collected; /* caller only */
+    /* the caller's, on cache lines the threads do not write: the loop thread reads them for
+     * every message it adds (a copy of submitted beside the lock cost corrald's loop a cache
+     * miss a message) */
+    uint64_t base;       /* the next position */
+    uint64_t nsubmitted; /* = submitted */
+    struct batch *fill;  /* the batch being filled: ring[nsubmitted % nbatches] */
+    uint64_t collected;
     bool collecting;
     uint64_t truncated;
     /* merge scratch */
@@ -152,6 +149,15 @@ struct pipeline {
     struct batch *merging;
     pipeline_deliver_fn deliver;
     void *deliver_arg;
+    char pad[64];
+
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
+    uint64_t submitted, completed; /* under lock (submitted changes on the caller's thread only) */
+    uint64_t claim;                /* under lock: the oldest handed over with chunks left */
+    uint64_t want;                 /* under lock: a caller waits until this many are done */
+    uint64_t tz_gen; /* under lock: bumped at a reload, each thread then forgets its time zone */
+    bool quit;
 };
 
 static uint64_t
@@ -382,7 +388,7 @@ worker(void *arg)
 static struct batch *
 filling(const struct pipeline *p)
 {
-    return &p->ring[p->submitted % p->nbatches]; /* submitted only changes on this thread */
+    return p->fill;
 }
 
 size_t
@@ -426,7 +432,7 @@ bool
 pipeline_can_submit(const struct pipeline *p)
 {
     /* the next batch to fill must be free: collected */
-    return p->submitted + 1 - p->collected < p->nbatches;
+    return p->nsubmitted + 1 - p->collected < p->nbatches;
 }
 
 bool
@@ -448,13 +454,15 @@ pipeline_submit(struct pipeline *p, uint64_t clock, unsigned flags)
     p->submitted++;
     pthread_cond_broadcast(&p->work);
     pthread_mutex_unlock(&p->lock);
+    p->nsubmitted++;
+    p->fill = &p->ring[p->nsubmitted % p->nbatches];
     return true;
 }
 
 uint64_t
 pipeline_submitted(const struct pipeline *p)
 {
-    return p->submitted;
+    return p->nsubmitted;
 }
 
 uint64_t
@@ -555,7 +563,7 @@ pipeline_queued(const struct pipeline *p)
     size_t n = 0;
     uint64_t q;
 
-    for (q = p->collected; q <= p->submitted; q++) n += p->ring[q % p->nbatches].n;
+    for (q = p->collected; q <= p->nsubmitted; q++) n += p->ring[q % p->nbatches].n;
     return n;
 }
 
@@ -710,6 +718,7 @@ pipeline_new(struct pdb *db, const struct pipeline_opts *o)
     p->nbatches = o->nbatches < 2 ? 2 : o->nbatches;
     if (!p->o.batch) p->o.batch = 1;
     p->ring = xcalloc(p->nbatches, sizeof(*p->ring));
+    p->fill = &p->ring[0];
     for (i = 0; i < p->nbatches; i++) {
         struct batch *b = &p->ring[i];
         b->cap = p->o.batch;
@@ -750,7 +759,7 @@ pipeline_free(struct pipeline *p)
 
     if (!p) return;
     /* the threads finish what was handed over: a shard is never left in the middle of a batch */
-    pipeline_wait(p, p->submitted);
+    pipeline_wait(p, p->nsubmitted);
     pthread_mutex_lock(&p->lock);
     p->quit = true;
     pthread_cond_broadcast(&p->work);
