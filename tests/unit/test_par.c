@@ -330,8 +330,13 @@ struct shape {
     size_t batch;
     unsigned nbatches;
     bool by_ref; /* messages handed back and rendered on the collecting thread */
+    /* a tick alone after every batch (as corrald's second does; the clock stands still, so
+     * it fires nothing): batches with nothing to classify */
+    bool ticks;
 };
-static const struct shape shapes[] = {{256, 8, false}, {5, 2, true}, {33, 3, false}, {1, 2, true}};
+static const struct shape shapes[] = {{256, 8, false, false}, {5, 2, true, false},
+                                      {33, 3, false, false},  {1, 2, true, false},
+                                      {3, 2, false, true},    {40, 3, true, true}};
 
 struct replay {
     struct pipeline *pl;
@@ -378,13 +383,16 @@ run_shape(struct pdb *db, char **lines, size_t n, unsigned threads, const struct
     o.nbatches = sh->nbatches;
     o.parse.now = &now;
     o.render = sh->by_ref ? NULL : render;
+    if (sh->ticks) o.corr.clock = fixed;
     o.arg = c;
     r.pl = pipeline_new(db, &o);
     ck_assert_ptr_nonnull(r.pl);
     ck_assert_uint_eq(pipeline_nshards(r.pl), want_shards);
     for (i = 0; i < n; i++)
-        if (pipeline_add(r.pl, lines[i], strlen(lines[i]), NULL, 0, NULL, 0, false) == sh->batch)
+        if (pipeline_add(r.pl, lines[i], strlen(lines[i]), NULL, 0, NULL, 0, false) == sh->batch) {
             replay_submit(&r, sh, 0);
+            if (sh->ticks) replay_submit(&r, sh, PIPELINE_TICK);
+        }
     if (pipeline_filling(r.pl)) replay_submit(&r, sh, 0);
     replay_submit(&r, sh, PIPELINE_EXPIRE);
     pipeline_wait(r.pl, pipeline_submitted(r.pl));
