@@ -3,9 +3,10 @@
  *
  * The loop thread queues the raw messages its inputs read; N worker threads
  * parse and classify them and correlate them in shards by context key (the
- * routing of engine/par.h), and hand back, in the loop thread's order, the
- * input messages and what the rules generated, for outputs, executors and
- * the alert store, which stay on the loop thread.  See workers.c.
+ * pipeline of engine/pipeline.h), and hand back, in the loop thread's
+ * order, the input messages and what the rules generated, for outputs,
+ * executors and the alert store, which stay on the loop thread.  See
+ * workers.c.
  */
 #ifndef CORRAL_WORKERS_H
 #define CORRAL_WORKERS_H

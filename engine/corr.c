@@ -1579,6 +1579,12 @@ corr_set_arm_seq(struct corr *c, uint64_t seq)
     tw_set_seq(c->wheel, seq);
 }
 
+uint64_t
+corr_arm_seq(const struct corr *c)
+{
+    return tw_seq(c->wheel);
+}
+
 bool
 corr_firing_key(const struct corr *c, uint64_t key[3])
 {
@@ -2276,7 +2282,7 @@ load_file(struct corr *c, FILE *f, size_t *dropped, corr_keep_fn keep, void *arg
     struct loaded_set ls = {NULL, 0, 0};
     struct loaded *l;
     size_t d = 0, nl, got;
-    uint64_t count = 0, i, saved_now = 0, skipped = 0, damaged = 0;
+    uint64_t count = 0, i, saved_now = 0, skipped = 0, damaged = 0, seq0;
     long loaded = 0;
     uint32_t version;
     int err = EINVAL;
@@ -2344,8 +2350,11 @@ load_file(struct corr *c, FILE *f, size_t *dropped, corr_keep_fn keep, void *arg
     msg_unref(scratch);
     scratch = NULL;
 
-    /* the file is good: take the contexts in, in file (firing) order */
+    /* the file is good: take the contexts in, in file (firing) order, each numbered by its index
+     * in the file: shards that each take their own from one file then agree on the order of
+     * the ties between them (corr_arm_seq) */
     if (saved_now > tw_now(c->wheel)) advance(c, saved_now);
+    seq0 = tw_seq(c->wheel);
     for (i = 0; i < nl; i++) {
         struct ctx *x = l[i].x;
         struct corrkey k;
@@ -2380,9 +2389,11 @@ load_file(struct corr *c, FILE *f, size_t *dropped, corr_keep_fn keep, void *arg
         } else {
             table_insert(c, x);
         }
+        tw_set_seq(c->wheel, seq0 + i);
         tw_arm_ordered(c->wheel, &x->timer, l[i].expires, l[i].order);
         loaded++;
     }
+    tw_set_seq(c->wheel, seq0 + nl);
     free(l);
     if (dropped) *dropped = d;
     return loaded;

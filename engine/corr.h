@@ -154,6 +154,13 @@ void corr_part_also_actions(struct corr *c, struct msg *m, const struct pdb_rule
  * input position so that shards' timeouts merge in one-thread order.
  */
 void corr_set_arm_seq(struct corr *c, uint64_t seq);
+/*
+ * The arming number the next context timer gets.  Contexts read from a
+ * state file are armed with the number after it plus their index in the
+ * file, so that the shards reading one file number them alike, in its
+ * (firing) order.
+ */
+uint64_t corr_arm_seq(const struct corr *c);
 /* While timeout actions run (inside emit): the firing timer's (expires, order, seq); else false. */
 bool corr_firing_key(const struct corr *c, uint64_t key[3]);
 

@@ -1,43 +1,15 @@
 /*
- * par: the parallel engine (see par.h and doc/parallel.md).
+ * par: the parallel engine's pieces (see par.h and doc/parallel.md): which
+ * shard owns a message, split messages, balancing and the merge, which the
+ * pipeline (pipeline.c: batches, the threads, the two phases) runs on N
+ * threads for `corral match -j N` and corrald's workers.
  *
- * Lines go through in batches of BATCH, each in two phases on the same N
- * threads:
- *
- *   A. parse and classify (stateless), in chunks of CHUNK lines that any
- *      thread takes: parse each line into its slot's message, find its rule
- *      (pdb_lookup_r, the thread's own scratch), compute the time the
- *      message moves correlation to (corr_msg_time) and the shard that owns
- *      it (par_owner(), below).
- *   B. correlate, once the whole batch is classified: thread k is shard k,
- *      a corr of its own (contexts, timer wheel, rate buckets).  It walks the
- *      whole batch in input order: for every message it advances its time
- *      to the message's time (so a shard that owns no message still sees
- *      time pass, and its timeouts fire at exactly the input position where
- *      they fire with one thread), and it processes the messages it owns.
- *      Everything it emits is rendered into its own buffer, with a record:
- *      input position, whether a timeout fired it, and the firing timer's
- *      (expires, order, arming number).
- *
- * Batches are pipelined: the caller hands them over into a ring of RING, and
- * a thread correlates its shard's next batch when that one is classified,
- * else classifies a chunk of the oldest batch with lines left (worker()).
- * So when one shard owns most of the stateful messages (one busy host under
- * a host-scoped rate limit), its thread correlates without a pause while the
- * others classify the batches ahead of it: with a barrier per batch instead,
- * the busy shard classified its share of every batch and the others waited
- * for it.  The thread that classifies a batch's last chunk balances it
- * (balance()).  The caller's thread queues lines and merges the batches
- * every shard is done with, in order (par_merge; each shard keeps one output
- * set per slot of the ring); it waits only when the ring is full, and then
- * until half of it is done (a sleep every RING / 2 batches: the shards wake
- * it only when the batch it waits for is done).  The merge puts out,
- * for each input position, the timeout messages of all shards in the
+ * The merge puts out, for each input position, the timeout messages of all shards in the
  * order one timer wheel fires them (expires, then order, then arming
  * number: the shards number their arms by input position, and a position
- * arms at most one timer per step, see below), then the input message and what
- * its match actions generated.  The output is byte for byte that of one
- * thread; nothing is sorted after the fact.
+ * arms at most one timer per step, see below), then the input message and
+ * what its match actions generated.  The output is byte for byte that of
+ * one thread; nothing is sorted after the fact.
  *
  * Which shard owns a message (par_owner()): one whose rule has no context and
  * no rate-limited action needs no shared state (its actions see only the
@@ -71,112 +43,27 @@
  * numbered pos * PAR_STEPS + step, and the merge orders a position's parts
  * by par_rec.sub.
  *
- * Limits: each shard enforces 1/N of max-contexts, max-context-memory and
- * max-rate-buckets (and of each rule's share of them), so a flood is refused
- * at the same totals, but which message is refused at the brink depends on
- * how keys fall into shards (documented in corral-rules(5)).
- *
- * The per-message path allocates nothing once the batch's buffers have
- * grown: slots keep their message, shards their output buffer and records.
+ * Limits: with split limits (corrald) each shard enforces 1/N of
+ * max-contexts, max-context-memory and max-rate-buckets (and of each
+ * rule's share of them), so a flood is refused at the same totals, but
+ * which message is refused at the brink depends on how keys fall into
+ * shards (documented in corral-rules(5)); `corral match -j` gives each
+ * shard one engine's limits.
  */
 #include "engine/par.h"
-#include "engine/clock.h"
 #include "engine/corrkey.h"
 #include "engine/hash.h"
-#include "engine/parsers.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
 
-#include <pthread.h>
-#include <stddef.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define BATCH           256
-#define RING            8  /* batches in flight (see top) */
-#define CHUNK           32 /* lines a thread classifies at a time */
 #define ANY_SHARD       PAR_ANY_SHARD
 #define STATEFUL_WEIGHT 4
-
-struct slot {
-    struct msg *m;
-    const struct pdb_rule *rule;
-    uint64_t t;     /* corr_msg_time() */
-    unsigned shard; /* owner (of step 0 if split) */
-    struct par_steps steps;
-    uint8_t by; /* the thread that classified it */
-};
-
-/*
- * A batch: lines queued by the caller, then classified in chunks by any
- * thread, then correlated by every shard.  The ring's slot is refilled once
- * the caller has merged its output.
- */
-struct batch {
-    struct slot slots[BATCH];
-    struct buf text;
-    size_t off[BATCH + 1]; /* of each line in text */
-    size_t n;
-    uint64_t base;  /* input position of slots[0] */
-    uint64_t clock; /* the clock when it was handed over */
-    bool expire;    /* no lines: every shard runs corr_expire_all */
-    /* under par.lock */
-    unsigned claimed, chunks_left; /* chunks handed to a thread, chunks not classified yet */
-    bool classified;
-    unsigned left; /* shards still correlating it */
-};
-
-struct par;
-
-struct shard {
-    struct par *par;
-    unsigned index;
-    pthread_t thread;
-    struct corr *corr;
-    struct pdb_scratch *scratch; /* classifying */
-    struct buf id;               /* classifying: a context id */
-    /* correlating: rendered messages and their records, one set per batch of the ring, the one
-     * of batch seq at seq % RING (the caller merges them in order) */
-    struct buf out[RING];
-    struct par_rec *recs[RING];
-    size_t nrecs[RING], caprecs[RING];
-    int ob;       /* the set being written */
-    uint64_t pos; /* position being processed */
-    uint8_t sub;  /* par_rec.sub of what it emits */
-};
-
-struct par {
-    struct pdb *db;
-    struct par_opts o;
-    struct syslogfmt_opts parse;
-    struct msg_time now;
-    unsigned nthreads, nshards;
-    struct par_route route; /* which shard owns a message */
-    struct par_sync *sync;  /* split messages */
-    struct shard *shards;
-
-    struct batch *ring; /* RING batches: batch seq is ring[seq % RING] */
-    uint64_t filling;   /* caller: seq of the batch being filled (= batches handed over) */
-    uint64_t merged;    /* caller: batches merged (their ring slots are free) */
-    uint64_t nextpos;   /* caller: input position of the next line */
-    bool failed;
-    unsigned nalloc; /* shards allocated (threads started: nthreads) */
-
-    pthread_mutex_t lock;
-    pthread_cond_t work, done;
-    uint64_t submitted; /* batches handed over */
-    uint64_t completed; /* batches every shard is done with (in order, see worker()) */
-    uint64_t claim;     /* the oldest handed over with chunks left to claim */
-    uint64_t want;      /* the caller sleeps until the batches before this one are done */
-    bool quit;
-
-    /* merge scratch */
-    const struct par_rec **mrecs;
-    size_t *mn;
-    int merge_ob;
-};
 
 /* ---- which shard owns a message ---- */
 
@@ -521,205 +408,7 @@ par_merge(const struct par_rec *const *recs, const size_t *nrecs, unsigned n,
     }
 }
 
-static int
-write_rec(void *arg, unsigned shard, const struct par_rec *r)
-{
-    struct par *p = arg;
-
-    return p->o.write(p->o.arg, p->shards[shard].out[p->merge_ob].p + r->off, r->len);
-}
-
-/* Writes the output of batch p->merged (every shard is done with it) and frees its ring slot. */
-static void
-merge(struct par *p)
-{
-    unsigned k;
-
-    p->merge_ob = (int)(p->merged % RING);
-    for (k = 0; k < p->nshards; k++) {
-        p->mrecs[k] = p->shards[k].recs[p->merge_ob];
-        p->mn[k] = p->shards[k].nrecs[p->merge_ob];
-    }
-    if (!p->failed && par_merge(p->mrecs, p->mn, p->nshards, write_rec, p) != 0) p->failed = true;
-    p->merged++;
-}
-
-/* ---- the threads' work ---- */
-
-static void
-on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action)
-{
-    struct shard *s = arg;
-    int ob = s->ob;
-    struct buf *out = &s->out[ob];
-    struct par_rec *r;
-    size_t off = out->len;
-
-    s->par->o.render(s->par->o.arg, m, kind, action, out);
-    s->recs[ob] = xgrow(s->recs[ob], &s->caprecs[ob], s->nrecs[ob] + 1, sizeof(*s->recs[ob]));
-    r = &s->recs[ob][s->nrecs[ob]++];
-    r->pos = s->pos;
-    r->off = off;
-    r->len = out->len - off;
-    r->expiry = corr_firing_key(s->corr, r->key);
-    if (!r->expiry) memset(r->key, 0, sizeof(r->key));
-    r->sub = r->expiry ? 0 : s->sub;
-}
-
-/* Parses and classifies lines [from, to) of b. */
-static void
-classify(struct par *p, struct shard *s, struct batch *b, size_t from, size_t to)
-{
-    size_t i;
-
-    for (i = from; i < to; i++) {
-        struct slot *sl = &b->slots[i];
-        /* the slots' messages were last read and written by other threads
-         * (their shard, the merge): own them ahead of the reset */
-        if (i + 8 < to) msg_prefetch(b->slots[i + 8].m, false, true);
-        if (i + 4 < to) msg_prefetch(b->slots[i + 4].m, true, true);
-        syslogfmt_parse(sl->m, b->text.p + b->off[i], b->off[i + 1] - b->off[i], &p->parse);
-        sl->rule = pdb_lookup_r(p->db, sl->m, s->scratch);
-        sl->t = corr_msg_time(sl->m, b->clock);
-        sl->shard = par_owner_steps(&p->route, sl->m, sl->rule, &s->id, &sl->steps);
-        sl->by = (uint8_t)s->index;
-    }
-}
-
-/* Shard s's part of batch seq (classified), into its output set seq % RING. */
-static void
-correlate(struct par *p, struct shard *s, struct batch *b, uint64_t seq)
-{
-    size_t i;
-
-    s->ob = (int)(seq % RING);
-    s->nrecs[s->ob] = 0;
-    buf_reset(&s->out[s->ob]);
-    if (b->expire) {
-        s->pos = UINT64_MAX - 1;
-        corr_expire_all(s->corr);
-        return;
-    }
-    for (i = 0; i < b->n; i++) {
-        struct slot *sl = &b->slots[i];
-        /* another thread classified them: ask for the messages this shard owns ahead */
-        if (i + 8 < b->n && b->slots[i + 8].shard == s->index)
-            msg_prefetch(b->slots[i + 8].m, false, false);
-        if (i + 4 < b->n && b->slots[i + 4].shard == s->index)
-            msg_prefetch(b->slots[i + 4].m, true, false);
-        s->pos = b->base + i;
-        corr_advance(s->corr, sl->t);
-        /* timers numbered by position and step (see top) */
-        par_process(s->corr, s->index, p->nshards, p->sync, s->pos, sl->m, sl->rule, sl->t,
-                    sl->shard, &sl->steps, &s->sub);
-    }
-}
-
-static void balance(struct par *p, struct batch *b);
-
-static size_t
-nchunks(const struct batch *b)
-{
-    return (b->n + CHUNK - 1) / CHUNK;
-}
-
-/*
- * With p->lock held: classifies a chunk of the oldest batch with lines left
- * (dropping the lock meanwhile), if there is one.  The thread that
- * classifies a batch's last chunk balances it and releases it to the shards.
- */
-static bool
-classify_chunk(struct par *p, struct shard *s)
-{
-    struct batch *b;
-    size_t c, to;
-
-    /* the batches done are classified, and the slot of one the caller merged may be filling:
-     * never look at it through a claim left behind (corrald's workers hand over batches with
-     * nothing to classify, which leave the claim where it was) */
-    if (p->claim < p->completed) p->claim = p->completed;
-    while (p->claim < p->submitted &&
-           p->ring[p->claim % RING].claimed == nchunks(&p->ring[p->claim % RING]))
-        p->claim++;
-    if (p->claim == p->submitted) return false;
-    b = &p->ring[p->claim % RING];
-    c = b->claimed++;
-    pthread_mutex_unlock(&p->lock);
-    to = (c + 1) * CHUNK < b->n ? (c + 1) * CHUNK : b->n;
-    classify(p, s, b, c * CHUNK, to);
-    pthread_mutex_lock(&p->lock);
-    if (--b->chunks_left == 0) {
-        balance(p, b);
-        b->classified = true;
-        pthread_cond_broadcast(&p->work);
-    }
-    return true;
-}
-
-/*
- * A shard waiting for another's step of a split message (par_process())
- * classifies a chunk meanwhile: classifying waits for no shard.
- */
-static bool
-idle_classify(void *arg, unsigned self)
-{
-    struct par *p = arg;
-    bool did;
-
-    pthread_mutex_lock(&p->lock);
-    did = classify_chunk(p, &p->shards[self]);
-    pthread_mutex_unlock(&p->lock);
-    return did;
-}
-
-/*
- * A thread takes work in this order: its shard's next batch if it is
- * classified (correlation is each shard's own sequence: a shard that lags
- * should not also classify), else a chunk of the oldest batch with lines
- * left to classify, else it sleeps.  So the thread of a busy shard (one
- * host's contexts under a host-scoped rate limit) correlates while the
- * others classify the batches ahead of it.  The thread that classifies a
- * batch's last chunk balances it and releases it to the shards.  A shard
- * waiting for another's step of a split message (par_process()) waits for a
- * batch that is classified, so the other is correlating it or will once
- * its chunk is done, never asleep; meanwhile it classifies chunks of later
- * batches, if any are left (idle_classify()).
- */
-static void *
-worker(void *arg)
-{
-    struct shard *s = arg;
-    struct par *p = s->par;
-    uint64_t next = 0; /* the next batch this shard correlates */
-
-    pthread_mutex_lock(&p->lock);
-    for (;;) {
-        struct batch *b;
-        if (s->index < p->nshards && next < p->submitted && p->ring[next % RING].classified) {
-            b = &p->ring[next % RING];
-            pthread_mutex_unlock(&p->lock);
-            correlate(p, s, b, next);
-            pthread_mutex_lock(&p->lock);
-            /* batches are done in order (every shard takes them in order):
-             * the caller wakes once, when what it waits for is done */
-            if (--b->left == 0) {
-                p->completed++;
-                if (next + 1 >= p->want) pthread_cond_broadcast(&p->done);
-            }
-            next++;
-            continue;
-        }
-        if (classify_chunk(p, s)) continue;
-        if (p->quit) break;
-        pthread_cond_wait(&p->work, &p->lock);
-    }
-    pthread_mutex_unlock(&p->lock);
-    template_scratch_release();
-    parser_match_data_release();
-    return NULL;
-}
-
-/* ---- the pipeline ---- */
+/* ---- balancing ---- */
 
 /*
  * Gives the messages that need no shard's state to the thread that parsed
@@ -765,97 +454,6 @@ par_balance(void *base, size_t n, size_t stride, size_t shard_off, size_t by_off
 #undef ITEM_SHARD
 #undef ITEM_BY
 
-static void
-balance(struct par *p, struct batch *b)
-{
-    par_balance(b->slots, b->n, sizeof(*b->slots), offsetof(struct slot, shard),
-                offsetof(struct slot, by), p->nshards);
-}
-
-/*
- * Merges the batches every shard is done with, in order; with wait, until
- * batch upto (exclusive) is merged.
- */
-static void
-merge_done(struct par *p, uint64_t upto)
-{
-    for (;;) {
-        struct batch *b;
-        bool ready;
-        if (p->merged == p->filling) return;
-        b = &p->ring[p->merged % RING];
-        pthread_mutex_lock(&p->lock);
-        if (p->merged < upto) {
-            p->want = upto;
-            while (b->left) pthread_cond_wait(&p->done, &p->lock);
-        }
-        ready = b->left == 0;
-        pthread_mutex_unlock(&p->lock);
-        if (!ready) return;
-        merge(p);
-    }
-}
-
-/*
- * Hands the batch being filled to the threads and returns: the caller
- * merges what is done and queues the next lines while it runs, into the next
- * slot of the ring once that slot's output is merged.
- */
-static void
-submit(struct par *p, bool expire)
-{
-    struct batch *b = &p->ring[p->filling % RING];
-    uint64_t need;
-
-    b->expire = expire;
-    b->base = p->nextpos;
-    p->nextpos += b->n;
-    b->clock = p->o.fixed_now ? p->o.fixed_now : clock_wall_ms();
-    b->claimed = 0;
-    b->chunks_left = (unsigned)nchunks(b);
-    b->classified = b->chunks_left == 0;
-    b->left = p->nshards;
-    pthread_mutex_lock(&p->lock);
-    p->submitted++;
-    pthread_cond_broadcast(&p->work);
-    pthread_mutex_unlock(&p->lock);
-    p->filling++;
-    /* the next slot must be free, and what is done is written meanwhile; when
-     * the ring is full, the caller sleeps until half of it is done rather
-     * than one batch: a sleep and a wake-up every RING / 2 batches, not every
-     * batch, while the busiest shard sets the pace (doc/parallel.md) */
-    need = p->filling >= RING ? p->filling - RING + 1 : 0;
-    if (p->merged < need) need = p->filling - RING / 2 + 1;
-    merge_done(p, need);
-    b = &p->ring[p->filling % RING];
-    b->n = 0;
-    buf_reset(&b->text);
-}
-
-int
-par_line(struct par *p, const char *line, size_t len)
-{
-    struct batch *b = &p->ring[p->filling % RING];
-
-    if (p->failed) return -1;
-    buf_append(&b->text, line, len);
-    b->off[++b->n] = b->text.len;
-    if (b->n == BATCH) submit(p, false);
-    return p->failed ? -1 : 0;
-}
-
-int
-par_finish(struct par *p, bool expire_all)
-{
-    if (p->ring[p->filling % RING].n) submit(p, false);
-    merge_done(p, p->filling);
-    if (expire_all && !p->failed) {
-        submit(p, true);
-        merge_done(p, p->filling);
-    }
-    return p->failed ? -1 : 0;
-}
-
 unsigned
 par_default_threads(void)
 {
@@ -869,134 +467,4 @@ par_default_threads(void)
         n = online > 0 ? (int)(online > 64 ? 64 : online) : 1;
     }
     return n > 64 ? 64 : (unsigned)n;
-}
-
-struct par *
-par_new(struct pdb *db, const struct par_opts *o)
-{
-    struct par *p = xcalloc(1, sizeof(*p));
-    struct corr_opts copts;
-    size_t i;
-    unsigned k;
-
-    p->db = db;
-    p->o = *o;
-    p->nthreads = o->threads ? o->threads : 1;
-    if (p->nthreads > 64) p->nthreads = 64;
-    /* computed now, read by every thread later */
-    (void)pdb_context_keep(db);
-    p->nshards = par_route_init(&p->route, db, p->nthreads);
-    p->sync = par_sync_new(p->nshards);
-    par_sync_set_idle(p->sync, idle_classify, p);
-    if (o->fixed_now) {
-        p->now.sec = (int64_t)(o->fixed_now / 1000);
-        p->now.usec = (int32_t)(o->fixed_now % 1000) * 1000;
-        p->parse.now = &p->now;
-    }
-    p->ring = xcalloc(RING, sizeof(*p->ring));
-    for (k = 0; k < RING; k++)
-        for (i = 0; i < BATCH; i++) p->ring[k].slots[i].m = msg_new();
-    p->mrecs = xcalloc(p->nthreads, sizeof(*p->mrecs));
-    p->mn = xcalloc(p->nthreads, sizeof(*p->mn));
-    pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->work, NULL);
-    pthread_cond_init(&p->done, NULL);
-    p->shards = xcalloc(p->nthreads, sizeof(*p->shards));
-    p->nalloc = p->nthreads;
-    for (k = 0; k < p->nthreads; k++) {
-        struct shard *s = &p->shards[k];
-        s->par = p;
-        s->index = k;
-        s->scratch = pdb_scratch_new();
-        if (k < p->nshards) {
-            copts = o->limits;
-            copts.emit = on_emit;
-            copts.log = o->log;
-            copts.clock = NULL;
-            copts.arg = s;
-            s->corr = corr_new(db, &copts);
-        }
-    }
-    for (k = 0; k < p->nthreads; k++)
-        if (pthread_create(&p->shards[k].thread, NULL, worker, &p->shards[k]) != 0) {
-            p->nthreads = k; /* par_free joins those */
-            par_free(p);
-            return NULL;
-        }
-    return p;
-}
-
-void
-par_free(struct par *p)
-{
-    unsigned k, n;
-    size_t i;
-
-    if (!p) return;
-    n = p->nthreads;
-    /* the threads finish what was handed over (not merged: par_finish was not called) */
-    pthread_mutex_lock(&p->lock);
-    p->want = p->submitted;
-    while (p->submitted > p->merged && p->ring[(p->submitted - 1) % RING].left)
-        pthread_cond_wait(&p->done, &p->lock);
-    p->quit = true;
-    pthread_cond_broadcast(&p->work);
-    pthread_mutex_unlock(&p->lock);
-    for (k = 0; k < n; k++) pthread_join(p->shards[k].thread, NULL);
-    for (k = 0; k < p->nalloc; k++) {
-        struct shard *s = &p->shards[k];
-        corr_free(s->corr);
-        pdb_scratch_free(s->scratch);
-        buf_free(&s->id);
-        for (i = 0; i < RING; i++) {
-            buf_free(&s->out[i]);
-            free(s->recs[i]);
-        }
-    }
-    free(p->shards);
-    for (k = 0; k < RING; k++) {
-        for (i = 0; i < BATCH; i++) msg_unref(p->ring[k].slots[i].m);
-        buf_free(&p->ring[k].text);
-    }
-    free(p->ring);
-    free(p->mrecs);
-    free(p->mn);
-    par_sync_free(p->sync);
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->work);
-    pthread_cond_destroy(&p->done);
-    free(p);
-}
-
-unsigned
-par_shards(const struct par *p)
-{
-    return p->nshards;
-}
-
-void
-par_stats(const struct par *p, struct corr_stats *out)
-{
-    unsigned k;
-
-    memset(out, 0, sizeof(*out));
-    for (k = 0; k < p->nshards; k++) {
-        struct corr_stats s;
-        corr_stats(p->shards[k].corr, &s);
-        out->processed += s.processed;
-        out->matched += s.matched;
-        out->unknown += s.unknown;
-        out->generated += s.generated;
-        out->contexts_created += s.contexts_created;
-        out->contexts_expired += s.contexts_expired;
-        out->contexts_open += s.contexts_open;
-        out->contexts_refused += s.contexts_refused;
-        out->contexts_evicted += s.contexts_evicted;
-        out->rate_evicted += s.rate_evicted;
-        out->messages_dropped += s.messages_dropped;
-        out->bytes_dropped += s.bytes_dropped;
-        out->rate_limited += s.rate_limited;
-        out->rate_buckets += s.rate_buckets;
-        out->context_bytes += s.context_bytes;
-    }
 }

@@ -1,13 +1,11 @@
 /*
- * par: the parallel engine.  Replays syslog lines through the correlation
- * engine on N threads with exactly the output of one corr (corr.h) fed the
- * same lines: parsing and classification run on every thread, correlation
- * is split into shards by context key, and the per-shard outputs are merged
- * back into one-thread order.  The design, and what it guarantees, is at
- * the top of par.c and in doc/parallel.md.
- *
- * The caller feeds lines and receives rendered output in order through a
- * write callback; par has no I/O of its own.
+ * par: the pieces of the parallel engine that the pipeline (pipeline.h)
+ * runs on N threads with exactly the output of one corr (corr.h) fed the
+ * same messages: which shard owns a message (correlation is split into
+ * shards by context key), messages split between shards (also-correlate),
+ * balancing, and the merge of the per-shard outputs back into one-thread
+ * order.  What they guarantee is at the top of par.c and in
+ * doc/parallel.md.
  */
 #ifndef CORRAL_PAR_H
 #define CORRAL_PAR_H
@@ -18,44 +16,6 @@
 
 #include "engine/buf.h"
 #include "engine/corr.h"
-#include "engine/syslogfmt.h"
-
-struct par;
-
-/*
- * Renders an emitted message, appending to out.  Called on the threads of
- * the engine (any of them, several at once), each with its own out: it must
- * only read m and what is read-only while the engine runs.
- */
-typedef void (*par_render_fn)(void *arg, struct msg *m, enum corr_emit_kind kind,
-                              const struct pdb_action *action, struct buf *out);
-/* Receives the rendered output in order, on the caller's thread; nonzero stops the engine. */
-typedef int (*par_write_fn)(void *arg, const char *p, size_t len);
-
-struct par_opts {
-    unsigned threads; /* at least 1 */
-    par_render_fn render;
-    par_write_fn write;
-    corr_log_fn log;    /* may be NULL; called on any thread */
-    uint64_t fixed_now; /* ms: the clock (corral match --now); 0: the wall clock */
-    void *arg;          /* passed to the callbacks */
-    /*
-     * The limits each shard enforces (only corr_opts' limits are read; 0:
-     * corr's defaults): every shard gets the limits of one engine, so that
-     * the output is that of one thread unless one thread reaches a limit.
-     */
-    struct corr_opts limits;
-};
-
-/*
- * An engine over db (read-only from now on).  The number of correlation
- * shards is opts->threads, or 1 when the rules make sharding unsafe
- * (create-context, an also-correlate key known only after the rule's values:
- * see par.c); classification uses every thread anyway.
- * NULL when the threads cannot be started.
- */
-struct par *par_new(struct pdb *db, const struct par_opts *opts);
-void par_free(struct par *p);
 
 /*
  * The default number of threads: the CPUs this process may run on (its
@@ -64,21 +24,9 @@ void par_free(struct par *p);
  */
 unsigned par_default_threads(void);
 
-/* Queues one line (copied; without its newline).  Returns nonzero once writing has failed. */
-int par_line(struct par *p, const char *line, size_t len);
 /*
- * Processes every queued line and, with expire, fires every pending
- * timeout as corr_expire_all() does.  Returns nonzero if writing failed.
- */
-int par_finish(struct par *p, bool expire);
-
-unsigned par_shards(const struct par *p);
-/* The sums over the shards. */
-void par_stats(const struct par *p, struct corr_stats *out);
-
-/*
- * Which shard owns a message: shared by par and corrald's workers
- * (agent/workers.c).  par_route_init() reads the rules (read-only from then
+ * Which shard owns a message (the pipeline's routing, and placing
+ * contexts read from a state file).  par_route_init() reads the rules (read-only from then
  * on) and returns the number of shards usable for n threads: n, or 1 when
  * the rules make sharding unsafe (see par.c).
  */
@@ -117,7 +65,7 @@ struct par_sync *par_sync_new(unsigned nshards);
 void par_sync_free(struct par_sync *sy);
 /*
  * Work a shard may do while it waits for another's step instead of giving
- * up the CPU (par.c: classify a chunk of a later batch).  Called on the
+ * up the CPU (pipeline.c: classify a chunk of a later batch).  Called on the
  * waiting shard's thread; it must not wait for any shard.  Returns whether
  * it did anything.
  */
@@ -144,7 +92,7 @@ void par_process(struct corr *c, unsigned self, unsigned nshards, struct par_syn
  * the least loaded ones in input order.  The messages are n records of
  * stride bytes from base, each with its owner (an unsigned) at shard_off
  * and its classifying thread (a uint8_t) at by_off.  Depends on the batch
- * alone; every user of the pipeline (par, corrald's workers) balances so.
+ * alone (pipeline.c balances every batch so).
  */
 void par_balance(void *base, size_t n, size_t stride, size_t shard_off, size_t by_off,
                  unsigned nshards);

@@ -57,6 +57,12 @@ tw_set_seq(struct tw *w, uint64_t seq)
 }
 
 uint64_t
+tw_seq(const struct tw *w)
+{
+    return w->seq;
+}
+
+uint64_t
 tw_now(const struct tw *w)
 {
     return w->now;

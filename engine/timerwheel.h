@@ -41,6 +41,8 @@ void tw_arm_ordered(struct tw *w, struct tw_timer *t, uint64_t expires, uint64_t
 void tw_cancel(struct tw *w, struct tw_timer *t);
 /* Sets the arming number of the next timer armed (they count up from there). */
 void tw_set_seq(struct tw *w, uint64_t seq);
+/* The arming number the next timer armed gets. */
+uint64_t tw_seq(const struct tw *w);
 
 /*
  * Moves time forward to `to` (no-op if not later than now), firing every timer

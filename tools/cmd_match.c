@@ -3,8 +3,8 @@
  * file (-f), printing what the rules extracted.  Output is pdbtool's
  * NAME=value form by default, one JSON object a message with --json (a
  * stable contract, see json.h), or a template with -T.  A file is replayed
- * on -j threads by the parallel engine (engine/par.h), with the output of
- * one thread; -j 1 (and --dry-run, whose executors render on one thread)
+ * on -j threads by the parallel pipeline (engine/pipeline.h), with the
+ * output of one thread; -j 1 (and --dry-run, whose executors render on one thread)
  * runs corr directly.
  */
 #include "tools/cmd.h"
@@ -16,6 +16,7 @@
 #include "agent/route.h"
 #include "engine/json.h"
 #include "engine/par.h"
+#include "engine/pipeline.h"
 #include "engine/syslogfmt.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
@@ -204,7 +205,7 @@ flush(struct matcher *mt, bool force)
     return 0;
 }
 
-/* Renders m into out; reads only what stays constant while a replay runs (par.h). */
+/* Renders m into out; reads only what stays constant while a replay runs (pipeline.h). */
 static void
 render(const struct matcher *mt, struct msg *m, struct buf *out)
 {
@@ -227,24 +228,6 @@ static int
 emit(struct matcher *mt, struct msg *m)
 {
     render(mt, m, &mt->out);
-    return flush(mt, false);
-}
-
-static void
-par_render(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action,
-           struct buf *out)
-{
-    (void)kind;
-    (void)action;
-    render(arg, m, out);
-}
-
-static int
-par_write(void *arg, const char *p, size_t len)
-{
-    struct matcher *mt = arg;
-
-    buf_append(&mt->out, p, len);
     return flush(mt, false);
 }
 
@@ -349,47 +332,129 @@ line_clock(void *arg)
     return mt->line_ms ? mt->line_ms : clock_wall_ms();
 }
 
-/* -j N: the same replay on the parallel engine; par_finish does what corr_expire_all does. */
+/*
+ * -j N: the same replay on the parallel pipeline (engine/pipeline.h), which
+ * renders on its threads; the lines go in batches of REPLAY_BATCH through a
+ * ring of REPLAY_RING and the output of the batches every shard is done
+ * with is written in order.  The replay waits only when the ring is full,
+ * and then until half of it is done: a sleep and a wake-up every
+ * REPLAY_RING / 2 batches, not every batch, while the busiest shard sets
+ * the pace (doc/parallel.md).
+ */
+#define REPLAY_BATCH 256
+#define REPLAY_RING  8
+
+struct replay {
+    struct matcher *mt;
+    struct pipeline *pl;
+    bool failed; /* writing failed: the rest is not written */
+};
+
+static int
+replay_write(void *arg, const struct pipeline_out *o)
+{
+    struct replay *r = arg;
+
+    if (r->failed) return 1;
+    buf_append(&r->mt->out, o->text, o->len);
+    if (flush(r->mt, false) != 0) r->failed = true;
+    return r->failed;
+}
+
+/* Writes the batches done; first waits until the batches before upto are. */
+static void
+replay_collect(struct replay *r, uint64_t upto)
+{
+    if (pipeline_collected(r->pl) < upto) pipeline_wait(r->pl, upto);
+    (void)pipeline_collect(r->pl, replay_write, r);
+}
+
+static void
+replay_submit(struct replay *r, unsigned flags)
+{
+    const struct matcher *mt = r->mt;
+
+    if (!pipeline_can_submit(r->pl))
+        replay_collect(r, pipeline_submitted(r->pl) + 2 - REPLAY_RING / 2);
+    (void)pipeline_submit(r->pl, mt->fixed_now > 0 ? (uint64_t)mt->fixed_now : clock_wall_ms(),
+                          flags);
+    replay_collect(r, 0);
+}
+
+/* Every line handed over written; with expire, after every pending timeout (corr_expire_all). */
+static void
+replay_finish(struct replay *r, bool expire)
+{
+    if (pipeline_filling(r->pl)) replay_submit(r, 0);
+    replay_collect(r, pipeline_submitted(r->pl));
+    if (expire && !r->failed) {
+        replay_submit(r, PIPELINE_EXPIRE);
+        replay_collect(r, pipeline_submitted(r->pl));
+    }
+}
+
+static void
+replay_render(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action,
+              struct buf *out)
+{
+    (void)kind;
+    (void)action;
+    render(arg, m, out);
+}
+
 static int
 match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
                struct corr_stats *stats)
 {
-    struct par_opts po = {
-        .threads = mt->jobs,
-        .render = par_render,
-        .write = par_write,
-        .log = on_log,
-        .fixed_now = mt->fixed_now > 0 ? (uint64_t)mt->fixed_now : 0,
-        .arg = mt,
-    };
-    struct par *p;
+    struct pipeline_opts po;
+    struct msg_time now;
+    struct replay r = {mt, NULL, false};
     struct lines lines;
     const char *line;
     ssize_t n;
     int rc = 0;
 
+    memset(&po, 0, sizeof(po));
+    po.threads = mt->jobs;
+    po.batch = REPLAY_BATCH;
+    po.nbatches = REPLAY_RING;
     /* each shard gets the limits one thread has (corr's defaults, or -c's): the output is then
      * that of -j 1 unless -j 1 reaches a limit (see -j in corral(1)) */
-    if (mt->conf) conf_corr_limits(mt->conf, &po.limits);
-    p = par_new(mt->db, &po);
-    if (!p) {
+    if (mt->conf) conf_corr_limits(mt->conf, &po.corr);
+    po.corr.log = on_log;
+    po.corr.clock = NULL; /* each batch carries its clock */
+    if (mt->fixed_now > 0) {
+        now.sec = mt->fixed_now / 1000;
+        now.usec = (int32_t)(mt->fixed_now % 1000) * 1000;
+        now.gmtoff = 0;
+        po.parse.now = &now;
+    }
+    po.render = replay_render;
+    po.arg = mt;
+    r.pl = pipeline_new(mt->db, &po);
+    if (!r.pl) {
         cmd_error("match", "cannot start %u threads", mt->jobs);
         return 1;
     }
-    mt->shards = par_shards(p);
+    mt->shards = pipeline_nshards(r.pl);
     lines_init(&lines, in, mt->max_line);
-    while ((n = lines_next(&lines, &line)) >= 0)
-        if (par_line(p, line, (size_t)n) != 0) break;
+    while ((n = lines_next(&lines, &line)) >= 0) {
+        if (r.failed) break;
+        if (pipeline_add(r.pl, line, (size_t)n, NULL, 0, NULL, 0, false) == REPLAY_BATCH)
+            replay_submit(&r, 0);
+    }
     lines_end(&lines, path);
     if (lines.err) {
         cmd_error("match", "%s: %s", path, strerror(lines.err));
         rc = 1;
     }
     /* the counters as -j 1 prints them: before the final expiry */
-    if (par_finish(p, false) != 0) mt->failed = true;
-    par_stats(p, stats);
-    if (!keep_open && par_finish(p, true) != 0) mt->failed = true;
-    par_free(p);
+    replay_finish(&r, false);
+    pipeline_stats(r.pl, stats);
+    if (!keep_open) replay_finish(&r, true);
+    if (r.failed) mt->failed = true;
+    /* the threads finish what was handed over */
+    pipeline_free(r.pl);
     return rc;
 }
 

@@ -2,7 +2,8 @@
 # loghub_match: corral classifies real OpenSSH and Linux logs exactly as
 # syslog-ng does.  For every line of the loghub samples and both public sshd
 # rule sets, class and rule id from `corral match -f` must equal those from
-# `pdbtool match -f` (syslog-ng 3.38).  Exits 77 without pdbtool.
+# `pdbtool match -f` (syslog-ng 3.38), on one thread and on two (-j 2).
+# Exits 77 without pdbtool.
 
 top_srcdir=${top_srcdir:-$(dirname "$0")/../..}
 top_builddir=${top_builddir:-$top_srcdir}
@@ -22,16 +23,19 @@ status=0
 for rules in "$data/patterndb/access/sshd.pdb" "$data/patterndb/applications/openssh/sshd.xml"; do
     for log in "$data/loghub/OpenSSH_2k.log" "$data/loghub/Linux_2k.log"; do
         "$PDBTOOL" match -p "$rules" -f "$log" -T "$tpl" > "$tmp/pdbtool" 2>/dev/null
-        "$CORRAL" match -r "$rules" -f "$log" -T "$tpl" > "$tmp/corral" || status=1
         lines=$(wc -l < "$tmp/pdbtool")
         classified=$(grep -vc '^unknown|' "$tmp/pdbtool")
-        if cmp -s "$tmp/pdbtool" "$tmp/corral" && [ "$lines" -gt 1000 ]; then
-            echo "ok: $(basename "$rules") on $(basename "$log"): $lines lines agree ($classified classified)"
-        else
-            echo "MISMATCH: $(basename "$rules") on $(basename "$log") ($lines lines from pdbtool)"
-            diff "$tmp/pdbtool" "$tmp/corral" | head -20
-            status=1
-        fi
+        # one thread, and the parallel pipeline
+        for j in 1 2; do
+            "$CORRAL" match -j $j -r "$rules" -f "$log" -T "$tpl" > "$tmp/corral" || status=1
+            if cmp -s "$tmp/pdbtool" "$tmp/corral" && [ "$lines" -gt 1000 ]; then
+                echo "ok: $(basename "$rules") on $(basename "$log"), -j $j: $lines lines agree ($classified classified)"
+            else
+                echo "MISMATCH: $(basename "$rules") on $(basename "$log"), -j $j ($lines lines from pdbtool)"
+                diff "$tmp/pdbtool" "$tmp/corral" | head -20
+                status=1
+            fi
+        done
     done
 done
 exit $status

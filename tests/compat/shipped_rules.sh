@@ -75,14 +75,17 @@ if [ -n "$PDBTOOL" ] && [ -x "$PDBTOOL" ]; then
         name=$(basename "$log")
         in_2025 "$log" > "$tmp/$name"
         "$PDBTOOL" match -p "$tmp/rules.pdb" -f "$tmp/$name" -T "$tpl" > "$tmp/pdbtool" 2>/dev/null
-        "$CORRAL" match -r "$top_srcdir/rules" -f "$tmp/$name" -T "$tpl" > "$tmp/corral" || status=1
-        if [ -s "$tmp/pdbtool" ] && cmp -s "$tmp/pdbtool" "$tmp/corral"; then
-            echo "shipped rules on $name: corral and pdbtool agree ($(grep -vc '^unknown|' "$tmp/corral") classified or generated of $(wc -l < "$tmp/corral"))"
-        else
-            echo "shipped rules on $name: corral differs from pdbtool:"
-            diff "$tmp/pdbtool" "$tmp/corral" | head -20
-            status=1
-        fi
+        # one thread, and the parallel pipeline
+        for j in 1 2; do
+            "$CORRAL" match -j $j -r "$top_srcdir/rules" -f "$tmp/$name" -T "$tpl" > "$tmp/corral" || status=1
+            if [ -s "$tmp/pdbtool" ] && cmp -s "$tmp/pdbtool" "$tmp/corral"; then
+                echo "shipped rules on $name, -j $j: corral and pdbtool agree ($(grep -vc '^unknown|' "$tmp/corral") classified or generated of $(wc -l < "$tmp/corral"))"
+            else
+                echo "shipped rules on $name, -j $j: corral differs from pdbtool:"
+                diff "$tmp/pdbtool" "$tmp/corral" | head -20
+                status=1
+            fi
+        done
     done
     lines=$(awk 'END { print NR }' "$top_srcdir/tests/data/loghub/OpenSSH_2k.log")
     got=$("$CORRAL" match -r "$top_srcdir/rules" --keep-open -f "$top_srcdir/tests/data/loghub/OpenSSH_2k.log" \
