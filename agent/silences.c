@@ -462,8 +462,9 @@ add_matcher(struct labelmatch *lm, const json_t *m, struct buf *err)
             return -1;
         }
         buf_puts(&text, name);
-        buf_puts(&text, eq && json_is_false(eq) ? "!" : "=");
-        if (json_is_true(re)) buf_putc(&text, '~');
+        /* isEqual false: != or !~ (a lone ! is no operator) */
+        buf_putc(&text, eq && json_is_false(eq) ? '!' : '=');
+        buf_puts(&text, json_is_true(re) ? "~" : eq && json_is_false(eq) ? "=" : "");
         buf_putc(&text, '"');
         for (p = value; *p; p++) {
             if (*p == '"' || (*p == '\\' && (p[1] == '"' || p[1] == '\\' || !p[1])))

@@ -192,6 +192,104 @@ START_TEST(test_commands)
 }
 END_TEST
 
+/* Posted alerts that are not Alertmanager's postableAlerts: refused whole, with the reason. */
+START_TEST(test_alert_add_refused)
+{
+    static const struct {
+        const char *alerts, *why;
+    } bad[] = {
+        {"[5]", "alert 0: an object expected"},
+        {"[{\"labels\":{}}]", "labels: a non-empty object expected"},
+        {"[{\"labels\":[]}]", "labels: a non-empty object expected"},
+        {"[{\"labels\":{\"a b\":\"x\"}}]", "labels: \"a b\" is not a label name"},
+        {"[{\"labels\":{\"a\":5}}]", "labels: a: a string expected"},
+        {"[{\"labels\":{\"TAGS\":\"x\"}}]", "labels: TAGS is corrald's own"},
+        {"[{\"labels\":{\"a\":\"x\"},\"annotations\":5}]", "annotations: an object expected"},
+        {"[{\"labels\":{\"a\":\"x\"},\"annotations\":{\"b\":1}}]", "annotations: b: a string"},
+        {"[{\"labels\":{\"a\":\"x\"},\"generatorURL\":5}]", "generatorURL: a string expected"},
+        {"[{\"labels\":{\"a\":\"x\"},\"startsAt\":\"yesterday\"}]", "startsAt: an RFC 3339 time"},
+        {"[{\"labels\":{\"a\":\"x\"},\"endsAt\":5}]", "endsAt: an RFC 3339 time"},
+        /* one bad alert refuses the batch: the good one before it is not stored */
+        {"[{\"labels\":{\"alertname\":\"Good\"}},{\"labels\":{}}]", "alert 1: labels"},
+    };
+    struct buf req = BUF_INIT;
+    json_t *j;
+    size_t i;
+    int k;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        buf_reset(&req);
+        buf_printf(&req, "{\"command\":\"alert-add\",\"alerts\":%s}", bad[i].alerts);
+        refused(buf_str(&req), bad[i].why);
+    }
+    /* more labels than an alert may have */
+    buf_reset(&req);
+    buf_puts(&req, "{\"command\":\"alert-add\",\"alerts\":[{\"labels\":{\"l0\":\"v\"");
+    for (k = 1; k <= 64; k++) buf_printf(&req, ",\"l%d\":\"v\"", k);
+    buf_puts(&req, "}}]}");
+    refused(buf_str(&req), "more than 64 labels");
+    j = ask("{\"command\":\"alerts\"}", "success");
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "data")), 0);
+    json_decref(j);
+    buf_free(&req);
+}
+END_TEST
+
+/* Silences that cannot be: refused with the reason; a matcher object's value kept as it was. */
+START_TEST(test_silence_add_refused)
+{
+    static const struct {
+        const char *silence, *why;
+    } bad[] = {
+        {"5", "a JSON object expected"},
+        {"{\"matchers\":[],\"duration\":\"1h\"}", "matchers: a non-empty array expected"},
+        {"{\"matchers\":[5],\"duration\":\"1h\"}", "a matcher is a string"},
+        {"{\"matchers\":[{\"name\":\"a\"}],\"duration\":\"1h\"}", "needs a name and a value"},
+        {"{\"matchers\":[{\"name\":\"\",\"value\":\"x\"}],\"duration\":\"1h\"}",
+         "a matcher object needs a name"},
+        {"{\"matchers\":[\"a=x\"],\"startsAt\":\"soon\",\"duration\":\"1h\"}", "startsAt: seconds"},
+        {"{\"matchers\":[\"a=x\"],\"endsAt\":\"later\"}", "endsAt: seconds since the epoch"},
+        {"{\"matchers\":[\"a=x\"]}", "endsAt or duration expected"},
+        {"{\"matchers\":[\"a=x\"],\"duration\":\"1h\",\"createdBy\":5}", "createdBy: a string"},
+        {"{\"matchers\":[\"a=x\"],\"duration\":\"1h\",\"comment\":[]}", "comment: a string"},
+    };
+    struct buf req = BUF_INIT;
+    json_t *j, *m;
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        buf_reset(&req);
+        buf_printf(&req, "{\"command\":\"silence-add\",\"silence\":%s}", bad[i].silence);
+        refused(buf_str(&req), bad[i].why);
+    }
+    /* Alertmanager's matcher objects, = != =~ !~: a quote and a backslash in a value stay
+     * what they were */
+    json_decref(
+        ask("{\"command\":\"silence-add\",\"silence\":{\"matchers\":["
+            "{\"name\":\"alertname\",\"value\":\"Disk\",\"isRegex\":false,\"isEqual\":true},"
+            "{\"name\":\"HOST\",\"value\":\"we\\\"b\\\\1\",\"isEqual\":false},"
+            "{\"name\":\"job\",\"value\":\"a.*\",\"isRegex\":true,\"isEqual\":false},"
+            "{\"name\":\"env\",\"value\":\"p.*\",\"isRegex\":true}],\"duration\":\"1h\"}}",
+            "success"));
+    j = ask("{\"command\":\"silence-list\"}", "success");
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "data")), 1);
+    m = json_object_get(json_array_get(json_object_get(j, "data"), 0), "matchers");
+    ck_assert_uint_eq(json_array_size(m), 4);
+    for (i = 0; i < 4; i++) {
+        static const char *const name[] = {"alertname", "HOST", "job", "env"};
+        static const char *const value[] = {"Disk", "we\"b\\1", "a.*", "p.*"};
+        static const bool re[] = {false, false, true, true}, eq[] = {true, false, false, true};
+        json_t *one = json_array_get(m, i);
+        ck_assert_str_eq(json_string_value(json_object_get(one, "name")), name[i]);
+        ck_assert_str_eq(json_string_value(json_object_get(one, "value")), value[i]);
+        ck_assert_int_eq(json_is_true(json_object_get(one, "isRegex")), re[i]);
+        ck_assert_int_eq(json_is_true(json_object_get(one, "isEqual")), eq[i]);
+    }
+    json_decref(j);
+    buf_free(&req);
+}
+END_TEST
+
 /* /metrics of a server without privsep, absence or DNS cache: those are left out. */
 START_TEST(test_metrics)
 {
@@ -227,6 +325,8 @@ main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_commands);
+    tcase_add_test(tc, test_alert_add_refused);
+    tcase_add_test(tc, test_silence_add_refused);
     tcase_add_test(tc, test_metrics);
     suite_add_tcase(s, tc);
     return unit_run(s);
