@@ -962,6 +962,125 @@ START_TEST(test_stdout_file)
 }
 END_TEST
 
+/* ---- checks of the configuration ---- */
+
+/* output_check's answer for co: 0, or -1 with what in the message. */
+static void
+check_says(const struct conf_output *co, const char *file, const char *what)
+{
+    struct buf err = BUF_INIT;
+    int rc = output_check(co, file, &err);
+
+    if (!what) {
+        ck_assert_msg(rc == 0 && err.len == 0, "%s", buf_str(&err));
+    } else {
+        ck_assert_int_eq(rc, -1);
+        ck_assert_msg(strstr(buf_str(&err), what), "want %s in: %s", what, buf_str(&err));
+    }
+    buf_free(&err);
+}
+
+START_TEST(test_check)
+{
+    struct conf_output co = conf_out(CONF_OUT_FILE, CONF_FORMAT_SYSLOG, CONF_SELECT_ALL, 10);
+    char path[400];
+
+    make_tmpdir();
+    check_says(&co, NULL, "output test: a file output needs a path\n");
+    co.path = tmpdir;
+    check_says(&co, NULL, ": is a directory");
+    snprintf(path, sizeof(path), "%s/no/such/dir/out.log", tmpdir);
+    co.path = path;
+    check_says(&co, NULL, "out.log: no directory ");
+    /* with the file and the line of the configuration in front */
+    co.line = 12;
+    check_says(&co, "corrald.conf", "corrald.conf:12: output test: ");
+    snprintf(path, sizeof(path), "%s/out.log", tmpdir);
+    check_says(&co, "corrald.conf", NULL); /* it would be created */
+    ck_assert_int_eq(access(path, F_OK), -1);
+
+    co = conf_out(CONF_OUT_FORWARD, CONF_FORMAT_SYSLOG, CONF_SELECT_ALL, 10);
+    co.to = "nohost";
+    check_says(&co, NULL, "bad address \"nohost\" (expected host:port)");
+    co.to = "127.0.0.1:0";
+    check_says(&co, NULL, "bad address");
+    co.to = NULL;
+    check_says(&co, NULL, "bad address \"\"");
+    co.to = "127.0.0.1:514";
+    check_says(&co, NULL, NULL);
+    /* TLS: the certificate is loaded as opening would */
+    co.tcp = co.tls = true;
+    snprintf(path, sizeof(path), "%s/missing.pem", tmpdir);
+    co.tls_conf.cert = co.tls_conf.key = path;
+    check_says(&co, NULL, "missing.pem");
+    remove_tmpdir();
+}
+END_TEST
+
+/* A forward output whose TLS certificate cannot be loaded does not open. */
+START_TEST(test_forward_tls_unloadable)
+{
+    struct conf_output co = conf_out(CONF_OUT_FORWARD, CONF_FORMAT_SYSLOG, CONF_SELECT_ALL, 10);
+    struct buf err = BUF_INIT;
+    uv_loop_t loop;
+
+    co.to = "127.0.0.1:6514";
+    co.tcp = co.tls = true;
+    co.tls_conf.cert = co.tls_conf.key = "/nonexistent/cert.pem";
+    uv_loop_init(&loop);
+    ck_assert_ptr_null(output_open(&loop, &co, &err));
+    ck_assert_msg(strncmp(buf_str(&err), "output test: ", 13) == 0 &&
+                      strstr(buf_str(&err), "/nonexistent/cert.pem"),
+                  "%s", buf_str(&err));
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    buf_free(&err);
+}
+END_TEST
+
+/* stdout a TCP socket (systemd's StandardOutput=socket): written to as a stream. */
+START_TEST(test_stdout_tcp)
+{
+    struct conf_output co = conf_out(CONF_OUT_STDOUT, CONF_FORMAT_SYSLOG, CONF_SELECT_ALL, 100);
+    struct msg *m = parse("<13>Jan  5 10:00:00 web1 app[1]: over tcp");
+    struct buf err = BUF_INIT, got = BUF_INIT;
+    struct sockaddr_in a;
+    struct output *o;
+    uv_loop_t loop;
+    int lfd, cfd, peer, saved, port;
+    const char *want = "<13>Jan  5 10:00:00 web1 app[1]: over tcp\n";
+
+    lfd = loopback_socket(SOCK_STREAM, 0, &port); /* listening */
+    cfd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(cfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    peer = accept(lfd, NULL, NULL);
+    ck_assert_int_ge(peer, 0);
+    fcntl(peer, F_SETFL, O_NONBLOCK);
+    saved = dup(STDOUT_FILENO);
+    ck_assert_int_eq(dup2(cfd, STDOUT_FILENO), STDOUT_FILENO);
+    close(cfd);
+    uv_loop_init(&loop);
+    o = output_open(&loop, &co, &err);
+    ck_assert_msg(o != NULL, "%s", buf_str(&err));
+    output_write(o, m);
+    pump_read(&loop, peer, &got, strlen(want), 30000);
+    ck_assert_str_eq(buf_str(&got), want);
+    ck_assert_uint_eq(output_get_stats(o)->written, 1);
+    close_all(&loop, o, 30000);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    close(peer);
+    close(lfd);
+    msg_unref(m);
+    buf_free(&err);
+    buf_free(&got);
+}
+END_TEST
+
 static Suite *
 output_suite(void)
 {
@@ -985,6 +1104,9 @@ output_suite(void)
     tcase_add_test(tc, test_forward_tcp_down);
     tcase_add_test(tc, test_stdout_pipe);
     tcase_add_test(tc, test_stdout_file);
+    tcase_add_test(tc, test_check);
+    tcase_add_test(tc, test_forward_tls_unloadable);
+    tcase_add_test(tc, test_stdout_tcp);
     suite_add_tcase(s, tc);
     return s;
 }
