@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "agent/conf.h"
 #include "agent/in_common.h"
@@ -185,6 +186,87 @@ START_TEST(test_open_refused)
 }
 END_TEST
 
+/* A standard input that is closed cannot be read: refused. */
+START_TEST(test_stdin_closed)
+{
+    struct conf conf;
+    struct conf_input ci;
+    struct buf err = BUF_INIT;
+    uv_loop_t loop;
+    int saved = dup(0);
+
+    memset(&conf, 0, sizeof(conf));
+    memset(&ci, 0, sizeof(ci));
+    ci.type = CONF_IN_STDIN;
+    ci.name = "stdin";
+    ck_assert_int_eq(uv_loop_init(&loop), 0);
+    close(0);
+    ck_assert_ptr_null(input_open(NULL, &loop, &ci, &conf, &err));
+    dup2(saved, 0);
+    close(saved);
+    ck_assert_str_eq(buf_str(&err),
+                     "input stdin: standard input is not readable (closed, or a UDP socket)\n");
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    buf_free(&err);
+}
+END_TEST
+
+static bool
+finished(void *arg)
+{
+    return input_finished(arg);
+}
+
+/* Standard input a TCP connection (inetd style) that the peer resets: an error, then the end. */
+START_TEST(test_stdin_socket_reset)
+{
+    struct conf conf;
+    struct conf_input ci;
+    struct buf err = BUF_INIT;
+    struct sockaddr_in a;
+    struct linger now = {1, 0};
+    socklen_t alen = sizeof(a);
+    struct input *in;
+    uv_loop_t loop;
+    int lfd, cfd, peer, saved = dup(0);
+
+    memset(&conf, 0, sizeof(conf));
+    memset(&ci, 0, sizeof(ci));
+    ci.type = CONF_IN_STDIN;
+    ci.name = "stdin";
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(listen(lfd, 1), 0);
+    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+    cfd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_eq(connect(cfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    peer = accept(lfd, NULL, NULL);
+    ck_assert_int_ge(peer, 0);
+    ck_assert_int_eq(dup2(cfd, 0), 0);
+    close(cfd);
+    ck_assert_int_eq(uv_loop_init(&loop), 0);
+    in = input_open(NULL, &loop, &ci, &conf, &err);
+    ck_assert_msg(in != NULL, "%s", buf_str(&err));
+    /* closed with SO_LINGER 0: a reset, not an end */
+    ck_assert_int_eq(setsockopt(peer, SOL_SOCKET, SO_LINGER, &now, sizeof(now)), 0);
+    close(peer);
+    ck_assert(ul_run_until(&loop, finished, in, 30));
+    ck_assert_uint_eq(input_get_stats(in)->errors, 1);
+    ck_assert_uint_eq(input_get_stats(in)->received, 0);
+    input_close(in);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    dup2(saved, 0); /* libuv closed the socket with its handle */
+    close(saved);
+    close(lfd);
+    buf_free(&err);
+}
+END_TEST
+
 START_TEST(test_log_allowed)
 {
     uint64_t last = 0;
@@ -208,6 +290,8 @@ main(void)
     tcase_add_test(tc, test_peer_name);
     tcase_add_test(tc, test_unix_paths);
     tcase_add_test(tc, test_open_refused);
+    tcase_add_test(tc, test_stdin_closed);
+    tcase_add_test(tc, test_stdin_socket_reset);
     tcase_add_test(tc, test_log_allowed);
     suite_add_tcase(s, tc);
     return unit_run(s);
