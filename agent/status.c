@@ -22,6 +22,7 @@
 #include "agent/status.h"
 #include "agent/alerts.h"
 #include "agent/silences.h"
+#include "actions/jsonval.h"
 #include "actions/queue.h"
 #include "agent/html.h"
 #include "agent/input.h"
@@ -33,7 +34,6 @@
 #include "engine/evidence.h"
 #include "engine/labelmatch.h"
 #include "engine/pdb.h"
-#include "engine/utf8.h"
 #include "engine/xalloc.h"
 
 #include <stdlib.h>
@@ -101,22 +101,12 @@ status_rates(const struct status *st, uint64_t received[STATUS_MINUTES],
     }
 }
 
-/*
- * A JSON string of len bytes that may come from a log message: jansson
- * takes only valid UTF-8, so bytes that are not become U+FFFD.
- */
+/* A JSON string of len bytes that may come from a log message (jsonval_text); "" for NULL. */
 static json_t *
 jstrn(const char *s, size_t len)
 {
-    struct buf b = BUF_INIT;
-    json_t *j;
+    json_t *j = s ? jsonval_text(s, len) : NULL;
 
-    if (!s) return json_string("");
-    j = json_stringn(s, len);
-    if (j) return j;
-    utf8_scrub(&b, s, len);
-    j = json_stringn(b.p ? b.p : "", b.len);
-    buf_free(&b);
     return j ? j : json_string("");
 }
 
