@@ -267,6 +267,45 @@ START_TEST(test_stdin_socket_reset)
 }
 END_TEST
 
+/* Network inputs that cannot open: an address that is none, a port another socket holds. */
+START_TEST(test_open_busy)
+{
+    static const enum conf_input_type types[] = {CONF_IN_UDP, CONF_IN_TCP};
+    struct conf conf;
+    struct conf_input ci;
+    struct buf err = BUF_INIT;
+    uv_loop_t loop;
+    char listen_at[64];
+    size_t i;
+
+    memset(&conf, 0, sizeof(conf));
+    ck_assert_int_eq(uv_loop_init(&loop), 0);
+    for (i = 0; i < 2; i++) {
+        int port, fd = ul_reserve_port(types[i] == CONF_IN_UDP ? SOCK_DGRAM : SOCK_STREAM, &port);
+        memset(&ci, 0, sizeof(ci));
+        ci.type = types[i];
+        ci.name = "net";
+        ci.listen = "nohost";
+        buf_reset(&err);
+        ck_assert_ptr_null(input_open(NULL, &loop, &ci, &conf, &err));
+        ck_assert_msg(strstr(buf_str(&err), "input net: bad address \"nohost\""), "%s",
+                      buf_str(&err));
+        /* a listening socket's port is not shared, SO_REUSEADDR or not */
+        if (types[i] == CONF_IN_TCP) ck_assert_int_eq(listen(fd, 1), 0);
+        snprintf(listen_at, sizeof(listen_at), "127.0.0.1:%d", port);
+        ci.listen = listen_at;
+        buf_reset(&err);
+        ck_assert_ptr_null(input_open(NULL, &loop, &ci, &conf, &err));
+        ck_assert_msg(strstr(buf_str(&err), listen_at) && strstr(buf_str(&err), "in use"), "%s",
+                      buf_str(&err));
+        close(fd);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    buf_free(&err);
+}
+END_TEST
+
 START_TEST(test_log_allowed)
 {
     uint64_t last = 0;
@@ -292,6 +331,7 @@ main(void)
     tcase_add_test(tc, test_open_refused);
     tcase_add_test(tc, test_stdin_closed);
     tcase_add_test(tc, test_stdin_socket_reset);
+    tcase_add_test(tc, test_open_busy);
     tcase_add_test(tc, test_log_allowed);
     suite_add_tcase(s, tc);
     return unit_run(s);
