@@ -10,6 +10,9 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "agent/conf.h"
 #include "agent/control.h"
@@ -290,6 +293,124 @@ START_TEST(test_silence_add_refused)
 }
 END_TEST
 
+/* ---- the socket ---- */
+
+static int
+client(const char *path)
+{
+    struct sockaddr_un su;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    ck_assert_int_ge(fd, 0);
+    memset(&su, 0, sizeof(su));
+    su.sun_family = AF_UNIX;
+    snprintf(su.sun_path, sizeof(su.sun_path), "%s", path);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&su, sizeof(su)), 0);
+    return fd;
+}
+
+/* Runs the loop until fd's answer has ended (the server closes); the answer. */
+static char *
+answer_of(int fd)
+{
+    struct buf b = BUF_INIT;
+    double end = ul_now() + 30;
+    char chunk[4096];
+    ssize_t n = -1;
+    char *s;
+
+    while (ul_now() < end) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        n = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+        if (n > 0) buf_append(&b, chunk, (size_t)n);
+        if (n == 0) break;
+        if (n < 0) usleep(1000);
+    }
+    ck_assert_msg(n == 0, "no end of the answer");
+    s = strdup(buf_str(&b));
+    buf_free(&b);
+    close(fd);
+    return s;
+}
+
+static void
+no_reload(void *arg, control_reload_done done, void *conn)
+{
+    (void)arg;
+    done(conn, -1, "not here\n");
+}
+
+/* Runs the loop until the evicted counter reaches want. */
+static bool
+evicted(void *arg)
+{
+    return server_endpoint_stats(srv, SERVER_EP_CONTROL)->evicted >= *(uint64_t *)arg;
+}
+
+/*
+ * Words and ends of requests on the socket: a request ended by the end of
+ * the connection instead of a newline, an unknown word, reload, a
+ * connection that says nothing; the ninth connection closes the oldest.
+ */
+START_TEST(test_socket)
+{
+    struct buf err = BUF_INIT;
+    struct control *ctl;
+    char path[300], *a;
+    int fd, idle[CONTROL_MAX_CONNS + 1], i;
+    uint64_t want = 1;
+
+    snprintf(path, sizeof(path), "%s/nodir/c.sock", ul_wpath(""));
+    ck_assert_ptr_null(control_open(&loop, path, (gid_t)-1, 0600, srv, no_reload, NULL, &err));
+    ck_assert_msg(strstr(buf_str(&err), "control socket ") && strstr(buf_str(&err), "c.sock: "),
+                  "%s", buf_str(&err));
+    snprintf(path, sizeof(path), "%s", ul_wpath("c.sock"));
+    buf_reset(&err);
+    ctl = control_open(&loop, path, (gid_t)-1, 0600, srv, no_reload, NULL, &err);
+    ck_assert_msg(ctl != NULL, "%s", buf_str(&err));
+
+    fd = client(path);
+    ck_assert_int_eq(write(fd, "stats", 5), 5);
+    shutdown(fd, SHUT_WR); /* no newline: the end of the connection ends the request */
+    a = answer_of(fd);
+    ck_assert_msg(strstr(a, "# TYPE corral_rules gauge"), "%s", a);
+    free(a);
+    fd = client(path);
+    ck_assert_int_eq(write(fd, "flush\n", 6), 6);
+    a = answer_of(fd);
+    ck_assert_str_eq(a, "unknown command 'flush' (stats, contexts, reload, save, queue)\n");
+    free(a);
+    fd = client(path);
+    ck_assert_int_eq(write(fd, "reload\n", 7), 7);
+    a = answer_of(fd);
+    ck_assert_str_eq(a, "not here\nFAILED\n");
+    free(a);
+    fd = client(path);
+    ck_assert_int_eq(write(fd, "contexts\n", 9), 9);
+    a = answer_of(fd);
+    ck_assert_str_eq(a, "[]\n");
+    free(a);
+    fd = client(path);
+    shutdown(fd, SHUT_WR); /* nothing said: closed without an answer */
+    a = answer_of(fd);
+    ck_assert_str_eq(a, "");
+    free(a);
+
+    /* CONTROL_MAX_CONNS idle connections, then one more: the oldest is closed */
+    for (i = 0; i <= CONTROL_MAX_CONNS; i++) {
+        idle[i] = client(path);
+        if (i < CONTROL_MAX_CONNS) continue;
+        ck_assert(ul_run_until(&loop, evicted, &want, 30));
+    }
+    a = answer_of(idle[0]);
+    ck_assert_str_eq(a, "");
+    free(a);
+    for (i = 1; i <= CONTROL_MAX_CONNS; i++) close(idle[i]);
+    control_close(ctl);
+    buf_free(&err);
+}
+END_TEST
+
 /* /metrics of a server without privsep, absence or DNS cache: those are left out. */
 START_TEST(test_metrics)
 {
@@ -327,6 +448,7 @@ main(void)
     tcase_add_test(tc, test_commands);
     tcase_add_test(tc, test_alert_add_refused);
     tcase_add_test(tc, test_silence_add_refused);
+    tcase_add_test(tc, test_socket);
     tcase_add_test(tc, test_metrics);
     suite_add_tcase(s, tc);
     return unit_run(s);
