@@ -86,10 +86,10 @@
  * runs them as <daemon user>, as corrald without it would: exec_run_as).
  */
 #include "actions/executor.h"
+#include "actions/jsonval.h"
 #include "engine/evidence.h"
 #include "engine/hash.h"
 #include "engine/json.h"
-#include "actions/jsonval.h"
 #include "engine/log.h"
 #include "engine/macros.h"
 #include "engine/nv.h"
