@@ -4,6 +4,7 @@
  * without some of them.  See deadletter.h for the format.
  */
 #include "actions/deadletter.h"
+#include "actions/jsonval.h"
 #include "engine/hash.h"
 #include "engine/macros.h"
 #include "engine/nv.h"
@@ -13,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include "engine/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,33 +25,31 @@ void
 deadletter_format(struct buf *out, uint64_t now_ms, uint64_t seq, const char *executor,
                   const char *reason, uint32_t attempts, const char *alert_id, const struct msg *m)
 {
-    struct buf enc = BUF_INIT, when = BUF_INIT;
+    struct buf enc = BUF_INIT, hex = BUF_INIT, when = BUF_INIT, id = BUF_INIT;
     struct msg_time t = {(int64_t)(now_ms / 1000), 0, 0};
     size_t i;
 
     /* ms and seq: unique for the executor, as no two alerts of one spool share a seq at once */
-    buf_printf(out, "{\"id\":\"d%llu-%llu\",\"time\":", (unsigned long long)now_ms,
-               (unsigned long long)seq);
+    buf_printf(&id, "d%llu-%llu", (unsigned long long)now_ms, (unsigned long long)seq);
     macro_format_iso(&t, 0, &when);
-    json_quote(out, when.p, when.len);
-    buf_free(&when);
-    buf_puts(out, ",\"executor\":");
-    json_quote(out, executor, strlen(executor));
-    buf_puts(out, ",\"reason\":");
-    json_quote(out, reason ? reason : "", reason ? strlen(reason) : 0);
-    buf_printf(out, ",\"attempts\":%u,\"alert_id\":", attempts);
-    json_quote(out, alert_id, strlen(alert_id));
-    buf_puts(out, ",\"message\":");
-    json_format_msg(m, out);
-    buf_puts(out, ",\"encoded\":\"");
     msg_encode(m, &enc);
     for (i = 0; i < enc.len; i++) {
         unsigned char c = (unsigned char)enc.p[i];
-        buf_putc(out, hexdigits[c >> 4]);
-        buf_putc(out, hexdigits[c & 15]);
+        buf_putc(&hex, hexdigits[c >> 4]);
+        buf_putc(&hex, hexdigits[c & 15]);
     }
-    buf_puts(out, "\"}\n");
+    jsonval_put_new(out,
+                    json_pack("{s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:s%}", "id",
+                              jsonval_text(id.p, id.len), "time", jsonval_text(when.p, when.len),
+                              "executor", jsonval_str(executor), "reason",
+                              jsonval_str(reason ? reason : ""), "attempts", (json_int_t)attempts,
+                              "alert_id", jsonval_str(alert_id), "message", jsonval_msg(m),
+                              "encoded", hex.p ? hex.p : "", hex.len));
+    buf_putc(out, '\n');
     buf_free(&enc);
+    buf_free(&hex);
+    buf_free(&when);
+    buf_free(&id);
 }
 
 int

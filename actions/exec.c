@@ -86,6 +86,7 @@
  * runs them as <daemon user>, as corrald without it would: exec_run_as).
  */
 #include "actions/executor.h"
+#include "actions/jsonval.h"
 #include "engine/evidence.h"
 #include "engine/hash.h"
 #include "engine/json.h"
@@ -465,6 +466,7 @@ build_input(const struct alert *a, struct buf *out)
     nv_handle h = nv_lookup(EVIDENCE_NAME, strlen(EVIDENCE_NAME));
     const char *ev;
     size_t len, i, start;
+    json_t *j, *lines;
     struct msg *m;
 
     if (!h || !(ev = msg_get(a->msg, h, &len))) {
@@ -474,19 +476,17 @@ build_input(const struct alert *a, struct buf *out)
     }
     m = msg_clone(a->msg);
     msg_unset(m, h);
-    json_format_msg(m, out);
+    j = jsonval_msg(m);
     msg_unref(m);
-    buf_truncate(out, out->len - 1); /* its closing brace */
-    buf_putc(out, ',');
-    json_quote(out, EVIDENCE_NAME, strlen(EVIDENCE_NAME));
-    buf_puts(out, ":[");
+    lines = json_array();
     for (i = start = 0; len && i <= len; i++) {
         if (i < len && ev[i] != '\n') continue;
-        if (start) buf_putc(out, ',');
-        json_quote(out, ev + start, i - start);
+        json_array_append_new(lines, jsonval_text(ev + start, i - start));
         start = i + 1;
     }
-    buf_puts(out, "]}\n");
+    json_object_set_new(j, EVIDENCE_NAME, lines);
+    jsonval_put_new(out, j);
+    buf_putc(out, '\n');
 }
 
 /* ---- children ---- */

@@ -8,13 +8,13 @@
  */
 #include "actions/queue.h"
 #include "actions/deadletter.h"
+#include "actions/jsonval.h"
 #include "engine/clock.h"
 #include "engine/durable.h"
 #include "engine/hash.h"
 #include "engine/log.h"
 #include "engine/macros.h"
 #include "engine/template.h"
-#include "engine/utf8.h"
 #include "engine/wire.h"
 #include "engine/xalloc.h"
 
@@ -1397,16 +1397,12 @@ iso_time(json_t *o, const char *name, uint64_t ms)
     buf_free(&b);
 }
 
-/* Bytes from messages as a JSON string: what is not UTF-8 (and NUL) becomes U+FFFD. */
+/* Bytes from messages as a JSON string (jsonval_text never fails but for want of memory). */
 static json_t *
 textn(const char *s, size_t len)
 {
-    struct buf b = BUF_INIT;
-    json_t *j;
+    json_t *j = jsonval_text(s, len);
 
-    utf8_scrub(&b, s, len);
-    j = json_stringn(b.p ? b.p : "", b.len);
-    buf_free(&b);
     return j ? j : json_stringn("", 0);
 }
 

@@ -18,11 +18,11 @@
  * reading resumes at the next offset where a record checks out.
  */
 #include "agent/alerts.h"
+#include "actions/jsonval.h"
 #include "actions/queue.h"
 #include "engine/civil.h"
 #include "engine/durable.h"
 #include "engine/hash.h"
-#include "engine/json.h"
 #include "engine/log.h"
 #include "engine/nv.h"
 #include "engine/tags.h"
@@ -963,92 +963,80 @@ resolution_name(enum alert_resolution how)
     return NULL;
 }
 
-static void
-time_json(struct buf *out, const char *key, uint64_t ms)
+/* A time as ISO 8601 with ms. */
+static json_t *
+iso_json(uint64_t ms)
 {
-    buf_printf(out, ",\"%s\":", key);
-    if (!ms) {
-        buf_puts(out, "null");
-        return;
-    }
-    buf_putc(out, '"');
-    civil_format_time((int64_t)ms, out);
-    buf_putc(out, '"');
+    struct buf b = BUF_INIT;
+    json_t *j;
+
+    civil_format_time((int64_t)ms, &b);
+    j = json_stringn(b.p, b.len);
+    buf_free(&b);
+    return j;
 }
 
-static void
-entry_json(const struct entry *e, struct buf *out)
+/* iso_json, or JSON null for 0 (not yet, or never). */
+static json_t *
+time_json(uint64_t ms)
 {
+    return ms ? iso_json(ms) : json_null();
+}
+
+static json_t *
+entry_json(const struct entry *e)
+{
+    json_t *execs = json_object(), *hist = json_array();
+    const char *how = e->resolved ? resolution_name(e->how) : NULL;
     size_t i;
     uint64_t k, from;
 
-    buf_puts(out, "{\"id\":");
-    json_quote(out, e->id, strlen(e->id));
-    buf_printf(out, ",\"state\":\"%s\",\"labels\":", alerts_state_name(state_of(e)));
-    json_format_msg(e->labels, out);
-    buf_puts(out, ",\"firstSeen\":\"");
-    civil_format_time((int64_t)e->first, out);
-    buf_puts(out, "\",\"lastSeen\":\"");
-    civil_format_time((int64_t)e->last, out);
-    buf_printf(out, "\",\"count\":%llu,\"mutedBy\":", (unsigned long long)e->count);
-    if (e->by)
-        json_quote(out, e->by, strlen(e->by));
-    else
-        buf_puts(out, "null");
-    time_json(out, "resolvedAt", e->resolved ? e->resolved_at : 0);
-    buf_puts(out, ",\"resolvedBy\":");
-    if (e->resolved && resolution_name(e->how))
-        buf_printf(out, "\"%s\"", resolution_name(e->how));
-    else
-        buf_puts(out, "null");
-    time_json(out, "resolveAt", !e->resolved && e->resolve_after ? e->last + e->resolve_after : 0);
-    buf_puts(out, ",\"executors\":{");
     for (i = 0; i < e->nex; i++) {
         const struct exstate *x = &e->ex[i];
-        if (i) buf_putc(out, ',');
-        json_quote(out, x->name, strlen(x->name));
-        buf_printf(out, ":{\"state\":\"%s\",\"at\":", x->at ? delivery_name(x->d) : "none");
-        if (x->at) {
-            buf_putc(out, '"');
-            civil_format_time((int64_t)x->at, out);
-            buf_putc(out, '"');
-        } else {
-            buf_puts(out, "null");
-        }
-        buf_printf(out, ",\"sendResolved\":%s}", x->send_resolved ? "true" : "false");
+        json_t *one = json_pack("{s:s, s:o, s:b}", "state", x->at ? delivery_name(x->d) : "none",
+                                "at", time_json(x->at), "sendResolved", x->send_resolved);
+        json_object_set_new(execs, x->name, one);
     }
-    buf_printf(out, "},\"notified\":%llu,\"notifications\":[", (unsigned long long)e->nhist);
     from = e->nhist > ALERTS_HISTORY ? e->nhist - ALERTS_HISTORY : 0;
     for (k = from; k < e->nhist; k++) {
         const struct notice *n = &e->hist[k % ALERTS_HISTORY];
-        if (k > from) buf_putc(out, ',');
-        buf_puts(out, "{\"at\":\"");
-        civil_format_time((int64_t)n->at, out);
-        buf_puts(out, "\",\"executor\":");
-        json_quote(out, n->executor ? n->executor : "", n->executor ? strlen(n->executor) : 0);
-        buf_printf(out, ",\"status\":\"%s\",\"outcome\":\"%s\",\"attempt\":%u}",
-                   n->resolved ? "resolved" : "firing", delivery_name(n->outcome), n->attempt);
+        json_array_append_new(
+            hist, json_pack("{s:o, s:o, s:s, s:s, s:I}", "at", iso_json(n->at), "executor",
+                            jsonval_str(n->executor ? n->executor : ""), "status",
+                            n->resolved ? "resolved" : "firing", "outcome",
+                            delivery_name(n->outcome), "attempt", (json_int_t)n->attempt));
     }
-    buf_puts(out, "]}");
+    return json_pack("{s:o, s:s, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:I, s:o}", "id",
+                     jsonval_str(e->id), "state", alerts_state_name(state_of(e)), "labels",
+                     jsonval_msg(e->labels), "firstSeen", iso_json(e->first), "lastSeen",
+                     iso_json(e->last), "count", (json_int_t)e->count, "mutedBy",
+                     jsonval_str(e->by), "resolvedAt", time_json(e->resolved ? e->resolved_at : 0),
+                     "resolvedBy", how ? json_string(how) : json_null(), "resolveAt",
+                     time_json(!e->resolved && e->resolve_after ? e->last + e->resolve_after : 0),
+                     "executors", execs, "notified", (json_int_t)e->nhist, "notifications", hist);
+}
+
+json_t *
+alerts_to_json(struct alerts *a, const struct labelmatch *query, const char *id)
+{
+    const struct list *lists[2] = {&a->active, &a->resolved};
+    const struct entry *e;
+    json_t *arr = json_array();
+    int i;
+
+    for (i = 0; i < 2; i++)
+        for (e = lists[i]->head; e; e = e->next) {
+            if (query && !labelmatch_match(query, e->labels)) continue;
+            if (id && strcmp(id, e->id) != 0) continue;
+            json_array_append_new(arr, entry_json(e));
+        }
+    return arr;
 }
 
 void
 alerts_json(struct alerts *a, const struct labelmatch *query, const char *id, struct buf *out)
 {
-    const struct list *lists[2] = {&a->active, &a->resolved};
-    const struct entry *e;
-    size_t shown = 0;
-    int i;
-
-    buf_putc(out, '[');
-    for (i = 0; i < 2; i++)
-        for (e = lists[i]->head; e; e = e->next) {
-            if (query && !labelmatch_match(query, e->labels)) continue;
-            if (id && strcmp(id, e->id) != 0) continue;
-            if (shown++) buf_putc(out, ',');
-            entry_json(e, out);
-        }
-    buf_putc(out, ']');
+    jsonval_put_new(out, alerts_to_json(a, query, id));
 }
 
 size_t

@@ -185,6 +185,9 @@ void alerts_delivery(struct alerts *a, const char *executor, const struct msg *m
  * notifications: the last ALERTS_HISTORY (oldest first); "notified" counts all.
  */
 void alerts_json(struct alerts *a, const struct labelmatch *query, const char *id, struct buf *out);
+/* The same array as a jansson value; the caller owns it (json_decref). */
+struct json_t; /* jansson's json_t */
+struct json_t *alerts_to_json(struct alerts *a, const struct labelmatch *query, const char *id);
 size_t alerts_count(const struct alerts *a);
 size_t alerts_in_state(const struct alerts *a, enum alert_state st);
 const char *alerts_state_name(enum alert_state st);

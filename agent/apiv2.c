@@ -3,7 +3,7 @@
  * and how corrald's labels are named there).
  *
  * The read endpoints take the JSON the alert store and the silences give
- * the control socket (alerts_json, silences_json) and reshape it into
+ * the control socket (alerts_to_json, silences_to_json) and reshape it into
  * Alertmanager's gettableAlert and gettableSilence; the write endpoints
  * call the same modules, and a posted alert becomes a generated message
  * that server_inject_alert() routes as a rule's alert.  None of this is on
@@ -324,7 +324,7 @@ left_out(const char *name)
 
 #define ANNOTATION "corral.annotation."
 
-/* A stored alert (an entry of alerts_json) as a gettableAlert; NULL when it is resolved. */
+/* A stored alert (an entry of alerts_to_json) as a gettableAlert; NULL when it is resolved. */
 static json_t *
 alert_view(const json_t *e)
 {
@@ -447,7 +447,7 @@ selected_alerts(struct http_request *req, struct http_reply *rep)
     const char *receiver =
         MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, "receiver");
     struct labelmatch *lm = NULL, *rlm = NULL;
-    struct buf out = BUF_INIT, err = BUF_INIT;
+    struct buf err = BUF_INIT;
     json_t *all, *sel, *e;
     size_t i;
 
@@ -469,8 +469,7 @@ selected_alerts(struct http_request *req, struct http_reply *rep)
             return NULL;
         }
     }
-    alerts_json(server_alerts(req->srv), NULL, NULL, &out);
-    all = json_loadb(out.p, out.len, 0, NULL);
+    all = alerts_to_json(server_alerts(req->srv), NULL, NULL);
     sel = json_array();
     json_array_foreach(all, i, e)
     {
@@ -495,7 +494,6 @@ selected_alerts(struct http_request *req, struct http_reply *rep)
     json_decref(all);
     labelmatch_free(lm);
     labelmatch_free(rlm);
-    buf_free(&out);
     buf_free(&err);
     return sel;
 }
@@ -839,7 +837,7 @@ apiv2_post_alerts(struct http_request *req, struct http_reply *rep)
 
 /* ---- silences ---- */
 
-/* A silence of silences_json as a gettableSilence. */
+/* A silence of silences_to_json as a gettableSilence. */
 static void
 silence_view(json_t *s, struct buf *name)
 {
@@ -865,15 +863,12 @@ silence_view(json_t *s, struct buf *name)
 static json_t *
 silences_view(struct http_request *req, const struct labelmatch *lm)
 {
-    struct buf out = BUF_INIT, name = BUF_INIT;
+    struct buf name = BUF_INIT;
     json_t *all, *s;
     size_t i;
 
-    silences_json(server_silences(req->srv), lm, true, clock_wall_ms(), &out);
-    all = json_loadb(out.p, out.len, 0, NULL);
-    if (!all) all = json_array();
+    all = silences_to_json(server_silences(req->srv), lm, true, clock_wall_ms());
     json_array_foreach(all, i, s) silence_view(s, &name);
-    buf_free(&out);
     buf_free(&name);
     return all;
 }

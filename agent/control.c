@@ -17,6 +17,7 @@
  */
 #include "agent/control.h"
 #include "actions/ipcproxy.h"
+#include "actions/jsonval.h"
 #include "agent/alerts.h"
 #include "agent/apiv2.h"
 #include "engine/clock.h"
@@ -201,13 +202,10 @@ bad:
 static void
 error_answer(struct buf *answer, const char *msg)
 {
-    json_t *j = json_pack("{s:s, s:s}", "status", "error", "error", msg);
-    char *doc = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_t *j = json_pack("{s:s, s:o}", "status", "error", "error", jsonval_str(msg));
 
-    buf_puts(answer, doc ? doc : "{\"status\":\"error\",\"error\":\"(unprintable)\"}");
+    jsonval_put_new(answer, j);
     buf_putc(answer, '\n');
-    free(doc);
-    json_decref(j);
 }
 
 int
@@ -219,7 +217,8 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
     struct alerts *alerts = server_alerts(srv);
     struct silences *sil = server_silences(srv);
     struct labelmatch *query = NULL;
-    struct buf err = BUF_INIT, data = BUF_INIT;
+    struct buf err = BUF_INIT;
+    json_t *data = NULL;
     uint64_t now = clock_wall_ms();
     int rc = -1;
 
@@ -234,7 +233,7 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
         if (id && !json_is_string(id)) {
             buf_puts(&err, "id: a string expected");
         } else if (query_of(j, &query, &err) == 0) {
-            alerts_json(alerts, query, json_string_value(id), &data);
+            data = alerts_to_json(alerts, query, json_string_value(id));
             rc = 0;
         }
     } else if (strcmp(cmd, "alerts-resolve") == 0) {
@@ -255,16 +254,13 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
                     alerts_resolve(alerts, json_string_value(json_array_get(ids, i)), now);
                 /* resolved sources release what they inhibited */
                 alerts_reinhibit(alerts, now);
-                buf_puts(&data, "null");
                 rc = 0;
             }
         }
     } else if (strcmp(cmd, "silence-add") == 0) {
         struct buf id = BUF_INIT;
         if (silences_add_json(sil, json_object_get(j, "silence"), now, &id, &err) == 0) {
-            buf_puts(&data, "{\"silenceID\":\"");
-            buf_puts(&data, buf_str(&id));
-            buf_puts(&data, "\"}");
+            data = json_pack("{s:s}", "silenceID", buf_str(&id));
             /* live muting: what fires now and matches it is silenced at once */
             alerts_remute(alerts, sil, now);
             rc = 0;
@@ -272,7 +268,7 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
         buf_free(&id);
     } else if (strcmp(cmd, "silence-list") == 0 || strcmp(cmd, "silence-query") == 0) {
         if (query_of(j, &query, &err) == 0) {
-            silences_json(sil, query, json_is_true(json_object_get(j, "expired")), now, &data);
+            data = silences_to_json(sil, query, json_is_true(json_object_get(j, "expired")), now);
             rc = 0;
         }
     } else if (strcmp(cmd, "silence-expire") == 0) {
@@ -286,7 +282,6 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
         if (!json_is_array(ids) || i < n)
             buf_puts(&err, "ids: an array of silence ids expected");
         else if (silences_expire(sil, v, n, now, &err) == 0) {
-            buf_puts(&data, "null");
             /* what it silenced and still fires is sent now */
             alerts_remute(alerts, sil, now);
             rc = 0;
@@ -300,11 +295,7 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
             buf_puts(&err, "id: a silence id expected");
         } else if (silences_update_json(sil, old, json_object_get(j, "silence"), now, &id, &err) ==
                    0) {
-            json_t *d = json_pack("{s:s}", "silenceID", buf_str(&id));
-            char *doc = json_dumps(d, JSON_COMPACT);
-            buf_puts(&data, doc);
-            free(doc);
-            json_decref(d);
+            data = json_pack("{s:s}", "silenceID", buf_str(&id));
             alerts_remute(alerts, sil, now);
             rc = 0;
         }
@@ -312,7 +303,6 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
     } else if (strcmp(cmd, "alert-add") == 0) {
         /* POST /api/v2/alerts: routed as a rule's alert, to the executors */
         if (apiv2_receive_alerts(srv, json_object_get(j, "alerts"), &err) == 0) {
-            buf_puts(&data, "null");
             rc = 0;
         }
     } else {
@@ -322,16 +312,17 @@ control_request_json(struct server *srv, const char *req, size_t len, struct buf
                    cmd);
     }
     if (rc == 0) {
-        buf_puts(answer, "{\"status\":\"success\",\"data\":");
-        buf_append(answer, data.p ? data.p : "null", data.p ? data.len : 4);
-        buf_puts(answer, "}\n");
+        /* data: null for commands that only act */
+        jsonval_put_new(answer, json_pack("{s:s, s:o}", "status", "success", "data",
+                                          data ? data : json_null()));
+        buf_putc(answer, '\n');
     } else {
+        json_decref(data);
         error_answer(answer, buf_str(&err));
     }
     labelmatch_free(query);
     json_decref(j);
     buf_free(&err);
-    buf_free(&data);
     return rc;
 }
 

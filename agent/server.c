@@ -53,7 +53,7 @@
 #include "engine/durable.h"
 #include "agent/input.h"
 #include "agent/metrics.h"
-#include "engine/json.h"
+#include "actions/jsonval.h"
 #include "engine/log.h"
 #include "agent/output.h"
 #include "agent/procstat.h"
@@ -2469,30 +2469,16 @@ server_metrics(struct server *s, struct buf *out)
     metrics_render(out, server_mtab, sizeof(server_mtab) / sizeof(server_mtab[0]), src, &m);
 }
 
-struct ctx_json {
-    struct buf *out;
-    size_t n;
-};
-
 static void
 context_json(const struct corr_context_info *ci, void *arg)
 {
-    struct ctx_json *cj = arg;
-    struct buf *out = cj->out;
-
-    if (cj->n++) buf_putc(out, ',');
-    buf_puts(out, "{\"id\":");
-    json_quote(out, ci->id, ci->idlen);
-    buf_printf(out, ",\"scope\":\"%s\",\"host\":", pdb_scope_name(ci->scope));
-    json_quote(out, ci->host, ci->hostlen);
-    buf_puts(out, ",\"program\":");
-    json_quote(out, ci->program, ci->programlen);
-    buf_puts(out, ",\"pid\":");
-    json_quote(out, ci->pid, ci->pidlen);
-    buf_puts(out, ",\"rule\":");
-    json_quote(out, ci->rule_id, strlen(ci->rule_id));
-    buf_printf(out, ",\"messages\":%zu,\"expires_ms\":%llu}", ci->nmsgs,
-               (unsigned long long)ci->expires);
+    json_array_append_new(
+        arg,
+        json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:I, s:I}", "id", jsonval_text(ci->id, ci->idlen),
+                  "scope", pdb_scope_name(ci->scope), "host", jsonval_text(ci->host, ci->hostlen),
+                  "program", jsonval_text(ci->program, ci->programlen), "pid",
+                  jsonval_text(ci->pid, ci->pidlen), "rule", jsonval_str(ci->rule_id), "messages",
+                  (json_int_t)ci->nmsgs, "expires_ms", (json_int_t)ci->expires));
 }
 
 struct alerts *
@@ -2510,14 +2496,14 @@ server_silences(struct server *s)
 void
 server_contexts_json(struct server *s, struct buf *out)
 {
-    struct ctx_json cj = {out, 0};
+    json_t *arr = json_array();
     struct corr *all[64];
     unsigned n = engines(s, all, 64);
 
-    buf_putc(out, '[');
     /* in firing order: the same list on every run, whatever the shards */
-    corr_foreach_many((const struct corr *const *)all, n, context_json, &cj);
-    buf_puts(out, "]\n");
+    corr_foreach_many((const struct corr *const *)all, n, context_json, arr);
+    jsonval_put_new(out, arr);
+    buf_putc(out, '\n');
 }
 
 void

@@ -24,6 +24,7 @@
  * set as one JSON document ({"version":1,"silences":[...]}), is still read.
  */
 #include "agent/silences.h"
+#include "actions/jsonval.h"
 #include "engine/civil.h"
 #include "engine/durable.h"
 #include "engine/hash.h"
@@ -461,8 +462,9 @@ add_matcher(struct labelmatch *lm, const json_t *m, struct buf *err)
             return -1;
         }
         buf_puts(&text, name);
-        buf_puts(&text, eq && json_is_false(eq) ? "!" : "=");
-        if (json_is_true(re)) buf_putc(&text, '~');
+        /* isEqual false: != or !~ (a lone ! is no operator) */
+        buf_putc(&text, eq && json_is_false(eq) ? '!' : '=');
+        buf_puts(&text, json_is_true(re) ? "~" : eq && json_is_false(eq) ? "=" : "");
         buf_putc(&text, '"');
         for (p = value; *p; p++) {
             if (*p == '"' || (*p == '\\' && (p[1] == '"' || p[1] == '\\' || !p[1])))
@@ -778,14 +780,12 @@ state_of(const struct entry *e, uint64_t now_ms)
     return "active";
 }
 
-void
-silences_json(struct silences *s, const struct labelmatch *query, bool expired, uint64_t now_ms,
-              struct buf *out)
+json_t *
+silences_to_json(struct silences *s, const struct labelmatch *query, bool expired, uint64_t now_ms)
 {
     struct msg *labels = query ? msg_new() : NULL;
     struct buf t = BUF_INIT, start = BUF_INIT, end = BUF_INIT;
     json_t *arr = json_array();
-    char *doc;
     size_t i, k;
 
     for (i = 0; i < s->n; i++) {
@@ -820,14 +820,18 @@ silences_json(struct silences *s, const struct labelmatch *query, bool expired, 
                                              "createdBy", e->creator, "comment", e->comment,
                                              "status", "state", state));
     }
-    doc = json_dumps(arr, JSON_COMPACT);
-    buf_puts(out, doc ? doc : "[]");
-    free(doc);
-    json_decref(arr);
     buf_free(&t);
     buf_free(&start);
     buf_free(&end);
     if (labels) msg_unref(labels);
+    return arr;
+}
+
+void
+silences_json(struct silences *s, const struct labelmatch *query, bool expired, uint64_t now_ms,
+              struct buf *out)
+{
+    jsonval_put_new(out, silences_to_json(s, query, expired, now_ms));
 }
 
 static bool

@@ -101,6 +101,10 @@ int silences_expire(struct silences *s, const char *const *ids, size_t n, uint64
  */
 void silences_json(struct silences *s, const struct labelmatch *query, bool expired,
                    uint64_t now_ms, struct buf *out);
+/* The same array as a jansson value; the caller owns it (json_decref). */
+struct json_t; /* jansson's json_t */
+struct json_t *silences_to_json(struct silences *s, const struct labelmatch *query, bool expired,
+                                uint64_t now_ms);
 /* The id of an active silence that matches m, or NULL. */
 const char *silences_match(struct silences *s, const struct msg *m, uint64_t now_ms);
 /* Drops silences ended more than the retention period ago (saves when it dropped any). */

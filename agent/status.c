@@ -22,6 +22,7 @@
 #include "agent/status.h"
 #include "agent/alerts.h"
 #include "agent/silences.h"
+#include "actions/jsonval.h"
 #include "actions/queue.h"
 #include "agent/html.h"
 #include "agent/input.h"
@@ -33,7 +34,6 @@
 #include "engine/evidence.h"
 #include "engine/labelmatch.h"
 #include "engine/pdb.h"
-#include "engine/utf8.h"
 #include "engine/xalloc.h"
 
 #include <stdlib.h>
@@ -101,22 +101,12 @@ status_rates(const struct status *st, uint64_t received[STATUS_MINUTES],
     }
 }
 
-/*
- * A JSON string of len bytes that may come from a log message: jansson
- * takes only valid UTF-8, so bytes that are not become U+FFFD.
- */
+/* A JSON string of len bytes that may come from a log message (jsonval_text); "" for NULL. */
 static json_t *
 jstrn(const char *s, size_t len)
 {
-    struct buf b = BUF_INIT;
-    json_t *j;
+    json_t *j = s ? jsonval_text(s, len) : NULL;
 
-    if (!s) return json_string("");
-    j = json_stringn(s, len);
-    if (j) return j;
-    utf8_scrub(&b, s, len);
-    j = json_stringn(b.p ? b.p : "", b.len);
-    buf_free(&b);
     return j ? j : json_string("");
 }
 
@@ -384,34 +374,18 @@ inputs_json(struct status *st)
     return a;
 }
 
-/* ---- alerts (the store's JSON, read back) ---- */
+/* ---- alerts (the store's JSON) ---- */
 
 /* Rows shown per table: the page stays small with 100,000 alerts; `corral alerts` has them all. */
 #define MAX_ROWS 500
 
-/* parses what alerts_json / silences_json wrote; an empty array when there is nothing */
-static json_t *
-parse_array(struct buf *b)
-{
-    json_t *j = b->p ? json_loadb(b->p, b->len, 0, NULL) : NULL;
-
-    buf_free(b);
-    if (!json_is_array(j)) {
-        json_decref(j);
-        j = json_array();
-    }
-    return j;
-}
-
-/* the alerts query matches (NULL: all) or, with id, that one */
+/* the alerts query matches (NULL: all) or, with id, that one; an empty array before the start */
 static json_t *
 store_alerts(struct status *st, const struct labelmatch *query, const char *id)
 {
     struct alerts *a = server_alerts(st->srv);
-    struct buf b = BUF_INIT;
 
-    if (a) alerts_json(a, query, id, &b);
-    return parse_array(&b);
+    return a ? alerts_to_json(a, query, id) : json_array();
 }
 
 static const char *
@@ -862,10 +836,8 @@ static json_t *
 silences_array(struct status *st)
 {
     struct silences *sil = server_silences(st->srv);
-    struct buf b = BUF_INIT;
 
-    if (sil) silences_json(sil, NULL, false, clock_wall_ms(), &b);
-    return parse_array(&b);
+    return sil ? silences_to_json(sil, NULL, false, clock_wall_ms()) : json_array();
 }
 
 static void

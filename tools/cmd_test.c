@@ -12,7 +12,7 @@
 #include "tools/cmd.h"
 #include "tools/scenario.h"
 #include "engine/alertlabels.h"
-#include "engine/json.h"
+#include "actions/jsonval.h"
 #include "engine/macros.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
@@ -30,6 +30,7 @@ struct tester {
     unsigned long passed, failed, skipped;
     bool load_failed;
     struct buf detail;
+    json_t *failures; /* with json: the failed values of the example under test */
 };
 
 /* A test value may name a macro ($DATE-style names) as well as a stored value. */
@@ -58,17 +59,9 @@ check_value(struct tester *t, struct msg *m, const char *name, const char *expec
 
     if (v && len == strlen(expected) && memcmp(v, expected, len) == 0) return true;
     if (t->json) {
-        if (t->detail.len) buf_putc(&t->detail, ',');
-        buf_puts(&t->detail, "{\"name\":");
-        json_quote(&t->detail, name, strlen(name));
-        buf_puts(&t->detail, ",\"expected\":");
-        json_quote(&t->detail, expected, strlen(expected));
-        buf_puts(&t->detail, ",\"got\":");
-        if (v)
-            json_quote(&t->detail, v, len);
-        else
-            buf_puts(&t->detail, "null");
-        buf_putc(&t->detail, '}');
+        json_array_append_new(t->failures, json_pack("{s:o, s:o, s:o}", "name", jsonval_str(name),
+                                                     "expected", jsonval_str(expected), "got",
+                                                     v ? jsonval_text(v, len) : json_null()));
     } else if (v) {
         buf_printf(&t->detail, "  %s: got '%.*s', expected '%s'\n", name, (int)len, v, expected);
     } else {
@@ -119,6 +112,7 @@ run_example(struct tester *t, struct pdb *db, const struct pdb_example *ex, stru
     pdb_classify(db, m);
 
     buf_reset(&t->detail);
+    if (t->json) json_array_clear(t->failures);
     if (!check_value(t, m, ".classifier.rule_id", ex->rule->id, scratch)) ok = false;
     for (i = 0; i < ex->nvalues; i++)
         if (!check_value(t, m, ex->values[i].name, ex->values[i].value, scratch)) ok = false;
@@ -129,16 +123,12 @@ run_example(struct tester *t, struct pdb *db, const struct pdb_example *ex, stru
         t->failed++;
     if (t->json) {
         struct buf out = BUF_INIT;
-        buf_puts(&out, "{\"file\":");
-        json_quote(&out, ex->file, strlen(ex->file));
-        buf_printf(&out, ",\"line\":%d,\"rule\":", ex->line);
-        json_quote(&out, ex->rule->id, strlen(ex->rule->id));
-        buf_puts(&out, ",\"program\":");
-        json_quote(&out, ex->program, strlen(ex->program));
-        buf_puts(&out, ",\"message\":");
-        json_quote(&out, ex->message, strlen(ex->message));
-        buf_printf(&out, ",\"result\":\"%s\",\"failures\":[%s]}\n", ok ? "pass" : "fail",
-                   buf_str(&t->detail));
+        jsonval_put_new(
+            &out, json_pack("{s:o, s:i, s:o, s:o, s:o, s:s, s:O}", "file", jsonval_str(ex->file),
+                            "line", ex->line, "rule", jsonval_str(ex->rule->id), "program",
+                            jsonval_str(ex->program), "message", jsonval_str(ex->message), "result",
+                            ok ? "pass" : "fail", "failures", t->failures));
+        buf_putc(&out, '\n');
         fwrite(out.p, 1, out.len, stdout);
         buf_free(&out);
     } else if (!ok) {
@@ -212,9 +202,9 @@ check_alert_labels(struct tester *t, const struct pdb *db)
         nl = strchr(line, '\n');
         if (t->json) {
             struct buf o = BUF_INIT;
-            buf_puts(&o, "{\"result\":\"fail\",\"alert_labels\":");
-            json_quote(&o, line, (size_t)(nl - line));
-            buf_puts(&o, "}\n");
+            jsonval_put_new(&o, json_pack("{s:s, s:o}", "result", "fail", "alert_labels",
+                                          jsonval_text(line, (size_t)(nl - line))));
+            buf_putc(&o, '\n');
             fwrite(o.p, 1, o.len, stdout);
             buf_free(&o);
         } else {
@@ -273,8 +263,10 @@ cmd_test(int argc, char **argv)
         cmd_error("test", "no rule files given");
         return 2;
     }
+    if (t.json) t.failures = json_array();
     for (i = optind; i < argc; i++) test_path(&t, argv[i]);
     buf_free(&t.detail);
+    json_decref(t.failures);
     if (t.skipped) fprintf(stderr, "%lu examples not tested\n", t.skipped);
     if (!t.json) printf("%lu passed, %lu failed\n", t.passed, t.failed);
     return t.failed || t.load_failed ? 1 : 0;

@@ -14,7 +14,8 @@ whether credentials went out before TLS.
 
 Options select the behaviour a test needs: STARTTLS offered or not, implicit
 TLS (smtps), AUTH required, recipients rejected with 550 or 450, a reply to
-the end of DATA, or a server that accepts connections and never answers.
+the end of DATA, QUIT answered late or once the test says so (a file it
+creates), or a server that accepts connections and never answers.
 It exits on SIGTERM or when standard input is closed, so a test that dies
 does not leave it behind.
 """
@@ -107,6 +108,12 @@ class LoggingSMTP(SMTP):
         self.recorder.event("QUIT")
         if self.recorder.opts.quit_delay:
             await asyncio.sleep(self.recorder.opts.quit_delay)
+        hold = self.recorder.opts.quit_hold
+        # held until the test makes the file (bounded: a test that died makes none)
+        for _ in range(6000):
+            if not hold or os.path.exists(hold):
+                break
+            await asyncio.sleep(0.01)
         return await super().smtp_QUIT(arg)
 
     async def smtp_AUTH(self, arg):
@@ -125,7 +132,8 @@ def make_authenticator(user, password):
     return authenticator
 
 
-async def hang(reader, writer):
+async def hang(rec, reader, writer):
+    rec.event("CONNECT")
     await asyncio.sleep(3600)
 
 
@@ -148,7 +156,7 @@ async def main(opts):
     port = sock.getsockname()[1]
 
     if opts.hang:
-        server = await asyncio.start_server(hang, sock=sock)
+        server = await asyncio.start_server(lambda r, w: hang(rec, r, w), sock=sock)
     else:
         kwargs = {"hostname": "smtp.test", "data_size_limit": 10 * 1024 * 1024}
         if ctx and not opts.implicit_tls:
@@ -204,5 +212,7 @@ if __name__ == "__main__":
     ap.add_argument("--data-reply", help="reply to the end of DATA, e.g. '451 4.3.0 later'")
     ap.add_argument("--quit-delay", type=float, default=0,
                     help="seconds to wait before answering QUIT")
+    ap.add_argument("--quit-hold", metavar="FILE",
+                    help="answer QUIT once FILE exists (at most 60 s on)")
     ap.add_argument("--hang", action="store_true", help="accept connections, never answer")
     asyncio.run(main(ap.parse_args()))

@@ -492,6 +492,62 @@ START_TEST(test_attribute_errors)
 }
 END_TEST
 
+/* The rest of the checks of conf.c: spellings taken, values refused, warnings kept. */
+START_TEST(test_more_checks)
+{
+    struct buf body = BUF_INIT, err = BUF_INIT;
+    struct conf *c;
+    char file[300];
+    int i;
+
+    /* the control socket's mode without its leading 0 */
+    c = load_ok("<rules path=\"r\"/>\n<control socket=\"/s\" mode=\"660\"/>\n");
+    ck_assert_uint_eq(c->control_mode, 0660);
+    conf_free(c);
+    c = load_ok("<rules path=\"r\"/>\n<control socket=\"/s\" group=\"adm\" mode=\"600\"/>\n");
+    ck_assert_uint_eq(c->control_mode, 0600);
+    conf_free(c);
+    load_fails("<rules path=\"r\"/>\n<engine workers=\"2\" queue=\"1\"/>\n", 4,
+               "queue must be at least 2");
+    /* routes nest at most 16 deep */
+    buf_puts(&body, "<rules path=\"r\"/>\n<executors><exec name=\"a\"/></executors>\n<routes>\n");
+    for (i = 0; i < 18; i++) buf_puts(&body, "<route to=\"a\">");
+    buf_putc(&body, '\n');
+    for (i = 0; i < 18; i++) buf_puts(&body, "</route>");
+    buf_puts(&body, "\n</routes>\n");
+    load_fails(buf_str(&body), 6, "routes nested too deeply");
+    /* inhibit equal= on a label not every alert carries: loaded, with a warning */
+    write_conf(
+        "<rules path=\"r\"/>\n<inhibit source=\"a=b\" target=\"c=d\" equal=\"HOST,site\"/>\n", file,
+        sizeof(file));
+    c = conf_load(file, NULL, &err);
+    ck_assert_msg(c != NULL, "%s", buf_str(&err));
+    ck_assert_ptr_nonnull(c->warnings);
+    ck_assert_msg(strstr(c->warnings, ":4: warning: inhibit equal=\"site\": not a label every "
+                                      "alert carries") &&
+                      !strstr(c->warnings, "\"HOST\""),
+                  "%s", c->warnings);
+    conf_free(c);
+    /* a schema that cannot be loaded */
+    buf_reset(&err);
+    ck_assert_ptr_null(conf_load(file, "/nonexistent/corrald.xsd", &err));
+    ck_assert_msg(strstr(buf_str(&err), "/nonexistent/corrald.xsd: cannot load the configuration "
+                                        "schema"),
+                  "%s", buf_str(&err));
+    /* the names of input types, as logs and counters give them */
+    ck_assert_str_eq(conf_input_type_name(CONF_IN_UDP), "udp");
+    ck_assert_str_eq(conf_input_type_name(CONF_IN_TCP), "tcp");
+    ck_assert_str_eq(conf_input_type_name(CONF_IN_UNIX_DGRAM), "unix-dgram");
+    ck_assert_str_eq(conf_input_type_name(CONF_IN_UNIX_STREAM), "unix-stream");
+    ck_assert_str_eq(conf_input_type_name(CONF_IN_FILE), "file");
+    ck_assert_str_eq(conf_input_type_name(CONF_IN_STDIN), "stdin");
+    ck_assert_str_eq(conf_input_type_name(CONF_IN_TLS), "tls");
+    ck_assert_str_eq(conf_input_type_name((enum conf_input_type)99), "?");
+    buf_free(&body);
+    buf_free(&err);
+}
+END_TEST
+
 START_TEST(test_missing_file)
 {
     struct buf err = BUF_INIT;
@@ -581,6 +637,7 @@ conf_suite(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_attribute_errors);
     tcase_add_test(tc, test_missing_file);
+    tcase_add_test(tc, test_more_checks);
     tcase_add_test(tc, test_rules_readable);
     tcase_add_test(tc, test_split_address);
     suite_add_tcase(s, tc);

@@ -10,6 +10,9 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "agent/conf.h"
 #include "agent/control.h"
@@ -192,6 +195,222 @@ START_TEST(test_commands)
 }
 END_TEST
 
+/* Posted alerts that are not Alertmanager's postableAlerts: refused whole, with the reason. */
+START_TEST(test_alert_add_refused)
+{
+    static const struct {
+        const char *alerts, *why;
+    } bad[] = {
+        {"[5]", "alert 0: an object expected"},
+        {"[{\"labels\":{}}]", "labels: a non-empty object expected"},
+        {"[{\"labels\":[]}]", "labels: a non-empty object expected"},
+        {"[{\"labels\":{\"a b\":\"x\"}}]", "labels: \"a b\" is not a label name"},
+        {"[{\"labels\":{\"a\":5}}]", "labels: a: a string expected"},
+        {"[{\"labels\":{\"TAGS\":\"x\"}}]", "labels: TAGS is corrald's own"},
+        {"[{\"labels\":{\"a\":\"x\"},\"annotations\":5}]", "annotations: an object expected"},
+        {"[{\"labels\":{\"a\":\"x\"},\"annotations\":{\"b\":1}}]", "annotations: b: a string"},
+        {"[{\"labels\":{\"a\":\"x\"},\"generatorURL\":5}]", "generatorURL: a string expected"},
+        {"[{\"labels\":{\"a\":\"x\"},\"startsAt\":\"yesterday\"}]", "startsAt: an RFC 3339 time"},
+        {"[{\"labels\":{\"a\":\"x\"},\"endsAt\":5}]", "endsAt: an RFC 3339 time"},
+        /* one bad alert refuses the batch: the good one before it is not stored */
+        {"[{\"labels\":{\"alertname\":\"Good\"}},{\"labels\":{}}]", "alert 1: labels"},
+    };
+    struct buf req = BUF_INIT;
+    json_t *j;
+    size_t i;
+    int k;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        buf_reset(&req);
+        buf_printf(&req, "{\"command\":\"alert-add\",\"alerts\":%s}", bad[i].alerts);
+        refused(buf_str(&req), bad[i].why);
+    }
+    /* more labels than an alert may have */
+    buf_reset(&req);
+    buf_puts(&req, "{\"command\":\"alert-add\",\"alerts\":[{\"labels\":{\"l0\":\"v\"");
+    for (k = 1; k <= 64; k++) buf_printf(&req, ",\"l%d\":\"v\"", k);
+    buf_puts(&req, "}}]}");
+    refused(buf_str(&req), "more than 64 labels");
+    j = ask("{\"command\":\"alerts\"}", "success");
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "data")), 0);
+    json_decref(j);
+    buf_free(&req);
+}
+END_TEST
+
+/* Silences that cannot be: refused with the reason; a matcher object's value kept as it was. */
+START_TEST(test_silence_add_refused)
+{
+    static const struct {
+        const char *silence, *why;
+    } bad[] = {
+        {"5", "a JSON object expected"},
+        {"{\"matchers\":[],\"duration\":\"1h\"}", "matchers: a non-empty array expected"},
+        {"{\"matchers\":[5],\"duration\":\"1h\"}", "a matcher is a string"},
+        {"{\"matchers\":[{\"name\":\"a\"}],\"duration\":\"1h\"}", "needs a name and a value"},
+        {"{\"matchers\":[{\"name\":\"\",\"value\":\"x\"}],\"duration\":\"1h\"}",
+         "a matcher object needs a name"},
+        {"{\"matchers\":[\"a=x\"],\"startsAt\":\"soon\",\"duration\":\"1h\"}", "startsAt: seconds"},
+        {"{\"matchers\":[\"a=x\"],\"endsAt\":\"later\"}", "endsAt: seconds since the epoch"},
+        {"{\"matchers\":[\"a=x\"]}", "endsAt or duration expected"},
+        {"{\"matchers\":[\"a=x\"],\"duration\":\"1h\",\"createdBy\":5}", "createdBy: a string"},
+        {"{\"matchers\":[\"a=x\"],\"duration\":\"1h\",\"comment\":[]}", "comment: a string"},
+    };
+    struct buf req = BUF_INIT;
+    json_t *j, *m;
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        buf_reset(&req);
+        buf_printf(&req, "{\"command\":\"silence-add\",\"silence\":%s}", bad[i].silence);
+        refused(buf_str(&req), bad[i].why);
+    }
+    /* Alertmanager's matcher objects, = != =~ !~: a quote and a backslash in a value stay
+     * what they were */
+    json_decref(
+        ask("{\"command\":\"silence-add\",\"silence\":{\"matchers\":["
+            "{\"name\":\"alertname\",\"value\":\"Disk\",\"isRegex\":false,\"isEqual\":true},"
+            "{\"name\":\"HOST\",\"value\":\"we\\\"b\\\\1\",\"isEqual\":false},"
+            "{\"name\":\"job\",\"value\":\"a.*\",\"isRegex\":true,\"isEqual\":false},"
+            "{\"name\":\"env\",\"value\":\"p.*\",\"isRegex\":true}],\"duration\":\"1h\"}}",
+            "success"));
+    j = ask("{\"command\":\"silence-list\"}", "success");
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "data")), 1);
+    m = json_object_get(json_array_get(json_object_get(j, "data"), 0), "matchers");
+    ck_assert_uint_eq(json_array_size(m), 4);
+    for (i = 0; i < 4; i++) {
+        static const char *const name[] = {"alertname", "HOST", "job", "env"};
+        static const char *const value[] = {"Disk", "we\"b\\1", "a.*", "p.*"};
+        static const bool re[] = {false, false, true, true}, eq[] = {true, false, false, true};
+        json_t *one = json_array_get(m, i);
+        ck_assert_str_eq(json_string_value(json_object_get(one, "name")), name[i]);
+        ck_assert_str_eq(json_string_value(json_object_get(one, "value")), value[i]);
+        ck_assert_int_eq(json_is_true(json_object_get(one, "isRegex")), re[i]);
+        ck_assert_int_eq(json_is_true(json_object_get(one, "isEqual")), eq[i]);
+    }
+    json_decref(j);
+    buf_free(&req);
+}
+END_TEST
+
+/* ---- the socket ---- */
+
+static int
+client(const char *path)
+{
+    struct sockaddr_un su;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    ck_assert_int_ge(fd, 0);
+    memset(&su, 0, sizeof(su));
+    su.sun_family = AF_UNIX;
+    snprintf(su.sun_path, sizeof(su.sun_path), "%s", path);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&su, sizeof(su)), 0);
+    return fd;
+}
+
+/* Runs the loop until fd's answer has ended (the server closes); the answer. */
+static char *
+answer_of(int fd)
+{
+    struct buf b = BUF_INIT;
+    double end = ul_now() + 30;
+    char chunk[4096];
+    ssize_t n = -1;
+    char *s;
+
+    while (ul_now() < end) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        n = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+        if (n > 0) buf_append(&b, chunk, (size_t)n);
+        if (n == 0) break;
+        if (n < 0) usleep(1000);
+    }
+    ck_assert_msg(n == 0, "no end of the answer");
+    s = strdup(buf_str(&b));
+    buf_free(&b);
+    close(fd);
+    return s;
+}
+
+static void
+no_reload(void *arg, control_reload_done done, void *conn)
+{
+    (void)arg;
+    done(conn, -1, "not here\n");
+}
+
+/* Runs the loop until the evicted counter reaches want. */
+static bool
+evicted(void *arg)
+{
+    return server_endpoint_stats(srv, SERVER_EP_CONTROL)->evicted >= *(uint64_t *)arg;
+}
+
+/*
+ * Words and ends of requests on the socket: a request ended by the end of
+ * the connection instead of a newline, an unknown word, reload, a
+ * connection that says nothing; the ninth connection closes the oldest.
+ */
+START_TEST(test_socket)
+{
+    struct buf err = BUF_INIT;
+    struct control *ctl;
+    char path[300], *a;
+    int fd, idle[CONTROL_MAX_CONNS + 1], i;
+    uint64_t want = 1;
+
+    snprintf(path, sizeof(path), "%s/nodir/c.sock", ul_wpath(""));
+    ck_assert_ptr_null(control_open(&loop, path, (gid_t)-1, 0600, srv, no_reload, NULL, &err));
+    ck_assert_msg(strstr(buf_str(&err), "control socket ") && strstr(buf_str(&err), "c.sock: "),
+                  "%s", buf_str(&err));
+    snprintf(path, sizeof(path), "%s", ul_wpath("c.sock"));
+    buf_reset(&err);
+    ctl = control_open(&loop, path, (gid_t)-1, 0600, srv, no_reload, NULL, &err);
+    ck_assert_msg(ctl != NULL, "%s", buf_str(&err));
+
+    fd = client(path);
+    ck_assert_int_eq(write(fd, "stats", 5), 5);
+    shutdown(fd, SHUT_WR); /* no newline: the end of the connection ends the request */
+    a = answer_of(fd);
+    ck_assert_msg(strstr(a, "# TYPE corral_rules gauge"), "%s", a);
+    free(a);
+    fd = client(path);
+    ck_assert_int_eq(write(fd, "flush\n", 6), 6);
+    a = answer_of(fd);
+    ck_assert_str_eq(a, "unknown command 'flush' (stats, contexts, reload, save, queue)\n");
+    free(a);
+    fd = client(path);
+    ck_assert_int_eq(write(fd, "reload\n", 7), 7);
+    a = answer_of(fd);
+    ck_assert_str_eq(a, "not here\nFAILED\n");
+    free(a);
+    fd = client(path);
+    ck_assert_int_eq(write(fd, "contexts\n", 9), 9);
+    a = answer_of(fd);
+    ck_assert_str_eq(a, "[]\n");
+    free(a);
+    fd = client(path);
+    shutdown(fd, SHUT_WR); /* nothing said: closed without an answer */
+    a = answer_of(fd);
+    ck_assert_str_eq(a, "");
+    free(a);
+
+    /* CONTROL_MAX_CONNS idle connections, then one more: the oldest is closed */
+    for (i = 0; i <= CONTROL_MAX_CONNS; i++) {
+        idle[i] = client(path);
+        if (i < CONTROL_MAX_CONNS) continue;
+        ck_assert(ul_run_until(&loop, evicted, &want, 30));
+    }
+    a = answer_of(idle[0]);
+    ck_assert_str_eq(a, "");
+    free(a);
+    for (i = 1; i <= CONTROL_MAX_CONNS; i++) close(idle[i]);
+    control_close(ctl);
+    buf_free(&err);
+}
+END_TEST
+
 /* /metrics of a server without privsep, absence or DNS cache: those are left out. */
 START_TEST(test_metrics)
 {
@@ -227,6 +446,9 @@ main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_commands);
+    tcase_add_test(tc, test_alert_add_refused);
+    tcase_add_test(tc, test_silence_add_refused);
+    tcase_add_test(tc, test_socket);
     tcase_add_test(tc, test_metrics);
     suite_add_tcase(s, tc);
     return unit_run(s);

@@ -769,7 +769,6 @@ START_TEST(t_timeout_term)
     deliver_wait(&h, &a, &o, 10);
     ck_assert_int_eq(o.r, DELIVER_RETRY);
     ck_assert_msg(strstr(o.reason, "timed out after 0.3s"), "%s", o.reason);
-    ck_assert_msg(o.at >= 0.28 && o.at < 10, "took %g s", o.at);
     ck_assert_int_ge(log_find(LOG_WARNING, "still running after 0.3s; sending SIGTERM"), 0);
     ck_assert_int_lt(log_find(LOG_WARNING, "SIGKILL"), 0);
     /* the whole process group got the signal: the grandchild too */
@@ -801,7 +800,6 @@ START_TEST(t_timeout_kill)
     deliver_wait(&h, &a, &o, 10);
     ck_assert_int_eq(o.r, DELIVER_RETRY);
     ck_assert_msg(strstr(o.reason, "timed out"), "%s", o.reason);
-    ck_assert_msg(o.at >= 0.65 && o.at < 10, "took %g s", o.at);
     ck_assert_int_ge(log_find(LOG_WARNING, "still running 0.4s after SIGTERM; sending SIGKILL"), 0);
     ck_assert(wait_gone(read_pid("trap.pid"), 3));
     msg_unref(m);
@@ -829,7 +827,6 @@ START_TEST(t_pipe_held_open)
     must_open(&h, xml);
     deliver_wait(&h, &a, &o, 10);
     ck_assert_msg(o.r == DELIVER_OK, "%d %s", o.r, o.reason);
-    ck_assert_msg(o.at < 10, "took %g s", o.at);
     ck_assert_int_ge(log_find(LOG_INFO, "]: started"), 0);
     grandchild = read_pid("bg.pid");
     ck_assert_int_gt(grandchild, 0);
@@ -1049,7 +1046,8 @@ START_TEST(t_close_running)
     ck_assert_msg(strstr(o1.reason, "stopped"), "%s", o1.reason);
     ck_assert_int_lt(o1.order, closed);
     ck_assert_int_lt(o2.order, closed);
-    ck_assert_msg(ul_now() - t0 >= 0.45, "the TERM-proof child needed SIGKILL after kill-after");
+    /* the TERM-proof child needed SIGKILL, after kill-after */
+    ck_assert_int_ge(log_find(LOG_WARNING, "still running 0.5s after SIGTERM; sending SIGKILL"), 0);
     ck_assert(process_gone(p1) || wait_gone(p1, 2));
     ck_assert(process_gone(p2) || wait_gone(p2, 2));
     msg_unref(m);

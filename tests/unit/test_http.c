@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "agent/conf.h"
 #include "agent/html.h"
@@ -232,6 +234,32 @@ START_TEST(test_token_file)
 }
 END_TEST
 
+/* A listener that cannot be: no http, and the reason with the address. */
+START_TEST(test_open_refused)
+{
+    struct buf err = BUF_INIT;
+    uv_loop_t loop;
+    char addr[64];
+    int port, fd;
+
+    ck_assert_int_eq(uv_loop_init(&loop), 0);
+    ck_assert_ptr_null(http_open(&loop, "no-port-here", NULL, &err));
+    ck_assert_msg(strncmp(buf_str(&err), "stats listener: ", 16) == 0, "%s", buf_str(&err));
+    /* the port held by a listening socket of ours (SO_REUSEADDR does not share a listener) */
+    fd = ul_reserve_port(SOCK_STREAM, &port);
+    ck_assert_int_eq(listen(fd, 1), 0);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    buf_reset(&err);
+    ck_assert_ptr_null(http_open(&loop, addr, NULL, &err));
+    ck_assert_msg(strstr(buf_str(&err), addr) && strstr(buf_str(&err), "in use"), "%s",
+                  buf_str(&err));
+    close(fd);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    buf_free(&err);
+}
+END_TEST
+
 static Suite *
 http_suite(void)
 {
@@ -247,6 +275,7 @@ http_suite(void)
     tcase_add_test(tc, test_token);
     tcase_add_test(tc, test_parse_json);
     tcase_add_test(tc, test_token_file);
+    tcase_add_test(tc, test_open_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -36,6 +36,7 @@
 #include "actions/queue.h"
 #include "agent/conf.h"
 #include "engine/buf.h"
+#include "engine/clock.h"
 #include "engine/durable.h"
 #include "engine/log.h"
 #include "engine/msg.h"
@@ -846,6 +847,59 @@ submit_key(struct queue *q, struct msg *m, unsigned k)
     queue_submit(q, m);
 }
 
+/* The queue's clock, stopped at the test's start and moved on by the test alone. */
+static uint64_t clock_skip, clock_wall0, clock_mono0;
+
+static uint64_t
+stopped_clock(clockid_t id)
+{
+    return (id == CLOCK_MONOTONIC ? clock_mono0 : clock_wall0) + clock_skip;
+}
+
+/*
+ * A key is a duplicate for the window after it went through, however often
+ * it comes meanwhile; after the window it goes through again and starts a
+ * new window.  Other keys are not held up.
+ */
+START_TEST(test_dedupe_window)
+{
+    struct harness h;
+    struct msg *m = msg_new();
+    const struct queue_stats *st;
+
+    clock_skip = 0;
+    clock_wall0 = clock_system_ms(CLOCK_REALTIME);
+    clock_mono0 = clock_system_ms(CLOCK_MONOTONIC);
+    clock_set_source(stopped_clock);
+    program("broken.sh");
+    must_open(&h, "dedupe=\"2s\" dedupe-key=\"${k}\"", NULL);
+    st = queue_get_stats(h.q);
+    submit_key(h.q, m, 1);
+    submit_key(h.q, m, 2);
+    submit_key(h.q, m, 1);
+    ck_assert_uint_eq(st->deduplicated, 1);
+    clock_skip += 1999; /* within the window of the first: still a duplicate */
+    submit_key(h.q, m, 1);
+    ck_assert_uint_eq(st->deduplicated, 2);
+    clock_skip += 1; /* the window is over: through, and a new window from now */
+    submit_key(h.q, m, 1);
+    ck_assert_uint_eq(st->deduplicated, 2);
+    submit_key(h.q, m, 1); /* a duplicate again */
+    submit_key(h.q, m, 2); /* its window is over too */
+    ck_assert_uint_eq(st->deduplicated, 3);
+    clock_skip += 1999;
+    submit_key(h.q, m, 1);
+    ck_assert_uint_eq(st->deduplicated, 4);
+    clock_skip += 1;
+    submit_key(h.q, m, 1);
+    ck_assert_uint_eq(st->deduplicated, 4);
+    ck_assert_uint_eq(st->submitted, 9);
+    clock_set_source(NULL);
+    harness_close(&h);
+    msg_unref(m);
+}
+END_TEST
+
 START_TEST(test_dedupe_bounded)
 {
     struct harness h;
@@ -1421,6 +1475,7 @@ queue_suite(void)
     tcase_add_test(tc, test_compaction_by_bytes);
     tcase_add_test(tc, test_catch_up_writes_owed_done);
     tcase_add_test(tc, test_dedupe_bounded);
+    tcase_add_test(tc, test_dedupe_window);
     tcase_add_test(tc, test_disk_full_logged_and_delivered);
     tcase_add_test(tc, test_disk_full_then_room);
     tcase_add_test(tc, test_write_error_in_the_middle);

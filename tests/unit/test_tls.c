@@ -2,15 +2,20 @@
  * Unit tests of agent/tls.c's checks that need no peer: how allowed-names
  * patterns match the names of certificates made here (RFC 6125: DNS names,
  * the CN only without them; "*.example.com" as one label only; wildcard
- * certificates), which patterns are refused, and which private key files
- * are refused for their mode.
+ * certificates), which patterns are refused, which private key files
+ * are refused for their mode, and the contexts a configuration cannot make
+ * (a missing or unreadable certificate, key or CA, checks without a CA,
+ * allowed-names without verification).
  * The handshakes themselves are tested against real clients and servers in
  * tests/integration/inputs_tls.sh and outputs_tls.sh.
  */
+#include "agent/conf.h"
 #include "agent/tls.h"
 #include "tests/unit/unit_run.h"
 
 #include <check.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +199,110 @@ START_TEST(test_key_not_regular)
 }
 END_TEST
 
+/* ---- contexts: what a configuration lacks or gets wrong ---- */
+
+static char tdir[] = "/tmp/corral-test-tls-XXXXXX";
+static char crt[300], key[300], junk[300];
+
+/* A self-signed certificate (CN and DNS name test.example) in crt and its key in key (0600). */
+static void
+write_cert(void)
+{
+    EVP_PKEY *pk = EVP_EC_gen("P-256");
+    X509 *x = cert("test.example", "DNS:test.example");
+    FILE *f;
+
+    ck_assert_ptr_nonnull(pk);
+    ck_assert_int_eq(X509_set_version(x, 2), 1);
+    ck_assert_int_eq(ASN1_INTEGER_set(X509_get_serialNumber(x), 1), 1);
+    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), 0));
+    ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notAfter(x), 3600));
+    ck_assert_int_eq(X509_set_issuer_name(x, X509_get_subject_name(x)), 1);
+    ck_assert_int_eq(X509_set_pubkey(x, pk), 1);
+    ck_assert_int_gt(X509_sign(x, pk, EVP_sha256()), 0);
+    ck_assert_ptr_nonnull(f = fopen(crt, "w"));
+    ck_assert_int_eq(PEM_write_X509(f, x), 1);
+    fclose(f);
+    ck_assert_ptr_nonnull(f = fopen(key, "w"));
+    ck_assert_int_eq(PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL), 1);
+    fclose(f);
+    ck_assert_int_eq(chmod(key, 0600), 0);
+    X509_free(x);
+    EVP_PKEY_free(pk);
+}
+
+/* tls_ctx_new(t, server): NULL with what in the message, or (what NULL) a context. */
+static void
+ctx_says(const struct conf_tls *t, bool server, const char *what)
+{
+    struct buf err = BUF_INIT;
+    struct tls_ctx *ctx = tls_ctx_new(t, server, &err);
+
+    if (what) {
+        ck_assert_ptr_null(ctx);
+        ck_assert_msg(strstr(buf_str(&err), what), "want %s in: %s", what, buf_str(&err));
+    } else {
+        ck_assert_msg(ctx != NULL, "%s", buf_str(&err));
+    }
+    tls_ctx_unref(ctx);
+    buf_free(&err);
+}
+
+START_TEST(test_ctx_refused)
+{
+    struct conf_tls t;
+    char cmd[400];
+
+    ck_assert_ptr_nonnull(mkdtemp(tdir));
+    snprintf(crt, sizeof(crt), "%s/c.crt", tdir);
+    snprintf(key, sizeof(key), "%s/c.key", tdir);
+    snprintf(junk, sizeof(junk), "%s/junk.pem", tdir);
+    write_cert();
+    {
+        FILE *f = fopen(junk, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n", f);
+        fclose(f);
+    }
+    memset(&t, 0, sizeof(t));
+    /* an input needs its certificate and key; a client certificate needs both */
+    ctx_says(&t, true, "a TLS input needs cert= and key=");
+    t.cert = crt;
+    ctx_says(&t, false, "a client certificate needs both cert= and key=");
+    /* files that are not there, or not certificates */
+    t.cert = "/nonexistent/c.crt";
+    t.key = key;
+    ctx_says(&t, true, "cert /nonexistent/c.crt: No such file or directory");
+    t.cert = junk;
+    ctx_says(&t, true, "cert ");
+    t.cert = crt;
+    t.ca = "/nonexistent/ca.pem";
+    ctx_says(&t, true, "ca /nonexistent/ca.pem: No such file or directory");
+    t.ca = junk;
+    ctx_says(&t, true, "ca ");
+    /* checking clients needs the CA they are checked against */
+    t.ca = NULL;
+    t.verify = CONF_TLS_VERIFY_REQUIRED;
+    ctx_says(&t, true, "verify=\"optional\" or \"required\" needs ca=");
+    /* allowed-names: only with the peer's certificate verified, and every time */
+    t.allowed_names = "test.example";
+    t.verify = CONF_TLS_VERIFY_NONE;
+    ctx_says(&t, false, "allowed-names needs the peer's certificate verified");
+    t.ca = crt;
+    t.verify = CONF_TLS_VERIFY_OPTIONAL;
+    ctx_says(&t, true, "allowed-names needs verify=\"required\"");
+    /* what works: a CA file, a CA directory, a client with the system's CAs */
+    t.verify = CONF_TLS_VERIFY_REQUIRED;
+    ctx_says(&t, true, NULL);
+    t.ca = tdir;
+    ctx_says(&t, true, NULL);
+    memset(&t, 0, sizeof(t));
+    ctx_says(&t, false, NULL);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *
 tls_suite(void)
 {
@@ -207,6 +316,7 @@ tls_suite(void)
     tcase_add_test(tc, test_name_patterns);
     tcase_add_test(tc, test_key_modes);
     tcase_add_test(tc, test_key_not_regular);
+    tcase_add_test(tc, test_ctx_refused);
     suite_add_tcase(s, tc);
     return s;
 }
