@@ -34,6 +34,7 @@
 #include "actions/executor.h"
 #include "actions/ipcserve.h"
 #include "actions/queueset.h"
+#include "agent/in_snmptrap.h"
 #include "agent/control.h"
 #include "agent/dnscache.h"
 #include "agent/privsep.h"
@@ -1338,6 +1339,13 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (getenv("RUNTIME_DIRECTORY")) d.runtime_dir = xstrdup(getenv("RUNTIME_DIRECTORY"));
     if (privsep_wanted(c, &privsep, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        conf_free(c);
+        rc = 1;
+        goto out;
+    }
+    /* SNMPv3 trap users: keys from their passwords here, before the engine process exists */
+    if (snmptrap_localize(c, &err) < 0) {
         fputs(buf_str(&err), stderr);
         conf_free(c);
         rc = 1;
