@@ -371,6 +371,8 @@ localize_one(const struct snmptrap_user *u, const unsigned char *ku_auth, size_t
         if (generate_kul(hash, (u_int)olen, eid, eidlen, ku_priv, ku_priv_len, tmp, &len) !=
             SNMPERR_SUCCESS)
             return -1;
+        /* DES takes 16 bytes: its key, then the pre-IV (RFC 3414 section 8.1.1.1) */
+        if (pt == USM_CREATE_USER_PRIV_DES) need = 16;
         if (need > 0 && (size_t)need < len) len = (size_t)need;
         /* AES-192/256 need more than the hash gives: net-snmp's key extension (Blumenthal) */
         if (need > 0 && (size_t)need > len) {
