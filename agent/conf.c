@@ -7,7 +7,7 @@
  * the configuration: whether an input or output is configured as before.
  */
 #include "agent/conf.h"
-#include "agent/in_snmptrap.h"
+#include "agent/snmptrap_conf.h"
 #include "engine/durable.h"
 #include "engine/evidence.h"
 #include "engine/labelmatch.h"

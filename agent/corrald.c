@@ -34,7 +34,7 @@
 #include "actions/executor.h"
 #include "actions/ipcserve.h"
 #include "actions/queueset.h"
-#include "agent/in_snmptrap.h"
+#include "agent/snmptrap_conf.h"
 #include "agent/control.h"
 #include "agent/dnscache.h"
 #include "agent/privsep.h"
