@@ -590,8 +590,10 @@ snmptrap_fmt_parse_record(char *line, const char **host, const char **source, st
             pdu->enterprise_length = elen;
         }
         pdu->trap_type = strtol(gen, NULL, 10);
-        pdu->specific_type = strtol(spec, NULL, 10);
-        pdu->time = strtoul(up, NULL, 10);
+        /* snmptrapd -On writes an enterprise-specific %q as ".1" */
+        pdu->specific_type = strtol(spec[0] == '.' ? spec + 1 : spec, NULL, 10);
+        /* "1234", or "(1234) 0:00:12.34" without -Ot */
+        pdu->time = strtoul(up[0] == '(' ? up + 1 : up, NULL, 10);
         *host = agent;
     } else {
         pdu = snmp_pdu_create(strncmp(sec, "INFORM", 6) == 0 ? SNMP_MSG_INFORM : SNMP_MSG_TRAP2);
