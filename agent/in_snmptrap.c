@@ -16,7 +16,9 @@
  * PDU types and the rate are checked here.
  *
  * An inform is answered (a Response with its request ID and varbinds) once
- * its message has been submitted.
+ * its message has been submitted.  While the queue to corrald's worker
+ * threads is full the input is held (input_hold): the poll stops and
+ * datagrams wait in the socket's receive buffer, as a UDP input's do.
  */
 #include "agent/in_snmptrap.h"
 #include "agent/snmptrap_conf.h"
@@ -294,6 +296,22 @@ on_readable(uv_poll_t *p, int status, int events)
             t->base.stats.snmp_dropped[i] += snmp_get_statistic(drop_stat[i]) - before[i];
 }
 
+/*
+ * The workers' queue is full: stop reading, so that datagrams wait in the
+ * socket's receive buffer (as a UDP input's do) instead of being dropped.
+ */
+static void
+trap_hold(struct input *in, bool hold)
+{
+    struct trap_input *t = (struct trap_input *)in;
+
+    if (!t->polling) return;
+    if (hold)
+        uv_poll_stop(&t->poll);
+    else
+        uv_poll_start(&t->poll, UV_READABLE, on_readable);
+}
+
 static void
 remove_users(struct trap_input *t)
 {
@@ -423,6 +441,7 @@ in_snmptrap_open(struct server *srv, uv_loop_t *loop, const struct conf_input *c
 
     input_init(&t->base, srv, loop, ci, conf);
     t->base.close = trap_close;
+    t->base.hold = trap_hold;
     t->sc = t->base.conf.snmp;
     if (!t->sc) {
         buf_printf(err, "input %s: no SNMP configuration", t->base.conf.name);

@@ -60,12 +60,23 @@ def trap(i):
     return tlv(0x30, num(2, 1) + tlv(4, b"public") + tlv(0xA7, num(2, i) + num(2, 0) + num(2, 0) + vbs))
 
 
-def lines(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read().count(b"\n")
-    except OSError:
-        return 0
+class Counter:
+    """Lines of a growing file that contain mark, read from where the last call stopped."""
+
+    def __init__(self, path, mark=b"\n"):
+        self.path, self.mark, self.f, self.n, self.rest = path, mark, None, 0, b""
+
+    def __call__(self):
+        if not self.f:
+            try:
+                self.f = open(self.path, "rb")
+            except OSError:
+                return 0
+        data = self.rest + self.f.read()
+        cut = data.rfind(b"\n") + 1
+        self.rest = data[cut:]
+        self.n += data[:cut].count(self.mark) if self.mark != b"\n" else data[:cut].count(b"\n")
+        return self.n
 
 
 def hwm_kb(pid):
@@ -106,22 +117,22 @@ def udp_port(pid):
 
 
 def send(port, n, out, window, count):
-    """Sends n traps to port, at most window ahead of count(out); seconds to the last line."""
+    """Sends n traps to port, at most window ahead of count(); seconds to the last line."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     pkts = [trap(i) for i in range(n)]
-    base = count(out)
+    base = count()
     t0 = time.monotonic()
     sent = 0
     while sent < n:
-        done = count(out) - base
+        done = count() - base
         while sent < n and sent - done < window:
             s.sendto(pkts[sent], ("127.0.0.1", port))
             sent += 1
         time.sleep(0.001)
     end = time.monotonic() + 600
-    while count(out) - base < n:
+    while count() - base < n:
         if time.monotonic() > end:
-            sys.exit("only %d of %d traps written to %s" % (count(out) - base, n, out))
+            sys.exit("only %d of %d traps written to %s" % (count() - base, n, out))
         time.sleep(0.002)
     return time.monotonic() - t0
 
@@ -144,7 +155,7 @@ def bench_corrald(work, n, window):
     try:
         port = wait_for(lambda: next((int(l.rsplit(":", 1)[1]) for l in open(log.name)
                                       if "traps: listening on" in l), 0), 30, "corrald's port")
-        secs = send(port, n, out, window, lines)
+        secs = send(port, n, out, window, Counter(out))
         mem = hwm_kb(p.pid)
     finally:
         p.send_signal(signal.SIGTERM)
@@ -187,8 +198,7 @@ def bench_snmptt(work, n, window):
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         port = wait_for(lambda: udp_port(trapd.pid), 30, "snmptrapd's port")
-        count = lambda path: sum(1 for l in open(path, "rb") if b"Status Events" in l) if os.path.exists(path) else 0
-        secs = send(port, n, out, window, count)
+        secs = send(port, n, out, window, Counter(out, b"Status Events"))
         mem = hwm_kb(trapd.pid) + hwm_kb(tt.pid)
     finally:
         for p in (trapd, tt):
@@ -211,7 +221,8 @@ def main():
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="corral-snmptrap-bench.")
     try:
-        cs, cm = bench_corrald(os.path.join(work, "c") if os.makedirs(os.path.join(work, "c")) is None else "", a.n, a.window)
+        os.makedirs(os.path.join(work, "c"))
+        cs, cm = bench_corrald(os.path.join(work, "c"), a.n, a.window)
         os.makedirs(os.path.join(work, "s"))
         ss, sm = bench_snmptt(os.path.join(work, "s"), a.snmptt_traps, a.window)
     finally:

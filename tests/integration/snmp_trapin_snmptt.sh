@@ -74,8 +74,11 @@ SNMP_PERSISTENT_DIR=$WORK/persist2 MIBDIRS=$MIBS MIBS=ALL \
     -F '%a\t%b\t%P\t%N\t%w\t%q\t%T\t%v\n' udp:127.0.0.1:0 > "$WORK/trapd2.out" 2>&1 &
 TRAPD2=$!
 track $TRAPD2
-wait_until test -n "$(listening_ports $TRAPD1 udp)" || fail "snmptrapd 1 has no port"
-wait_until test -n "$(listening_ports $TRAPD2 udp)" || fail "snmptrapd 2 has no port"
+has_port() {
+    [ -n "$(listening_ports "$1" udp)" ]
+}
+wait_until has_port $TRAPD1 || fail "snmptrapd 1 has no port"
+wait_until has_port $TRAPD2 || fail "snmptrapd 2 has no port"
 P1=$(listening_ports $TRAPD1 udp | head -n 1)
 P2=$(listening_ports $TRAPD2 udp | head -n 1)
 
