@@ -12,7 +12,8 @@ sent to the last line written.  Datagrams are sent in windows (at most
 --window traps ahead of what was written), so that neither loses traps to
 a full socket buffer and the rate measured is the receiver's.
 
-    python3 bench/snmptrap.py [-n TRAPS] [--snmptt-traps N] [--window W] [--out FILE]
+    python3 bench/snmptrap.py [-n TRAPS] [--snmptt-traps N] [--window W] [--snmptt-window W]
+                              [--out FILE]
 
 Needs corrald built (agent/corrald of this tree or $CORRALD), snmptrapd and
 snmptt.  Ports are picked by the kernel; every process started is stopped.
@@ -216,7 +217,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=20000, help="traps sent to corrald")
     ap.add_argument("--snmptt-traps", type=int, default=2000, help="traps sent to snmptrapd + snmptt")
-    ap.add_argument("--window", type=int, default=500)
+    ap.add_argument("--window", type=int, default=1000,
+                    help="traps ahead of corrald (its socket asks for 4 MiB)")
+    ap.add_argument("--snmptt-window", type=int, default=50,
+                    help="traps ahead of snmptt (snmptrapd's socket has the default buffer)")
     ap.add_argument("--out")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="corral-snmptrap-bench.")
@@ -224,7 +228,7 @@ def main():
         os.makedirs(os.path.join(work, "c"))
         cs, cm = bench_corrald(os.path.join(work, "c"), a.n, a.window)
         os.makedirs(os.path.join(work, "s"))
-        ss, sm = bench_snmptt(os.path.join(work, "s"), a.snmptt_traps, a.window)
+        ss, sm = bench_snmptt(os.path.join(work, "s"), a.snmptt_traps, a.snmptt_window)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rows = [("corrald (snmp-trap input, classified)", a.n, cs, cm),
