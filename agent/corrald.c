@@ -905,6 +905,12 @@ check_only(struct daemon *d)
     }
     if (control_group_id(c, &cgid, &err) < 0) {
         fputs(buf_str(&err), stderr);
+        buf_reset(&err);
+        rc = 1;
+    }
+    /* the SNMPv3 trap users' password files, read as start-up reads them */
+    if (snmptrap_localize(c, &err) < 0) {
+        fputs(buf_str(&err), stderr);
         rc = 1;
     }
     if (rc == 0)

@@ -9,8 +9,10 @@ the peak memory (VmHWM) of each: corrald's engine, snmptrapd plus the snmptt
 daemon.  Both write one line a trap to a file (corrald's file output of the
 classified message, snmptt's log); the time runs from the first datagram
 sent to the last line written.  Datagrams are sent in windows (at most
---window traps ahead of what was written), so that neither loses traps to
-a full socket buffer and the rate measured is the receiver's.
+--window traps ahead of what corrald wrote, --snmptt-window ahead of what
+snmptrapd logged and handed to snmptthandler, the spool then growing as it
+will), so that neither loses traps to a full socket buffer and the rate
+measured is the receiver's.
 
     python3 bench/snmptrap.py [-n TRAPS] [--snmptt-traps N] [--window W] [--snmptt-window W]
                               [--out FILE]
@@ -117,15 +119,20 @@ def udp_port(pid):
     return 0
 
 
-def send(port, n, out, window, count):
-    """Sends n traps to port, at most window ahead of count(); seconds to the last line."""
+def send(port, n, out, window, count, taken=None):
+    """
+    Sends n traps to port, at most window ahead of taken() (what the receiver
+    has read off its socket; default count()); seconds until count() (lines
+    written) reaches n.
+    """
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     pkts = [trap(i) for i in range(n)]
-    base = count()
+    taken = taken or count
+    base, tbase = count(), taken()
     t0 = time.monotonic()
     sent = 0
     while sent < n:
-        done = count() - base
+        done = taken() - tbase
         while sent < n and sent - done < window:
             s.sendto(pkts[sent], ("127.0.0.1", port))
             sent += 1
@@ -199,7 +206,10 @@ def bench_snmptt(work, n, window):
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         port = wait_for(lambda: udp_port(trapd.pid), 30, "snmptrapd's port")
-        secs = send(port, n, out, window, Counter(out, b"Status Events"))
+        # the window runs against what snmptrapd has handed to snmptthandler (its log), so
+        # that its socket never overflows; the snmptt daemon's spool may grow as it will
+        secs = send(port, n, out, window, Counter(out, b"Status Events"),
+                    Counter(os.path.join(work, "snmptrapd.log"), b"UDP: ["))
         mem = hwm_kb(trapd.pid) + hwm_kb(tt.pid)
     finally:
         for p in (trapd, tt):

@@ -10,7 +10,7 @@
 #   reason in /metrics with the daemon still receiving: a wrong community,
 #   an unknown v3 user, a wrong auth password, malformed BER, a GET sent to
 #   the trap port, and a flood from one address over its rate (other
-#   sources still pass).
+#   sources still pass).  corrald -t refuses a password file it cannot read.
 . "$(dirname "$0")/corrald_lib.sh"
 need snmptrap snmpinform python3
 
@@ -155,3 +155,9 @@ snmpinform $M -v2c -c public "$AT" 1 SNMPv2-MIB::warmStart sysName.0 s after-flo
 wait_grep "$OUT" 'after-flood' || fail "no message after the flood"
 corrald_alive
 stop_corrald
+
+# a password file that cannot be read: corrald -t refuses, with the user's file:line
+sed "s|$WORK/alice.auth|$WORK/missing.auth|" "$WORK/corrald.conf" > "$WORK/bad.conf"
+"$CORRALD" -t -f "$WORK/bad.conf" > "$WORK/t.out" 2>&1 && fail "corrald -t took a missing password file"
+grep -q "bad.conf:[0-9]*: user alice: cannot read $WORK/missing.auth" "$WORK/t.out" ||
+    fail "no file:line for the missing password file: $(cat "$WORK/t.out")"
