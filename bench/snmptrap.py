@@ -78,7 +78,9 @@ class Counter:
         data = self.rest + self.f.read()
         cut = data.rfind(b"\n") + 1
         self.rest = data[cut:]
-        self.n += data[:cut].count(self.mark) if self.mark != b"\n" else data[:cut].count(b"\n")
+        done = data[:cut]
+        self.n += done.count(b"\n") if self.mark == b"\n" else sum(
+            1 for l in done.split(b"\n") if self.mark in l)
         return self.n
 
 
@@ -130,9 +132,13 @@ def send(port, n, out, window, count, taken=None):
     taken = taken or count
     base, tbase = count(), taken()
     t0 = time.monotonic()
-    sent = 0
+    sent, last, moved = 0, -1, time.monotonic()
     while sent < n:
         done = taken() - tbase
+        if done != last:
+            last, moved = done, time.monotonic()
+        elif time.monotonic() - moved > 120:
+            sys.exit("no progress for 120 s: %d of %d sent traps taken (lost?)" % (done, sent))
         while sent < n and sent - done < window:
             s.sendto(pkts[sent], ("127.0.0.1", port))
             sent += 1
