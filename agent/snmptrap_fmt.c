@@ -326,7 +326,7 @@ snmptrap_fmt_line(struct buf *out, const netsnmp_pdu *pdu, const struct snmptrap
     struct buf trap = BUF_INIT, trap_oid = BUF_INIT, names = BUF_INIT, val = BUF_INIT,
                msg = BUF_INIT, sd = BUF_INIT;
     struct vb_name seen[SNMPTRAP_MAX_VARBINDS];
-    size_t nseen = 0, i;
+    size_t nseen = 0;
     bool whole = true, v1 = pdu->command == SNMP_MSG_TRAP;
     unsigned long uptime = 0;
     const netsnmp_variable_list *v;
@@ -451,7 +451,6 @@ snmptrap_fmt_line(struct buf *out, const netsnmp_pdu *pdu, const struct snmptrap
     buf_free(&val);
     buf_free(&msg);
     buf_free(&sd);
-    (void)i;
     return whole;
 }
 
