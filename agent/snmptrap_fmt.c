@@ -320,11 +320,23 @@ struct vb_name {
     size_t off, len; /* in the names buffer */
 };
 
+/* Working buffers kept from one trap to the next (per thread): no allocation once grown. */
+struct scratch {
+    struct buf trap, trap_oid, names, val, msg, sd, idx, nm;
+};
+static _Thread_local struct scratch scratch;
+
+static void
+take(struct buf *b, struct buf *kept)
+{
+    *b = *kept;
+    buf_reset(b);
+}
+
 bool
 snmptrap_fmt_line(struct buf *out, const netsnmp_pdu *pdu, const struct snmptrap_origin *o)
 {
-    struct buf trap = BUF_INIT, trap_oid = BUF_INIT, names = BUF_INIT, val = BUF_INIT,
-               msg = BUF_INIT, sd = BUF_INIT;
+    struct buf trap, trap_oid, names, val, msg, sd, idx, nm;
     struct vb_name seen[SNMPTRAP_MAX_VARBINDS];
     size_t nseen = 0;
     bool whole = true, v1 = pdu->command == SNMP_MSG_TRAP;
@@ -332,6 +344,14 @@ snmptrap_fmt_line(struct buf *out, const netsnmp_pdu *pdu, const struct snmptrap
     const netsnmp_variable_list *v;
     char num[32];
 
+    take(&trap, &scratch.trap);
+    take(&trap_oid, &scratch.trap_oid);
+    take(&names, &scratch.names);
+    take(&val, &scratch.val);
+    take(&msg, &scratch.msg);
+    take(&sd, &scratch.sd);
+    take(&idx, &scratch.idx);
+    take(&nm, &scratch.nm);
     /* the trap OID: v1's as RFC 3584 section 3 makes it, v2's from snmpTrapOID.0 */
     if (v1) {
         oid t[MAX_OID_LEN];
@@ -426,13 +446,12 @@ snmptrap_fmt_line(struct buf *out, const netsnmp_pdu *pdu, const struct snmptrap
             if (vstart <= SD_NAME_MAX) put_sd(&sd, val.p, vstart, val.p + vstart, val.len - vstart);
             /* the instance index of a known object */
             if (t && depth < v->name_length && vstart <= SD_NAME_MAX) {
-                struct buf idx = BUF_INIT, nm = BUF_INIT;
+                buf_reset(&idx);
+                buf_reset(&nm);
                 put_numeric(&idx, v->name + depth, v->name_length - depth);
                 buf_puts(&nm, "index.");
                 buf_append(&nm, val.p + 4, vstart - 4);
                 put_sd(&sd, nm.p, nm.len, idx.p + 1, idx.len - 1);
-                buf_free(&idx);
-                buf_free(&nm);
             }
         }
     }
@@ -445,12 +464,7 @@ snmptrap_fmt_line(struct buf *out, const netsnmp_pdu *pdu, const struct snmptrap
     buf_append(out, sd.p, sd.len);
     buf_puts(out, "] ");
     buf_append(out, msg.p ? msg.p : "", msg.len);
-    buf_free(&trap);
-    buf_free(&trap_oid);
-    buf_free(&names);
-    buf_free(&val);
-    buf_free(&msg);
-    buf_free(&sd);
+    scratch = (struct scratch){trap, trap_oid, names, val, msg, sd, idx, nm};
     return whole;
 }
 
