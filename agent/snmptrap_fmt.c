@@ -370,13 +370,12 @@ snmptrap_fmt_line(struct buf *out, const netsnmp_pdu *pdu, const struct snmptrap
         put_numeric(&trap_oid, t, n);
         uptime = pdu->time;
     } else {
-        whole = false;
+        /* without snmpTrapOID.0 the trap name is empty */
         for (v = pdu->variables; v; v = v->next_variable) {
             if (oid_is(v, trapoid_oid, sizeof(trapoid_oid) / sizeof(oid)) &&
                 v->type == ASN_OBJECT_ID && v->val.objid) {
                 put_oid_name(&trap, v->val.objid, v->val_len / sizeof(oid));
                 put_numeric(&trap_oid, v->val.objid, v->val_len / sizeof(oid));
-                whole = true;
                 break;
             }
         }

@@ -46,8 +46,8 @@ int snmptrap_fmt_init(const char *dirs, struct buf *err);
 
 /*
  * Appends pdu's line to out (a trap, v1 or v2, or an inform).  False when
- * it had more varbinds than SNMPTRAP_MAX_VARBINDS (the rest cut) or a
- * v2 PDU without snmpTrapOID.0 (rendered with an empty trap name).
+ * it had more varbinds than SNMPTRAP_MAX_VARBINDS (the rest cut).  A v2
+ * PDU without snmpTrapOID.0 gets an empty trap name.
  */
 bool snmptrap_fmt_line(struct buf *out, const netsnmp_pdu *pdu, const struct snmptrap_origin *o);
 
