@@ -10,7 +10,8 @@
 #   reason in /metrics with the daemon still receiving: a wrong community,
 #   an unknown v3 user, a wrong auth password, malformed BER, a GET sent to
 #   the trap port, and a flood from one address over its rate (other
-#   sources still pass).  corrald -t refuses a password file it cannot read.
+#   sources still pass); a trap of 130 varbinds, cut at 128 and counted.
+#   corrald -t refuses a password file it cannot read.
 . "$(dirname "$0")/corrald_lib.sh"
 need snmptrap snmpinform python3
 
@@ -153,6 +154,18 @@ wait_until dropped_ge rate_limit 1 || fail "flood not rate limited"
 snmpinform $M -v2c -c public "$AT" 1 SNMPv2-MIB::warmStart sysName.0 s after-flood ||
     fail "no answer after the flood"
 wait_grep "$OUT" 'after-flood' || fail "no message after the flood"
+# a trap of 130 varbinds: the first 128 written, the message counted as cut
+args=""
+i=1
+while [ $i -le 130 ]; do
+    args="$args .1.3.6.1.4.1.99999.9.$i i $i"
+    i=$((i + 1))
+done
+# shellcheck disable=SC2086
+snmptrap -v2c -c public "$AT" 1 .1.3.6.1.4.1.99999.0.9 $args || fail "snmptrap of 130 varbinds"
+wait_metric corral_input_truncated_total input=traps -eq 1 || fail "130 varbinds not counted as cut"
+wait_grep "$OUT" '99999\.9\.128=128"' || fail "the 128th varbind missing"
+grep -q '99999\.9\.129=' "$OUT" && fail "more than 128 varbinds written"
 corrald_alive
 stop_corrald
 
