@@ -8,7 +8,7 @@
 # authPriv SHA/AES inform (snmpinform exits 0) and a v2c inform, filtered.
 # Needs root; skipped (77) otherwise.
 . "$(dirname "$0")/corrald_lib.sh"
-need snmptrap snmpinform python3
+need snmptrap snmpinform python3 setpriv
 [ "$(id -u)" = 0 ] || { echo "skipped: needs root to test the privilege drop"; exit 77; }
 id nobody > /dev/null 2>&1 || { echo "skipped: no user nobody"; exit 77; }
 
