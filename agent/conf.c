@@ -7,6 +7,7 @@
  * the configuration: whether an input or output is configured as before.
  */
 #include "agent/conf.h"
+#include "agent/snmptrap_conf.h"
 #include "engine/durable.h"
 #include "engine/evidence.h"
 #include "engine/labelmatch.h"
@@ -65,6 +66,7 @@ conf_input_type_name(enum conf_input_type t)
     case CONF_IN_FILE: return "file";
     case CONF_IN_STDIN: return "stdin";
     case CONF_IN_TLS: return "tls";
+    case CONF_IN_SNMP_TRAP: return "snmp-trap";
     }
     return "?";
 }
@@ -269,7 +271,8 @@ conf_input_equal(const struct conf_input *a, const struct conf_input *b)
 {
     return a->type == b->type && same_str(a->name, b->name) && same_str(a->listen, b->listen) &&
            same_str(a->path, b->path) && a->framing == b->framing && a->mode == b->mode &&
-           a->from_start == b->from_start && tls_equal(&a->tls, &b->tls);
+           a->from_start == b->from_start && tls_equal(&a->tls, &b->tls) &&
+           snmptrap_conf_equal(a->snmp, b->snmp);
 }
 
 bool
@@ -315,6 +318,7 @@ conf_input_copy(struct conf_input *dst, const struct conf_input *src)
     dst->listen = dup_or_null(src->listen);
     dst->path = dup_or_null(src->path);
     dst->position_file = dup_or_null(src->position_file);
+    dst->snmp = snmptrap_conf_copy(src->snmp);
     dst->name = src->name ? xstrdup(src->name) : input_default_name(src);
 }
 
@@ -326,6 +330,8 @@ conf_input_clear(struct conf_input *ci)
     free(ci->path);
     free(ci->position_file);
     conf_tls_clear(&ci->tls);
+    snmptrap_conf_free(ci->snmp);
+    ci->snmp = NULL;
     ci->name = ci->listen = ci->path = ci->position_file = NULL;
 }
 
@@ -651,12 +657,24 @@ read_input(struct reader *r, struct conf *c, const xmlNode *n)
         in = add_input(c, CONF_IN_TLS);
     else if (is(n, "file"))
         in = add_input(c, CONF_IN_FILE);
+    else if (is(n, "snmp-trap"))
+        in = add_input(c, CONF_IN_SNMP_TRAP);
     else
         in = add_input(c, CONF_IN_STDIN);
     in->line = (int)xmlGetLineNo(n);
     in->listen = attr(n, "listen");
     in->path = attr(n, "path");
-    if (in->listen) check_address(r, n, in->listen);
+    if (in->type == CONF_IN_SNMP_TRAP) {
+        /* net-snmp's transport address ("udp:HOST:PORT"), its problems at file:line */
+        struct buf e = BUF_INIT;
+        char *line, *save = NULL;
+        in->snmp = snmptrap_conf_read(n, &e);
+        for (line = e.len ? strtok_r(e.p, "\n", &save) : NULL; line;
+             line = strtok_r(NULL, "\n", &save))
+            error(r, n, "%s", line);
+        buf_free(&e);
+    } else if (in->listen)
+        check_address(r, n, in->listen);
     if (attr_is(n, "framing", "octet-counting")) in->framing = CONF_FRAMING_OCTET_COUNTING;
     if (attr_is(n, "framing", "newline")) in->framing = CONF_FRAMING_NEWLINE;
     in->from_start = attr_is(n, "from", "start");

@@ -19,6 +19,8 @@
 #define CONF_MESSAGE_SIZE_DEFAULT ((size_t)65536)
 #define CONF_MESSAGE_SIZE_MAX     ((size_t)1 << 30)
 
+struct snmptrap_conf;
+
 enum conf_input_type {
     CONF_IN_UDP,
     CONF_IN_TCP,
@@ -26,7 +28,8 @@ enum conf_input_type {
     CONF_IN_UNIX_STREAM,
     CONF_IN_FILE,
     CONF_IN_STDIN,
-    CONF_IN_TLS, /* TCP with TLS (RFC 5425) */
+    CONF_IN_TLS,       /* TCP with TLS (RFC 5425) */
+    CONF_IN_SNMP_TRAP, /* SNMP traps and informs (in_snmptrap.h) */
 };
 
 enum conf_framing { CONF_FRAMING_AUTO, CONF_FRAMING_OCTET_COUNTING, CONF_FRAMING_NEWLINE };
@@ -57,10 +60,11 @@ struct conf_input {
     char *listen; /* udp, tcp: host:port */
     char *path;   /* unix sockets, file */
     enum conf_framing framing;
-    uint32_t mode;       /* unix socket permissions */
-    bool from_start;     /* file: read a new file from its start (else from its end) */
-    char *position_file; /* file: where its read position is kept (never NULL for a file) */
-    struct conf_tls tls; /* tls */
+    uint32_t mode;              /* unix socket permissions */
+    bool from_start;            /* file: read a new file from its start (else from its end) */
+    char *position_file;        /* file: where its read position is kept (never NULL for a file) */
+    struct conf_tls tls;        /* tls */
+    struct snmptrap_conf *snmp; /* snmp-trap */
     int line;
 };
 

@@ -34,6 +34,7 @@
 #include "actions/executor.h"
 #include "actions/ipcserve.h"
 #include "actions/queueset.h"
+#include "agent/snmptrap_conf.h"
 #include "agent/control.h"
 #include "agent/dnscache.h"
 #include "agent/privsep.h"
@@ -904,6 +905,12 @@ check_only(struct daemon *d)
     }
     if (control_group_id(c, &cgid, &err) < 0) {
         fputs(buf_str(&err), stderr);
+        buf_reset(&err);
+        rc = 1;
+    }
+    /* the SNMPv3 trap users' password files, read as start-up reads them */
+    if (snmptrap_localize(c, &err) < 0) {
+        fputs(buf_str(&err), stderr);
         rc = 1;
     }
     if (rc == 0)
@@ -1338,6 +1345,13 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (getenv("RUNTIME_DIRECTORY")) d.runtime_dir = xstrdup(getenv("RUNTIME_DIRECTORY"));
     if (privsep_wanted(c, &privsep, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        conf_free(c);
+        rc = 1;
+        goto out;
+    }
+    /* SNMPv3 trap users: keys from their passwords here, before the engine process exists */
+    if (snmptrap_localize(c, &err) < 0) {
         fputs(buf_str(&err), stderr);
         conf_free(c);
         rc = 1;

@@ -67,6 +67,8 @@ struct input *in_unix_dgram_open(struct server *srv, uv_loop_t *loop, const stru
                                  const struct conf *conf, struct buf *err);
 struct input *in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
                            const struct conf *conf, struct buf *err);
+struct input *in_snmptrap_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+                               const struct conf *conf, struct buf *err);
 struct input *in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
                             const struct conf *conf, struct buf *err);
 

@@ -35,6 +35,7 @@ input_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     case CONF_IN_UNIX_DGRAM: in = in_unix_dgram_open(srv, loop, ci, conf, &e); break;
     case CONF_IN_FILE: in = in_file_open(srv, loop, ci, conf, &e); break;
     case CONF_IN_STDIN: in = in_stdin_open(srv, loop, ci, conf, &e); break;
+    case CONF_IN_SNMP_TRAP: in = in_snmptrap_open(srv, loop, ci, conf, &e); break;
     default: buf_printf(&e, "input %s: unknown type %d", ci->name ? ci->name : "?", (int)ci->type);
     }
     if (!in) {

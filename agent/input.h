@@ -16,6 +16,7 @@
 #include "engine/buf.h"
 #include "agent/conf.h"
 #include "agent/tls.h"
+#include "agent/in_snmptrap.h"
 
 struct server;
 struct input;
@@ -34,7 +35,9 @@ struct input_stats {
     uint64_t yields;      /* reads stopped for the rest of a loop iteration (in_stream.c) */
     /* datagrams the kernel dropped, its receive buffer full (UDP) */
     uint64_t kernel_drops;
-    uint64_t tls_failures[TLS_FAIL_N]; /* TLS handshakes that failed, by reason (tls.h) */
+    uint64_t tls_failures[TLS_FAIL_N];      /* TLS handshakes that failed, by reason (tls.h) */
+    uint64_t snmp_dropped[SNMPTRAP_DROP_N]; /* snmp-trap: datagrams dropped, by reason */
+    uint64_t snmp_informs;                  /* snmp-trap: informs answered */
 };
 
 /*

@@ -1110,6 +1110,8 @@ input_conflicts(const struct conf_input *old, const struct conf_input *ci, bool 
                (old->position_file && ci->position_file &&
                 strcmp(old->position_file, ci->position_file) == 0);
     case CONF_IN_STDIN: return true; /* there is one stdin */
+    case CONF_IN_SNMP_TRAP:
+        return failed && old->listen && ci->listen && strcmp(old->listen, ci->listen) == 0;
     }
     return false;
 }
@@ -2151,6 +2153,37 @@ m_tls_failures(struct buf *out, const struct metrics_desc *d, void *c)
                              output_get_stats(s->outputs[i])->tls_failures);
 }
 
+/* snmp-trap inputs: datagrams that became no message, per reason (in_snmptrap.h) */
+static void
+m_snmp_dropped(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    size_t i;
+    int r;
+
+    for (i = 0; i < s->ninputs; i++) {
+        if (input_conf(s->inputs[i])->type != CONF_IN_SNMP_TRAP) continue;
+        for (r = 0; r < SNMPTRAP_DROP_N; r++) {
+            buf_printf(out, "%s{input=\"", d->name);
+            metrics_label_value(out, input_name(s->inputs[i]));
+            buf_printf(out, "\",reason=\"%s\"} %llu\n", snmptrap_drop_name(r),
+                       (unsigned long long)input_get_stats(s->inputs[i])->snmp_dropped[r]);
+        }
+    }
+}
+
+static void
+m_snmp_informs(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    size_t i;
+
+    for (i = 0; i < s->ninputs; i++)
+        if (input_conf(s->inputs[i])->type == CONF_IN_SNMP_TRAP)
+            metrics_sample(out, d->name, "input", input_name(s->inputs[i]),
+                           input_get_stats(s->inputs[i])->snmp_informs);
+}
+
 #define RULE(member)     .series = m_per_rule, F(struct corr_rule_stats, member)
 #define INPUT(member)    .series = m_per_input, F(struct input_stats, member)
 #define OUTPUT(member)   .series = m_per_output, F(struct output_stats, member)
@@ -2372,6 +2405,11 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_tls_handshake_failures_total", "counter",
      "TLS handshakes that failed, per TLS input or output and reason.", M_ALWAYS,
      .series = m_tls_failures},
+    {"corral_snmp_trap_dropped_total", "counter",
+     "SNMP datagrams that became no message, per snmp-trap input and reason.", M_ALWAYS,
+     .series = m_snmp_dropped},
+    {"corral_snmp_informs_answered_total", "counter", "Informs answered, per snmp-trap input.",
+     M_ALWAYS, .series = m_snmp_informs},
     {"corral_output_written_total", "counter", "Messages written, per output.", M_ALWAYS,
      OUTPUT(written)},
     {"corral_output_dropped_total", "counter", "Messages dropped, per output.", M_ALWAYS,

@@ -4,8 +4,10 @@
  * NAME=value form by default, one JSON object a message with --json (a
  * stable contract, see json.h), or a template with -T.  A file is replayed
  * on -j threads by the parallel pipeline (engine/pipeline.h), with the
- * output of one thread; -j 1 (and --dry-run, whose executors render on one thread)
- * runs corr directly.
+ * output of one thread; -j 1 (and --dry-run, whose executors render on one
+ * thread) runs corr directly.  --snmptrapd replays a file of SNMP traps in
+ * snmptrapd's output (the -F format of corral(1)), each converted to the
+ * line the daemon's snmp-trap input makes of it (agent/snmptrap_fmt.h).
  */
 #include "tools/cmd.h"
 #include "agent/conf.h"
@@ -14,6 +16,7 @@
 #include "engine/corr.h"
 #include "actions/queue.h"
 #include "agent/route.h"
+#include "agent/snmptrap_fmt.h"
 #include "engine/json.h"
 #include "engine/par.h"
 #include "engine/pipeline.h"
@@ -46,6 +49,7 @@ struct matcher {
     struct corr *corr;
     struct conf *conf; /* -c: its rules (without -r) and correlation limits */
     struct dryrun *dry;
+    FILE *traps;       /* --snmptrapd: the file converted (convert_traps), read instead */
     bool failed;       /* writing output failed */
     int64_t fixed_now; /* --now, in ms; 0: the real clock */
     uint64_t line_ms;  /* the receive time of the message in hand, in ms; 0: none */
@@ -458,10 +462,64 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
     return rc;
 }
 
+/*
+ * The records of snmptrapd's output in path, as the snmp-trap input's
+ * lines, in a temporary file: read by match_file like a syslog file.  A
+ * record that does not read is reported at path:line and skipped (*bad).
+ */
+static FILE *
+convert_traps(const char *path, const char *mibs, bool *bad)
+{
+    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r"), *out;
+    struct buf err = BUF_INIT, line = BUF_INIT;
+    char *rec = NULL;
+    size_t cap = 0, lineno = 0;
+    ssize_t n;
+
+    if (!in) {
+        cmd_error("match", "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (snmptrap_fmt_init(mibs, &err) < 0 || !(out = tmpfile())) {
+        cmd_error("match", "%s", err.len ? buf_str(&err) : strerror(errno));
+        buf_free(&err);
+        if (in != stdin) fclose(in);
+        return NULL;
+    }
+    while ((n = getline(&rec, &cap, in)) >= 0) {
+        const char *host = NULL, *source = NULL;
+        netsnmp_pdu *pdu;
+        lineno++;
+        while (n > 0 && (rec[n - 1] == '\n' || rec[n - 1] == '\r')) rec[--n] = '\0';
+        /* snmptrapd's own lines in the same log ("NET-SNMP version ..."): not traps */
+        if (n == 0 || !strchr(rec, '\t')) continue;
+        buf_reset(&err);
+        if (!(pdu = snmptrap_fmt_parse_record(rec, &host, &source, &err))) {
+            fprintf(stderr, "%s:%zu: %s\n", path, lineno, buf_str(&err));
+            *bad = true;
+            continue;
+        }
+        {
+            struct snmptrap_origin o = {host && *host ? host : "-", source, 16 * 8 + 5};
+            buf_reset(&line);
+            snmptrap_fmt_line(&line, pdu, &o);
+            buf_putc(&line, '\n');
+            fwrite(line.p, 1, line.len, out);
+        }
+        snmp_free_pdu(pdu);
+    }
+    free(rec);
+    buf_free(&err);
+    buf_free(&line);
+    if (in != stdin) fclose(in);
+    rewind(out);
+    return out;
+}
+
 static int
 match_file(struct matcher *mt, const char *path, bool keep_open, struct corr_stats *stats)
 {
-    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    FILE *in = mt->traps ? mt->traps : strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     struct msg *m = msg_new();
     struct msg_time now;
     struct syslogfmt_opts opts = {NULL};
@@ -547,6 +605,11 @@ usage(FILE *out)
           "  -P, --program NAME     program of the single message\n"
           "  -M, --message TEXT     text of the single message\n"
           "  -f, --file LOG         classify every line of a syslog file ('-': stdin)\n"
+          "      --snmptrapd        the file (-f) holds SNMP traps as snmptrapd writes them\n"
+          "                         with the -F format of corral(1), converted as corrald's\n"
+          "                         snmp-trap input converts traps\n"
+          "      --mibs DIRS        MIB directories for --snmptrapd (colon separated;\n"
+          "                         default: the system's)\n"
           "  -j, --jobs N           replay the file on N threads, with the output of one\n"
           "                         (default: the number of processors; 1: one thread)\n"
           "      --json             one JSON object a message\n"
@@ -576,13 +639,15 @@ cmd_match(int argc, char **argv)
         {"template", required_argument, NULL, 'T'}, {"keep-open", no_argument, NULL, 'k'},
         {"now", required_argument, NULL, 'n'},      {"config", required_argument, NULL, 'c'},
         {"dry-run", no_argument, NULL, 'd'},        {"stats", no_argument, NULL, 's'},
+        {"snmptrapd", no_argument, NULL, 'S'},      {"mibs", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     char **rules = xcalloc((size_t)argc, sizeof(char *));
     const char *program = NULL, *message = NULL, *file = NULL, *template_src = NULL;
     struct matcher mt = {.format = FMT_PAIRS, .fp = stdout};
     int nrules = 0, c, rc = 0;
-    bool keep_open = false, dry_run = false, stats = false;
+    bool keep_open = false, dry_run = false, stats = false, snmptrapd = false, bad_traps = false;
+    const char *mibs = NULL;
     const char *config = NULL;
     struct corr_opts copts = {0};
     struct corr_stats cs = {0};
@@ -612,6 +677,8 @@ cmd_match(int argc, char **argv)
             mt.format = FMT_TEMPLATE;
             break;
         case 'k': keep_open = true; break;
+        case 'S': snmptrapd = true; break;
+        case 'm': mibs = optarg; break;
         case 'c': config = optarg; break;
         case 'd': dry_run = true; break;
         case 's': stats = true; break;
@@ -664,7 +731,8 @@ cmd_match(int argc, char **argv)
                 rules[nrules++] = mt.conf->rules[i];
         }
     }
-    if (nrules == 0 || (!file && !message) || (file && (message || program))) {
+    if (nrules == 0 || (!file && !message) || (file && (message || program)) ||
+        (snmptrapd && !file)) {
         usage(stderr);
         free(rules);
         dryrun_close(mt.dry);
@@ -715,8 +783,11 @@ cmd_match(int argc, char **argv)
         conf_corr_limits(mt.conf, &copts);
     }
     mt.corr = corr_new(mt.db, &copts);
-    if (file) {
+    if (file && snmptrapd && !(mt.traps = convert_traps(file, mibs, &bad_traps))) {
+        rc = 1;
+    } else if (file) {
         rc = match_file(&mt, file, keep_open, &cs);
+        if (bad_traps) rc = 1;
     } else {
         struct msg *m = msg_new();
         struct msg_time t = single_message_time(&mt);

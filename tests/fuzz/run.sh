@@ -19,7 +19,7 @@ engine=$(ls "$src"/engine/*.c)
 mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing" \
     "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool" \
     "$out/corpus-state" "$out/corpus-conf" "$out/corpus-labelmatch" "$out/corpus-deadletter" \
-    "$out/corpus-ipc" "$out/corpus-alerts_store" "$out/corpus-silences"
+    "$out/corpus-ipc" "$out/corpus-alerts_store" "$out/corpus-silences" "$out/corpus-snmptrap"
 printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
@@ -136,8 +136,40 @@ printf '@IPv6:a@:@NUMBER:p@\0@MACADDR:m@ @LLADDR:l:3@ @EMAIL:e:<>@ @HOSTNAME:h@\
 printf '{HOST="web1", rule_id=~"corral\\\\.sshd\\\\..*", MESSAGE!~"a|b"}' > "$out/corpus-labelmatch/seed1"
 printf 'MESSAGE="a, \\"b\\" c\\\\",HOST!=web2' > "$out/corpus-labelmatch/seed2"
 
+# SNMP datagrams (BER): a v1 trap, a v2c trap and a v2c inform with varbinds of every type
+python3 - "$out/corpus-snmptrap" <<'PY' || true
+import sys
+def tlv(t, b):
+    n = len(b)
+    l = bytes([n]) if n < 128 else (b"\x81" + bytes([n]) if n < 256 else b"\x82" + n.to_bytes(2, "big"))
+    return bytes([t]) + l + b
+def num(t, v): return tlv(t, v.to_bytes(max(1, (v.bit_length() + 8) // 8), "big", signed=True))
+def oid(s):
+    p = [int(x) for x in s.strip(".").split(".")]
+    out = bytes([p[0] * 40 + p[1]])
+    for x in p[2:]:
+        e = [x & 0x7f]; x >>= 7
+        while x: e.insert(0, 0x80 | (x & 0x7f)); x >>= 7
+        out += bytes(e)
+    return tlv(6, out)
+def vb(o, v): return tlv(0x30, oid(o) + v)
+vbs = tlv(0x30, vb(".1.3.6.1.2.1.1.3.0", num(0x43, 42)) + vb(".1.3.6.1.6.3.1.1.4.1.0", oid(".1.3.6.1.6.3.1.1.5.3")) +
+          vb(".1.3.6.1.2.1.2.2.1.1.3", num(2, 3)) + vb(".1.3.6.1.2.1.2.2.1.8.3", num(2, 2)) +
+          vb(".1.3.6.1.2.1.2.2.1.2.3", tlv(4, b"ge 0/0/1 \"x\"=\\]")) + vb(".1.3.6.1.4.1.99999.1.5.0", tlv(4, b"\x00\x1a\xff")) +
+          vb(".1.3.6.1.4.1.99999.1.1.0", tlv(0x40, b"\x0a\x00\x00\x01")) + vb(".1.3.6.1.4.1.99999.1.2.0", num(0x41, 77)) +
+          vb(".1.3.6.1.4.1.99999.1.6.0", oid(".1.3.6.1.6.3.1.1.5.4")) + vb(".1.3.6.1.4.1.99999.1.8.0", num(0x46, 2**40)))
+def msg(ver, pdu): return tlv(0x30, num(2, ver) + tlv(4, b"public") + pdu)
+d = sys.argv[1]
+open(d + "/v2c-trap", "wb").write(msg(1, tlv(0xa7, num(2, 1) + num(2, 0) + num(2, 0) + vbs)))
+open(d + "/v2c-inform", "wb").write(msg(1, tlv(0xa6, num(2, 2) + num(2, 0) + num(2, 0) + vbs)))
+v1 = tlv(0xa4, oid(".1.3.6.1.4.1.99999") + tlv(0x40, b"\x0a\x09\x09\x09") + num(2, 6) + num(2, 1) + num(0x43, 66) +
+         tlv(0x30, vb(".1.3.6.1.4.1.99999.1.7.0", num(2, 2))))
+open(d + "/v1-trap", "wb").write(msg(0, v1))
+PY
+export FUZZ_MIBS="$src/tests/data/mibs"
+
 status=0
-for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store silences}; do
+for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store silences snmptrap}; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="$src/agent/framer.c"
@@ -147,7 +179,8 @@ for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool s
     [ "$h" = deadletter ] && extra="$src/actions/deadletter.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = alerts_store ] && extra="$src/agent/alerts.c $src/agent/silences.c $(pkg-config --cflags libuv) $(pkg-config --cflags --libs jansson)"
     [ "$h" = silences ] && extra="$src/agent/silences.c $(pkg-config --cflags --libs jansson)"
-    [ "$h" = conf ] && extra="$src/agent/conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv)"
+    [ "$h" = conf ] && extra="$src/agent/conf.c $src/agent/snmptrap_conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv) $(net-snmp-config --libs)"
+    [ "$h" = snmptrap ] && extra="$src/agent/snmptrap_fmt.c $(net-snmp-config --libs)"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
     echo "== fuzz_$h: running ${seconds}s"
     if ! (cd "$out" && "./fuzz_$h" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
