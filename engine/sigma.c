@@ -29,7 +29,7 @@
 /* A rule file larger than this is refused unread. */
 #define MAX_FILE (4u << 20)
 /* Most values one field may list, selections one rule may have (bounds for hostile input). */
-#define MAX_VALUES 4096
+#define MAX_VALUES 65536
 #define MAX_DETS   512
 
 enum shape { S_EXACT, S_PREFIX, S_SUFFIX, S_CONTAINS, S_GLOB };

@@ -4,7 +4,9 @@
 # with the label contract that an exec executor receives, for a failed root
 # login from outside 10.0.0.0/8 and not for one from inside.  corrald -t
 # names a refused rule with file:line and the reason and starts with the
-# others; a broken mapping file fails with file:line.
+# others; a broken mapping file fails with file:line.  corral test replays
+# tests/data/sigma/sigma.scenario (SigmaHQ rules and lines that must and
+# must not raise alerts).
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 [ -x "$CORRALD" ] || { echo "skipped: $CORRALD not built"; exit 77; }
@@ -37,6 +39,12 @@ sed "s|mapping=\"[^\"]*\"|mapping=\"$WORK/badmap.yml\"|" "$WORK/check.conf" > "$
 grep -q "badmap.yml:2: logsources: unknown facility 'nowhere'" "$WORK/badmap.out" ||
     fail "no file:line for the bad mapping: $(cat "$WORK/badmap.out")"
 echo "ok: a refused Sigma rule is named with file:line, a bad mapping fails with file:line"
+
+# ---- corral test: the scenario of positive and negative lines ----
+"$CORRAL" test "$top_srcdir/tests/data/sigma/sigma.scenario" > "$WORK/test.out" 2>&1 ||
+    fail "corral test failed the Sigma scenario: $(cat "$WORK/test.out")"
+grep -q "^1 passed, 0 failed" "$WORK/test.out" || fail "$(cat "$WORK/test.out")"
+echo "ok: corral test replays the Sigma scenario"
 
 # ---- an alert to an exec executor ----
 cat > "$WORK/hook.sh" <<SH
