@@ -46,6 +46,8 @@ struct sval {
     size_t plen;
     char *lit; /* S_PREFIX, S_SUFFIX, S_CONTAINS: the literal without its stars */
     size_t llen;
+    uint32_t lid;  /* S_CONTAINS found by the literal scan (see below): its id + 1; 0: searched */
+    uint32_t scan; /* the scan of the field, with lid */
     /* V_RE */
     pcre2_code *re;
     /* V_CIDR */
@@ -101,6 +103,10 @@ struct fmap {
 };
 
 struct sigma_impl {
+    uint32_t index; /* in the set */
+    /* gated: the rule cannot match unless the scan `gate` found one of its literals */
+    bool gated;
+    uint32_t gate;
     const struct lsmap *ls;
     size_t ls_index;
     struct sdet *dets;
@@ -113,9 +119,41 @@ struct sigma_impl {
     char *event;    /* sigma.ID */
 };
 
+/*
+ * The literal scan: every case-insensitive |contains literal of 3 bytes or
+ * more (keywords included) is found in one pass over its field, whatever
+ * the number of rules: each position's 3 lower-case bytes are looked up in
+ * a bit set and, on a hit, in a hash table of the literals that start with
+ * them, which are then compared.  A rule whose condition cannot hold unless
+ * one of its literals occurs (sigma_cond_eval3) is skipped without being
+ * evaluated when none did.
+ */
+struct lit {
+    char *s; /* lower case */
+    uint32_t len;
+    uint32_t next;   /* the next literal with the same first 3 bytes; UINT32_MAX: none */
+    uint32_t *rules; /* gated rules with this literal */
+    uint32_t nrules;
+};
+
+struct scan {
+    nv_handle h;
+    uint32_t *keys;  /* 3-byte key + 1; 0: empty slot */
+    uint32_t *heads; /* the first literal of a key */
+    uint32_t cap, n;
+    bool gates;          /* some rule is gated on it: scanned first for every message */
+    uint64_t bits[1024]; /* 65,536 bits: a hash of each key */
+};
+
 struct sigma {
+    struct lit *lits;
+    size_t nlits, caplits;
+    struct scan *scans;
+    size_t nscans;
     struct sigma_rule **rules;
     size_t nrules, caprules;
+    uint32_t *ungated; /* the rules evaluated for every message their logsource holds for */
+    size_t nungated, capungated;
     size_t nrefused;
     struct lsmap *ls;
     size_t nls;
@@ -129,6 +167,15 @@ struct sigma {
 };
 
 struct sigma_scratch {
+    const struct sigma *s;
+    const struct msg *m;
+    uint32_t gen;       /* this message's number: the arrays below hold it where set for it */
+    uint32_t *lit_gen;  /* literal found */
+    uint32_t *scan_gen; /* scan done */
+    uint32_t *rule_gen; /* gated rule with a literal found */
+    size_t nlit, nscan, nrule;
+    uint32_t *cand; /* gated rules a literal of which was found in this message */
+    size_t ncand, capcand;
     pcre2_match_data *md;
     signed char *ls; /* per logsource: -1 not known yet for this message, 0, 1 */
     size_t nls;
@@ -618,10 +665,91 @@ add_val(struct sfield *f, struct sval *v)
     f->vals[f->nvals++] = *v;
 }
 
+static uint32_t
+key3(const char *p)
+{
+    return (uint32_t)(unsigned char)p[0] << 16 | (uint32_t)(unsigned char)p[1] << 8 |
+           (unsigned char)p[2];
+}
+
+static uint32_t
+key_hash(uint32_t k)
+{
+    return (k * 0x9e3779b1u) >> 16;
+}
+
+/* The slot of key k in the scan's table (its own, or the empty one it would take). */
+static uint32_t
+slot_of(const struct scan *sc, uint32_t k)
+{
+    uint32_t i = key_hash(k) & (sc->cap - 1);
+
+    while (sc->keys[i] && sc->keys[i] != k + 1) i = (i + 1) & (sc->cap - 1);
+    return i;
+}
+
+static void
+scan_grow(struct scan *sc)
+{
+    uint32_t *keys = sc->keys, *heads = sc->heads, cap = sc->cap, i;
+
+    sc->cap = cap ? cap * 2 : 64;
+    sc->keys = xcalloc(sc->cap, sizeof(*sc->keys));
+    sc->heads = xcalloc(sc->cap, sizeof(*sc->heads));
+    for (i = 0; i < cap; i++) {
+        uint32_t j;
+        if (!keys[i]) continue;
+        j = slot_of(sc, keys[i] - 1);
+        sc->keys[j] = keys[i];
+        sc->heads[j] = heads[i];
+    }
+    free(keys);
+    free(heads);
+}
+
+/* The id of literal p (lower case, 3 bytes or more) in the scan of field h, added if new. */
+static uint32_t
+lit_register(struct sigma *s, nv_handle h, const char *p, size_t len, uint32_t *scan)
+{
+    struct scan *sc;
+    uint32_t i, k = key3(p), slot, id;
+
+    for (i = 0; i < s->nscans; i++)
+        if (s->scans[i].h == h) break;
+    if (i == s->nscans) {
+        s->scans = xrealloc(s->scans, (s->nscans + 1) * sizeof(*s->scans));
+        memset(&s->scans[s->nscans], 0, sizeof(*s->scans));
+        s->scans[s->nscans++].h = h;
+    }
+    *scan = i;
+    sc = &s->scans[i];
+    if (!sc->cap || (sc->n + 1) * 2 > sc->cap) scan_grow(sc);
+    slot = slot_of(sc, k);
+    if (sc->keys[slot])
+        for (id = sc->heads[slot]; id != UINT32_MAX; id = s->lits[id].next)
+            if (s->lits[id].len == len && memcmp(s->lits[id].s, p, len) == 0) return id;
+    s->lits = xgrow(s->lits, &s->caplits, s->nlits + 1, sizeof(*s->lits));
+    id = (uint32_t)s->nlits++;
+    s->lits[id].s = xmemdup(p, len);
+    s->lits[id].len = (uint32_t)len;
+    s->lits[id].rules = NULL;
+    s->lits[id].nrules = 0;
+    if (sc->keys[slot]) {
+        s->lits[id].next = sc->heads[slot];
+    } else {
+        s->lits[id].next = UINT32_MAX;
+        sc->keys[slot] = k + 1;
+        sc->n++;
+    }
+    sc->heads[slot] = id;
+    sc->bits[key_hash(k) >> 6 & 1023] |= 1ull << (key_hash(k) & 63);
+    return id;
+}
+
 /* One string variant (Sigma syntax, or a literal when literal is set) as a value of f. */
 static bool
-add_string(struct sfield *f, const char *v, size_t vlen, bool literal, unsigned m, uint32_t group,
-           struct refusal *r, int line)
+add_string(struct sigma *s, struct sfield *f, const char *v, size_t vlen, bool literal, unsigned m,
+           uint32_t group, struct refusal *r, int line)
 {
     struct sval sv = {0};
     struct buf b = {0};
@@ -645,6 +773,8 @@ add_string(struct sfield *f, const char *v, size_t vlen, bool literal, unsigned 
     sv.plen = b.len;
     sv.pat = b.p ? b.p : xstrdup("");
     shape_value(&sv);
+    if (sv.shape == S_CONTAINS && !sv.cased && sv.llen >= 3)
+        sv.lid = lit_register(s, f->h, sv.lit, sv.llen, &sv.scan) + 1;
     add_val(f, &sv);
     return true;
 }
@@ -667,7 +797,8 @@ unescape_plain(const char *v, struct buf *out, struct refusal *r, int line)
 }
 
 static bool
-add_base64(struct sfield *f, const char *v, unsigned m, uint32_t group, struct refusal *r, int line)
+add_base64(struct sigma *s, struct sfield *f, const char *v, unsigned m, uint32_t group,
+           struct refusal *r, int line)
 {
     struct buf plain = {0}, enc = {0};
     bool ok = unescape_plain(v, &plain, r, line);
@@ -677,7 +808,7 @@ add_base64(struct sfield *f, const char *v, unsigned m, uint32_t group, struct r
     mm |= M_CASED; /* base64 is case-sensitive by nature */
     if (ok && !(m & M_B64OFF)) {
         base64_encode(&enc, plain.p ? plain.p : "", plain.len);
-        ok = add_string(f, enc.p ? enc.p : "", enc.len, true, mm, group, r, line);
+        ok = add_string(s, f, enc.p ? enc.p : "", enc.len, true, mm, group, r, line);
     }
     for (i = 0; ok && (m & M_B64OFF) && i < 3; i++) {
         static const size_t start[3] = {0, 2, 3};
@@ -690,7 +821,7 @@ add_base64(struct sfield *f, const char *v, unsigned m, uint32_t group, struct r
         base64_encode(&enc, in.p, in.len);
         buf_free(&in);
         e = enc.len > c ? enc.len - c : 0;
-        if (e > s0) ok = add_string(f, enc.p + s0, e - s0, true, mm, group, r, line);
+        if (e > s0) ok = add_string(s, f, enc.p + s0, e - s0, true, mm, group, r, line);
     }
     buf_free(&plain);
     buf_free(&enc);
@@ -699,8 +830,8 @@ add_base64(struct sfield *f, const char *v, unsigned m, uint32_t group, struct r
 
 /* The variants |windash stands for: a '-' or '/' starting a word as any of the dashes and '/'. */
 static bool
-add_windash(struct sfield *f, const char *v, unsigned m, uint32_t group, struct refusal *r,
-            int line)
+add_windash(struct sigma *s, struct sfield *f, const char *v, unsigned m, uint32_t group,
+            struct refusal *r, int line)
 {
     static const char *const dash[] = {"-", "/", "\xe2\x80\x93", "\xe2\x80\x94", "\xe2\x80\x95"};
     size_t k, i;
@@ -714,7 +845,7 @@ add_windash(struct sfield *f, const char *v, unsigned m, uint32_t group, struct 
             else
                 buf_append(&b, &v[i], 1);
         }
-        ok = add_string(f, buf_str(&b), b.len, false, m, group, r, line);
+        ok = add_string(s, f, buf_str(&b), b.len, false, m, group, r, line);
         buf_free(&b);
         if (!ok) return false;
     }
@@ -722,7 +853,7 @@ add_windash(struct sfield *f, const char *v, unsigned m, uint32_t group, struct 
 }
 
 static bool
-add_value(struct sfield *f, const yaml_node_t *n, unsigned m, struct refusal *r)
+add_value(struct sigma *s, struct sfield *f, const yaml_node_t *n, unsigned m, struct refusal *r)
 {
     struct sval sv = {0};
     int line = line_of(n);
@@ -805,9 +936,9 @@ add_value(struct sfield *f, const yaml_node_t *n, unsigned m, struct refusal *r)
         refuse(r, line, "'%s' is not a network in CIDR notation", v);
         return false;
     }
-    if (m & (M_B64 | M_B64OFF)) return add_base64(f, v, m, group, r, line);
-    if (m & M_WINDASH) return add_windash(f, v, m, group, r, line);
-    return add_string(f, v, strlen(v), false, m, group, r, line);
+    if (m & (M_B64 | M_B64OFF)) return add_base64(s, f, v, m, group, r, line);
+    if (m & M_WINDASH) return add_windash(s, f, v, m, group, r, line);
+    return add_string(s, f, v, strlen(v), false, m, group, r, line);
 }
 
 static void
@@ -838,8 +969,8 @@ map_field(const struct sigma *s, const struct lsmap *ls, const char *name, nv_ha
 
 /* One "Field|mod|mod: values" entry of a map. */
 static bool
-field_load(const struct sigma *s, const struct lsmap *ls, yaml_document_t *doc,
-           const yaml_node_t *k, const yaml_node_t *v, struct sfield *f, struct refusal *r)
+field_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const yaml_node_t *k,
+           const yaml_node_t *v, struct sfield *f, struct refusal *r)
 {
     char *key = xstrdup(scalar(k)), *bar = strchr(key, '|'), *tok, *save = NULL;
     unsigned m = 0;
@@ -887,9 +1018,9 @@ field_load(const struct sigma *s, const struct lsmap *ls, yaml_document_t *doc,
             ok = false;
         }
         for (it = v->data.sequence.items.start; ok && it < v->data.sequence.items.top; it++)
-            ok = add_value(f, yaml_document_get_node(doc, *it), m, r);
+            ok = add_value(s, f, yaml_document_get_node(doc, *it), m, r);
     } else if (ok) {
-        ok = add_value(f, v, m, r);
+        ok = add_value(s, f, v, m, r);
     }
     free(key);
     return ok;
@@ -905,8 +1036,8 @@ alt_free(struct salt *a)
 }
 
 static bool
-alt_load(const struct sigma *s, const struct lsmap *ls, yaml_document_t *doc,
-         const yaml_node_t *map, struct salt *a, struct refusal *r)
+alt_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const yaml_node_t *map,
+         struct salt *a, struct refusal *r)
 {
     yaml_node_pair_t *p;
 
@@ -933,7 +1064,7 @@ alt_load(const struct sigma *s, const struct lsmap *ls, yaml_document_t *doc,
 }
 
 static bool
-det_load(const struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const yaml_node_t *n,
+det_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const yaml_node_t *n,
          struct sdet *d, struct refusal *r)
 {
     if (n->type == YAML_MAPPING_NODE) {
@@ -974,7 +1105,8 @@ det_load(const struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, co
                     refuse(r, line_of(v), "more than %d keywords", MAX_VALUES);
                     return false;
                 }
-                if (!add_value(d->alts[kw].fields, v, is_null(v) ? 0 : M_CONTAINS, r)) return false;
+                if (!add_value(s, d->alts[kw].fields, v, is_null(v) ? 0 : M_CONTAINS, r))
+                    return false;
             } else {
                 refuse(r, line_of(v), "a selection list may hold maps or keywords only");
                 return false;
@@ -1076,8 +1208,8 @@ rule_logsource(const struct sigma *s, yaml_document_t *doc, const yaml_node_t *n
 }
 
 static bool
-rule_detection(const struct sigma *s, yaml_document_t *doc, const yaml_node_t *n,
-               struct sigma_impl *im, struct refusal *r)
+rule_detection(struct sigma *s, yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im,
+               struct refusal *r)
 {
     yaml_node_pair_t *p;
     yaml_node_t *cond = NULL;
@@ -1250,6 +1382,92 @@ fail:
     return NULL;
 }
 
+/* A field that matches only through literals of the scan: an OR of them (or |all of them). */
+static bool
+lits_only(const struct sfield *f)
+{
+    size_t i;
+
+    for (i = 0; i < f->nvals; i++)
+        if (!f->vals[i].lid) return false;
+    return f->nvals > 0;
+}
+
+/* The field of alternative a that gates it through scan sc, or NULL. */
+static const struct sfield *
+gate_field(const struct salt *a, uint32_t sc)
+{
+    size_t i;
+
+    for (i = 0; i < a->nfields; i++)
+        if (lits_only(&a->fields[i]) && a->fields[i].vals[0].scan == sc) return &a->fields[i];
+    return NULL;
+}
+
+/* Whether every alternative of selection d needs a literal of scan sc. */
+static bool
+sel_gated(const struct sdet *d, uint32_t sc)
+{
+    size_t a;
+
+    for (a = 0; a < d->nalts; a++)
+        if (!gate_field(&d->alts[a], sc)) return false;
+    return d->nalts > 0;
+}
+
+struct gate {
+    const struct sigma_impl *im;
+    uint32_t scan;
+};
+
+static enum sigma_tv
+gate_sel(void *arg, size_t i)
+{
+    struct gate *g = arg;
+
+    return sel_gated(&g->im->dets[i], g->scan) ? SIGMA_FALSE : SIGMA_UNKNOWN;
+}
+
+/*
+ * Gates rule r (index idx) on the literal scan when its condition is false
+ * with every selection that needs a literal of one scan false: then only a
+ * message in which one of those literals was found can match.
+ */
+static void
+gate_rule(struct sigma *s, struct sigma_rule *r, uint32_t idx)
+{
+    struct sigma_impl *im = r->impl;
+    struct gate g = {im, 0};
+    size_t i, a, k;
+    bool any = false;
+
+    im->index = idx;
+    /* the scan of the first literal of the rule's first gated-looking field */
+    for (i = 0; i < im->ndets && !any; i++)
+        for (a = 0; a < im->dets[i].nalts && !any; a++)
+            for (k = 0; k < im->dets[i].alts[a].nfields && !any; k++)
+                if (lits_only(&im->dets[i].alts[a].fields[k])) {
+                    g.scan = im->dets[i].alts[a].fields[k].vals[0].scan;
+                    any = true;
+                }
+    if (!any || sigma_cond_eval3(im->cond, gate_sel, &g) != SIGMA_FALSE) return;
+    im->gated = true;
+    im->gate = g.scan;
+    s->scans[g.scan].gates = true;
+    for (i = 0; i < im->ndets; i++) {
+        if (!sel_gated(&im->dets[i], g.scan)) continue;
+        for (a = 0; a < im->dets[i].nalts; a++) {
+            const struct sfield *f = gate_field(&im->dets[i].alts[a], g.scan);
+            for (k = 0; k < f->nvals; k++) {
+                struct lit *l = &s->lits[f->vals[k].lid - 1];
+                if (l->nrules && l->rules[l->nrules - 1] == idx) continue;
+                l->rules = xrealloc(l->rules, (l->nrules + 1) * sizeof(*l->rules));
+                l->rules[l->nrules++] = idx;
+            }
+        }
+    }
+}
+
 int
 sigma_load_memory(struct sigma *s, const char *name, const char *text, size_t len)
 {
@@ -1289,6 +1507,12 @@ sigma_load_memory(struct sigma *s, const char *name, const char *text, size_t le
         }
         if (rule) {
             s->rules = xgrow(s->rules, &s->caprules, s->nrules + 1, sizeof(*s->rules));
+            gate_rule(s, rule, (uint32_t)s->nrules);
+            if (!rule->impl->gated) {
+                s->ungated =
+                    xgrow(s->ungated, &s->capungated, s->nungated + 1, sizeof(*s->ungated));
+                s->ungated[s->nungated++] = (uint32_t)s->nrules;
+            }
             s->rules[s->nrules++] = rule;
         } else {
             diag(s, SIGMA_WARNING, name, r.line, "sigma rule refused: %s", r.text);
@@ -1387,6 +1611,17 @@ sigma_free(struct sigma *s)
     size_t i;
 
     if (!s) return;
+    for (i = 0; i < s->nlits; i++) {
+        free(s->lits[i].s);
+        free(s->lits[i].rules);
+    }
+    free(s->lits);
+    for (i = 0; i < s->nscans; i++) {
+        free(s->scans[i].keys);
+        free(s->scans[i].heads);
+    }
+    free(s->scans);
+    free(s->ungated);
     for (i = 0; i < s->nrules; i++) rule_free(s->rules[i]);
     free(s->rules);
     for (i = 0; i < s->nls; i++) ls_free(&s->ls[i]);
@@ -1434,6 +1669,10 @@ sigma_scratch_free(struct sigma_scratch *sc)
     if (!sc) return;
     pcre2_match_data_free(sc->md);
     free(sc->ls);
+    free(sc->lit_gen);
+    free(sc->scan_gen);
+    free(sc->rule_gen);
+    free(sc->cand);
     free(sc);
 }
 
@@ -1504,6 +1743,42 @@ glob(const char *p, size_t pn, const char *s, size_t sn, bool cased)
     return pi == pn;
 }
 
+/* Finds every literal of scan i in its field of the message: one pass, see struct scan. */
+static void
+do_scan(struct sigma_scratch *sc, uint32_t i)
+{
+    const struct sigma *s = sc->s;
+    const struct scan *t = &s->scans[i];
+    const char *v;
+    size_t n = 0, p;
+    uint32_t gen = sc->gen;
+
+    sc->scan_gen[i] = gen;
+    v = msg_get(sc->m, t->h, &n);
+    if (!v || n < 3) return;
+    for (p = 0; p + 3 <= n; p++) {
+        uint32_t k = (uint32_t)lower((unsigned char)v[p]) << 16 |
+                     (uint32_t)lower((unsigned char)v[p + 1]) << 8 | lower((unsigned char)v[p + 2]);
+        uint32_t hb = key_hash(k), slot, id;
+        if (!(t->bits[hb >> 6 & 1023] >> (hb & 63) & 1)) continue;
+        slot = slot_of(t, k);
+        if (!t->keys[slot]) continue;
+        for (id = t->heads[slot]; id != UINT32_MAX; id = s->lits[id].next) {
+            const struct lit *l = &s->lits[id];
+            uint32_t r;
+            if (sc->lit_gen[id] == gen || p + l->len > n || !eq(v + p, l->s, l->len, false))
+                continue;
+            sc->lit_gen[id] = gen;
+            for (r = 0; r < l->nrules; r++) {
+                if (sc->rule_gen[l->rules[r]] == gen) continue;
+                sc->rule_gen[l->rules[r]] = gen;
+                sc->cand = xgrow(sc->cand, &sc->capcand, sc->ncand + 1, sizeof(*sc->cand));
+                sc->cand[sc->ncand++] = l->rules[r];
+            }
+        }
+    }
+}
+
 static bool
 val_match(const struct sval *v, const char *s, size_t n, struct sigma_scratch *sc)
 {
@@ -1519,7 +1794,12 @@ val_match(const struct sval *v, const char *s, size_t n, struct sigma_scratch *s
         case S_EXACT: return n == v->llen && eq(s, v->lit, n, v->cased);
         case S_PREFIX: return n >= v->llen && eq(s, v->lit, v->llen, v->cased);
         case S_SUFFIX: return n >= v->llen && eq(s + n - v->llen, v->lit, v->llen, v->cased);
-        case S_CONTAINS: return find(s, n, v->lit, v->llen, v->cased);
+        case S_CONTAINS:
+            if (v->lid) {
+                if (sc->scan_gen[v->scan] != sc->gen) do_scan(sc, v->scan);
+                return sc->lit_gen[v->lid - 1] == sc->gen;
+            }
+            return find(s, n, v->lit, v->llen, v->cased);
         case S_GLOB: return glob(v->pat, v->plen, s, n, v->cased);
         }
         return false;
@@ -1628,12 +1908,29 @@ ls_match(const struct lsmap *l, const struct msg *m)
     return true;
 }
 
+static int
+idx_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static void
+grow_gens(uint32_t **a, size_t *n, size_t want)
+{
+    if (*n >= want) return;
+    *a = xrealloc(*a, want * sizeof(**a));
+    memset(*a + *n, 0, (want - *n) * sizeof(**a));
+    *n = want;
+}
+
 size_t
 sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc,
             void (*fn)(void *arg, const struct sigma_rule *r), void *arg)
 {
     struct eval e = {NULL, m, sc};
-    size_t i, hits = 0;
+    size_t i, u, g, hits = 0;
 
     if (!s->nrules) return 0;
     if (sc->nls < s->nls) {
@@ -1641,9 +1938,32 @@ sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc
         sc->nls = s->nls;
     }
     memset(sc->ls, -1, s->nls);
-    for (i = 0; i < s->nrules; i++) {
-        const struct sigma_rule *r = s->rules[i];
-        signed char *ls = &sc->ls[r->impl->ls_index];
+    grow_gens(&sc->lit_gen, &sc->nlit, s->nlits);
+    grow_gens(&sc->scan_gen, &sc->nscan, s->nscans);
+    grow_gens(&sc->rule_gen, &sc->nrule, s->nrules);
+    sc->s = s;
+    sc->m = m;
+    if (++sc->gen == 0) { /* wrapped: what held an old number must not look current */
+        memset(sc->lit_gen, 0, sc->nlit * sizeof(*sc->lit_gen));
+        memset(sc->scan_gen, 0, sc->nscan * sizeof(*sc->scan_gen));
+        memset(sc->rule_gen, 0, sc->nrule * sizeof(*sc->rule_gen));
+        sc->gen = 1;
+    }
+    /* the gating scans first: they list the gated rules worth evaluating */
+    sc->ncand = 0;
+    for (i = 0; i < s->nscans; i++)
+        if (s->scans[i].gates) do_scan(sc, (uint32_t)i);
+    if (sc->ncand > 1) qsort(sc->cand, sc->ncand, sizeof(*sc->cand), idx_cmp);
+    /* those and the ungated rules, merged in load order */
+    for (u = 0, g = 0; u < s->nungated || g < sc->ncand;) {
+        const struct sigma_rule *r;
+        signed char *ls;
+        if (g == sc->ncand || (u < s->nungated && s->ungated[u] < sc->cand[g]))
+            i = s->ungated[u++];
+        else
+            i = sc->cand[g++];
+        r = s->rules[i];
+        ls = &sc->ls[r->impl->ls_index];
         if (*ls < 0) *ls = ls_match(r->impl->ls, m);
         if (!*ls) continue;
         e.im = r->impl;

@@ -357,6 +357,55 @@ sigma_cond_eval(const struct sigma_cond *c, bool (*sel)(void *arg, size_t i), vo
     return eval(c, c->root, sel, arg);
 }
 
+static enum sigma_tv
+tv_not(enum sigma_tv a)
+{
+    return a == SIGMA_UNKNOWN ? a : a == SIGMA_TRUE ? SIGMA_FALSE : SIGMA_TRUE;
+}
+
+static enum sigma_tv
+tv_and(enum sigma_tv a, enum sigma_tv b)
+{
+    if (a == SIGMA_FALSE || b == SIGMA_FALSE) return SIGMA_FALSE;
+    return a == SIGMA_TRUE && b == SIGMA_TRUE ? SIGMA_TRUE : SIGMA_UNKNOWN;
+}
+
+static enum sigma_tv
+tv_or(enum sigma_tv a, enum sigma_tv b)
+{
+    return tv_not(tv_and(tv_not(a), tv_not(b)));
+}
+
+static enum sigma_tv
+eval3(const struct sigma_cond *c, uint32_t i, enum sigma_tv (*sel)(void *, size_t), void *arg)
+{
+    const struct node *n = &c->nodes[i];
+    enum sigma_tv acc;
+    uint32_t k, t = 0, u = 0;
+
+    switch (n->kind) {
+    case N_SEL: return sel(arg, n->a);
+    case N_NOT: return tv_not(eval3(c, n->a, sel, arg));
+    case N_AND: return tv_and(eval3(c, n->a, sel, arg), eval3(c, n->b, sel, arg));
+    case N_OR: return tv_or(eval3(c, n->a, sel, arg), eval3(c, n->b, sel, arg));
+    case N_OF:
+        for (k = 0; k < n->n; k++) {
+            acc = sel(arg, c->ids[n->off + k]);
+            t += acc == SIGMA_TRUE;
+            u += acc == SIGMA_UNKNOWN;
+        }
+        if (!n->need) return t == n->n ? SIGMA_TRUE : t + u == n->n ? SIGMA_UNKNOWN : SIGMA_FALSE;
+        return t >= n->need ? SIGMA_TRUE : t + u >= n->need ? SIGMA_UNKNOWN : SIGMA_FALSE;
+    }
+    return SIGMA_UNKNOWN;
+}
+
+enum sigma_tv
+sigma_cond_eval3(const struct sigma_cond *c, enum sigma_tv (*sel)(void *arg, size_t i), void *arg)
+{
+    return eval3(c, c->root, sel, arg);
+}
+
 bool
 sigma_cond_uses(const struct sigma_cond *c, size_t id)
 {

@@ -40,6 +40,17 @@ void sigma_cond_free(struct sigma_cond *c);
 /* Whether the condition holds, sel(arg, i) telling whether identifier i matched. */
 bool sigma_cond_eval(const struct sigma_cond *c, bool (*sel)(void *arg, size_t i), void *arg);
 
+/*
+ * The condition in three-valued logic (Kleene's): sel(arg, i) says
+ * SIGMA_FALSE, SIGMA_TRUE or SIGMA_UNKNOWN of identifier i.  The loader
+ * asks whether a rule can hold while none of its literal selections does
+ * (those false, the others unknown): when not, a message without any of
+ * their literals need not be evaluated.
+ */
+enum sigma_tv { SIGMA_FALSE, SIGMA_TRUE, SIGMA_UNKNOWN };
+enum sigma_tv sigma_cond_eval3(const struct sigma_cond *c,
+                               enum sigma_tv (*sel)(void *arg, size_t i), void *arg);
+
 /* Whether identifier i occurs in the condition (directly or through a pattern). */
 bool sigma_cond_uses(const struct sigma_cond *c, size_t i);
 
