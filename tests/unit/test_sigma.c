@@ -447,6 +447,60 @@ START_TEST(test_alert_through_corr)
 }
 END_TEST
 
+static void
+note_hit(void *arg, const struct sigma_rule *r)
+{
+    *(unsigned *)arg |= 1u << (r->id[1] - '0');
+}
+
+/* Which rules r0..r5 of the set match MESSAGE text (with a = a_value): bit i for ri. */
+static unsigned
+hits(const struct sigma *s, struct sigma_scratch *sc, const char *text, const char *a_value)
+{
+    struct msg *m = mk("a=", NULL);
+    unsigned got = 0;
+
+    msg_set(m, NV_MESSAGE, text, strlen(text));
+    msg_set(m, nv_intern_str("a"), a_value, strlen(a_value));
+    sigma_match(s, m, sc, note_hit, &got);
+    msg_unref(m);
+    return got;
+}
+
+#define KW(id, det, cond)                                                                          \
+    "title: t\nid: " id "\nlogsource:\n  product: linux\ndetection:\n" det "  condition: " cond    \
+    "\n---\n"
+
+START_TEST(test_literal_scan)
+{
+    /* literals shared between rules, overlapping, at either end, in a negated selection, on
+     * another field, and with |all; every message is checked against every rule */
+    const char *rules =
+        KW("r0", "  kw:\n    - abc\n    - xyz\n", "kw") KW("r1", "  kw:\n    - abcd\n", "kw")
+            KW("r2", "  sel:\n    a: 1\n  filter:\n    - abc\n", "sel and not filter")
+                KW("r3", "  sel:\n    a|contains: abc\n", "sel")
+                    KW("r4", "  kw:\n    '|all':\n      - abc\n      - 'b*z'\n", "kw")
+                        KW("r5", "  kw:\n    - ab\n  sel:\n    - abcab\n", "kw and not sel");
+    struct sigma *s = load(rules);
+    struct sigma_scratch *sc = sigma_scratch_new();
+    int i;
+
+    ck_assert_uint_eq(sigma_nrules(s), 6);
+    for (i = 0; i < 3; i++) { /* the same answers on a scratch used before */
+        ck_assert_uint_eq(hits(s, sc, "xxABCd", "0"), 1u << 0 | 1u << 1 | 1u << 5);
+        ck_assert_uint_eq(hits(s, sc, "ababc", "1"), 1u << 0 | 1u << 5);
+        ck_assert_uint_eq(hits(s, sc, "abcab", "1"), 1u << 0);
+        ck_assert_uint_eq(hits(s, sc, "end: XYZ", "1"), 1u << 0 | 1u << 2);
+        ck_assert_uint_eq(hits(s, sc, "nothing here", "1"), 1u << 2);
+        ck_assert_uint_eq(hits(s, sc, "", "zabcz"), 1u << 3);
+        ck_assert_uint_eq(hits(s, sc, "abc then bz", "0"), 1u << 0 | 1u << 4 | 1u << 5);
+        ck_assert_uint_eq(hits(s, sc, "ab", "0"), 1u << 5);
+    }
+    sigma_scratch_free(sc);
+    sigma_free(s);
+}
+END_TEST
+
 START_TEST(test_mapping_errors)
 {
     struct sigma *s = sigma_new();
@@ -475,6 +529,7 @@ main(void)
     tcase_add_test(tc, test_logsource);
     tcase_add_test(tc, test_alert_through_corr);
     tcase_add_test(tc, test_mapping_errors);
+    tcase_add_test(tc, test_literal_scan);
     suite_add_tcase(s, tc);
     return unit_run(s);
 }
