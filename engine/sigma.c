@@ -1324,7 +1324,10 @@ rule_load(struct sigma *s, const char *file, yaml_document_t *doc, yaml_node_t *
         yaml_node_t *k = yaml_document_get_node(doc, p->key);
         if (!is_scalar(k)) continue;
         if (!strcmp(scalar(k), "correlation")) {
-            refuse(r, line_of(k), "correlation rules are not supported");
+            yaml_node_t *c = yaml_document_get_node(doc, p->value);
+            yaml_node_t *t = map_get(doc, c, "type");
+            refuse(r, line_of(k), "correlation rule (type %s): correlation rules are not supported",
+                   is_scalar(t) ? scalar(t) : "missing");
             goto fail;
         }
         if (!strcmp(scalar(k), "filter")) {

@@ -15,7 +15,9 @@
  * to ASCII case, with '*' and '?' as wildcards (escaped with '\'); a map
  * is AND over its fields, a list OR over its items; |all makes a value
  * list AND.  A rule is evaluated for a message only when its logsource
- * holds for it; its selections are evaluated lazily, as the condition
+ * holds for it, and, when it cannot match without one of its |contains
+ * literals, only when the literal scan (one pass over the field for all
+ * rules) found one; its selections are evaluated lazily, as the condition
  * asks for them; regular expressions run through rematch() with its
  * limits.
  *
@@ -94,7 +96,8 @@ void sigma_scratch_free(struct sigma_scratch *sc);
 
 /*
  * Calls fn for every rule that matches m, in load order; returns their
- * number.  Does not change m and allocates nothing.
+ * number.  Does not change m; allocates only while sc grows to the set's
+ * size (the first messages).
  */
 size_t sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc,
                    void (*fn)(void *arg, const struct sigma_rule *r), void *arg);
