@@ -6,7 +6,7 @@
 # names a refused rule with file:line and the reason and starts with the
 # others; a broken mapping file fails with file:line.  corral test replays
 # tests/data/sigma/sigma.scenario (SigmaHQ rules and lines that must and
-# must not raise alerts).
+# must not raise alerts).  A reload reads the Sigma rules anew.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 [ -x "$CORRALD" ] || { echo "skipped: $CORRALD not built"; exit 77; }
@@ -85,5 +85,19 @@ assert a["HOST"] == "gw1", a
 assert a["usracct.username"] == "root" and a["usracct.device"] == "192.0.2.7", a
 assert a[".classifier.class"] == "sigma", a
 PY
-stop_corrald "$CORRALD_PID"
 echo "ok: a Sigma rule's alert reaches an exec executor with its labels"
+
+# ---- a reload reads the Sigma rules again ----
+cp "$top_srcdir/tests/data/sigma/sigmahq/lnx_sshd_susp_ssh.yml" "$WORK/sigma/"
+"$CORRAL" ctl -s "$CONTROL" reload > "$WORK/reload" || fail "ctl reload failed: $(cat "$WORK/reload")"
+wait_log "sigma: 2 rules loaded, 1 refused" || fail "the reload did not load the new Sigma rule"
+send_udp "$port" "<38>Dec  6 10:00:03 gw1 sshd[79]: Corrupted MAC on input. [preauth]"
+wait_lines "$WORK/alerts.json" 2 || fail "no alert from the rule added by the reload"
+python3 - "$WORK/alerts.json" <<'PY' || fail "not the alert expected: $(cat "$WORK/alerts.json")"
+import json, sys
+a = json.loads(open(sys.argv[1]).read().splitlines()[1])
+assert a["corral.summary"] == "Suspicious OpenSSH Daemon Error", a
+assert a["corral.severity"] == "minor" and a["HOST"] == "gw1", a
+PY
+stop_corrald "$CORRALD_PID"
+echo "ok: a reload loads a new Sigma rule, which raises its alert"
