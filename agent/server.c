@@ -2029,6 +2029,8 @@ enum msrc {
 
 MGET(m_uptime, (clock_mono_ms() - s->started_ms) / 1000)
 MGET(m_rules, pdb_nrules(s->db))
+MGET(m_sigma_rules, pdb_sigma(s->db) ? sigma_nrules(pdb_sigma(s->db)) : 0)
+MGET(m_sigma_refused, pdb_sigma(s->db) ? sigma_nrefused(pdb_sigma(s->db)) : 0)
 MGET(m_names, m->nvs.names)
 MGET(m_input_names, m->nvs.input_names)
 MGET(m_names_refused, m->nvs.refused)
@@ -2214,6 +2216,11 @@ m_tls_failures(struct buf *out, const struct metrics_desc *d, void *c)
 static const struct metrics_desc server_mtab[] = {
     {"corral_uptime_seconds", "gauge", "Seconds since corrald started.", M_ALWAYS, .get = m_uptime},
     {"corral_rules", "gauge", "Rules loaded.", M_ALWAYS, .get = m_rules},
+    {"corral_sigma_rules", "gauge", "Sigma detection rules loaded.", M_ALWAYS,
+     .get = m_sigma_rules},
+    {"corral_sigma_rules_refused", "gauge",
+     "Sigma rules refused when the rules were last loaded (each logged with file:line).", M_ALWAYS,
+     .get = m_sigma_refused},
     {"corral_value_names", "gauge", "Value names registered (at most 65536).", M_ALWAYS,
      .get = m_names},
     {"corral_value_names_input", "gauge",

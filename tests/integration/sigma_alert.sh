@@ -70,6 +70,8 @@ XML
 mkdir -p "$WORK/spool"
 start_corrald corrald "$WORK/corrald.conf"
 wait_log "sigma: 1 rules loaded, 1 refused" || fail "corrald did not say what it loaded"
+[ "$(metric corral_sigma_rules)" = 1 ] && [ "$(metric corral_sigma_rules_refused)" = 1 ] ||
+    fail "metrics: $(metric corral_sigma_rules) loaded, $(metric corral_sigma_rules_refused) refused"
 port=$(input_port udp)
 send_udp "$port" "<38>Dec  6 10:00:01 gw1 sshd[77]: Failed password for root from 10.0.0.7 port 2201 ssh2"
 send_udp "$port" "<38>Dec  6 10:00:02 gw1 sshd[78]: Failed password for root from 192.0.2.7 port 2202 ssh2"
