@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -1602,9 +1603,26 @@ sigma_load(struct sigma *s, const char *path)
     return load_path(s, path, 0);
 }
 
+/* The names an alert sets, interned once (sigma_new): alerts are made on several threads. */
+static tag_id tag_alert;
+static nv_handle h_summary, h_severity, h_id, h_event, h_level;
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void
+intern_names(void)
+{
+    tag_alert = tag_intern("corral.alert", 12);
+    h_summary = nv_intern_str("corral.summary");
+    h_severity = nv_intern_str("corral.severity");
+    h_id = nv_intern_str("corral.alert_id");
+    h_event = nv_intern_str("corral.event");
+    h_level = nv_intern_str("sigma.level");
+}
+
 struct sigma *
 sigma_new(void)
 {
+    pthread_once(&names_once, intern_names);
     return xcalloc(1, sizeof(struct sigma));
 }
 
@@ -1980,21 +1998,11 @@ sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc
 struct msg *
 sigma_alert(const struct sigma_rule *r, const struct msg *m)
 {
-    static tag_id tag_alert;
-    static nv_handle h_summary, h_severity, h_id, h_event, h_level;
     struct msg *g = msg_new();
     struct buf b = {0};
     const char *v;
     size_t n, i;
 
-    if (!h_summary) {
-        tag_alert = tag_intern("corral.alert", 12);
-        h_summary = nv_intern_str("corral.summary");
-        h_severity = nv_intern_str("corral.severity");
-        h_id = nv_intern_str("corral.alert_id");
-        h_event = nv_intern_str("corral.event");
-        h_level = nv_intern_str("sigma.level");
-    }
     msg_set_stamp(g, msg_stamp(m));
     msg_set_recvd(g, msg_recvd(m));
     msg_set_pri(g, msg_pri(m));
