@@ -546,6 +546,7 @@ struct refusal {
     char text[400];
     int line;
     bool set;
+    size_t work; /* values and fields compiled: YAML aliases can repeat a large node many times */
 };
 
 static void __attribute__((format(printf, 3, 4)))
@@ -559,6 +560,17 @@ refuse(struct refusal *r, int line, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->text, sizeof(r->text), fmt, ap);
     va_end(ap);
+}
+
+/* Most values and fields one rule may compile (aliases included), a bound for hostile input. */
+#define MAX_WORK 200000
+
+static bool
+over_budget(struct refusal *r, int line)
+{
+    if (++r->work <= MAX_WORK) return false;
+    refuse(r, line, "rule too large: more than %d values and fields", MAX_WORK);
+    return true;
 }
 
 static unsigned char
@@ -862,6 +874,7 @@ add_value(struct sigma *s, struct sfield *f, const yaml_node_t *n, unsigned m, s
     const char *v;
 
     sv.group = group;
+    if (over_budget(r, line)) return false;
     if (!is_scalar(n)) {
         refuse(r, line, "a value must be a string, a number or null");
         return false;
@@ -980,6 +993,10 @@ field_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const 
     int line = line_of(k);
 
     memset(f, 0, sizeof(*f));
+    if (over_budget(r, line)) {
+        free(key);
+        return false;
+    }
     if (bar) *bar = '\0';
     for (tok = bar ? strtok_r(bar + 1, "|", &save) : NULL; tok && ok;
          tok = strtok_r(NULL, "|", &save)) {

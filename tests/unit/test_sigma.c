@@ -328,6 +328,18 @@ START_TEST(test_refusals)
     ck_assert(strstr(refusal("title: t\ncorrelation:\n  type: event_count\n", 2),
                      "correlation rules are not supported"));
     ck_assert(strstr(refusal("title: t\n  bad: [yaml\n", 2), "YAML"));
+    /* YAML aliases repeating a large list: refused, not compiled a million times */
+    {
+        struct buf b = BUF_INIT;
+        int i;
+        buf_puts(&b, "title: t\nlogsource:\n  product: linux\ndetection:\n  m: &m {a: [");
+        for (i = 0; i < 500; i++) buf_printf(&b, "%sx%d", i ? "," : "", i);
+        buf_puts(&b, "]}\n  sel: [");
+        for (i = 0; i < 500; i++) buf_printf(&b, "%s*m", i ? "," : "");
+        buf_puts(&b, "]\n  condition: sel\n");
+        ck_assert(strstr(refusal(buf_str(&b), 5), "rule too large"));
+        buf_free(&b);
+    }
     /* the second rule of a file refused, the first kept */
     {
         struct sigma *s = load(RULE("  sel:\n    a: 1\n") "---\n" RULE("  sel:\n    a|utf16: 1\n"));
