@@ -47,7 +47,8 @@ struct sval {
     size_t plen;
     char *lit; /* S_PREFIX, S_SUFFIX, S_CONTAINS: the literal without its stars */
     size_t llen;
-    uint32_t lid;  /* S_CONTAINS found by the literal scan (see below): its id + 1; 0: searched */
+    uint32_t lid;  /* the literal scan's id + 1 (see below) of S_CONTAINS's literal (then the
+                      scan alone answers) or of S_GLOB's longest literal run (which must occur) */
     uint32_t scan; /* the scan of the field, with lid */
     /* V_RE */
     pcre2_code *re;
@@ -786,8 +787,24 @@ add_string(struct sigma *s, struct sfield *f, const char *v, size_t vlen, bool l
     sv.plen = b.len;
     sv.pat = b.p ? b.p : xstrdup("");
     shape_value(&sv);
-    if (sv.shape == S_CONTAINS && !sv.cased && sv.llen >= 3)
+    if (sv.shape == S_CONTAINS && !sv.cased && sv.llen >= 3) {
         sv.lid = lit_register(s, f->h, sv.lit, sv.llen, &sv.scan) + 1;
+    } else if (sv.shape == S_GLOB && !sv.cased) {
+        /* its longest literal run must occur for the pattern to match: the scan looks for it */
+        size_t best = 0, at = 0, run = 0;
+        for (i = 0; i <= sv.plen; i++) {
+            if (i < sv.plen && sv.pat[i] != W_STAR && sv.pat[i] != W_ONE) {
+                run++;
+                continue;
+            }
+            if (run > best) {
+                best = run;
+                at = i - run;
+            }
+            run = 0;
+        }
+        if (best >= 3) sv.lid = lit_register(s, f->h, sv.pat + at, best, &sv.scan) + 1;
+    }
     add_val(f, &sv);
     return true;
 }
@@ -1838,7 +1855,12 @@ val_match(const struct sval *v, const char *s, size_t n, struct sigma_scratch *s
                 return sc->lit_gen[v->lid - 1] == sc->gen;
             }
             return find(s, n, v->lit, v->llen, v->cased);
-        case S_GLOB: return glob(v->pat, v->plen, s, n, v->cased);
+        case S_GLOB:
+            if (v->lid) { /* not without its longest literal run */
+                if (sc->scan_gen[v->scan] != sc->gen) do_scan(sc, v->scan);
+                if (sc->lit_gen[v->lid - 1] != sc->gen) return false;
+            }
+            return glob(v->pat, v->plen, s, n, v->cased);
         }
         return false;
     case V_RE: return rematch(v->re, s, n, sc->md) >= 0;

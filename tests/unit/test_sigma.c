@@ -106,6 +106,13 @@ START_TEST(test_plain_and_wildcards)
     ck_assert(!a_is("a: 'a\\*b'", "axxb"));
     ck_assert(a_is("a: 'x?y'", "x\xc3\xa9y")); /* ? is one character, not one byte */
     ck_assert(a_is("a: 42", "42"));
+    /* wildcards inside: the longest literal run is looked for first, then the whole pattern */
+    ck_assert(
+        a_is("a|contains: 'cat /dev/null >*sh_history'", "x; cat /dev/null > ~/.bash_history"));
+    ck_assert(!a_is("a|contains: 'cat /dev/null >*sh_history'", "cat /dev/null > ~/.profile"));
+    ck_assert(!a_is("a|contains: 'cat /dev/null >*sh_history'", "sh_history cat /dev/null >"));
+    ck_assert(a_is("a: 'A*b?C'", "axxbyc"));
+    ck_assert(!a_is("a: 'A*b?C'", "axxbyyc"));
 }
 END_TEST
 
