@@ -90,7 +90,9 @@ def gen(n, pairs, sdir, pdb, hit):
 def generated(cmd):
     p = subprocess.run(cmd + ["--stats"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                        text=True)
-    for w in p.stderr.split(";")[0].split(","):
+    # the last line is the summary: "corral match: N messages, ..., N generated; ..."
+    last = p.stderr.strip().splitlines()[-1]
+    for w in last.split(";")[0].split(","):
         if w.strip().endswith("generated"):
             return int(w.split()[0])
     return 0
