@@ -203,6 +203,11 @@ conf_free(struct conf *c)
     free(c->file);
     for (i = 0; i < c->nrules; i++) free(c->rules[i]);
     free(c->rules_line);
+    for (i = 0; i < c->nsigma; i++) {
+        free(c->sigma[i].rules);
+        free(c->sigma[i].mapping);
+    }
+    free(c->sigma);
     free(c->rules);
     free(c->state_file);
     free(c->pidfile);
@@ -941,6 +946,11 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             char *p = attr(n, "path");
             conf_add_rules(c, p, (int)xmlGetLineNo(n));
             free(p);
+        } else if (is(n, "sigma")) {
+            c->sigma = xrealloc(c->sigma, (c->nsigma + 1) * sizeof(*c->sigma));
+            c->sigma[c->nsigma].rules = attr(n, "rules");
+            c->sigma[c->nsigma].mapping = attr(n, "mapping");
+            c->sigma[c->nsigma++].line = (int)xmlGetLineNo(n);
         } else if (is(n, "state")) {
             free(c->state_file);
             c->state_file = attr(n, "file");
@@ -1087,7 +1097,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             }
         }
     }
-    if (!c->nrules)
+    if (!c->nrules && !c->nsigma)
         error(r, root, "no <rules path=\"...\"/>: corrald needs rules to classify with");
     for (n = root->children; n; n = n->next)
         if (n->type == XML_ELEMENT_NODE && is(n, "routes")) check_routes(r, c, n);

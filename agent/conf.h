@@ -126,6 +126,12 @@ struct conf {
     char *file; /* NULL for the built-in configuration */
     char **rules;
     int *rules_line; /* where each <rules> is in the file; 0: built in or -r */
+    /* <sigma rules= mapping=>: Sigma rule paths, each with its mapping file (NULL: the shipped) */
+    struct conf_sigma {
+        char *rules, *mapping;
+        int line;
+    } * sigma;
+    size_t nsigma;
     size_t nrules;
     char *state_file; /* NULL: no state kept */
     int state_line, stats_line,

@@ -58,6 +58,7 @@
 #include "agent/output.h"
 #include "agent/procstat.h"
 #include "engine/pdb.h"
+#include "engine/sigma.h"
 #include "engine/received.h"
 #include "engine/rematch.h"
 #include "actions/queue.h"
@@ -879,6 +880,53 @@ describe_changes(const struct pdb *old, const struct pdb *neu, struct buf *repor
     buf_free(&b);
 }
 
+static size_t
+nsigma(const struct pdb *db)
+{
+    return pdb_sigma(db) ? sigma_nrules(pdb_sigma(db)) : 0;
+}
+
+/*
+ * The <sigma> rules of c into db: a mapping file or a rules path that
+ * cannot be read is an error; a refused rule is a warning (the others load).
+ */
+static bool
+load_sigma(const struct conf *c, struct pdb *db, struct buf *err)
+{
+    struct sigma *sg;
+    size_t i, j, from;
+
+    if (!c->nsigma) return true;
+    sg = sigma_new();
+    for (i = 0; i < c->nsigma; i++) {
+        const char *map = c->sigma[i].mapping ? c->sigma[i].mapping : CORRAL_SIGMA_MAPPING;
+        from = sigma_ndiags(sg);
+        /* each <sigma> reads its rules with its own mapping: a fresh set per element */
+        if (i > 0) {
+            buf_printf(err, "%s:%d: only one <sigma> element is supported\n",
+                       c->file ? c->file : "-", c->sigma[i].line);
+            sigma_free(sg);
+            return false;
+        }
+        sigma_load_mapping(sg, map);
+        if (!sigma_nerrors(sg)) sigma_load(sg, c->sigma[i].rules);
+        for (j = from; j < sigma_ndiags(sg); j++) {
+            const struct sigma_diag *d = sigma_diag_at(sg, j);
+            if (d->level == SIGMA_ERROR)
+                buf_printf(err, "%s:%d: %s\n", d->file, d->line, d->text);
+            else
+                log_msg(LOG_WARNING, "%s:%d: %s", d->file, d->line, d->text);
+        }
+    }
+    if (sigma_nerrors(sg)) {
+        sigma_free(sg);
+        return false;
+    }
+    log_msg(LOG_INFO, "sigma: %zu rules loaded, %zu refused", sigma_nrules(sg), sigma_nrefused(sg));
+    pdb_set_sigma(db, sg);
+    return true;
+}
+
 static struct pdb *
 load_rules(const struct conf *c, struct buf *err)
 {
@@ -886,6 +934,11 @@ load_rules(const struct conf *c, struct buf *err)
     bool *empty = xcalloc(c->nrules + 1, sizeof(*empty));
     size_t i, before;
 
+    if (!load_sigma(c, db, err)) {
+        free(empty);
+        pdb_free(db);
+        return NULL;
+    }
     for (i = 0; i < c->nrules; i++) {
         if (!conf_rules_readable(c, i, err)) {
             free(empty);
@@ -899,7 +952,7 @@ load_rules(const struct conf *c, struct buf *err)
     /* a path without a rule: a typo, or rules not installed; corrald with none matches nothing */
     for (i = 0; i < c->nrules && !pdb_nerrors(db); i++) {
         if (!empty[i]) continue;
-        if (pdb_nrules(db) == 0) {
+        if (pdb_nrules(db) == 0 && !nsigma(db)) {
             if (c->file && c->rules_line[i]) buf_printf(err, "%s:%d: ", c->file, c->rules_line[i]);
             buf_printf(err, "rules path %s: no rules in it (no *.xml or *.pdb file with a rule)\n",
                        c->rules[i]);
@@ -911,7 +964,7 @@ load_rules(const struct conf *c, struct buf *err)
         }
     }
     free(empty);
-    if (pdb_nrules(db) == 0 && !pdb_nerrors(db)) {
+    if (pdb_nrules(db) == 0 && !nsigma(db) && !pdb_nerrors(db)) {
         if (!c->nrules) buf_puts(err, "no rules: the configuration names no <rules path>\n");
         pdb_free(db);
         return NULL;
@@ -1978,6 +2031,8 @@ enum msrc {
 
 MGET(m_uptime, (clock_mono_ms() - s->started_ms) / 1000)
 MGET(m_rules, pdb_nrules(s->db))
+MGET(m_sigma_rules, pdb_sigma(s->db) ? sigma_nrules(pdb_sigma(s->db)) : 0)
+MGET(m_sigma_refused, pdb_sigma(s->db) ? sigma_nrefused(pdb_sigma(s->db)) : 0)
 MGET(m_names, m->nvs.names)
 MGET(m_input_names, m->nvs.input_names)
 MGET(m_names_refused, m->nvs.refused)
@@ -2194,6 +2249,11 @@ m_snmp_informs(struct buf *out, const struct metrics_desc *d, void *c)
 static const struct metrics_desc server_mtab[] = {
     {"corral_uptime_seconds", "gauge", "Seconds since corrald started.", M_ALWAYS, .get = m_uptime},
     {"corral_rules", "gauge", "Rules loaded.", M_ALWAYS, .get = m_rules},
+    {"corral_sigma_rules", "gauge", "Sigma detection rules loaded.", M_ALWAYS,
+     .get = m_sigma_rules},
+    {"corral_sigma_rules_refused", "gauge",
+     "Sigma rules refused when the rules were last loaded (each logged with file:line).", M_ALWAYS,
+     .get = m_sigma_refused},
     {"corral_value_names", "gauge", "Value names registered (at most 65536).", M_ALWAYS,
      .get = m_names},
     {"corral_value_names_input", "gauge",

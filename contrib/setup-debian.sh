@@ -13,7 +13,7 @@ apt-get update
 apt-get install -y --no-install-recommends \
     build-essential autoconf automake pkg-config clang clang-format \
     libuv1-dev libxml2-dev libsnmp-dev libcurl4-openssl-dev libpcre2-dev check \
-    libmicrohttpd-dev libjansson-dev libssl-dev libseccomp-dev chromium \
+    libmicrohttpd-dev libjansson-dev libssl-dev libseccomp-dev libyaml-dev chromium \
     python3 syslog-ng-core snmp snmptrapd snmptt smitools python3-aiosmtpd openssl curl \
     prometheus-alertmanager prometheus \
     bsdutils procps nftables gcovr libfaketime \

@@ -58,6 +58,7 @@
 #include "engine/evidence.h"
 #include "engine/filter.h"
 #include "engine/hash.h"
+#include "engine/sigma.h"
 #include "engine/timerwheel.h"
 #include "engine/wire.h"
 #include "engine/xalloc.h"
@@ -138,6 +139,7 @@ struct bucket {
 
 struct corr {
     struct pdb *db;
+    struct sigma_scratch *sigma; /* for the Sigma rules of db, made on first use */
     struct corr_opts opts;
     struct tw *wheel;
     uint64_t last_tick; /* clock at the last message or tick */
@@ -507,6 +509,7 @@ corr_free(struct corr *c)
     struct ctx *x, *xnext;
 
     if (!c) return;
+    sigma_scratch_free(c->sigma);
     for (n = hash_table_iter(&c->contexts, &i, NULL); n; n = next) {
         next = hash_table_iter(&c->contexts, &i, n);
         ctx_free(ctx_of(n));
@@ -1660,11 +1663,39 @@ corr_part_emit(struct corr *c, struct msg *m, const struct pdb_rule *rule, struc
     corr_part_actions(c, m, rule, p);
 }
 
+struct sigma_fire {
+    struct corr *c;
+    struct msg *m;
+};
+
+/* A Sigma rule matched: its alert, with the line as evidence, follows the input message. */
+static void
+sigma_fire(void *arg, const struct sigma_rule *r)
+{
+    struct sigma_fire *f = arg;
+    struct msg *gen = sigma_alert(r, f->m);
+    uint64_t t = action_now(f->c);
+    struct msg_time now = {(int64_t)(t / 1000), (int32_t)(t % 1000) * 1000, 0};
+
+    msg_set_recvd(gen, &now);
+    attach_evidence(f->c, gen, NULL, f->m);
+    emit(f->c, gen, CORR_GENERATED, &r->action);
+    msg_unref(gen);
+}
+
 void
 corr_part_input(struct corr *c, struct msg *m, const struct pdb_rule *rule)
 {
+    const struct sigma *sg = pdb_sigma(c->db);
+
     if (!rule) c->stats.unknown++;
     emit(c, m, CORR_INPUT, NULL);
+    /* Sigma rules run on the classified message, so they can read what patterndb extracted */
+    if (sg && sigma_nrules(sg)) {
+        struct sigma_fire f = {c, m};
+        if (!c->sigma) c->sigma = sigma_scratch_new();
+        sigma_match(sg, m, c->sigma, sigma_fire, &f);
+    }
 }
 
 bool

@@ -12,6 +12,7 @@
 #include "engine/evidence.h"
 #include "engine/filter.h"
 #include "engine/radix.h"
+#include "engine/sigma.h"
 #include "engine/strtab.h"
 #include "engine/xalloc.h"
 
@@ -42,6 +43,7 @@ struct prog_name {
 
 struct pdb {
     struct radix *programs;
+    struct sigma *sigma; /* Sigma rules evaluated beside these (corr.c), or NULL */
     struct pdb_program *generic;
     struct pdb_program **progs;
     size_t nprogs, capprogs;
@@ -187,6 +189,7 @@ pdb_free(struct pdb *db)
     size_t i;
 
     if (!db) return;
+    sigma_free(db->sigma);
     radix_free(db->programs, NULL);
     for (i = 0; i < db->nprogs; i++) program_free(db->progs[i]);
     free(db->progs);
@@ -847,4 +850,17 @@ pdb_action_alert(const struct pdb_action *a, const struct msg *m)
     msg_set(copy, NV_CLASS, class, strlen(class));
     if (r->program) msg_set(copy, NV_PROGRAM, program, strlen(program));
     return copy;
+}
+
+void
+pdb_set_sigma(struct pdb *db, struct sigma *s)
+{
+    sigma_free(db->sigma);
+    db->sigma = s;
+}
+
+const struct sigma *
+pdb_sigma(const struct pdb *db)
+{
+    return db->sigma;
 }

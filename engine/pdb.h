@@ -207,6 +207,15 @@ void pdb_dump(const struct pdb *db, FILE *out, const char *program);
 
 const char *pdb_scope_name(enum pdb_scope s);
 
+/*
+ * Sigma detection rules (engine/sigma.h) that the correlation engine
+ * evaluates on every message beside this database's rules: the database
+ * takes ownership of s (NULL: none).
+ */
+struct sigma;
+void pdb_set_sigma(struct pdb *db, struct sigma *s);
+const struct sigma *pdb_sigma(const struct pdb *db);
+
 /* ---- used by the loader (pdb_load.c) ---- */
 
 struct pdb_program;

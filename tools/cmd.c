@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "engine/sigma.h"
+
 void
 cmd_error(const char *verb, const char *fmt, ...)
 {
@@ -30,4 +32,21 @@ cmd_load_rules(char **paths, int npaths, bool strict)
         return NULL;
     }
     return db;
+}
+
+long
+cmd_load_sigma(struct pdb *db, const char *rules, const char *mapping)
+{
+    struct sigma *s = sigma_new();
+    long n;
+
+    if (sigma_load_mapping(s, mapping ? mapping : CORRAL_SIGMA_MAPPING) == 0) sigma_load(s, rules);
+    sigma_print_diags(s, stderr);
+    if (sigma_nerrors(s)) {
+        sigma_free(s);
+        return -1;
+    }
+    n = (long)sigma_nrules(s);
+    pdb_set_sigma(db, s);
+    return n;
 }

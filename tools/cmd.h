@@ -34,6 +34,14 @@ void cmd_socket_error(const char *verb, const char *path);
  */
 struct pdb *cmd_load_rules(char **paths, int npaths, bool strict);
 
+/*
+ * Loads Sigma rules (a file or directory) with a mapping file (NULL: the
+ * shipped one) into db, beside its patterndb rules, and prints the
+ * diagnostics to stderr.  Returns the number of rules loaded, or -1 when
+ * the mapping or the rules path could not be read.
+ */
+long cmd_load_sigma(struct pdb *db, const char *rules, const char *mapping);
+
 /* Prints "corral VERB: " and the message to stderr. */
 void cmd_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

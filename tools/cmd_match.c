@@ -602,6 +602,8 @@ usage(FILE *out)
           "       corral match -r RULES [-r RULES...] -f LOG [options]\n"
           "\n"
           "  -r, --rules PATH       rule file or directory (repeatable)\n"
+          "      --sigma PATH       Sigma rule file or directory, run beside the rules\n"
+          "      --sigma-mapping FILE  its logsource and field mapping (default: the shipped one)\n"
           "  -P, --program NAME     program of the single message\n"
           "  -M, --message TEXT     text of the single message\n"
           "  -f, --file LOG         classify every line of a syslog file ('-': stdin)\n"
@@ -640,9 +642,11 @@ cmd_match(int argc, char **argv)
         {"now", required_argument, NULL, 'n'},      {"config", required_argument, NULL, 'c'},
         {"dry-run", no_argument, NULL, 'd'},        {"stats", no_argument, NULL, 's'},
         {"snmptrapd", no_argument, NULL, 'S'},      {"mibs", required_argument, NULL, 'm'},
+        {"sigma", required_argument, NULL, 'G'},    {"sigma-mapping", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     char **rules = xcalloc((size_t)argc, sizeof(char *));
+    const char *sigma = NULL, *sigma_mapping = NULL;
     const char *program = NULL, *message = NULL, *file = NULL, *template_src = NULL;
     struct matcher mt = {.format = FMT_PAIRS, .fp = stdout};
     int nrules = 0, c, rc = 0;
@@ -679,6 +683,8 @@ cmd_match(int argc, char **argv)
         case 'k': keep_open = true; break;
         case 'S': snmptrapd = true; break;
         case 'm': mibs = optarg; break;
+        case 'G': sigma = optarg; break;
+        case 'g': sigma_mapping = optarg; break;
         case 'c': config = optarg; break;
         case 'd': dry_run = true; break;
         case 's': stats = true; break;
@@ -730,8 +736,12 @@ cmd_match(int argc, char **argv)
             for (i = 0; i < mt.conf->nrules && (int)i < argc; i++)
                 rules[nrules++] = mt.conf->rules[i];
         }
+        if (!sigma && mt.conf->nsigma) {
+            sigma = mt.conf->sigma[0].rules;
+            sigma_mapping = mt.conf->sigma[0].mapping;
+        }
     }
-    if (nrules == 0 || (!file && !message) || (file && (message || program)) ||
+    if ((nrules == 0 && !sigma) || (!file && !message) || (file && (message || program)) ||
         (snmptrapd && !file)) {
         usage(stderr);
         free(rules);
@@ -757,7 +767,11 @@ cmd_match(int argc, char **argv)
     mt.max_line = mt.conf && mt.conf->max_message_size ? mt.conf->max_message_size
                                                        : CONF_MESSAGE_SIZE_DEFAULT;
     mt.db = cmd_load_rules(rules, nrules, false);
-    if (mt.db && pdb_nrules(mt.db) == 0) {
+    if (mt.db && sigma && cmd_load_sigma(mt.db, sigma, sigma_mapping) < 0) {
+        pdb_free(mt.db);
+        mt.db = NULL;
+    }
+    if (mt.db && pdb_nrules(mt.db) == 0 && nrules) {
         /* nothing would match: a wrong path, not a result */
         int i;
         fputs("corral match: no rules in", stderr);

@@ -254,7 +254,8 @@ cmd_test(int argc, char **argv)
                  "on the command line are replayed.  An action that raises an alert without its\n"
                  "labels (HOST, corral.alert_id, .severity, .event, .summary) fails too.  Ends\n"
                  "with 'N passed, M failed'; exits 1 on any failure or rule file error.  --json\n"
-                 "prints one JSON object per example.");
+                 "prints one JSON object per example.  A scenario file's sigma= and\n"
+                 "sigma-mapping= run Sigma rules beside the rules; their alerts must be expected.");
             return 0;
         default: return 2;
         }

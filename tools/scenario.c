@@ -26,9 +26,13 @@
  * after="end" means at the end of the log, when open contexts expire.  Every
  * generated message must be expected, in order.  now= fixes the clock (year
  * guessing, the clamp on message times); keep-open="yes" skips the final
- * expiry.
+ * expiry.  sigma= names Sigma rules (a file or directory, relative to the
+ * scenario file) that run beside the rules, with the mapping file
+ * sigma-mapping= (default: the shipped one); their alerts are generated
+ * messages like any other.
  */
 #include "tools/scenario.h"
+#include "tools/cmd.h"
 #include "engine/civil.h"
 #include "engine/corr.h"
 #include "engine/syslogfmt.h"
@@ -103,9 +107,19 @@ is(const xmlNode *n, const char *name)
     return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
 }
 
-/* Loads the rules a scenario file names, relative to its directory. */
+/* A path of a scenario file's attribute, relative to its directory dir. */
+static void
+rel_path(struct buf *out, const char *dir, const char *p)
+{
+    if (p[0] == '/')
+        buf_puts(out, p);
+    else
+        buf_printf(out, "%s%s", dir, p);
+}
+
+/* Loads the rules a scenario file names, relative to its directory, and its Sigma rules. */
 static struct pdb *
-load_rules(const char *file, const char *rules)
+load_rules(const char *file, const char *rules, const char *sigma, const char *mapping)
 {
     struct pdb *db = pdb_new();
     char *dir = xstrdup(file), *slash = strrchr(dir, '/'), *list, *tok, *save = NULL;
@@ -125,9 +139,20 @@ load_rules(const char *file, const char *rules)
         buf_free(&path);
     }
     free(list);
-    free(dir);
     pdb_print_diags(db, stderr);
-    if (pdb_nerrors(db)) {
+    if (!pdb_nerrors(db) && sigma) {
+        struct buf sp = BUF_INIT, mp = BUF_INIT;
+        rel_path(&sp, dir, sigma);
+        if (mapping) rel_path(&mp, dir, mapping);
+        if (cmd_load_sigma(db, buf_str(&sp), mapping ? buf_str(&mp) : NULL) < 0) {
+            pdb_free(db);
+            db = NULL;
+        }
+        buf_free(&sp);
+        buf_free(&mp);
+    }
+    free(dir);
+    if (db && pdb_nerrors(db)) {
         pdb_free(db);
         return NULL;
     }
@@ -210,7 +235,8 @@ describe(const struct generated *g, struct buf *out)
 }
 
 static bool
-run_scenario(const char *file, const xmlNode *sc, const char *default_rules, bool verbose)
+run_scenario(const char *file, const xmlNode *sc, const char *default_rules, const char *sigma,
+             const char *mapping, bool verbose)
 {
     char *name = prop(sc, "name"), *rules = prop(sc, "rules"), *now = prop(sc, "now");
     char *keep = prop(sc, "keep-open");
@@ -226,7 +252,7 @@ run_scenario(const char *file, const xmlNode *sc, const char *default_rules, boo
     size_t i = 0;
     bool ok = true;
 
-    db = load_rules(file, rules ? rules : default_rules);
+    db = load_rules(file, rules ? rules : default_rules, sigma, mapping);
     if (!db) {
         printf("FAIL %s:%d: scenario '%s': its rules do not load\n", file, (int)xmlGetLineNo(sc),
                name ? name : "");
@@ -312,7 +338,7 @@ scenario_run_file(const char *file, bool verbose, unsigned long *passed, unsigne
 {
     xmlDocPtr doc = xmlReadFile(file, NULL, XML_PARSE_NONET);
     const xmlNode *root, *sc;
-    char *rules;
+    char *rules, *sigma, *mapping;
 
     if (!doc) {
         fprintf(stderr, "%s: error: not a readable XML scenario file\n", file);
@@ -325,14 +351,18 @@ scenario_run_file(const char *file, bool verbose, unsigned long *passed, unsigne
         return -1;
     }
     rules = prop(root, "rules");
+    sigma = prop(root, "sigma");
+    mapping = prop(root, "sigma-mapping");
     for (sc = root->children; sc; sc = sc->next) {
         if (!is(sc, "scenario")) continue;
-        if (run_scenario(file, sc, rules, verbose))
+        if (run_scenario(file, sc, rules, sigma, mapping, verbose))
             (*passed)++;
         else
             (*failed)++;
     }
     free(rules);
+    free(sigma);
+    free(mapping);
     xmlFreeDoc(doc);
     return 0;
 }

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""bench/sigma.py: Sigma detection rules against the same work as patterndb
+rules, on one core, through `corral match -j 1`.  See bench/README.md.
+
+  python3 bench/sigma.py [--lines N] [--runs R] [--rules 100,1000] [--hit P] [--out FILE]
+
+The corpus is the loghub OpenSSH and Linux lines (../shared/data/loghub or
+--loghub) repeated to N lines.  Rule i of a set of n is generated with a
+fixed seed: a keyword rule (logsource product linux: every message) whose
+keywords are three strings, each with probability P (--hit, default 0.1) a
+word pair taken from the corpus (so that some rules hit), the others
+absent; every tenth rule instead reads usracct.username (extracted by rules/sshd.xml) with |startswith on
+logsource sshd; every twentieth is a |re.  The patterndb set does the same
+search: for each keyword a generic rule whose pattern is
+@ESTRING::KEYWORD@@ANYSTRING@ (the radix tries every such parser at the
+root, a substring search each).  Every run loads rules/ (the shipped
+patterndb rules) too, so that sshd fields are extracted; "baseline" is that
+alone.  Times are user+system CPU of corral, the best of R runs; every
+message and alert is printed (to /dev/null), as corral match does.  The
+Sigma alerts column counts the alerts the rules raised over the corpus.
+"""
+import argparse
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+top = os.path.dirname(here)
+
+
+def corpus(loghub, n, path):
+    lines = []
+    for name in ("OpenSSH_2k.log", "Linux_2k.log"):
+        with open(os.path.join(loghub, name), errors="replace") as f:
+            lines += [l.rstrip("\n") for l in f if l.strip()]
+    with open(path, "w") as out:
+        for i in range(n):
+            out.write(lines[i % len(lines)] + "\n")
+    return lines
+
+
+def words_of(lines):
+    pairs = []
+    for l in lines:
+        msg = l.split(": ", 1)[-1].split()
+        for i in range(len(msg) - 1):
+            w = msg[i] + " " + msg[i + 1]
+            if all(c.isalnum() or c in " ._-" for c in w) and len(w) > 6:
+                pairs.append(w)
+    return sorted(set(pairs))
+
+
+def gen(n, pairs, sdir, pdb, hit):
+    rnd = random.Random(n)
+    os.makedirs(sdir, exist_ok=True)
+    out = ['<?xml version="1.0"?>\n<patterndb version="4" pub_date="2026-01-01">\n'
+           '<ruleset name="bench" id="bench-generic">\n<rules>\n']
+    for i in range(n):
+        kws = []
+        for k in range(3):
+            if rnd.random() < hit:
+                kws.append(rnd.choice(pairs))
+            else:
+                kws.append("absent%d token%d" % (i, k))
+        if i % 20 == 19:
+            det = "    sel:\n        Message|re: '%s[0-9]+'\n    condition: sel\n" % kws[0].split()[0]
+            ls = "    product: linux\n"
+        elif i % 10 == 9:
+            det = "    sel:\n        User|startswith: '%s'\n    condition: sel\n" % ("adm" if i % 20 else "root")
+            ls = "    product: linux\n    service: sshd\n"
+        else:
+            det = "    keywords:\n" + "".join("        - '%s'\n" % k for k in kws) + "    condition: keywords\n"
+            ls = "    product: linux\n"
+        with open(os.path.join(sdir, "r%05d.yml" % i), "w") as f:
+            f.write("title: bench rule %d\nid: bench-%d\nlevel: low\nlogsource:\n%sdetection:\n%s"
+                    % (i, i, ls, det))
+        out.append('<rule id="bench.%d" provider="bench" class="bench"><patterns>\n' % i)
+        for k in kws:
+            out.append("<pattern>@ESTRING::%s@@ANYSTRING@</pattern>\n" % k)
+        out.append("</patterns></rule>\n")
+    out.append("</rules>\n</ruleset>\n</patterndb>\n")
+    with open(pdb, "w") as f:
+        f.write("".join(out))
+
+
+def generated(cmd):
+    p = subprocess.run(cmd + ["--stats"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       text=True)
+    # the last line is the summary: "corral match: N messages, ..., N generated; ..."
+    last = p.stderr.strip().splitlines()[-1]
+    for w in last.split(";")[0].split(","):
+        if w.strip().endswith("generated"):
+            return int(w.split()[0])
+    return 0
+
+
+def run(cmd, runs):
+    best = None
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        with open(os.devnull, "w") as null:
+            p = subprocess.run(cmd, stdout=null, stderr=subprocess.PIPE, text=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if p.returncode != 0:
+            sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stderr[-2000:]))
+        t = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        best = t if best is None else min(best, t)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lines", type=int, default=500000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--rules", default="100,1000")
+    ap.add_argument("--loghub", default=os.path.join(top, "..", "shared", "data", "loghub"))
+    ap.add_argument("--corral", default=os.path.join(top, "build", "tools", "corral"))
+    ap.add_argument("--cpu", default="0")
+    ap.add_argument("--hit", type=float, default=0.1,
+                    help="probability that a keyword is a word pair of the corpus (default 0.1)")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    if not os.path.exists(a.corral):
+        a.corral = os.path.join(top, "tools", "corral")
+    work = tempfile.mkdtemp(prefix="corral-sigma-bench.")
+    try:
+        corp = os.path.join(work, "corpus.log")
+        pairs = words_of(corpus(a.loghub, a.lines, corp))
+        mapping = os.path.join(top, "etc", "sigma-mapping.yml")
+        base = ["taskset", "-c", a.cpu, a.corral, "match", "-j", "1", "-f", corp,
+                "-r", os.path.join(top, "rules")]
+        rows = [("baseline (rules/ only)", run(base, a.runs), "")]
+        for n in [int(x) for x in a.rules.split(",")]:
+            sdir, pdb = os.path.join(work, "sigma%d" % n), os.path.join(work, "pdb%d.xml" % n)
+            gen(n, pairs, sdir, pdb, a.hit)
+            cmd = base + ["--sigma", sdir, "--sigma-mapping", mapping]
+            alerts = generated(cmd) - generated(base)
+            rows.append(("%d Sigma rules" % n, run(cmd, a.runs), format(alerts, ",")))
+            rows.append(("%d patterndb rules (%d patterns)" % (n, 3 * n),
+                         run(base + ["-r", pdb], a.runs), ""))
+        out = ["| rules | CPU s | events/s | Sigma alerts |", "|---|---:|---:|---:|"]
+        for name, t, alerts in rows:
+            out.append("| %s | %.2f | %s | %s |" % (name, t, format(int(a.lines / t), ","), alerts))
+        text = ("corral match -j 1 over %s lines (loghub OpenSSH + Linux, repeated), keyword hit "
+                "probability %g, best of %d, pinned to CPU %s; every message and alert printed "
+                "(to /dev/null):\n\n%s\n" % (format(a.lines, ","), a.hit, a.runs, a.cpu,
+                                              "\n".join(out)))
+        print(text)
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text)
+    finally:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()

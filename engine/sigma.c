@@ -1,0 +1,2068 @@
+/*
+ * sigma: Sigma detection rules and their mapping file, loaded with libyaml
+ * into match trees, and their evaluation on messages (see sigma.h).
+ */
+#include "engine/sigma.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#include "engine/base64.h"
+#include "engine/buf.h"
+#include "engine/rematch.h"
+#include "engine/sigma_cond.h"
+#include "engine/tags.h"
+#include "engine/xalloc.h"
+
+/* Wildcards in a compiled string pattern: bytes a Sigma value may not hold. */
+#define W_STAR 0x01
+#define W_ONE  0x02
+
+/* A rule file larger than this is refused unread. */
+#define MAX_FILE (4u << 20)
+/* Most values one field may list, selections one rule may have (bounds for hostile input). */
+#define MAX_VALUES 65536
+#define MAX_DETS   512
+
+enum shape { S_EXACT, S_PREFIX, S_SUFFIX, S_CONTAINS, S_GLOB };
+enum vkind { V_STR, V_RE, V_CIDR, V_NUM, V_EXISTS, V_NULL };
+enum cmp { C_LT, C_LTE, C_GT, C_GTE };
+
+struct sval {
+    enum vkind kind;
+    uint32_t group; /* the value as written this variant comes from (|all: every group) */
+    /* V_STR */
+    enum shape shape;
+    bool cased;
+    char *pat; /* lower case unless cased; W_STAR, W_ONE as wildcards */
+    size_t plen;
+    char *lit; /* S_PREFIX, S_SUFFIX, S_CONTAINS: the literal without its stars */
+    size_t llen;
+    uint32_t lid;  /* the literal scan's id + 1 (see below) of S_CONTAINS's literal (then the
+                      scan alone answers) or of S_GLOB's longest literal run (which must occur) */
+    uint32_t scan; /* the scan of the field, with lid */
+    /* V_RE */
+    pcre2_code *re;
+    /* V_CIDR */
+    int family;
+    unsigned char addr[16];
+    unsigned bits;
+    /* V_NUM */
+    enum cmp cmp;
+    double num;
+    /* V_EXISTS */
+    bool exists;
+};
+
+struct sfield {
+    nv_handle h;
+    bool all;
+    uint32_t ngroups;
+    struct sval *vals;
+    size_t nvals;
+};
+
+/* One map of a selection: AND over its fields. */
+struct salt {
+    struct sfield *fields;
+    size_t nfields;
+};
+
+/* A detection identifier: OR over its maps. */
+struct sdet {
+    char *name;
+    struct salt *alts;
+    size_t nalts;
+};
+
+/* One logsource of the mapping file and what it requires of a message. */
+struct lsmap {
+    char *product, *category, *service; /* NULL: absent; "*": any */
+    char **programs;
+    size_t nprograms;
+    uint32_t facilities; /* bit per facility; 0: any */
+    char **classes;
+    size_t nclasses;
+    char **rules;
+    size_t nrules;
+    struct fmap *fields; /* this logsource's own field names, before the global ones */
+    size_t nfields;
+    int line;
+};
+
+struct fmap {
+    char *name;
+    nv_handle h;
+};
+
+struct sigma_impl {
+    uint32_t index; /* in the set */
+    /* gated: the rule cannot match unless the scan `gate` found one of its literals */
+    bool gated;
+    uint32_t gate;
+    const struct lsmap *ls;
+    size_t ls_index;
+    struct sdet *dets;
+    size_t ndets;
+    char **names;
+    struct sigma_cond *cond;
+    nv_handle *labels;
+    size_t nlabels;
+    char *alert_id; /* sigma/ID/ */
+    char *event;    /* sigma.ID */
+};
+
+/*
+ * The literal scan: every case-insensitive |contains literal of 3 bytes or
+ * more (keywords included) is found in one pass over its field, whatever
+ * the number of rules: each position's 3 lower-case bytes are looked up in
+ * a bit set and, on a hit, in a hash table of the literals that start with
+ * them, which are then compared.  A rule whose condition cannot hold unless
+ * one of its literals occurs (sigma_cond_eval3) is skipped without being
+ * evaluated when none did.
+ */
+struct lit {
+    char *s; /* lower case */
+    uint32_t len;
+    uint32_t next;   /* the next literal with the same first 3 bytes; UINT32_MAX: none */
+    uint32_t *rules; /* gated rules with this literal */
+    uint32_t nrules;
+};
+
+struct scan {
+    nv_handle h;
+    uint32_t *keys;  /* 3-byte key + 1; 0: empty slot */
+    uint32_t *heads; /* the first literal of a key */
+    uint32_t cap, n;
+    bool gates;          /* some rule is gated on it: scanned first for every message */
+    uint64_t bits[1024]; /* 65,536 bits: a hash of each key */
+};
+
+struct sigma {
+    struct lit *lits;
+    size_t nlits, caplits;
+    struct scan *scans;
+    size_t nscans;
+    struct sigma_rule **rules;
+    size_t nrules, caprules;
+    uint32_t *ungated; /* the rules evaluated for every message their logsource holds for */
+    size_t nungated, capungated;
+    size_t nrefused;
+    struct lsmap *ls;
+    size_t nls;
+    struct fmap *fields;
+    size_t nfields;
+    bool mapped;
+    struct sigma_diag *diags;
+    size_t ndiags, capdiags, nerrors;
+    char **files;
+    size_t nfiles;
+};
+
+struct sigma_scratch {
+    const struct sigma *s;
+    const struct msg *m;
+    uint32_t gen;       /* this message's number: the arrays below hold it where set for it */
+    uint32_t *lit_gen;  /* literal found */
+    uint32_t *scan_gen; /* scan done */
+    uint32_t *rule_gen; /* gated rule with a literal found */
+    size_t nlit, nscan, nrule;
+    uint32_t *cand; /* gated rules a literal of which was found in this message */
+    size_t ncand, capcand;
+    pcre2_match_data *md;
+    signed char *ls; /* per logsource: -1 not known yet for this message, 0, 1 */
+    size_t nls;
+};
+
+/* ---- diagnostics ---- */
+
+static const char *
+intern_file(struct sigma *s, const char *file)
+{
+    size_t i;
+
+    for (i = 0; i < s->nfiles; i++)
+        if (strcmp(s->files[i], file) == 0) return s->files[i];
+    s->files = xrealloc(s->files, (s->nfiles + 1) * sizeof(*s->files));
+    return s->files[s->nfiles++] = xstrdup(file);
+}
+
+static void __attribute__((format(printf, 5, 6)))
+diag(struct sigma *s, enum sigma_diag_level level, const char *file, int line, const char *fmt, ...)
+{
+    struct sigma_diag *d;
+    va_list ap;
+    char text[512];
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    s->diags = xgrow(s->diags, &s->capdiags, s->ndiags + 1, sizeof(*s->diags));
+    d = &s->diags[s->ndiags++];
+    d->level = level;
+    d->file = intern_file(s, file);
+    d->line = line;
+    d->text = xstrdup(text);
+    if (level == SIGMA_ERROR) s->nerrors++;
+}
+
+size_t
+sigma_ndiags(const struct sigma *s)
+{
+    return s->ndiags;
+}
+
+const struct sigma_diag *
+sigma_diag_at(const struct sigma *s, size_t i)
+{
+    return &s->diags[i];
+}
+
+size_t
+sigma_nerrors(const struct sigma *s)
+{
+    return s->nerrors;
+}
+
+void
+sigma_print_diags(const struct sigma *s, FILE *out)
+{
+    size_t i;
+
+    for (i = 0; i < s->ndiags; i++)
+        fprintf(out, "%s:%d: %s: %s\n", s->diags[i].file, s->diags[i].line,
+                s->diags[i].level == SIGMA_ERROR ? "error" : "warning", s->diags[i].text);
+}
+
+/* ---- YAML helpers ---- */
+
+static int
+line_of(const yaml_node_t *n)
+{
+    return (int)n->start_mark.line + 1;
+}
+
+static bool
+is_scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE;
+}
+
+static const char *
+scalar(const yaml_node_t *n)
+{
+    return (const char *)n->data.scalar.value;
+}
+
+/* A plain null, ~ or empty scalar: YAML's null. */
+static bool
+is_null(const yaml_node_t *n)
+{
+    const char *v;
+
+    if (!is_scalar(n) || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
+    v = scalar(n);
+    return !*v || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 ||
+           strcmp(v, "NULL") == 0;
+}
+
+static yaml_node_t *
+map_get(yaml_document_t *doc, const yaml_node_t *map, const char *key)
+{
+    yaml_node_pair_t *p;
+
+    if (!map || map->type != YAML_MAPPING_NODE) return NULL;
+    for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(doc, p->key);
+        if (is_scalar(k) && strcmp(scalar(k), key) == 0)
+            return yaml_document_get_node(doc, p->value);
+    }
+    return NULL;
+}
+
+/* The strings of a scalar or of a list of scalars; false if anything else. */
+static bool
+str_list(yaml_document_t *doc, const yaml_node_t *n, char ***out, size_t *nout)
+{
+    yaml_node_item_t *it;
+
+    if (is_scalar(n)) {
+        *out = xrealloc(*out, (*nout + 1) * sizeof(**out));
+        (*out)[(*nout)++] = xstrdup(scalar(n));
+        return true;
+    }
+    if (!n || n->type != YAML_SEQUENCE_NODE) return false;
+    for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+        yaml_node_t *v = yaml_document_get_node(doc, *it);
+        if (!is_scalar(v)) return false;
+        *out = xrealloc(*out, (*nout + 1) * sizeof(**out));
+        (*out)[(*nout)++] = xstrdup(scalar(v));
+    }
+    return true;
+}
+
+static void
+free_strs(char **v, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+static char *
+read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    struct buf b = {0};
+    char chunk[65536];
+    size_t n;
+
+    if (!f) {
+        snprintf(err, errlen, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (b.len + n > MAX_FILE) {
+            snprintf(err, errlen, "larger than %u bytes", MAX_FILE);
+            fclose(f);
+            buf_free(&b);
+            return NULL;
+        }
+        buf_append(&b, chunk, n);
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "cannot read: %s", strerror(errno));
+        fclose(f);
+        buf_free(&b);
+        return NULL;
+    }
+    fclose(f);
+    *len = b.len;
+    if (!b.p) return xstrdup("");
+    return b.p;
+}
+
+/* ---- the mapping file ---- */
+
+static const char *const facility_names[] = {
+    "kern",   "user",   "mail",     "daemon", "auth",   "syslog",   "lpr",     "news",
+    "uucp",   "cron",   "authpriv", "ftp",    "ntp",    "security", "console", "solaris-cron",
+    "local0", "local1", "local2",   "local3", "local4", "local5",   "local6",  "local7",
+};
+
+static bool
+field_map_load(struct sigma *s, const char *file, yaml_document_t *doc, const yaml_node_t *n,
+               struct fmap **out, size_t *nout)
+{
+    yaml_node_pair_t *p;
+
+    if (!n) return true;
+    if (n->type != YAML_MAPPING_NODE) {
+        diag(s, SIGMA_ERROR, file, line_of(n), "fields: a map of Sigma name: corral name expected");
+        return false;
+    }
+    for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(doc, p->value);
+        if (!is_scalar(k) || !is_scalar(v) || !*scalar(v)) {
+            diag(s, SIGMA_ERROR, file, line_of(k), "fields: each entry must be name: value name");
+            return false;
+        }
+        *out = xrealloc(*out, (*nout + 1) * sizeof(**out));
+        (*out)[*nout].name = xstrdup(scalar(k));
+        (*out)[*nout].h = nv_intern_str(scalar(v));
+        (*nout)++;
+    }
+    return true;
+}
+
+static bool
+ls_load(struct sigma *s, const char *file, yaml_document_t *doc, const yaml_node_t *n,
+        struct lsmap *l)
+{
+    static const char *const known[] = {"product",  "category", "service", "program",
+                                        "facility", "class",    "rule",    "fields"};
+    yaml_node_pair_t *p;
+    char **fac = NULL;
+    size_t nfac = 0, i, j;
+
+    memset(l, 0, sizeof(*l));
+    l->line = line_of(n);
+    if (n->type != YAML_MAPPING_NODE) {
+        diag(s, SIGMA_ERROR, file, line_of(n), "logsources: each entry must be a map");
+        return false;
+    }
+    for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(doc, p->key);
+        for (i = 0; i < sizeof(known) / sizeof(*known); i++)
+            if (is_scalar(k) && strcmp(scalar(k), known[i]) == 0) break;
+        if (i == sizeof(known) / sizeof(*known)) {
+            diag(s, SIGMA_ERROR, file, line_of(k), "logsources: unknown key '%s'",
+                 is_scalar(k) ? scalar(k) : "?");
+            return false;
+        }
+    }
+#define STR(key, dst)                                                                              \
+    do {                                                                                           \
+        yaml_node_t *v_ = map_get(doc, n, key);                                                    \
+        if (v_ && !is_scalar(v_)) {                                                                \
+            diag(s, SIGMA_ERROR, file, line_of(v_), "logsources: %s must be a string", key);       \
+            return false;                                                                          \
+        }                                                                                          \
+        if (v_) dst = xstrdup(scalar(v_));                                                         \
+    } while (0)
+#define LIST(key, dst, ndst)                                                                       \
+    do {                                                                                           \
+        yaml_node_t *v_ = map_get(doc, n, key);                                                    \
+        if (v_ && !str_list(doc, v_, &dst, &ndst)) {                                               \
+            diag(s, SIGMA_ERROR, file, line_of(v_), "logsources: %s must be a string or a list",   \
+                 key);                                                                             \
+            return false;                                                                          \
+        }                                                                                          \
+    } while (0)
+    STR("product", l->product);
+    STR("category", l->category);
+    STR("service", l->service);
+    LIST("program", l->programs, l->nprograms);
+    LIST("class", l->classes, l->nclasses);
+    LIST("rule", l->rules, l->nrules);
+    LIST("facility", fac, nfac);
+#undef STR
+#undef LIST
+    for (i = 0; i < nfac; i++) {
+        for (j = 0; j < sizeof(facility_names) / sizeof(*facility_names); j++)
+            if (strcmp(fac[i], facility_names[j]) == 0) break;
+        if (j == sizeof(facility_names) / sizeof(*facility_names)) {
+            diag(s, SIGMA_ERROR, file, l->line, "logsources: unknown facility '%s'", fac[i]);
+            free_strs(fac, nfac);
+            return false;
+        }
+        l->facilities |= 1u << j;
+    }
+    free_strs(fac, nfac);
+    if (!l->product && !l->category && !l->service) {
+        diag(s, SIGMA_ERROR, file, l->line,
+             "logsources: an entry needs product, category or service");
+        return false;
+    }
+    return field_map_load(s, file, doc, map_get(doc, n, "fields"), &l->fields, &l->nfields);
+}
+
+static void
+ls_free(struct lsmap *l)
+{
+    size_t i;
+
+    free(l->product);
+    free(l->category);
+    free(l->service);
+    free_strs(l->programs, l->nprograms);
+    free_strs(l->classes, l->nclasses);
+    free_strs(l->rules, l->nrules);
+    for (i = 0; i < l->nfields; i++) free(l->fields[i].name);
+    free(l->fields);
+}
+
+int
+sigma_load_mapping_memory(struct sigma *s, const char *name, const char *text, size_t len)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    yaml_node_t *root, *n;
+    int rc = -1;
+    size_t before = s->nerrors;
+
+    name = intern_file(s, name);
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        diag(s, SIGMA_ERROR, name, (int)parser.problem_mark.line + 1, "YAML: %s",
+             parser.problem ? parser.problem : "syntax error");
+        yaml_parser_delete(&parser);
+        return -1;
+    }
+    root = yaml_document_get_root_node(&doc);
+    if (!root || root->type != YAML_MAPPING_NODE) {
+        diag(s, SIGMA_ERROR, name, root ? line_of(root) : 1,
+             "the mapping file must be a map with logsources and fields");
+        goto out;
+    }
+    if ((n = map_get(&doc, root, "logsources"))) {
+        yaml_node_item_t *it;
+        if (n->type != YAML_SEQUENCE_NODE) {
+            diag(s, SIGMA_ERROR, name, line_of(n), "logsources: a list expected");
+            goto out;
+        }
+        for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+            struct lsmap l;
+            if (!ls_load(s, name, &doc, yaml_document_get_node(&doc, *it), &l)) {
+                ls_free(&l);
+                goto out;
+            }
+            s->ls = xrealloc(s->ls, (s->nls + 1) * sizeof(*s->ls));
+            s->ls[s->nls++] = l;
+        }
+    }
+    if (!field_map_load(s, name, &doc, map_get(&doc, root, "fields"), &s->fields, &s->nfields))
+        goto out;
+    s->mapped = true;
+    rc = s->nerrors > before ? -1 : 0;
+out:
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int
+sigma_load_mapping(struct sigma *s, const char *file)
+{
+    char err[256];
+    size_t len;
+    char *text = read_file(file, &len, err, sizeof(err));
+    int rc;
+
+    if (!text) {
+        diag(s, SIGMA_ERROR, file, 0, "mapping file: %s", err);
+        return -1;
+    }
+    rc = sigma_load_mapping_memory(s, file, text, len);
+    free(text);
+    return rc;
+}
+
+/* ---- compiling values ---- */
+
+/* Why a rule is refused; the first reason wins. */
+struct refusal {
+    char text[400];
+    int line;
+    bool set;
+    size_t work; /* values and fields compiled: YAML aliases can repeat a large node many times */
+};
+
+static void __attribute__((format(printf, 3, 4)))
+refuse(struct refusal *r, int line, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (r->set) return;
+    r->set = true;
+    r->line = line;
+    va_start(ap, fmt);
+    vsnprintf(r->text, sizeof(r->text), fmt, ap);
+    va_end(ap);
+}
+
+/* Most values and fields one rule may compile (aliases included), a bound for hostile input. */
+#define MAX_WORK 200000
+
+static bool
+over_budget(struct refusal *r, int line)
+{
+    if (++r->work <= MAX_WORK) return false;
+    refuse(r, line, "rule too large: more than %d values and fields", MAX_WORK);
+    return true;
+}
+
+static unsigned char
+lower(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
+}
+
+enum mod {
+    M_CONTAINS = 1 << 0,
+    M_STARTS = 1 << 1,
+    M_ENDS = 1 << 2,
+    M_ALL = 1 << 3,
+    M_RE = 1 << 4,
+    M_CIDR = 1 << 5,
+    M_B64 = 1 << 6,
+    M_B64OFF = 1 << 7,
+    M_WINDASH = 1 << 8,
+    M_EXISTS = 1 << 9,
+    M_LT = 1 << 10,
+    M_LTE = 1 << 11,
+    M_GT = 1 << 12,
+    M_GTE = 1 << 13,
+    M_CASED = 1 << 14,
+    M_RE_I = 1 << 15,
+    M_RE_M = 1 << 16,
+    M_RE_S = 1 << 17,
+};
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} mods[] = {
+    {"contains", M_CONTAINS},
+    {"startswith", M_STARTS},
+    {"endswith", M_ENDS},
+    {"all", M_ALL},
+    {"re", M_RE},
+    {"cidr", M_CIDR},
+    {"base64", M_B64},
+    {"base64offset", M_B64OFF},
+    {"windash", M_WINDASH},
+    {"exists", M_EXISTS},
+    {"lt", M_LT},
+    {"lte", M_LTE},
+    {"gt", M_GT},
+    {"gte", M_GTE},
+    {"cased", M_CASED},
+    {"i", M_RE_I},
+    {"m", M_RE_M},
+    {"s", M_RE_S},
+};
+
+/* The Sigma string v (escapes and wildcards) into a pattern: literal bytes, W_STAR, W_ONE. */
+static bool
+sigma_string(const char *v, bool cased, struct buf *out, struct refusal *r, int line)
+{
+    const unsigned char *p = (const unsigned char *)v;
+
+    for (; *p; p++) {
+        unsigned char c = *p;
+        if (c == W_STAR || c == W_ONE) {
+            refuse(r, line, "value holds control character 0x%02x", c);
+            return false;
+        }
+        if (c == '\\' && (p[1] == '*' || p[1] == '?' || p[1] == '\\')) {
+            c = *++p;
+        } else if (c == '*') {
+            c = W_STAR;
+        } else if (c == '?') {
+            c = W_ONE;
+        }
+        if (!cased) c = lower(c);
+        buf_append(out, &c, 1);
+    }
+    return true;
+}
+
+static void
+shape_value(struct sval *v)
+{
+    const char *p = v->pat;
+    size_t n = v->plen, i, lead = 0, trail = 0, inner = 0;
+
+    for (i = 0; i < n; i++)
+        if (p[i] == W_ONE) break;
+    while (lead < n && p[lead] == W_STAR) lead++;
+    while (trail < n - lead && p[n - 1 - trail] == W_STAR) trail++;
+    for (i = lead; i < n - trail; i++)
+        if (p[i] == W_STAR || p[i] == W_ONE) inner++;
+    if (inner) {
+        v->shape = S_GLOB;
+        return;
+    }
+    v->lit = xmemdup(p + lead, n - lead - trail + 1);
+    v->llen = n - lead - trail;
+    v->lit[v->llen] = '\0';
+    v->shape = !lead && !trail ? S_EXACT : lead && trail ? S_CONTAINS : lead ? S_SUFFIX : S_PREFIX;
+}
+
+static void
+add_val(struct sfield *f, struct sval *v)
+{
+    f->vals = xrealloc(f->vals, (f->nvals + 1) * sizeof(*f->vals));
+    f->vals[f->nvals++] = *v;
+}
+
+static uint32_t
+key3(const char *p)
+{
+    return (uint32_t)(unsigned char)p[0] << 16 | (uint32_t)(unsigned char)p[1] << 8 |
+           (unsigned char)p[2];
+}
+
+static uint32_t
+key_hash(uint32_t k)
+{
+    return (k * 0x9e3779b1u) >> 16;
+}
+
+/* The slot of key k in the scan's table (its own, or the empty one it would take). */
+static uint32_t
+slot_of(const struct scan *sc, uint32_t k)
+{
+    uint32_t i = key_hash(k) & (sc->cap - 1);
+
+    while (sc->keys[i] && sc->keys[i] != k + 1) i = (i + 1) & (sc->cap - 1);
+    return i;
+}
+
+static void
+scan_grow(struct scan *sc)
+{
+    uint32_t *keys = sc->keys, *heads = sc->heads, cap = sc->cap, i;
+
+    sc->cap = cap ? cap * 2 : 64;
+    sc->keys = xcalloc(sc->cap, sizeof(*sc->keys));
+    sc->heads = xcalloc(sc->cap, sizeof(*sc->heads));
+    for (i = 0; i < cap; i++) {
+        uint32_t j;
+        if (!keys[i]) continue;
+        j = slot_of(sc, keys[i] - 1);
+        sc->keys[j] = keys[i];
+        sc->heads[j] = heads[i];
+    }
+    free(keys);
+    free(heads);
+}
+
+/* The id of literal p (lower case, 3 bytes or more) in the scan of field h, added if new. */
+static uint32_t
+lit_register(struct sigma *s, nv_handle h, const char *p, size_t len, uint32_t *scan)
+{
+    struct scan *sc;
+    uint32_t i, k = key3(p), slot, id;
+
+    for (i = 0; i < s->nscans; i++)
+        if (s->scans[i].h == h) break;
+    if (i == s->nscans) {
+        s->scans = xrealloc(s->scans, (s->nscans + 1) * sizeof(*s->scans));
+        memset(&s->scans[s->nscans], 0, sizeof(*s->scans));
+        s->scans[s->nscans++].h = h;
+    }
+    *scan = i;
+    sc = &s->scans[i];
+    if (!sc->cap || (sc->n + 1) * 2 > sc->cap) scan_grow(sc);
+    slot = slot_of(sc, k);
+    if (sc->keys[slot])
+        for (id = sc->heads[slot]; id != UINT32_MAX; id = s->lits[id].next)
+            if (s->lits[id].len == len && memcmp(s->lits[id].s, p, len) == 0) return id;
+    s->lits = xgrow(s->lits, &s->caplits, s->nlits + 1, sizeof(*s->lits));
+    id = (uint32_t)s->nlits++;
+    s->lits[id].s = xmemdup(p, len);
+    s->lits[id].len = (uint32_t)len;
+    s->lits[id].rules = NULL;
+    s->lits[id].nrules = 0;
+    if (sc->keys[slot]) {
+        s->lits[id].next = sc->heads[slot];
+    } else {
+        s->lits[id].next = UINT32_MAX;
+        sc->keys[slot] = k + 1;
+        sc->n++;
+    }
+    sc->heads[slot] = id;
+    sc->bits[key_hash(k) >> 6 & 1023] |= 1ull << (key_hash(k) & 63);
+    return id;
+}
+
+/* One string variant (Sigma syntax, or a literal when literal is set) as a value of f. */
+static bool
+add_string(struct sigma *s, struct sfield *f, const char *v, size_t vlen, bool literal, unsigned m,
+           uint32_t group, struct refusal *r, int line)
+{
+    struct sval sv = {0};
+    struct buf b = {0};
+    size_t i;
+
+    sv.kind = V_STR;
+    sv.group = group;
+    sv.cased = (m & M_CASED) != 0;
+    if (m & (M_CONTAINS | M_ENDS)) buf_append(&b, "\x01", 1);
+    if (literal) {
+        for (i = 0; i < vlen; i++) {
+            unsigned char c = (unsigned char)v[i];
+            if (!sv.cased) c = lower(c);
+            buf_append(&b, &c, 1);
+        }
+    } else if (!sigma_string(v, sv.cased, &b, r, line)) {
+        buf_free(&b);
+        return false;
+    }
+    if (m & (M_CONTAINS | M_STARTS)) buf_append(&b, "\x01", 1);
+    sv.plen = b.len;
+    sv.pat = b.p ? b.p : xstrdup("");
+    shape_value(&sv);
+    if (sv.shape == S_CONTAINS && !sv.cased && sv.llen >= 3) {
+        sv.lid = lit_register(s, f->h, sv.lit, sv.llen, &sv.scan) + 1;
+    } else if (sv.shape == S_GLOB && !sv.cased) {
+        /* its longest literal run must occur for the pattern to match: the scan looks for it */
+        size_t best = 0, at = 0, run = 0;
+        for (i = 0; i <= sv.plen; i++) {
+            if (i < sv.plen && sv.pat[i] != W_STAR && sv.pat[i] != W_ONE) {
+                run++;
+                continue;
+            }
+            if (run > best) {
+                best = run;
+                at = i - run;
+            }
+            run = 0;
+        }
+        if (best >= 3) sv.lid = lit_register(s, f->h, sv.pat + at, best, &sv.scan) + 1;
+    }
+    add_val(f, &sv);
+    return true;
+}
+
+/* Sigma's unescaped form of v, refused when it holds a wildcard (base64 of a wildcard means
+ * nothing). */
+static bool
+unescape_plain(const char *v, struct buf *out, struct refusal *r, int line)
+{
+    for (; *v; v++) {
+        if (*v == '\\' && (v[1] == '*' || v[1] == '?' || v[1] == '\\')) {
+            v++;
+        } else if (*v == '*' || *v == '?') {
+            refuse(r, line, "base64 of a value with wildcards");
+            return false;
+        }
+        buf_append(out, v, 1);
+    }
+    return true;
+}
+
+static bool
+add_base64(struct sigma *s, struct sfield *f, const char *v, unsigned m, uint32_t group,
+           struct refusal *r, int line)
+{
+    struct buf plain = {0}, enc = {0};
+    bool ok = unescape_plain(v, &plain, r, line);
+    unsigned mm = m & ~(unsigned)M_CASED;
+    int i;
+
+    mm |= M_CASED; /* base64 is case-sensitive by nature */
+    if (ok && !(m & M_B64OFF)) {
+        base64_encode(&enc, plain.p ? plain.p : "", plain.len);
+        ok = add_string(s, f, enc.p ? enc.p : "", enc.len, true, mm, group, r, line);
+    }
+    for (i = 0; ok && (m & M_B64OFF) && i < 3; i++) {
+        static const size_t start[3] = {0, 2, 3};
+        static const size_t cut[3] = {0, 3, 2};
+        struct buf in = {0};
+        size_t e, s0 = start[i], c = cut[(plain.len + (size_t)i) % 3];
+        buf_append(&in, "  ", (size_t)i);
+        buf_append(&in, plain.p ? plain.p : "", plain.len);
+        buf_reset(&enc);
+        base64_encode(&enc, in.p, in.len);
+        buf_free(&in);
+        e = enc.len > c ? enc.len - c : 0;
+        if (e > s0) ok = add_string(s, f, enc.p + s0, e - s0, true, mm, group, r, line);
+    }
+    buf_free(&plain);
+    buf_free(&enc);
+    return ok;
+}
+
+/* The variants |windash stands for: a '-' or '/' starting a word as any of the dashes and '/'. */
+static bool
+add_windash(struct sigma *s, struct sfield *f, const char *v, unsigned m, uint32_t group,
+            struct refusal *r, int line)
+{
+    static const char *const dash[] = {"-", "/", "\xe2\x80\x93", "\xe2\x80\x94", "\xe2\x80\x95"};
+    size_t k, i;
+
+    for (k = 0; k < sizeof(dash) / sizeof(*dash); k++) {
+        struct buf b = {0};
+        bool ok;
+        for (i = 0; v[i]; i++) {
+            if ((v[i] == '-' || v[i] == '/') && (i == 0 || v[i - 1] == ' '))
+                buf_puts(&b, dash[k]);
+            else
+                buf_append(&b, &v[i], 1);
+        }
+        ok = add_string(s, f, buf_str(&b), b.len, false, m, group, r, line);
+        buf_free(&b);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static bool
+add_value(struct sigma *s, struct sfield *f, const yaml_node_t *n, unsigned m, struct refusal *r)
+{
+    struct sval sv = {0};
+    int line = line_of(n);
+    uint32_t group = f->ngroups++;
+    const char *v;
+
+    sv.group = group;
+    if (over_budget(r, line)) return false;
+    if (!is_scalar(n)) {
+        refuse(r, line, "a value must be a string, a number or null");
+        return false;
+    }
+    v = scalar(n);
+    if (m & M_EXISTS) {
+        if (strcmp(v, "true") && strcmp(v, "false") && strcmp(v, "yes") && strcmp(v, "no")) {
+            refuse(r, line, "|exists takes true or false");
+            return false;
+        }
+        sv.kind = V_EXISTS;
+        sv.exists = !strcmp(v, "true") || !strcmp(v, "yes");
+        add_val(f, &sv);
+        return true;
+    }
+    if (is_null(n)) {
+        if (m & ~(unsigned)M_ALL) {
+            refuse(r, line, "null with a modifier");
+            return false;
+        }
+        sv.kind = V_NULL;
+        add_val(f, &sv);
+        return true;
+    }
+    if (m & (M_LT | M_LTE | M_GT | M_GTE)) {
+        char *end;
+        sv.kind = V_NUM;
+        sv.num = strtod(v, &end);
+        if (!*v || *end) {
+            refuse(r, line, "'%s' is not a number", v);
+            return false;
+        }
+        sv.cmp = m & M_LT ? C_LT : m & M_LTE ? C_LTE : m & M_GT ? C_GT : C_GTE;
+        add_val(f, &sv);
+        return true;
+    }
+    if (m & M_RE) {
+        int code;
+        PCRE2_SIZE off;
+        uint32_t opts = (m & M_RE_I ? PCRE2_CASELESS : 0) | (m & M_RE_M ? PCRE2_MULTILINE : 0) |
+                        (m & M_RE_S ? PCRE2_DOTALL : 0);
+        sv.kind = V_RE;
+        sv.re = pcre2_compile((PCRE2_SPTR)v, PCRE2_ZERO_TERMINATED, opts, &code, &off, NULL);
+        if (!sv.re) {
+            PCRE2_UCHAR msg[160];
+            pcre2_get_error_message(code, msg, sizeof(msg));
+            refuse(r, line, "regular expression at offset %zu: %s", (size_t)off, (char *)msg);
+            return false;
+        }
+        pcre2_jit_compile(sv.re, PCRE2_JIT_COMPLETE); /* optional: falls back if absent */
+        add_val(f, &sv);
+        return true;
+    }
+    if (m & M_CIDR) {
+        char addr[64];
+        const char *slash = strchr(v, '/');
+        size_t alen = slash ? (size_t)(slash - v) : strlen(v);
+        char *end;
+        unsigned long bits;
+        sv.kind = V_CIDR;
+        if (alen >= sizeof(addr)) goto bad_cidr;
+        memcpy(addr, v, alen);
+        addr[alen] = '\0';
+        sv.family = strchr(addr, ':') ? AF_INET6 : AF_INET;
+        if (inet_pton(sv.family, addr, sv.addr) != 1) goto bad_cidr;
+        bits = slash ? strtoul(slash + 1, &end, 10) : (sv.family == AF_INET ? 32 : 128);
+        if ((slash && (!slash[1] || *end)) || bits > (sv.family == AF_INET ? 32u : 128u))
+            goto bad_cidr;
+        sv.bits = (unsigned)bits;
+        add_val(f, &sv);
+        return true;
+    bad_cidr:
+        refuse(r, line, "'%s' is not a network in CIDR notation", v);
+        return false;
+    }
+    if (m & (M_B64 | M_B64OFF)) return add_base64(s, f, v, m, group, r, line);
+    if (m & M_WINDASH) return add_windash(s, f, v, m, group, r, line);
+    return add_string(s, f, v, strlen(v), false, m, group, r, line);
+}
+
+static void
+field_free(struct sfield *f)
+{
+    size_t i;
+
+    for (i = 0; i < f->nvals; i++) {
+        free(f->vals[i].pat);
+        free(f->vals[i].lit);
+        if (f->vals[i].re) pcre2_code_free(f->vals[i].re);
+    }
+    free(f->vals);
+}
+
+/* What a Sigma field name reads in corral: the logsource's mapping, then the global one. */
+static bool
+map_field(const struct sigma *s, const struct lsmap *ls, const char *name, nv_handle *h)
+{
+    size_t i;
+
+    for (i = 0; ls && i < ls->nfields; i++)
+        if (strcmp(ls->fields[i].name, name) == 0) return (*h = ls->fields[i].h), true;
+    for (i = 0; i < s->nfields; i++)
+        if (strcmp(s->fields[i].name, name) == 0) return (*h = s->fields[i].h), true;
+    return false;
+}
+
+/* One "Field|mod|mod: values" entry of a map. */
+static bool
+field_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const yaml_node_t *k,
+           const yaml_node_t *v, struct sfield *f, struct refusal *r)
+{
+    char *key = xstrdup(scalar(k)), *bar = strchr(key, '|'), *tok, *save = NULL;
+    unsigned m = 0;
+    bool ok = true, keyword = bar == key;
+    size_t i;
+    int line = line_of(k);
+
+    memset(f, 0, sizeof(*f));
+    if (over_budget(r, line)) {
+        free(key);
+        return false;
+    }
+    if (bar) *bar = '\0';
+    for (tok = bar ? strtok_r(bar + 1, "|", &save) : NULL; tok && ok;
+         tok = strtok_r(NULL, "|", &save)) {
+        for (i = 0; i < sizeof(mods) / sizeof(*mods); i++)
+            if (strcmp(tok, mods[i].name) == 0) break;
+        if (i == sizeof(mods) / sizeof(*mods)) {
+            refuse(r, line, "modifier '%s' is not supported", tok);
+            ok = false;
+        } else if ((mods[i].bit & (M_RE_I | M_RE_M | M_RE_S)) && !(m & M_RE)) {
+            refuse(r, line, "modifier '%s' only follows re", tok);
+            ok = false;
+        } else {
+            m |= mods[i].bit;
+        }
+    }
+    if (ok && __builtin_popcount(m & (M_CONTAINS | M_STARTS | M_ENDS | M_RE | M_CIDR | M_EXISTS |
+                                      M_LT | M_LTE | M_GT | M_GTE)) > 1) {
+        refuse(r, line, "modifiers of '%s' exclude each other", scalar(k));
+        ok = false;
+    }
+    if (ok && keyword) {
+        f->h = NV_MESSAGE;
+        if (!(m & (M_RE | M_STARTS | M_ENDS))) m |= M_CONTAINS;
+    } else if (ok && !map_field(s, ls, key, &f->h)) {
+        refuse(r, line, "field '%s' has no mapping for this logsource", key);
+        ok = false;
+    }
+    f->all = (m & M_ALL) != 0;
+    if (ok && v->type == YAML_SEQUENCE_NODE) {
+        yaml_node_item_t *it;
+        if (v->data.sequence.items.top == v->data.sequence.items.start) {
+            refuse(r, line, "'%s' has an empty list of values", scalar(k));
+            ok = false;
+        }
+        if (v->data.sequence.items.top - v->data.sequence.items.start > MAX_VALUES) {
+            refuse(r, line, "more than %d values", MAX_VALUES);
+            ok = false;
+        }
+        for (it = v->data.sequence.items.start; ok && it < v->data.sequence.items.top; it++)
+            ok = add_value(s, f, yaml_document_get_node(doc, *it), m, r);
+    } else if (ok) {
+        ok = add_value(s, f, v, m, r);
+    }
+    free(key);
+    return ok;
+}
+
+static void
+alt_free(struct salt *a)
+{
+    size_t i;
+
+    for (i = 0; i < a->nfields; i++) field_free(&a->fields[i]);
+    free(a->fields);
+}
+
+static bool
+alt_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const yaml_node_t *map,
+         struct salt *a, struct refusal *r)
+{
+    yaml_node_pair_t *p;
+
+    memset(a, 0, sizeof(*a));
+    for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(doc, p->value);
+        if (!is_scalar(k)) {
+            refuse(r, line_of(k), "a field name must be a string");
+            return false;
+        }
+        a->fields = xrealloc(a->fields, (a->nfields + 1) * sizeof(*a->fields));
+        if (!field_load(s, ls, doc, k, v, &a->fields[a->nfields], r)) {
+            field_free(&a->fields[a->nfields]);
+            return false;
+        }
+        a->nfields++;
+    }
+    if (!a->nfields) {
+        refuse(r, line_of(map), "an empty map in a selection");
+        return false;
+    }
+    return true;
+}
+
+static bool
+det_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const yaml_node_t *n,
+         struct sdet *d, struct refusal *r)
+{
+    if (n->type == YAML_MAPPING_NODE) {
+        d->alts = xcalloc(1, sizeof(*d->alts));
+        if (!alt_load(s, ls, doc, n, d->alts, r)) {
+            alt_free(d->alts);
+            return false;
+        }
+        d->nalts = 1;
+        return true;
+    }
+    if (n->type == YAML_SEQUENCE_NODE) {
+        yaml_node_item_t *it;
+        size_t kw = SIZE_MAX; /* keywords: one map reading MESSAGE, its values ORed */
+        if (n->data.sequence.items.top == n->data.sequence.items.start) {
+            refuse(r, line_of(n), "selection '%s' is an empty list", d->name);
+            return false;
+        }
+        for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+            yaml_node_t *v = yaml_document_get_node(doc, *it);
+            if (v->type == YAML_MAPPING_NODE) {
+                d->alts = xrealloc(d->alts, (d->nalts + 1) * sizeof(*d->alts));
+                if (!alt_load(s, ls, doc, v, &d->alts[d->nalts], r)) {
+                    alt_free(&d->alts[d->nalts]);
+                    return false;
+                }
+                d->nalts++;
+            } else if (is_scalar(v)) {
+                if (kw == SIZE_MAX) {
+                    d->alts = xrealloc(d->alts, (d->nalts + 1) * sizeof(*d->alts));
+                    kw = d->nalts++;
+                    memset(&d->alts[kw], 0, sizeof(d->alts[kw]));
+                    d->alts[kw].fields = xcalloc(1, sizeof(*d->alts[kw].fields));
+                    d->alts[kw].nfields = 1;
+                    d->alts[kw].fields->h = NV_MESSAGE;
+                }
+                if (d->alts[kw].fields->nvals >= MAX_VALUES) {
+                    refuse(r, line_of(v), "more than %d keywords", MAX_VALUES);
+                    return false;
+                }
+                if (!add_value(s, d->alts[kw].fields, v, is_null(v) ? 0 : M_CONTAINS, r))
+                    return false;
+            } else {
+                refuse(r, line_of(v), "a selection list may hold maps or keywords only");
+                return false;
+            }
+        }
+        return true;
+    }
+    if (is_scalar(n)) {
+        refuse(r, line_of(n), "selection '%s': a single keyword must be in a list", d->name);
+        return false;
+    }
+    refuse(r, line_of(n), "selection '%s' must be a map or a list", d->name);
+    return false;
+}
+
+/* ---- rules ---- */
+
+static void
+impl_free(struct sigma_impl *im)
+{
+    size_t i, j;
+
+    if (!im) return;
+    for (i = 0; i < im->ndets; i++) {
+        for (j = 0; j < im->dets[i].nalts; j++) alt_free(&im->dets[i].alts[j]);
+        free(im->dets[i].alts);
+    }
+    free(im->dets);
+    free(im->names); /* the names are the dets' */
+    sigma_cond_free(im->cond);
+    free(im->labels);
+    free(im->alert_id);
+    free(im->event);
+    free(im);
+}
+
+static void
+rule_free(struct sigma_rule *r)
+{
+    if (!r) return;
+    free(r->id);
+    free(r->title);
+    free(r->level);
+    if (r->impl) {
+        size_t i;
+        for (i = 0; i < r->impl->ndets; i++) free(r->impl->dets[i].name);
+    }
+    impl_free(r->impl);
+    free(r);
+}
+
+static const char *
+severity_of(const char *level)
+{
+    if (!level) return "warning";
+    if (!strcmp(level, "critical")) return "critical";
+    if (!strcmp(level, "high")) return "major";
+    if (!strcmp(level, "medium")) return "minor";
+    if (!strcmp(level, "low")) return "warning";
+    if (!strcmp(level, "informational")) return "info";
+    return NULL;
+}
+
+static bool
+ls_value_ok(const char *want, const char *have)
+{
+    if (!want) return !have;
+    if (strcmp(want, "*") == 0) return true;
+    return have && strcmp(want, have) == 0;
+}
+
+static bool
+rule_logsource(const struct sigma *s, yaml_document_t *doc, const yaml_node_t *n,
+               struct sigma_impl *im, struct refusal *r)
+{
+    const char *prod = NULL, *cat = NULL, *svc = NULL;
+    yaml_node_t *v;
+    size_t i;
+
+    if (!n || n->type != YAML_MAPPING_NODE) {
+        refuse(r, n ? line_of(n) : 1, "logsource missing or not a map");
+        return false;
+    }
+    if ((v = map_get(doc, n, "product")) && is_scalar(v)) prod = scalar(v);
+    if ((v = map_get(doc, n, "category")) && is_scalar(v)) cat = scalar(v);
+    if ((v = map_get(doc, n, "service")) && is_scalar(v)) svc = scalar(v);
+    for (i = 0; i < s->nls; i++) {
+        const struct lsmap *l = &s->ls[i];
+        if (ls_value_ok(l->product, prod) && ls_value_ok(l->category, cat) &&
+            ls_value_ok(l->service, svc)) {
+            im->ls = l;
+            im->ls_index = i;
+            return true;
+        }
+    }
+    refuse(r, line_of(n), "logsource (product %s, category %s, service %s) has no mapping",
+           prod ? prod : "-", cat ? cat : "-", svc ? svc : "-");
+    return false;
+}
+
+static bool
+rule_detection(struct sigma *s, yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im,
+               struct refusal *r)
+{
+    yaml_node_pair_t *p;
+    yaml_node_t *cond = NULL;
+    struct buf src = {0};
+    char err[256];
+    size_t i;
+
+    if (!n || n->type != YAML_MAPPING_NODE) {
+        refuse(r, n ? line_of(n) : 1, "detection missing or not a map");
+        return false;
+    }
+    for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(doc, p->value);
+        struct sdet *d;
+        if (!is_scalar(k)) {
+            refuse(r, line_of(k), "a detection identifier must be a string");
+            return false;
+        }
+        if (strcmp(scalar(k), "condition") == 0) {
+            cond = v;
+            continue;
+        }
+        if (strcmp(scalar(k), "timeframe") == 0) {
+            refuse(r, line_of(k), "timeframe (an aggregation of Sigma v1) is not supported");
+            return false;
+        }
+        if (im->ndets >= MAX_DETS) {
+            refuse(r, line_of(k), "more than %d detection identifiers", MAX_DETS);
+            return false;
+        }
+        im->dets = xrealloc(im->dets, (im->ndets + 1) * sizeof(*im->dets));
+        d = &im->dets[im->ndets++];
+        memset(d, 0, sizeof(*d));
+        d->name = xstrdup(scalar(k));
+        if (!det_load(s, im->ls, doc, v, d, r)) return false;
+    }
+    if (!cond) {
+        refuse(r, line_of(n), "detection has no condition");
+        return false;
+    }
+    im->names = xcalloc(im->ndets + 1, sizeof(*im->names));
+    for (i = 0; i < im->ndets; i++) im->names[i] = im->dets[i].name;
+    /* a list of conditions holds when any does */
+    if (is_scalar(cond)) {
+        buf_puts(&src, scalar(cond));
+    } else if (cond->type == YAML_SEQUENCE_NODE) {
+        yaml_node_item_t *it;
+        for (it = cond->data.sequence.items.start; it < cond->data.sequence.items.top; it++) {
+            yaml_node_t *c = yaml_document_get_node(doc, *it);
+            if (!is_scalar(c)) break;
+            buf_printf(&src, "%s(%s)", src.len ? " or " : "", scalar(c));
+        }
+        if (it < cond->data.sequence.items.top || !src.len) {
+            refuse(r, line_of(cond), "condition must be a string or a list of strings");
+            buf_free(&src);
+            return false;
+        }
+    } else {
+        refuse(r, line_of(cond), "condition must be a string or a list of strings");
+        return false;
+    }
+    im->cond = sigma_cond_parse(buf_str(&src), (const char *const *)im->names, im->ndets, err,
+                                sizeof(err));
+    buf_free(&src);
+    if (!im->cond) {
+        refuse(r, line_of(cond), "condition: %s", err);
+        return false;
+    }
+    /* the fields of the selections the condition uses become the alert's labels */
+    for (i = 0; i < im->ndets; i++) {
+        size_t j, k, l;
+        if (!sigma_cond_uses(im->cond, i)) continue;
+        for (j = 0; j < im->dets[i].nalts; j++)
+            for (k = 0; k < im->dets[i].alts[j].nfields; k++) {
+                nv_handle h = im->dets[i].alts[j].fields[k].h;
+                for (l = 0; l < im->nlabels; l++)
+                    if (im->labels[l] == h) break;
+                if (l < im->nlabels || h == NV_MESSAGE || h == NV_HOST) continue;
+                im->labels = xrealloc(im->labels, (im->nlabels + 1) * sizeof(*im->labels));
+                im->labels[im->nlabels++] = h;
+            }
+    }
+    return true;
+}
+
+static const char *const rule_keys[] = {
+    "title",          "id",         "name",
+    "related",        "taxonomy",   "status",
+    "description",    "license",    "author",
+    "references",     "date",       "modified",
+    "logsource",      "detection",  "fields",
+    "falsepositives", "level",      "tags",
+    "scope",          "simulation", "regression_tests_path",
+};
+
+static struct sigma_rule *
+rule_load(struct sigma *s, const char *file, yaml_document_t *doc, yaml_node_t *root,
+          struct refusal *r)
+{
+    struct sigma_rule *rule = xcalloc(1, sizeof(*rule));
+    struct sigma_impl *im = xcalloc(1, sizeof(*im));
+    yaml_node_pair_t *p;
+    yaml_node_t *v;
+    struct buf b = {0};
+    size_t i;
+
+    rule->impl = im;
+    rule->file = file;
+    rule->line = line_of(root);
+    for (p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(doc, p->key);
+        if (!is_scalar(k)) continue;
+        if (!strcmp(scalar(k), "correlation")) {
+            yaml_node_t *c = yaml_document_get_node(doc, p->value);
+            yaml_node_t *t = map_get(doc, c, "type");
+            refuse(r, line_of(k), "correlation rule (type %s): correlation rules are not supported",
+                   is_scalar(t) ? scalar(t) : "missing");
+            goto fail;
+        }
+        if (!strcmp(scalar(k), "filter")) {
+            refuse(r, line_of(k), "filter rules are not supported");
+            goto fail;
+        }
+        if (!strcmp(scalar(k), "action")) {
+            refuse(r, line_of(k), "multi-document rule collections (action:) are not supported");
+            goto fail;
+        }
+        for (i = 0; i < sizeof(rule_keys) / sizeof(*rule_keys); i++)
+            if (!strcmp(scalar(k), rule_keys[i])) break;
+        (void)i; /* other keys are custom attributes, allowed by the specification */
+    }
+    if (!is_scalar(v = map_get(doc, root, "title")) || !*scalar(v)) {
+        refuse(r, rule->line, "title missing");
+        goto fail;
+    }
+    rule->title = xstrdup(scalar(v));
+    if ((v = map_get(doc, root, "id")) && is_scalar(v) && *scalar(v)) {
+        rule->id = xstrdup(scalar(v));
+    } else {
+        const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+        const char *dot = strrchr(base, '.');
+        rule->id = xstrndup(base, dot && dot > base ? (size_t)(dot - base) : strlen(base));
+    }
+    if ((v = map_get(doc, root, "level"))) {
+        if (!is_scalar(v) || !severity_of(scalar(v))) {
+            refuse(r, line_of(v), "level must be informational, low, medium, high or critical");
+            goto fail;
+        }
+        rule->level = xstrdup(scalar(v));
+    }
+    rule->severity = severity_of(rule->level);
+    if (!rule_logsource(s, doc, map_get(doc, root, "logsource"), im, r)) goto fail;
+    if (!rule_detection(s, doc, map_get(doc, root, "detection"), im, r)) goto fail;
+    buf_printf(&b, "sigma/%s/", rule->id);
+    im->alert_id = xstrdup(buf_str(&b));
+    buf_reset(&b);
+    buf_printf(&b, "sigma.%s", rule->id);
+    im->event = xstrdup(buf_str(&b));
+    buf_free(&b);
+    rule->prule.id = rule->id;
+    rule->prule.class = (char *)"sigma";
+    rule->prule.description = rule->title;
+    rule->prule.file = file;
+    rule->prule.line = rule->line;
+    rule->action.kind = PDB_ACTION_MESSAGE;
+    rule->action.trigger = PDB_TRIGGER_MATCH;
+    rule->action.line = rule->line;
+    rule->action.rule = &rule->prule;
+    return rule;
+fail:
+    rule_free(rule);
+    return NULL;
+}
+
+/* A field that matches only through literals of the scan: an OR of them (or |all of them). */
+static bool
+lits_only(const struct sfield *f)
+{
+    size_t i;
+
+    for (i = 0; i < f->nvals; i++)
+        if (!f->vals[i].lid) return false;
+    return f->nvals > 0;
+}
+
+/* The field of alternative a that gates it through scan sc, or NULL. */
+static const struct sfield *
+gate_field(const struct salt *a, uint32_t sc)
+{
+    size_t i;
+
+    for (i = 0; i < a->nfields; i++)
+        if (lits_only(&a->fields[i]) && a->fields[i].vals[0].scan == sc) return &a->fields[i];
+    return NULL;
+}
+
+/* Whether every alternative of selection d needs a literal of scan sc. */
+static bool
+sel_gated(const struct sdet *d, uint32_t sc)
+{
+    size_t a;
+
+    for (a = 0; a < d->nalts; a++)
+        if (!gate_field(&d->alts[a], sc)) return false;
+    return d->nalts > 0;
+}
+
+struct gate {
+    const struct sigma_impl *im;
+    uint32_t scan;
+};
+
+static enum sigma_tv
+gate_sel(void *arg, size_t i)
+{
+    struct gate *g = arg;
+
+    return sel_gated(&g->im->dets[i], g->scan) ? SIGMA_FALSE : SIGMA_UNKNOWN;
+}
+
+/*
+ * Gates rule r (index idx) on the literal scan when its condition is false
+ * with every selection that needs a literal of one scan false: then only a
+ * message in which one of those literals was found can match.
+ */
+static void
+gate_rule(struct sigma *s, struct sigma_rule *r, uint32_t idx)
+{
+    struct sigma_impl *im = r->impl;
+    struct gate g = {im, 0};
+    size_t i, a, k;
+    bool any = false;
+
+    im->index = idx;
+    /* the scan of the first literal of the rule's first gated-looking field */
+    for (i = 0; i < im->ndets && !any; i++)
+        for (a = 0; a < im->dets[i].nalts && !any; a++)
+            for (k = 0; k < im->dets[i].alts[a].nfields && !any; k++)
+                if (lits_only(&im->dets[i].alts[a].fields[k])) {
+                    g.scan = im->dets[i].alts[a].fields[k].vals[0].scan;
+                    any = true;
+                }
+    if (!any || sigma_cond_eval3(im->cond, gate_sel, &g) != SIGMA_FALSE) return;
+    im->gated = true;
+    im->gate = g.scan;
+    s->scans[g.scan].gates = true;
+    for (i = 0; i < im->ndets; i++) {
+        if (!sel_gated(&im->dets[i], g.scan)) continue;
+        for (a = 0; a < im->dets[i].nalts; a++) {
+            const struct sfield *f = gate_field(&im->dets[i].alts[a], g.scan);
+            for (k = 0; k < f->nvals; k++) {
+                struct lit *l = &s->lits[f->vals[k].lid - 1];
+                if (l->nrules && l->rules[l->nrules - 1] == idx) continue;
+                l->rules = xrealloc(l->rules, (l->nrules + 1) * sizeof(*l->rules));
+                l->rules[l->nrules++] = idx;
+            }
+        }
+    }
+}
+
+int
+sigma_load_memory(struct sigma *s, const char *name, const char *text, size_t len)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    int ndoc = 0;
+
+    name = intern_file(s, name);
+    if (!s->mapped) {
+        diag(s, SIGMA_ERROR, name, 0, "no mapping file loaded before the rules");
+        return -1;
+    }
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    for (;;) {
+        yaml_node_t *root;
+        struct refusal r = {0};
+        struct sigma_rule *rule;
+
+        if (!yaml_parser_load(&parser, &doc)) {
+            diag(s, SIGMA_WARNING, name, (int)parser.problem_mark.line + 1,
+                 "sigma rule refused: YAML: %s", parser.problem ? parser.problem : "syntax error");
+            s->nrefused++;
+            break;
+        }
+        root = yaml_document_get_root_node(&doc);
+        if (!root) {
+            yaml_document_delete(&doc);
+            break;
+        }
+        ndoc++;
+        if (root->type != YAML_MAPPING_NODE) {
+            refuse(&r, line_of(root), "a rule must be a map");
+            rule = NULL;
+        } else {
+            rule = rule_load(s, name, &doc, root, &r);
+        }
+        if (rule) {
+            s->rules = xgrow(s->rules, &s->caprules, s->nrules + 1, sizeof(*s->rules));
+            gate_rule(s, rule, (uint32_t)s->nrules);
+            if (!rule->impl->gated) {
+                s->ungated =
+                    xgrow(s->ungated, &s->capungated, s->nungated + 1, sizeof(*s->ungated));
+                s->ungated[s->nungated++] = (uint32_t)s->nrules;
+            }
+            s->rules[s->nrules++] = rule;
+        } else {
+            diag(s, SIGMA_WARNING, name, r.line, "sigma rule refused: %s", r.text);
+            s->nrefused++;
+        }
+        yaml_document_delete(&doc);
+    }
+    yaml_parser_delete(&parser);
+    return 0;
+}
+
+static int
+path_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool
+is_rule_file(const char *name)
+{
+    size_t n = strlen(name);
+
+    return name[0] != '.' &&
+           ((n > 4 && !strcmp(name + n - 4, ".yml")) || (n > 5 && !strcmp(name + n - 5, ".yaml")));
+}
+
+static int
+load_path(struct sigma *s, const char *path, int depth)
+{
+    struct stat st;
+    char err[256];
+
+    if (stat(path, &st) != 0) {
+        diag(s, SIGMA_ERROR, path, 0, "cannot read: %s", strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        char **names = NULL;
+        size_t n = 0, i;
+        int rc = 0;
+        if (!d || depth > 16) {
+            diag(s, SIGMA_ERROR, path, 0, "cannot read directory: %s",
+                 d ? "nested too deep" : strerror(errno));
+            if (d) closedir(d);
+            return -1;
+        }
+        while ((e = readdir(d))) {
+            struct buf b = {0};
+            struct stat es;
+            if (e->d_name[0] == '.') continue;
+            buf_printf(&b, "%s/%s", path, e->d_name);
+            if (stat(buf_str(&b), &es) == 0 && (S_ISDIR(es.st_mode) || is_rule_file(e->d_name))) {
+                names = xrealloc(names, (n + 1) * sizeof(*names));
+                names[n++] = xstrdup(buf_str(&b));
+            }
+            buf_free(&b);
+        }
+        closedir(d);
+        qsort(names, n, sizeof(*names), path_cmp);
+        for (i = 0; i < n; i++)
+            if (load_path(s, names[i], depth + 1) < 0) rc = -1;
+        free_strs(names, n);
+        return rc;
+    }
+    {
+        size_t len;
+        char *text = read_file(path, &len, err, sizeof(err));
+        int rc;
+        if (!text) {
+            diag(s, SIGMA_ERROR, path, 0, "%s", err);
+            return -1;
+        }
+        rc = sigma_load_memory(s, path, text, len);
+        free(text);
+        return rc;
+    }
+}
+
+int
+sigma_load(struct sigma *s, const char *path)
+{
+    return load_path(s, path, 0);
+}
+
+/* The names an alert sets, interned once (sigma_new): alerts are made on several threads. */
+static tag_id tag_alert;
+static nv_handle h_summary, h_severity, h_id, h_event, h_level;
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void
+intern_names(void)
+{
+    tag_alert = tag_intern("corral.alert", 12);
+    h_summary = nv_intern_str("corral.summary");
+    h_severity = nv_intern_str("corral.severity");
+    h_id = nv_intern_str("corral.alert_id");
+    h_event = nv_intern_str("corral.event");
+    h_level = nv_intern_str("sigma.level");
+}
+
+struct sigma *
+sigma_new(void)
+{
+    pthread_once(&names_once, intern_names);
+    return xcalloc(1, sizeof(struct sigma));
+}
+
+void
+sigma_free(struct sigma *s)
+{
+    size_t i;
+
+    if (!s) return;
+    for (i = 0; i < s->nlits; i++) {
+        free(s->lits[i].s);
+        free(s->lits[i].rules);
+    }
+    free(s->lits);
+    for (i = 0; i < s->nscans; i++) {
+        free(s->scans[i].keys);
+        free(s->scans[i].heads);
+    }
+    free(s->scans);
+    free(s->ungated);
+    for (i = 0; i < s->nrules; i++) rule_free(s->rules[i]);
+    free(s->rules);
+    for (i = 0; i < s->nls; i++) ls_free(&s->ls[i]);
+    free(s->ls);
+    for (i = 0; i < s->nfields; i++) free(s->fields[i].name);
+    free(s->fields);
+    for (i = 0; i < s->ndiags; i++) free(s->diags[i].text);
+    free(s->diags);
+    free_strs(s->files, s->nfiles);
+    free(s);
+}
+
+size_t
+sigma_nrules(const struct sigma *s)
+{
+    return s->nrules;
+}
+
+const struct sigma_rule *
+sigma_rule_at(const struct sigma *s, size_t i)
+{
+    return s->rules[i];
+}
+
+size_t
+sigma_nrefused(const struct sigma *s)
+{
+    return s->nrefused;
+}
+
+/* ---- matching ---- */
+
+struct sigma_scratch *
+sigma_scratch_new(void)
+{
+    struct sigma_scratch *sc = xcalloc(1, sizeof(*sc));
+
+    sc->md = pcre2_match_data_create(1, NULL);
+    return sc;
+}
+
+void
+sigma_scratch_free(struct sigma_scratch *sc)
+{
+    if (!sc) return;
+    pcre2_match_data_free(sc->md);
+    free(sc->ls);
+    free(sc->lit_gen);
+    free(sc->scan_gen);
+    free(sc->rule_gen);
+    free(sc->cand);
+    free(sc);
+}
+
+static bool
+eq(const char *s, const char *p, size_t n, bool cased)
+{
+    size_t i;
+
+    if (cased) return memcmp(s, p, n) == 0;
+    for (i = 0; i < n; i++)
+        if (lower((unsigned char)s[i]) != (unsigned char)p[i]) return false;
+    return true;
+}
+
+static bool
+find(const char *s, size_t n, const char *p, size_t m, bool cased)
+{
+    size_t i;
+    unsigned char first, up;
+
+    if (!m) return true;
+    if (m > n) return false;
+    first = (unsigned char)p[0];
+    up = cased || first < 'a' || first > 'z' ? first : (unsigned char)(first - 32);
+    for (i = 0; i + m <= n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c == first || c == up) && eq(s + i + 1, p + 1, m - 1, cased)) return true;
+    }
+    return false;
+}
+
+/* Length of the UTF-8 character at s (1 for a stray byte). */
+static size_t
+char_len(const char *s, size_t n)
+{
+    unsigned char c = (unsigned char)s[0];
+    size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+
+    return k <= n ? k : 1;
+}
+
+/* The wildcard pattern against s: backtracking to the last star only, so linear in most cases. */
+static bool
+glob(const char *p, size_t pn, const char *s, size_t sn, bool cased)
+{
+    size_t pi = 0, si = 0, star = (size_t)-1, mark = 0;
+
+    while (si < sn) {
+        if (pi < pn && p[pi] == W_STAR) {
+            star = pi++;
+            mark = si;
+        } else if (pi < pn && p[pi] == W_ONE) {
+            pi++;
+            si += char_len(s + si, sn - si);
+        } else if (pi < pn &&
+                   (cased ? s[si] == p[pi] : lower((unsigned char)s[si]) == (unsigned char)p[pi])) {
+            pi++;
+            si++;
+        } else if (star != (size_t)-1) {
+            pi = star + 1;
+            mark += char_len(s + mark, sn - mark);
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    while (pi < pn && p[pi] == W_STAR) pi++;
+    return pi == pn;
+}
+
+/* Finds every literal of scan i in its field of the message: one pass, see struct scan. */
+static void
+do_scan(struct sigma_scratch *sc, uint32_t i)
+{
+    const struct sigma *s = sc->s;
+    const struct scan *t = &s->scans[i];
+    const char *v;
+    size_t n = 0, p;
+    uint32_t gen = sc->gen;
+
+    sc->scan_gen[i] = gen;
+    v = msg_get(sc->m, t->h, &n);
+    if (!v || n < 3) return;
+    for (p = 0; p + 3 <= n; p++) {
+        uint32_t k = (uint32_t)lower((unsigned char)v[p]) << 16 |
+                     (uint32_t)lower((unsigned char)v[p + 1]) << 8 | lower((unsigned char)v[p + 2]);
+        uint32_t hb = key_hash(k), slot, id;
+        if (!(t->bits[hb >> 6 & 1023] >> (hb & 63) & 1)) continue;
+        slot = slot_of(t, k);
+        if (!t->keys[slot]) continue;
+        for (id = t->heads[slot]; id != UINT32_MAX; id = s->lits[id].next) {
+            const struct lit *l = &s->lits[id];
+            uint32_t r;
+            if (sc->lit_gen[id] == gen || p + l->len > n || !eq(v + p, l->s, l->len, false))
+                continue;
+            sc->lit_gen[id] = gen;
+            for (r = 0; r < l->nrules; r++) {
+                if (sc->rule_gen[l->rules[r]] == gen) continue;
+                sc->rule_gen[l->rules[r]] = gen;
+                sc->cand = xgrow(sc->cand, &sc->capcand, sc->ncand + 1, sizeof(*sc->cand));
+                sc->cand[sc->ncand++] = l->rules[r];
+            }
+        }
+    }
+}
+
+static bool
+val_match(const struct sval *v, const char *s, size_t n, struct sigma_scratch *sc)
+{
+    switch (v->kind) {
+    case V_NULL: return !s || !n;
+    case V_EXISTS: return (s != NULL) == v->exists;
+    default: break;
+    }
+    if (!s) return false;
+    switch (v->kind) {
+    case V_STR:
+        switch (v->shape) {
+        case S_EXACT: return n == v->llen && eq(s, v->lit, n, v->cased);
+        case S_PREFIX: return n >= v->llen && eq(s, v->lit, v->llen, v->cased);
+        case S_SUFFIX: return n >= v->llen && eq(s + n - v->llen, v->lit, v->llen, v->cased);
+        case S_CONTAINS:
+            if (v->lid) {
+                if (sc->scan_gen[v->scan] != sc->gen) do_scan(sc, v->scan);
+                return sc->lit_gen[v->lid - 1] == sc->gen;
+            }
+            return find(s, n, v->lit, v->llen, v->cased);
+        case S_GLOB:
+            if (v->lid) { /* not without its longest literal run */
+                if (sc->scan_gen[v->scan] != sc->gen) do_scan(sc, v->scan);
+                if (sc->lit_gen[v->lid - 1] != sc->gen) return false;
+            }
+            return glob(v->pat, v->plen, s, n, v->cased);
+        }
+        return false;
+    case V_RE: return rematch(v->re, s, n, sc->md) >= 0;
+    case V_CIDR: {
+        char tmp[64];
+        unsigned char a[16];
+        unsigned full, rest;
+        if (n >= sizeof(tmp)) return false;
+        memcpy(tmp, s, n);
+        tmp[n] = '\0';
+        if (inet_pton(v->family, tmp, a) != 1) return false;
+        full = v->bits / 8;
+        rest = v->bits % 8;
+        if (memcmp(a, v->addr, full) != 0) return false;
+        return !rest || ((a[full] ^ v->addr[full]) & (0xffu << (8 - rest)) & 0xff) == 0;
+    }
+    case V_NUM: {
+        char tmp[64], *end;
+        double d;
+        if (!n || n >= sizeof(tmp)) return false;
+        memcpy(tmp, s, n);
+        tmp[n] = '\0';
+        d = strtod(tmp, &end);
+        if (*end) return false;
+        switch (v->cmp) {
+        case C_LT: return d < v->num;
+        case C_LTE: return d <= v->num;
+        case C_GT: return d > v->num;
+        case C_GTE: return d >= v->num;
+        }
+        return false;
+    }
+    default: return false;
+    }
+}
+
+static bool
+field_match(const struct sfield *f, const struct msg *m, struct sigma_scratch *sc)
+{
+    size_t n = 0, i;
+    const char *s = msg_get(m, f->h, &n);
+
+    if (!f->all) {
+        for (i = 0; i < f->nvals; i++)
+            if (val_match(&f->vals[i], s, n, sc)) return true;
+        return false;
+    }
+    /* |all: every value as written (a group of variants) must match */
+    for (i = 0; i < f->nvals;) {
+        uint32_t g = f->vals[i].group;
+        bool hit = false;
+        for (; i < f->nvals && f->vals[i].group == g; i++)
+            if (!hit && val_match(&f->vals[i], s, n, sc)) hit = true;
+        if (!hit) return false;
+    }
+    return true;
+}
+
+struct eval {
+    const struct sigma_impl *im;
+    const struct msg *m;
+    struct sigma_scratch *sc;
+};
+
+static bool
+sel_match(void *arg, size_t i)
+{
+    struct eval *e = arg;
+    const struct sdet *d = &e->im->dets[i];
+    size_t a, f;
+
+    for (a = 0; a < d->nalts; a++) {
+        for (f = 0; f < d->alts[a].nfields; f++)
+            if (!field_match(&d->alts[a].fields[f], e->m, e->sc)) break;
+        if (f == d->alts[a].nfields) return true;
+    }
+    return false;
+}
+
+static bool
+ls_match(const struct lsmap *l, const struct msg *m)
+{
+    size_t n, i;
+    const char *v;
+
+    if (l->facilities && !(l->facilities & (1u << ((unsigned)msg_pri(m) >> 3 & 31)))) return false;
+    if (l->nprograms) {
+        v = msg_get(m, NV_PROGRAM, &n);
+        for (i = 0; v && i < l->nprograms; i++)
+            if (strlen(l->programs[i]) == n && memcmp(l->programs[i], v, n) == 0) break;
+        if (!v || i == l->nprograms) return false;
+    }
+    if (l->nclasses) {
+        v = msg_get(m, NV_CLASS, &n);
+        for (i = 0; v && i < l->nclasses; i++)
+            if (strlen(l->classes[i]) == n && memcmp(l->classes[i], v, n) == 0) break;
+        if (!v || i == l->nclasses) return false;
+    }
+    if (l->nrules) {
+        v = msg_get(m, NV_RULE_ID, &n);
+        for (i = 0; v && i < l->nrules; i++)
+            if (strlen(l->rules[i]) == n && memcmp(l->rules[i], v, n) == 0) break;
+        if (!v || i == l->nrules) return false;
+    }
+    return true;
+}
+
+static int
+idx_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static void
+grow_gens(uint32_t **a, size_t *n, size_t want)
+{
+    if (*n >= want) return;
+    *a = xrealloc(*a, want * sizeof(**a));
+    memset(*a + *n, 0, (want - *n) * sizeof(**a));
+    *n = want;
+}
+
+size_t
+sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc,
+            void (*fn)(void *arg, const struct sigma_rule *r), void *arg)
+{
+    struct eval e = {NULL, m, sc};
+    size_t i, u, g, hits = 0;
+
+    if (!s->nrules) return 0;
+    if (sc->nls < s->nls) {
+        sc->ls = xrealloc(sc->ls, s->nls);
+        sc->nls = s->nls;
+    }
+    memset(sc->ls, -1, s->nls);
+    grow_gens(&sc->lit_gen, &sc->nlit, s->nlits);
+    grow_gens(&sc->scan_gen, &sc->nscan, s->nscans);
+    grow_gens(&sc->rule_gen, &sc->nrule, s->nrules);
+    sc->s = s;
+    sc->m = m;
+    if (++sc->gen == 0) { /* wrapped: what held an old number must not look current */
+        memset(sc->lit_gen, 0, sc->nlit * sizeof(*sc->lit_gen));
+        memset(sc->scan_gen, 0, sc->nscan * sizeof(*sc->scan_gen));
+        memset(sc->rule_gen, 0, sc->nrule * sizeof(*sc->rule_gen));
+        sc->gen = 1;
+    }
+    /* the gating scans first: they list the gated rules worth evaluating */
+    sc->ncand = 0;
+    for (i = 0; i < s->nscans; i++)
+        if (s->scans[i].gates) do_scan(sc, (uint32_t)i);
+    if (sc->ncand > 1) qsort(sc->cand, sc->ncand, sizeof(*sc->cand), idx_cmp);
+    /* those and the ungated rules, merged in load order */
+    for (u = 0, g = 0; u < s->nungated || g < sc->ncand;) {
+        const struct sigma_rule *r;
+        signed char *ls;
+        if (g == sc->ncand || (u < s->nungated && s->ungated[u] < sc->cand[g]))
+            i = s->ungated[u++];
+        else
+            i = sc->cand[g++];
+        r = s->rules[i];
+        ls = &sc->ls[r->impl->ls_index];
+        if (*ls < 0) *ls = ls_match(r->impl->ls, m);
+        if (!*ls) continue;
+        e.im = r->impl;
+        if (!sigma_cond_eval(r->impl->cond, sel_match, &e)) continue;
+        hits++;
+        if (fn) fn(arg, r);
+    }
+    return hits;
+}
+
+struct msg *
+sigma_alert(const struct sigma_rule *r, const struct msg *m)
+{
+    struct msg *g = msg_new();
+    struct buf b = {0};
+    const char *v;
+    size_t n, i;
+
+    msg_set_stamp(g, msg_stamp(m));
+    msg_set_recvd(g, msg_recvd(m));
+    msg_set_pri(g, msg_pri(m));
+    msg_set_flags(g, MSG_F_GENERATED);
+    for (i = 0; i < r->impl->nlabels; i++)
+        if ((v = msg_get(m, r->impl->labels[i], &n))) msg_set(g, r->impl->labels[i], v, n);
+    v = msg_get(m, NV_HOST, &n);
+    msg_set(g, NV_HOST, v ? v : "", v ? n : 0);
+    if ((v = msg_get(m, NV_PROGRAM, &n))) msg_set(g, NV_PROGRAM, v, n);
+    if ((v = msg_get(m, NV_PID, &n))) msg_set(g, NV_PID, v, n);
+    if ((v = msg_get(m, NV_MESSAGE, &n))) msg_set(g, NV_MESSAGE, v, n);
+    msg_set(g, NV_RULE_ID, r->id, strlen(r->id));
+    msg_set(g, NV_CLASS, "sigma", 5);
+    msg_set(g, h_summary, r->title, strlen(r->title));
+    msg_set(g, h_severity, r->severity, strlen(r->severity));
+    if (r->level) msg_set(g, h_level, r->level, strlen(r->level));
+    msg_set(g, h_event, r->impl->event, strlen(r->impl->event));
+    buf_puts(&b, r->impl->alert_id);
+    if ((v = msg_get(m, NV_HOST, &n))) buf_append(&b, v, n);
+    msg_set(g, h_id, b.p, b.len);
+    buf_free(&b);
+    msg_tag_set(g, tag_alert);
+    return g;
+}

@@ -1,0 +1,115 @@
+/*
+ * sigma: Sigma detection rules (YAML, the Sigma specification v2), loaded
+ * with a mapping file and evaluated on every message beside the patterndb
+ * rules.
+ *
+ * The mapping file (doc/corral-sigma.5) says which messages a rule's
+ * logsource stands for (PROGRAM names, syslog facilities, patterndb classes
+ * or rule ids) and which corral value each Sigma field name reads.  A rule
+ * whose logsource or one of whose fields has no mapping is refused, as is
+ * one that uses a feature this module does not implement: each refusal has
+ * the file, the line and the reason, and a refused rule contributes nothing
+ * (a rule is loaded whole or not at all).
+ *
+ * Matching follows the specification: values are compared without regard
+ * to ASCII case, with '*' and '?' as wildcards (escaped with '\'); a map
+ * is AND over its fields, a list OR over its items; |all makes a value
+ * list AND.  A rule is evaluated for a message only when its logsource
+ * holds for it, and, when it cannot match without one of its |contains
+ * literals, only when the literal scan (one pass over the field for all
+ * rules) found one; its selections are evaluated lazily, as the condition
+ * asks for them; regular expressions run through rematch() with its
+ * limits.
+ *
+ * The set is read-only once loaded; sigma_match() needs a scratch of the
+ * caller's (one per thread).  A match is reported to the caller, which
+ * makes the alert with sigma_alert().
+ */
+#ifndef CORRAL_SIGMA_H
+#define CORRAL_SIGMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "engine/msg.h"
+#include "engine/pdb.h"
+
+struct sigma;
+struct sigma_scratch;
+
+struct sigma_rule {
+    char *id; /* the rule's id, or its file's name without .yml when it has none */
+    char *title;
+    char *level;          /* as written; NULL when absent */
+    const char *severity; /* corral.severity the level maps to */
+    const char *file;
+    int line;
+    /* what routing, alerts and executors see of the rule: class "sigma" */
+    struct pdb_rule prule;
+    struct pdb_action action;
+    /* internals (sigma.c) */
+    struct sigma_impl *impl;
+};
+
+enum sigma_diag_level { SIGMA_WARNING, SIGMA_ERROR };
+
+struct sigma_diag {
+    enum sigma_diag_level level;
+    const char *file;
+    int line;
+    char *text;
+};
+
+struct sigma *sigma_new(void);
+void sigma_free(struct sigma *s);
+
+/*
+ * Loads the mapping file; must come before the rules.  Returns 0, or -1
+ * with errors (file:line) in the diagnostics.
+ */
+int sigma_load_mapping(struct sigma *s, const char *file);
+int sigma_load_mapping_memory(struct sigma *s, const char *name, const char *text, size_t len);
+
+/*
+ * Loads a rule file, or every *.yml and *.yaml file under a directory
+ * (recursively, in name order).  A rule that cannot be loaded is refused
+ * with a warning (file:line: sigma rule refused: reason) and the others
+ * load; returns -1 only when a file or directory cannot be read at all.
+ */
+int sigma_load(struct sigma *s, const char *path);
+int sigma_load_memory(struct sigma *s, const char *name, const char *text, size_t len);
+
+size_t sigma_nrules(const struct sigma *s);
+const struct sigma_rule *sigma_rule_at(const struct sigma *s, size_t i);
+/* Rules refused so far. */
+size_t sigma_nrefused(const struct sigma *s);
+
+size_t sigma_ndiags(const struct sigma *s);
+const struct sigma_diag *sigma_diag_at(const struct sigma *s, size_t i);
+size_t sigma_nerrors(const struct sigma *s);
+/* Prints the diagnostics as "file:line: error: text" (or warning). */
+void sigma_print_diags(const struct sigma *s, FILE *out);
+
+struct sigma_scratch *sigma_scratch_new(void);
+void sigma_scratch_free(struct sigma_scratch *sc);
+
+/*
+ * Calls fn for every rule that matches m, in load order; returns their
+ * number.  Does not change m; allocates only while sc grows to the set's
+ * size (the first messages).
+ */
+size_t sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc,
+                   void (*fn)(void *arg, const struct sigma_rule *r), void *arg);
+
+/*
+ * The alert of rule r for message m (engine/alertlabels.h): a generated
+ * message tagged corral.alert with HOST, PROGRAM and MESSAGE of m, the
+ * rule's title as corral.summary, its level as corral.severity,
+ * corral.alert_id sigma/ID/HOST, corral.event sigma.ID, class sigma and
+ * the rule id as .classifier.rule_id, and every field the rule reads that
+ * m has, under its corral name.
+ */
+struct msg *sigma_alert(const struct sigma_rule *r, const struct msg *m);
+
+#endif
