@@ -1,0 +1,474 @@
+/*
+ * cluster_nats: the cluster backend (cluster.h) on NATS JetStream, through
+ * libnats (the C client).
+ *
+ *   partitioned log   one stream NAME_in over the subjects NAME.in.<p>,
+ *                     replicated on `replicas` servers; a message carries
+ *                     the receiving input's peer, TLS peer and node host
+ *                     name as headers; publishes are asynchronous (libnats
+ *                     keeps them in flight, its ack handler reports each);
+ *                     a partition is read by an ordered consumer (in
+ *                     stream order, restarted by libnats after a gap) from
+ *                     a stream sequence on
+ *   KV                the buckets NAME-leases (entries expire `lease`
+ *                     after their last write: JetStream's MaxAge) and
+ *                     NAME-state; create/update are JetStream's expected
+ *                     last subject sequence, so a revision fences
+ *
+ * libnats reconnects by itself (forever, every half second); a publish
+ * made while it is disconnected waits in its buffer and counts in flight.
+ */
+#include "agent/cluster.h"
+#include "engine/log.h"
+#include "engine/xalloc.h"
+
+#include <nats/nats.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HDR_PEER "Corral-Peer"
+#define HDR_TLS  "Corral-Tls-Peer"
+#define HDR_HOST "Corral-Host"
+
+struct sub {
+    struct cluster_log *l;
+    unsigned part;
+    uint64_t token;
+    natsSubscription *s;
+};
+
+struct cluster_log {
+    natsConnection *nc;
+    jsCtx *js;
+    kvStore *kv[2];
+    struct cluster_callbacks cb;
+    char *stream;
+    char *prefix; /* NAME.in. */
+    unsigned nparts;
+    struct sub *subs; /* per partition */
+    char err[256];
+};
+
+static void
+set_err(struct cluster_log *l, const char *what, natsStatus st)
+{
+    const char *last = nats_GetLastError(NULL);
+
+    snprintf(l->err, sizeof(l->err), "%s: %s%s%s", what, natsStatus_GetText(st),
+             last && *last ? ": " : "", last ? last : "");
+}
+
+static void
+on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+    struct cluster_log *l = closure;
+
+    (void)js;
+    l->cb.acked(l->cb.arg, pa != NULL && pae == NULL);
+    natsMsg_Destroy(msg);
+}
+
+static void
+on_nats_error(natsConnection *nc, natsSubscription *sub, natsStatus err, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    (void)closure;
+    log_msg(LOG_WARNING, "cluster: NATS: %s", natsStatus_GetText(err));
+}
+
+static void
+on_disconnected(natsConnection *nc, void *closure)
+{
+    (void)nc;
+    (void)closure;
+    log_msg(LOG_WARNING, "cluster: disconnected from NATS, reconnecting");
+}
+
+static void
+on_reconnected(natsConnection *nc, void *closure)
+{
+    char url[256];
+
+    (void)closure;
+    if (natsConnection_GetConnectedUrl(nc, url, sizeof(url)) != NATS_OK) snprintf(url, 4, "?");
+    log_msg(LOG_INFO, "cluster: reconnected to NATS at %s", url);
+}
+
+/* The password of user=, the file's first line. */
+static char *
+read_password(const char *path, struct buf *err)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    size_t n;
+
+    if (!f) {
+        buf_printf(err, "cluster password-file %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (!fgets(line, sizeof(line), f)) line[0] = 0;
+    fclose(f);
+    n = strcspn(line, "\r\n");
+    line[n] = 0;
+    return xstrdup(line);
+}
+
+static natsOptions *
+options(const struct conf_cluster *cc, struct buf *err)
+{
+    natsOptions *o = NULL;
+    natsStatus st;
+    char *urls = xstrdup(cc->nats), *p, *save = NULL;
+    const char *servers[64];
+    int n = 0;
+    char name[300];
+
+    for (p = strtok_r(urls, ", ", &save); p && n < 64; p = strtok_r(NULL, ", ", &save))
+        servers[n++] = p;
+    snprintf(name, sizeof(name), "corrald %s", cc->node);
+    st = natsOptions_Create(&o);
+    if (st == NATS_OK) st = natsOptions_SetServers(o, servers, n);
+    if (st == NATS_OK) st = natsOptions_SetName(o, name);
+    if (st == NATS_OK) st = natsOptions_SetMaxReconnect(o, -1);
+    if (st == NATS_OK) st = natsOptions_SetReconnectWait(o, 500);
+    if (st == NATS_OK) st = natsOptions_SetTimeout(o, 2000);
+    if (st == NATS_OK) st = natsOptions_SetErrorHandler(o, on_nats_error, NULL);
+    if (st == NATS_OK) st = natsOptions_SetDisconnectedCB(o, on_disconnected, NULL);
+    if (st == NATS_OK) st = natsOptions_SetReconnectedCB(o, on_reconnected, NULL);
+    if (st == NATS_OK && cc->creds)
+        if ((st = natsOptions_SetUserCredentialsFromFiles(o, cc->creds, NULL)) != NATS_OK)
+            buf_printf(err, "cluster creds %s: %s", cc->creds, natsStatus_GetText(st));
+    if (st == NATS_OK && cc->user) {
+        char *pw = read_password(cc->password_file, err);
+        if (!pw) {
+            st = NATS_ERR;
+        } else {
+            st = natsOptions_SetUserInfo(o, cc->user, pw);
+            explicit_bzero(pw, strlen(pw));
+            free(pw);
+        }
+    }
+    if (st == NATS_OK && (cc->ca || cc->cert)) st = natsOptions_SetSecure(o, true);
+    if (st == NATS_OK && cc->ca)
+        if ((st = natsOptions_LoadCATrustedCertificates(o, cc->ca)) != NATS_OK)
+            buf_printf(err, "cluster ca %s: %s", cc->ca, nats_GetLastError(NULL));
+    if (st == NATS_OK && cc->cert)
+        if ((st = natsOptions_LoadCertificatesChain(o, cc->cert, cc->key)) != NATS_OK)
+            buf_printf(err, "cluster cert %s, key %s: %s", cc->cert, cc->key,
+                       nats_GetLastError(NULL));
+    free(urls);
+    if (st != NATS_OK) {
+        if (!err->len) buf_printf(err, "cluster: NATS options: %s", natsStatus_GetText(st));
+        natsOptions_Destroy(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void nats_close(struct cluster_log *l);
+
+static struct cluster_log *
+nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, struct buf *err)
+{
+    struct cluster_log *l = xcalloc(1, sizeof(*l));
+    natsOptions *o;
+    natsStatus st;
+    jsOptions jo;
+    jsStreamConfig sc;
+    jsErrCode ec = 0;
+    kvConfig kc;
+    char subj[300], bucket[300];
+    const char *subjects[1];
+    int i;
+
+    l->cb = *cb;
+    l->nparts = (unsigned)cc->partitions;
+    l->subs = xcalloc(l->nparts, sizeof(*l->subs));
+    if (!(o = options(cc, err))) goto fail;
+    st = natsConnection_Connect(&l->nc, o);
+    natsOptions_Destroy(o);
+    if (st != NATS_OK) {
+        buf_printf(err, "cluster: cannot connect to NATS (%s): %s", cc->nats,
+                   natsStatus_GetText(st));
+        goto fail;
+    }
+    jsOptions_Init(&jo);
+    jo.Wait = 2000;
+    /* libnats' own bound only backs ours up (cluster_node.c stops the inputs before it) */
+    jo.PublishAsync.MaxPending = (int64_t)cc->max_in_flight * 2 + 64;
+    jo.PublishAsync.AckHandler = on_ack;
+    jo.PublishAsync.AckHandlerClosure = l;
+    jo.PublishAsync.StallWait = 100;
+    if ((st = natsConnection_JetStream(&l->js, l->nc, &jo)) != NATS_OK) {
+        buf_printf(err, "cluster: JetStream: %s", natsStatus_GetText(st));
+        goto fail;
+    }
+
+    l->stream = xmalloc(strlen(cc->name) + 4);
+    sprintf(l->stream, "%s_in", cc->name);
+    l->prefix = xmalloc(strlen(cc->name) + 5);
+    sprintf(l->prefix, "%s.in.", cc->name);
+    snprintf(subj, sizeof(subj), "%s.in.*", cc->name);
+    subjects[0] = subj;
+    jsStreamConfig_Init(&sc);
+    sc.Name = l->stream;
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    sc.Replicas = (int64_t)cc->replicas;
+    st = js_AddStream(NULL, l->js, &sc, NULL, &ec);
+    if (st != NATS_OK) {
+        buf_printf(err, "cluster: stream %s (%s, %d replicas): %s (JetStream error %d)", l->stream,
+                   subj, (int)cc->replicas, nats_GetLastError(NULL), (int)ec);
+        goto fail;
+    }
+    for (i = 0; i < 2; i++) {
+        kvConfig_Init(&kc);
+        snprintf(bucket, sizeof(bucket), "%s-%s", cc->name,
+                 i == CLUSTER_LEASES ? "leases" : "state");
+        kc.Bucket = bucket;
+        kc.History = 1;
+        kc.Replicas = (int)cc->replicas;
+        kc.StorageType = js_FileStorage;
+        /* nanoseconds, as JetStream has MaxAge */
+        if (i == CLUSTER_LEASES) kc.TTL = (int64_t)(cc->lease * 1e9);
+        if ((st = js_CreateKeyValue(&l->kv[i], l->js, &kc)) != NATS_OK) {
+            const char *why = nats_GetLastError(NULL);
+            buf_printf(err, "cluster: bucket %s: %s", bucket, why ? why : natsStatus_GetText(st));
+            goto fail;
+        }
+    }
+    return l;
+fail:
+    nats_close(l);
+    return NULL;
+}
+
+static void
+nats_close(struct cluster_log *l)
+{
+    unsigned i;
+    jsPubOptions po;
+
+    if (!l) return;
+    for (i = 0; i < l->nparts; i++)
+        if (l->subs[i].s) {
+            natsSubscription_Unsubscribe(l->subs[i].s);
+            natsSubscription_Destroy(l->subs[i].s);
+        }
+    if (l->js) {
+        /* what is in flight gets its acknowledgement (a second at most) */
+        jsPubOptions_Init(&po);
+        po.MaxWait = 1000;
+        js_PublishAsyncComplete(l->js, &po);
+    }
+    kvStore_Destroy(l->kv[0]);
+    kvStore_Destroy(l->kv[1]);
+    jsCtx_Destroy(l->js);
+    if (l->nc) {
+        natsConnection_Close(l->nc);
+        natsConnection_Destroy(l->nc);
+    }
+    free(l->subs);
+    free(l->stream);
+    free(l->prefix);
+    free(l);
+}
+
+static bool
+nats_publish(struct cluster_log *l, unsigned part, const char *data, size_t len, const char *peer,
+             const char *tls_peer, const char *host)
+{
+    char subj[300];
+    natsMsg *m = NULL;
+    natsStatus st;
+
+    snprintf(subj, sizeof(subj), "%s%u", l->prefix, part);
+    st = natsMsg_Create(&m, subj, NULL, data, (int)len);
+    if (st == NATS_OK && peer) st = natsMsgHeader_Set(m, HDR_PEER, peer);
+    if (st == NATS_OK && tls_peer) st = natsMsgHeader_Set(m, HDR_TLS, tls_peer);
+    if (st == NATS_OK && host) st = natsMsgHeader_Set(m, HDR_HOST, host);
+    if (st == NATS_OK) st = js_PublishMsgAsync(l->js, &m, NULL);
+    natsMsg_Destroy(m); /* NULL once libnats took it */
+    if (st != NATS_OK) set_err(l, "publish", st);
+    return st == NATS_OK;
+}
+
+static const char *
+header(natsMsg *m, const char *key)
+{
+    const char *v = NULL;
+
+    return natsMsgHeader_Get(m, key, &v) == NATS_OK ? v : NULL;
+}
+
+static void
+on_msg(natsConnection *nc, natsSubscription *s, natsMsg *m, void *closure)
+{
+    struct sub *sb = closure;
+    jsMsgMetaData *meta = NULL;
+
+    (void)nc;
+    (void)s;
+    if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+        sb->l->cb.deliver(sb->l->cb.arg, sb->part, sb->token, meta->Sequence.Stream,
+                          natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), header(m, HDR_PEER),
+                          header(m, HDR_TLS), header(m, HDR_HOST));
+        jsMsgMetaData_Destroy(meta);
+    }
+    natsMsg_Destroy(m);
+}
+
+static int
+nats_subscribe(struct cluster_log *l, unsigned part, uint64_t from, uint64_t token, struct buf *err)
+{
+    struct sub *sb = &l->subs[part];
+    jsSubOptions so;
+    jsErrCode ec = 0;
+    natsStatus st;
+    char subj[300];
+
+    if (sb->s) return 0;
+    snprintf(subj, sizeof(subj), "%s%u", l->prefix, part);
+    sb->l = l;
+    sb->part = part;
+    sb->token = token;
+    jsSubOptions_Init(&so);
+    so.Stream = l->stream;
+    so.Ordered = true;
+    so.Config.DeliverPolicy = js_DeliverByStartSequence;
+    so.Config.OptStartSeq = from ? from : 1;
+    st = js_Subscribe(&sb->s, l->js, subj, on_msg, sb, NULL, &so, &ec);
+    if (st != NATS_OK) {
+        buf_printf(err, "subscribe %s from %llu: %s (JetStream error %d)", subj,
+                   (unsigned long long)from, nats_GetLastError(NULL), (int)ec);
+        sb->s = NULL;
+        return -1;
+    }
+    /* no drops for a slow loop: the ordered consumer's flow control holds the server back */
+    natsSubscription_SetPendingLimits(sb->s, -1, -1);
+    return 0;
+}
+
+static void
+nats_unsubscribe(struct cluster_log *l, unsigned part)
+{
+    struct sub *sb = &l->subs[part];
+
+    if (!sb->s) return;
+    natsSubscription_Unsubscribe(sb->s);
+    natsSubscription_Destroy(sb->s);
+    sb->s = NULL;
+}
+
+/* A failed compare-and-set, as JetStream words it (error 10071). */
+static bool
+wrong_sequence(void)
+{
+    const char *e = nats_GetLastError(NULL);
+
+    return e && (strstr(e, "wrong last sequence") || strstr(e, "10071"));
+}
+
+static int
+nats_kv_get(struct cluster_log *l, enum cluster_bucket b, const char *key, struct buf *val,
+            uint64_t *rev)
+{
+    kvEntry *e = NULL;
+    natsStatus st = kvStore_Get(&e, l->kv[b], key);
+
+    if (st == NATS_NOT_FOUND) return CLUSTER_ABSENT;
+    if (st != NATS_OK) {
+        set_err(l, "get", st);
+        return CLUSTER_ERROR;
+    }
+    buf_reset(val);
+    buf_append(val, kvEntry_Value(e), (size_t)kvEntry_ValueLen(e));
+    *rev = kvEntry_Revision(e);
+    kvEntry_Destroy(e);
+    return CLUSTER_OK;
+}
+
+static int
+nats_kv_create(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
+               size_t len, uint64_t *rev)
+{
+    natsStatus st = kvStore_Create(rev, l->kv[b], key, val, (int)len);
+
+    if (st == NATS_OK) return CLUSTER_OK;
+    if (wrong_sequence()) return CLUSTER_CONFLICT;
+    set_err(l, "create", st);
+    return CLUSTER_ERROR;
+}
+
+static int
+nats_kv_update(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
+               size_t len, uint64_t last, uint64_t *rev)
+{
+    natsStatus st = kvStore_Update(rev, l->kv[b], key, val, (int)len, last);
+
+    if (st == NATS_OK) return CLUSTER_OK;
+    if (wrong_sequence()) return CLUSTER_CONFLICT;
+    set_err(l, "update", st);
+    return CLUSTER_ERROR;
+}
+
+static int
+nats_kv_put(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
+            size_t len)
+{
+    uint64_t rev;
+    natsStatus st = kvStore_Put(&rev, l->kv[b], key, val, (int)len);
+
+    if (st == NATS_OK) return CLUSTER_OK;
+    set_err(l, "put", st);
+    return CLUSTER_ERROR;
+}
+
+static int
+nats_kv_keys(struct cluster_log *l, enum cluster_bucket b, const char *prefix,
+             void (*fn)(void *arg, const char *key), void *arg)
+{
+    kvKeysList list;
+    natsStatus st;
+    int i;
+    size_t plen = strlen(prefix);
+
+    memset(&list, 0, sizeof(list));
+    st = kvStore_Keys(&list, l->kv[b], NULL);
+    if (st == NATS_NOT_FOUND) return CLUSTER_OK; /* an empty bucket */
+    if (st != NATS_OK) {
+        set_err(l, "keys", st);
+        return CLUSTER_ERROR;
+    }
+    for (i = 0; i < list.Count; i++)
+        if (strncmp(list.Keys[i], prefix, plen) == 0) fn(arg, list.Keys[i]);
+    kvKeysList_Destroy(&list);
+    return CLUSTER_OK;
+}
+
+static const char *
+nats_error(struct cluster_log *l)
+{
+    return l->err;
+}
+
+const struct cluster_backend cluster_nats = {
+    .name = "nats",
+    .open = nats_open,
+    .close = nats_close,
+    .publish = nats_publish,
+    .subscribe = nats_subscribe,
+    .unsubscribe = nats_unsubscribe,
+    .kv_get = nats_kv_get,
+    .kv_create = nats_kv_create,
+    .kv_update = nats_kv_update,
+    .kv_put = nats_kv_put,
+    .kv_keys = nats_kv_keys,
+    .error = nats_error,
+};

@@ -1,0 +1,117 @@
+#!/bin/sh
+# A cluster of three corrald nodes over three clustered nats-server
+# processes (JetStream, streams and buckets with 3 replicas) generates, for
+# a log spread over the three nodes, the same set of messages as `corral
+# match` on that log: SSH brute forces (an alert on the 5th failure from an
+# address, keyed by host), SSH sessions (a report when one closes) and
+# failures per user, on 40 hosts whose contexts fall on all 16 partitions.
+# The log is sent in three parts, each to another node, each once the one
+# before has been acknowledged by the stream (so that the stream holds the
+# log's order).
+. "$(dirname "$0")/corrald_lib.sh"
+. "$(dirname "$0")/cluster_lib.sh"
+need python3
+
+RULES=$top_srcdir/rules/sshd.xml
+# stamps of the last few seconds: every node and `corral match --now` read them alike
+python3 - "$WORK/log" <<'PY' || fail "no log"
+import random, sys, time
+rnd = random.Random(29)
+t0 = time.time() - 5
+def stamp(t):
+    return time.strftime("%b %d %H:%M:%S", time.localtime(t)).replace(" 0", "  ", 1)
+lines = []
+for h in range(40):
+    host = "web%d" % h
+    pid = 1000 + h * 10
+    for a in range(rnd.randint(1, 3)):
+        ip = "203.0.113.%d" % rnd.randint(1, 250)
+        for k in range(rnd.randint(3, 7)):
+            lines.append((host, "sshd[%d]: Failed password for root from %s port %d ssh2"
+                          % (pid + a, ip, 40000 + k)))
+    user, ip = "u%d" % h, "192.0.2.%d" % (h + 1)
+    lines.append((host, "sshd[%d]: Accepted password for %s from %s port 50522 ssh2" % (pid + 9, user, ip)))
+    lines.append((host, "sshd[%d]: pam_unix(sshd:session): session opened for user %s(uid=1000) by (uid=0)"
+                  % (pid + 9, user)))
+    lines.append((host, "sshd[%d]: pam_unix(sshd:session): session closed for user %s" % (pid + 9, user)))
+rnd.shuffle(lines)
+with open(sys.argv[1], "w") as f:
+    for i, (host, text) in enumerate(lines):
+        f.write("%s %s %s\n" % (stamp(t0 + i * 0.005), host, text))
+    # moves `corral match`'s time past the sessions' 1-second closing (the nodes' clocks do it)
+    f.write("%s web0 cron[1]: tick\n" % stamp(t0 + 30))
+PY
+NOW=$(date +%s)
+"$CORRAL" match -r "$RULES" -f "$WORK/log" --json --keep-open --now "$NOW" > "$WORK/match.json" \
+    || fail "corral match failed"
+
+# a generated message as compared: what it says, where, and which rule made it.  The brute
+# forces' summaries are left out: they fire a minute after the last failure, by the clock on
+# the nodes, at the end of the file in `corral match`.
+norm() {
+    python3 -c '
+import json, sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if "corral.event" not in m or m["corral.event"].endswith(".summary"):
+        continue  # an input message, or a summary
+    print(json.dumps({k: m.get(k) for k in ("MESSAGE", "HOST", "PROGRAM", "corral.event")},
+                     sort_keys=True))' | sort
+}
+norm < "$WORK/match.json" > "$WORK/expected"
+[ "$(grep -c "" "$WORK/expected")" -gt 40 ] || fail "corral match generated too little"
+
+start_nats
+start_node 1 a "$RULES"
+start_node 2 b "$RULES"
+start_node 3 c "$RULES"
+wait_balanced 3 || fail "the partitions were not shared out"
+
+total=$(grep -c "" "$WORK/log")
+split -n l/3 -d "$WORK/log" "$WORK/part"
+sent=0
+k=1
+for part in "$WORK"/part0*; do
+    as_node "$k" send_tcp_file "$(as_node "$k" input_port tcp)" "$part"
+    sent=$((sent + $(grep -c "" "$part")))
+    as_node "$k" wait_metric corral_cluster_acked_total -eq "$(grep -c "" "$part")" \
+        || fail "node $k: part $part not acknowledged"
+    k=$((k + 1))
+done
+[ "$sent" -eq "$total" ] || fail "sent $sent of $total"
+
+consumed() {
+    _c=0
+    for _k in 1 2 3; do _c=$((_c + $(node_metric "$_k" corral_cluster_consumed_total))); done
+    [ "$_c" -ge "$total" ]
+}
+wait_until consumed || fail "not every message was correlated"
+got() {
+    cat "$WORK"/a.json "$WORK"/b.json "$WORK"/c.json 2>/dev/null | norm > "$WORK/got"
+    [ "$(grep -c "" "$WORK/got")" -ge "$(grep -c "" "$WORK/expected")" ]
+}
+wait_until got || {
+    diff "$WORK/expected" "$WORK/got" | head -20
+    fail "the cluster generated less than corral match"
+}
+cmp "$WORK/expected" "$WORK/got" || {
+    diff "$WORK/expected" "$WORK/got" | head -20
+    fail "the cluster generated other messages than corral match"
+}
+# every generated message has its id, and no id twice
+python3 - "$WORK"/a.json "$WORK"/b.json "$WORK"/c.json <<'PY' || fail "ids"
+import json, sys
+ids = []
+for p in sys.argv[1:]:
+    try:
+        ids += [json.loads(l).get("corral.cluster_id") for l in open(p)]
+    except FileNotFoundError:
+        pass
+assert all(ids), "a generated message without corral.cluster_id"
+assert len(ids) == len(set(ids)), "an id twice"
+PY
+for k in 1 2 3; do
+    [ "$(node_metric "$k" corral_cluster_fenced_total)" = 0 ] || fail "node $k fenced messages"
+done
+echo "ok: $total messages over 3 nodes, $(grep -c "" "$WORK/got") generated, as corral match"
+for k in 3 2 1; do as_node "$k" stop_corrald; done
