@@ -221,6 +221,7 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     sc.SubjectsLen = 1;
     sc.Storage = js_FileStorage;
     sc.Replicas = (int64_t)cc->replicas;
+    sc.MaxAge = (int64_t)(cc->retention * 1e9); /* nanoseconds */
     st = js_AddStream(NULL, l->js, &sc, NULL, &ec);
     if (st != NATS_OK) {
         buf_printf(err, "cluster: stream %s (%s, %d replicas): %s (JetStream error %d)", l->stream,

@@ -63,8 +63,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-#define QUEUE_MAX 65536 /* deliveries waiting for the loop before the backend's thread waits */
+#define QUEUE_MAX 65536
+/* a checkpoint is one KV value: under NATS's default max_payload (1 MiB) */
+#define CKPT_MAX      (1000 * 1000)
+#define CKPT_EVERY_MS 2000 /* deliveries waiting for the loop before the backend's thread waits */
 
 enum ev_type { EV_MSG, EV_ACQUIRED, EV_DROP };
 
@@ -73,6 +77,8 @@ struct event {
     enum ev_type type;
     unsigned part;
     uint64_t token, seq;
+    uint64_t upto;   /* EV_ACQUIRED: the previous owner's position (emitted up to it) */
+    struct buf ckpt; /* EV_ACQUIRED: the checkpoint's contexts (corr_save's file); empty: none */
     size_t len;
     const char *peer, *tls, *host; /* in data, after the message; NULL: none */
     char data[];
@@ -84,6 +90,15 @@ struct part {
     uint64_t token;    /* of the subscription it reads */
     uint64_t seq;      /* the last stream sequence processed */
     unsigned idx;      /* messages generated at seq so far */
+    uint64_t upto;     /* replaying: what is generated up to this sequence was emitted before */
+    uint64_t ckpt_seq; /* the sequence the last checkpoint taken covers */
+};
+
+/* A checkpoint taken on the loop, for the lease thread to write (under lock). */
+struct ckpt {
+    struct buf data; /* "<sequence>\n" then corr_save's file */
+    uint64_t seq;
+    bool ready;
 };
 
 /* A partition as the lease thread has it. */
@@ -94,6 +109,7 @@ struct lease {
     uint64_t pos_written; /* the sequence pos.<p> holds */
     uint64_t token;
     uint64_t free_since; /* ms: first seen free while another should own it; 0: not */
+    uint64_t ckpt_rev;   /* of ckpt.<p>; 0: absent */
 };
 
 struct cluster_node {
@@ -122,7 +138,11 @@ struct cluster_node {
     uint64_t *valid_until; /* atomic, per partition: steady ms; 0: not owned */
     uint64_t *done_seq;    /* atomic, per partition: written by the loop */
     uint64_t *dropped;     /* atomic, per partition: the token of the last drop the loop did */
-    uint64_t in_flight;    /* atomic */
+    struct ckpt *ckpts;    /* per partition, under lock */
+    char *ckpt_path;       /* corr_save's file (loop thread) */
+    uint64_t ckpt_every_ms, last_ckpt_ms;
+    uint64_t ckpt_too_big_log_ms;
+    uint64_t in_flight;           /* atomic */
     struct cluster_node_stats st; /* counters: atomic */
 
     pthread_mutex_t lock;
@@ -301,6 +321,12 @@ node_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_a
         count(&n->st.fenced, 1);
         return;
     }
+    if (pt->seq <= pt->upto) {
+        /* replayed from the checkpoint: its previous owner emitted it */
+        if (kind != CORR_INPUT) pt->idx++;
+        count(&n->st.suppressed, 1);
+        return;
+    }
     if (kind != CORR_INPUT) {
         buf_reset(&n->idval);
         buf_printf(&n->idval, "%s/%u/%llu/%u", n->name, n->cur, (unsigned long long)pt->seq,
@@ -349,6 +375,76 @@ drop_part(struct cluster_node *n, unsigned p)
     pt->corr = NULL;
 }
 
+/* A checkpoint's contexts into p's engine, through corr_save's file format. */
+static void
+load_ckpt(struct cluster_node *n, unsigned p, const struct buf *data)
+{
+    FILE *f = fopen(n->ckpt_path, "w+");
+    size_t dropped = 0;
+    long got = -1;
+
+    if (f && fwrite(data->p, 1, data->len, f) == data->len && fflush(f) == 0) {
+        rewind(f);
+        got = corr_load_file(n->parts[p].corr, f, &dropped);
+    }
+    if (f) fclose(f);
+    unlink(n->ckpt_path);
+    if (got < 0)
+        log_msg(LOG_ERR, "cluster: partition %u: checkpoint unreadable, replaying without it", p);
+    else
+        log_msg(LOG_INFO, "cluster: partition %u: checkpoint at sequence %llu, %ld contexts", p,
+                (unsigned long long)n->parts[p].seq, got);
+}
+
+/*
+ * Every ckpt_every_ms, each owned partition that moved: its contexts (corr_save, with their
+ * remaining timeouts) and the sequence they cover, handed to the lease thread to write.
+ */
+static void
+take_ckpts(struct cluster_node *n)
+{
+    unsigned p;
+    uint64_t t = now_ms();
+    struct buf data = BUF_INIT;
+    FILE *f;
+    char b[65536];
+    size_t got;
+
+    if (t - n->last_ckpt_ms < n->ckpt_every_ms) return;
+    n->last_ckpt_ms = t;
+    for (p = 0; p < n->nparts; p++) {
+        struct part *pt = &n->parts[p];
+        if (!pt->corr || pt->seq == pt->ckpt_seq || !lease_valid(n, p)) continue;
+        buf_reset(&data);
+        buf_printf(&data, "%llu\n", (unsigned long long)pt->seq);
+        if (corr_save(pt->corr, n->ckpt_path) < 0 || !(f = fopen(n->ckpt_path, "r"))) {
+            log_msg(LOG_ERR, "cluster: partition %u: checkpoint not taken: %s", p, strerror(errno));
+            continue;
+        }
+        while ((got = fread(b, 1, sizeof(b), f)) > 0) buf_append(&data, b, got);
+        fclose(f);
+        unlink(n->ckpt_path);
+        if (data.len > CKPT_MAX) {
+            if (t - n->ckpt_too_big_log_ms > 60000) {
+                n->ckpt_too_big_log_ms = t;
+                log_msg(LOG_WARNING,
+                        "cluster: partition %u: checkpoint of %zu bytes over the %d a value may "
+                        "hold: not written (a new owner replays from the last one)",
+                        p, data.len, CKPT_MAX);
+            }
+            continue;
+        }
+        pt->ckpt_seq = pt->seq;
+        pthread_mutex_lock(&n->lock);
+        buf_reset(&n->ckpts[p].data);
+        buf_append(&n->ckpts[p].data, data.p, data.len);
+        n->ckpts[p].seq = pt->seq;
+        n->ckpts[p].ready = true;
+        pthread_mutex_unlock(&n->lock);
+    }
+    buf_free(&data);
+}
+
 static void
 handle(struct cluster_node *n, struct event *e)
 {
@@ -361,7 +457,11 @@ handle(struct cluster_node *n, struct event *e)
         pt->corr = corr_new(n->db, &n->copts);
         pt->token = e->token;
         pt->seq = e->seq;
+        pt->ckpt_seq = e->seq;
+        pt->upto = e->upto;
         pt->idx = 0;
+        if (e->ckpt.len) load_ckpt(n, e->part, &e->ckpt);
+        buf_free(&e->ckpt);
         __atomic_store_n(&n->done_seq[e->part], e->seq, __ATOMIC_RELEASE);
         break;
     case EV_DROP:
@@ -472,7 +572,7 @@ write_pos(struct cluster_node *n, unsigned p)
     char key[64], val[32];
     int len, rc;
 
-    if (seq == ls->pos_written) return true;
+    if (seq <= ls->pos_written) return true; /* a new owner replaying: behind it */
     key_of(key, sizeof(key), "pos", p);
     len = snprintf(val, sizeof(val), "%llu", (unsigned long long)seq);
     rc = ls->pos_rev
@@ -485,6 +585,41 @@ write_pos(struct cluster_node *n, unsigned p)
     }
     if (rc == CLUSTER_ERROR)
         log_msg(LOG_WARNING, "cluster: partition %u: position not written: %s", p,
+                n->be->error(n->log));
+    return rc == CLUSTER_ERROR;
+}
+
+/* Writes p's checkpoint if one is ready; false when another node wrote one since (p is lost). */
+static bool
+write_ckpt(struct cluster_node *n, unsigned p)
+{
+    struct lease *ls = &n->leases[p];
+    struct buf data = BUF_INIT;
+    char key[64];
+    uint64_t rev = 0;
+    int rc;
+
+    pthread_mutex_lock(&n->lock);
+    if (n->ckpts[p].ready) {
+        struct buf t = n->ckpts[p].data;
+        n->ckpts[p].data = data;
+        data = t;
+        n->ckpts[p].ready = false;
+    }
+    pthread_mutex_unlock(&n->lock);
+    if (!data.len) return true;
+    key_of(key, sizeof(key), "ckpt", p);
+    rc = ls->ckpt_rev
+             ? n->be->kv_update(n->log, CLUSTER_STATE, key, data.p, data.len, ls->ckpt_rev, &rev)
+             : n->be->kv_create(n->log, CLUSTER_STATE, key, data.p, data.len, &rev);
+    buf_free(&data);
+    if (rc == CLUSTER_OK) {
+        ls->ckpt_rev = rev;
+        count(&n->st.checkpoints, 1);
+        return true;
+    }
+    if (rc == CLUSTER_ERROR)
+        log_msg(LOG_WARNING, "cluster: partition %u: checkpoint not written: %s", p,
                 n->be->error(n->log));
     return rc == CLUSTER_ERROR;
 }
@@ -523,6 +658,7 @@ take(struct cluster_node *n, unsigned p, bool fallback)
 {
     struct lease *ls = &n->leases[p];
     struct buf val = BUF_INIT, err = BUF_INIT;
+    struct event *ev;
     char key[64];
     uint64_t rev = 0, t0 = now_ms(), from = 0;
     int rc;
@@ -550,27 +686,43 @@ take(struct cluster_node *n, unsigned p, bool fallback)
     ls->owned = true;
     ls->free_since = 0;
     ls->token = ++n->next_token;
-    /* where the previous owner stopped */
-    key_of(key, sizeof(key), "pos", p);
-    ls->pos_rev = 0;
+    /*
+     * Where the previous owner stopped (pos.<p>: it emitted up to there) and
+     * its last checkpoint (ckpt.<p>: the contexts at a sequence at most that):
+     * the checkpoint is loaded and the stream replayed from the sequence after
+     * it, what is generated up to pos.<p> not emitted again.
+     */
+    ls->pos_rev = ls->ckpt_rev = 0;
     ls->pos_written = 0;
+    key_of(key, sizeof(key), "pos", p);
     rc = n->be->kv_get(n->log, CLUSTER_STATE, key, &val, &ls->pos_rev);
-    if (rc == CLUSTER_OK) {
-        from = strtoull(buf_str(&val), NULL, 10);
-        ls->pos_written = from;
-    } else if (rc == CLUSTER_ERROR) {
-        ls->pos_rev = 0;
+    if (rc == CLUSTER_OK) ls->pos_written = strtoull(buf_str(&val), NULL, 10);
+    if (rc != CLUSTER_ERROR) {
+        key_of(key, sizeof(key), "ckpt", p);
+        rc = n->be->kv_get(n->log, CLUSTER_STATE, key, &val, &ls->ckpt_rev);
     }
-    buf_free(&val);
     if (rc == CLUSTER_ERROR) {
         /* cannot say where to start: give it back */
+        buf_free(&val);
         ls->owned = false;
         key_of(key, sizeof(key), "p", p);
         n->be->kv_update(n->log, CLUSTER_LEASES, key, "", 0, ls->rev, &rev);
         return false;
     }
+    ev = xcalloc(1, sizeof(*ev));
+    ev->type = EV_ACQUIRED;
+    ev->part = p;
+    ev->token = ls->token;
+    ev->upto = ls->pos_written;
+    if (rc == CLUSTER_OK) {
+        const char *nl = memchr(val.p, '\n', val.len);
+        from = strtoull(buf_str(&val), NULL, 10);
+        if (nl) buf_append(&ev->ckpt, nl + 1, val.len - (size_t)(nl + 1 - val.p));
+    }
+    ev->seq = from;
+    buf_free(&val);
     __atomic_store_n(&n->valid_until[p], t0 + n->valid_ms, __ATOMIC_RELEASE);
-    post(n, EV_ACQUIRED, p, ls->token, from);
+    push(n, ev, false);
     if (n->be->subscribe(n->log, p, from + 1, ls->token, &err) < 0) {
         log_msg(LOG_ERR, "cluster: partition %u: %s", p, buf_str(&err));
         buf_free(&err);
@@ -578,8 +730,8 @@ take(struct cluster_node *n, unsigned p, bool fallback)
         return false;
     }
     count(&n->st.acquired, 1);
-    log_msg(LOG_INFO, "cluster: partition %u acquired (from sequence %llu)", p,
-            (unsigned long long)from + 1);
+    log_msg(LOG_INFO, "cluster: partition %u acquired (from sequence %llu, emitting after %llu)", p,
+            (unsigned long long)from + 1, (unsigned long long)ls->pos_written);
     return true;
 }
 
@@ -600,7 +752,10 @@ renew(struct cluster_node *n, unsigned p)
     if (rc == CLUSTER_OK) {
         ls->rev = rev;
         __atomic_store_n(&n->valid_until[p], t0 + n->valid_ms, __ATOMIC_RELEASE);
-        if (!write_pos(n, p)) give_up(n, p, false, "its position was written by another node");
+        if (!write_pos(n, p))
+            give_up(n, p, false, "its position was written by another node");
+        else if (!write_ckpt(n, p))
+            give_up(n, p, false, "its checkpoint was written by another node");
     } else if (rc != CLUSTER_ERROR) {
         give_up(n, p, false, "taken by another node");
     }
@@ -720,6 +875,15 @@ cluster_node_new(const struct cluster_node_opts *o, struct pdb *db, struct buf *
     n->valid_until = xcalloc(n->nparts, sizeof(*n->valid_until));
     n->done_seq = xcalloc(n->nparts, sizeof(*n->done_seq));
     n->dropped = xcalloc(n->nparts, sizeof(*n->dropped));
+    n->ckpts = xcalloc(n->nparts, sizeof(*n->ckpts));
+    {
+        const char *tmp = getenv("TMPDIR");
+        char b[4096];
+        snprintf(b, sizeof(b), "%s/corrald-checkpoint.%ld", tmp && *tmp ? tmp : "/tmp",
+                 (long)getpid());
+        n->ckpt_path = xstrdup(b);
+    }
+    n->ckpt_every_ms = CKPT_EVERY_MS;
     n->max_in_flight = cc->max_in_flight;
     n->lease_ms = (uint64_t)(cc->lease * 1000);
     n->beat_ms = n->lease_ms / 5 < 200 ? 200 : n->lease_ms / 5;
@@ -773,6 +937,7 @@ cluster_node_free(struct cluster_node *n)
     if (n->log) n->be->close(n->log);
     while ((e = n->head)) {
         n->head = e->next;
+        if (e->type == EV_ACQUIRED) buf_free(&e->ckpt);
         free(e);
     }
     uv_close((uv_handle_t *)n->async, free_async);
@@ -787,6 +952,9 @@ cluster_node_free(struct cluster_node *n)
     free(n->valid_until);
     free(n->done_seq);
     free(n->dropped);
+    for (p = 0; p < n->nparts; p++) buf_free(&n->ckpts[p].data);
+    free(n->ckpts);
+    free(n->ckpt_path);
     free(n->name);
     free(n->node);
     free(n->hostname);
@@ -849,6 +1017,7 @@ cluster_node_tick(struct cluster_node *n)
         n->cur = p;
         corr_tick(n->parts[p].corr);
     }
+    take_ckpts(n);
 }
 
 unsigned
@@ -889,6 +1058,8 @@ cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st)
     st->acquired = __atomic_load_n(&s->acquired, __ATOMIC_RELAXED);
     st->lost = __atomic_load_n(&s->lost, __ATOMIC_RELAXED);
     st->released = __atomic_load_n(&s->released, __ATOMIC_RELAXED);
+    st->checkpoints = __atomic_load_n(&s->checkpoints, __ATOMIC_RELAXED);
+    st->suppressed = __atomic_load_n(&s->suppressed, __ATOMIC_RELAXED);
     st->owned = __atomic_load_n(&s->owned, __ATOMIC_RELAXED);
     st->members = __atomic_load_n(&s->members, __ATOMIC_RELAXED);
     st->partitions = n->nparts;

@@ -923,6 +923,7 @@ conf_cluster_free(struct conf_cluster *cc)
 
 /*
  * <cluster nats="nats://h1:4222,..." name= node= partitions= replicas= lease=
+ * retention=
  * max-in-flight= creds= user= password-file= ca= cert= key=/>.  The names
  * become parts of NATS subjects, streams and keys: letters, digits, - and _.
  */
@@ -950,6 +951,7 @@ read_cluster(struct reader *r, struct conf *c, const xmlNode *n)
     cc->partitions = number_attr(r, n, "partitions", 64, false);
     cc->replicas = number_attr(r, n, "replicas", 3, false);
     cc->lease = duration_attr(r, n, "lease", 5);
+    cc->retention = duration_attr(r, n, "retention", 86400);
     cc->max_in_flight = number_attr(r, n, "max-in-flight", 4096, false);
     cc->creds = attr(n, "creds");
     cc->user = attr(n, "user");
@@ -967,6 +969,7 @@ read_cluster(struct reader *r, struct conf *c, const xmlNode *n)
     if (cc->partitions > 1024) error(r, n, "cluster partitions= must lie between 1 and 1024");
     if (cc->replicas > 5) error(r, n, "cluster replicas= must lie between 1 and 5");
     if (cc->lease < 1) error(r, n, "cluster lease= must be at least 1s");
+    if (cc->retention < 60) error(r, n, "cluster retention= must be at least 60s");
     if (!cc->user != !cc->password_file)
         error(r, n, "cluster user= and password-file= go together");
     if (cc->creds && cc->user) error(r, n, "cluster creds= and user= exclude each other");

@@ -127,6 +127,7 @@ struct conf_cluster {
     size_t partitions;    /* default 64 */
     size_t replicas;      /* of the stream and the buckets; default 3 */
     double lease;         /* seconds; the failure detector */
+    double retention;     /* seconds the stream keeps a message */
     size_t max_in_flight; /* publishes not yet acknowledged before inputs wait */
     char *creds;          /* NATS credentials file (JWT and seed) */
     char *user;           /* user name, with its password in password_file */

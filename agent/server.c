@@ -2397,6 +2397,13 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_cluster_released_total", "counter",
      "Partition leases this node gave back (to the node that should own them, or at stop).",
      M_CLUSTER, CLUSTER(released)},
+    {"corral_cluster_checkpoints_total", "counter",
+     "Checkpoints of owned partitions written (their contexts and the sequence they cover).",
+     M_CLUSTER, CLUSTER(checkpoints)},
+    {"corral_cluster_replay_suppressed_total", "counter",
+     "Messages replayed after taking a partition over whose output its previous owner had "
+     "emitted (not emitted again).",
+     M_CLUSTER, CLUSTER(suppressed)},
     {"corral_cluster_partitions", "gauge", "Partitions of the cluster.", M_CLUSTER,
      .get = m_cluster_partitions},
     {"corral_cluster_partitions_owned", "gauge", "Partitions whose lease this node holds.",

@@ -9,8 +9,8 @@
 #   start_node I NODE RULES  corrald node I (its log $WORK/NODE.log);
 #                            sets NODE_PID_<I>, NODE_LOG_<I>
 #   node_metric I NAME       a metric of node I
-#   wait_balanced N          until each of the nodes 1..N sees N members
-#                            and owns exactly its share
+#   wait_balanced I...       until each of the nodes I... sees them as the
+#                            members and owns exactly its share
 
 need nats-server
 
@@ -107,22 +107,19 @@ node_metric() {
     as_node "$1" metric "$2" "${3:-}"
 }
 
+# balanced I...: each of the nodes I... sees them all as members and owns exactly its share,
+# and they own every partition between them
 balanced() {
-    _k=1
-    while [ "$_k" -le "$1" ]; do
-        [ "$(node_metric "$_k" corral_cluster_members)" = "$1" ] || return 1
-        [ "$(node_metric "$_k" corral_cluster_balanced)" = 1 ] || return 1
-        _k=$((_k + 1))
-    done
     _sum=0
-    _k=1
-    while [ "$_k" -le "$1" ]; do
+    for _k in "$@"; do
+        [ "$(node_metric "$_k" corral_cluster_members)" = "$#" ] || return 1
+        [ "$(node_metric "$_k" corral_cluster_balanced)" = 1 ] || return 1
         _sum=$((_sum + $(node_metric "$_k" corral_cluster_partitions_owned)))
-        _k=$((_k + 1))
     done
     [ "$_sum" = 16 ]
 }
 
+# wait_balanced I...: until balanced I...
 wait_balanced() {
-    wait_until balanced "$1"
+    wait_until balanced "$@"
 }

@@ -65,7 +65,7 @@ start_nats
 start_node 1 a "$RULES"
 start_node 2 b "$RULES"
 start_node 3 c "$RULES"
-wait_balanced 3 || fail "the partitions were not shared out"
+wait_balanced 1 2 3 || fail "the partitions were not shared out"
 
 total=$(grep -c "" "$WORK/log")
 split -n l/3 -d "$WORK/log" "$WORK/part"
