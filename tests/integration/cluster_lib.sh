@@ -3,7 +3,8 @@
 # cluster_*.sh tests (sourced after corrald_lib.sh).
 #
 #   start_nats               nats-server n1, n2, n3 on kernel-picked ports,
-#                            stores in $WORK/js<i>; waits until JetStream
+#                            stores in $WORK/js<i>, clients log in as user
+#                            corral (password in $WORK/nats-password); waits until JetStream
 #                            has a metadata leader; sets NATS_URLS
 #   cluster_conf FILE NODE RULES   a corrald configuration for node NODE
 #   start_node I NODE RULES  corrald node I (its log $WORK/NODE.log);
@@ -51,6 +52,10 @@ nats_ready() {
 
 start_nats() {
     NATS_ROUTE_PORTS=$(free_ports 3)
+    # the nodes log in as NATS users do: user and password (from a file)
+    NATS_PASSWORD=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+    echo "$NATS_PASSWORD" > "$WORK/nats-password"
+    chmod 600 "$WORK/nats-password"
     _routes=
     for _p in $NATS_ROUTE_PORTS; do _routes="$_routes${_routes:+, }\"nats-route://127.0.0.1:$_p\""; done
     _i=1
@@ -60,6 +65,7 @@ start_nats() {
 server_name: n$_i
 listen: 127.0.0.1:-1
 jetstream { store_dir: "$WORK/js$_i" }
+authorization { user: corral, password: "$NATS_PASSWORD" }
 cluster { name: corraltest, listen: "127.0.0.1:$_p", routes: [ $_routes ] }
 EOF
         start_nats_server "$_i"
@@ -80,7 +86,8 @@ cluster_conf() {
     cat > "$1" <<XML
 <corrald>
   <rules path="$3"/>
-  <cluster nats="$NATS_URLS" name="corraltest" node="$2" partitions="16" lease="3s"/>
+  <cluster nats="$NATS_URLS" name="corraltest" node="$2" partitions="16" lease="3s"
+           user="corral" password-file="$WORK/nats-password"/>
   <control socket="$WORK/$2.sock"/>
   <inputs><tcp listen="127.0.0.1:0" name="tcp"/></inputs>
   <outputs><file path="$WORK/$2.json" format="json" select="generated"/></outputs>
