@@ -15,6 +15,10 @@
  *                     NAME-state; create/update are JetStream's expected
  *                     last subject sequence, so a revision fences
  *
+ * Two connections: the log's (publishes, subscriptions) and the KV's, so
+ * that a lease renewal does not wait behind thousands of publishes in the
+ * first one's buffer (under load, it did, past the lease).
+ *
  * libnats reconnects by itself (forever, every half second); a publish
  * made while it is disconnected waits in its buffer and counts in flight.
  */
@@ -30,9 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HDR_PEER "Corral-Peer"
-#define HDR_TLS  "Corral-Tls-Peer"
-#define HDR_HOST "Corral-Host"
+#define ADMIN_TRIES 6 /* of 5 s (stream) or 2 s (bucket) each, at start */
+#define HDR_PEER    "Corral-Peer"
+#define HDR_TLS     "Corral-Tls-Peer"
+#define HDR_HOST    "Corral-Host"
 
 struct sub {
     struct cluster_log *l;
@@ -42,14 +47,15 @@ struct sub {
 };
 
 struct cluster_log {
-    natsConnection *nc;
-    jsCtx *js;
+    natsConnection *nc, *kvnc; /* the log's; the KV's, not queued behind publishes */
+    jsCtx *js, *kvjs;
     kvStore *kv[2];
     struct cluster_callbacks cb;
     char *stream;
     char *prefix; /* NAME.in. */
     unsigned nparts;
     struct sub *subs; /* per partition */
+    bool closing;     /* our own close: no "disconnected" in the log */
     char err[256];
 };
 
@@ -84,8 +90,10 @@ on_nats_error(natsConnection *nc, natsSubscription *sub, natsStatus err, void *c
 static void
 on_disconnected(natsConnection *nc, void *closure)
 {
+    struct cluster_log *l = closure;
+
     (void)nc;
-    (void)closure;
+    if (__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE)) return;
     log_msg(LOG_WARNING, "cluster: disconnected from NATS, reconnecting");
 }
 
@@ -119,7 +127,7 @@ read_password(const char *path, struct buf *err)
 }
 
 static natsOptions *
-options(const struct conf_cluster *cc, struct buf *err)
+options(struct cluster_log *l, const struct conf_cluster *cc, struct buf *err)
 {
     natsOptions *o = NULL;
     natsStatus st;
@@ -138,7 +146,7 @@ options(const struct conf_cluster *cc, struct buf *err)
     if (st == NATS_OK) st = natsOptions_SetReconnectWait(o, 500);
     if (st == NATS_OK) st = natsOptions_SetTimeout(o, 2000);
     if (st == NATS_OK) st = natsOptions_SetErrorHandler(o, on_nats_error, NULL);
-    if (st == NATS_OK) st = natsOptions_SetDisconnectedCB(o, on_disconnected, NULL);
+    if (st == NATS_OK) st = natsOptions_SetDisconnectedCB(o, on_disconnected, l);
     if (st == NATS_OK) st = natsOptions_SetReconnectedCB(o, on_reconnected, NULL);
     if (st == NATS_OK && cc->creds)
         if ((st = natsOptions_SetUserCredentialsFromFiles(o, cc->creds, NULL)) != NATS_OK)
@@ -184,13 +192,15 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     kvConfig kc;
     char subj[300], bucket[300];
     const char *subjects[1];
-    int i;
+    int i, tries;
+    jsOptions admin;
 
     l->cb = *cb;
     l->nparts = (unsigned)cc->partitions;
     l->subs = xcalloc(l->nparts, sizeof(*l->subs));
-    if (!(o = options(cc, err))) goto fail;
+    if (!(o = options(l, cc, err))) goto fail;
     st = natsConnection_Connect(&l->nc, o);
+    if (st == NATS_OK) st = natsConnection_Connect(&l->kvnc, o);
     natsOptions_Destroy(o);
     if (st != NATS_OK) {
         buf_printf(err, "cluster: cannot connect to NATS (%s): %s", cc->nats,
@@ -204,7 +214,8 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     jo.PublishAsync.AckHandler = on_ack;
     jo.PublishAsync.AckHandlerClosure = l;
     jo.PublishAsync.StallWait = 100;
-    if ((st = natsConnection_JetStream(&l->js, l->nc, &jo)) != NATS_OK) {
+    if ((st = natsConnection_JetStream(&l->js, l->nc, &jo)) != NATS_OK ||
+        (st = natsConnection_JetStream(&l->kvjs, l->kvnc, &jo)) != NATS_OK) {
         buf_printf(err, "cluster: JetStream: %s", natsStatus_GetText(st));
         goto fail;
     }
@@ -215,6 +226,8 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     sprintf(l->prefix, "%s.in.", cc->name);
     snprintf(subj, sizeof(subj), "%s.in.*", cc->name);
     subjects[0] = subj;
+    jsOptions_Init(&admin);
+    admin.Wait = 5000;
     jsStreamConfig_Init(&sc);
     sc.Name = l->stream;
     sc.Subjects = subjects;
@@ -222,10 +235,15 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     sc.Storage = js_FileStorage;
     sc.Replicas = (int64_t)cc->replicas;
     sc.MaxAge = (int64_t)(cc->retention * 1e9); /* nanoseconds */
-    st = js_AddStream(NULL, l->js, &sc, NULL, &ec);
+    /* a JetStream cluster that has just elected its leader may not answer at once */
+    for (tries = 0;
+         (st = js_AddStream(NULL, l->js, &sc, &admin, &ec)) == NATS_TIMEOUT && tries < ADMIN_TRIES;
+         tries++)
+        log_msg(LOG_WARNING, "cluster: creating stream %s: no answer yet, again", l->stream);
     if (st != NATS_OK) {
+        const char *why = nats_GetLastError(NULL);
         buf_printf(err, "cluster: stream %s (%s, %d replicas): %s (JetStream error %d)", l->stream,
-                   subj, (int)cc->replicas, nats_GetLastError(NULL), (int)ec);
+                   subj, (int)cc->replicas, why && *why ? why : natsStatus_GetText(st), (int)ec);
         goto fail;
     }
     for (i = 0; i < 2; i++) {
@@ -238,7 +256,11 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
         kc.StorageType = js_FileStorage;
         /* nanoseconds, as JetStream has MaxAge */
         if (i == CLUSTER_LEASES) kc.TTL = (int64_t)(cc->lease * 1e9);
-        if ((st = js_CreateKeyValue(&l->kv[i], l->js, &kc)) != NATS_OK) {
+        for (tries = 0; (st = js_CreateKeyValue(&l->kv[i], l->kvjs, &kc)) == NATS_TIMEOUT &&
+                        tries < ADMIN_TRIES;
+             tries++)
+            log_msg(LOG_WARNING, "cluster: creating bucket %s: no answer yet, again", bucket);
+        if (st != NATS_OK) {
             const char *why = nats_GetLastError(NULL);
             buf_printf(err, "cluster: bucket %s: %s", bucket, why ? why : natsStatus_GetText(st));
             goto fail;
@@ -257,6 +279,7 @@ nats_close(struct cluster_log *l)
     jsPubOptions po;
 
     if (!l) return;
+    __atomic_store_n(&l->closing, true, __ATOMIC_RELEASE);
     for (i = 0; i < l->nparts; i++)
         if (l->subs[i].s) {
             natsSubscription_Unsubscribe(l->subs[i].s);
@@ -271,9 +294,14 @@ nats_close(struct cluster_log *l)
     kvStore_Destroy(l->kv[0]);
     kvStore_Destroy(l->kv[1]);
     jsCtx_Destroy(l->js);
+    jsCtx_Destroy(l->kvjs);
     if (l->nc) {
         natsConnection_Close(l->nc);
         natsConnection_Destroy(l->nc);
+    }
+    if (l->kvnc) {
+        natsConnection_Close(l->kvnc);
+        natsConnection_Destroy(l->kvnc);
     }
     free(l->subs);
     free(l->stream);

@@ -61,7 +61,7 @@ start_corrald one "$WORK/one.conf"
 CONTROL=$WORK/one.sock
 t0=$(date +%s.%N)
 send_tcp_file "$(input_port tcp)" "$WORK/corpus"
-wait_metric corral_messages_processed_total -ge "$total" || fail "one: not all processed"
+wait_metric corral_messages_parsed_total -ge "$total" || fail "one: not all processed"
 t1=$(date +%s.%N)
 echo "one corrald (1 worker): $total messages in $(echo "$t1 - $t0" | bc) s: $(echo "$total / ($t1 - $t0)" | bc) msg/s"
 stop_corrald
