@@ -33,11 +33,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ADMIN_TRIES 6 /* of 5 s (stream) or 2 s (bucket) each, at start */
 #define HDR_PEER    "Corral-Peer"
 #define HDR_TLS     "Corral-Tls-Peer"
 #define HDR_HOST    "Corral-Host"
+#define HDR_TRY     "Corral-Try"
+/* a publish the stream refused (no responders while it elects a leader, a timeout) is sent
+ * again every RETRY_MS, RETRY_MAX times at most (a minute) before it counts as lost */
+#define RETRY_MS  250
+#define ACK_WAIT  5000 /* ms: an acknowledgement not come by then is a failure (sent again) */
+#define RETRY_MAX 240
+
+struct retry {
+    struct retry *next;
+    natsMsg *m;
+};
 
 struct sub {
     struct cluster_log *l;
@@ -56,6 +68,15 @@ struct cluster_log {
     unsigned nparts;
     struct sub *subs; /* per partition */
     bool closing;     /* our own close: no "disconnected" in the log */
+    /* publishes to send again, and the thread that does */
+    pthread_mutex_t rlock;
+    pthread_cond_t rcond;
+    struct retry *retries;
+    pthread_t rtid;
+    bool rstarted;
+    /* Nats-Msg-Id of publishes: the stream drops one sent again that it had stored */
+    char *idprefix;
+    uint64_t nextid; /* loop thread */
     char err[256];
 };
 
@@ -68,14 +89,84 @@ set_err(struct cluster_log *l, const char *what, natsStatus st)
              last && *last ? ": " : "", last ? last : "");
 }
 
+/* How many times m was sent again so far. */
+static int
+tries(natsMsg *m)
+{
+    const char *v = NULL;
+
+    return natsMsgHeader_Get(m, HDR_TRY, &v) == NATS_OK && v ? atoi(v) : 0;
+}
+
 static void
 on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
 {
     struct cluster_log *l = closure;
+    bool ok = pa != NULL && pae == NULL;
+    struct retry *r;
 
     (void)js;
-    l->cb.acked(l->cb.arg, pa != NULL && pae == NULL);
+    if (!ok && !__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE) && tries(msg) < RETRY_MAX) {
+        /* still in flight: sent again by retry_thread */
+        r = xmalloc(sizeof(*r));
+        r->m = msg;
+        pthread_mutex_lock(&l->rlock);
+        r->next = l->retries;
+        l->retries = r;
+        pthread_mutex_unlock(&l->rlock);
+        return;
+    }
+    l->cb.acked(l->cb.arg, ok);
     natsMsg_Destroy(msg);
+}
+
+static void *
+retry_thread(void *arg)
+{
+    struct cluster_log *l = arg;
+    struct retry *list, *r, *keep;
+    struct timespec ts;
+    char b[16];
+    jsPubOptions po;
+
+    jsPubOptions_Init(&po);
+    po.MaxWait = ACK_WAIT; /* its Nats-Msg-Id is in its headers already */
+
+    pthread_mutex_lock(&l->rlock);
+    while (!l->closing) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += RETRY_MS * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&l->rcond, &l->rlock, &ts);
+        list = l->retries;
+        l->retries = NULL;
+        pthread_mutex_unlock(&l->rlock);
+        keep = NULL;
+        while ((r = list)) {
+            list = r->next;
+            snprintf(b, sizeof(b), "%d", tries(r->m) + 1);
+            natsMsgHeader_Set(r->m, HDR_TRY, b);
+            if (js_PublishMsgAsync(l->js, &r->m, &po) == NATS_OK) {
+                free(r); /* libnats has it */
+            } else if (tries(r->m) >= RETRY_MAX) {
+                l->cb.acked(l->cb.arg, false);
+                natsMsg_Destroy(r->m);
+                free(r);
+            } else {
+                r->next = keep;
+                keep = r;
+            }
+        }
+        pthread_mutex_lock(&l->rlock);
+        while ((r = keep)) {
+            keep = r->next;
+            r->next = l->retries;
+            l->retries = r;
+        }
+    }
+    pthread_mutex_unlock(&l->rlock);
+    return NULL;
 }
 
 static void
@@ -196,6 +287,17 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     jsOptions admin;
 
     l->cb = *cb;
+    {
+        /* unique across the node's runs: node name, start time, count */
+        char b[400];
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        snprintf(b, sizeof(b), "%s-%llx%09ld-", cc->node, (unsigned long long)now.tv_sec,
+                 now.tv_nsec);
+        l->idprefix = xstrdup(b);
+    }
+    pthread_mutex_init(&l->rlock, NULL);
+    pthread_cond_init(&l->rcond, NULL);
     l->nparts = (unsigned)cc->partitions;
     l->subs = xcalloc(l->nparts, sizeof(*l->subs));
     if (!(o = options(l, cc, err))) goto fail;
@@ -209,8 +311,12 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     }
     jsOptions_Init(&jo);
     jo.Wait = 2000;
-    /* libnats' own bound only backs ours up (cluster_node.c stops the inputs before it) */
-    jo.PublishAsync.MaxPending = (int64_t)cc->max_in_flight * 2 + 64;
+    /*
+     * libnats' own bound only backs ours up: past max-in-flight, stream
+     * inputs are paused, but the rest of the read being handled still goes
+     * in (a 64 KiB read holds at most 32,768 lines)
+     */
+    jo.PublishAsync.MaxPending = (int64_t)cc->max_in_flight + 65536;
     jo.PublishAsync.AckHandler = on_ack;
     jo.PublishAsync.AckHandlerClosure = l;
     jo.PublishAsync.StallWait = 100;
@@ -266,6 +372,11 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
             goto fail;
         }
     }
+    if (pthread_create(&l->rtid, NULL, retry_thread, l) != 0) {
+        buf_printf(err, "cluster: cannot start a thread");
+        goto fail;
+    }
+    l->rstarted = true;
     return l;
 fail:
     nats_close(l);
@@ -277,9 +388,14 @@ nats_close(struct cluster_log *l)
 {
     unsigned i;
     jsPubOptions po;
+    struct retry *r;
 
     if (!l) return;
+    pthread_mutex_lock(&l->rlock);
     __atomic_store_n(&l->closing, true, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&l->rcond);
+    pthread_mutex_unlock(&l->rlock);
+    if (l->rstarted) pthread_join(l->rtid, NULL);
     for (i = 0; i < l->nparts; i++)
         if (l->subs[i].s) {
             natsSubscription_Unsubscribe(l->subs[i].s);
@@ -291,6 +407,15 @@ nats_close(struct cluster_log *l)
         po.MaxWait = 1000;
         js_PublishAsyncComplete(l->js, &po);
     }
+    /* what still waited to be sent again is lost: counted */
+    while ((r = l->retries)) {
+        l->retries = r->next;
+        l->cb.acked(l->cb.arg, false);
+        natsMsg_Destroy(r->m);
+        free(r);
+    }
+    pthread_mutex_destroy(&l->rlock);
+    pthread_cond_destroy(&l->rcond);
     kvStore_Destroy(l->kv[0]);
     kvStore_Destroy(l->kv[1]);
     jsCtx_Destroy(l->js);
@@ -306,6 +431,7 @@ nats_close(struct cluster_log *l)
     free(l->subs);
     free(l->stream);
     free(l->prefix);
+    free(l->idprefix);
     free(l);
 }
 
@@ -313,16 +439,21 @@ static bool
 nats_publish(struct cluster_log *l, unsigned part, const char *data, size_t len, const char *peer,
              const char *tls_peer, const char *host)
 {
-    char subj[300];
+    char subj[300], id[300];
     natsMsg *m = NULL;
     natsStatus st;
+    jsPubOptions po;
 
     snprintf(subj, sizeof(subj), "%s%u", l->prefix, part);
     st = natsMsg_Create(&m, subj, NULL, data, (int)len);
     if (st == NATS_OK && peer) st = natsMsgHeader_Set(m, HDR_PEER, peer);
     if (st == NATS_OK && tls_peer) st = natsMsgHeader_Set(m, HDR_TLS, tls_peer);
     if (st == NATS_OK && host) st = natsMsgHeader_Set(m, HDR_HOST, host);
-    if (st == NATS_OK) st = js_PublishMsgAsync(l->js, &m, NULL);
+    snprintf(id, sizeof(id), "%s%llu", l->idprefix, (unsigned long long)++l->nextid);
+    jsPubOptions_Init(&po);
+    po.MaxWait = ACK_WAIT;
+    po.MsgId = id;
+    if (st == NATS_OK) st = js_PublishMsgAsync(l->js, &m, &po);
     natsMsg_Destroy(m); /* NULL once libnats took it */
     if (st != NATS_OK) set_err(l, "publish", st);
     return st == NATS_OK;
