@@ -78,7 +78,8 @@ struct cluster_backend {
                      size_t len, uint64_t last, uint64_t *rev);
     int (*kv_put)(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
                   size_t len);
-    /* Calls fn for every key of b that starts with prefix. */
+    int (*kv_delete)(struct cluster_log *l, enum cluster_bucket b, const char *key);
+    /* Calls fn for every key of b that starts with prefix (deleted ones left out). */
     int (*kv_keys)(struct cluster_log *l, enum cluster_bucket b, const char *prefix,
                    void (*fn)(void *arg, const char *key), void *arg);
     /* The last error of the calls above, for logs. */

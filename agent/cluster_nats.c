@@ -591,6 +591,16 @@ nats_kv_put(struct cluster_log *l, enum cluster_bucket b, const char *key, const
 }
 
 static int
+nats_kv_delete(struct cluster_log *l, enum cluster_bucket b, const char *key)
+{
+    natsStatus st = kvStore_Delete(l->kv[b], key);
+
+    if (st == NATS_OK) return CLUSTER_OK;
+    set_err(l, "delete", st);
+    return CLUSTER_ERROR;
+}
+
+static int
 nats_kv_keys(struct cluster_log *l, enum cluster_bucket b, const char *prefix,
              void (*fn)(void *arg, const char *key), void *arg)
 {
@@ -629,6 +639,7 @@ const struct cluster_backend cluster_nats = {
     .kv_create = nats_kv_create,
     .kv_update = nats_kv_update,
     .kv_put = nats_kv_put,
+    .kv_delete = nats_kv_delete,
     .kv_keys = nats_kv_keys,
     .error = nats_error,
 };

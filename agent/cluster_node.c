@@ -803,19 +803,23 @@ leave(struct cluster_node *n)
     char key[300];
     uint64_t rev;
 
+    bool up = true; /* the servers answer: once they do not, the leases expire by themselves */
+
     for (p = 0; p < n->nparts; p++) {
         struct lease *ls = &n->leases[p];
         if (!ls->owned) continue;
         __atomic_store_n(&n->valid_until[p], 0, __ATOMIC_RELEASE);
         n->be->unsubscribe(n->log, p);
-        write_pos(n, p);
-        key_of(key, sizeof(key), "p", p);
-        n->be->kv_update(n->log, CLUSTER_LEASES, key, "", 0, ls->rev, &rev);
         ls->owned = false;
+        if (!up) continue;
+        /* the checkpoint cluster_node_free took, then the position, then the lease */
+        write_pos(n, p);
+        write_ckpt(n, p);
+        key_of(key, sizeof(key), "p", p);
+        up = n->be->kv_update(n->log, CLUSTER_LEASES, key, "", 0, ls->rev, &rev) != CLUSTER_ERROR;
     }
     snprintf(key, sizeof(key), "n.%s", n->node);
-    /* an empty value: no longer a member (its key expires with the lease) */
-    n->be->kv_put(n->log, CLUSTER_LEASES, key, "", 0);
+    if (up) n->be->kv_delete(n->log, CLUSTER_LEASES, key);
 }
 
 static void *
@@ -924,7 +928,9 @@ cluster_node_free(struct cluster_node *n)
     struct event *e;
 
     if (!n) return;
-    /* the loop stops processing first: then the lease thread gives everything back */
+    /* the last checkpoints; the loop stops processing: then the lease thread gives all back */
+    n->last_ckpt_ms = 0;
+    take_ckpts(n);
     for (p = 0; p < n->nparts; p++) {
         __atomic_store_n(&n->valid_until[p], 0, __ATOMIC_RELEASE);
         drop_part(n, p);
