@@ -61,6 +61,19 @@ for l in sys.stdin:
 norm < "$WORK/match.json" > "$WORK/expected"
 [ "$(grep -c "" "$WORK/expected")" -gt 40 ] || fail "corral match generated too little"
 
+# a bad <cluster> is refused with the file and line of the element
+cat > "$WORK/bad.conf" <<XML
+<corrald>
+  <rules path="$RULES"/>
+  <cluster nats="nats://127.0.0.1:1" node="a.b" partitions="2000" lease="0.5s" user="x"/>
+</corrald>
+XML
+"$CORRALD" -t -f "$WORK/bad.conf" --schema "$SCHEMA" > "$WORK/bad.out" 2>&1 && fail "a bad <cluster> accepted"
+for why in "node= may only hold" "partitions= must lie between 1 and 1024" \
+    "lease= must be at least 1s" "user= and password-file= go together"; do
+    grep -q "bad.conf:3: cluster $why" "$WORK/bad.out" || fail "no error: $why"
+done
+
 start_nats
 start_node 1 a "$RULES"
 start_node 2 b "$RULES"
