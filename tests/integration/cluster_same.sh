@@ -4,7 +4,8 @@
 # a log spread over the three nodes, the same set of messages as `corral
 # match` on that log: SSH brute forces (an alert on the 5th failure from an
 # address, keyed by host), SSH sessions (a report when one closes) and
-# failures per user, on 40 hosts whose contexts fall on all 16 partitions.
+# failures per user, on 40 hosts spread over the 16 partitions;
+# within a partition, in the same order.
 # The log is sent in three parts, each to another node, each once the one
 # before has been acknowledged by the stream (so that the stream holds the
 # log's order).
@@ -122,6 +123,30 @@ for p in sys.argv[1:]:
         pass
 assert all(ids), "a generated message without corral.cluster_id"
 assert len(ids) == len(set(ids)), "an id twice"
+PY
+# within a partition, in the order corral match generated them: a partition's messages,
+# sorted by their ids (stream sequence, rank), come in corral match's order
+python3 - "$WORK/match.json" "$WORK"/a.json "$WORK"/b.json "$WORK"/c.json <<'PY' || fail "order"
+import json, sys
+key = lambda m: json.dumps({k: m.get(k) for k in ("MESSAGE", "HOST", "PROGRAM", "corral.event")},
+                           sort_keys=True)
+want = [key(m) for m in map(json.loads, open(sys.argv[1])) if "corral.event" in m
+        and not m["corral.event"].endswith(".summary")]
+parts = {}
+for p in sys.argv[2:]:
+    try:
+        for m in map(json.loads, open(p)):
+            if m["corral.event"].endswith(".summary"):
+                continue
+            _, part, seq, n = m["corral.cluster_id"].split("/")
+            parts.setdefault(part, []).append((int(seq), int(n), key(m)))
+    except FileNotFoundError:
+        pass
+for part, ms in parts.items():
+    at = -1
+    for _, _, k in sorted(ms):
+        at = want.index(k, at + 1)  # ValueError: out of order
+print("order: %d partitions with generated messages, each in corral match's order" % len(parts))
 PY
 for k in 1 2 3; do
     [ "$(node_metric "$k" corral_cluster_fenced_total)" = 0 ] || fail "node $k fenced messages"
