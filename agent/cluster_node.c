@@ -1072,17 +1072,8 @@ cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st)
     st->balanced = __atomic_load_n(&s->balanced, __ATOMIC_RELAXED);
 }
 
-void
-cluster_node_owned_json(const struct cluster_node *n, struct buf *out)
+bool
+cluster_node_owns(const struct cluster_node *n, unsigned p)
 {
-    unsigned p;
-    bool first = true;
-
-    buf_putc(out, '[');
-    for (p = 0; p < n->nparts; p++) {
-        if (!n->parts[p].corr) continue;
-        buf_printf(out, "%s%u", first ? "" : ",", p);
-        first = false;
-    }
-    buf_putc(out, ']');
+    return p < n->nparts && lease_valid(n, p);
 }

@@ -63,7 +63,7 @@ struct cluster_node_stats {
     bool balanced; /* owns exactly its share, as every member sees it */
 };
 void cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st);
-/* JSON array of the partitions this node owns. */
-void cluster_node_owned_json(const struct cluster_node *n, struct buf *out);
+/* Whether this node holds partition p's lease now (any thread). */
+bool cluster_node_owns(const struct cluster_node *n, unsigned p);
 
 #endif

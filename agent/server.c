@@ -2104,6 +2104,17 @@ m_busy(struct buf *out, const struct metrics_desc *d, void *c)
                    workers_busy_seconds(s->workers, k));
 }
 
+static void
+m_cluster_owned_parts(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    unsigned p, n = ((struct mctx *)c)->cls.partitions;
+
+    for (p = 0; p < n; p++)
+        if (cluster_node_owns(s->cluster, p))
+            buf_printf(out, "%s{partition=\"%u\"} 1\n", d->name, p);
+}
+
 /* Per rule that opens contexts: at most one series per rule and metric. */
 struct rule_metric {
     struct buf *out;
@@ -2408,6 +2419,9 @@ static const struct metrics_desc server_mtab[] = {
      .get = m_cluster_partitions},
     {"corral_cluster_partitions_owned", "gauge", "Partitions whose lease this node holds.",
      M_CLUSTER, .get = m_cluster_owned},
+    {"corral_cluster_partition_owned", "gauge",
+     "1 for each partition whose lease this node holds (the others are absent).", M_CLUSTER,
+     .series = m_cluster_owned_parts},
     {"corral_cluster_members", "gauge", "Live nodes of the cluster, as this node sees them.",
      M_CLUSTER, .get = m_cluster_members},
     {"corral_cluster_balanced", "gauge",

@@ -80,6 +80,11 @@ start_node 1 a "$RULES"
 start_node 2 b "$RULES"
 start_node 3 c "$RULES"
 wait_balanced 1 2 3 || fail "the partitions were not shared out"
+# each partition owned by one node, as their metrics say
+for k in 1 2 3; do as_node "$k" metrics_text; done | grep '^corral_cluster_partition_owned{' |
+    sort > "$WORK/owned"
+[ "$(grep -c "" "$WORK/owned")" -eq 16 ] && [ "$(sort -u "$WORK/owned" | grep -c "")" -eq 16 ] ||
+    fail "not 16 partitions owned once: $(cat "$WORK/owned")"
 
 total=$(grep -c "" "$WORK/log")
 split -n l/3 -d "$WORK/log" "$WORK/part"
