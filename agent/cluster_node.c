@@ -34,15 +34,21 @@
  * they received that write, so this node stops emitting for the partition
  * before anyone else can take it, whatever happens to its connection.
  *
- * Owning (loop thread).  A partition taken is read from its position (the
- * stream sequence after the last one its previous owner processed, in the
- * state bucket's pos.<p>, written on the position key's revision) by the
- * backend's subscription, whose deliveries reach the loop through a queue
- * and a uv_async; each partition has an engine (corr) of its own, so that
- * a partition lost or released is dropped whole.  Every delivery and every
- * emitted message is checked against the lease's validity; a generated
- * message gets the id corral.cluster_id = NAME/<partition>/<sequence>/<n>,
- * n counting what was generated at that sequence.
+ * Owning (loop thread).  Each partition has an engine (corr) of its own,
+ * so that a partition lost or released is dropped whole.  Every renewal
+ * also writes the partition's position (pos.<p> in the state bucket: the
+ * last stream sequence processed) and, every CKPT_EVERY_MS when it moved,
+ * its checkpoint (ckpt.<p>: corr_save's file of its contexts and the
+ * sequence they cover), both on their last revision.  A node that takes a
+ * partition loads the checkpoint and has the backend deliver the stream
+ * from the sequence after it; what the engine generates up to the
+ * position is not emitted (the previous owner did).  Deliveries reach the
+ * loop through a queue and a uv_async.  Every delivery and every emitted
+ * message is checked against the lease's validity; a generated message
+ * gets the id corral.cluster_id = NAME/<partition>/<sequence>/<n>, n
+ * counting what was generated at that sequence.  At a stop, a last
+ * checkpoint is taken, and the lease thread writes it and the position
+ * before it gives each lease back and deletes its membership.
  */
 #include "agent/cluster_node.h"
 #include "agent/cluster.h"
@@ -116,7 +122,6 @@ struct cluster_node {
     uv_loop_t *loop;
     const struct cluster_backend *be;
     struct cluster_log *log;
-    struct conf_cluster cc; /* strings: name, node only */
     char *name, *node, *hostname;
     unsigned nparts;
     struct pdb *db;
