@@ -23,6 +23,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -194,6 +195,8 @@ conf_corr_limits(const struct conf *c, struct corr_opts *o)
     o->evidence_bytes = c->evidence_bytes;
 }
 
+static void conf_cluster_free(struct conf_cluster *cc);
+
 void
 conf_free(struct conf *c)
 {
@@ -238,6 +241,7 @@ conf_free(struct conf *c)
     }
     free(c->absences);
     free(c->warnings);
+    conf_cluster_free(c->cluster);
     for (i = 0; i < c->nexecutors; i++) exconf_free(&c->executors[i]);
     free(c->executors);
     for (i = 0; i < c->nroutes; i++) free_route(&c->routes[i]);
@@ -936,6 +940,77 @@ read_absence_binding(struct reader *r, const xmlNode *n, struct conf_absence *s)
 }
 
 static void
+conf_cluster_free(struct conf_cluster *cc)
+{
+    if (!cc) return;
+    free(cc->nats);
+    free(cc->name);
+    free(cc->node);
+    free(cc->creds);
+    free(cc->user);
+    free(cc->password_file);
+    free(cc->ca);
+    free(cc->cert);
+    free(cc->key);
+    free(cc);
+}
+
+/*
+ * <cluster nats="nats://h1:4222,..." name= node= partitions= replicas= lease=
+ * retention=
+ * max-in-flight= creds= user= password-file= ca= cert= key=/>.  The names
+ * become parts of NATS subjects, streams and keys: letters, digits, - and _.
+ */
+static void
+read_cluster(struct reader *r, struct conf *c, const xmlNode *n)
+{
+    struct conf_cluster *cc = xcalloc(1, sizeof(*cc));
+    char host[256];
+    const char *bad;
+
+    conf_cluster_free(c->cluster);
+    c->cluster = cc;
+    cc->line = (int)xmlGetLineNo(n);
+    cc->nats = attr(n, "nats");
+    cc->name = attr(n, "name");
+    if (!cc->name) cc->name = xstrdup("corral");
+    cc->node = attr(n, "node");
+    if (!cc->node) {
+        if (gethostname(host, sizeof(host)) < 0) snprintf(host, sizeof(host), "localhost");
+        host[sizeof(host) - 1] = 0;
+        /* a dotted host name is not a NATS token: its first label */
+        host[strcspn(host, ".")] = 0;
+        cc->node = xstrdup(host);
+    }
+    cc->partitions = number_attr(r, n, "partitions", 64, false);
+    cc->replicas = number_attr(r, n, "replicas", 3, false);
+    cc->lease = duration_attr(r, n, "lease", 5);
+    cc->retention = duration_attr(r, n, "retention", 86400);
+    cc->max_in_flight = number_attr(r, n, "max-in-flight", 4096, false);
+    cc->creds = attr(n, "creds");
+    cc->user = attr(n, "user");
+    cc->password_file = attr(n, "password-file");
+    cc->ca = attr(n, "ca");
+    cc->cert = attr(n, "cert");
+    cc->key = attr(n, "key");
+    if (!cc->nats || !*cc->nats) error(r, n, "cluster nats= must name at least one server URL");
+    for (bad = cc->name; *bad && (isalnum((unsigned char)*bad) || *bad == '-' || *bad == '_');)
+        bad++;
+    if (*bad || !*cc->name) error(r, n, "cluster name= may only hold letters, digits, - and _");
+    for (bad = cc->node; *bad && (isalnum((unsigned char)*bad) || *bad == '-' || *bad == '_');)
+        bad++;
+    if (*bad || !*cc->node) error(r, n, "cluster node= may only hold letters, digits, - and _");
+    if (cc->partitions > 1024) error(r, n, "cluster partitions= must lie between 1 and 1024");
+    if (cc->replicas > 5) error(r, n, "cluster replicas= must lie between 1 and 5");
+    if (cc->lease < 1) error(r, n, "cluster lease= must be at least 1s");
+    if (cc->retention < 60) error(r, n, "cluster retention= must be at least 60s");
+    if (!cc->user != !cc->password_file)
+        error(r, n, "cluster user= and password-file= go together");
+    if (cc->creds && cc->user) error(r, n, "cluster creds= and user= exclude each other");
+    if (!cc->cert != !cc->key) error(r, n, "cluster cert= and key= go together");
+}
+
+static void
 read_tree(struct reader *r, struct conf *c, const xmlNode *root)
 {
     const xmlNode *n, *k;
@@ -1003,6 +1078,8 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             if (c->engine_workers > 64) error(r, n, "workers must lie between 1 and 64");
             if (xmlHasProp(n, (const xmlChar *)"queue") && c->engine_queue < 2)
                 error(r, n, "queue must be at least 2");
+        } else if (is(n, "cluster")) {
+            read_cluster(r, c, n);
         } else if (is(n, "limits")) {
             c->max_message_size = number_attr(r, n, "max-message-size", c->max_message_size, true);
             if (c->max_message_size > CONF_MESSAGE_SIZE_MAX)

@@ -122,6 +122,27 @@ struct conf_route {
     int line;
 };
 
+/*
+ * <cluster>: this node's part in a cluster of corralds over NATS JetStream
+ * (agent/cluster_node.h): inputs publish to a partitioned stream, each
+ * partition is correlated by the one node that holds its lease.
+ */
+struct conf_cluster {
+    char *nats;           /* comma-separated server URLs */
+    char *name;           /* prefix of the streams and buckets; default "corral" */
+    char *node;           /* this node's name; default the host name */
+    size_t partitions;    /* default 64 */
+    size_t replicas;      /* of the stream and the buckets; default 3 */
+    double lease;         /* seconds; the failure detector */
+    double retention;     /* seconds the stream keeps a message */
+    size_t max_in_flight; /* publishes not yet acknowledged before inputs wait */
+    char *creds;          /* NATS credentials file (JWT and seed) */
+    char *user;           /* user name, with its password in password_file */
+    char *password_file;
+    char *ca, *cert, *key; /* TLS to the servers (PEM files) */
+    int line;
+};
+
 struct conf {
     char *file; /* NULL for the built-in configuration */
     char **rules;
@@ -194,6 +215,7 @@ struct conf {
     size_t ninhibits;
     char *topology_file; /* <topology path=...> (agent/topology.h); NULL: none */
     int topology_line;
+    struct conf_cluster *cluster; /* NULL: a node of its own */
     /* "file:line: warning: ..." lines (deprecated spellings), NULL: none; the caller logs them */
     char *warnings;
 };

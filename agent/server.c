@@ -43,6 +43,7 @@
  */
 #include "agent/server.h"
 #include "agent/alerts.h"
+#include "agent/cluster_node.h"
 #include "agent/apiv2.h"
 #include "engine/alertlabels.h"
 #include "engine/clock.h"
@@ -88,8 +89,10 @@ struct server {
     uv_loop_t *loop;
     struct conf *conf;
     struct pdb *db;
-    struct corr *corr;       /* one engine on the loop thread (<engine workers="1"/>), or */
-    struct workers *workers; /* shards on worker threads (workers.c); one of the two is NULL */
+    struct corr *corr;            /* one engine on the loop thread (<engine workers="1"/>), or */
+    struct workers *workers;      /* shards on worker threads (workers.c); one of the two is NULL */
+    struct cluster_node *cluster; /* <cluster>: neither of the two; partitions (cluster_node.c) */
+    struct buf cluster_err;
     struct absence *absence;
     struct input **inputs;
     size_t ninputs;
@@ -180,6 +183,8 @@ server_free(struct server *s)
     snapshot_free(s->snap);
     corr_free(s->corr);
     if (s->workers) workers_free(s->workers);
+    cluster_node_free(s->cluster);
+    buf_free(&s->cluster_err);
     absence_free(s->absence);
     pdb_free(s->db);
     conf_free(s->conf);
@@ -474,6 +479,7 @@ full_queue(struct server *s)
     for (i = 0; i < s->nqueues; i++)
         if (executor_full(s, i)) return s->qnames[i];
     if (s->workers && workers_full(s->workers)) return "engine";
+    if (s->cluster && cluster_node_full(s->cluster)) return "cluster";
     return NULL;
 }
 
@@ -486,6 +492,7 @@ all_low(struct server *s)
         if (!output_low(s->outputs[i])) return false;
     for (i = 0; i < s->nqueues; i++)
         if (!executor_low(s, i)) return false;
+    if (s->cluster && !cluster_node_low(s->cluster)) return false;
     return !s->workers || workers_low(s->workers);
 }
 
@@ -602,6 +609,15 @@ server_submit(struct server *s, struct input *in, const char *data, size_t len, 
     bool can_hold = in && input_can_hold(in);   /* UDP: the workers' queue holds it */
 
     s->received++;
+    if (s->cluster) {
+        /* parsed and classified for its partition, published; its owner correlates it */
+        if (!cluster_node_submit(s->cluster, data, len, peer, in ? input_tls_peer(in) : NULL,
+                                 can_pause))
+            return; /* counted there */
+        s->parsed++;
+        if (can_pause && !s->paused && (full = full_queue(s))) pause_inputs(s, full);
+        return;
+    }
     if (s->workers) {
         /* parsed on a worker thread, as below */
         /* a held input's batched read still goes in whole (see input_hold) */
@@ -635,7 +651,9 @@ on_tick(uv_timer_t *t)
 {
     struct server *s = t->data;
 
-    if (s->workers)
+    if (s->cluster)
+        cluster_node_tick(s->cluster);
+    else if (s->workers)
         workers_tick(s->workers);
     else
         corr_tick(s->corr);
@@ -1402,6 +1420,18 @@ start_corr(struct server *s, const struct conf *conf)
     copts.clock = steady_clock;
     copts.arg = s;
     conf_corr_limits(conf, &copts);
+    if (conf->cluster) {
+        struct cluster_node_opts co = {0};
+        co.loop = s->loop;
+        co.cc = conf->cluster;
+        co.hostname = output_local_hostname();
+        co.corr = &copts;
+        co.emit = on_emit;
+        co.arg = s;
+        /* no local state: the partitions' are the cluster's (server_start fails without) */
+        s->cluster = cluster_node_new(&co, s->db, &s->cluster_err);
+        return;
+    }
     nworkers = conf->engine_workers;
     if (!nworkers) {
         /* the default: one per core this process may run on */
@@ -1606,7 +1636,9 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         start_corr(s, c);
     } else {
         describe_changes(s->db, st->db, report);
-        if (s->workers)
+        if (s->cluster)
+            cluster_node_set_db(s->cluster, st->db);
+        else if (s->workers)
             workers_set_db(s->workers, st->db, st->conf->state_file, &kept, &dropped);
         else
             corr_set_db(s->corr, st->db, &kept, &dropped);
@@ -1639,6 +1671,11 @@ server_start(struct server *s, struct conf *conf, struct buf *err)
 
     if (stage_prepare(s, &st, conf, err) < 0) return -1;
     stage_commit(s, &st, NULL);
+    if (s->conf->cluster && !s->cluster) {
+        buf_printf(err, "%s:%d: %s\n", s->conf->file ? s->conf->file : "-", s->conf->cluster->line,
+                   buf_str(&s->cluster_err));
+        return -1;
+    }
     return 0;
 }
 
@@ -1826,6 +1863,12 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
                 (unsigned long long)cs.contexts_open);
     }
     if (saving(s) && snapshot_final(snapshot_of(s)) < 0) s->final_save_failed = true;
+    if (s->cluster) {
+        /* partitions given back to the cluster, in-flight publishes acknowledged */
+        cluster_node_free(s->cluster);
+        s->cluster = NULL;
+        s->corr = corr_new(s->db, &(struct corr_opts){0});
+    }
     if (s->workers) {
         /* the counters the metrics and `corral ctl` read stay in a corr of the loop's */
         workers_free(s->workers);
@@ -1855,6 +1898,7 @@ engines(struct server *s, struct corr **out, unsigned max)
 {
     unsigned k, n;
 
+    if (s->cluster) return cluster_node_engines(s->cluster, out, max);
     if (!s->workers) {
         out[0] = s->corr;
         return s->corr ? 1 : 0;
@@ -1993,6 +2037,7 @@ struct mctx {
     struct workers_stats ws;
     struct nv_stats nvs;
     struct dnscache_stats ds;
+    struct cluster_node_stats cls;
 };
 
 enum msrc {
@@ -2006,6 +2051,7 @@ enum msrc {
     M_WORKERS,  /* struct workers_stats */
     M_PROXY,    /* struct ipcproxy_stats */
     M_QUEUES,   /* the struct server, if executors are configured */
+    M_CLUSTER,  /* struct cluster_node_stats */
     M_NSRC
 };
 
@@ -2046,6 +2092,10 @@ MGET(m_absence_untracked, absence_untracked(s->absence))
 MGET(m_absence_forgotten, absence_forgotten(s->absence))
 MGET(m_absence_evicted, absence_evicted(s->absence))
 MGET(m_absence_foreign, absence_foreign(s->absence))
+MGET(m_cluster_owned, m->cls.owned)
+MGET(m_cluster_members, m->cls.members)
+MGET(m_cluster_partitions, m->cls.partitions)
+MGET(m_cluster_balanced, m->cls.balanced)
 MGET(m_silences, silences_count(s->silences))
 MGET(m_silences_active, silences_active(s->silences, clock_wall_ms()))
 MGET(m_dns_entries, m->ds.entries)
@@ -2109,6 +2159,17 @@ m_busy(struct buf *out, const struct metrics_desc *d, void *c)
     for (k = 0; k < n; k++)
         buf_printf(out, "%s{worker=\"%u\"} %.6f\n", d->name, k,
                    workers_busy_seconds(s->workers, k));
+}
+
+static void
+m_cluster_owned_parts(struct buf *out, const struct metrics_desc *d, void *c)
+{
+    const struct server *s = ((struct mctx *)c)->s;
+    unsigned p, n = ((struct mctx *)c)->cls.partitions;
+
+    for (p = 0; p < n; p++)
+        if (cluster_node_owns(s->cluster, p))
+            buf_printf(out, "%s{partition=\"%u\"} 1\n", d->name, p);
 }
 
 /* Per rule that opens contexts: at most one series per rule and metric. */
@@ -2411,6 +2472,54 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_engine_busy_seconds_total", "counter",
      "Seconds each worker thread spent parsing, classifying and correlating.", M_WORKERS,
      .series = m_busy},
+#define CLUSTER(member) F(struct cluster_node_stats, member)
+    {"corral_cluster_published_total", "counter",
+     "Messages this node's inputs published to the cluster's stream.", M_CLUSTER,
+     CLUSTER(published)},
+    {"corral_cluster_acked_total", "counter",
+     "Publishes the stream acknowledged (stored on its replicas).", M_CLUSTER, CLUSTER(acked)},
+    {"corral_cluster_publish_failed_total", "counter",
+     "Publishes refused or not acknowledged: the message is lost.", M_CLUSTER,
+     CLUSTER(publish_failed)},
+    {"corral_cluster_dropped_total", "counter",
+     "Messages not published: datagrams that found max-in-flight publishes unacknowledged, or "
+     "refused by the client library.",
+     M_CLUSTER, CLUSTER(dropped)},
+    {"corral_cluster_consumed_total", "counter",
+     "Messages of owned partitions correlated by this node.", M_CLUSTER, CLUSTER(consumed)},
+    {"corral_cluster_fenced_total", "counter",
+     "Messages and generated messages not processed or emitted: the partition's lease was no "
+     "longer valid.",
+     M_CLUSTER, CLUSTER(fenced)},
+    {"corral_cluster_split_total", "counter",
+     "Messages whose also-correlate joins contexts of another partition (joined in their own).",
+     M_CLUSTER, CLUSTER(split)},
+    {"corral_cluster_acquired_total", "counter", "Partition leases this node took.", M_CLUSTER,
+     CLUSTER(acquired)},
+    {"corral_cluster_lost_total", "counter",
+     "Partition leases this node lost (not renewed in time, or taken).", M_CLUSTER, CLUSTER(lost)},
+    {"corral_cluster_released_total", "counter",
+     "Partition leases this node gave back (to the node that should own them, or at stop).",
+     M_CLUSTER, CLUSTER(released)},
+    {"corral_cluster_checkpoints_total", "counter",
+     "Checkpoints of owned partitions written (their contexts and the sequence they cover).",
+     M_CLUSTER, CLUSTER(checkpoints)},
+    {"corral_cluster_replay_suppressed_total", "counter",
+     "Messages replayed after taking a partition over whose output its previous owner had "
+     "emitted (not emitted again).",
+     M_CLUSTER, CLUSTER(suppressed)},
+    {"corral_cluster_partitions", "gauge", "Partitions of the cluster.", M_CLUSTER,
+     .get = m_cluster_partitions},
+    {"corral_cluster_partitions_owned", "gauge", "Partitions whose lease this node holds.",
+     M_CLUSTER, .get = m_cluster_owned},
+    {"corral_cluster_partition_owned", "gauge",
+     "1 for each partition whose lease this node holds (the others are absent).", M_CLUSTER,
+     .series = m_cluster_owned_parts},
+    {"corral_cluster_members", "gauge", "Live nodes of the cluster, as this node sees them.",
+     M_CLUSTER, .get = m_cluster_members},
+    {"corral_cluster_balanced", "gauge",
+     "1 when this node owns exactly the partitions it should among the live nodes.", M_CLUSTER,
+     .get = m_cluster_balanced},
     {"corral_privsep_sent_total", "counter",
      "Alerts the engine process sent to the executor process.", M_PROXY,
      F(struct ipcproxy_stats, sent)},
@@ -2562,6 +2671,8 @@ server_metrics(struct server *s, struct buf *out)
     src[M_WORKERS] = s->workers ? &m.ws : NULL;
     src[M_PROXY] = s->proxy ? ipcproxy_get_stats(s->proxy) : NULL;
     src[M_QUEUES] = s->nqueues ? s : NULL;
+    if (s->cluster) cluster_node_stats(s->cluster, &m.cls);
+    src[M_CLUSTER] = s->cluster ? &m.cls : NULL;
     apiv2_metrics(out);
     procstat_metrics(out);
     metrics_render(out, server_mtab, sizeof(server_mtab) / sizeof(server_mtab[0]), src, &m);

@@ -1,0 +1,91 @@
+/*
+ * cluster: what a cluster of corralds needs from the distributed engine
+ * under it, as one small interface with one backend per engine
+ * (cluster_nats.c: NATS JetStream).
+ *
+ *   - a partitioned log: publish a message to partition p, asynchronously
+ *     (acknowledged once the log has stored it, replicated); subscribe to
+ *     partition p from a sequence on, in order;
+ *   - a key-value store with revisions, in two buckets: one whose entries
+ *     expire (leases, node membership: the failure detector) and one whose
+ *     entries stay (read positions, checkpoints).  create and update on a
+ *     revision are the compare-and-set that makes a revision a fencing
+ *     token.
+ *
+ * The backend runs threads of its own: deliver and acked are called on
+ * them, never on the caller's loop.  The KV calls block (a round trip to
+ * the servers) and are made from one thread (cluster_node.c's lease
+ * thread); publish never blocks.
+ */
+#ifndef CORRAL_CLUSTER_H
+#define CORRAL_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/conf.h"
+#include "engine/buf.h"
+
+struct cluster_log;
+
+/* A message of partition part at sequence seq, for the subscription of token. */
+typedef void (*cluster_deliver_fn)(void *arg, unsigned part, uint64_t token, uint64_t seq,
+                                   const char *data, size_t len, const char *peer,
+                                   const char *tls_peer, const char *host);
+/* A publish was acknowledged (ok) or failed for good. */
+typedef void (*cluster_acked_fn)(void *arg, bool ok);
+
+struct cluster_callbacks {
+    cluster_deliver_fn deliver;
+    cluster_acked_fn acked;
+    void *arg;
+};
+
+enum cluster_bucket {
+    CLUSTER_LEASES, /* entries expire lease seconds after their last write */
+    CLUSTER_STATE,  /* entries stay */
+};
+
+/* KV results */
+#define CLUSTER_OK       0
+#define CLUSTER_ABSENT   1 /* get: no such key (or it expired); update: the key is gone */
+#define CLUSTER_CONFLICT 2 /* create: it exists; update: its revision is not last */
+#define CLUSTER_ERROR    (-1)
+
+struct cluster_backend {
+    const char *name;
+    /* Connects, creates or updates the stream and the buckets; NULL with err set. */
+    struct cluster_log *(*open)(const struct conf_cluster *cc, const struct cluster_callbacks *cb,
+                                struct buf *err);
+    void (*close)(struct cluster_log *l);
+    /*
+     * Queues m for partition part, with the receiving input's peer, TLS
+     * peer (NULL: none) and the receiving node's host name; false when it
+     * could not even be queued (acked is not called then).
+     */
+    bool (*publish)(struct cluster_log *l, unsigned part, const char *data, size_t len,
+                    const char *peer, const char *tls_peer, const char *host);
+    /* Delivers partition part from sequence from (1: the start) on, tagged with token. */
+    int (*subscribe)(struct cluster_log *l, unsigned part, uint64_t from, uint64_t token,
+                     struct buf *err);
+    void (*unsubscribe)(struct cluster_log *l, unsigned part);
+    int (*kv_get)(struct cluster_log *l, enum cluster_bucket b, const char *key, struct buf *val,
+                  uint64_t *rev);
+    int (*kv_create)(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
+                     size_t len, uint64_t *rev);
+    int (*kv_update)(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
+                     size_t len, uint64_t last, uint64_t *rev);
+    int (*kv_put)(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
+                  size_t len);
+    int (*kv_delete)(struct cluster_log *l, enum cluster_bucket b, const char *key);
+    /* Calls fn for every key of b that starts with prefix (deleted ones left out). */
+    int (*kv_keys)(struct cluster_log *l, enum cluster_bucket b, const char *prefix,
+                   void (*fn)(void *arg, const char *key), void *arg);
+    /* The last error of the calls above, for logs. */
+    const char *(*error)(struct cluster_log *l);
+};
+
+extern const struct cluster_backend cluster_nats;
+
+#endif

@@ -1,0 +1,645 @@
+/*
+ * cluster_nats: the cluster backend (cluster.h) on NATS JetStream, through
+ * libnats (the C client).
+ *
+ *   partitioned log   one stream NAME_in over the subjects NAME.in.<p>,
+ *                     replicated on `replicas` servers; a message carries
+ *                     the receiving input's peer, TLS peer and node host
+ *                     name as headers; publishes are asynchronous (libnats
+ *                     keeps them in flight, its ack handler reports each);
+ *                     a partition is read by an ordered consumer (in
+ *                     stream order, restarted by libnats after a gap) from
+ *                     a stream sequence on
+ *   KV                the buckets NAME-leases (entries expire `lease`
+ *                     after their last write: JetStream's MaxAge) and
+ *                     NAME-state; create/update are JetStream's expected
+ *                     last subject sequence, so a revision fences
+ *
+ * Two connections: the log's (publishes, subscriptions) and the KV's, so
+ * that a lease renewal does not wait behind thousands of publishes in the
+ * first one's buffer (under load, it did, past the lease).
+ *
+ * libnats reconnects by itself (forever, every half second); a publish
+ * made while it is disconnected waits in its buffer and counts in flight.
+ */
+#include "agent/cluster.h"
+#include "engine/log.h"
+#include "engine/xalloc.h"
+
+#include <nats/nats.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define ADMIN_TRIES 6 /* of 5 s (stream) or 2 s (bucket) each, at start */
+#define HDR_PEER    "Corral-Peer"
+#define HDR_TLS     "Corral-Tls-Peer"
+#define HDR_HOST    "Corral-Host"
+#define HDR_TRY     "Corral-Try"
+/* a publish the stream refused (no responders while it elects a leader, a timeout) is sent
+ * again every RETRY_MS, RETRY_MAX times at most (a minute) before it counts as lost */
+#define RETRY_MS  250
+#define ACK_WAIT  5000 /* ms: an acknowledgement not come by then is a failure (sent again) */
+#define RETRY_MAX 240
+
+struct retry {
+    struct retry *next;
+    natsMsg *m;
+};
+
+struct sub {
+    struct cluster_log *l;
+    unsigned part;
+    uint64_t token;
+    natsSubscription *s;
+};
+
+struct cluster_log {
+    natsConnection *nc, *kvnc; /* the log's; the KV's, not queued behind publishes */
+    jsCtx *js, *kvjs;
+    kvStore *kv[2];
+    struct cluster_callbacks cb;
+    char *stream;
+    char *prefix; /* NAME.in. */
+    unsigned nparts;
+    struct sub *subs; /* per partition */
+    bool closing;     /* our own close: no "disconnected" in the log */
+    /* publishes to send again, and the thread that does */
+    pthread_mutex_t rlock;
+    pthread_cond_t rcond;
+    struct retry *retries;
+    pthread_t rtid;
+    bool rstarted;
+    /* Nats-Msg-Id of publishes: the stream drops one sent again that it had stored */
+    char *idprefix;
+    uint64_t nextid; /* loop thread */
+    char err[256];
+};
+
+static void
+set_err(struct cluster_log *l, const char *what, natsStatus st)
+{
+    const char *last = nats_GetLastError(NULL);
+
+    snprintf(l->err, sizeof(l->err), "%s: %s%s%s", what, natsStatus_GetText(st),
+             last && *last ? ": " : "", last ? last : "");
+}
+
+/* How many times m was sent again so far. */
+static int
+tries(natsMsg *m)
+{
+    const char *v = NULL;
+
+    return natsMsgHeader_Get(m, HDR_TRY, &v) == NATS_OK && v ? atoi(v) : 0;
+}
+
+static void
+on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+    struct cluster_log *l = closure;
+    bool ok = pa != NULL && pae == NULL;
+    struct retry *r;
+
+    (void)js;
+    if (!ok && !__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE) && tries(msg) < RETRY_MAX) {
+        /* still in flight: sent again by retry_thread */
+        r = xmalloc(sizeof(*r));
+        r->m = msg;
+        pthread_mutex_lock(&l->rlock);
+        r->next = l->retries;
+        l->retries = r;
+        pthread_mutex_unlock(&l->rlock);
+        return;
+    }
+    l->cb.acked(l->cb.arg, ok);
+    natsMsg_Destroy(msg);
+}
+
+static void *
+retry_thread(void *arg)
+{
+    struct cluster_log *l = arg;
+    struct retry *list, *r, *keep;
+    struct timespec ts;
+    char b[16];
+    jsPubOptions po;
+
+    jsPubOptions_Init(&po);
+    po.MaxWait = ACK_WAIT; /* its Nats-Msg-Id is in its headers already */
+
+    pthread_mutex_lock(&l->rlock);
+    while (!l->closing) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += RETRY_MS * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&l->rcond, &l->rlock, &ts);
+        list = l->retries;
+        l->retries = NULL;
+        pthread_mutex_unlock(&l->rlock);
+        keep = NULL;
+        while ((r = list)) {
+            list = r->next;
+            snprintf(b, sizeof(b), "%d", tries(r->m) + 1);
+            natsMsgHeader_Set(r->m, HDR_TRY, b);
+            if (js_PublishMsgAsync(l->js, &r->m, &po) == NATS_OK) {
+                free(r); /* libnats has it */
+            } else if (tries(r->m) >= RETRY_MAX) {
+                l->cb.acked(l->cb.arg, false);
+                natsMsg_Destroy(r->m);
+                free(r);
+            } else {
+                r->next = keep;
+                keep = r;
+            }
+        }
+        pthread_mutex_lock(&l->rlock);
+        while ((r = keep)) {
+            keep = r->next;
+            r->next = l->retries;
+            l->retries = r;
+        }
+    }
+    pthread_mutex_unlock(&l->rlock);
+    return NULL;
+}
+
+static void
+on_nats_error(natsConnection *nc, natsSubscription *sub, natsStatus err, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    (void)closure;
+    log_msg(LOG_WARNING, "cluster: NATS: %s", natsStatus_GetText(err));
+}
+
+static void
+on_disconnected(natsConnection *nc, void *closure)
+{
+    struct cluster_log *l = closure;
+
+    (void)nc;
+    if (__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE)) return;
+    log_msg(LOG_WARNING, "cluster: disconnected from NATS, reconnecting");
+}
+
+static void
+on_reconnected(natsConnection *nc, void *closure)
+{
+    char url[256];
+
+    (void)closure;
+    if (natsConnection_GetConnectedUrl(nc, url, sizeof(url)) != NATS_OK) snprintf(url, 4, "?");
+    log_msg(LOG_INFO, "cluster: reconnected to NATS at %s", url);
+}
+
+/* The password of user=, the file's first line. */
+static char *
+read_password(const char *path, struct buf *err)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    size_t n;
+
+    if (!f) {
+        buf_printf(err, "cluster password-file %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (!fgets(line, sizeof(line), f)) line[0] = 0;
+    fclose(f);
+    n = strcspn(line, "\r\n");
+    line[n] = 0;
+    return xstrdup(line);
+}
+
+static natsOptions *
+options(struct cluster_log *l, const struct conf_cluster *cc, struct buf *err)
+{
+    natsOptions *o = NULL;
+    natsStatus st;
+    char *urls = xstrdup(cc->nats), *p, *save = NULL;
+    const char *servers[64];
+    int n = 0;
+    char name[300];
+
+    for (p = strtok_r(urls, ", ", &save); p && n < 64; p = strtok_r(NULL, ", ", &save))
+        servers[n++] = p;
+    snprintf(name, sizeof(name), "corrald %s", cc->node);
+    st = natsOptions_Create(&o);
+    if (st == NATS_OK) st = natsOptions_SetServers(o, servers, n);
+    if (st == NATS_OK) st = natsOptions_SetName(o, name);
+    if (st == NATS_OK) st = natsOptions_SetMaxReconnect(o, -1);
+    if (st == NATS_OK) st = natsOptions_SetReconnectWait(o, 500);
+    if (st == NATS_OK) st = natsOptions_SetTimeout(o, 2000);
+    if (st == NATS_OK) st = natsOptions_SetErrorHandler(o, on_nats_error, NULL);
+    if (st == NATS_OK) st = natsOptions_SetDisconnectedCB(o, on_disconnected, l);
+    if (st == NATS_OK) st = natsOptions_SetReconnectedCB(o, on_reconnected, NULL);
+    if (st == NATS_OK && cc->creds)
+        if ((st = natsOptions_SetUserCredentialsFromFiles(o, cc->creds, NULL)) != NATS_OK)
+            buf_printf(err, "cluster creds %s: %s", cc->creds, natsStatus_GetText(st));
+    if (st == NATS_OK && cc->user) {
+        char *pw = read_password(cc->password_file, err);
+        if (!pw) {
+            st = NATS_ERR;
+        } else {
+            st = natsOptions_SetUserInfo(o, cc->user, pw);
+            explicit_bzero(pw, strlen(pw));
+            free(pw);
+        }
+    }
+    if (st == NATS_OK && (cc->ca || cc->cert)) st = natsOptions_SetSecure(o, true);
+    if (st == NATS_OK && cc->ca)
+        if ((st = natsOptions_LoadCATrustedCertificates(o, cc->ca)) != NATS_OK)
+            buf_printf(err, "cluster ca %s: %s", cc->ca, nats_GetLastError(NULL));
+    if (st == NATS_OK && cc->cert)
+        if ((st = natsOptions_LoadCertificatesChain(o, cc->cert, cc->key)) != NATS_OK)
+            buf_printf(err, "cluster cert %s, key %s: %s", cc->cert, cc->key,
+                       nats_GetLastError(NULL));
+    free(urls);
+    if (st != NATS_OK) {
+        if (!err->len) buf_printf(err, "cluster: NATS options: %s", natsStatus_GetText(st));
+        natsOptions_Destroy(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void nats_close(struct cluster_log *l);
+
+static struct cluster_log *
+nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, struct buf *err)
+{
+    struct cluster_log *l = xcalloc(1, sizeof(*l));
+    natsOptions *o;
+    natsStatus st;
+    jsOptions jo;
+    jsStreamConfig sc;
+    jsErrCode ec = 0;
+    kvConfig kc;
+    char subj[300], bucket[300];
+    const char *subjects[1];
+    int i, tries;
+    jsOptions admin;
+
+    l->cb = *cb;
+    {
+        /* unique across the node's runs: node name, start time, count */
+        char b[400];
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        snprintf(b, sizeof(b), "%s-%llx%09ld-", cc->node, (unsigned long long)now.tv_sec,
+                 now.tv_nsec);
+        l->idprefix = xstrdup(b);
+    }
+    pthread_mutex_init(&l->rlock, NULL);
+    pthread_cond_init(&l->rcond, NULL);
+    l->nparts = (unsigned)cc->partitions;
+    l->subs = xcalloc(l->nparts, sizeof(*l->subs));
+    if (!(o = options(l, cc, err))) goto fail;
+    st = natsConnection_Connect(&l->nc, o);
+    if (st == NATS_OK) st = natsConnection_Connect(&l->kvnc, o);
+    natsOptions_Destroy(o);
+    if (st != NATS_OK) {
+        buf_printf(err, "cluster: cannot connect to NATS (%s): %s", cc->nats,
+                   natsStatus_GetText(st));
+        goto fail;
+    }
+    jsOptions_Init(&jo);
+    jo.Wait = 2000;
+    /*
+     * libnats' own bound only backs ours up: past max-in-flight, stream
+     * inputs are paused, but the rest of the read being handled still goes
+     * in (a 64 KiB read holds at most 32,768 lines)
+     */
+    jo.PublishAsync.MaxPending = (int64_t)cc->max_in_flight + 65536;
+    jo.PublishAsync.AckHandler = on_ack;
+    jo.PublishAsync.AckHandlerClosure = l;
+    jo.PublishAsync.StallWait = 100;
+    if ((st = natsConnection_JetStream(&l->js, l->nc, &jo)) != NATS_OK ||
+        (st = natsConnection_JetStream(&l->kvjs, l->kvnc, &jo)) != NATS_OK) {
+        buf_printf(err, "cluster: JetStream: %s", natsStatus_GetText(st));
+        goto fail;
+    }
+
+    l->stream = xmalloc(strlen(cc->name) + 4);
+    sprintf(l->stream, "%s_in", cc->name);
+    l->prefix = xmalloc(strlen(cc->name) + 5);
+    sprintf(l->prefix, "%s.in.", cc->name);
+    snprintf(subj, sizeof(subj), "%s.in.*", cc->name);
+    subjects[0] = subj;
+    jsOptions_Init(&admin);
+    admin.Wait = 5000;
+    jsStreamConfig_Init(&sc);
+    sc.Name = l->stream;
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    sc.Replicas = (int64_t)cc->replicas;
+    sc.MaxAge = (int64_t)(cc->retention * 1e9); /* nanoseconds */
+    /* a JetStream cluster that has just elected its leader may not answer at once */
+    for (tries = 0;
+         (st = js_AddStream(NULL, l->js, &sc, &admin, &ec)) == NATS_TIMEOUT && tries < ADMIN_TRIES;
+         tries++)
+        log_msg(LOG_WARNING, "cluster: creating stream %s: no answer yet, again", l->stream);
+    if (st != NATS_OK) {
+        const char *why = nats_GetLastError(NULL);
+        buf_printf(err, "cluster: stream %s (%s, %d replicas): %s (JetStream error %d)", l->stream,
+                   subj, (int)cc->replicas, why && *why ? why : natsStatus_GetText(st), (int)ec);
+        goto fail;
+    }
+    for (i = 0; i < 2; i++) {
+        kvConfig_Init(&kc);
+        snprintf(bucket, sizeof(bucket), "%s-%s", cc->name,
+                 i == CLUSTER_LEASES ? "leases" : "state");
+        kc.Bucket = bucket;
+        kc.History = 1;
+        kc.Replicas = (int)cc->replicas;
+        kc.StorageType = js_FileStorage;
+        /* nanoseconds, as JetStream has MaxAge */
+        if (i == CLUSTER_LEASES) kc.TTL = (int64_t)(cc->lease * 1e9);
+        for (tries = 0; (st = js_CreateKeyValue(&l->kv[i], l->kvjs, &kc)) == NATS_TIMEOUT &&
+                        tries < ADMIN_TRIES;
+             tries++)
+            log_msg(LOG_WARNING, "cluster: creating bucket %s: no answer yet, again", bucket);
+        if (st != NATS_OK) {
+            const char *why = nats_GetLastError(NULL);
+            buf_printf(err, "cluster: bucket %s: %s", bucket, why ? why : natsStatus_GetText(st));
+            goto fail;
+        }
+    }
+    if (pthread_create(&l->rtid, NULL, retry_thread, l) != 0) {
+        buf_printf(err, "cluster: cannot start a thread");
+        goto fail;
+    }
+    l->rstarted = true;
+    return l;
+fail:
+    nats_close(l);
+    return NULL;
+}
+
+static void
+nats_close(struct cluster_log *l)
+{
+    unsigned i;
+    jsPubOptions po;
+    struct retry *r;
+
+    if (!l) return;
+    pthread_mutex_lock(&l->rlock);
+    __atomic_store_n(&l->closing, true, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&l->rcond);
+    pthread_mutex_unlock(&l->rlock);
+    if (l->rstarted) pthread_join(l->rtid, NULL);
+    for (i = 0; i < l->nparts; i++)
+        if (l->subs[i].s) {
+            natsSubscription_Unsubscribe(l->subs[i].s);
+            natsSubscription_Destroy(l->subs[i].s);
+        }
+    if (l->js) {
+        /* what is in flight gets its acknowledgement (a second at most) */
+        jsPubOptions_Init(&po);
+        po.MaxWait = 1000;
+        js_PublishAsyncComplete(l->js, &po);
+    }
+    /* what still waited to be sent again is lost: counted */
+    while ((r = l->retries)) {
+        l->retries = r->next;
+        l->cb.acked(l->cb.arg, false);
+        natsMsg_Destroy(r->m);
+        free(r);
+    }
+    pthread_mutex_destroy(&l->rlock);
+    pthread_cond_destroy(&l->rcond);
+    kvStore_Destroy(l->kv[0]);
+    kvStore_Destroy(l->kv[1]);
+    jsCtx_Destroy(l->js);
+    jsCtx_Destroy(l->kvjs);
+    if (l->nc) {
+        natsConnection_Close(l->nc);
+        natsConnection_Destroy(l->nc);
+    }
+    if (l->kvnc) {
+        natsConnection_Close(l->kvnc);
+        natsConnection_Destroy(l->kvnc);
+    }
+    free(l->subs);
+    free(l->stream);
+    free(l->prefix);
+    free(l->idprefix);
+    free(l);
+}
+
+static bool
+nats_publish(struct cluster_log *l, unsigned part, const char *data, size_t len, const char *peer,
+             const char *tls_peer, const char *host)
+{
+    char subj[300], id[300];
+    natsMsg *m = NULL;
+    natsStatus st;
+    jsPubOptions po;
+
+    snprintf(subj, sizeof(subj), "%s%u", l->prefix, part);
+    st = natsMsg_Create(&m, subj, NULL, data, (int)len);
+    if (st == NATS_OK && peer) st = natsMsgHeader_Set(m, HDR_PEER, peer);
+    if (st == NATS_OK && tls_peer) st = natsMsgHeader_Set(m, HDR_TLS, tls_peer);
+    if (st == NATS_OK && host) st = natsMsgHeader_Set(m, HDR_HOST, host);
+    snprintf(id, sizeof(id), "%s%llu", l->idprefix, (unsigned long long)++l->nextid);
+    jsPubOptions_Init(&po);
+    po.MaxWait = ACK_WAIT;
+    po.MsgId = id;
+    if (st == NATS_OK) st = js_PublishMsgAsync(l->js, &m, &po);
+    natsMsg_Destroy(m); /* NULL once libnats took it */
+    if (st != NATS_OK) set_err(l, "publish", st);
+    return st == NATS_OK;
+}
+
+static const char *
+header(natsMsg *m, const char *key)
+{
+    const char *v = NULL;
+
+    return natsMsgHeader_Get(m, key, &v) == NATS_OK ? v : NULL;
+}
+
+static void
+on_msg(natsConnection *nc, natsSubscription *s, natsMsg *m, void *closure)
+{
+    struct sub *sb = closure;
+    jsMsgMetaData *meta = NULL;
+
+    (void)nc;
+    (void)s;
+    if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+        sb->l->cb.deliver(sb->l->cb.arg, sb->part, sb->token, meta->Sequence.Stream,
+                          natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), header(m, HDR_PEER),
+                          header(m, HDR_TLS), header(m, HDR_HOST));
+        jsMsgMetaData_Destroy(meta);
+    }
+    natsMsg_Destroy(m);
+}
+
+static int
+nats_subscribe(struct cluster_log *l, unsigned part, uint64_t from, uint64_t token, struct buf *err)
+{
+    struct sub *sb = &l->subs[part];
+    jsSubOptions so;
+    jsErrCode ec = 0;
+    natsStatus st;
+    char subj[300];
+
+    if (sb->s) return 0;
+    snprintf(subj, sizeof(subj), "%s%u", l->prefix, part);
+    sb->l = l;
+    sb->part = part;
+    sb->token = token;
+    jsSubOptions_Init(&so);
+    so.Stream = l->stream;
+    so.Ordered = true;
+    so.Config.DeliverPolicy = js_DeliverByStartSequence;
+    so.Config.OptStartSeq = from ? from : 1;
+    st = js_Subscribe(&sb->s, l->js, subj, on_msg, sb, NULL, &so, &ec);
+    if (st != NATS_OK) {
+        buf_printf(err, "subscribe %s from %llu: %s (JetStream error %d)", subj,
+                   (unsigned long long)from, nats_GetLastError(NULL), (int)ec);
+        sb->s = NULL;
+        return -1;
+    }
+    /* no drops for a slow loop: the ordered consumer's flow control holds the server back */
+    natsSubscription_SetPendingLimits(sb->s, -1, -1);
+    return 0;
+}
+
+static void
+nats_unsubscribe(struct cluster_log *l, unsigned part)
+{
+    struct sub *sb = &l->subs[part];
+
+    if (!sb->s) return;
+    natsSubscription_Unsubscribe(sb->s);
+    natsSubscription_Destroy(sb->s);
+    sb->s = NULL;
+}
+
+/* A failed compare-and-set, as JetStream words it (error 10071). */
+static bool
+wrong_sequence(void)
+{
+    const char *e = nats_GetLastError(NULL);
+
+    return e && (strstr(e, "wrong last sequence") || strstr(e, "10071"));
+}
+
+static int
+nats_kv_get(struct cluster_log *l, enum cluster_bucket b, const char *key, struct buf *val,
+            uint64_t *rev)
+{
+    kvEntry *e = NULL;
+    natsStatus st = kvStore_Get(&e, l->kv[b], key);
+
+    if (st == NATS_NOT_FOUND) return CLUSTER_ABSENT;
+    if (st != NATS_OK) {
+        set_err(l, "get", st);
+        return CLUSTER_ERROR;
+    }
+    buf_reset(val);
+    buf_append(val, kvEntry_Value(e), (size_t)kvEntry_ValueLen(e));
+    *rev = kvEntry_Revision(e);
+    kvEntry_Destroy(e);
+    return CLUSTER_OK;
+}
+
+static int
+nats_kv_create(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
+               size_t len, uint64_t *rev)
+{
+    natsStatus st = kvStore_Create(rev, l->kv[b], key, val, (int)len);
+
+    if (st == NATS_OK) return CLUSTER_OK;
+    if (wrong_sequence()) return CLUSTER_CONFLICT;
+    set_err(l, "create", st);
+    return CLUSTER_ERROR;
+}
+
+static int
+nats_kv_update(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
+               size_t len, uint64_t last, uint64_t *rev)
+{
+    natsStatus st = kvStore_Update(rev, l->kv[b], key, val, (int)len, last);
+
+    if (st == NATS_OK) return CLUSTER_OK;
+    if (wrong_sequence()) return CLUSTER_CONFLICT;
+    set_err(l, "update", st);
+    return CLUSTER_ERROR;
+}
+
+static int
+nats_kv_put(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
+            size_t len)
+{
+    uint64_t rev;
+    natsStatus st = kvStore_Put(&rev, l->kv[b], key, val, (int)len);
+
+    if (st == NATS_OK) return CLUSTER_OK;
+    set_err(l, "put", st);
+    return CLUSTER_ERROR;
+}
+
+static int
+nats_kv_delete(struct cluster_log *l, enum cluster_bucket b, const char *key)
+{
+    natsStatus st = kvStore_Delete(l->kv[b], key);
+
+    if (st == NATS_OK) return CLUSTER_OK;
+    set_err(l, "delete", st);
+    return CLUSTER_ERROR;
+}
+
+static int
+nats_kv_keys(struct cluster_log *l, enum cluster_bucket b, const char *prefix,
+             void (*fn)(void *arg, const char *key), void *arg)
+{
+    kvKeysList list;
+    natsStatus st;
+    int i;
+    size_t plen = strlen(prefix);
+
+    memset(&list, 0, sizeof(list));
+    st = kvStore_Keys(&list, l->kv[b], NULL);
+    if (st == NATS_NOT_FOUND) return CLUSTER_OK; /* an empty bucket */
+    if (st != NATS_OK) {
+        set_err(l, "keys", st);
+        return CLUSTER_ERROR;
+    }
+    for (i = 0; i < list.Count; i++)
+        if (strncmp(list.Keys[i], prefix, plen) == 0) fn(arg, list.Keys[i]);
+    kvKeysList_Destroy(&list);
+    return CLUSTER_OK;
+}
+
+static const char *
+nats_error(struct cluster_log *l)
+{
+    return l->err;
+}
+
+const struct cluster_backend cluster_nats = {
+    .name = "nats",
+    .open = nats_open,
+    .close = nats_close,
+    .publish = nats_publish,
+    .subscribe = nats_subscribe,
+    .unsubscribe = nats_unsubscribe,
+    .kv_get = nats_kv_get,
+    .kv_create = nats_kv_create,
+    .kv_update = nats_kv_update,
+    .kv_put = nats_kv_put,
+    .kv_delete = nats_kv_delete,
+    .kv_keys = nats_kv_keys,
+    .error = nats_error,
+};

@@ -1,0 +1,132 @@
+# cluster_lib.sh: three nats-server processes clustered on loopback with
+# JetStream, and corrald nodes of a <cluster> over them, for the
+# cluster_*.sh tests (sourced after corrald_lib.sh).
+#
+#   start_nats               nats-server n1, n2, n3 on kernel-picked ports,
+#                            stores in $WORK/js<i>, clients log in as user
+#                            corral (password in $WORK/nats-password); waits until JetStream
+#                            has a metadata leader; sets NATS_URLS
+#   cluster_conf FILE NODE RULES   a corrald configuration for node NODE
+#   start_node I NODE RULES  corrald node I (its log $WORK/NODE.log);
+#                            sets NODE_PID_<I>, NODE_LOG_<I>
+#   node_metric I NAME       a metric of node I
+#   wait_balanced I...       until each of the nodes I... sees them as the
+#                            members and owns exactly its share
+
+need nats-server
+
+# nats_port LOG KIND: the port of "Listening for KIND connections on H:P"
+nats_port() {
+    sed -n "s/.*Listening for $2 connections on .*:\([0-9]*\)\$/\1/p" "$1" | tail -n 1
+}
+
+# free_ports N: N TCP ports free on 127.0.0.1 now (the kernel's picks, released at once: a
+# JetStream cluster needs its route addresses in every server's configuration before it starts)
+free_ports() {
+    python3 - "$1" <<'PY'
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks:
+    s.close()
+PY
+}
+
+# start_nats_server I: nats-server I (again), its log appended to $WORK/nats<I>.log
+start_nats_server() {
+    nats-server -c "$WORK/nats$1.conf" >> "$WORK/nats$1.log" 2>&1 &
+    eval "NATS_PID_$1=$!"
+    track "$!"
+}
+
+nats_alive() {
+    eval "alive \$NATS_PID_$1"
+}
+
+# nats_ready I: server I is ready, or has exited (then nats_alive tells)
+nats_ready() {
+    ! nats_alive "$1" || grep -q "Server is ready" "$WORK/nats$1.log"
+}
+
+start_nats() {
+    NATS_ROUTE_PORTS=$(free_ports 3)
+    # the nodes log in as NATS users do: user and password (from a file)
+    NATS_PASSWORD=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+    echo "$NATS_PASSWORD" > "$WORK/nats-password"
+    chmod 600 "$WORK/nats-password"
+    _routes=
+    for _p in $NATS_ROUTE_PORTS; do _routes="$_routes${_routes:+, }\"nats-route://127.0.0.1:$_p\""; done
+    _i=1
+    for _p in $NATS_ROUTE_PORTS; do
+        mkdir -p "$WORK/js$_i"
+        cat > "$WORK/nats$_i.conf" <<EOF
+server_name: n$_i
+listen: 127.0.0.1:-1
+jetstream { store_dir: "$WORK/js$_i" }
+authorization { user: corral, password: "$NATS_PASSWORD" }
+cluster { name: corraltest, listen: "127.0.0.1:$_p", routes: [ $_routes ] }
+EOF
+        start_nats_server "$_i"
+        _i=$((_i + 1))
+    done
+    for _i in 1 2 3; do
+        wait_until nats_ready "$_i" || fail "nats-server $_i did not start"
+        nats_alive "$_i" || fail "nats-server $_i exited"
+        eval "NATS_PORT_$_i=$(nats_port "$WORK/nats$_i.log" client)"
+    done
+    NATS_URLS="nats://127.0.0.1:$NATS_PORT_1,nats://127.0.0.1:$NATS_PORT_2,nats://127.0.0.1:$NATS_PORT_3"
+    wait_until grep -q "JetStream cluster new metadata leader\|Self is new JetStream cluster metadata leader" \
+        "$WORK/nats1.log" "$WORK/nats2.log" "$WORK/nats3.log" || fail "JetStream has no leader"
+}
+
+# cluster_conf FILE NODE RULES [EXTRA]: EXTRA goes into <corrald>
+cluster_conf() {
+    cat > "$1" <<XML
+<corrald>
+  <rules path="$3"/>
+  <cluster nats="$NATS_URLS" name="corraltest" node="$2" partitions="16" lease="3s"
+           user="corral" password-file="$WORK/nats-password"/>
+  <control socket="$WORK/$2.sock"/>
+  <inputs><tcp listen="127.0.0.1:0" name="tcp"/></inputs>
+  <outputs><file path="$WORK/$2.json" format="json" select="generated"/></outputs>
+  ${4:-}
+</corrald>
+XML
+}
+
+start_node() {
+    cluster_conf "$WORK/$2.conf" "$2" "$3" "${4:-}"
+    start_corrald "$2" "$WORK/$2.conf"
+    eval "NODE_PID_$1=$CORRALD_PID NODE_LOG_$1=$CORRALD_LOG NODE_NAME_$1=$2"
+}
+
+# as_node I CMD...: CMD with corrald_lib.sh's current corrald being node I
+as_node() {
+    _n=$1
+    shift
+    eval "CORRALD_PID=\$NODE_PID_$_n CORRALD_LOG=\$NODE_LOG_$_n CONTROL=$WORK/\$NODE_NAME_$_n.sock"
+    "$@"
+}
+
+node_metric() {
+    as_node "$1" metric "$2" "${3:-}"
+}
+
+# balanced I...: each of the nodes I... sees them all as members and owns exactly its share,
+# and they own every partition between them
+balanced() {
+    _sum=0
+    for _k in "$@"; do
+        [ "$(node_metric "$_k" corral_cluster_members)" = "$#" ] || return 1
+        [ "$(node_metric "$_k" corral_cluster_balanced)" = 1 ] || return 1
+        _sum=$((_sum + $(node_metric "$_k" corral_cluster_partitions_owned)))
+    done
+    [ "$_sum" = 16 ]
+}
+
+# wait_balanced I...: until balanced I...
+wait_balanced() {
+    wait_until balanced "$@"
+}
