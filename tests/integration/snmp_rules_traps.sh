@@ -38,6 +38,7 @@ cat > "$WORK/hosts.map" <<'TXT'
 127.0.0.7  sw1
 127.0.0.8  ap1
 127.0.0.9  edge1
+10.1.1.3   rtr2
 TXT
 cat > "$WORK/topology" <<'TXT'
 # host  upstream  port
@@ -115,6 +116,8 @@ for i in 1 2 3; do
     send_trap 127.0.0.2 IF-MIB::linkUp ifIndex.12 i 12 ifAdminStatus.12 i 1 ifOperStatus.12 i 1 \
         ifDescr.12 s xe-1/0/0
 done
+# an empty ifDescr: the link is named by its index
+send_trap 127.0.0.2 IF-MIB::linkDown ifIndex.7 i 7 ifAdminStatus.7 i 1 ifOperStatus.7 i 2 ifDescr.7 s ''
 # ---- a reboot loop
 for i in 1 2 3; do send_trap 127.0.0.8 SNMPv2-MIB::coldStart; done
 # ---- BGP: both forms
@@ -122,6 +125,13 @@ send_trap 127.0.0.3 BGP4-MIB::bgpBackwardTransition bgpPeerLastError.192.0.2.9 x
     bgpPeerState.192.0.2.9 i 1
 send_trap 127.0.0.3 BGP4-MIB::bgpBackwardTransNotification bgpPeerRemoteAddr.198.51.100.7 a 198.51.100.7 \
     bgpPeerLastError.198.51.100.7 x 0604 bgpPeerState.198.51.100.7 i 3
+# bgpBackwardTransition with bgpPeerRemoteAddr added to its varbinds (some agents do)
+send_trap 127.0.0.3 BGP4-MIB::bgpBackwardTransition bgpPeerRemoteAddr.192.0.2.12 a 192.0.2.12 \
+    bgpPeerLastError.192.0.2.12 x 0400 bgpPeerState.192.0.2.12 i 1
+# an SNMPv1 agent (RFC 1269: enterprise bgp, specific 2) becomes bgpBackwardTransNotification
+snmptrap -M "$MIBS" -m ALL -v1 -c public "$AT" BGP4-MIB::bgp 10.1.1.3 6 2 '' \
+    bgpPeerRemoteAddr.203.0.113.5 a 203.0.113.5 bgpPeerLastError.203.0.113.5 x 0403 \
+    bgpPeerState.203.0.113.5 i 2 || fail "snmptrap v1 BGP"
 # ---- a UPS on battery, then low battery
 send_trap 127.0.0.4 UPS-MIB::upsTrapOnBattery upsEstimatedMinutesRemaining.0 i 42 \
     upsSecondsOnBattery.0 i 3 upsConfigLowBattTime.0 i 5
@@ -144,6 +154,9 @@ wait_until delivered "snmp.auth_failure/sw9" || fail "no authenticationFailure a
 wait_until delivered "net.link.down/edge1/ge-0_0_3" || fail "no link-down alert for the v1 trap: $(why edge1)"
 wait_until delivered "bgp.peer.down/rtr1/192.0.2.9" || fail "no BGP alert for 192.0.2.9: $(why rtr1)"
 wait_until delivered "bgp.peer.down/rtr1/198.51.100.7" || fail "no BGP alert for 198.51.100.7: $(why rtr1)"
+wait_until delivered "bgp.peer.down/rtr1/192.0.2.12" || fail "no BGP alert for 192.0.2.12: $(why rtr1)"
+wait_until delivered "bgp.peer.down/rtr2/203.0.113.5" || fail "no BGP alert for the v1 trap: $(why rtr2)"
+wait_until delivered "net.link.down/core1/ifIndex.7" || fail "no link-down alert for ifIndex.7: $(why 'ifIndex=7')"
 wait_until delivered "net.link.down/srv1/eno1" || fail "no link-down alert for srv1: $(why srv1)"
 event_has net.link.down.alert HOST=srv1 net.interface=eno1 net.if_index=2 corral.count=2 ||
     fail "srv1's alert: $(why srv1)"
@@ -153,6 +166,14 @@ grep 'Link eno1 on srv1 went down' "$OUT" | grep -q 'linkDown traps: 1, linkUp t
 [ "$(nevents net.link.flapping.alert HOST=core1)" = 1 ] || fail "more than one flapping alert"
 event_has bgp.peer.down.alert HOST=rtr1 bgp.peer=192.0.2.9 || fail "BGP peer 192.0.2.9: $(why rtr1)"
 
+# the peer and the battery come back: their alerts resolved
+send_trap 127.0.0.3 BGP4-MIB::bgpEstablished bgpPeerLastError.192.0.2.9 x 0000 bgpPeerState.192.0.2.9 i 6
+wait_until alert_state resolved corral.alert_id=bgp.peer.down/rtr1/192.0.2.9 ||
+    fail "the BGP alert of 192.0.2.9 not resolved: $("$CORRAL" alerts $S)"
+alert_state firing corral.alert_id=bgp.peer.down/rtr1/198.51.100.7 || fail "another peer's alert resolved"
+send_trap 127.0.0.4 UPS-MIB::upsTrapAlarmEntryRemoved upsAlarmId.3 i 3 upsAlarmDescr.3 o UPS-MIB::upsAlarmLowBattery
+wait_until alert_state resolved corral.alert_id=ups.low_battery/ups1 ||
+    fail "the low-battery alert not resolved: $("$CORRAL" alerts $S)"
 # the link comes back: the alert resolved
 send_trap 127.0.0.9 IF-MIB::linkUp ifIndex.3 i 3 ifAdminStatus.3 i 1 ifOperStatus.3 i 1 ifDescr.3 s ge-0/0/3
 wait_until alert_state resolved corral.alert_id=net.link.down/edge1/ge-0_0_3 ||
