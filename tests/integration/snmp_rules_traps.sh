@@ -109,6 +109,9 @@ why() { grep "$1" "$OUT" | tail -5; }
 # ---- a v1 linkDown (agent 10.1.1.1, RFC 3584) that stays down, then a v2c linkUp clears it
 snmptrap -M "$MIBS" -m ALL -v1 -c public "$AT" IF-MIB::ifMIB 10.1.1.1 2 0 '' \
     ifIndex.3 i 3 ifAdminStatus.3 i 1 ifOperStatus.3 i 2 ifDescr.3 s ge-0/0/3 || fail "snmptrap v1"
+# an SNMPv1 agent that leaves agent-addr 0.0.0.0: the device is its UDP source (core1)
+snmptrap -M "$MIBS" -m ALL --clientaddr=127.0.0.2 -v1 -c public "$AT" IF-MIB::ifMIB 0.0.0.0 2 0 '' \
+    ifIndex.9 i 9 ifAdminStatus.9 i 1 ifOperStatus.9 i 2 ifDescr.9 s ge-0/0/9 || fail "snmptrap v1 0.0.0.0"
 # ---- flapping: three downs, each followed by an up
 for i in 1 2 3; do
     send_trap 127.0.0.2 IF-MIB::linkDown ifIndex.12 i 12 ifAdminStatus.12 i 1 ifOperStatus.12 i 2 \
@@ -157,6 +160,8 @@ wait_until delivered "bgp.peer.down/rtr1/198.51.100.7" || fail "no BGP alert for
 wait_until delivered "bgp.peer.down/rtr1/192.0.2.12" || fail "no BGP alert for 192.0.2.12: $(why rtr1)"
 wait_until delivered "bgp.peer.down/rtr2/203.0.113.5" || fail "no BGP alert for the v1 trap: $(why rtr2)"
 wait_until delivered "net.link.down/core1/ifIndex.7" || fail "no link-down alert for ifIndex.7: $(why 'ifIndex=7')"
+wait_until delivered "net.link.down/core1/ge-0_0_9" ||
+    fail "no link-down alert for core1's v1 trap of agent-addr 0.0.0.0: $(why ge-0/0/9)"
 wait_until delivered "net.link.down/srv1/eno1" || fail "no link-down alert for srv1: $(why srv1)"
 event_has net.link.down.alert HOST=srv1 net.interface=eno1 net.if_index=2 corral.count=2 ||
     fail "srv1's alert: $(why srv1)"
