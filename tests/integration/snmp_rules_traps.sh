@@ -7,14 +7,16 @@
 # loopback address, named by the input's host map.
 #
 #   a v1 linkDown that stays down -> net.link.down.alert; a v2c linkUp
-#     clears it (the alert resolved)
+#     clears it (the alert resolved); a v1 trap of agent-addr 0.0.0.0 is
+#     its UDP source's device; an empty ifDescr names the link ifIndex.N
 #   linkDown/linkUp three times -> one net.link.flapping.alert
 #   coldStart three times -> snmp.reboot_loop.alert
-#   bgpBackwardTransition (RFC 1657, the peer in the index) and
-#     bgpBackwardTransNotification (RFC 4273) -> bgp.peer.down.alert of
-#     the right peer
+#   bgpBackwardTransition (RFC 1657: the peer in the index, or in an added
+#     bgpPeerRemoteAddr), bgpBackwardTransNotification (RFC 4273) and a v1
+#     trap of enterprise bgp -> bgp.peer.down.alert of the right peer; a
+#     bgpEstablished resolves that peer's alert only
 #   upsTrapOnBattery, then upsTrapAlarmEntryAdded upsAlarmLowBattery ->
-#     ups.on_battery.alert, ups.low_battery.alert
+#     ups.on_battery.alert, ups.low_battery.alert; ...Removed resolves it
 #   ten authenticationFailure traps -> snmp.auth_failure.alert
 #   a linkDown trap and the host's kernel "NIC Link is Down" line -> one
 #     net.link.down.alert counting both
