@@ -165,13 +165,15 @@ wait_until delivered "net.link.down/core1/ifIndex.7" || fail "no link-down alert
 wait_until delivered "net.link.down/core1/ge-0_0_9" ||
     fail "no link-down alert for core1's v1 trap of agent-addr 0.0.0.0: $(why ge-0/0/9)"
 wait_until delivered "net.link.down/srv1/eno1" || fail "no link-down alert for srv1: $(why srv1)"
-event_has net.link.down.alert HOST=srv1 net.interface=eno1 net.if_index=2 corral.count=2 ||
+wait_until event_has net.link.down.alert HOST=srv1 net.interface=eno1 net.if_index=2 corral.count=2 ||
     fail "srv1's alert: $(why srv1)"
-grep 'Link eno1 on srv1 went down' "$OUT" | grep -q 'linkDown traps: 1, linkUp traps: 0, kernel link-down lines: 1' ||
+wait_grep "$OUT" 'Link eno1 on srv1 went down .*linkDown traps: 1, linkUp traps: 0, kernel link-down lines: 1' ||
     fail "srv1's trap and kernel line not one incident: $(why srv1)"
 [ "$(nevents net.link.down.alert HOST=srv1)" = 1 ] || fail "two link-down alerts for srv1"
+wait_until event_has net.link.flapping.alert HOST=core1 net.interface=xe-1/0/0 net.if_index=12 ||
+    fail "the flapping alert: $(why xe-1/0/0)"
 [ "$(nevents net.link.flapping.alert HOST=core1)" = 1 ] || fail "more than one flapping alert"
-event_has bgp.peer.down.alert HOST=rtr1 bgp.peer=192.0.2.9 || fail "BGP peer 192.0.2.9: $(why rtr1)"
+wait_until event_has bgp.peer.down.alert HOST=rtr1 bgp.peer=192.0.2.9 || fail "BGP peer 192.0.2.9: $(why rtr1)"
 
 # the peer and the battery come back: their alerts resolved
 send_trap 127.0.0.3 BGP4-MIB::bgpEstablished bgpPeerLastError.192.0.2.9 x 0000 bgpPeerState.192.0.2.9 i 6
@@ -185,7 +187,7 @@ wait_until alert_state resolved corral.alert_id=ups.low_battery/ups1 ||
 send_trap 127.0.0.9 IF-MIB::linkUp ifIndex.3 i 3 ifAdminStatus.3 i 1 ifOperStatus.3 i 1 ifDescr.3 s ge-0/0/3
 wait_until alert_state resolved corral.alert_id=net.link.down/edge1/ge-0_0_3 ||
     fail "the link-down alert not resolved: $("$CORRAL" alerts $S)"
-event_has net.link.down.clear HOST=edge1 net.interface=ge-0/0/3 || fail "no clear for edge1: $(why edge1)"
+wait_until event_has net.link.down.clear HOST=edge1 net.interface=ge-0/0/3 || fail "no clear for edge1: $(why edge1)"
 
 # ---- topology: sw1's port ge-0/0/1 goes down (a real trap) and stays down
 send_trap 127.0.0.7 IF-MIB::linkDown ifIndex.1 i 1 ifAdminStatus.1 i 1 ifOperStatus.1 i 2 \
