@@ -155,6 +155,8 @@ wait_until delivered "net.link.flapping/core1/xe-1_0_0" || fail "no flapping ale
 wait_until delivered "snmp.reboot_loop/ap1" || fail "no reboot-loop alert: $(why ap1)"
 wait_until delivered "ups.on_battery/ups1" || fail "no on-battery alert: $(why ups1)"
 wait_until delivered "ups.low_battery/ups1" || fail "no low-battery alert: $(why ups1)"
+wait_until event_has ups.low_battery.alert HOST=ups1 ups.minutes_remaining=42 ||
+    fail "the low-battery alert does not read the on-battery trap: $(why ups1)"
 wait_until delivered "snmp.auth_failure/sw9" || fail "no authenticationFailure alert: $(why sw9)"
 wait_until delivered "net.link.down/edge1/ge-0_0_3" || fail "no link-down alert for the v1 trap: $(why edge1)"
 wait_until delivered "bgp.peer.down/rtr1/192.0.2.9" || fail "no BGP alert for 192.0.2.9: $(why rtr1)"
