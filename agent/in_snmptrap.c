@@ -246,7 +246,10 @@ on_pdu(int op, netsnmp_session *session, int reqid, netsnmp_pdu *pdu, void *magi
         input_peer_name((const struct sockaddr *)pdu->transport_data, source, sizeof(source));
     o.source = source[0] ? source : NULL;
     o.host = o.source ? o.source : "-";
-    if (pdu->command == SNMP_MSG_TRAP && pdu->version == SNMP_VERSION_1) {
+    /* a v1 agent that leaves agent-addr 0.0.0.0 (it does not know its address) does not say
+     * which device it is: its UDP source does, and keeps it apart from every other such */
+    if (pdu->command == SNMP_MSG_TRAP && pdu->version == SNMP_VERSION_1 &&
+        (pdu->agent_addr[0] | pdu->agent_addr[1] | pdu->agent_addr[2] | pdu->agent_addr[3])) {
         snprintf(agent, sizeof(agent), "%u.%u.%u.%u", pdu->agent_addr[0], pdu->agent_addr[1],
                  pdu->agent_addr[2], pdu->agent_addr[3]);
         o.host = agent;
