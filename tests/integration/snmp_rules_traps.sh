@@ -24,6 +24,10 @@
 #     the hosts behind that port, its linkUp releases them
 . "$(dirname "$0")/corrald_lib.sh"
 need snmptrap python3
+# net-snmp's senders keep engine boots and ids in a persistent file: one of
+# the test's own, not the machine's /var/lib/snmp that parallel tests share
+SNMP_PERSISTENT_DIR=$WORK/snmp-persist
+export SNMP_PERSISTENT_DIR
 
 MIBS=$top_srcdir/tests/data/mibs
 W=5

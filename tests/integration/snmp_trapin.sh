@@ -14,6 +14,10 @@
 #   corrald -t refuses a password file it cannot read.
 . "$(dirname "$0")/corrald_lib.sh"
 need snmptrap snmpinform python3
+# net-snmp's senders keep engine boots and ids in a persistent file: one of
+# the test's own, not the machine's /var/lib/snmp that parallel tests share
+SNMP_PERSISTENT_DIR=$WORK/snmp-persist
+export SNMP_PERSISTENT_DIR
 
 MIBS=$top_srcdir/tests/data/mibs
 RULES=$HERE/inputs_rules.xml

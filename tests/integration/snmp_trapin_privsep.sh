@@ -9,6 +9,10 @@
 # Needs root; skipped (77) otherwise.
 . "$(dirname "$0")/corrald_lib.sh"
 need snmptrap snmpinform python3 setpriv
+# net-snmp's senders keep engine boots and ids in a persistent file: one of
+# the test's own, not the machine's /var/lib/snmp that parallel tests share
+SNMP_PERSISTENT_DIR=$WORK/snmp-persist
+export SNMP_PERSISTENT_DIR
 [ "$(id -u)" = 0 ] || { echo "skipped: needs root to test the privilege drop"; exit 77; }
 id nobody > /dev/null 2>&1 || { echo "skipped: no user nobody"; exit 77; }
 

@@ -10,6 +10,10 @@
 # OIDs no MIB defines numerically): normalised here.
 . "$(dirname "$0")/corrald_lib.sh"
 need snmptrap snmptrapd snmptt python3
+# net-snmp's senders keep engine boots and ids in a persistent file: one of
+# the test's own, not the machine's /var/lib/snmp that parallel tests share
+SNMP_PERSISTENT_DIR=$WORK/snmp-persist
+export SNMP_PERSISTENT_DIR
 [ -f /etc/snmp/snmptt.ini ] || { echo "$TEST: no /etc/snmp/snmptt.ini, skipped"; exit 77; }
 
 MIBS=$top_srcdir/tests/data/mibs
