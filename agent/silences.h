@@ -6,7 +6,8 @@
  * alert store and sent to no executor (server.c asks silences_match).
  *
  * Silences are saved to their own file (PATH: the state file's name with
- * ".silences", see server.c) with durable_replace on every change, before
+ * ".silences", see server.c), or given to a store instead (a cluster's
+ * bucket, silences_set_store), with durable_replace on every change, before
  * the change is answered: a silence that `corral silence add` reported
  * survives a kill -9 right after, and a change that cannot be saved (a
  * full disk) is undone and refused with the reason.  A damaged record in
