@@ -15,8 +15,8 @@
  *
  * The backend runs threads of its own: deliver and acked are called on
  * them, never on the caller's loop.  The KV calls block (a round trip to
- * the servers) and are made from one thread (cluster_node.c's lease
- * thread); publish never blocks.
+ * the servers) and are made from cluster_node.c's lease thread and, for
+ * the silences, the loop (cluster_silences.c); publish never blocks.
  */
 #ifndef CORRAL_CLUSTER_H
 #define CORRAL_CLUSTER_H
@@ -102,7 +102,7 @@ struct cluster_backend {
                                       struct buf *err);
     /* Stops a watch: fn is not called any more once this returns. */
     void (*kv_unwatch)(struct cluster_watch *w);
-    /* The last error of the calls above, for logs. */
+    /* The last error of the calls above made by this thread, for logs. */
     const char *(*error)(struct cluster_log *l);
 };
 

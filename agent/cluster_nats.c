@@ -79,15 +79,18 @@ struct cluster_log {
     /* Nats-Msg-Id of publishes: the stream drops one sent again that it had stored */
     char *idprefix;
     uint64_t nextid; /* loop thread */
-    char err[256];
 };
+
+/* The last error, per thread: the KV calls are made from the lease thread and the loop's */
+static __thread char last_err[256];
 
 static void
 set_err(struct cluster_log *l, const char *what, natsStatus st)
 {
     const char *last = nats_GetLastError(NULL);
 
-    snprintf(l->err, sizeof(l->err), "%s: %s%s%s", what, natsStatus_GetText(st),
+    (void)l;
+    snprintf(last_err, sizeof(last_err), "%s: %s%s%s", what, natsStatus_GetText(st),
              last && *last ? ": " : "", last ? last : "");
 }
 
@@ -695,7 +698,8 @@ nats_kv_unwatch(struct cluster_watch *w)
 static const char *
 nats_error(struct cluster_log *l)
 {
-    return l->err;
+    (void)l;
+    return last_err;
 }
 
 const struct cluster_backend cluster_nats = {
