@@ -5,7 +5,8 @@
 # reaches the owner (its corral_silences_active), and the 5th failure's
 # alert is silenced there, not delivered.  All three corrald nodes are
 # stopped and started again: each lists the silence at once (the bucket is
-# the store, no node has a silences file).  A second brute force is silenced
+# the store, no node has a silences file).  Its comment changed through the
+# Alertmanager API of node 3 shows on node 1.  A second brute force is silenced
 # by it wherever it is owned; the silence expired on a node (C) that does
 # not own it releases that alert on its owner: the exec script delivers it.
 . "$(dirname "$0")/corrald_lib.sh"
@@ -14,6 +15,8 @@ need python3
 
 RULES=$top_srcdir/rules/sshd.xml
 receiver_script
+od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > "$WORK/token"
+chmod 600 "$WORK/token"
 
 # fail_lines FROM TO ADDRESS: failed logins FROM..TO on host victim from ADDRESS
 fail_lines() {
@@ -32,7 +35,8 @@ send() {
 }
 extra() {
     echo "<executors spool=\"$WORK/$1-spool\"><exec name=\"runner\" program=\"$WORK/receiver.sh\"/></executors>
-  <routes><route class=\"violation\" to=\"runner\"/></routes>"
+  <routes><route class=\"violation\" to=\"runner\"/></routes>
+  <stats listen=\"127.0.0.1:0\" api-token-file=\"$WORK/token\"/>"
 }
 start_all() {
     start_node 1 a "$RULES" "$(extra a)"
@@ -103,6 +107,24 @@ for k in 1 2 3; do
     active_on "$k" 1 || fail "the silence is not active on node $k after the restart"
 done
 wait_balanced 1 2 3 || fail "the partitions were not shared out after the restart"
+
+# ---- updated in place through node 3's API: node 1 has the new comment
+python3 - "http://127.0.0.1:$(as_node 3 stats_port)" "$(cat "$WORK/token")" "$id" <<'PY' ||
+import json, sys, urllib.request
+url, token, sid = sys.argv[1:]
+auth = {"Authorization": "Bearer " + token}
+s = json.load(urllib.request.urlopen(urllib.request.Request(url + "/api/v2/silence/" + sid, headers=auth)))
+s = {k: s[k] for k in ("id", "matchers", "startsAt", "endsAt", "createdBy")}
+s["comment"] = "maintenance, longer"
+req = urllib.request.Request(url + "/api/v2/silences", json.dumps(s).encode(),
+                             dict(auth, **{"Content-Type": "application/json"}))
+assert json.load(urllib.request.urlopen(req))["silenceID"] == sid
+PY
+    fail "updating the silence through node 3's API failed"
+commented() {
+    sil 1 list --json | grep -q "maintenance, longer"
+}
+wait_until commented || fail "the update made through node 3's API did not reach node 1"
 
 # ---- a second brute force, silenced on its owner; expired on C, it is released there
 send 1 1 4 198.51.100.22
