@@ -89,7 +89,10 @@ B=$(find_owner 198.51.100.21)
 A=$(others "$B" | cut -d' ' -f1)
 id=$(sil "$A" add HOST=victim --duration 1h --comment "maintenance" --author tester) ||
     fail "silence add on node $A failed"
+t0=$(date +%s%N)
 wait_until active_on "$B" 1 || fail "the silence added on node $A is not active on node $B"
+# for the record, not asserted: polled every 0.1 s, each poll a `corral` process
+echo "active on node $B $(( ($(date +%s%N) - t0) / 1000000 )) ms after node $A answered"
 node_metric "$B" corral_cluster_silences_applied_total | grep -qx '[1-9][0-9]*' ||
     fail "node $B did not count the silence applied"
 send "$B" 5 5 198.51.100.21
