@@ -8,14 +8,15 @@
  *     partition p from a sequence on, in order;
  *   - a key-value store with revisions, in two buckets: one whose entries
  *     expire (leases, node membership: the failure detector) and one whose
- *     entries stay (read positions, checkpoints).  create and update on a
- *     revision are the compare-and-set that makes a revision a fencing
- *     token.
+ *     entries stay (read positions, checkpoints, silences).  create and
+ *     update on a revision are the compare-and-set that makes a revision a
+ *     fencing token; a watch reports every change of a set of keys, in
+ *     revision order.
  *
  * The backend runs threads of its own: deliver and acked are called on
  * them, never on the caller's loop.  The KV calls block (a round trip to
- * the servers) and are made from one thread (cluster_node.c's lease
- * thread); publish never blocks.
+ * the servers) and are made from cluster_node.c's lease thread and, for
+ * the silences, the loop (cluster_silences.c); publish never blocks.
  */
 #ifndef CORRAL_CLUSTER_H
 #define CORRAL_CLUSTER_H
@@ -28,6 +29,15 @@
 #include "engine/buf.h"
 
 struct cluster_log;
+struct cluster_watch;
+
+/*
+ * A change a watch saw: the key's value at revision rev, or its deletion
+ * (val NULL); key NULL once the values the keys had when the watch began
+ * have all been reported.
+ */
+typedef void (*cluster_watch_fn)(void *arg, const char *key, const char *val, size_t len,
+                                 uint64_t rev);
 
 /* A message of partition part at sequence seq, for the subscription of token. */
 typedef void (*cluster_deliver_fn)(void *arg, unsigned part, uint64_t token, uint64_t seq,
@@ -82,7 +92,17 @@ struct cluster_backend {
     /* Calls fn for every key of b that starts with prefix (deleted ones left out). */
     int (*kv_keys)(struct cluster_log *l, enum cluster_bucket b, const char *prefix,
                    void (*fn)(void *arg, const char *key), void *arg);
-    /* The last error of the calls above, for logs. */
+    /*
+     * Reports the keys of b that start with prefix (ending with a dot):
+     * each one's value first, then a NULL key, then each change, all on a
+     * thread of the backend's, in revision order.  NULL with err set.
+     */
+    struct cluster_watch *(*kv_watch)(struct cluster_log *l, enum cluster_bucket b,
+                                      const char *prefix, cluster_watch_fn fn, void *arg,
+                                      struct buf *err);
+    /* Stops a watch: fn is not called any more once this returns. */
+    void (*kv_unwatch)(struct cluster_watch *w);
+    /* The last error of the calls above made by this thread, for logs. */
     const char *(*error)(struct cluster_log *l);
 };
 

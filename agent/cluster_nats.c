@@ -13,7 +13,9 @@
  *   KV                the buckets NAME-leases (entries expire `lease`
  *                     after their last write: JetStream's MaxAge) and
  *                     NAME-state; create/update are JetStream's expected
- *                     last subject sequence, so a revision fences
+ *                     last subject sequence, so a revision fences; a
+ *                     watch is libnats' KV watcher, read by a thread of
+ *                     its own
  *
  * Two connections: the log's (publishes, subscriptions) and the KV's, so
  * that a lease renewal does not wait behind thousands of publishes in the
@@ -77,15 +79,18 @@ struct cluster_log {
     /* Nats-Msg-Id of publishes: the stream drops one sent again that it had stored */
     char *idprefix;
     uint64_t nextid; /* loop thread */
-    char err[256];
 };
+
+/* The last error, per thread: the KV calls are made from the lease thread and the loop's */
+static __thread char last_err[256];
 
 static void
 set_err(struct cluster_log *l, const char *what, natsStatus st)
 {
     const char *last = nats_GetLastError(NULL);
 
-    snprintf(l->err, sizeof(l->err), "%s: %s%s%s", what, natsStatus_GetText(st),
+    (void)l;
+    snprintf(last_err, sizeof(last_err), "%s: %s%s%s", what, natsStatus_GetText(st),
              last && *last ? ": " : "", last ? last : "");
 }
 
@@ -622,10 +627,79 @@ nats_kv_keys(struct cluster_log *l, enum cluster_bucket b, const char *prefix,
     return CLUSTER_OK;
 }
 
+struct cluster_watch {
+    kvWatcher *w;
+    cluster_watch_fn fn;
+    void *arg;
+    pthread_t tid;
+};
+
+static void *
+watch_thread(void *arg)
+{
+    struct cluster_watch *w = arg;
+    kvEntry *e;
+    natsStatus st;
+
+    for (;;) {
+        e = NULL;
+        st = kvWatcher_Next(&e, w->w, 1000);
+        if (st == NATS_TIMEOUT) continue;
+        if (st != NATS_OK) break; /* stopped */
+        if (!e) {
+            w->fn(w->arg, NULL, NULL, 0, 0);
+            continue;
+        }
+        if (kvEntry_Operation(e) == kvOp_Put)
+            w->fn(w->arg, kvEntry_Key(e), kvEntry_Value(e) ? kvEntry_Value(e) : "",
+                  (size_t)kvEntry_ValueLen(e), kvEntry_Revision(e));
+        else
+            w->fn(w->arg, kvEntry_Key(e), NULL, 0, kvEntry_Revision(e));
+        kvEntry_Destroy(e);
+    }
+    return NULL;
+}
+
+static struct cluster_watch *
+nats_kv_watch(struct cluster_log *l, enum cluster_bucket b, const char *prefix, cluster_watch_fn fn,
+              void *arg, struct buf *err)
+{
+    struct cluster_watch *w = xcalloc(1, sizeof(*w));
+    char keys[300];
+    natsStatus st;
+
+    snprintf(keys, sizeof(keys), "%s>", prefix);
+    w->fn = fn;
+    w->arg = arg;
+    if ((st = kvStore_Watch(&w->w, l->kv[b], keys, NULL)) != NATS_OK) {
+        buf_printf(err, "cluster: watch %s: %s", keys, natsStatus_GetText(st));
+        free(w);
+        return NULL;
+    }
+    if (pthread_create(&w->tid, NULL, watch_thread, w) != 0) {
+        buf_printf(err, "cluster: cannot start a thread");
+        kvWatcher_Destroy(w->w);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+static void
+nats_kv_unwatch(struct cluster_watch *w)
+{
+    if (!w) return;
+    kvWatcher_Stop(w->w);
+    pthread_join(w->tid, NULL);
+    kvWatcher_Destroy(w->w);
+    free(w);
+}
+
 static const char *
 nats_error(struct cluster_log *l)
 {
-    return l->err;
+    (void)l;
+    return last_err;
 }
 
 const struct cluster_backend cluster_nats = {
@@ -641,5 +715,7 @@ const struct cluster_backend cluster_nats = {
     .kv_put = nats_kv_put,
     .kv_delete = nats_kv_delete,
     .kv_keys = nats_kv_keys,
+    .kv_watch = nats_kv_watch,
+    .kv_unwatch = nats_kv_unwatch,
     .error = nats_error,
 };

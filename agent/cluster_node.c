@@ -1082,3 +1082,10 @@ cluster_node_owns(const struct cluster_node *n, unsigned p)
 {
     return p < n->nparts && lease_valid(n, p);
 }
+
+const struct cluster_backend *
+cluster_node_backend(const struct cluster_node *n, struct cluster_log **log)
+{
+    *log = n->log;
+    return n->be;
+}

@@ -63,6 +63,11 @@ struct cluster_node_stats {
     bool balanced; /* owns exactly its share, as every member sees it */
 };
 void cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st);
+/* The backend and its connection, for the cluster's other users (cluster_silences.c). */
+struct cluster_backend;
+struct cluster_log;
+const struct cluster_backend *cluster_node_backend(const struct cluster_node *n,
+                                                   struct cluster_log **log);
 /* Whether this node holds partition p's lease now (any thread). */
 bool cluster_node_owns(const struct cluster_node *n, unsigned p);
 

@@ -44,6 +44,7 @@
 #include "agent/server.h"
 #include "agent/alerts.h"
 #include "agent/cluster_node.h"
+#include "agent/cluster_silences.h"
 #include "agent/apiv2.h"
 #include "engine/alertlabels.h"
 #include "engine/clock.h"
@@ -92,6 +93,7 @@ struct server {
     struct corr *corr;            /* one engine on the loop thread (<engine workers="1"/>), or */
     struct workers *workers;      /* shards on worker threads (workers.c); one of the two is NULL */
     struct cluster_node *cluster; /* <cluster>: neither of the two; partitions (cluster_node.c) */
+    struct cluster_silences *clsil; /* <cluster>: the silences' store, the cluster's bucket */
     struct buf cluster_err;
     struct absence *absence;
     struct input **inputs;
@@ -183,6 +185,7 @@ server_free(struct server *s)
     snapshot_free(s->snap);
     corr_free(s->corr);
     if (s->workers) workers_free(s->workers);
+    cluster_silences_free(s->clsil);
     cluster_node_free(s->cluster);
     buf_free(&s->cluster_err);
     absence_free(s->absence);
@@ -1406,6 +1409,33 @@ steady_clock(void *arg)
     return clock_steady_ms();
 }
 
+/* Another node changed the silences: the alerts muted again. */
+static void
+on_cluster_silences(void *arg)
+{
+    struct server *s = arg;
+
+    if (s->alerts) alerts_remute(s->alerts, s->silences, clock_wall_ms());
+}
+
+/* <cluster>: the silences read from the cluster's bucket, and kept there (server_start fails
+ * without). */
+static void
+start_cluster_silences(struct server *s)
+{
+    struct cluster_log *log;
+    const struct cluster_backend *be;
+
+    if (!s->cluster) return;
+    be = cluster_node_backend(s->cluster, &log);
+    s->clsil = cluster_silences_new(s->loop, be, log, s->silences, on_cluster_silences, s,
+                                    &s->cluster_err);
+    if (!s->clsil) {
+        cluster_node_free(s->cluster);
+        s->cluster = NULL;
+    }
+}
+
 /* The correlation engine at start: created, and the saved state restored. */
 static void
 start_corr(struct server *s, const struct conf *conf)
@@ -1559,15 +1589,16 @@ start_alerts(struct server *s, struct stage *st, const struct conf *c, bool star
         alerts_load(st->alerts, buf_str(&path));
         buf_reset(&path);
     }
-    if (c->state_file) buf_printf(&path, "%s.silences", c->state_file);
+    /* with <cluster>, the cluster's bucket is their store (start_cluster_silences), not a file */
+    if (c->state_file && !c->cluster) buf_printf(&path, "%s.silences", c->state_file);
     if (starting) {
-        s->silences = silences_new(c->state_file ? buf_str(&path) : NULL, c->silence_retention,
+        s->silences = silences_new(path.len ? buf_str(&path) : NULL, c->silence_retention,
                                    c->max_silences, clock_wall_ms());
     } else {
         alerts_adopt(st->alerts, s->alerts);
         silences_set_limits(s->silences, c->silence_retention, c->max_silences);
         /* they follow the state file, as the store (saved beside it) does */
-        silences_set_path(s->silences, c->state_file ? buf_str(&path) : NULL);
+        silences_set_path(s->silences, path.len ? buf_str(&path) : NULL);
     }
     alerts_free(s->alerts);
     s->alerts = st->alerts;
@@ -1634,6 +1665,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     if (starting) {
         s->db = st->db;
         start_corr(s, c);
+        start_cluster_silences(s);
     } else {
         describe_changes(s->db, st->db, report);
         if (s->cluster)
@@ -1865,6 +1897,8 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
     if (saving(s) && snapshot_final(snapshot_of(s)) < 0) s->final_save_failed = true;
     if (s->cluster) {
         /* partitions given back to the cluster, in-flight publishes acknowledged */
+        cluster_silences_free(s->clsil);
+        s->clsil = NULL;
         cluster_node_free(s->cluster);
         s->cluster = NULL;
         s->corr = corr_new(s->db, &(struct corr_opts){0});
@@ -2038,6 +2072,7 @@ struct mctx {
     struct nv_stats nvs;
     struct dnscache_stats ds;
     struct cluster_node_stats cls;
+    struct cluster_silences_stats clsil;
 };
 
 enum msrc {
@@ -2052,6 +2087,7 @@ enum msrc {
     M_PROXY,    /* struct ipcproxy_stats */
     M_QUEUES,   /* the struct server, if executors are configured */
     M_CLUSTER,  /* struct cluster_node_stats */
+    M_CLSIL,    /* struct cluster_silences_stats */
     M_NSRC
 };
 
@@ -2508,6 +2544,18 @@ static const struct metrics_desc server_mtab[] = {
      "Messages replayed after taking a partition over whose output its previous owner had "
      "emitted (not emitted again).",
      M_CLUSTER, CLUSTER(suppressed)},
+    {"corral_cluster_silences_applied_total", "counter",
+     "Silence changes made on other nodes and applied here (from the cluster's bucket).", M_CLSIL,
+     F(struct cluster_silences_stats, applied)},
+    {"corral_cluster_silences_stale_total", "counter",
+     "Silence changes seen in the bucket that were not newer than the silence here: left.", M_CLSIL,
+     F(struct cluster_silences_stats, stale)},
+    {"corral_cluster_silences_damaged_total", "counter",
+     "Damaged silence records in the cluster's bucket, skipped.", M_CLSIL,
+     F(struct cluster_silences_stats, apply_errors)},
+    {"corral_cluster_silences_conflicts_total", "counter",
+     "Silence writes that met a concurrent change of the same silence and were tried again.",
+     M_CLSIL, F(struct cluster_silences_stats, conflicts)},
     {"corral_cluster_partitions", "gauge", "Partitions of the cluster.", M_CLUSTER,
      .get = m_cluster_partitions},
     {"corral_cluster_partitions_owned", "gauge", "Partitions whose lease this node holds.",
@@ -2673,6 +2721,8 @@ server_metrics(struct server *s, struct buf *out)
     src[M_QUEUES] = s->nqueues ? s : NULL;
     if (s->cluster) cluster_node_stats(s->cluster, &m.cls);
     src[M_CLUSTER] = s->cluster ? &m.cls : NULL;
+    if (s->clsil) cluster_silences_stats(s->clsil, &m.clsil);
+    src[M_CLSIL] = s->clsil ? &m.clsil : NULL;
     apiv2_metrics(out);
     procstat_metrics(out);
     metrics_render(out, server_mtab, sizeof(server_mtab) / sizeof(server_mtab[0]), src, &m);

@@ -50,6 +50,8 @@ struct entry {
     char id[SILENCES_ID_LEN + 1];
     struct labelmatch *lm;
     int64_t start, end; /* ms */
+    int64_t updated;    /* ms: the last change, which orders concurrent ones (silences_apply) */
+    bool dirty;         /* changed since the last save: a store (silences_set_store) gets it */
     char *creator, *comment;
 };
 
@@ -68,6 +70,8 @@ struct silences {
     struct key *keys;
     size_t nkeys, capkeys;
     char *path;
+    silences_store_fn store; /* instead of the file, when set */
+    void *store_arg;
     double retention; /* seconds */
     size_t max;
     struct silences_stats st;
@@ -107,6 +111,55 @@ json_time(const json_t *v, int64_t *ms)
  * Writes the set to the file (nothing without one).  0, or -1 with the
  * reason in err (when err is not NULL), counted and logged.
  */
+/* A silence as the file and a store keep it: compact JSON, on one line; NULL without memory. */
+static char *
+entry_record(const struct entry *e, struct buf *text)
+{
+    json_t *j;
+    char *line;
+
+    buf_reset(text);
+    labelmatch_format(e->lm, text);
+    j = json_pack("{s:s, s:s%, s:I, s:I, s:I, s:s, s:s}", "id", e->id, "matchers", buf_str(text),
+                  text->len, "start", (json_int_t)e->start, "end", (json_int_t)e->end, "updatedAt",
+                  (json_int_t)e->updated, "createdBy", e->creator, "comment", e->comment);
+    /* compact JSON escapes every newline: one silence, one line */
+    line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return line;
+}
+
+/* Gives the store the silences changed since the last save; 0, or -1 with err. */
+static int
+save_store(struct silences *s, struct buf *err)
+{
+    struct buf text = BUF_INIT, why = BUF_INIT;
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; i < s->n; i++) {
+        struct entry *e = s->e[i];
+        char *line;
+        if (!e->dirty) continue;
+        e->dirty = false;
+        if (rc < 0) continue;
+        line = entry_record(e, &text);
+        if (!line || s->store(s->store_arg, e->id, line, strlen(line), e->updated, &why) < 0) {
+            if (!line) buf_puts(&why, "out of memory");
+            rc = -1;
+        }
+        free(line);
+    }
+    if (rc < 0) {
+        s->st.save_errors++;
+        log_msg(LOG_ERR, "silences: cannot save: %s", buf_str(&why));
+        if (err) buf_printf(err, "cannot save the silences: %s", buf_str(&why));
+    }
+    buf_free(&text);
+    buf_free(&why);
+    return rc;
+}
+
 static int
 save(struct silences *s, struct buf *err)
 {
@@ -114,25 +167,19 @@ save(struct silences *s, struct buf *err)
     size_t i;
     int rc = 0, saved_errno;
 
+    if (s->store) return save_store(s, err);
     if (!s->path) return 0;
     buf_puts(&out, FILE_HEADER);
     for (i = 0; i < s->n && rc == 0; i++) {
         struct entry *e = s->e[i];
-        json_t *j;
         char *line;
-        buf_reset(&text);
-        labelmatch_format(e->lm, &text);
-        j = json_pack("{s:s, s:s%, s:I, s:I, s:s, s:s}", "id", e->id, "matchers", buf_str(&text),
-                      text.len, "start", (json_int_t)e->start, "end", (json_int_t)e->end,
-                      "createdBy", e->creator, "comment", e->comment);
-        /* compact JSON escapes every newline: one silence, one line */
-        line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        e->dirty = false;
+        line = entry_record(e, &text);
         if (line)
             buf_printf(&out, "%08x %s\n", durable_crc32(0, line, strlen(line)), line);
         else
             rc = -1, errno = ENOMEM;
         free(line);
-        json_decref(j);
     }
     if (rc == 0) rc = durable_replace(s->path, out.p, out.len);
     saved_errno = errno;
@@ -234,6 +281,10 @@ entry_from_file(const json_t *j, struct buf *err)
     }
     e->start = json_integer_value(start);
     e->end = json_integer_value(end);
+    /* records written before updatedAt: as old as their start */
+    e->updated = json_is_integer(json_object_get(j, "updatedAt"))
+                     ? json_integer_value(json_object_get(j, "updatedAt"))
+                     : e->start;
     e->creator = xstrdup(creator ? creator : "");
     e->comment = xstrdup(comment ? comment : "");
     return e;
@@ -587,6 +638,7 @@ entry_of_request(const json_t *req, uint64_t now_ms, const struct entry *old, st
     e = xcalloc(1, sizeof(*e));
     e->lm = lm;
     e->start = start;
+    e->updated = (int64_t)now_ms;
     e->end = end;
     e->creator = xstrdup(creator);
     e->comment = xstrdup(comment);
@@ -604,6 +656,7 @@ add_new(struct silences *s, struct entry *e, struct buf *err)
     }
     new_id(e->id);
     add_entry(s, e);
+    e->dirty = true;
     if (save(s, err) < 0) {
         /* not on disk: not added (a kill -9 would lose what was acknowledged) */
         index_remove(s, e);
@@ -676,10 +729,13 @@ silences_update_json(struct silences *s, const char *id, const json_t *req, uint
         /* in place: same id, same matchers (and index); the old texts kept until saved */
         if (old->start > now) old->start = e->start;
         old->end = e->end;
+        old->updated = now;
+        old->dirty = true;
         old->creator = e->creator;
         old->comment = e->comment;
         if (save(s, err) < 0) {
             *old = was;
+            old->dirty = false;
             entry_free(e);
             buf_puts(err, "; the silence was not updated");
             return -1;
@@ -696,10 +752,13 @@ silences_update_json(struct silences *s, const char *id, const json_t *req, uint
     if (old->end > now) {
         old->end = now;
         if (old->start > now) old->start = now;
+        old->updated = now;
+        old->dirty = true;
     }
     if (add_new(s, e, err) < 0) {
         old->start = was.start;
         old->end = was.end;
+        old->updated = was.updated;
         return -1;
     }
     if (was.end > now) s->st.expired++;
@@ -725,7 +784,7 @@ silences_expire(struct silences *s, const char *const *ids, size_t n, uint64_t n
     size_t i;
     struct entry *e;
     struct {
-        int64_t start, end;
+        int64_t start, end, updated;
     } * was;
 
     if (!n) {
@@ -748,9 +807,12 @@ silences_expire(struct silences *s, const char *const *ids, size_t n, uint64_t n
         e = find(s, ids[i]);
         was[i].start = e->start;
         was[i].end = e->end;
+        was[i].updated = e->updated;
         if (e->end <= (int64_t)now_ms) continue; /* named twice */
         e->end = (int64_t)now_ms;
         if (e->start > e->end) e->start = e->end;
+        e->updated = (int64_t)now_ms;
+        e->dirty = true;
     }
     if (save(s, err) < 0) {
         /* undone, last first: an id named twice gets its first value back */
@@ -758,6 +820,7 @@ silences_expire(struct silences *s, const char *const *ids, size_t n, uint64_t n
             e = find(s, ids[i]);
             e->start = was[i].start;
             e->end = was[i].end;
+            e->updated = was[i].updated;
         }
         free(was);
         buf_puts(err, n == 1 ? "; the silence was not expired" : "; no silence was expired");
@@ -873,6 +936,8 @@ silences_tick(struct silences *s, uint64_t now_ms)
 
     for (i = 0; i < s->n; i++) {
         if (s->e[i]->end < before) {
+            /* every node drops it from the store too: a delete is idempotent */
+            if (s->store) s->store(s->store_arg, s->e[i]->id, NULL, 0, s->e[i]->updated, NULL);
             index_remove(s, s->e[i]);
             entry_free(s->e[i]);
             dropped++;
@@ -886,6 +951,67 @@ silences_tick(struct silences *s, uint64_t now_ms)
         log_msg(LOG_INFO, "silences: %zu ended more than %g s ago, dropped", dropped, s->retention);
         save(s, NULL); /* on failure, the file keeps them until a later save */
     }
+}
+
+void
+silences_set_store(struct silences *s, silences_store_fn fn, void *arg)
+{
+    s->store = fn;
+    s->store_arg = arg;
+}
+
+int
+silences_apply(struct silences *s, const char *rec, size_t len, struct buf *err)
+{
+    json_error_t je;
+    json_t *j = json_loadb(rec, len, 0, &je);
+    struct entry *e, *old;
+    size_t i;
+
+    if (!j) {
+        buf_printf(err, "a silence that is not JSON: %s", je.text);
+        s->st.load_errors++;
+        return -1;
+    }
+    e = entry_from_file(j, err);
+    json_decref(j);
+    if (!e) {
+        s->st.load_errors++;
+        return -1;
+    }
+    if ((old = find(s, e->id))) {
+        /* Alertmanager's merge: the newer change wins; on a tie, what is here stays */
+        if (old->updated >= e->updated) {
+            entry_free(e);
+            return 0;
+        }
+        for (i = 0; i < s->n && s->e[i] != old; i++)
+            ;
+        index_remove(s, old);
+        entry_free(old);
+        s->e[i] = e;
+        index_add(s, e);
+        return 1;
+    }
+    /* another node's: taken beyond max-silences, as the cluster has it */
+    add_entry(s, e);
+    s->st.added++;
+    return 1;
+}
+
+bool
+silences_forget(struct silences *s, const char *id)
+{
+    size_t i;
+
+    for (i = 0; i < s->n; i++)
+        if (strcmp(s->e[i]->id, id) == 0) {
+            index_remove(s, s->e[i]);
+            entry_free(s->e[i]);
+            s->e[i] = s->e[--s->n];
+            return true;
+        }
+    return false;
 }
 
 size_t

@@ -6,7 +6,8 @@
  * alert store and sent to no executor (server.c asks silences_match).
  *
  * Silences are saved to their own file (PATH: the state file's name with
- * ".silences", see server.c) with durable_replace on every change, before
+ * ".silences", see server.c), or given to a store instead (a cluster's
+ * bucket, silences_set_store), with durable_replace on every change, before
  * the change is answered: a silence that `corral silence add` reported
  * survives a kill -9 right after, and a change that cannot be saved (a
  * full disk) is undone and refused with the reason.  A damaged record in
@@ -109,6 +110,25 @@ struct json_t *silences_to_json(struct silences *s, const struct labelmatch *que
 const char *silences_match(struct silences *s, const struct msg *m, uint64_t now_ms);
 /* Drops silences ended more than the retention period ago (saves when it dropped any). */
 void silences_tick(struct silences *s, uint64_t now_ms);
+
+/*
+ * A store instead of the file (a cluster's bucket, cluster_silences.c):
+ * every change of a silence is given to fn, before it is answered, as its
+ * record (compact JSON, with its updatedAt) or, dropped after the
+ * retention period, as NULL; fn returns 0, or -1 with the reason in err
+ * (err may be NULL), and the change is then undone and refused.
+ */
+typedef int (*silences_store_fn)(void *arg, const char *id, const char *rec, size_t len,
+                                 int64_t updated_ms, struct buf *err);
+void silences_set_store(struct silences *s, silences_store_fn fn, void *arg);
+/*
+ * A record of the store, changed elsewhere: taken unless the silence here
+ * has an updatedAt as new or newer (Alertmanager's merge).  1 when it
+ * changed the set, 0 when not, -1 (counted in load_errors) when damaged.
+ */
+int silences_apply(struct silences *s, const char *rec, size_t len, struct buf *err);
+/* Forgets silence id (deleted from the store elsewhere); whether it was here. */
+bool silences_forget(struct silences *s, const char *id);
 size_t silences_count(const struct silences *s);
 size_t silences_active(const struct silences *s, uint64_t now_ms);
 const struct silences_stats *silences_get_stats(const struct silences *s);
