@@ -1673,7 +1673,7 @@ static void
 sigma_fire(void *arg, const struct sigma_rule *r)
 {
     struct sigma_fire *f = arg;
-    struct msg *gen = sigma_alert(r, f->m);
+    struct msg *gen = sigma_alert_fired(r, f->m, f->c->sigma);
     uint64_t t = action_now(f->c);
     struct msg_time now = {(int64_t)(t / 1000), (int32_t)(t % 1000) * 1000, 0};
 
@@ -1694,6 +1694,8 @@ corr_part_input(struct corr *c, struct msg *m, const struct pdb_rule *rule)
     if (sg && sigma_nrules(sg)) {
         struct sigma_fire f = {c, m};
         if (!c->sigma) c->sigma = sigma_scratch_new();
+        /* correlation rules measure their timespans in correlation time */
+        sigma_scratch_set_time(c->sigma, action_now(c));
         sigma_match(sg, m, c->sigma, sigma_fire, &f);
     }
 }

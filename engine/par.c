@@ -52,6 +52,7 @@
  */
 #include "engine/par.h"
 #include "engine/corrkey.h"
+#include "engine/sigma.h"
 #include "engine/hash.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
@@ -138,6 +139,9 @@ par_route_init(struct par_route *rt, const struct pdb *db, unsigned n)
     /* a bucket is keyed by the scope fields after the rule's values: a rule that rewrites them
      * could share a bucket across the shards its input fields hash to */
     if (rates && scope_values) rt->nshards = 1;
+    /* a Sigma correlation's groups may be fed by messages of any shard (its rules match
+     * messages of any rule or none, by group-by fields that no context key holds): one shard */
+    if (pdb_sigma(db) && sigma_ncorrelations(pdb_sigma(db))) rt->nshards = 1;
     free(refs);
     return rt->nshards;
 }

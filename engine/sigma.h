@@ -30,6 +30,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "engine/msg.h"
@@ -82,6 +83,9 @@ int sigma_load_memory(struct sigma *s, const char *name, const char *text, size_
 
 size_t sigma_nrules(const struct sigma *s);
 const struct sigma_rule *sigma_rule_at(const struct sigma *s, size_t i);
+/* Correlation rules loaded (linked to what they refer to); not counted in sigma_nrules(). */
+size_t sigma_ncorrelations(const struct sigma *s);
+const struct sigma_rule *sigma_correlation_at(const struct sigma *s, size_t i);
 /* Rules refused so far. */
 size_t sigma_nrefused(const struct sigma *s);
 
@@ -95,9 +99,22 @@ struct sigma_scratch *sigma_scratch_new(void);
 void sigma_scratch_free(struct sigma_scratch *sc);
 
 /*
+ * The correlation time (ms) of the next sigma_match(): the timespans of
+ * the correlation rules, whose state the scratch keeps, are measured in it.
+ */
+void sigma_scratch_set_time(struct sigma_scratch *sc, uint64_t now_ms);
+/* Events of a new correlation group left uncounted because the groups' bound was reached. */
+uint64_t sigma_scratch_dropped(const struct sigma_scratch *sc);
+/* Correlation groups held. */
+size_t sigma_scratch_groups(const struct sigma_scratch *sc);
+
+/*
  * Calls fn for every rule that matches m, in load order; returns their
- * number.  Does not change m; allocates only while sc grows to the set's
- * size (the first messages).
+ * number.  A detection rule that correlations refer to feeds them (and is
+ * not reported itself when all of them have generate: false); fn is called
+ * for every correlation that fires (right after the rule that made it), and
+ * it feeds the correlations chained on it.  Does not change m; allocates only while sc grows to the
+ * set's size (the first messages).
  */
 size_t sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc,
                    void (*fn)(void *arg, const struct sigma_rule *r), void *arg);
@@ -111,5 +128,13 @@ size_t sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scra
  * m has, under its corral name.
  */
 struct msg *sigma_alert(const struct sigma_rule *r, const struct msg *m);
+/*
+ * The alert of rule r as fn of sigma_match() reports it with scratch sc:
+ * sigma_alert(), and for a correlation rule its group-by values as labels
+ * (under the field's corral name, or the alias's name) and, joined by '/',
+ * in corral.alert_id sigma/ID/VALUES.
+ */
+struct msg *sigma_alert_fired(const struct sigma_rule *r, const struct msg *m,
+                              const struct sigma_scratch *sc);
 
 #endif
