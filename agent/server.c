@@ -941,6 +941,8 @@ load_sigma(const struct conf *c, struct pdb *db, struct buf *err)
         return false;
     }
     log_msg(LOG_INFO, "sigma: %zu rules loaded, %zu refused", sigma_nrules(sg), sigma_nrefused(sg));
+    if (sigma_ncorrelations(sg))
+        log_msg(LOG_INFO, "sigma: %zu correlation rules loaded", sigma_ncorrelations(sg));
     pdb_set_sigma(db, sg);
     return true;
 }
