@@ -49,8 +49,15 @@ with open(sys.argv[1], "w") as f:
         f.write("Dec  6 10:%02d:%02d gw%d sshd[%d]: Failed password for u%d from 192.0.2.%d port 22 ssh2\n"
                 % (s // 60 % 60, s % 60, i % 7, 100 + i, (i * 7) % 11, i % 200))
 PY
+# a rule with no context: on its own, its messages may go to any shard
+cat > "$WORK/plain.xml" <<'XML'
+<patterndb version='4' pub_date='2026-01-01'><ruleset name='s' id='s'>
+<pattern>sshd</pattern><rules><rule provider='t' id='t.fail' class='system'>
+<patterns><pattern>Failed password for @ESTRING:usracct.username: @from @ESTRING:usracct.device: @</pattern></patterns>
+</rule></rules></ruleset></patterndb>
+XML
 for j in 1 2; do
-    "$CORRAL" match -r "$top_srcdir/rules/sshd.xml" --sigma "$WORK/sigma" --sigma-mapping "$MAP" \
+    "$CORRAL" match -r "$WORK/plain.xml" --sigma "$WORK/sigma" --sigma-mapping "$MAP" \
         -f "$WORK/auth.log" -j $j --json --now 2026-12-06T12:00:00Z > "$WORK/match$j.json" \
         2> "$WORK/match$j.err" || fail "corral match -j $j failed: $(cat "$WORK/match$j.err")"
 done
