@@ -1934,6 +1934,8 @@ engine_stats(struct server *s, struct corr_stats *cs)
         cs->rate_limited += o.rate_limited;
         cs->rate_buckets += o.rate_buckets;
         cs->context_bytes += o.context_bytes;
+        cs->sigma_groups += o.sigma_groups;
+        cs->sigma_dropped += o.sigma_dropped;
     }
 }
 
@@ -2343,6 +2345,12 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_context_bytes", "gauge", "Memory held by open contexts.", M_CORR, CORR(context_bytes)},
     {"corral_rate_buckets", "gauge", "Rate-limit buckets held (rate= of rule actions).", M_CORR,
      CORR(rate_buckets)},
+    {"corral_sigma_correlation_groups", "gauge",
+     "Sigma correlation groups held (group-by values in their timespan).", M_CORR,
+     CORR(sigma_groups)},
+    {"corral_sigma_correlation_dropped_total", "counter",
+     "Sigma correlation events not counted: the bound on groups was reached.", M_CORR,
+     CORR(sigma_dropped)},
     {"corral_dropped_total", "counter", "Things dropped, by reason.", M_ALWAYS,
      .series = m_dropped},
     {"corral_reloads_total", "counter", "Configuration reloads attempted.", M_ALWAYS,

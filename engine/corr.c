@@ -548,6 +548,8 @@ corr_stats(const struct corr *c, struct corr_stats *out)
     *out = c->stats;
     out->contexts_open = c->contexts.count + c->ndetached;
     out->rate_buckets = c->rates.count;
+    out->sigma_groups = c->sigma ? sigma_scratch_groups(c->sigma) : 0;
+    out->sigma_dropped = c->sigma ? sigma_scratch_dropped(c->sigma) : 0;
 }
 
 void
