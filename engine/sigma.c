@@ -137,7 +137,14 @@ struct sigma_impl {
 #define MAX_DISTINCT 1024   /* distinct values one value_count group keeps */
 #define MAX_CHAIN    8      /* correlations chained on one another */
 
-enum ctype { CT_EVENT_COUNT, CT_VALUE_COUNT, CT_TEMPORAL, CT_TEMPORAL_ORDERED };
+enum ctype {
+    CT_EVENT_COUNT,
+    CT_VALUE_COUNT,
+    CT_TEMPORAL,
+    CT_TEMPORAL_ORDERED,
+    CT_VALUE_SUM,
+    CT_VALUE_AVG
+};
 enum cop { CO_GT, CO_GTE, CO_LT, CO_LTE, CO_EQ, CO_NEQ };
 
 struct ccond {
@@ -254,7 +261,9 @@ struct cgroup {
     uint64_t hash, last;
     char *key; /* the group-by values, each as a 4-byte length and its bytes */
     size_t keylen;
-    uint64_t *ts; /* event_count: a ring of event times */
+    uint64_t *ts; /* event_count, value_sum, value_avg: a ring of event times */
+    double *nums; /* value_sum, value_avg: the field's value of each event of the ring */
+    double sum;   /* of nums */
     size_t head, n, cap;
     struct cval *vals; /* value_count */
     size_t nvals;
@@ -1482,8 +1491,8 @@ bool_value(const yaml_node_t *v, bool *out)
 static bool
 corr_load(yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im, struct refusal *r)
 {
-    static const char *const types[] = {"event_count", "value_count", "temporal",
-                                        "temporal_ordered"};
+    static const char *const types[] = {"event_count",      "value_count", "temporal",
+                                        "temporal_ordered", "value_sum",   "value_avg"};
     static const char *const ops[] = {"gt", "gte", "lt", "lte", "eq", "neq"};
     struct scorr *c = xcalloc(1, sizeof(*c));
     yaml_node_pair_t *p;
@@ -1503,9 +1512,10 @@ corr_load(yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im, str
     for (i = 0; i < sizeof(types) / sizeof(*types); i++)
         if (!strcmp(scalar(v), types[i])) break;
     if (i == sizeof(types) / sizeof(*types)) {
-        if (!strcmp(scalar(v), "value_sum") || !strcmp(scalar(v), "value_avg") ||
-            !strcmp(scalar(v), "value_percentile"))
-            refuse(r, line_of(v), "correlation type %s is not supported", scalar(v));
+        if (!strcmp(scalar(v), "value_percentile"))
+            refuse(r, line_of(v),
+                   "correlation type value_percentile is not supported (no bounded estimate of a "
+                   "percentile in a sliding window is implemented)");
         else
             refuse(r, line_of(v), "unknown correlation type %s", scalar(v));
         return false;
@@ -1616,16 +1626,16 @@ corr_load(yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im, str
         refuse(r, line_of(n), "correlation has no timespan");
         return false;
     }
-    if ((c->type == CT_EVENT_COUNT || c->type == CT_VALUE_COUNT) && !c->nconds) {
+    if (c->type != CT_TEMPORAL && c->type != CT_TEMPORAL_ORDERED && !c->nconds) {
         refuse(r, line_of(n), "%s needs a condition", types[c->type]);
         return false;
     }
-    if (c->type == CT_VALUE_COUNT && !c->field) {
-        refuse(r, line_of(n), "value_count needs a condition field");
-        return false;
-    }
-    if (c->type != CT_VALUE_COUNT && c->field) {
-        refuse(r, line_of(n), "condition field is only for value_count");
+    if ((c->type == CT_VALUE_COUNT || c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG) !=
+        (c->field != NULL)) {
+        refuse(r, line_of(n),
+               c->field ? "condition field is only for value_count, value_sum and value_avg"
+                        : "%s needs a condition field",
+               types[c->type]);
         return false;
     }
     if (c->type == CT_TEMPORAL_ORDERED && c->nconds) {
@@ -2536,6 +2546,7 @@ group_free(struct cgroup *g)
     for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
     free(g->vals);
     free(g->ts);
+    free(g->nums);
     free(g->seen);
     free(g->key);
     free(g);
@@ -2550,6 +2561,7 @@ group_reset(struct cgroup *g, const struct scorr *c)
     for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
     g->nvals = 0;
     g->head = g->n = 0;
+    g->sum = 0;
     if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
 }
 
@@ -2685,30 +2697,61 @@ distinct_add(struct cgroup *g, const struct scorr *c, uint64_t now, const char *
     return g->nvals;
 }
 
-/* An event_count event: its time joins the group's ring; returns the events in the window. */
+/*
+ * An event of event_count, value_sum or value_avg: its time (and value x, for
+ * the latter) joins the group's ring; returns the events in the window.
+ */
 static size_t
-count_add(struct cgroup *g, const struct scorr *c, uint64_t now)
+count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x)
 {
+    bool nums = c->type != CT_EVENT_COUNT;
+
     while (g->n && !in_window(g->ts[g->head], now, c->span)) {
+        if (nums) g->sum -= g->nums[g->head];
         g->head = (g->head + 1) % g->cap;
         g->n--;
     }
+    if (!g->n) g->sum = 0; /* no drift carried over an empty window */
     if (g->n == g->cap) {
         if (g->cap < MAX_EVENTS) {
             size_t cap = g->cap ? g->cap * 2 : 8, i;
             uint64_t *ts = xmalloc(cap * sizeof(*ts));
-            for (i = 0; i < g->n; i++) ts[i] = g->ts[(g->head + i) % g->cap];
+            double *ns = nums ? xmalloc(cap * sizeof(*ns)) : NULL;
+            for (i = 0; i < g->n; i++) {
+                ts[i] = g->ts[(g->head + i) % g->cap];
+                if (nums) ns[i] = g->nums[(g->head + i) % g->cap];
+            }
             free(g->ts);
+            free(g->nums);
             g->ts = ts;
+            g->nums = ns;
             g->cap = cap;
             g->head = 0;
         } else { /* the bound: the oldest event makes room */
+            if (nums) g->sum -= g->nums[g->head];
             g->head = (g->head + 1) % g->cap;
             g->n--;
         }
     }
     g->ts[(g->head + g->n) % g->cap] = now;
+    if (nums) {
+        g->nums[(g->head + g->n) % g->cap] = x;
+        g->sum += x;
+    }
     return ++g->n;
+}
+
+/* The number field value v (n bytes) holds, as a whole; false if none. */
+static bool
+number_of(const char *v, size_t n, double *x)
+{
+    char tmp[64], *end;
+
+    if (!n || n >= sizeof(tmp)) return false;
+    memcpy(tmp, v, n);
+    tmp[n] = 0;
+    *x = strtod(tmp, &end);
+    return *end == 0 && *x == *x && *x - *x == 0; /* not NaN nor infinite */
 }
 
 typedef void (*fire_fn)(void *arg, const struct sigma_rule *r);
@@ -2726,8 +2769,9 @@ corr_feed(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, uint32_t 
     const struct sigma_rule *cr = s->corrs[k];
     const struct scorr *c = cr->impl->corr;
     struct cgroup *g;
-    const char *v;
+    const char *v = NULL;
     size_t n, i, got = 0;
+    double x = 0;
     bool fire = false;
 
     buf_reset(&sc->key);
@@ -2739,15 +2783,25 @@ corr_feed(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, uint32_t 
         buf_append(&sc->key, (const char *)&len, sizeof(len));
         buf_append(&sc->key, v, n);
     }
-    if (c->type == CT_VALUE_COUNT && !msg_get(m, c->field_h[pos], &n))
+    if (c->field && !(v = msg_get(m, c->field_h[pos], &n)))
         return; /* an event without the field has no value to count */
+    if ((c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG) && !number_of(v, n, &x))
+        return; /* nor one whose value is not a number */
     if (!(g = group_get(sc, s, k))) {
         sc->dropped++;
         return;
     }
     g->last = sc->now;
     switch (c->type) {
-    case CT_EVENT_COUNT: fire = cond_holds(c, (double)count_add(g, c, sc->now)); break;
+    case CT_EVENT_COUNT: fire = cond_holds(c, (double)count_add(g, c, sc->now, 0)); break;
+    case CT_VALUE_SUM:
+        count_add(g, c, sc->now, x);
+        fire = cond_holds(c, g->sum);
+        break;
+    case CT_VALUE_AVG:
+        n = count_add(g, c, sc->now, x);
+        fire = cond_holds(c, g->sum / (double)n);
+        break;
     case CT_VALUE_COUNT:
         v = msg_get(m, c->field_h[pos], &n);
         fire = cond_holds(c, (double)distinct_add(g, c, sc->now, v, n));

@@ -1,7 +1,8 @@
 /*
  * Unit tests: Sigma correlation rules (engine/sigma): the examples of the
  * Sigma correlation rules specification v2.1 with the results it states
- * (event_count, value_count, temporal, temporal_ordered, the chained
+ * (event_count, value_count, temporal, temporal_ordered, value_sum,
+ * value_avg, the chained
  * failed-logins-then-success example, field name aliases), sliding
  * windows, generate and level overrides, the bounds, and refusals with
  * file:line.
@@ -28,7 +29,10 @@ static const char mapping[] = "logsources:\n"
                               "  http.response.status_code: status\n"
                               "  event.type: etype\n"
                               "  source.ip: sip\n"
-                              "  destination.ip: dip\n";
+                              "  destination.ip: dip\n"
+                              "  SourceIP: SourceIP\n"
+                              "  bytes_sent: bytes_sent\n"
+                              "  BytesOut: BytesOut\n";
 
 static struct sigma *
 load(const char *rules)
@@ -380,6 +384,65 @@ START_TEST(test_generate_and_range)
 }
 END_TEST
 
+#define WEB                                                                                        \
+    "---\ntitle: web\nid: website_access\nlogsource:\n  product: linux\ndetection:\n"              \
+    "  sel:\n    cmd: GET\n  condition: sel\n"
+
+/* Specification, value_sum: more than 1,000,000 bytes sent by one source and user in an hour. */
+START_TEST(test_value_sum)
+{
+    struct sigma *s = load("title: Possible Exfiltration to Website\nid: exfil\ncorrelation:\n"
+                           "    type: value_sum\n    rules:\n        - website_access\n"
+                           "    group-by:\n        - SourceIP\n        - User\n    timespan: 1h\n"
+                           "    condition:\n        field: bytes_sent\n        gt: 1000000\n" WEB);
+    struct got g;
+
+    assert_loaded(s, 1, 1);
+    got_init(&g);
+    ev(s, &g, 0, "cmd=GET", "SourceIP=10.0.0.1", "User=u", "bytes_sent=600000", NULL);
+    ev(s, &g, 10, "cmd=GET", "SourceIP=10.0.0.2", "User=u", "bytes_sent=600000", NULL);
+    ev(s, &g, 20, "cmd=GET", "SourceIP=10.0.0.1", "User=u", "bytes_sent=lots", NULL);
+    ev(s, &g, 30, "cmd=GET", "SourceIP=10.0.0.1", "User=u", NULL);
+    ck_assert_str_eq(g.ids, "");
+    /* 600,000 + 400,000 is not more than 1,000,000; one more byte is */
+    ev(s, &g, 40, "cmd=GET", "SourceIP=10.0.0.1", "User=u", "bytes_sent=400000", NULL);
+    ck_assert_str_eq(g.ids, "");
+    ev(s, &g, 3600, "cmd=GET", "SourceIP=10.0.0.1", "User=u", "bytes_sent=1", NULL);
+    ck_assert_str_eq(g.ids, "exfil");
+    /* the window slides: 10.0.0.2's 600,000 (time 10) is out of the hour at 3611 */
+    g.ids[0] = 0;
+    ev(s, &g, 3605, "cmd=GET", "SourceIP=10.0.0.2", "User=u", "bytes_sent=400001", NULL);
+    ck_assert_str_eq(g.ids, "exfil");
+    g.ids[0] = 0;
+    ev(s, &g, 3611, "cmd=GET", "SourceIP=10.0.0.2", "User=u", "bytes_sent=600000", NULL);
+    ev(s, &g, 7300, "cmd=GET", "SourceIP=10.0.0.2", "User=u", "bytes_sent=400001", NULL);
+    ck_assert_str_eq(g.ids, "");
+    got_free(&g);
+    sigma_free(s);
+}
+END_TEST
+
+/* Specification, value_avg: an average of more than 500 bytes out per source and user in 24h. */
+START_TEST(test_value_avg)
+{
+    struct sigma *s = load("title: Suspicious average network traffic\nid: avg\ncorrelation:\n"
+                           "    type: value_avg\n    rules:\n        - website_access\n"
+                           "    group-by:\n        - SourceIP\n        - User\n    timespan: 24h\n"
+                           "    condition:\n        field: BytesOut\n        gt: 500\n" WEB);
+    struct got g;
+
+    assert_loaded(s, 1, 1);
+    got_init(&g);
+    ev(s, &g, 0, "cmd=GET", "SourceIP=a", "User=u", "BytesOut=400", NULL);
+    ev(s, &g, 1, "cmd=GET", "SourceIP=a", "User=u", "BytesOut=600", NULL);
+    ck_assert_str_eq(g.ids, ""); /* 500 */
+    ev(s, &g, 2, "cmd=GET", "SourceIP=a", "User=u", "BytesOut=503", NULL);
+    ck_assert_str_eq(g.ids, "avg"); /* 501 */
+    got_free(&g);
+    sigma_free(s);
+}
+END_TEST
+
 /* A refused correlation: file:line and the reason, and nothing of it loaded. */
 static void
 refused(const char *rules, int line, const char *why)
@@ -405,10 +468,9 @@ refused(const char *rules, int line, const char *why)
 
 START_TEST(test_refusals)
 {
-    refused(CORR("  type: value_sum\n  rules: [x]\n"), 4,
-            "correlation type value_sum is not supported");
-    refused(CORR("  type: value_avg\n"), 4, "value_avg is not supported");
     refused(CORR("  type: value_percentile\n"), 4, "value_percentile is not supported");
+    refused(CORR("  type: value_sum\n  rules: [x]\n  timespan: 1h\n  condition:\n    gt: 1\n"), 4,
+            "value_sum needs a condition field");
     refused(
         CORR("  type: event_count\n  rules: [nope]\n  timespan: 1h\n  condition:\n    gte: 1\n"), 5,
         "refers to nope, which is not a loaded rule");
@@ -443,6 +505,8 @@ main(void)
     tcase_add_test(tc, test_spec_example);
     tcase_add_test(tc, test_aliases);
     tcase_add_test(tc, test_generate_and_range);
+    tcase_add_test(tc, test_value_sum);
+    tcase_add_test(tc, test_value_avg);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
     return unit_run(s);
