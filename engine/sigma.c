@@ -1528,6 +1528,10 @@ corr_load(yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im, str
         if (!strcmp(kk, "type")) continue;
         if (!strcmp(kk, "rules")) {
             yaml_node_item_t *it;
+            if (c->refs) {
+                refuse(r, line_of(k), "rules given twice");
+                return false;
+            }
             if (!str_list(doc, v, &c->refs, &c->nrefs) || !c->nrefs) {
                 refuse(r, line_of(k), "rules must be a rule name or id, or a list of them");
                 return false;
@@ -1539,6 +1543,10 @@ corr_load(yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im, str
                      it++, i++)
                     c->ref_lines[i] = line_of(yaml_document_get_node(doc, *it));
         } else if (!strcmp(kk, "group-by")) {
+            if (c->group) {
+                refuse(r, line_of(k), "group-by given twice");
+                return false;
+            }
             if (!str_list(doc, v, &c->group, &c->ngroup)) {
                 refuse(r, line_of(k), "group-by must be a field name or a list of them");
                 return false;

@@ -469,6 +469,8 @@ refused(const char *rules, int line, const char *why)
 START_TEST(test_refusals)
 {
     refused(CORR("  type: value_percentile\n"), 4, "value_percentile is not supported");
+    refused(CORR("  type: temporal\n  rules: [x]\n  rules: [y]\n  timespan: 1h\n"), 6,
+            "rules given twice");
     refused(CORR("  type: value_sum\n  rules: [x]\n  timespan: 1h\n  condition:\n    gt: 1\n"), 4,
             "value_sum needs a condition field");
     refused(
