@@ -2248,6 +2248,25 @@ sigma_correlation_at(const struct sigma *s, size_t i)
     return s->corrs[i];
 }
 
+int
+sigma_correlation_key(const struct sigma *s, nv_handle *key)
+{
+    size_t i, g, p, n = 0;
+
+    for (i = 0; i < s->ncorrs; i++) {
+        const struct scorr *c = s->corrs[i]->impl->corr;
+        if (i == 0) {
+            n = c->ngroup; /* at most 16: corr_load() */
+            for (g = 0; g < n; g++) key[g] = c->group_h[g * c->nrefs];
+        }
+        if (c->ngroup != n) return -1;
+        for (g = 0; g < n; g++)
+            for (p = 0; p < c->nrefs; p++)
+                if (c->group_h[g * c->nrefs + p] != key[g]) return -1;
+    }
+    return (int)n;
+}
+
 size_t
 sigma_nrefused(const struct sigma *s)
 {

@@ -86,6 +86,15 @@ const struct sigma_rule *sigma_rule_at(const struct sigma *s, size_t i);
 /* Correlation rules loaded (linked to what they refer to); not counted in sigma_nrules(). */
 size_t sigma_ncorrelations(const struct sigma *s);
 const struct sigma_rule *sigma_correlation_at(const struct sigma *s, size_t i);
+/*
+ * The group-by fields of the correlation rules when they are the same list
+ * for every correlation and every rule it refers to (aliases included),
+ * into key (at most SIGMA_KEY_MAX); returns their number, or -1 when they
+ * differ.  A message whose values of them go to one engine meets every
+ * event of its groups there.
+ */
+#define SIGMA_KEY_MAX 16
+int sigma_correlation_key(const struct sigma *s, nv_handle *key);
 /* Rules refused so far. */
 size_t sigma_nrefused(const struct sigma *s);
 
