@@ -43,6 +43,11 @@
  * numbered pos * PAR_STEPS + step, and the merge orders a position's parts
  * by par_rec.sub.
  *
+ * Sigma correlation rules (sigma.h) feed on messages of any rule: when they
+ * all group by the same fields and no patterndb rule has a context, every
+ * message goes by the hash of its values of those fields; otherwise one
+ * shard.
+ *
  * Limits: with split limits (corrald) each shard enforces 1/N of
  * max-contexts, max-context-memory and max-rate-buckets (and of each
  * rule's share of them), so a flood is refused at the same totals, but

@@ -1,6 +1,8 @@
 /*
  * sigma: Sigma detection rules and their mapping file, loaded with libyaml
- * into match trees, and their evaluation on messages (see sigma.h).
+ * into match trees, and their evaluation on messages; correlation rules,
+ * linked to the rules they refer to, and their groups' windows (see
+ * sigma.h).
  */
 #include "engine/sigma.h"
 

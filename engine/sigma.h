@@ -1,5 +1,5 @@
 /*
- * sigma: Sigma detection rules (YAML, the Sigma specification v2), loaded
+ * sigma: Sigma detection and correlation rules (YAML, the Sigma specification v2), loaded
  * with a mapping file and evaluated on every message beside the patterndb
  * rules.
  *
@@ -20,6 +20,12 @@
  * rules) found one; its selections are evaluated lazily, as the condition
  * asks for them; regular expressions run through rematch() with its
  * limits.
+ *
+ * Correlation rules (the Sigma correlation specification 2.1: event_count,
+ * value_count, temporal, temporal_ordered, value_sum, value_avg) refer to
+ * rules by name or id, chained or not; they are linked when a load
+ * returns.  Their groups (by group-by values) and sliding windows live in
+ * the scratch, bounded, in the correlation time the caller sets.
  *
  * The set is read-only once loaded; sigma_match() needs a scratch of the
  * caller's (one per thread).  A match is reported to the caller, which

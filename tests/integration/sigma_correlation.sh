@@ -5,7 +5,9 @@
 # with the correlation's title, its level, the group-by values as labels and
 # in the alert id, to an exec executor; the detection rule it refers to
 # (generate: false) raises none of its own.  `corral match -j 2` gives the
-# output of `corral match -j 1` for correlated lines of many groups.
+# output of `corral match -j 1` for correlated lines of many groups, both
+# when the messages are sharded by the correlations' one group-by and when
+# two group-bys make correlation run on one thread.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 [ -x "$CORRALD" ] || { echo "skipped: $CORRALD not built"; exit 77; }
@@ -66,6 +68,32 @@ n=$(grep -c '"corral.alert_id":"sigma/7c1e0a52' "$WORK/match1.json")
 cmp -s "$WORK/match1.json" "$WORK/match2.json" ||
     fail "corral match -j 2 differs from -j 1: $(diff "$WORK/match1.json" "$WORK/match2.json" | head -5)"
 echo "ok: corral match -j 2 gives what -j 1 gives ($n correlation alerts)"
+
+# a second correlation that groups by another field: correlation on one thread, same output
+mkdir -p "$WORK/sigma2"
+cp "$WORK/sigma/ssh_bruteforce.yml" "$WORK/sigma2/"
+cat > "$WORK/sigma2/spray.yml" <<'YML'
+title: SSH password spraying from one address
+id: 3d5f7a90-1c2e-4b6d-8f01-23456789abcd
+correlation:
+    type: value_count
+    rules: [ssh_failed_password]
+    group-by: [SourceIp]
+    timespan: 5m
+    condition:
+        field: User
+        gte: 3
+YML
+for j in 1 2; do
+    "$CORRAL" match -r "$WORK/plain.xml" --sigma "$WORK/sigma2" --sigma-mapping "$MAP" \
+        -f "$WORK/auth.log" -j $j --json --now 2026-12-06T12:00:00Z > "$WORK/spray$j.json" \
+        2> "$WORK/spray$j.err" || fail "corral match -j $j failed: $(cat "$WORK/spray$j.err")"
+done
+n=$(grep -c '"corral.alert_id":"sigma/3d5f7a90' "$WORK/spray1.json")
+[ "$n" -gt 5 ] || fail "corral match -j 1 raised $n value_count alerts"
+cmp -s "$WORK/spray1.json" "$WORK/spray2.json" ||
+    fail "corral match -j 2 differs from -j 1 with two group-bys: $(diff "$WORK/spray1.json" "$WORK/spray2.json" | head -5)"
+echo "ok: with two different group-bys, -j 2 still gives what -j 1 gives ($n value_count alerts)"
 
 # ---- corrald: the alert to an exec executor ----
 cat > "$WORK/hook.sh" <<SH

@@ -302,7 +302,12 @@ START_TEST(test_spec_example)
     struct got g;
     unsigned i;
 
+    nv_handle key[SIGMA_KEY_MAX];
+
     assert_loaded(s, 2, 2);
+    /* both group by User: messages may be sharded by it */
+    ck_assert_int_eq(sigma_correlation_key(s, key), 1);
+    ck_assert_uint_eq(key[0], nv_intern_str("User"));
     got_init(&g);
     /* a success with no failures before, 9 failures then success: no alert */
     ev(s, &g, 0, "EventID=4624", "User=bob", NULL);
@@ -343,7 +348,11 @@ START_TEST(test_aliases)
         "    selection:\n        event.type: connection\n    condition: selection\n");
     struct got g;
 
+    nv_handle key[SIGMA_KEY_MAX];
+
     assert_loaded(s, 2, 1);
+    /* the aliases read other fields for each rule: no one key */
+    ck_assert_int_eq(sigma_correlation_key(s, key), -1);
     got_init(&g);
     ev(s, &g, 0, "status=500", "dip=10.0.0.1", "sip=192.0.2.9", NULL);
     /* the same addresses in the same fields: not the alias's pairing */
