@@ -1817,6 +1817,11 @@ corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped)
             d++;
     }
     reshare(c, db);
+    /* the Sigma correlations' groups are by rule index in their set: a new set starts afresh */
+    if (pdb_sigma(db) != pdb_sigma(c->db)) {
+        sigma_scratch_free(c->sigma);
+        c->sigma = NULL;
+    }
     c->db = db;
     if (kept) *kept = k;
     if (dropped) *dropped = d;

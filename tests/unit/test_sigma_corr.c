@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/corr.h"
 #include "engine/sigma.h"
 #include "tests/unit/unit_run.h"
 
@@ -452,6 +453,58 @@ START_TEST(test_value_avg)
 }
 END_TEST
 
+static unsigned ngenerated;
+
+static void
+count_generated(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *a)
+{
+    (void)arg, (void)m, (void)a;
+    if (kind == CORR_GENERATED) ngenerated++;
+}
+
+static struct pdb *
+db_with(const char *rules)
+{
+    struct pdb *db = pdb_new();
+
+    pdb_set_sigma(db, load(rules));
+    return db;
+}
+
+/* Through the correlation engine: alerts fire there; a reload starts the groups afresh. */
+START_TEST(test_through_corr_and_reload)
+{
+    const char *rules = FAILED_LOGIN "---\ntitle: two\nid: two\ncorrelation:\n  type: event_count\n"
+                                     "  rules: [failed_login]\n  timespan: 1h\n  condition:\n"
+                                     "    gte: 2\n";
+    struct pdb *db1 = db_with(rules), *db2 = db_with(rules);
+    struct corr_opts o = {0};
+    struct corr *c;
+    struct msg *m = msg_new();
+
+    msg_set(m, NV_HOST, "h1", 2);
+    msg_set(m, nv_intern_str("EventID"), "4625", 4);
+    o.emit = count_generated;
+    c = corr_new(db1, &o);
+    corr_process(c, m);
+    ck_assert_uint_eq(ngenerated, 0);
+    corr_process(c, m);
+    ck_assert_uint_eq(ngenerated, 1);
+    corr_process(c, m);
+    ck_assert_uint_eq(ngenerated, 1);
+    /* one event counted before the reload: after it, one more does not fire */
+    corr_set_db(c, db2, NULL, NULL);
+    corr_process(c, m);
+    ck_assert_uint_eq(ngenerated, 1);
+    corr_process(c, m);
+    ck_assert_uint_eq(ngenerated, 2);
+    msg_unref(m);
+    corr_free(c);
+    pdb_free(db1);
+    pdb_free(db2);
+}
+END_TEST
+
 /* A refused correlation: file:line and the reason, and nothing of it loaded. */
 static void
 refused(const char *rules, int line, const char *why)
@@ -519,6 +572,7 @@ main(void)
     tcase_add_test(tc, test_value_sum);
     tcase_add_test(tc, test_value_avg);
     tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_through_corr_and_reload);
     suite_add_tcase(s, tc);
     return unit_run(s);
 }
