@@ -2083,6 +2083,7 @@ MGET(m_uptime, (clock_mono_ms() - s->started_ms) / 1000)
 MGET(m_rules, pdb_nrules(s->db))
 MGET(m_sigma_rules, pdb_sigma(s->db) ? sigma_nrules(pdb_sigma(s->db)) : 0)
 MGET(m_sigma_refused, pdb_sigma(s->db) ? sigma_nrefused(pdb_sigma(s->db)) : 0)
+MGET(m_sigma_correlations, pdb_sigma(s->db) ? sigma_ncorrelations(pdb_sigma(s->db)) : 0)
 MGET(m_names, m->nvs.names)
 MGET(m_input_names, m->nvs.input_names)
 MGET(m_names_refused, m->nvs.refused)
@@ -2319,6 +2320,8 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_sigma_rules_refused", "gauge",
      "Sigma rules refused when the rules were last loaded (each logged with file:line).", M_ALWAYS,
      .get = m_sigma_refused},
+    {"corral_sigma_correlation_rules", "gauge", "Sigma correlation rules loaded.", M_ALWAYS,
+     .get = m_sigma_correlations},
     {"corral_value_names", "gauge", "Value names registered (at most 65536).", M_ALWAYS,
      .get = m_names},
     {"corral_value_names_input", "gauge",

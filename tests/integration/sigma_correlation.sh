@@ -101,10 +101,12 @@ cat > "$WORK/hook.sh" <<SH
 cat >> "$WORK/alerts.json"
 SH
 chmod +x "$WORK/hook.sh"
+CONTROL=$WORK/control.sock
 cat > "$WORK/corrald.conf" <<XML
 <corrald>
   <rules path="$top_srcdir/rules/sshd.xml"/>
   <sigma rules="$WORK/sigma" mapping="$MAP"/>
+  <control socket="$CONTROL"/>
   <inputs><udp listen="127.0.0.1:0" name="udp"/></inputs>
   <executors spool="$WORK/spool">
     <exec name="hook" program="$WORK/hook.sh" stdin="json"/>
@@ -117,6 +119,8 @@ XML
 mkdir -p "$WORK/spool"
 start_corrald corrald "$WORK/corrald.conf"
 wait_log "sigma: 1 correlation rules loaded" || fail "corrald did not load the correlation rule"
+[ "$(metric corral_sigma_correlation_rules)" = 1 ] ||
+    fail "corral_sigma_correlation_rules is $(metric corral_sigma_correlation_rules)"
 port=$(input_port udp)
 # two for root on gw1, three for admin on gw2: the third for admin fires
 send_udp "$port" "<38>Dec  6 10:00:01 gw1 sshd[71]: Failed password for root from 192.0.2.7 port 2201 ssh2"
