@@ -124,8 +124,8 @@ struct sigma_impl {
     char *event;        /* sigma.ID */
     char *name;         /* the rule's name: attribute, by which correlations may refer to it */
     struct scorr *corr; /* a correlation rule: no logsource nor detection */
-    /* the correlations this rule feeds (link()), and whether its own alert is left out: every
-     * correlation that refers to it has generate: false */
+    /* the correlations this rule feeds (corr_link_all()), and whether its own alert is left out:
+     * every correlation that refers to it has generate: false */
     struct feed *feeds;
     size_t nfeeds;
     bool quiet;
@@ -177,7 +177,7 @@ struct scorr {
     size_t nconds;
     char *field; /* value_count */
     bool generate;
-    /* linked (link()) */
+    /* linked (corr_link_all()) */
     struct sigma_rule **ref_rules;
     nv_handle *group_h; /* [g * nrefs + p]: what group-by g reads in an event of refs[p] */
     nv_handle *field_h; /* [p] */
@@ -231,7 +231,7 @@ struct sigma {
     size_t nfiles;
     struct sigma_rule **corrs; /* the correlation rules, linked to what they refer to */
     size_t ncorrs;
-    int loading; /* inside sigma_load(): link() when it returns */
+    int loading; /* inside sigma_load(): corr_link_all() when it returns */
 };
 
 struct sigma_scratch {
@@ -1973,7 +1973,7 @@ corr_link(const struct sigma *s, struct sigma_rule *r, struct refusal *rf)
  * to a refused one; then lists what each rule feeds.
  */
 static void
-link(struct sigma *s)
+corr_link_all(struct sigma *s)
 {
     size_t i, p;
     bool again = true;
@@ -2087,7 +2087,7 @@ sigma_load_memory(struct sigma *s, const char *name, const char *text, size_t le
         yaml_document_delete(&doc);
     }
     yaml_parser_delete(&parser);
-    if (!s->loading) link(s);
+    if (!s->loading) corr_link_all(s);
     return 0;
 }
 
@@ -2168,7 +2168,7 @@ sigma_load(struct sigma *s, const char *path)
     /* a correlation may refer to rules of any file of the directory */
     s->loading++;
     rc = load_path(s, path, 0);
-    if (!--s->loading) link(s);
+    if (!--s->loading) corr_link_all(s);
     return rc;
 }
 
