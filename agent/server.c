@@ -944,6 +944,8 @@ load_sigma(const struct conf *c, struct pdb *db, struct buf *err)
         return false;
     }
     log_msg(LOG_INFO, "sigma: %zu rules loaded, %zu refused", sigma_nrules(sg), sigma_nrefused(sg));
+    if (sigma_ncorrelations(sg))
+        log_msg(LOG_INFO, "sigma: %zu correlation rules loaded", sigma_ncorrelations(sg));
     pdb_set_sigma(db, sg);
     return true;
 }
@@ -1966,6 +1968,8 @@ engine_stats(struct server *s, struct corr_stats *cs)
         cs->rate_limited += o.rate_limited;
         cs->rate_buckets += o.rate_buckets;
         cs->context_bytes += o.context_bytes;
+        cs->sigma_groups += o.sigma_groups;
+        cs->sigma_dropped += o.sigma_dropped;
     }
 }
 
@@ -2115,6 +2119,7 @@ MGET(m_uptime, (clock_mono_ms() - s->started_ms) / 1000)
 MGET(m_rules, pdb_nrules(s->db))
 MGET(m_sigma_rules, pdb_sigma(s->db) ? sigma_nrules(pdb_sigma(s->db)) : 0)
 MGET(m_sigma_refused, pdb_sigma(s->db) ? sigma_nrefused(pdb_sigma(s->db)) : 0)
+MGET(m_sigma_correlations, pdb_sigma(s->db) ? sigma_ncorrelations(pdb_sigma(s->db)) : 0)
 MGET(m_names, m->nvs.names)
 MGET(m_input_names, m->nvs.input_names)
 MGET(m_names_refused, m->nvs.refused)
@@ -2351,6 +2356,8 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_sigma_rules_refused", "gauge",
      "Sigma rules refused when the rules were last loaded (each logged with file:line).", M_ALWAYS,
      .get = m_sigma_refused},
+    {"corral_sigma_correlation_rules", "gauge", "Sigma correlation rules loaded.", M_ALWAYS,
+     .get = m_sigma_correlations},
     {"corral_value_names", "gauge", "Value names registered (at most 65536).", M_ALWAYS,
      .get = m_names},
     {"corral_value_names_input", "gauge",
@@ -2377,6 +2384,12 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_context_bytes", "gauge", "Memory held by open contexts.", M_CORR, CORR(context_bytes)},
     {"corral_rate_buckets", "gauge", "Rate-limit buckets held (rate= of rule actions).", M_CORR,
      CORR(rate_buckets)},
+    {"corral_sigma_correlation_groups", "gauge",
+     "Sigma correlation groups held (group-by values in their timespan).", M_CORR,
+     CORR(sigma_groups)},
+    {"corral_sigma_correlation_dropped_total", "counter",
+     "Sigma correlation events not counted: the bound on groups was reached.", M_CORR,
+     CORR(sigma_dropped)},
     {"corral_dropped_total", "counter", "Things dropped, by reason.", M_ALWAYS,
      .series = m_dropped},
     {"corral_reloads_total", "counter", "Configuration reloads attempted.", M_ALWAYS,

@@ -548,6 +548,8 @@ corr_stats(const struct corr *c, struct corr_stats *out)
     *out = c->stats;
     out->contexts_open = c->contexts.count + c->ndetached;
     out->rate_buckets = c->rates.count;
+    out->sigma_groups = c->sigma ? sigma_scratch_groups(c->sigma) : 0;
+    out->sigma_dropped = c->sigma ? sigma_scratch_dropped(c->sigma) : 0;
 }
 
 void
@@ -1673,7 +1675,7 @@ static void
 sigma_fire(void *arg, const struct sigma_rule *r)
 {
     struct sigma_fire *f = arg;
-    struct msg *gen = sigma_alert(r, f->m);
+    struct msg *gen = sigma_alert_fired(r, f->m, f->c->sigma);
     uint64_t t = action_now(f->c);
     struct msg_time now = {(int64_t)(t / 1000), (int32_t)(t % 1000) * 1000, 0};
 
@@ -1694,6 +1696,8 @@ corr_part_input(struct corr *c, struct msg *m, const struct pdb_rule *rule)
     if (sg && sigma_nrules(sg)) {
         struct sigma_fire f = {c, m};
         if (!c->sigma) c->sigma = sigma_scratch_new();
+        /* correlation rules measure their timespans in correlation time */
+        sigma_scratch_set_time(c->sigma, action_now(c));
         sigma_match(sg, m, c->sigma, sigma_fire, &f);
     }
 }
@@ -1813,6 +1817,11 @@ corr_set_db(struct corr *c, struct pdb *db, size_t *kept, size_t *dropped)
             d++;
     }
     reshare(c, db);
+    /* the Sigma correlations' groups are by rule index in their set: a new set starts afresh */
+    if (pdb_sigma(db) != pdb_sigma(c->db)) {
+        sigma_scratch_free(c->sigma);
+        c->sigma = NULL;
+    }
     c->db = db;
     if (kept) *kept = k;
     if (dropped) *dropped = d;

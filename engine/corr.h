@@ -78,6 +78,8 @@ struct corr_stats {
     uint64_t rate_buckets;     /* rate= buckets held (a bucket is freed once full again) */
     uint64_t rate_evicted;     /* buckets dropped for a new key of their rule (its share full) */
     uint64_t context_bytes;    /* memory held by open contexts */
+    uint64_t sigma_groups;     /* Sigma correlation groups held */
+    uint64_t sigma_dropped;    /* Sigma correlation events not counted: the groups' bound */
 };
 
 /* Per rule that opens contexts or has a rate= (or did, before a reload): its contexts, buckets and

@@ -43,6 +43,11 @@
  * numbered pos * PAR_STEPS + step, and the merge orders a position's parts
  * by par_rec.sub.
  *
+ * Sigma correlation rules (sigma.h) feed on messages of any rule: when they
+ * all group by the same fields and no patterndb rule has a context, every
+ * message goes by the hash of its values of those fields; otherwise one
+ * shard.
+ *
  * Limits: with split limits (corrald) each shard enforces 1/N of
  * max-contexts, max-context-memory and max-rate-buckets (and of each
  * rule's share of them), so a flood is refused at the same totals, but
@@ -52,6 +57,7 @@
  */
 #include "engine/par.h"
 #include "engine/corrkey.h"
+#include "engine/sigma.h"
 #include "engine/hash.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
@@ -138,6 +144,23 @@ par_route_init(struct par_route *rt, const struct pdb *db, unsigned n)
     /* a bucket is keyed by the scope fields after the rule's values: a rule that rewrites them
      * could share a bucket across the shards its input fields hash to */
     if (rates && scope_values) rt->nshards = 1;
+    /* Sigma correlations: their rules match messages of any rule or none, so their groups' events
+     * meet in one shard only when every message goes by its group-by values; that holds when all
+     * correlations group by the same fields and no patterndb rule needs a context's shard */
+    if (pdb_sigma(db) && sigma_ncorrelations(pdb_sigma(db)) && rt->nshards > 1) {
+        int k = sigma_correlation_key(pdb_sigma(db), rt->sigma_key);
+        bool contexts = false;
+        for (i = 0; i < pdb_nrules(db) && !contexts; i++) {
+            const struct pdb_rule *r = pdb_rule_at(db, i);
+            contexts = r->context_id || rate_limited(r) || r->nalso;
+        }
+        if (k < 0 || contexts)
+            rt->nshards = 1;
+        else {
+            rt->sigma_route = true;
+            rt->nsigma_key = (size_t)k;
+        }
+    }
     free(refs);
     return rt->nshards;
 }
@@ -154,10 +177,28 @@ key_owner(const struct par_route *rt, const struct msg *m, enum pdb_scope scope,
     return corrkey_shard(corrkey_hash(&k), rt->nshards);
 }
 
+/* The shard of m's values of the Sigma correlations' group-by fields (an absent one is ""). */
+static unsigned
+sigma_owner(const struct par_route *rt, const struct msg *m)
+{
+    struct hash_state st;
+    size_t i, n;
+
+    hash_begin(&st);
+    for (i = 0; i < rt->nsigma_key; i++) {
+        const char *v = msg_get(m, rt->sigma_key[i], &n);
+        uint32_t len = v ? (uint32_t)n : 0;
+        hash_add(&st, &len, sizeof(len));
+        if (v) hash_add(&st, v, n);
+    }
+    return corrkey_shard(hash_end(&st), rt->nshards);
+}
+
 unsigned
 par_owner(const struct par_route *rt, const struct msg *m, const struct pdb_rule *r, struct buf *id)
 {
     if (rt->nshards <= 1) return 0;
+    if (rt->sigma_route) return sigma_owner(rt, m);
     if (!r || (!r->context_id && !rate_limited(r))) return PAR_ANY_SHARD;
     return key_owner(rt, m, r->scope, r->context_id, id);
 }

@@ -16,6 +16,7 @@
 
 #include "engine/buf.h"
 #include "engine/corr.h"
+#include "engine/sigma.h"
 
 /*
  * The default number of threads: the CPUs this process may run on (its
@@ -33,6 +34,11 @@ unsigned par_default_threads(void);
 struct par_route {
     unsigned nshards;
     bool noid[4]; /* by scope: the key leaves the context id out (rate limits) */
+    /* Sigma correlation rules that all group by these fields (and no patterndb context):
+     * every message goes to the shard of its values of them */
+    bool sigma_route;
+    size_t nsigma_key;
+    nv_handle sigma_key[SIGMA_KEY_MAX];
 };
 #define PAR_ANY_SHARD UINT32_MAX /* needs no shard's state: any shard may take it */
 unsigned par_route_init(struct par_route *rt, const struct pdb *db, unsigned n);

@@ -627,6 +627,8 @@ pipeline_stats(struct pipeline *p, struct corr_stats *out)
         out->rate_limited += s.rate_limited;
         out->rate_buckets += s.rate_buckets;
         out->context_bytes += s.context_bytes;
+        out->sigma_groups += s.sigma_groups;
+        out->sigma_dropped += s.sigma_dropped;
     }
 }
 

@@ -1,6 +1,8 @@
 /*
  * sigma: Sigma detection rules and their mapping file, loaded with libyaml
- * into match trees, and their evaluation on messages (see sigma.h).
+ * into match trees, and their evaluation on messages; correlation rules,
+ * linked to the rules they refer to, and their groups' windows (see
+ * sigma.h).
  */
 #include "engine/sigma.h"
 
@@ -18,6 +20,7 @@
 
 #include "engine/base64.h"
 #include "engine/buf.h"
+#include "engine/hash.h"
 #include "engine/rematch.h"
 #include "engine/sigma_cond.h"
 #include "engine/tags.h"
@@ -117,8 +120,68 @@ struct sigma_impl {
     struct sigma_cond *cond;
     nv_handle *labels;
     size_t nlabels;
-    char *alert_id; /* sigma/ID/ */
-    char *event;    /* sigma.ID */
+    char *alert_id;     /* sigma/ID/ */
+    char *event;        /* sigma.ID */
+    char *name;         /* the rule's name: attribute, by which correlations may refer to it */
+    struct scorr *corr; /* a correlation rule: no logsource nor detection */
+    /* the correlations this rule feeds (corr_link_all()), and whether its own alert is left out:
+     * every correlation that refers to it has generate: false */
+    struct feed *feeds;
+    size_t nfeeds;
+    bool quiet;
+};
+
+/* ---- correlation rules ---- */
+
+/* Bounds of a correlation's state (doc/corral-sigma.5), per engine shard. */
+#define MAX_GROUPS   100000 /* groups (group-by values) of all correlations */
+#define MAX_EVENTS   65536  /* event times one event_count group keeps */
+#define MAX_DISTINCT 1024   /* distinct values one value_count group keeps */
+#define MAX_CHAIN    8      /* correlations chained on one another */
+
+enum ctype {
+    CT_EVENT_COUNT,
+    CT_VALUE_COUNT,
+    CT_TEMPORAL,
+    CT_TEMPORAL_ORDERED,
+    CT_VALUE_SUM,
+    CT_VALUE_AVG
+};
+enum cop { CO_GT, CO_GTE, CO_LT, CO_LTE, CO_EQ, CO_NEQ };
+
+struct ccond {
+    enum cop op;
+    double v;
+};
+
+struct calias {
+    char *alias, *rule, *field;
+};
+
+/* Rule r feeds position pos of correlation corr (an index in sigma.corrs). */
+struct feed {
+    uint32_t corr, pos;
+};
+
+struct scorr {
+    enum ctype type;
+    char **refs;
+    int *ref_lines;
+    size_t nrefs;
+    char **group;
+    size_t ngroup;
+    struct calias *aliases;
+    size_t naliases;
+    uint64_t span; /* ms */
+    struct ccond conds[6];
+    size_t nconds;
+    char *field; /* value_count */
+    bool generate;
+    /* linked (corr_link_all()) */
+    struct sigma_rule **ref_rules;
+    nv_handle *group_h; /* [g * nrefs + p]: what group-by g reads in an event of refs[p] */
+    nv_handle *field_h; /* [p] */
+    nv_handle *label_h; /* [g]: the alert's label */
 };
 
 /*
@@ -166,6 +229,9 @@ struct sigma {
     size_t ndiags, capdiags, nerrors;
     char **files;
     size_t nfiles;
+    struct sigma_rule **corrs; /* the correlation rules, linked to what they refer to */
+    size_t ncorrs;
+    int loading; /* inside sigma_load(): corr_link_all() when it returns */
 };
 
 struct sigma_scratch {
@@ -181,6 +247,36 @@ struct sigma_scratch {
     pcre2_match_data *md;
     signed char *ls; /* per logsource: -1 not known yet for this message, 0, 1 */
     size_t nls;
+    /* the correlations' state: groups by correlation and group-by values */
+    uint64_t now; /* ms */
+    struct cgroup **gtab;
+    size_t ngtab, ngroups;
+    uint64_t dropped;
+    struct buf key;
+    const struct cgroup *fired; /* the group of the correlation being reported */
+};
+
+/* One group of a correlation: the events of one set of group-by values in its timespan. */
+struct cgroup {
+    struct cgroup *next;
+    uint32_t corr;
+    uint64_t hash, last;
+    char *key; /* the group-by values, each as a 4-byte length and its bytes */
+    size_t keylen;
+    uint64_t *ts; /* event_count, value_sum, value_avg: a ring of event times */
+    double *nums; /* value_sum, value_avg: the field's value of each event of the ring */
+    double sum;   /* of nums */
+    size_t head, n, cap;
+    struct cval *vals; /* value_count */
+    size_t nvals;
+    uint64_t *seen; /* temporal: per reference, its last time + 1; temporal_ordered: per
+                       position, the start + 1 of the chain of events in order up to it */
+};
+
+struct cval {
+    char *v;
+    size_t n;
+    uint64_t t;
 };
 
 /* ---- diagnostics ---- */
@@ -1159,6 +1255,8 @@ det_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const ya
 
 /* ---- rules ---- */
 
+static void corr_free(struct scorr *c);
+
 static void
 impl_free(struct sigma_impl *im)
 {
@@ -1175,6 +1273,9 @@ impl_free(struct sigma_impl *im)
     free(im->labels);
     free(im->alert_id);
     free(im->event);
+    free(im->name);
+    free(im->feeds);
+    corr_free(im->corr);
     free(im);
 }
 
@@ -1331,6 +1432,237 @@ rule_detection(struct sigma *s, yaml_document_t *doc, const yaml_node_t *n, stru
     return true;
 }
 
+/* ---- correlation rules: loading ---- */
+
+static void
+corr_free(struct scorr *c)
+{
+    size_t i;
+
+    if (!c) return;
+    free_strs(c->refs, c->nrefs);
+    free(c->ref_lines);
+    free_strs(c->group, c->ngroup);
+    for (i = 0; i < c->naliases; i++) {
+        free(c->aliases[i].alias);
+        free(c->aliases[i].rule);
+        free(c->aliases[i].field);
+    }
+    free(c->aliases);
+    free(c->field);
+    free(c->ref_rules);
+    free(c->group_h);
+    free(c->field_h);
+    free(c->label_h);
+    free(c);
+}
+
+/* "number + s, m, h or d" in ms; 0 when malformed. */
+static uint64_t
+timespan_ms(const char *v)
+{
+    char *end;
+    unsigned long long n;
+    uint64_t unit;
+
+    if (*v < '0' || *v > '9') return 0;
+    errno = 0;
+    n = strtoull(v, &end, 10);
+    if (errno || end[0] == 0 || end[1] != 0) return 0;
+    switch (*end) {
+    case 's': unit = 1000; break;
+    case 'm': unit = 60000; break;
+    case 'h': unit = 3600000; break;
+    case 'd': unit = 86400000; break;
+    default: return 0;
+    }
+    if (n == 0 || n > UINT64_MAX / unit / 2) return 0;
+    return (uint64_t)n * unit;
+}
+
+static bool
+bool_value(const yaml_node_t *v, bool *out)
+{
+    if (!is_scalar(v)) return false;
+    if (!strcmp(scalar(v), "true")) return (*out = true), true;
+    if (!strcmp(scalar(v), "false")) return (*out = false), true;
+    return false;
+}
+
+/* The correlation: section n of a rule into im->corr. */
+static bool
+corr_load(yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im, struct refusal *r)
+{
+    static const char *const types[] = {"event_count",      "value_count", "temporal",
+                                        "temporal_ordered", "value_sum",   "value_avg"};
+    static const char *const ops[] = {"gt", "gte", "lt", "lte", "eq", "neq"};
+    struct scorr *c = xcalloc(1, sizeof(*c));
+    yaml_node_pair_t *p;
+    yaml_node_t *v;
+    size_t i;
+
+    im->corr = c;
+    if (!n || n->type != YAML_MAPPING_NODE) {
+        refuse(r, n ? line_of(n) : 1, "correlation must be a map");
+        return false;
+    }
+    v = map_get(doc, n, "type");
+    if (!is_scalar(v)) {
+        refuse(r, line_of(n), "correlation has no type");
+        return false;
+    }
+    for (i = 0; i < sizeof(types) / sizeof(*types); i++)
+        if (!strcmp(scalar(v), types[i])) break;
+    if (i == sizeof(types) / sizeof(*types)) {
+        if (!strcmp(scalar(v), "value_percentile"))
+            refuse(r, line_of(v),
+                   "correlation type value_percentile is not supported (no bounded estimate of a "
+                   "percentile in a sliding window is implemented)");
+        else
+            refuse(r, line_of(v), "unknown correlation type %s", scalar(v));
+        return false;
+    }
+    c->type = (enum ctype)i;
+    for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(doc, p->key);
+        const char *kk = is_scalar(k) ? scalar(k) : "";
+        v = yaml_document_get_node(doc, p->value);
+        if (!strcmp(kk, "type")) continue;
+        if (!strcmp(kk, "rules")) {
+            yaml_node_item_t *it;
+            if (c->refs) {
+                refuse(r, line_of(k), "rules given twice");
+                return false;
+            }
+            if (!str_list(doc, v, &c->refs, &c->nrefs) || !c->nrefs) {
+                refuse(r, line_of(k), "rules must be a rule name or id, or a list of them");
+                return false;
+            }
+            c->ref_lines = xcalloc(c->nrefs, sizeof(*c->ref_lines));
+            for (i = 0; i < c->nrefs; i++) c->ref_lines[i] = line_of(v);
+            if (v->type == YAML_SEQUENCE_NODE)
+                for (i = 0, it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+                     it++, i++)
+                    c->ref_lines[i] = line_of(yaml_document_get_node(doc, *it));
+        } else if (!strcmp(kk, "group-by")) {
+            if (c->group) {
+                refuse(r, line_of(k), "group-by given twice");
+                return false;
+            }
+            if (!str_list(doc, v, &c->group, &c->ngroup)) {
+                refuse(r, line_of(k), "group-by must be a field name or a list of them");
+                return false;
+            }
+        } else if (!strcmp(kk, "timespan")) {
+            if (!is_scalar(v) || !(c->span = timespan_ms(scalar(v)))) {
+                refuse(r, line_of(k), "timespan must be a number and s, m, h or d (as 90m)");
+                return false;
+            }
+        } else if (!strcmp(kk, "generate")) {
+            if (!bool_value(v, &c->generate)) {
+                refuse(r, line_of(k), "generate must be true or false");
+                return false;
+            }
+        } else if (!strcmp(kk, "aliases")) {
+            yaml_node_pair_t *a, *b;
+            if (!v || v->type != YAML_MAPPING_NODE) {
+                refuse(r, line_of(k), "aliases must be a map of maps");
+                return false;
+            }
+            for (a = v->data.mapping.pairs.start; a < v->data.mapping.pairs.top; a++) {
+                yaml_node_t *an = yaml_document_get_node(doc, a->key);
+                yaml_node_t *av = yaml_document_get_node(doc, a->value);
+                if (!is_scalar(an) || !av || av->type != YAML_MAPPING_NODE) {
+                    refuse(r, line_of(an), "an alias must map rule names to field names");
+                    return false;
+                }
+                for (b = av->data.mapping.pairs.start; b < av->data.mapping.pairs.top; b++) {
+                    yaml_node_t *rn = yaml_document_get_node(doc, b->key);
+                    yaml_node_t *fn = yaml_document_get_node(doc, b->value);
+                    struct calias *ca;
+                    if (!is_scalar(rn) || !is_scalar(fn)) {
+                        refuse(r, line_of(rn), "an alias must map rule names to field names");
+                        return false;
+                    }
+                    c->aliases = xrealloc(c->aliases, (c->naliases + 1) * sizeof(*c->aliases));
+                    ca = &c->aliases[c->naliases++];
+                    ca->alias = xstrdup(scalar(an));
+                    ca->rule = xstrdup(scalar(rn));
+                    ca->field = xstrdup(scalar(fn));
+                }
+            }
+        } else if (!strcmp(kk, "condition")) {
+            yaml_node_pair_t *q;
+            if (!v || v->type != YAML_MAPPING_NODE) {
+                refuse(r, line_of(k), "condition must be a map (as gte: 100)");
+                return false;
+            }
+            for (q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+                yaml_node_t *qk = yaml_document_get_node(doc, q->key);
+                yaml_node_t *qv = yaml_document_get_node(doc, q->value);
+                char *end;
+                if (is_scalar(qk) && !strcmp(scalar(qk), "field")) {
+                    if (!is_scalar(qv) || c->field) {
+                        refuse(r, line_of(qk), "condition field must be one field name");
+                        return false;
+                    }
+                    c->field = xstrdup(scalar(qv));
+                    continue;
+                }
+                for (i = 0; is_scalar(qk) && i < sizeof(ops) / sizeof(*ops); i++)
+                    if (!strcmp(scalar(qk), ops[i])) break;
+                if (!is_scalar(qk) || i == sizeof(ops) / sizeof(*ops) || c->nconds == 6) {
+                    refuse(r, line_of(qk),
+                           "condition: expected gt, gte, lt, lte, eq, neq or field");
+                    return false;
+                }
+                if (!is_scalar(qv) || !*scalar(qv) ||
+                    (c->conds[c->nconds].v = strtod(scalar(qv), &end), *end)) {
+                    refuse(r, line_of(qv), "condition %s must be a number", ops[i]);
+                    return false;
+                }
+                c->conds[c->nconds++].op = (enum cop)i;
+            }
+        } else {
+            refuse(r, line_of(k), "unknown correlation attribute %s", kk);
+            return false;
+        }
+    }
+    if (!c->refs) {
+        refuse(r, line_of(n), "correlation has no rules");
+        return false;
+    }
+    if (!c->span) {
+        refuse(r, line_of(n), "correlation has no timespan");
+        return false;
+    }
+    if (c->type != CT_TEMPORAL && c->type != CT_TEMPORAL_ORDERED && !c->nconds) {
+        refuse(r, line_of(n), "%s needs a condition", types[c->type]);
+        return false;
+    }
+    if ((c->type == CT_VALUE_COUNT || c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG) !=
+        (c->field != NULL)) {
+        refuse(r, line_of(n),
+               c->field ? "condition field is only for value_count, value_sum and value_avg"
+                        : "%s needs a condition field",
+               types[c->type]);
+        return false;
+    }
+    if (c->type == CT_TEMPORAL_ORDERED && c->nconds) {
+        refuse(r, line_of(n), "temporal_ordered takes no condition: all its rules, in order");
+        return false;
+    }
+    if (c->nrefs > 64) {
+        refuse(r, line_of(n), "more than 64 rules in one correlation");
+        return false;
+    }
+    if (c->ngroup > 16) {
+        refuse(r, line_of(n), "more than 16 group-by fields");
+        return false;
+    }
+    return true;
+}
+
 static const char *const rule_keys[] = {
     "title",          "id",         "name",
     "related",        "taxonomy",   "status",
@@ -1339,6 +1671,7 @@ static const char *const rule_keys[] = {
     "logsource",      "detection",  "fields",
     "falsepositives", "level",      "tags",
     "scope",          "simulation", "regression_tests_path",
+    "correlation",    "generate",
 };
 
 static struct sigma_rule *
@@ -1350,6 +1683,7 @@ rule_load(struct sigma *s, const char *file, yaml_document_t *doc, yaml_node_t *
     yaml_node_pair_t *p;
     yaml_node_t *v;
     struct buf b = {0};
+    yaml_node_t *corr_node = NULL;
     size_t i;
 
     rule->impl = im;
@@ -1359,11 +1693,8 @@ rule_load(struct sigma *s, const char *file, yaml_document_t *doc, yaml_node_t *
         yaml_node_t *k = yaml_document_get_node(doc, p->key);
         if (!is_scalar(k)) continue;
         if (!strcmp(scalar(k), "correlation")) {
-            yaml_node_t *c = yaml_document_get_node(doc, p->value);
-            yaml_node_t *t = map_get(doc, c, "type");
-            refuse(r, line_of(k), "correlation rule (type %s): correlation rules are not supported",
-                   is_scalar(t) ? scalar(t) : "missing");
-            goto fail;
+            corr_node = yaml_document_get_node(doc, p->value);
+            continue;
         }
         if (!strcmp(scalar(k), "filter")) {
             refuse(r, line_of(k), "filter rules are not supported");
@@ -1397,8 +1728,27 @@ rule_load(struct sigma *s, const char *file, yaml_document_t *doc, yaml_node_t *
         rule->level = xstrdup(scalar(v));
     }
     rule->severity = severity_of(rule->level);
-    if (!rule_logsource(s, doc, map_get(doc, root, "logsource"), im, r)) goto fail;
-    if (!rule_detection(s, doc, map_get(doc, root, "detection"), im, r)) goto fail;
+    if ((v = map_get(doc, root, "name"))) {
+        if (!is_scalar(v) || !*scalar(v)) {
+            refuse(r, line_of(v), "name must be a string");
+            goto fail;
+        }
+        im->name = xstrdup(scalar(v));
+    }
+    if (corr_node) {
+        if (map_get(doc, root, "detection") || map_get(doc, root, "logsource")) {
+            refuse(r, line_of(corr_node), "a correlation rule has no logsource nor detection");
+            goto fail;
+        }
+        if (!corr_load(doc, corr_node, im, r)) goto fail;
+        if ((v = map_get(doc, root, "generate")) && !bool_value(v, &im->corr->generate)) {
+            refuse(r, line_of(v), "generate must be true or false");
+            goto fail;
+        }
+    } else {
+        if (!rule_logsource(s, doc, map_get(doc, root, "logsource"), im, r)) goto fail;
+        if (!rule_detection(s, doc, map_get(doc, root, "detection"), im, r)) goto fail;
+    }
     buf_printf(&b, "sigma/%s/", rule->id);
     im->alert_id = xstrdup(buf_str(&b));
     buf_reset(&b);
@@ -1506,6 +1856,181 @@ gate_rule(struct sigma *s, struct sigma_rule *r, uint32_t idx)
     }
 }
 
+/* ---- correlation rules: linking ---- */
+
+/* The rule (detection or correlation, not self) that ref names by its name or id, or NULL. */
+static struct sigma_rule *
+find_ref(const struct sigma *s, const struct sigma_rule *self, const char *ref)
+{
+    size_t i;
+
+    for (i = 0; i < s->nrules; i++)
+        if ((s->rules[i]->impl->name && !strcmp(s->rules[i]->impl->name, ref)) ||
+            !strcmp(s->rules[i]->id, ref))
+            return s->rules[i];
+    for (i = 0; i < s->ncorrs; i++)
+        if (s->corrs[i] != self &&
+            ((s->corrs[i]->impl->name && !strcmp(s->corrs[i]->impl->name, ref)) ||
+             !strcmp(s->corrs[i]->id, ref)))
+            return s->corrs[i];
+    return NULL;
+}
+
+/* How deep correlation r chains on others; MAX_CHAIN + 1 when deeper, or circular. */
+static int
+chain_depth(const struct sigma_rule *r, int depth)
+{
+    const struct scorr *c = r->impl->corr;
+    int most = depth;
+    size_t p;
+
+    if (!c) return depth;
+    if (depth > MAX_CHAIN) return depth;
+    for (p = 0; p < c->nrefs; p++) {
+        int d = chain_depth(c->ref_rules[p], depth + 1);
+        if (d > most) most = d;
+    }
+    return most;
+}
+
+/* The field that group-by name reads in events of rule ref (refs[p]), through the aliases. */
+static const char *
+alias_field(const struct scorr *c, const char *name, const struct sigma_rule *ref, size_t p)
+{
+    size_t i;
+
+    for (i = 0; i < c->naliases; i++)
+        if (!strcmp(c->aliases[i].alias, name) &&
+            (!strcmp(c->aliases[i].rule, c->refs[p]) || !strcmp(c->aliases[i].rule, ref->id) ||
+             (ref->impl->name && !strcmp(c->aliases[i].rule, ref->impl->name))))
+            return c->aliases[i].field;
+    return NULL;
+}
+
+static bool
+is_alias(const struct scorr *c, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < c->naliases; i++)
+        if (!strcmp(c->aliases[i].alias, name)) return true;
+    return false;
+}
+
+/* Resolves correlation r's references and fields; false with the reason in rf. */
+static bool
+corr_link(const struct sigma *s, struct sigma_rule *r, struct refusal *rf)
+{
+    struct scorr *c = r->impl->corr;
+    size_t p, g;
+
+    free(c->ref_rules);
+    free(c->group_h);
+    free(c->field_h);
+    free(c->label_h);
+    c->ref_rules = xcalloc(c->nrefs, sizeof(*c->ref_rules));
+    c->group_h = xcalloc(c->ngroup * c->nrefs + 1, sizeof(*c->group_h));
+    c->field_h = xcalloc(c->nrefs, sizeof(*c->field_h));
+    c->label_h = xcalloc(c->ngroup + 1, sizeof(*c->label_h));
+    for (p = 0; p < c->nrefs; p++) {
+        const struct sigma_rule *ref = c->ref_rules[p] = find_ref(s, r, c->refs[p]);
+        /* a detection rule's fields are named in its logsource's mapping; a correlation's
+         * events are its rules' */
+        const struct lsmap *ls = ref && !ref->impl->corr ? ref->impl->ls : NULL;
+        if (!ref) {
+            refuse(rf, c->ref_lines[p], "correlation refers to %s, which is not a loaded rule",
+                   c->refs[p]);
+            return false;
+        }
+        for (g = 0; g < c->ngroup; g++) {
+            const char *f = alias_field(c, c->group[g], ref, p);
+            if (!f && is_alias(c, c->group[g])) {
+                refuse(rf, r->line, "alias %s names no field for rule %s", c->group[g], c->refs[p]);
+                return false;
+            }
+            if (!map_field(s, ls, f ? f : c->group[g], &c->group_h[g * c->nrefs + p])) {
+                refuse(rf, r->line, "group-by field %s has no mapping (rule %s)",
+                       f ? f : c->group[g], c->refs[p]);
+                return false;
+            }
+        }
+        if (c->field && !map_field(s, ls, c->field, &c->field_h[p])) {
+            refuse(rf, r->line, "condition field %s has no mapping (rule %s)", c->field,
+                   c->refs[p]);
+            return false;
+        }
+    }
+    for (g = 0; g < c->ngroup; g++)
+        c->label_h[g] =
+            is_alias(c, c->group[g]) ? nv_intern_str(c->group[g]) : c->group_h[g * c->nrefs];
+    return true;
+}
+
+/*
+ * Links the correlation rules to the rules they refer to (by name or id),
+ * refusing those that refer to no loaded rule, chain deeper than MAX_CHAIN
+ * (or in a circle) or read a field without a mapping, and those that refer
+ * to a refused one; then lists what each rule feeds.
+ */
+static void
+corr_link_all(struct sigma *s)
+{
+    size_t i, p;
+    bool again = true;
+
+    while (again) {
+        struct refusal rf = {0};
+        again = false;
+        /* all linked before the chains are followed: a chain reads its links' links */
+        for (i = 0; i < s->ncorrs; i++)
+            if (!corr_link(s, s->corrs[i], &rf)) break;
+        if (i == s->ncorrs)
+            for (i = 0; i < s->ncorrs; i++)
+                if (chain_depth(s->corrs[i], 0) > MAX_CHAIN) {
+                    refuse(&rf, s->corrs[i]->line, "correlation chain deeper than %d, or circular",
+                           MAX_CHAIN);
+                    break;
+                }
+        if (i < s->ncorrs) {
+            /* refusing one can orphan others: start over */
+            struct sigma_rule *r = s->corrs[i];
+            diag(s, SIGMA_WARNING, r->file, rf.line, "sigma rule refused: %s", rf.text);
+            s->nrefused++;
+            rule_free(r);
+            memmove(&s->corrs[i], &s->corrs[i + 1], (s->ncorrs - i - 1) * sizeof(*s->corrs));
+            s->ncorrs--;
+            again = true;
+        }
+    }
+    for (i = 0; i < s->nrules; i++) {
+        free(s->rules[i]->impl->feeds);
+        s->rules[i]->impl->feeds = NULL;
+        s->rules[i]->impl->nfeeds = 0;
+        s->rules[i]->impl->quiet = false;
+    }
+    for (i = 0; i < s->ncorrs; i++) {
+        free(s->corrs[i]->impl->feeds);
+        s->corrs[i]->impl->feeds = NULL;
+        s->corrs[i]->impl->nfeeds = 0;
+        s->corrs[i]->impl->quiet = false;
+    }
+    /* quiet: referred to, by correlations that all have generate: false */
+    for (i = 0; i < s->ncorrs; i++) {
+        const struct scorr *c = s->corrs[i]->impl->corr;
+        for (p = 0; p < c->nrefs; p++) c->ref_rules[p]->impl->quiet = true;
+    }
+    for (i = 0; i < s->ncorrs; i++) {
+        const struct scorr *c = s->corrs[i]->impl->corr;
+        for (p = 0; p < c->nrefs; p++) {
+            struct sigma_impl *ri = c->ref_rules[p]->impl;
+            if (c->generate) ri->quiet = false;
+            ri->feeds = xrealloc(ri->feeds, (ri->nfeeds + 1) * sizeof(*ri->feeds));
+            ri->feeds[ri->nfeeds].corr = (uint32_t)i;
+            ri->feeds[ri->nfeeds++].pos = (uint32_t)p;
+        }
+    }
+}
+
 int
 sigma_load_memory(struct sigma *s, const char *name, const char *text, size_t len)
 {
@@ -1543,7 +2068,10 @@ sigma_load_memory(struct sigma *s, const char *name, const char *text, size_t le
         } else {
             rule = rule_load(s, name, &doc, root, &r);
         }
-        if (rule) {
+        if (rule && rule->impl->corr) {
+            s->corrs = xrealloc(s->corrs, (s->ncorrs + 1) * sizeof(*s->corrs));
+            s->corrs[s->ncorrs++] = rule;
+        } else if (rule) {
             s->rules = xgrow(s->rules, &s->caprules, s->nrules + 1, sizeof(*s->rules));
             gate_rule(s, rule, (uint32_t)s->nrules);
             if (!rule->impl->gated) {
@@ -1559,6 +2087,7 @@ sigma_load_memory(struct sigma *s, const char *name, const char *text, size_t le
         yaml_document_delete(&doc);
     }
     yaml_parser_delete(&parser);
+    if (!s->loading) corr_link_all(s);
     return 0;
 }
 
@@ -1634,7 +2163,13 @@ load_path(struct sigma *s, const char *path, int depth)
 int
 sigma_load(struct sigma *s, const char *path)
 {
-    return load_path(s, path, 0);
+    int rc;
+
+    /* a correlation may refer to rules of any file of the directory */
+    s->loading++;
+    rc = load_path(s, path, 0);
+    if (!--s->loading) corr_link_all(s);
+    return rc;
 }
 
 /* The names an alert sets, interned once (sigma_new): alerts are made on several threads. */
@@ -1679,6 +2214,8 @@ sigma_free(struct sigma *s)
     free(s->ungated);
     for (i = 0; i < s->nrules; i++) rule_free(s->rules[i]);
     free(s->rules);
+    for (i = 0; i < s->ncorrs; i++) rule_free(s->corrs[i]);
+    free(s->corrs);
     for (i = 0; i < s->nls; i++) ls_free(&s->ls[i]);
     free(s->ls);
     for (i = 0; i < s->nfields; i++) free(s->fields[i].name);
@@ -1702,12 +2239,45 @@ sigma_rule_at(const struct sigma *s, size_t i)
 }
 
 size_t
+sigma_ncorrelations(const struct sigma *s)
+{
+    return s->ncorrs;
+}
+
+const struct sigma_rule *
+sigma_correlation_at(const struct sigma *s, size_t i)
+{
+    return s->corrs[i];
+}
+
+int
+sigma_correlation_key(const struct sigma *s, nv_handle *key)
+{
+    size_t i, g, p, n = 0;
+
+    for (i = 0; i < s->ncorrs; i++) {
+        const struct scorr *c = s->corrs[i]->impl->corr;
+        if (i == 0) {
+            n = c->ngroup; /* at most 16: corr_load() */
+            for (g = 0; g < n; g++) key[g] = c->group_h[g * c->nrefs];
+        }
+        if (c->ngroup != n) return -1;
+        for (g = 0; g < n; g++)
+            for (p = 0; p < c->nrefs; p++)
+                if (c->group_h[g * c->nrefs + p] != key[g]) return -1;
+    }
+    return (int)n;
+}
+
+size_t
 sigma_nrefused(const struct sigma *s)
 {
     return s->nrefused;
 }
 
 /* ---- matching ---- */
+
+static void group_free(struct cgroup *g);
 
 struct sigma_scratch *
 sigma_scratch_new(void)
@@ -1721,6 +2291,8 @@ sigma_scratch_new(void)
 void
 sigma_scratch_free(struct sigma_scratch *sc)
 {
+    size_t i;
+
     if (!sc) return;
     pcre2_match_data_free(sc->md);
     free(sc->ls);
@@ -1728,6 +2300,14 @@ sigma_scratch_free(struct sigma_scratch *sc)
     free(sc->scan_gen);
     free(sc->rule_gen);
     free(sc->cand);
+    for (i = 0; i < sc->ngtab; i++)
+        while (sc->gtab[i]) {
+            struct cgroup *g = sc->gtab[i];
+            sc->gtab[i] = g->next;
+            group_free(g);
+        }
+    free(sc->gtab);
+    buf_free(&sc->key);
     free(sc);
 }
 
@@ -1985,12 +2565,345 @@ grow_gens(uint32_t **a, size_t *n, size_t want)
     *n = want;
 }
 
+/* ---- correlation rules: state ---- */
+
+static void
+group_free(struct cgroup *g)
+{
+    size_t i;
+
+    for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
+    free(g->vals);
+    free(g->ts);
+    free(g->nums);
+    free(g->seen);
+    free(g->key);
+    free(g);
+}
+
+/* Forgets the events of g: after it fired, the next alert needs events of its own. */
+static void
+group_reset(struct cgroup *g, const struct scorr *c)
+{
+    size_t i;
+
+    for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
+    g->nvals = 0;
+    g->head = g->n = 0;
+    g->sum = 0;
+    if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
+}
+
+/* Whether time t is in the window of a correlation of span ending now (out of order: it is). */
+static bool
+in_window(uint64_t t, uint64_t now, uint64_t span)
+{
+    return t >= now || now - t <= span;
+}
+
+/* Drops the groups with no event in their timespan; returns how many are left. */
+static void
+groups_sweep(struct sigma_scratch *sc, const struct sigma *s)
+{
+    size_t b;
+
+    for (b = 0; b < sc->ngtab; b++) {
+        struct cgroup **pp = &sc->gtab[b];
+        while (*pp) {
+            struct cgroup *g = *pp;
+            if (g->corr >= s->ncorrs ||
+                !in_window(g->last, sc->now, s->corrs[g->corr]->impl->corr->span)) {
+                *pp = g->next;
+                group_free(g);
+                sc->ngroups--;
+            } else {
+                pp = &g->next;
+            }
+        }
+    }
+}
+
+static void
+groups_grow(struct sigma_scratch *sc)
+{
+    size_t n = sc->ngtab ? sc->ngtab * 2 : 1024, b;
+    struct cgroup **t = xcalloc(n, sizeof(*t));
+
+    for (b = 0; b < sc->ngtab; b++)
+        while (sc->gtab[b]) {
+            struct cgroup *g = sc->gtab[b];
+            sc->gtab[b] = g->next;
+            g->next = t[g->hash & (n - 1)];
+            t[g->hash & (n - 1)] = g;
+        }
+    free(sc->gtab);
+    sc->gtab = t;
+    sc->ngtab = n;
+}
+
+/* The group of correlation k with the key in sc->key, made if new; NULL when full. */
+static struct cgroup *
+group_get(struct sigma_scratch *sc, const struct sigma *s, uint32_t k)
+{
+    uint64_t h = hash_bytes(hash_string(sc->key.p, sc->key.len), &k, sizeof(k));
+    const struct scorr *c = s->corrs[k]->impl->corr;
+    struct cgroup *g;
+
+    if (sc->ngtab)
+        for (g = sc->gtab[h & (sc->ngtab - 1)]; g; g = g->next)
+            if (g->hash == h && g->corr == k && g->keylen == sc->key.len &&
+                !memcmp(g->key, sc->key.p, g->keylen))
+                return g;
+    if (sc->ngroups >= MAX_GROUPS) groups_sweep(sc, s);
+    if (sc->ngroups >= MAX_GROUPS) return NULL;
+    if (sc->ngroups >= sc->ngtab * 2) groups_grow(sc);
+    g = xcalloc(1, sizeof(*g));
+    g->corr = k;
+    g->hash = h;
+    g->keylen = sc->key.len;
+    g->key = xmalloc(g->keylen + 1);
+    memcpy(g->key, sc->key.p, g->keylen);
+    if (c->type == CT_TEMPORAL || c->type == CT_TEMPORAL_ORDERED)
+        g->seen = xcalloc(c->nrefs, sizeof(*g->seen));
+    g->next = sc->gtab[h & (sc->ngtab - 1)];
+    sc->gtab[h & (sc->ngtab - 1)] = g;
+    sc->ngroups++;
+    return g;
+}
+
+static bool
+cond_holds(const struct scorr *c, double v)
+{
+    size_t i;
+
+    for (i = 0; i < c->nconds; i++) {
+        double t = c->conds[i].v;
+        bool ok = false;
+        switch (c->conds[i].op) {
+        case CO_GT: ok = v > t; break;
+        case CO_GTE: ok = v >= t; break;
+        case CO_LT: ok = v < t; break;
+        case CO_LTE: ok = v <= t; break;
+        case CO_EQ: ok = v == t; break;
+        case CO_NEQ: ok = v != t; break;
+        }
+        if (!ok) return false;
+    }
+    return true;
+}
+
+/* An event of value_count's field: its value joins the group's distinct set. */
+static size_t
+distinct_add(struct cgroup *g, const struct scorr *c, uint64_t now, const char *v, size_t n)
+{
+    size_t i, j, oldest = 0;
+
+    for (i = j = 0; i < g->nvals; i++) {
+        if (!in_window(g->vals[i].t, now, c->span)) {
+            free(g->vals[i].v);
+            continue;
+        }
+        g->vals[j++] = g->vals[i];
+    }
+    g->nvals = j;
+    for (i = 0; i < g->nvals; i++)
+        if (g->vals[i].n == n && !memcmp(g->vals[i].v, v, n)) {
+            g->vals[i].t = now;
+            return g->nvals;
+        }
+    if (g->nvals == MAX_DISTINCT) { /* the bound: the value seen longest ago makes room */
+        for (i = 1; i < g->nvals; i++)
+            if (g->vals[i].t < g->vals[oldest].t) oldest = i;
+        free(g->vals[oldest].v);
+        g->vals[oldest] = g->vals[--g->nvals];
+    }
+    if (!(g->nvals & (g->nvals - 1)) || !g->vals)
+        g->vals = xrealloc(g->vals, (g->nvals ? g->nvals * 2 : 4) * sizeof(*g->vals));
+    g->vals[g->nvals].v = xmalloc(n + 1);
+    memcpy(g->vals[g->nvals].v, v, n);
+    g->vals[g->nvals].n = n;
+    g->vals[g->nvals++].t = now;
+    return g->nvals;
+}
+
+/*
+ * An event of event_count, value_sum or value_avg: its time (and value x, for
+ * the latter) joins the group's ring; returns the events in the window.
+ */
+static size_t
+count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x)
+{
+    bool nums = c->type != CT_EVENT_COUNT;
+
+    while (g->n && !in_window(g->ts[g->head], now, c->span)) {
+        if (nums) g->sum -= g->nums[g->head];
+        g->head = (g->head + 1) % g->cap;
+        g->n--;
+    }
+    if (!g->n) g->sum = 0; /* no drift carried over an empty window */
+    if (g->n == g->cap) {
+        if (g->cap < MAX_EVENTS) {
+            size_t cap = g->cap ? g->cap * 2 : 8, i;
+            uint64_t *ts = xmalloc(cap * sizeof(*ts));
+            double *ns = nums ? xmalloc(cap * sizeof(*ns)) : NULL;
+            for (i = 0; i < g->n; i++) {
+                ts[i] = g->ts[(g->head + i) % g->cap];
+                if (nums) ns[i] = g->nums[(g->head + i) % g->cap];
+            }
+            free(g->ts);
+            free(g->nums);
+            g->ts = ts;
+            g->nums = ns;
+            g->cap = cap;
+            g->head = 0;
+        } else { /* the bound: the oldest event makes room */
+            if (nums) g->sum -= g->nums[g->head];
+            g->head = (g->head + 1) % g->cap;
+            g->n--;
+        }
+    }
+    g->ts[(g->head + g->n) % g->cap] = now;
+    if (nums) {
+        g->nums[(g->head + g->n) % g->cap] = x;
+        g->sum += x;
+    }
+    return ++g->n;
+}
+
+/* The number field value v (n bytes) holds, as a whole; false if none. */
+static bool
+number_of(const char *v, size_t n, double *x)
+{
+    char tmp[64], *end;
+
+    if (!n || n >= sizeof(tmp)) return false;
+    memcpy(tmp, v, n);
+    tmp[n] = 0;
+    *x = strtod(tmp, &end);
+    return *end == 0 && *x == *x && *x - *x == 0; /* not NaN nor infinite */
+}
+
+typedef void (*fire_fn)(void *arg, const struct sigma_rule *r);
+
+/*
+ * Message m is an event of position pos of correlation k (it matched
+ * refs[pos], or that correlation fired on it): updates the group of its
+ * group-by values, and reports the correlation when it fires, then feeds
+ * the correlations chained on it.
+ */
+static void
+corr_feed(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, uint32_t pos,
+          const struct msg *m, fire_fn fn, void *arg)
+{
+    const struct sigma_rule *cr = s->corrs[k];
+    const struct scorr *c = cr->impl->corr;
+    struct cgroup *g;
+    const char *v = NULL;
+    size_t n, i, got = 0;
+    double x = 0;
+    bool fire = false;
+
+    buf_reset(&sc->key);
+    for (i = 0; i < c->ngroup; i++) {
+        uint32_t len;
+        v = msg_get(m, c->group_h[i * c->nrefs + pos], &n);
+        if (!v) v = "", n = 0; /* an absent field groups as the empty value */
+        len = (uint32_t)n;
+        buf_append(&sc->key, (const char *)&len, sizeof(len));
+        buf_append(&sc->key, v, n);
+    }
+    if (c->field && !(v = msg_get(m, c->field_h[pos], &n)))
+        return; /* an event without the field has no value to count */
+    if ((c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG) && !number_of(v, n, &x))
+        return; /* nor one whose value is not a number */
+    if (!(g = group_get(sc, s, k))) {
+        sc->dropped++;
+        return;
+    }
+    g->last = sc->now;
+    switch (c->type) {
+    case CT_EVENT_COUNT: fire = cond_holds(c, (double)count_add(g, c, sc->now, 0)); break;
+    case CT_VALUE_SUM:
+        count_add(g, c, sc->now, x);
+        fire = cond_holds(c, g->sum);
+        break;
+    case CT_VALUE_AVG:
+        n = count_add(g, c, sc->now, x);
+        fire = cond_holds(c, g->sum / (double)n);
+        break;
+    case CT_VALUE_COUNT:
+        v = msg_get(m, c->field_h[pos], &n);
+        fire = cond_holds(c, (double)distinct_add(g, c, sc->now, v, n));
+        break;
+    case CT_TEMPORAL:
+        g->seen[pos] = sc->now + 1;
+        /* each referenced rule counts once, the same rule at two positions once */
+        for (i = 0; i < c->nrefs; i++) {
+            size_t j;
+            if (!g->seen[i] || !in_window(g->seen[i] - 1, sc->now, c->span)) continue;
+            for (j = 0; j < i; j++)
+                if (c->ref_rules[j] == c->ref_rules[i] && g->seen[j]) break;
+            if (j == i) got++;
+        }
+        if (c->nconds)
+            fire = cond_holds(c, (double)got);
+        else {
+            size_t distinct = 0;
+            for (i = 0; i < c->nrefs; i++) {
+                size_t j;
+                for (j = 0; j < i; j++)
+                    if (c->ref_rules[j] == c->ref_rules[i]) break;
+                if (j == i) distinct++;
+            }
+            fire = got == distinct;
+        }
+        break;
+    case CT_TEMPORAL_ORDERED:
+        /* seen[p]: the start of the latest chain in order up to p, which is the one most
+         * likely to complete within the timespan */
+        if (pos == 0)
+            g->seen[0] = sc->now + 1;
+        else if (g->seen[pos - 1] && in_window(g->seen[pos - 1] - 1, sc->now, c->span))
+            g->seen[pos] = g->seen[pos - 1];
+        fire = pos == c->nrefs - 1 && g->seen[pos] && in_window(g->seen[pos] - 1, sc->now, c->span);
+        break;
+    }
+    if (!fire) return;
+    /* the alert reads the group-by values from the group: report before the reset */
+    if (fn && !cr->impl->quiet) {
+        sc->fired = g;
+        fn(arg, cr);
+        sc->fired = NULL;
+    }
+    group_reset(g, c);
+    for (i = cr->impl->nfeeds; i-- > 0;)
+        corr_feed(sc, s, cr->impl->feeds[i].corr, cr->impl->feeds[i].pos, m, fn, arg);
+}
+
+void
+sigma_scratch_set_time(struct sigma_scratch *sc, uint64_t now_ms)
+{
+    sc->now = now_ms;
+}
+
+uint64_t
+sigma_scratch_dropped(const struct sigma_scratch *sc)
+{
+    return sc->dropped;
+}
+
+size_t
+sigma_scratch_groups(const struct sigma_scratch *sc)
+{
+    return sc->ngroups;
+}
+
 size_t
 sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc,
             void (*fn)(void *arg, const struct sigma_rule *r), void *arg)
 {
     struct eval e = {NULL, m, sc};
-    size_t i, u, g, hits = 0;
+    size_t i, u, g, u2, hits = 0;
 
     if (!s->nrules) return 0;
     if (sc->nls < s->nls) {
@@ -2029,7 +2942,10 @@ sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc
         e.im = r->impl;
         if (!sigma_cond_eval(r->impl->cond, sel_match, &e)) continue;
         hits++;
-        if (fn) fn(arg, r);
+        if (fn && !r->impl->quiet) fn(arg, r);
+        /* in reverse: a rule at two positions of a temporal_ordered takes the later first */
+        for (u2 = r->impl->nfeeds; u2-- > 0;)
+            corr_feed(sc, s, r->impl->feeds[u2].corr, r->impl->feeds[u2].pos, m, fn, arg);
     }
     return hits;
 }
@@ -2064,5 +2980,33 @@ sigma_alert(const struct sigma_rule *r, const struct msg *m)
     msg_set(g, h_id, b.p, b.len);
     buf_free(&b);
     msg_tag_set(g, tag_alert);
+    return g;
+}
+
+struct msg *
+sigma_alert_fired(const struct sigma_rule *r, const struct msg *m, const struct sigma_scratch *sc)
+{
+    const struct scorr *c = r->impl->corr;
+    struct msg *g = sigma_alert(r, m);
+    struct buf b = {0};
+    const char *k, *end;
+    size_t i;
+
+    if (!c || !sc || !sc->fired) return g;
+    /* the group-by values as labels, and in the alert id: one alert per group */
+    buf_puts(&b, r->impl->alert_id);
+    k = sc->fired->key;
+    end = k + sc->fired->keylen;
+    for (i = 0; i < c->ngroup && k + sizeof(uint32_t) <= end; i++) {
+        uint32_t len;
+        memcpy(&len, k, sizeof(len));
+        k += sizeof(len);
+        msg_set(g, c->label_h[i], k, len);
+        if (i) buf_putc(&b, '/');
+        buf_append(&b, k, len);
+        k += len;
+    }
+    msg_set(g, h_id, b.p ? b.p : "", b.len);
+    buf_free(&b);
     return g;
 }

@@ -1,5 +1,5 @@
 /*
- * sigma: Sigma detection rules (YAML, the Sigma specification v2), loaded
+ * sigma: Sigma detection and correlation rules (YAML, the Sigma specification v2), loaded
  * with a mapping file and evaluated on every message beside the patterndb
  * rules.
  *
@@ -21,6 +21,12 @@
  * asks for them; regular expressions run through rematch() with its
  * limits.
  *
+ * Correlation rules (the Sigma correlation specification 2.1: event_count,
+ * value_count, temporal, temporal_ordered, value_sum, value_avg) refer to
+ * rules by name or id, chained or not; they are linked when a load
+ * returns.  Their groups (by group-by values) and sliding windows live in
+ * the scratch, bounded, in the correlation time the caller sets.
+ *
  * The set is read-only once loaded; sigma_match() needs a scratch of the
  * caller's (one per thread).  A match is reported to the caller, which
  * makes the alert with sigma_alert().
@@ -30,6 +36,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "engine/msg.h"
@@ -82,6 +89,18 @@ int sigma_load_memory(struct sigma *s, const char *name, const char *text, size_
 
 size_t sigma_nrules(const struct sigma *s);
 const struct sigma_rule *sigma_rule_at(const struct sigma *s, size_t i);
+/* Correlation rules loaded (linked to what they refer to); not counted in sigma_nrules(). */
+size_t sigma_ncorrelations(const struct sigma *s);
+const struct sigma_rule *sigma_correlation_at(const struct sigma *s, size_t i);
+/*
+ * The group-by fields of the correlation rules when they are the same list
+ * for every correlation and every rule it refers to (aliases included),
+ * into key (at most SIGMA_KEY_MAX); returns their number, or -1 when they
+ * differ.  A message whose values of them go to one engine meets every
+ * event of its groups there.
+ */
+#define SIGMA_KEY_MAX 16
+int sigma_correlation_key(const struct sigma *s, nv_handle *key);
 /* Rules refused so far. */
 size_t sigma_nrefused(const struct sigma *s);
 
@@ -95,9 +114,22 @@ struct sigma_scratch *sigma_scratch_new(void);
 void sigma_scratch_free(struct sigma_scratch *sc);
 
 /*
+ * The correlation time (ms) of the next sigma_match(): the timespans of
+ * the correlation rules, whose state the scratch keeps, are measured in it.
+ */
+void sigma_scratch_set_time(struct sigma_scratch *sc, uint64_t now_ms);
+/* Events of a new correlation group left uncounted because the groups' bound was reached. */
+uint64_t sigma_scratch_dropped(const struct sigma_scratch *sc);
+/* Correlation groups held. */
+size_t sigma_scratch_groups(const struct sigma_scratch *sc);
+
+/*
  * Calls fn for every rule that matches m, in load order; returns their
- * number.  Does not change m; allocates only while sc grows to the set's
- * size (the first messages).
+ * number.  A detection rule that correlations refer to feeds them (and is
+ * not reported itself when all of them have generate: false); fn is called
+ * for every correlation that fires (right after the rule that made it), and
+ * it feeds the correlations chained on it.  Does not change m; allocates only while sc grows to the
+ * set's size (the first messages).
  */
 size_t sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc,
                    void (*fn)(void *arg, const struct sigma_rule *r), void *arg);
@@ -111,5 +143,13 @@ size_t sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scra
  * m has, under its corral name.
  */
 struct msg *sigma_alert(const struct sigma_rule *r, const struct msg *m);
+/*
+ * The alert of rule r as fn of sigma_match() reports it with scratch sc:
+ * sigma_alert(), and for a correlation rule its group-by values as labels
+ * (under the field's corral name, or the alias's name) and, joined by '/',
+ * in corral.alert_id sigma/ID/VALUES.
+ */
+struct msg *sigma_alert_fired(const struct sigma_rule *r, const struct msg *m,
+                              const struct sigma_scratch *sc);
 
 #endif

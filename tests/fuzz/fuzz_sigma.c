@@ -1,7 +1,8 @@
 /*
  * libFuzzer harness for the Sigma rule loader (engine/sigma): the input is
- * a rule file.  Whatever loads is evaluated against a few messages; a
- * document either loads as a rule or is refused with a diagnostic.
+ * a rule file.  Whatever loads is evaluated against a few messages, at
+ * times that move through the correlation rules' timespans; a document
+ * either loads as a rule or is refused with a diagnostic.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +18,22 @@ static const char mapping[] = "logsources:\n"
                               "  - product: linux\n    service: sshd\n    program: [sshd]\n"
                               "  - category: webserver\n    facility: [daemon, local7]\n"
                               "fields:\n  a: a\n  b: b\n  c-uri: http.uri\n  Message: MESSAGE\n";
+
+struct fire {
+    struct sigma_scratch *sc;
+    const struct msg *m;
+    size_t n;
+};
+
+/* Every alert fired, correlations' included, is made. */
+static void
+fire(void *arg, const struct sigma_rule *r)
+{
+    struct fire *f = arg;
+
+    f->n++;
+    msg_unref(sigma_alert_fired(r, f->m, f->sc));
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -38,6 +55,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hits = sigma_match(s, m, sc, NULL, NULL);
     for (i = 0; i < sigma_nrules(s) && i < 4; i++) msg_unref(sigma_alert(sigma_rule_at(s, i), m));
     if (hits > sigma_nrules(s)) __builtin_trap();
+    /* correlation rules: the same message again and again, with a new time each */
+    for (i = 0; i < 8; i++) {
+        struct fire f = {sc, m, 0};
+        sigma_scratch_set_time(sc, (uint64_t)i * 7000);
+        msg_set(m, nv_intern_str("b"), i & 1 ? "x" : "y", 1);
+        sigma_match(s, m, sc, fire, &f);
+    }
     msg_unref(m);
     sigma_scratch_free(sc);
     sigma_free(s);

@@ -172,6 +172,7 @@ export FUZZ_MIBS="$src/tests/data/mibs"
 status=0
 # Sigma rules (engine/sigma) and conditions (engine/sigma_cond)
 cp "$src"/tests/data/sigma/*.yml "$out/corpus-sigma/" 2>/dev/null || true
+cp "$src"/tests/data/sigma-correlation/*.yml "$out/corpus-sigma/" 2>/dev/null || true
 printf '1 of sel_* and not (filter or all of them)' > "$out/corpus-sigma_cond/seed1"
 printf 'selection and not 1 of filter*' > "$out/corpus-sigma_cond/seed2"
 for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store silences snmptrap sigma sigma_cond}; do
