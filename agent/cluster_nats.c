@@ -38,10 +38,16 @@
 #include <time.h>
 
 #define ADMIN_TRIES 6 /* of 5 s (stream) or 2 s (bucket) each, at start */
-#define HDR_PEER    "Corral-Peer"
-#define HDR_TLS     "Corral-Tls-Peer"
-#define HDR_HOST    "Corral-Host"
-#define HDR_TRY     "Corral-Try"
+/* JetStream's errors for a cluster still forming: no servers to place the
+ * replicas on yet, or the metadata leader not elected yet */
+#define JS_NO_PEERS      10005
+#define JS_NOT_AVAILABLE 10008
+#define PLACE_TRIES      120 /* of PLACE_WAIT_MS each: a minute for the cluster to form */
+#define PLACE_WAIT_MS    500
+#define HDR_PEER         "Corral-Peer"
+#define HDR_TLS          "Corral-Tls-Peer"
+#define HDR_HOST         "Corral-Host"
+#define HDR_TRY          "Corral-Try"
 /* a publish the stream refused (no responders while it elects a leader, a timeout) is sent
  * again every RETRY_MS, RETRY_MAX times at most (a minute) before it counts as lost */
 #define RETRY_MS  250
@@ -346,11 +352,22 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     sc.Storage = js_FileStorage;
     sc.Replicas = (int64_t)cc->replicas;
     sc.MaxAge = (int64_t)(cc->retention * 1e9); /* nanoseconds */
-    /* a JetStream cluster that has just elected its leader may not answer at once */
-    for (tries = 0;
-         (st = js_AddStream(NULL, l->js, &sc, &admin, &ec)) == NATS_TIMEOUT && tries < ADMIN_TRIES;
-         tries++)
-        log_msg(LOG_WARNING, "cluster: creating stream %s: no answer yet, again", l->stream);
+    /* a JetStream cluster that has just elected its leader may not answer at
+     * once, and until it has heard from enough servers it places no replica
+     * (no suitable peers, or not available: it says so at once, so wait) */
+    for (tries = 0; tries < ADMIN_TRIES + PLACE_TRIES; tries++) {
+        ec = 0;
+        st = js_AddStream(NULL, l->js, &sc, &admin, &ec);
+        if (st == NATS_TIMEOUT && tries < ADMIN_TRIES) {
+            log_msg(LOG_WARNING, "cluster: creating stream %s: no answer yet, again", l->stream);
+        } else if ((ec == JS_NO_PEERS || ec == JS_NOT_AVAILABLE) && st != NATS_OK) {
+            log_msg(LOG_WARNING, "cluster: creating stream %s: JetStream error %d, again",
+                    l->stream, (int)ec);
+            nats_Sleep(PLACE_WAIT_MS);
+        } else {
+            break;
+        }
+    }
     if (st != NATS_OK) {
         const char *why = nats_GetLastError(NULL);
         buf_printf(err, "cluster: stream %s (%s, %d replicas): %s (JetStream error %d)", l->stream,
@@ -667,11 +684,18 @@ nats_kv_watch(struct cluster_log *l, enum cluster_bucket b, const char *prefix, 
     struct cluster_watch *w = xcalloc(1, sizeof(*w));
     char keys[300];
     natsStatus st;
+    int tries;
 
     snprintf(keys, sizeof(keys), "%s>", prefix);
     w->fn = fn;
     w->arg = arg;
-    if ((st = kvStore_Watch(&w->w, l->kv[b], keys, NULL)) != NATS_OK) {
+    /* as at the stream's creation: a bucket whose replicas have no leader yet
+     * (a server of the cluster down or starting) does not answer at once */
+    for (tries = 0; (st = kvStore_Watch(&w->w, l->kv[b], keys, NULL)) == NATS_TIMEOUT &&
+                    tries < ADMIN_TRIES + PLACE_TRIES / 4;
+         tries++)
+        log_msg(LOG_WARNING, "cluster: watch %s: no answer yet, again", keys);
+    if (st != NATS_OK) {
         buf_printf(err, "cluster: watch %s: %s", keys, natsStatus_GetText(st));
         free(w);
         return NULL;
