@@ -26,6 +26,7 @@
  */
 #include "agent/cluster.h"
 #include "engine/log.h"
+#include "engine/strlist.h"
 #include "engine/xalloc.h"
 
 #include <nats/nats.h>
@@ -233,16 +234,16 @@ options(struct cluster_log *l, const struct conf_cluster *cc, struct buf *err)
 {
     natsOptions *o = NULL;
     natsStatus st;
-    char *urls = xstrdup(cc->nats), *p, *save = NULL;
-    const char *servers[64];
-    int n = 0;
+    char **urls = NULL;
+    size_t nurls = 0;
+    int n;
     char name[300];
 
-    for (p = strtok_r(urls, ", ", &save); p && n < 64; p = strtok_r(NULL, ", ", &save))
-        servers[n++] = p;
+    strlist_split(cc->nats, &urls, &nurls);
+    n = nurls > 64 ? 64 : (int)nurls;
     snprintf(name, sizeof(name), "corrald %s", cc->node);
     st = natsOptions_Create(&o);
-    if (st == NATS_OK) st = natsOptions_SetServers(o, servers, n);
+    if (st == NATS_OK) st = natsOptions_SetServers(o, (const char **)urls, n);
     if (st == NATS_OK) st = natsOptions_SetName(o, name);
     if (st == NATS_OK) st = natsOptions_SetMaxReconnect(o, -1);
     if (st == NATS_OK) st = natsOptions_SetReconnectWait(o, 500);
@@ -271,6 +272,7 @@ options(struct cluster_log *l, const struct conf_cluster *cc, struct buf *err)
         if ((st = natsOptions_LoadCertificatesChain(o, cc->cert, cc->key)) != NATS_OK)
             buf_printf(err, "cluster cert %s, key %s: %s", cc->cert, cc->key,
                        nats_GetLastError(NULL));
+    while (nurls) free(urls[--nurls]);
     free(urls);
     if (st != NATS_OK) {
         if (!err->len) buf_printf(err, "cluster: NATS options: %s", natsStatus_GetText(st));

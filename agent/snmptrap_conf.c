@@ -7,6 +7,7 @@
  */
 #include "agent/snmptrap_conf.h"
 #include "agent/conf.h"
+#include "engine/strlist.h"
 #include "engine/xalloc.h"
 
 #include <ctype.h>
@@ -86,16 +87,13 @@ snmptrap_conf_read(const xmlNode *n, struct buf *err)
 {
     struct snmptrap_conf *c = xcalloc(1, sizeof(*c));
     const xmlNode *k;
-    char *v, *tok, *save = NULL;
+    char *v;
     int fac = 16, sev = 5; /* local0.notice */
-    size_t cap = 0, ucap = 0;
+    size_t ucap = 0;
     unsigned char eid[32];
 
     if ((v = attr(n, "community"))) {
-        for (tok = strtok_r(v, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
-            c->communities = xgrow(c->communities, &cap, c->ncommunities + 1, sizeof(char *));
-            c->communities[c->ncommunities++] = xstrdup(tok);
-        }
+        strlist_split(v, &c->communities, &c->ncommunities);
         free(v);
     }
     c->engine_id = attr(n, "engine-id");
