@@ -2652,7 +2652,7 @@ group_get(struct sigma_scratch *sc, const struct sigma *s, uint32_t k)
     if (sc->ngtab)
         for (g = sc->gtab[h & (sc->ngtab - 1)]; g; g = g->next)
             if (g->hash == h && g->corr == k && g->keylen == sc->key.len &&
-                !memcmp(g->key, sc->key.p, g->keylen))
+                (!g->keylen || !memcmp(g->key, sc->key.p, g->keylen)))
                 return g;
     if (sc->ngroups >= MAX_GROUPS) groups_sweep(sc, s);
     if (sc->ngroups >= MAX_GROUPS) return NULL;
@@ -2662,7 +2662,7 @@ group_get(struct sigma_scratch *sc, const struct sigma *s, uint32_t k)
     g->hash = h;
     g->keylen = sc->key.len;
     g->key = xmalloc(g->keylen + 1);
-    memcpy(g->key, sc->key.p, g->keylen);
+    if (g->keylen) memcpy(g->key, sc->key.p, g->keylen); /* no group-by: an empty key */
     if (c->type == CT_TEMPORAL || c->type == CT_TEMPORAL_ORDERED)
         g->seen = xcalloc(c->nrefs, sizeof(*g->seen));
     g->next = sc->gtab[h & (sc->ngtab - 1)];
