@@ -27,7 +27,9 @@ a detection rule of its own whose keyword is a word pair of the corpus
 minutes).  The patterndb set does the event_count work with contexts: per
 rule, @ESTRING::KEYWORD@@ANYSTRING@ with context-id bench-I-${HOST}
 (scope global, timeout 600 s) and an action on every third message of the
-context.  A message takes one patterndb rule but every Sigma rule it
+context.  These runs load no other rules (the shipped ones would take the
+sshd lines first), and "baseline (one rule, no match)" is corral match with one rule
+that matches no line.  A message takes one patterndb rule but every Sigma rule it
 matches, and a context's timeout restarts with each message where Sigma's
 window slides: the work is alike, not identical.
 """
@@ -188,6 +190,14 @@ def main():
                          run(base + ["-r", pdb], a.runs), ""))
         if a.corr:
             n = a.corr
+            empty = os.path.join(work, "empty.xml")
+            with open(empty, "w") as f:
+                f.write('<?xml version="1.0"?>\n<patterndb version="4" pub_date="2026-01-01">\n'
+                        '<ruleset name="none" id="none"><rules><rule id="none" provider="bench" '
+                        'class="bench"><patterns><pattern>bench: no line says this</pattern>'
+                        '</patterns></rule></rules></ruleset>\n</patterndb>\n')
+            base = ["taskset", "-c", a.cpu, a.corral, "match", "-j", "1", "-f", corp, "-r", empty]
+            rows.append(("baseline (one rule, no match)", run(base, a.runs), ""))
             for kind in ("event_count", "value_count"):
                 sdir = os.path.join(work, "corr-%s" % kind)
                 pdb = os.path.join(work, "corr-%s.xml" % kind)
