@@ -28,10 +28,10 @@ minutes).  The patterndb set does the event_count work with contexts: per
 rule, @ESTRING::KEYWORD@@ANYSTRING@ with context-id bench-I-${HOST}
 (scope global, timeout 600 s) and an action on every third message of the
 context.  These runs load no other rules (the shipped ones would take the
-sshd lines first), and "baseline (one rule, no match)" is corral match with one rule
-that matches no line.  A message takes one patterndb rule but every Sigma rule it
-matches, and a context's timeout restarts with each message where Sigma's
-window slides: the work is alike, not identical.
+sshd lines first); "baseline (one rule, no match)" is corral match with one
+rule that matches no line.  A message takes one patterndb rule but every
+Sigma rule it matches, and a context's timeout restarts with each message
+where Sigma's window slides: the work is alike, not identical.
 """
 import argparse
 import os
