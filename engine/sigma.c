@@ -269,6 +269,8 @@ struct cgroup {
     uint64_t *ts; /* event_count, value_sum, value_avg, value_percentile: a ring of event times */
     double *nums; /* value_sum, value_avg: the field's value of each event of the ring */
     uint64_t *hs; /* value_percentile: the hash of the field's value of each event of the ring */
+    uint64_t *tk; /* value_percentile: the ring's hashes, open addressing, 2 * cap slots */
+    uint32_t *tn; /* the events of the ring with the hash of each slot; 0: free */
     double sum;   /* of nums */
     size_t head, n, cap;
     struct cval *vals; /* value_count */
@@ -2578,6 +2580,8 @@ group_free(struct cgroup *g)
     free(g->ts);
     free(g->nums);
     free(g->hs);
+    free(g->tk);
+    free(g->tn);
     free(g->seen);
     free(g->key);
     free(g);
@@ -2591,6 +2595,7 @@ group_reset(struct cgroup *g, const struct scorr *c)
 
     for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
     g->nvals = 0;
+    if (g->tn && g->n) memset(g->tn, 0, 2 * g->cap * sizeof(*g->tn));
     g->head = g->n = 0;
     g->sum = 0;
     if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
@@ -2728,6 +2733,43 @@ distinct_add(struct cgroup *g, const struct scorr *c, uint64_t now, const char *
     return g->nvals;
 }
 
+/* value_percentile's count of the events with hash h: the slot of h, or the free one for it. */
+static size_t
+tab_slot(const struct cgroup *g, uint64_t h)
+{
+    size_t mask = 2 * g->cap - 1, i = (size_t)h & mask;
+
+    while (g->tn[i] && g->tk[i] != h) i = (i + 1) & mask;
+    return i;
+}
+
+static uint32_t
+tab_inc(struct cgroup *g, uint64_t h)
+{
+    size_t i = tab_slot(g, h);
+
+    g->tk[i] = h;
+    return ++g->tn[i];
+}
+
+/* One event of hash h leaves; a slot that empties moves its followers back (no tombstones). */
+static void
+tab_dec(struct cgroup *g, uint64_t h)
+{
+    size_t mask = 2 * g->cap - 1, i = tab_slot(g, h), j, home;
+
+    if (--g->tn[i]) return;
+    for (j = (i + 1) & mask; g->tn[j]; j = (j + 1) & mask) {
+        home = (size_t)g->tk[j] & mask;
+        /* j's entry may move to i unless its home lies cyclically in (i, j] */
+        if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) continue;
+        g->tk[i] = g->tk[j];
+        g->tn[i] = g->tn[j];
+        g->tn[j] = 0;
+        i = j;
+    }
+}
+
 /*
  * An event of event_count, value_sum, value_avg or value_percentile: its time
  * (and value x for value_sum and value_avg, the hash h of its value for
@@ -2741,6 +2783,7 @@ count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x, uint6
 
     while (g->n && !in_window(g->ts[g->head], now, c->span)) {
         if (nums) g->sum -= g->nums[g->head];
+        if (hs) tab_dec(g, g->hs[g->head]);
         g->head = (g->head + 1) % g->cap;
         g->n--;
     }
@@ -2764,8 +2807,16 @@ count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x, uint6
             g->hs = hh;
             g->cap = cap;
             g->head = 0;
+            if (hs) { /* the table grows with the ring, at most half full */
+                free(g->tk);
+                free(g->tn);
+                g->tk = xmalloc(2 * cap * sizeof(*g->tk));
+                g->tn = xcalloc(2 * cap, sizeof(*g->tn));
+                for (i = 0; i < g->n; i++) tab_inc(g, g->hs[i]);
+            }
         } else { /* the bound: the oldest event makes room */
             if (nums) g->sum -= g->nums[g->head];
+            if (hs) tab_dec(g, g->hs[g->head]);
             g->head = (g->head + 1) % g->cap;
             g->n--;
         }
@@ -2783,17 +2834,15 @@ count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x, uint6
  * An event of value_percentile with the value of hash h: it joins the
  * group's ring, and the result is the share, in percent, of the events in
  * the window (this one included) whose value is this one's. Exact over the
- * ring, which holds the window's latest MAX_EVENTS events; one pass over it.
+ * ring, which holds the window's latest MAX_EVENTS events; the count of
+ * each hash in the ring is kept in a table, so that an event costs no pass.
  */
 static double
 percent_add(struct cgroup *g, const struct scorr *c, uint64_t now, uint64_t h)
 {
-    size_t n = count_add(g, c, now, 0, h), i, same = 0;
-    size_t end = g->head + n < g->cap ? g->head + n : g->cap; /* the ring's first part */
+    size_t n = count_add(g, c, now, 0, h);
 
-    for (i = g->head; i < end; i++) same += g->hs[i] == h;
-    for (i = 0; i < n - (end - g->head); i++) same += g->hs[i] == h;
-    return 100.0 * (double)same / (double)n;
+    return 100.0 * (double)tab_inc(g, h) / (double)n;
 }
 
 /* The number field value v (n bytes) holds, as a whole; false if none. */

@@ -507,6 +507,27 @@ START_TEST(test_value_percentile_one)
 }
 END_TEST
 
+/* The window slides: values older than the timespan leave the shares. */
+START_TEST(test_value_percentile_slides)
+{
+    struct sigma *s = load(PCT("        lte: 50"));
+    struct got g;
+
+    assert_loaded(s, 1, 1);
+    got_init(&g);
+    ev(s, &g, 0, "cmd=exec", "ComputerName=pc1", "Image=/bin/sh", NULL);
+    ev(s, &g, 1, "cmd=exec", "ComputerName=pc1", "Image=/bin/sh", NULL);
+    ev(s, &g, 86500, "cmd=exec", "ComputerName=pc1", "Image=/tmp/x", NULL);
+    ck_assert_str_eq(g.ids, ""); /* 1 of 1, not 1 of 3 */
+    ev(s, &g, 86501, "cmd=exec", "ComputerName=pc1", "Image=/bin/sh", NULL);
+    ck_assert_str_eq(g.ids, "pct"); /* 1 of 2, not 3 of 4 */
+    ev(s, &g, 86502, "cmd=exec", "ComputerName=pc1", "Image=/bin/sh", NULL);
+    ck_assert_str_eq(g.ids, "pct"); /* the group started afresh: 1 of 1 */
+    got_free(&g);
+    sigma_free(s);
+}
+END_TEST
+
 /*
  * The bound: a group keeps its window's latest 65,536 events, so the share is
  * over them. /tmp/x, then 65,535 /bin/sh, then /tmp/x again: the first /tmp/x
@@ -652,10 +673,11 @@ main(void)
     tcase_add_test(tc, test_value_avg);
     tcase_add_test(tc, test_value_percentile);
     tcase_add_test(tc, test_value_percentile_one);
+    tcase_add_test(tc, test_value_percentile_slides);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_through_corr_and_reload);
     suite_add_tcase(s, tc);
-    tc = tcase_create("bound"); /* 65,537 events, each over the group's ring */
+    tc = tcase_create("bound"); /* 65,537 events */
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_value_percentile_bound);
     suite_add_tcase(s, tc);
