@@ -2,7 +2,8 @@
 """bench/sigma.py: Sigma detection rules against the same work as patterndb
 rules, on one core, through `corral match -j 1`.  See bench/README.md.
 
-  python3 bench/sigma.py [--lines N] [--runs R] [--rules 100,1000] [--hit P] [--out FILE]
+  python3 bench/sigma.py [--lines N] [--runs R] [--rules 100,1000] [--hit P]
+                         [--corr N] [--out FILE]
 
 The corpus is the loghub OpenSSH and Linux lines (../shared/data/loghub or
 --loghub) repeated to N lines.  Rule i of a set of n is generated with a
@@ -18,6 +19,19 @@ patterndb rules) too, so that sshd fields are extracted; "baseline" is that
 alone.  Times are user+system CPU of corral, the best of R runs; every
 message and alert is printed (to /dev/null), as corral match does.  The
 Sigma alerts column counts the alerts the rules raised over the corpus.
+
+Correlation (--corr N, default 100; 0: none): N correlation rules, each on
+a detection rule of its own whose keyword is a word pair of the corpus
+(chosen with a fixed seed): event_count (3 events of one Hostname within
+10 minutes), then value_count (5 distinct Pid of one Hostname within 10
+minutes).  The patterndb set does the event_count work with contexts: per
+rule, @ESTRING::KEYWORD@@ANYSTRING@ with context-id bench-I-${HOST}
+(scope global, timeout 600 s) and an action on every third message of the
+context.  These runs load no other rules (the shipped ones would take the
+sshd lines first); "baseline (one rule, no match)" is corral match with one
+rule that matches no line.  A message takes one patterndb rule but every
+Sigma rule it matches, and a context's timeout restarts with each message
+where Sigma's window slides: the work is alike, not identical.
 """
 import argparse
 import os
@@ -87,6 +101,36 @@ def gen(n, pairs, sdir, pdb, hit):
         f.write("".join(out))
 
 
+def gen_corr(n, pairs, sdir, pdb, kind):
+    rnd = random.Random(7 * n + 1)
+    os.makedirs(sdir, exist_ok=True)
+    out = ['<?xml version="1.0"?>\n<patterndb version="4" pub_date="2026-01-01">\n'
+           '<ruleset name="bench" id="bench-corr">\n<rules>\n']
+    for i in range(n):
+        kw = rnd.choice(pairs)
+        if kind == "event_count":
+            cond = "    condition:\n        gte: 3\n"
+        else:
+            cond = "    condition:\n        field: Pid\n        gte: 5\n"
+        with open(os.path.join(sdir, "c%05d.yml" % i), "w") as f:
+            f.write("title: bench correlation %d\nid: bench-c%d\nlevel: low\ncorrelation:\n"
+                    "    type: %s\n    rules:\n        - bench-d%d\n    group-by:\n"
+                    "        - Hostname\n    timespan: 10m\n%s---\n"
+                    "title: bench detection %d\nid: bench-d%d\nlogsource:\n    product: linux\n"
+                    "detection:\n    keywords:\n        - '%s'\n    condition: keywords\n"
+                    % (i, i, kind, i, cond, i, i, kw))
+        out.append('<rule id="bench.c%d" provider="bench" class="bench" context-id="bench-%d-${HOST}"'
+                   ' context-timeout="600" context-scope="global"><patterns>\n'
+                   "<pattern>@ESTRING::%s@@ANYSTRING@</pattern>\n</patterns>\n"
+                   "<actions><action condition='\"$(%% $(context-length) 3)\" == \"0\"'>"
+                   "<message><values><value name=\"MESSAGE\">bench correlation %d</value>"
+                   "</values><tags><tag>corral.alert</tag></tags></message></action></actions>"
+                   "</rule>\n" % (i, i, kw, i))
+    out.append("</rules>\n</ruleset>\n</patterndb>\n")
+    with open(pdb, "w") as f:
+        f.write("".join(out))
+
+
 def generated(cmd):
     p = subprocess.run(cmd + ["--stats"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                        text=True)
@@ -122,6 +166,8 @@ def main():
     ap.add_argument("--cpu", default="0")
     ap.add_argument("--hit", type=float, default=0.1,
                     help="probability that a keyword is a word pair of the corpus (default 0.1)")
+    ap.add_argument("--corr", type=int, default=100,
+                    help="correlation rules of each kind (default 100; 0: none)")
     ap.add_argument("--out")
     a = ap.parse_args()
     if not os.path.exists(a.corral):
@@ -142,6 +188,29 @@ def main():
             rows.append(("%d Sigma rules" % n, run(cmd, a.runs), format(alerts, ",")))
             rows.append(("%d patterndb rules (%d patterns)" % (n, 3 * n),
                          run(base + ["-r", pdb], a.runs), ""))
+        if a.corr:
+            n = a.corr
+            empty = os.path.join(work, "empty.xml")
+            with open(empty, "w") as f:
+                f.write('<?xml version="1.0"?>\n<patterndb version="4" pub_date="2026-01-01">\n'
+                        '<ruleset name="none" id="none"><rules><rule id="none" provider="bench" '
+                        'class="bench"><patterns><pattern>bench: no line says this</pattern>'
+                        '</patterns></rule></rules></ruleset>\n</patterndb>\n')
+            base = ["taskset", "-c", a.cpu, a.corral, "match", "-j", "1", "-f", corp, "-r", empty]
+            rows.append(("baseline (one rule, no match)", run(base, a.runs), ""))
+            for kind in ("event_count", "value_count"):
+                sdir = os.path.join(work, "corr-%s" % kind)
+                pdb = os.path.join(work, "corr-%s.xml" % kind)
+                gen_corr(n, pairs, sdir, pdb, kind)
+                cmd = base + ["--sigma", sdir, "--sigma-mapping", mapping]
+                alerts = generated(cmd) - generated(base)
+                rows.append(("%d Sigma %s correlations (and their %d detection rules)" % (n, kind, n),
+                             run(cmd, a.runs), format(alerts, ",")))
+                if kind == "event_count":
+                    pcmd = base + ["-r", pdb]
+                    rows.append(("%d patterndb rules with contexts (every 3rd message)" % n,
+                                 run(pcmd, a.runs),
+                                 "(%s generated)" % format(generated(pcmd) - generated(base), ",")))
         out = ["| rules | CPU s | events/s | Sigma alerts |", "|---|---:|---:|---:|"]
         for name, t, alerts in rows:
             out.append("| %s | %.2f | %s | %s |" % (name, t, format(int(a.lines / t), ","), alerts))

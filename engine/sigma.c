@@ -134,10 +134,12 @@ struct sigma_impl {
 /* ---- correlation rules ---- */
 
 /* Bounds of a correlation's state (doc/corral-sigma.5), per engine shard. */
-#define MAX_GROUPS   100000 /* groups (group-by values) of all correlations */
-#define MAX_EVENTS   65536  /* event times one event_count group keeps */
-#define MAX_DISTINCT 1024   /* distinct values one value_count group keeps */
-#define MAX_CHAIN    8      /* correlations chained on one another */
+#define MAX_GROUPS 100000 /* groups (group-by values) of all correlations */
+#define MAX_EVENTS                                                                                 \
+    65536                 /* events one event_count, value_sum, value_avg or value_percentile      \
+                             group keeps */
+#define MAX_DISTINCT 1024 /* distinct values one value_count group keeps */
+#define MAX_CHAIN    8    /* correlations chained on one another */
 
 enum ctype {
     CT_EVENT_COUNT,
@@ -145,7 +147,8 @@ enum ctype {
     CT_TEMPORAL,
     CT_TEMPORAL_ORDERED,
     CT_VALUE_SUM,
-    CT_VALUE_AVG
+    CT_VALUE_AVG,
+    CT_VALUE_PERCENTILE
 };
 enum cop { CO_GT, CO_GTE, CO_LT, CO_LTE, CO_EQ, CO_NEQ };
 
@@ -263,8 +266,11 @@ struct cgroup {
     uint64_t hash, last;
     char *key; /* the group-by values, each as a 4-byte length and its bytes */
     size_t keylen;
-    uint64_t *ts; /* event_count, value_sum, value_avg: a ring of event times */
+    uint64_t *ts; /* event_count, value_sum, value_avg, value_percentile: a ring of event times */
     double *nums; /* value_sum, value_avg: the field's value of each event of the ring */
+    uint64_t *hs; /* value_percentile: the hash of the field's value of each event of the ring */
+    uint64_t *tk; /* value_percentile: the ring's hashes, open addressing, 2 * cap slots */
+    uint32_t *tn; /* the events of the ring with the hash of each slot; 0: free */
     double sum;   /* of nums */
     size_t head, n, cap;
     struct cval *vals; /* value_count */
@@ -1494,7 +1500,8 @@ static bool
 corr_load(yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im, struct refusal *r)
 {
     static const char *const types[] = {"event_count",      "value_count", "temporal",
-                                        "temporal_ordered", "value_sum",   "value_avg"};
+                                        "temporal_ordered", "value_sum",   "value_avg",
+                                        "value_percentile"};
     static const char *const ops[] = {"gt", "gte", "lt", "lte", "eq", "neq"};
     struct scorr *c = xcalloc(1, sizeof(*c));
     yaml_node_pair_t *p;
@@ -1514,12 +1521,7 @@ corr_load(yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im, str
     for (i = 0; i < sizeof(types) / sizeof(*types); i++)
         if (!strcmp(scalar(v), types[i])) break;
     if (i == sizeof(types) / sizeof(*types)) {
-        if (!strcmp(scalar(v), "value_percentile"))
-            refuse(r, line_of(v),
-                   "correlation type value_percentile is not supported (no bounded estimate of a "
-                   "percentile in a sliding window is implemented)");
-        else
-            refuse(r, line_of(v), "unknown correlation type %s", scalar(v));
+        refuse(r, line_of(v), "unknown correlation type %s", scalar(v));
         return false;
     }
     c->type = (enum ctype)i;
@@ -1640,10 +1642,11 @@ corr_load(yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im, str
         refuse(r, line_of(n), "%s needs a condition", types[c->type]);
         return false;
     }
-    if ((c->type == CT_VALUE_COUNT || c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG) !=
-        (c->field != NULL)) {
+    if ((c->type == CT_VALUE_COUNT || c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG ||
+         c->type == CT_VALUE_PERCENTILE) != (c->field != NULL)) {
         refuse(r, line_of(n),
-               c->field ? "condition field is only for value_count, value_sum and value_avg"
+               c->field ? "condition field is only for value_count, value_sum, value_avg and "
+                          "value_percentile"
                         : "%s needs a condition field",
                types[c->type]);
         return false;
@@ -2576,6 +2579,9 @@ group_free(struct cgroup *g)
     free(g->vals);
     free(g->ts);
     free(g->nums);
+    free(g->hs);
+    free(g->tk);
+    free(g->tn);
     free(g->seen);
     free(g->key);
     free(g);
@@ -2589,6 +2595,7 @@ group_reset(struct cgroup *g, const struct scorr *c)
 
     for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
     g->nvals = 0;
+    if (g->tn && g->n) memset(g->tn, 0, 2 * g->cap * sizeof(*g->tn));
     g->head = g->n = 0;
     g->sum = 0;
     if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
@@ -2726,17 +2733,57 @@ distinct_add(struct cgroup *g, const struct scorr *c, uint64_t now, const char *
     return g->nvals;
 }
 
+/* value_percentile's count of the events with hash h: the slot of h, or the free one for it. */
+static size_t
+tab_slot(const struct cgroup *g, uint64_t h)
+{
+    size_t mask = 2 * g->cap - 1, i = (size_t)h & mask;
+
+    while (g->tn[i] && g->tk[i] != h) i = (i + 1) & mask;
+    return i;
+}
+
+static uint32_t
+tab_inc(struct cgroup *g, uint64_t h)
+{
+    size_t i = tab_slot(g, h);
+
+    g->tk[i] = h;
+    return ++g->tn[i];
+}
+
+/* One event of hash h leaves; a slot that empties moves its followers back (no tombstones). */
+static void
+tab_dec(struct cgroup *g, uint64_t h)
+{
+    size_t mask = 2 * g->cap - 1, i = tab_slot(g, h), j, home;
+
+    if (--g->tn[i]) return;
+    for (j = (i + 1) & mask; g->tn[j]; j = (j + 1) & mask) {
+        home = (size_t)g->tk[j] & mask;
+        /* j's entry may move to i unless its home lies cyclically in (i, j] */
+        if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) continue;
+        g->tk[i] = g->tk[j];
+        g->tn[i] = g->tn[j];
+        g->tn[j] = 0;
+        i = j;
+    }
+}
+
 /*
- * An event of event_count, value_sum or value_avg: its time (and value x, for
- * the latter) joins the group's ring; returns the events in the window.
+ * An event of event_count, value_sum, value_avg or value_percentile: its time
+ * (and value x for value_sum and value_avg, the hash h of its value for
+ * value_percentile) joins the group's ring; returns the events in the window.
  */
 static size_t
-count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x)
+count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x, uint64_t h)
 {
-    bool nums = c->type != CT_EVENT_COUNT;
+    bool nums = c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG;
+    bool hs = c->type == CT_VALUE_PERCENTILE;
 
     while (g->n && !in_window(g->ts[g->head], now, c->span)) {
         if (nums) g->sum -= g->nums[g->head];
+        if (hs) tab_dec(g, g->hs[g->head]);
         g->head = (g->head + 1) % g->cap;
         g->n--;
     }
@@ -2746,18 +2793,30 @@ count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x)
             size_t cap = g->cap ? g->cap * 2 : 8, i;
             uint64_t *ts = xmalloc(cap * sizeof(*ts));
             double *ns = nums ? xmalloc(cap * sizeof(*ns)) : NULL;
+            uint64_t *hh = hs ? xmalloc(cap * sizeof(*hh)) : NULL;
             for (i = 0; i < g->n; i++) {
                 ts[i] = g->ts[(g->head + i) % g->cap];
                 if (nums) ns[i] = g->nums[(g->head + i) % g->cap];
+                if (hs) hh[i] = g->hs[(g->head + i) % g->cap];
             }
             free(g->ts);
             free(g->nums);
+            free(g->hs);
             g->ts = ts;
             g->nums = ns;
+            g->hs = hh;
             g->cap = cap;
             g->head = 0;
+            if (hs) { /* the table grows with the ring, at most half full */
+                free(g->tk);
+                free(g->tn);
+                g->tk = xmalloc(2 * cap * sizeof(*g->tk));
+                g->tn = xcalloc(2 * cap, sizeof(*g->tn));
+                for (i = 0; i < g->n; i++) tab_inc(g, g->hs[i]);
+            }
         } else { /* the bound: the oldest event makes room */
             if (nums) g->sum -= g->nums[g->head];
+            if (hs) tab_dec(g, g->hs[g->head]);
             g->head = (g->head + 1) % g->cap;
             g->n--;
         }
@@ -2767,7 +2826,23 @@ count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x)
         g->nums[(g->head + g->n) % g->cap] = x;
         g->sum += x;
     }
+    if (hs) g->hs[(g->head + g->n) % g->cap] = h;
     return ++g->n;
+}
+
+/*
+ * An event of value_percentile with the value of hash h: it joins the
+ * group's ring, and the result is the share, in percent, of the events in
+ * the window (this one included) whose value is this one's. Exact over the
+ * ring, which holds the window's latest MAX_EVENTS events; the count of
+ * each hash in the ring is kept in a table, so that an event costs no pass.
+ */
+static double
+percent_add(struct cgroup *g, const struct scorr *c, uint64_t now, uint64_t h)
+{
+    size_t n = count_add(g, c, now, 0, h);
+
+    return 100.0 * (double)tab_inc(g, h) / (double)n;
 }
 
 /* The number field value v (n bytes) holds, as a whole; false if none. */
@@ -2822,18 +2897,22 @@ corr_feed(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, uint32_t 
     }
     g->last = sc->now;
     switch (c->type) {
-    case CT_EVENT_COUNT: fire = cond_holds(c, (double)count_add(g, c, sc->now, 0)); break;
+    case CT_EVENT_COUNT: fire = cond_holds(c, (double)count_add(g, c, sc->now, 0, 0)); break;
     case CT_VALUE_SUM:
-        count_add(g, c, sc->now, x);
+        count_add(g, c, sc->now, x, 0);
         fire = cond_holds(c, g->sum);
         break;
     case CT_VALUE_AVG:
-        n = count_add(g, c, sc->now, x);
+        n = count_add(g, c, sc->now, x, 0);
         fire = cond_holds(c, g->sum / (double)n);
         break;
     case CT_VALUE_COUNT:
         v = msg_get(m, c->field_h[pos], &n);
         fire = cond_holds(c, (double)distinct_add(g, c, sc->now, v, n));
+        break;
+    case CT_VALUE_PERCENTILE:
+        v = msg_get(m, c->field_h[pos], &n);
+        fire = cond_holds(c, percent_add(g, c, sc->now, hash_string(v, n)));
         break;
     case CT_TEMPORAL:
         g->seen[pos] = sc->now + 1;

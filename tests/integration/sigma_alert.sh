@@ -6,7 +6,9 @@
 # names a refused rule with file:line and the reason and starts with the
 # others; a broken mapping file fails with file:line.  corral test replays
 # tests/data/sigma/sigma.scenario (SigmaHQ rules and lines that must and
-# must not raise alerts).  A reload reads the Sigma rules anew.
+# must not raise alerts) and
+# tests/data/sigma-event-count/sigma-event-count.scenario (an
+# event_count correlation).  A reload reads the Sigma rules anew.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 [ -x "$CORRALD" ] || { echo "skipped: $CORRALD not built"; exit 77; }
@@ -45,6 +47,10 @@ echo "ok: a refused Sigma rule is named with file:line, a bad mapping fails with
     fail "corral test failed the Sigma scenario: $(cat "$WORK/test.out")"
 grep -q "^1 passed, 0 failed" "$WORK/test.out" || fail "$(cat "$WORK/test.out")"
 echo "ok: corral test replays the Sigma scenario"
+"$CORRAL" test "$top_srcdir/tests/data/sigma-event-count/sigma-event-count.scenario" > "$WORK/corr.out" 2>&1 ||
+    fail "corral test failed the Sigma correlation scenario: $(cat "$WORK/corr.out")"
+grep -q "^1 passed, 0 failed" "$WORK/corr.out" || fail "$(cat "$WORK/corr.out")"
+echo "ok: corral test replays the Sigma correlation scenario"
 
 # ---- an alert to an exec executor ----
 cat > "$WORK/hook.sh" <<SH

@@ -332,8 +332,8 @@ START_TEST(test_refusals)
                              "sel:\n    a: 1\n  condition: sel\n",
                              2),
                      "level must be"));
-    ck_assert(strstr(refusal("title: t\ncorrelation:\n  type: value_percentile\n", 3),
-                     "correlation type value_percentile is not supported"));
+    ck_assert(strstr(refusal("title: t\ncorrelation:\n  type: value_median\n", 3),
+                     "unknown correlation type value_median"));
     ck_assert(strstr(refusal("title: t\n  bad: [yaml\n", 2), "YAML"));
     /* YAML aliases repeating a large list: refused, not compiled a million times */
     {
