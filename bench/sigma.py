@@ -24,7 +24,8 @@ Correlation (--corr N, default 100; 0: none): N correlation rules, each on
 a detection rule of its own whose keyword is a word pair of the corpus
 (chosen with a fixed seed): event_count (3 events of one Hostname within
 10 minutes), then value_count (5 distinct Pid of one Hostname within 10
-minutes).  The patterndb set does the event_count work with contexts: per
+minutes), then value_percentile (a Pid that is at most 20% of its
+Hostname's events within 10 minutes).  --rules '' runs no detection set.  The patterndb set does the event_count work with contexts: per
 rule, @ESTRING::KEYWORD@@ANYSTRING@ with context-id bench-I-${HOST}
 (scope global, timeout 600 s) and an action on every third message of the
 context.  These runs load no other rules (the shipped ones would take the
@@ -110,8 +111,10 @@ def gen_corr(n, pairs, sdir, pdb, kind):
         kw = rnd.choice(pairs)
         if kind == "event_count":
             cond = "    condition:\n        gte: 3\n"
-        else:
+        elif kind == "value_count":
             cond = "    condition:\n        field: Pid\n        gte: 5\n"
+        else:
+            cond = "    condition:\n        field: Pid\n        lte: 20\n"
         with open(os.path.join(sdir, "c%05d.yml" % i), "w") as f:
             f.write("title: bench correlation %d\nid: bench-c%d\nlevel: low\ncorrelation:\n"
                     "    type: %s\n    rules:\n        - bench-d%d\n    group-by:\n"
@@ -179,8 +182,8 @@ def main():
         mapping = os.path.join(top, "etc", "sigma-mapping.yml")
         base = ["taskset", "-c", a.cpu, a.corral, "match", "-j", "1", "-f", corp,
                 "-r", os.path.join(top, "rules")]
-        rows = [("baseline (rules/ only)", run(base, a.runs), "")]
-        for n in [int(x) for x in a.rules.split(",")]:
+        rows = [("baseline (rules/ only)", run(base, a.runs), "")] if a.rules else []
+        for n in [int(x) for x in a.rules.split(",") if x]:
             sdir, pdb = os.path.join(work, "sigma%d" % n), os.path.join(work, "pdb%d.xml" % n)
             gen(n, pairs, sdir, pdb, a.hit)
             cmd = base + ["--sigma", sdir, "--sigma-mapping", mapping]
@@ -198,7 +201,7 @@ def main():
                         '</patterns></rule></rules></ruleset>\n</patterndb>\n')
             base = ["taskset", "-c", a.cpu, a.corral, "match", "-j", "1", "-f", corp, "-r", empty]
             rows.append(("baseline (one rule, no match)", run(base, a.runs), ""))
-            for kind in ("event_count", "value_count"):
+            for kind in ("event_count", "value_count", "value_percentile"):
                 sdir = os.path.join(work, "corr-%s" % kind)
                 pdb = os.path.join(work, "corr-%s.xml" % kind)
                 gen_corr(n, pairs, sdir, pdb, kind)

@@ -134,12 +134,10 @@ struct sigma_impl {
 /* ---- correlation rules ---- */
 
 /* Bounds of a correlation's state (doc/corral-sigma.5), per engine shard. */
-#define MAX_GROUPS 100000 /* groups (group-by values) of all correlations */
-#define MAX_EVENTS                                                                                 \
-    65536                 /* events one event_count, value_sum, value_avg or value_percentile      \
-                             group keeps */
-#define MAX_DISTINCT 1024 /* distinct values one value_count group keeps */
-#define MAX_CHAIN    8    /* correlations chained on one another */
+#define MAX_GROUPS   100000 /* groups (group-by values) of all correlations */
+#define MAX_EVENTS   65536  /* events one event_count, value_sum, value_avg, ... group keeps */
+#define MAX_DISTINCT 1024   /* distinct values one value_count group keeps */
+#define MAX_CHAIN    8      /* correlations chained on one another */
 
 enum ctype {
     CT_EVENT_COUNT,
