@@ -77,6 +77,12 @@ struct cluster_log {
     unsigned nparts;
     struct sub *subs; /* per partition */
     bool closing;     /* our own close: no "disconnected" in the log */
+    /* libnats calls a connection's callbacks on a thread of its own, after
+     * natsConnection_Close has returned: l lives until both connections'
+     * closed callbacks (the last ones libnats calls) have run */
+    pthread_mutex_t clock;
+    pthread_cond_t ccond;
+    int nclosed;
     /* publishes to send again, and the thread that does */
     pthread_mutex_t rlock;
     pthread_cond_t rcond;
@@ -201,6 +207,32 @@ on_disconnected(natsConnection *nc, void *closure)
 }
 
 static void
+on_closed(natsConnection *nc, void *closure)
+{
+    struct cluster_log *l = closure;
+
+    (void)nc;
+    pthread_mutex_lock(&l->clock);
+    l->nclosed++;
+    pthread_cond_broadcast(&l->ccond);
+    pthread_mutex_unlock(&l->clock);
+}
+
+/* Until n connections have had their closed callback, or 5 s at most. */
+static void
+wait_closed(struct cluster_log *l, int n)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&l->clock);
+    while (l->nclosed < n)
+        if (pthread_cond_timedwait(&l->ccond, &l->clock, &until) != 0) break;
+    pthread_mutex_unlock(&l->clock);
+}
+
+static void
 on_reconnected(natsConnection *nc, void *closure)
 {
     char url[256];
@@ -251,6 +283,7 @@ options(struct cluster_log *l, const struct conf_cluster *cc, struct buf *err)
     if (st == NATS_OK) st = natsOptions_SetErrorHandler(o, on_nats_error, NULL);
     if (st == NATS_OK) st = natsOptions_SetDisconnectedCB(o, on_disconnected, l);
     if (st == NATS_OK) st = natsOptions_SetReconnectedCB(o, on_reconnected, NULL);
+    if (st == NATS_OK) st = natsOptions_SetClosedCB(o, on_closed, l);
     if (st == NATS_OK && cc->creds)
         if ((st = natsOptions_SetUserCredentialsFromFiles(o, cc->creds, NULL)) != NATS_OK)
             buf_printf(err, "cluster creds %s: %s", cc->creds, natsStatus_GetText(st));
@@ -299,6 +332,8 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     int i, tries;
     jsOptions admin;
 
+    pthread_mutex_init(&l->clock, NULL);
+    pthread_cond_init(&l->ccond, NULL);
     l->cb = *cb;
     {
         /* unique across the node's runs: node name, start time, count */
@@ -444,14 +479,13 @@ nats_close(struct cluster_log *l)
     kvStore_Destroy(l->kv[1]);
     jsCtx_Destroy(l->js);
     jsCtx_Destroy(l->kvjs);
-    if (l->nc) {
-        natsConnection_Close(l->nc);
-        natsConnection_Destroy(l->nc);
-    }
-    if (l->kvnc) {
-        natsConnection_Close(l->kvnc);
-        natsConnection_Destroy(l->kvnc);
-    }
+    if (l->nc) natsConnection_Close(l->nc);
+    if (l->kvnc) natsConnection_Close(l->kvnc);
+    wait_closed(l, (l->nc != NULL) + (l->kvnc != NULL));
+    if (l->nc) natsConnection_Destroy(l->nc);
+    if (l->kvnc) natsConnection_Destroy(l->kvnc);
+    pthread_mutex_destroy(&l->clock);
+    pthread_cond_destroy(&l->ccond);
     free(l->subs);
     free(l->stream);
     free(l->prefix);
