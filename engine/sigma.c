@@ -1290,6 +1290,7 @@ rule_free(struct sigma_rule *r)
     free(r->id);
     free(r->title);
     free(r->level);
+    free(r->author);
     if (r->impl) {
         size_t i;
         for (i = 0; i < r->impl->ndets; i++) free(r->impl->dets[i].name);
@@ -1729,6 +1730,10 @@ rule_load(struct sigma *s, const char *file, yaml_document_t *doc, yaml_node_t *
         rule->level = xstrdup(scalar(v));
     }
     rule->severity = severity_of(rule->level);
+    /* SigmaHQ's rules are under the Detection Rule License 1.1: alerts based on a rule's
+       matches must name its authors, so the alert carries them (sigma.author) */
+    if ((v = map_get(doc, root, "author")) && is_scalar(v) && *scalar(v))
+        rule->author = xstrdup(scalar(v));
     if ((v = map_get(doc, root, "name"))) {
         if (!is_scalar(v) || !*scalar(v)) {
             refuse(r, line_of(v), "name must be a string");
@@ -2175,7 +2180,7 @@ sigma_load(struct sigma *s, const char *path)
 
 /* The names an alert sets, interned once (sigma_new): alerts are made on several threads. */
 static tag_id tag_alert;
-static nv_handle h_summary, h_severity, h_id, h_event, h_level;
+static nv_handle h_summary, h_severity, h_id, h_event, h_level, h_author;
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
 static void
@@ -2187,6 +2192,7 @@ intern_names(void)
     h_id = nv_intern_str("corral.alert_id");
     h_event = nv_intern_str("corral.event");
     h_level = nv_intern_str("sigma.level");
+    h_author = nv_intern_str("sigma.author");
 }
 
 struct sigma *
@@ -3051,6 +3057,7 @@ sigma_alert(const struct sigma_rule *r, const struct msg *m)
     msg_set(g, h_summary, r->title, strlen(r->title));
     msg_set(g, h_severity, r->severity, strlen(r->severity));
     if (r->level) msg_set(g, h_level, r->level, strlen(r->level));
+    if (r->author) msg_set(g, h_author, r->author, strlen(r->author));
     msg_set(g, h_event, r->impl->event, strlen(r->impl->event));
     buf_puts(&b, r->impl->alert_id);
     if ((v = msg_get(m, NV_HOST, &n))) buf_append(&b, v, n);

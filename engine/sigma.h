@@ -49,6 +49,7 @@ struct sigma_rule {
     char *id; /* the rule's id, or its file's name without .yml when it has none */
     char *title;
     char *level;          /* as written; NULL when absent */
+    char *author;         /* as written (the DRL 1.1 asks alerts to name it); NULL when absent */
     const char *severity; /* corral.severity the level maps to */
     const char *file;
     int line;
