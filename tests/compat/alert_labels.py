@@ -10,8 +10,9 @@ scenario log carries the labels of the alert contract (corral-rules(5)):
   corral.summary   one line of 1 to 120 characters, no blanks around it
 
 Each <scenario> of rules/*.scenario is replayed with `corral match --json`
-as the scenario runner replays it (its rules, now= and keep-open=), and
-every generated message tagged corral.alert or corral.clear is checked.
+as the scenario runner replays it (its rules, Sigma rules and mapping,
+now= and keep-open=), and every generated message tagged corral.alert or
+corral.clear is checked, and every Sigma alert.
 This does not use corral's own checker (engine/alertlabels.c): it reads
 what the engine generates.
 
@@ -42,11 +43,11 @@ def scenarios():
         path = os.path.join(rules_dir, name)
         root = ET.parse(path).getroot()
         for sc in root.iter("scenario"):
-            yield path, root.get("rules"), sc
+            yield path, root, sc
 
 
-def replay(path, default_rules, sc, tmp):
-    rules = (sc.get("rules") or default_rules or ".").split()
+def replay(path, root, sc, tmp):
+    rules = (sc.get("rules") or root.get("rules") or ".").split()
     base = os.path.dirname(path)
     lines = []
     for log in sc.iter("log"):
@@ -60,6 +61,9 @@ def replay(path, default_rules, sc, tmp):
     cmd = [CORRAL, "match", "-j", "1", "--json", "-f", logfile]
     for r in rules:
         cmd += ["-r", r if r.startswith("/") else os.path.join(base, r)]
+    for attr, opt in (("sigma", "--sigma"), ("sigma-mapping", "--sigma-mapping")):
+        if root.get(attr):
+            cmd += [opt, os.path.join(base, root.get(attr))]
     if sc.get("now"):
         cmd += ["--now", sc.get("now")]
     if sc.get("keep-open") == "yes":
@@ -68,7 +72,8 @@ def replay(path, default_rules, sc, tmp):
     generated = []
     for line in out.splitlines():
         m = json.loads(line)
-        if ".classifier.class" not in m:  # generated messages have no class
+        # generated messages have no class; Sigma alerts have class sigma
+        if m.get(".classifier.class", "sigma") == "sigma" and (".classifier.class" not in m or "corral.alert_id" in m):
             generated.append(m)
     return generated
 
@@ -94,9 +99,9 @@ def main():
     dump = "--dump" in sys.argv
     checked, failed = 0, 0
     with tempfile.TemporaryDirectory() as tmp:
-        for path, default_rules, sc in scenarios():
+        for path, root, sc in scenarios():
             where = f"{os.path.basename(path)}: scenario '{sc.get('name')}'"
-            for i, m in enumerate(replay(path, default_rules, sc, tmp)):
+            for i, m in enumerate(replay(path, root, sc, tmp)):
                 tags = m.get("TAGS", "").split(",")
                 clear = "corral.clear" in tags
                 if "corral.alert" not in tags and not clear:
