@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "engine/sigma.h"
 
@@ -34,13 +35,23 @@ cmd_load_rules(char **paths, int npaths, bool strict)
     return db;
 }
 
+/* The shipped mapping; when corral runs from a build tree and is not installed (build/, as
+   README.md says), the source's, so that scenarios need not name it (rules/sigma.scenario). */
+static const char *
+shipped_mapping(void)
+{
+    if (access(CORRAL_SIGMA_MAPPING, R_OK) < 0 && access(CORRAL_SOURCE_SIGMA_MAPPING, R_OK) == 0)
+        return CORRAL_SOURCE_SIGMA_MAPPING;
+    return CORRAL_SIGMA_MAPPING;
+}
+
 long
 cmd_load_sigma(struct pdb *db, const char *rules, const char *mapping)
 {
     struct sigma *s = sigma_new();
     long n;
 
-    if (sigma_load_mapping(s, mapping ? mapping : CORRAL_SIGMA_MAPPING) == 0) sigma_load(s, rules);
+    if (sigma_load_mapping(s, mapping ? mapping : shipped_mapping()) == 0) sigma_load(s, rules);
     sigma_print_diags(s, stderr);
     if (sigma_nerrors(s)) {
         sigma_free(s);
