@@ -16,17 +16,22 @@
  * Privilege separation (<daemon privsep>, doc/privsep.md; on by default
  * when started as root with a user to drop to): right after reading the
  * configuration, before any executor is opened, corrald forks.  The parent,
- * the executor process (systemd's main pid, the pid file's), opens the
- * executors (reading their secrets), keeps their spools and serves the
- * engine over a socketpair (ipcserve); it relays the signals above to the
- * engine and stops when the engine does.  The child, the engine process,
- * scrubs its environment, runs everything else with the executor process's
- * queues behind a proxy (ipcproxy), drops to the service user and loads its
- * seccomp filter (sandbox.h).  A reload that changes the executors makes
- * the engine ask the executor process (L), which reads the same file again
- * itself and reloads its queues (exec_reload); the engine's reload waits
- * for its answer.  When either dies, the other logs it and stops with a
- * nonzero status; the spools keep the undelivered alerts.
+ * the executor process (systemd's main pid, the pid file's; execproc.c),
+ * opens the executors (reading their secrets), keeps their spools and
+ * serves the engine over a socketpair (ipcserve); it relays the signals
+ * above to the engine and stops when the engine does.  The child, the
+ * engine process (become_engine, then run_engine as without privilege
+ * separation), scrubs its environment, runs everything else with the
+ * executor process's queues behind a proxy (ipcproxy), drops to the
+ * service user and loads its seccomp filter (sandbox.h).  A reload that
+ * changes the executors makes the engine ask the executor process (L),
+ * which reads the same file again itself and reloads its queues; the
+ * engine's reload waits for its answer.  When either dies, the other logs
+ * it and stops with a nonzero status; the spools keep the undelivered
+ * alerts.
+ *
+ * -t checks what start-up would check, short of binding sockets, loading
+ * state and dropping privileges, and exits (check_only).
  */
 #include <config.h>
 
