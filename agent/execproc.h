@@ -30,7 +30,8 @@ struct execproc_args {
  * serves the engine (pid engine) on fd until the engine has terminated it
  * or is gone, and returns the process's exit status: 0 when the engine
  * stopped cleanly.  Takes c.  Expects the signals corrald handles blocked
- * (proc_mask_signals): it unblocks them once they are relayed.
+ * (proc_mask_signals): it unblocks them once they are relayed; and SIGPIPE
+ * ignored: an engine that is gone must not kill it mid-write.
  */
 int execproc_run(struct conf *c, int fd, pid_t engine, const struct execproc_args *a);
 
