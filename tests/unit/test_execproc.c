@@ -2,11 +2,12 @@
  * test_execproc: corrald's executor process (agent/execproc.c) against an
  * engine that a forked child plays with the engine's own side of the
  * protocol (ipcproxy): the pid file is the executor process's while it
- * serves and gone after; a reload the engine asks for reads the
- * configuration again through the caller's function, in the executor
- * process; an engine that stops cleanly (terminate, bye, exit 0) makes it
- * exit 0, and one that dies without a word makes it exit 1.  No executor
- * is configured: the queues are queueset's and ipcserve's to test.
+ * serves and gone after; a signal sent to it reaches the engine, and the
+ * engine's READY=1 reaches $NOTIFY_SOCKET; a reload the engine asks for
+ * reads the configuration again through the caller's function, in the
+ * executor process; an engine that stops cleanly (terminate, bye, exit 0)
+ * makes it exit 0, and one that dies without a word makes it exit 1.  No
+ * executor is configured: the queues are queueset's and ipcserve's to test.
  */
 #include <check.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,12 +29,13 @@
 enum engine_play {
     PLAY_STOP,   /* check the pid file, terminate, wait for the bye, exit 0 */
     PLAY_RELOAD, /* ask for a reload, then as PLAY_STOP */
+    PLAY_RELAY,  /* say READY=1, send the executor process SIGHUP, wait for it, then as PLAY_STOP */
     PLAY_DIE,    /* exit 3 without a word */
 };
 
 struct engine {
     struct ipcproxy *p;
-    bool ended, bye, reloaded, reload_ok;
+    bool ended, bye, reloaded, reload_ok, hup;
 };
 
 static void
@@ -50,6 +53,15 @@ on_bye(void *arg)
     struct engine *e = arg;
 
     e->bye = ipcproxy_said_bye(e->p);
+}
+
+/* A signal the executor process was sent, passed on as a frame. */
+static void
+on_signal(void *arg, int sig)
+{
+    struct engine *e = arg;
+
+    if (sig == SIGHUP) e->hup = true;
 }
 
 static void
@@ -101,6 +113,12 @@ play_engine(int fd, enum engine_play play, const char *pidfile)
     if (!ready) return 11;
     if (play == PLAY_DIE) return 3;
     if (pidfile && !pidfile_is_parents(pidfile)) return 12;
+    if (play == PLAY_RELAY) {
+        ipcproxy_set_signal(e.p, on_signal, &e);
+        if (ipcproxy_notify(e.p, "READY=1") < 0 || kill(getppid(), SIGHUP) < 0) return 17;
+        run_until(&loop, &e, &e.hup);
+        if (!e.hup) return 18;
+    }
     if (play == PLAY_RELOAD) {
         if (ipcproxy_reload(e.p, 1, on_reloaded, &e) < 0) return 13;
         run_until(&loop, &e, &e.reloaded);
@@ -172,6 +190,33 @@ START_TEST(test_reload_reads_again)
 }
 END_TEST
 
+/*
+ * systemd signals the main process, the executor process: the signal goes
+ * on to the engine; and the engine's READY=1 reaches systemd from it.
+ */
+START_TEST(test_relay_and_notify)
+{
+    char dir[] = "/tmp/corral-test-execproc-XXXXXX", got[32];
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ssize_t n;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+    ck_assert_int_eq(run(PLAY_RELAY, NULL), 0);
+    n = recv(fd, got, sizeof(got) - 1, MSG_DONTWAIT);
+    ck_assert_int_eq(n, 7);
+    got[n] = '\0';
+    ck_assert_str_eq(got, "READY=1");
+    close(fd);
+    unsetenv("NOTIFY_SOCKET");
+    ck_assert_int_eq(unlink(sa.sun_path), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(test_engine_dies)
 {
 
@@ -187,6 +232,7 @@ execproc_suite(void)
 
     tcase_add_test(tc, test_clean_stop);
     tcase_add_test(tc, test_reload_reads_again);
+    tcase_add_test(tc, test_relay_and_notify);
     tcase_add_test(tc, test_engine_dies);
     suite_add_tcase(s, tc);
     return s;
