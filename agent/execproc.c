@@ -190,22 +190,100 @@ exec_reload(void *arg, struct queue *const *running, size_t n, struct queue ***o
     return rc;
 }
 
+/* The signals corrald handles, relayed to the engine (on_exec_relay). */
+static const int relayed[] = {SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
+
 /*
- * The executor process (the parent): opens the executors (their secrets are
- * read here only), serves the engine on fd until it has terminated us or is
- * gone, and returns the exit status.  Takes c.
+ * The relays, and SIGCHLD for the engine's end, in place before the
+ * signals are unblocked: one that came meanwhile waits for the connection.
  */
+static void
+watch_signals(struct executor_proc *x)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++, x->nsig++) {
+        uv_signal_init(x->loop, &x->sig[x->nsig]);
+        x->sig[x->nsig].data = x;
+        uv_signal_start(&x->sig[x->nsig], on_exec_relay, relayed[i]);
+    }
+    uv_signal_init(x->loop, &x->sig[x->nsig]);
+    x->sig[x->nsig].data = x;
+    uv_signal_start(&x->sig[x->nsig], on_exec_sigchld, SIGCHLD);
+    on_exec_sigchld(&x->sig[x->nsig++], SIGCHLD); /* it may have died before the handler */
+    proc_mask_signals(SIG_UNBLOCK);
+}
+
+/*
+ * Opens the executors' queues into qs (*n of them opened), the scripts set
+ * to run as the service user, as they do without privilege separation;
+ * false (ok false already, or a line in err) when they are not all open.
+ */
+static bool
+open_queues(struct executor_proc *x, bool ok, struct queue **qs, size_t *n, struct buf *err)
+{
+    const struct conf *c = x->conf;
+    const char *file = c->file ? c->file : "(built-in)";
+    char *dir = server_spool_dir(c);
+
+    if (c->user && geteuid() == 0) {
+        uid_t uid;
+        gid_t gid;
+        if (proc_service_user(c, &uid, &gid, err) < 0)
+            ok = false;
+        else
+            exec_run_as(uid, gid);
+    }
+    for (*n = 0; ok && *n < c->nexecutors; (*n)++) {
+        qs[*n] = queue_open(x->loop, &c->executors[*n], file, dir, err);
+        if (!qs[*n]) break;
+    }
+    free(dir);
+    return ok && *n == c->nexecutors;
+}
+
+/* Serves the engine on fd: the hello goes out, then the signals that came before it. */
+static void
+serve(struct executor_proc *x, int fd, struct queue **qs, size_t n)
+{
+    size_t i;
+
+    /* before the hello goes out: the engine's "started" comes after this line */
+    log_msg(LOG_INFO, "privsep: executor process %ld as user %s, engine process %ld",
+            (long)getpid(), getpwuid(geteuid()) ? getpwuid(geteuid())->pw_name : "?",
+            (long)x->engine);
+    x->serve = ipcserve_new(x->loop, fd, qs, n, on_served_end, x);
+    for (i = 0; x->serve && i < sizeof(relayed) / sizeof(relayed[0]); i++)
+        if (x->pending_signals & (1u << relayed[i])) ipcserve_signal(x->serve, relayed[i]);
+}
+
+/*
+ * Not started: the engine sees the socketpair close before any hello, and
+ * stops; the queues opened close, and the engine is waited for.
+ */
+static void
+not_started(struct executor_proc *x, int fd, struct queue **qs, size_t n, const struct buf *err)
+{
+    size_t i;
+
+    fputs(buf_str(err), stderr);
+    log_msg(LOG_ERR, "privsep: the executors could not be opened: not started");
+    close(fd);
+    for (i = 0; i < n; i++) queue_close(qs[i], queue_gone, NULL);
+    x->closing = true;
+    if (!x->engine_reaped) waitpid(x->engine, NULL, 0);
+    exec_proc_closed(x);
+    uv_run(x->loop, UV_RUN_DEFAULT);
+}
+
 int
 execproc_run(struct conf *c, int fd, pid_t engine, const struct execproc_args *a)
 {
-    static const int relayed[] = {SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
     struct executor_proc x;
     struct buf err = BUF_INIT;
-    const char *file = c->file ? c->file : "(built-in)";
-    char *dir = server_spool_dir(c);
     struct queue **qs = xcalloc(c->nexecutors + 1, sizeof(*qs));
-    size_t i, n = 0;
-    bool ok = true;
+    size_t n = 0;
+    bool ok;
 
     memset(&x, 0, sizeof(x));
     x.args = a;
@@ -214,51 +292,13 @@ execproc_run(struct conf *c, int fd, pid_t engine, const struct execproc_args *a
     x.engine = engine;
     x.exit_code = 1;
     /* not root (the packaged unit): what changing user took is the engine's, not ours */
-    if (privsep_caps_executor(&err) < 0) ok = false; /* reported below, as a queue that fails */
+    ok = privsep_caps_executor(&err) == 0; /* reported below, as a queue that fails */
     if (a->pidfile && proc_write_pidfile(a->pidfile) < 0)
         log_msg(LOG_WARNING, "cannot write pidfile %s: %s", a->pidfile, strerror(errno));
-    for (i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++, x.nsig++) {
-        uv_signal_init(x.loop, &x.sig[x.nsig]);
-        x.sig[x.nsig].data = &x;
-        uv_signal_start(&x.sig[x.nsig], on_exec_relay, relayed[i]);
-    }
-    uv_signal_init(x.loop, &x.sig[x.nsig]);
-    x.sig[x.nsig].data = &x;
-    uv_signal_start(&x.sig[x.nsig], on_exec_sigchld, SIGCHLD);
-    on_exec_sigchld(&x.sig[x.nsig++], SIGCHLD); /* it may have died before the handler */
-    proc_mask_signals(SIG_UNBLOCK);
-    /* the scripts run as the service user, as they do without privilege separation */
-    if (c->user && geteuid() == 0) {
-        uid_t uid;
-        gid_t gid;
-        if (proc_service_user(c, &uid, &gid, &err) < 0)
-            ok = false;
-        else
-            exec_run_as(uid, gid);
-    }
-    for (n = 0; ok && n < c->nexecutors; n++) {
-        qs[n] = queue_open(x.loop, &c->executors[n], file, dir, &err);
-        if (!qs[n]) break;
-    }
-    if (ok && n == c->nexecutors) {
-        /* before the hello goes out: the engine's "started" comes after this line */
-        log_msg(LOG_INFO, "privsep: executor process %ld as user %s, engine process %ld",
-                (long)getpid(), getpwuid(geteuid()) ? getpwuid(geteuid())->pw_name : "?",
-                (long)engine);
-        x.serve = ipcserve_new(x.loop, fd, qs, n, on_served_end, &x);
-        for (i = 0; x.serve && i < sizeof(relayed) / sizeof(relayed[0]); i++)
-            if (x.pending_signals & (1u << relayed[i])) ipcserve_signal(x.serve, relayed[i]);
-    }
+    watch_signals(&x);
+    if (open_queues(&x, ok, qs, &n, &err)) serve(&x, fd, qs, n);
     if (!x.serve) {
-        /* the engine sees the socketpair close before any hello, and stops */
-        fputs(buf_str(&err), stderr);
-        log_msg(LOG_ERR, "privsep: the executors could not be opened: not started");
-        close(fd);
-        for (i = 0; i < n; i++) queue_close(qs[i], queue_gone, NULL);
-        x.closing = true;
-        if (!x.engine_reaped) waitpid(engine, NULL, 0);
-        exec_proc_closed(&x);
-        uv_run(x.loop, UV_RUN_DEFAULT);
+        not_started(&x, fd, qs, n, &err);
     } else {
         ipcserve_set_control(x.serve, exec_control, NULL);
         ipcserve_set_notify(x.serve, exec_notify, NULL);
@@ -270,7 +310,6 @@ execproc_run(struct conf *c, int fd, pid_t engine, const struct execproc_args *a
     if (a->pidfile && unlink(a->pidfile) < 0 && errno != ENOENT)
         log_msg(LOG_INFO, "pidfile %s left in place: %s", a->pidfile, strerror(errno));
     free(qs);
-    free(dir);
     buf_free(&err);
     conf_free(x.conf); /* c, or what the last reload read */
     return x.exit_code;
