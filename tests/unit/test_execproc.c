@@ -6,7 +6,8 @@
  * engine's READY=1 reaches $NOTIFY_SOCKET; a reload the engine asks for
  * reads the configuration again through the caller's function, in the
  * executor process; an engine that stops cleanly (terminate, bye, exit 0)
- * makes it exit 0, and one that dies without a word makes it exit 1.  No
+ * makes it exit 0, and one that dies without a word makes it exit 1; an
+ * executor that cannot be opened stops it before the hello.  Otherwise no
  * executor is configured: the queues are queueset's and ipcserve's to test.
  */
 #include <check.h>
@@ -145,7 +146,7 @@ read_conf_again(void *arg, struct buf *err)
  * which is 0 only when the engine child exited 0 after the bye.
  */
 static int
-run(enum engine_play play, const char *pidfile)
+run_conf(struct conf *c, enum engine_play play, const char *pidfile)
 {
     struct execproc_args a = {pidfile, read_conf_again, &reads};
     int sv[2], rc;
@@ -162,10 +163,17 @@ run(enum engine_play play, const char *pidfile)
         _exit(play_engine(sv[1], play, pidfile));
     }
     close(sv[1]);
-    rc = execproc_run(calloc(1, sizeof(struct conf)), sv[0], pid, &a);
+    rc = execproc_run(c, sv[0], pid, &a);
     /* the child is reaped: by the executor process, whose exit status says how it ended */
     ck_assert_int_eq(kill(pid, 0), -1);
     return rc;
+}
+
+/* The same with no executor configured. */
+static int
+run(enum engine_play play, const char *pidfile)
+{
+    return run_conf(calloc(1, sizeof(struct conf)), play, pidfile);
 }
 
 START_TEST(test_clean_stop)
@@ -224,6 +232,29 @@ START_TEST(test_engine_dies)
 }
 END_TEST
 
+/*
+ * An executor that cannot be opened: not started; the engine sees the
+ * connection end before any hello, and the pid file goes.
+ */
+START_TEST(test_not_started)
+{
+    char dir[] = "/tmp/corral-test-execproc-XXXXXX", pidfile[64];
+    struct conf *c = calloc(1, sizeof(*c));
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(pidfile, sizeof(pidfile), "%s/corrald.pid", dir);
+    c->file = strdup("corrald.conf");
+    c->executors = calloc(1, sizeof(*c->executors));
+    c->executors[0].kind = strdup("no-such-kind");
+    c->executors[0].name = strdup("x");
+    c->executors[0].line = 7;
+    c->nexecutors = 1;
+    ck_assert_int_eq(run_conf(c, PLAY_STOP, pidfile), 1);
+    ck_assert_int_eq(access(pidfile, F_OK), -1);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 static Suite *
 execproc_suite(void)
 {
@@ -234,6 +265,7 @@ execproc_suite(void)
     tcase_add_test(tc, test_reload_reads_again);
     tcase_add_test(tc, test_relay_and_notify);
     tcase_add_test(tc, test_engine_dies);
+    tcase_add_test(tc, test_not_started);
     suite_add_tcase(s, tc);
     return s;
 }
