@@ -19,6 +19,20 @@
 
 struct template;
 
+/*
+ * The default alert-id template: ${corral.alert_id} when the message sets
+ * it, else rule id, host and context id, the empty ones left out with their
+ * '/'.  corrald's alert store (agent/alerts.c) keys alerts by it too:
+ * here, so that the store needs no queue (nor libuv) for it.
+ */
+#define QUEUE_ALERT_ID_DEFAULT                                                                     \
+    "$(or ${corral.alert_id} ${.classifier.rule_id}"                                               \
+    "$(if (\"${.classifier.rule_id}\" ne \"\" and \"${HOST}\" ne \"\") / \"\")"                    \
+    "${HOST}"                                                                                      \
+    "$(if (\"${.classifier.context_id}\" ne \"\" and "                                             \
+    "\"${.classifier.rule_id}${HOST}\" ne \"\") / \"\")"                                           \
+    "${.classifier.context_id})"
+
 struct exconf_attr {
     char *name;
     char *value;

@@ -94,19 +94,6 @@
 
 struct queue;
 
-/*
- * The default alert-id template: ${corral.alert_id} when the message sets
- * it, else rule id, host and context id, the empty ones left out with their
- * '/'.  corrald's alert store (agent/alerts.c) keys alerts by it too.
- */
-#define QUEUE_ALERT_ID_DEFAULT                                                                     \
-    "$(or ${corral.alert_id} ${.classifier.rule_id}"                                               \
-    "$(if (\"${.classifier.rule_id}\" ne \"\" and \"${HOST}\" ne \"\") / \"\")"                    \
-    "${HOST}"                                                                                      \
-    "$(if (\"${.classifier.context_id}\" ne \"\" and "                                             \
-    "\"${.classifier.rule_id}${HOST}\" ne \"\") / \"\")"                                           \
-    "${.classifier.context_id})"
-
 /* Dedupe keys an executor always remembers (the newest); from 1.5 times as
  * many, the oldest are forgotten early. */
 #define QUEUE_DEDUPE_MAX 65536

@@ -19,7 +19,7 @@
  */
 #include "agent/alerts.h"
 #include "actions/jsonval.h"
-#include "actions/queue.h"
+#include "actions/exconf.h"
 #include "engine/civil.h"
 #include "engine/durable.h"
 #include "engine/hash.h"

@@ -16,29 +16,32 @@
  * Privilege separation (<daemon privsep>, doc/privsep.md; on by default
  * when started as root with a user to drop to): right after reading the
  * configuration, before any executor is opened, corrald forks.  The parent,
- * the executor process (systemd's main pid, the pid file's), opens the
- * executors (reading their secrets), keeps their spools and serves the
- * engine over a socketpair (ipcserve); it relays the signals above to the
- * engine and stops when the engine does.  The child, the engine process,
- * scrubs its environment, runs everything else with the executor process's
- * queues behind a proxy (ipcproxy), drops to the service user and loads its
- * seccomp filter (sandbox.h).  A reload that changes the executors makes
- * the engine ask the executor process (L), which reads the same file again
- * itself and reloads its queues (exec_reload); the engine's reload waits
- * for its answer.  When either dies, the other logs it and stops with a
- * nonzero status; the spools keep the undelivered alerts.
+ * the executor process (systemd's main pid, the pid file's; execproc.c),
+ * opens the executors (reading their secrets), keeps their spools and
+ * serves the engine over a socketpair (ipcserve); it relays the signals
+ * above to the engine and stops when the engine does.  The child, the
+ * engine process (become_engine, then run_engine as without privilege
+ * separation), scrubs its environment, runs everything else with the
+ * executor process's queues behind a proxy (ipcproxy), drops to the
+ * service user and loads its seccomp filter (sandbox.h).  A reload that
+ * changes the executors makes the engine ask the executor process (L),
+ * which reads the same file again itself and reloads its queues; the
+ * engine's reload waits for its answer.  When either dies, the other logs
+ * it and stops with a nonzero status; the spools keep the undelivered
+ * alerts.
+ *
+ * -t checks what start-up would check, short of binding sockets, loading
+ * state and dropping privileges, and exits (check_only).
  */
 #include <config.h>
 
 #include "actions/ipcproxy.h"
-#include "actions/executor.h"
-#include "actions/ipcserve.h"
-#include "actions/queueset.h"
 #include "agent/snmptrap_conf.h"
 #include "agent/control.h"
 #include "agent/dnscache.h"
+#include "agent/execproc.h"
 #include "agent/privsep.h"
-#include "agent/queuectl.h"
+#include "agent/proc.h"
 #include "agent/sandbox.h"
 #include "engine/durable.h"
 #include "engine/log.h"
@@ -65,18 +68,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* What the command line asks for. */
+enum mode {
+    MODE_RUN,   /* the daemon: the engine, and the executor process under privilege separation */
+    MODE_CHECK, /* -t: check the configuration and the rules, then exit */
+    MODE_DONE,  /* --help or --version has answered */
+};
+
+/* The command line, parsed (parse_options). */
+struct options {
+    enum mode mode;
+    const char *config_path; /* NULL: built-in configuration */
+    char *schema;
+    char **extra_rules;
+    int nextra_rules;
+    const char *pidfile;
+    bool foreground;
+};
+
 struct daemon {
+    struct options opt;
     uv_loop_t *loop;
     struct server *srv;
     struct control *control;
     struct http *http;
     uv_signal_t sighup, sigterm, sigint, sigusr1, sigusr2;
-    const char *config_path; /* NULL: built-in configuration */
     char *rules_dir;
-    char *schema;
-    char **extra_rules;
-    int nextra_rules;
-    const char *pidfile;
+    const char *pidfile; /* -p, else <daemon pidfile>; NULL in the engine under privsep */
     char *pidfile_buf;
     int exit_code;
     bool stopping; /* SIGTERM (or SIGINT) seen: no more reloads */
@@ -90,6 +108,9 @@ struct daemon {
     bool reloading;
     struct reload_req *reload_current, *reload_waiting;
     struct buf reload_report;
+#ifdef CORRAL_TEST_HOOKS
+    char *test_hook; /* $CORRAL_TEST_HOOK, kept before the environment is scrubbed */
+#endif
 };
 
 /* Who asked for a reload: SIGHUP (done NULL) or a control connection, answered at the end. */
@@ -99,21 +120,6 @@ struct reload_req {
     control_reload_done done;
     void *conn;
 };
-
-/* The signals corrald handles: blocked until their handlers are in place. */
-static const int handled_signals[] = {SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
-
-static void
-mask_handled_signals(int how)
-{
-    sigset_t set;
-    size_t i;
-
-    sigemptyset(&set);
-    for (i = 0; i < sizeof(handled_signals) / sizeof(handled_signals[0]); i++)
-        sigaddset(&set, handled_signals[i]);
-    sigprocmask(how, &set, NULL);
-}
 
 /* ---- locating installed files (or the source tree, when run from it) ---- */
 
@@ -146,30 +152,6 @@ find_file(const char *installed, const char *in_tree)
     return p ? p : xstrdup(installed);
 }
 
-/* ---- systemd readiness, without libsystemd ---- */
-
-static void
-sd_notify(const char *state)
-{
-    const char *path = getenv("NOTIFY_SOCKET");
-    struct sockaddr_un sa;
-    size_t len;
-    int fd;
-
-    if (!path || !path[0] || strlen(path) >= sizeof(sa.sun_path)) return;
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    len = strlen(path);
-    memcpy(sa.sun_path, path, len);
-    if (sa.sun_path[0] == '@') sa.sun_path[0] = '\0'; /* abstract namespace */
-    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return;
-    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
-               (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
-        log_msg(LOG_WARNING, "cannot notify systemd: %s", strerror(errno));
-    close(fd);
-}
-
 /* The engine process tells the executor process, which systemd knows as the main one. */
 static void
 notify(struct daemon *d, const char *state)
@@ -177,7 +159,7 @@ notify(struct daemon *d, const char *state)
     if (d->proxy && !d->proxy_ended)
         ipcproxy_notify(d->proxy, state);
     else if (!d->proxy)
-        sd_notify(state);
+        proc_sd_notify(state);
 }
 
 /* ---- configuration ---- */
@@ -188,17 +170,17 @@ read_conf(struct daemon *d, struct buf *err)
     struct conf *c;
     int i;
 
-    if (d->config_path)
-        c = conf_load(d->config_path, d->schema, err);
+    if (d->opt.config_path)
+        c = conf_load(d->opt.config_path, d->opt.schema, err);
     else
         c = conf_default(d->rules_dir);
     if (!c) return NULL;
-    if (d->nextra_rules && !d->config_path) {
+    if (d->opt.nextra_rules && !d->opt.config_path) {
         /* -r replaces the built-in rules directory */
         free(c->rules[0]);
         c->nrules = 0;
     }
-    for (i = 0; i < d->nextra_rules; i++) conf_add_rules(c, d->extra_rules[i], 0);
+    for (i = 0; i < d->opt.nextra_rules; i++) conf_add_rules(c, d->opt.extra_rules[i], 0);
     return c;
 }
 
@@ -217,31 +199,6 @@ log_conf_warnings(const struct conf *c)
 }
 
 /* ---- privileges ---- */
-
-/* The uid and gid of <daemon user> (and group); -1 with a line in err. */
-static int
-service_user(const struct conf *c, uid_t *uid, gid_t *gid, struct buf *err)
-{
-    struct passwd *pw = getpwnam(c->user);
-    struct group *gr;
-
-    if (!pw) {
-        buf_printf(err, "%s: unknown user '%s'\n", c->file ? c->file : "configuration", c->user);
-        return -1;
-    }
-    *uid = pw->pw_uid;
-    *gid = pw->pw_gid;
-    if (c->group) {
-        gr = getgrnam(c->group);
-        if (!gr) {
-            buf_printf(err, "%s: unknown group '%s'\n", c->file ? c->file : "configuration",
-                       c->group);
-            return -1;
-        }
-        *gid = gr->gr_gid;
-    }
-    return 0;
-}
 
 /* The gid of <control group>, or (gid_t)-1 without one; -1 with file:line in err. */
 static int
@@ -279,7 +236,7 @@ drop_privileges(const struct conf *c, struct buf *err)
     gid_t gid;
 
     if (!c->user) return 0;
-    if (service_user(c, &uid, &gid, err) < 0) return -1;
+    if (proc_service_user(c, &uid, &gid, err) < 0) return -1;
     /* the user already (the engine under the packaged unit: engine_user_early), and nothing more */
     if (getuid() == uid && geteuid() == uid && !privsep_can_change_user()) return 0;
     /*
@@ -323,19 +280,9 @@ engine_user_early(const struct conf *c, struct buf *err)
     gid_t gid;
 
     if (geteuid() == 0 || !c->user) return 0;
-    if (service_user(c, &uid, &gid, err) < 0) return -1;
+    if (proc_service_user(c, &uid, &gid, err) < 0) return -1;
     if (become_user(c, uid, gid, err) < 0) return -1;
     return privsep_caps_engine_start(err);
-}
-
-static int
-write_pidfile(const char *path)
-{
-    FILE *f = fopen(path, "w");
-
-    if (!f) return -1;
-    fprintf(f, "%ld\n", (long)getpid());
-    return fclose(f);
 }
 
 /* ---- signals ---- */
@@ -483,7 +430,7 @@ shutdown_done(void *arg)
      * and once its handle is closed it would kill the process with its
      * default action (an exit status of 143 for a clean stop).
      */
-    mask_handled_signals(SIG_BLOCK);
+    proc_mask_signals(SIG_BLOCK);
     control_close(d->control);
     http_close(d->http);
     d->control = NULL;
@@ -831,7 +778,7 @@ check_engine_files(struct daemon *d, const struct conf *c, bool opens, bool spoo
     int status = 0;
     pid_t pid;
 
-    if (service_user(c, &uid, &gid, &err) < 0) {
+    if (proc_service_user(c, &uid, &gid, &err) < 0) {
         fputs(buf_str(&err), stderr);
         buf_free(&err);
         return -1;
@@ -914,8 +861,9 @@ check_only(struct daemon *d)
         rc = 1;
     }
     if (rc == 0)
-        printf("%s: configuration OK, %zu rule%s\n", d->config_path ? d->config_path : "(built-in)",
-               rules, rules == 1 ? "" : "s");
+        printf("%s: configuration OK, %zu rule%s\n",
+               d->opt.config_path ? d->opt.config_path : "(built-in)", rules,
+               rules == 1 ? "" : "s");
     conf_free(c);
     buf_free(&err);
     return rc;
@@ -927,254 +875,6 @@ on_passed_signal(void *arg, int sig)
 {
     (void)arg;
     raise(sig);
-}
-
-/* The executor process: what it serves, and what it waits for before it exits. */
-struct executor_proc {
-    struct daemon *d;
-    struct conf *conf; /* what the queues served were opened from */
-    uv_loop_t *loop;
-    struct ipcserve *serve;
-    pid_t engine;
-    uv_signal_t sig[6];
-    size_t nsig;
-    bool engine_reaped, served_end, closing, terminated;
-    unsigned pending_signals; /* bit n: signal n came before the connection was served */
-    int engine_status;
-    int exit_code;
-};
-
-static void
-exec_proc_closed(void *arg)
-{
-    struct executor_proc *x = arg;
-    size_t i;
-
-    for (i = 0; i < x->nsig; i++) close_signal(&x->sig[i]);
-}
-
-/* Once the engine has exited and the connection is over: close the queues, then exit. */
-static void
-exec_proc_finish(struct executor_proc *x)
-{
-    if (!x->engine_reaped || !x->served_end || x->closing) return;
-    x->closing = true;
-    x->exit_code =
-        x->terminated && WIFEXITED(x->engine_status) && WEXITSTATUS(x->engine_status) == 0 ? 0 : 1;
-    ipcserve_close(x->serve, exec_proc_closed, x);
-}
-
-static void
-on_served_end(void *arg, const char *reason)
-{
-    struct executor_proc *x = arg;
-
-    x->served_end = true;
-    x->terminated = strcmp(reason, "terminated") == 0;
-    if (!x->terminated) {
-        log_msg(LOG_ERR,
-                "privsep: the engine process is gone (%s): closing the queues (their spools keep "
-                "what is undelivered) and stopping",
-                reason);
-        /* should it still run (a broken protocol), it stops too, saving its state */
-        if (!x->engine_reaped) kill(x->engine, SIGTERM);
-    }
-    exec_proc_finish(x);
-}
-
-static void
-on_exec_sigchld(uv_signal_t *h, int sig)
-{
-    struct executor_proc *x = h->data;
-    int st;
-
-    (void)sig;
-    /* only the engine: the scripts' children are libuv's to reap (by their pid) */
-    if (x->engine_reaped || waitpid(x->engine, &st, WNOHANG) != x->engine) return;
-    x->engine_reaped = true;
-    x->engine_status = st;
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        log_msg(LOG_INFO, "privsep: the engine process %ld exited", (long)x->engine);
-    else if (WIFEXITED(st))
-        log_msg(LOG_ERR, "privsep: the engine process %ld exited with status %d", (long)x->engine,
-                WEXITSTATUS(st));
-    else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS)
-        log_msg(LOG_ERR,
-                "privsep: the engine process %ld was killed by its seccomp filter (SIGSYS: a "
-                "system call outside its list)",
-                (long)x->engine);
-    else if (WIFSIGNALED(st))
-        log_msg(LOG_ERR, "privsep: the engine process %ld was killed by signal %d", (long)x->engine,
-                WTERMSIG(st));
-    exec_proc_finish(x);
-}
-
-/*
- * SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2: a signal for corrald (systemd signals the main
- * process: this one) goes on to the engine as a frame on the socketpair, which needs no right to
- * signal another user's process (the packaged unit's executor has none).
- * Before the connection is served it waits; after it ended, kill() is the
- * best left (root may).
- */
-static void
-on_exec_relay(uv_signal_t *h, int sig)
-{
-    struct executor_proc *x = h->data;
-
-    if (x->engine_reaped) return;
-    if (!x->serve)
-        x->pending_signals |= 1u << sig;
-    else if (ipcserve_signal(x->serve, sig) < 0)
-        kill(x->engine, sig);
-}
-
-static void
-exec_control(void *arg, struct queue **queues, size_t n, const char *args, struct buf *out)
-{
-    (void)arg;
-    queuectl_command_queues(queues, n, args, out);
-}
-
-static void
-exec_notify(void *arg, const char *state)
-{
-    (void)arg;
-    sd_notify(state);
-}
-
-static void
-queue_gone(void *arg)
-{
-    (void)arg;
-}
-
-/*
- * The engine asks for a reload of the executors (L): read the same file
- * again, here (nothing of the configuration comes from the engine), and
- * replace the queues as a reload without privilege separation does
- * (queueset.h).  A changed or added executor's secrets are read and its
- * spool replayed now, in this loop turn, as server_reload does in one
- * process; unchanged ones keep running untouched.
- */
-static int
-exec_reload(void *arg, struct queue *const *running, size_t n, struct queue ***out, size_t *nout,
-            struct buf *report)
-{
-    struct executor_proc *x = arg;
-    struct queueset_stage qs;
-    struct buf err = BUF_INIT;
-    struct conf *c = read_conf(x->d, &err);
-    char *dir;
-    int rc = -1;
-
-    if (!c) {
-        buf_append(report, err.p, err.len);
-    } else {
-        dir = server_spool_dir(c);
-        rc = queueset_prepare(&qs, x->loop, running, x->conf->executors, n, c->executors,
-                              c->nexecutors, c->file ? c->file : "(built-in)", dir, report);
-        free(dir);
-    }
-    if (rc == 0) {
-        *out = qs.queues;
-        *nout = c->nexecutors;
-        queueset_commit(&qs, report);
-        conf_free(x->conf);
-        x->conf = c;
-        log_msg(LOG_INFO, "privsep: the executor process reloaded its executors (%zu)", *nout);
-    } else {
-        conf_free(c);
-        log_msg(LOG_ERR, "privsep: the executor process could not reload its executors: the "
-                         "running ones stay");
-    }
-    buf_free(&err);
-    return rc;
-}
-
-/*
- * The executor process (the parent): opens the executors (their secrets are
- * read here only), serves the engine on fd until it has terminated us or is
- * gone, and returns the exit status.  Takes c.
- */
-static int
-run_executor(struct daemon *d, struct conf *c, int fd, pid_t engine)
-{
-    static const int relayed[] = {SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
-    struct executor_proc x;
-    struct buf err = BUF_INIT;
-    const char *file = c->file ? c->file : "(built-in)";
-    char *dir = server_spool_dir(c);
-    struct queue **qs = xcalloc(c->nexecutors + 1, sizeof(*qs));
-    size_t i, n = 0;
-    bool ok = true;
-
-    memset(&x, 0, sizeof(x));
-    x.d = d;
-    x.conf = c;
-    x.loop = uv_default_loop();
-    x.engine = engine;
-    x.exit_code = 1;
-    /* not root (the packaged unit): what changing user took is the engine's, not ours */
-    if (privsep_caps_executor(&err) < 0) ok = false; /* reported below, as a queue that fails */
-    if (d->pidfile && write_pidfile(d->pidfile) < 0)
-        log_msg(LOG_WARNING, "cannot write pidfile %s: %s", d->pidfile, strerror(errno));
-    for (i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++, x.nsig++) {
-        uv_signal_init(x.loop, &x.sig[x.nsig]);
-        x.sig[x.nsig].data = &x;
-        uv_signal_start(&x.sig[x.nsig], on_exec_relay, relayed[i]);
-    }
-    uv_signal_init(x.loop, &x.sig[x.nsig]);
-    x.sig[x.nsig].data = &x;
-    uv_signal_start(&x.sig[x.nsig], on_exec_sigchld, SIGCHLD);
-    on_exec_sigchld(&x.sig[x.nsig++], SIGCHLD); /* it may have died before the handler */
-    mask_handled_signals(SIG_UNBLOCK);
-    /* the scripts run as the service user, as they do without privilege separation */
-    if (c->user && geteuid() == 0) {
-        uid_t uid;
-        gid_t gid;
-        if (service_user(c, &uid, &gid, &err) < 0)
-            ok = false;
-        else
-            exec_run_as(uid, gid);
-    }
-    for (n = 0; ok && n < c->nexecutors; n++) {
-        qs[n] = queue_open(x.loop, &c->executors[n], file, dir, &err);
-        if (!qs[n]) break;
-    }
-    if (ok && n == c->nexecutors) {
-        /* before the hello goes out: the engine's "started" comes after this line */
-        log_msg(LOG_INFO, "privsep: executor process %ld as user %s, engine process %ld",
-                (long)getpid(), getpwuid(geteuid()) ? getpwuid(geteuid())->pw_name : "?",
-                (long)engine);
-        x.serve = ipcserve_new(x.loop, fd, qs, n, on_served_end, &x);
-        for (i = 0; x.serve && i < sizeof(relayed) / sizeof(relayed[0]); i++)
-            if (x.pending_signals & (1u << relayed[i])) ipcserve_signal(x.serve, relayed[i]);
-    }
-    if (!x.serve) {
-        /* the engine sees the socketpair close before any hello, and stops */
-        fputs(buf_str(&err), stderr);
-        log_msg(LOG_ERR, "privsep: the executors could not be opened: not started");
-        close(fd);
-        for (i = 0; i < n; i++) queue_close(qs[i], queue_gone, NULL);
-        x.closing = true;
-        if (!x.engine_reaped) waitpid(engine, NULL, 0);
-        exec_proc_closed(&x);
-        uv_run(x.loop, UV_RUN_DEFAULT);
-    } else {
-        ipcserve_set_control(x.serve, exec_control, NULL);
-        ipcserve_set_notify(x.serve, exec_notify, NULL);
-        ipcserve_set_reload(x.serve, exec_reload, &x);
-        uv_run(x.loop, UV_RUN_DEFAULT);
-        log_msg(x.exit_code ? LOG_ERR : LOG_INFO, "privsep: executor process stopped%s",
-                x.exit_code ? " (the engine process did not stop cleanly)" : "");
-    }
-    if (d->pidfile && unlink(d->pidfile) < 0 && errno != ENOENT)
-        log_msg(LOG_INFO, "pidfile %s left in place: %s", d->pidfile, strerror(errno));
-    free(qs);
-    free(dir);
-    buf_free(&err);
-    conf_free(x.conf); /* c, or what the last reload read */
-    return x.exit_code;
 }
 
 #ifdef CORRAL_TEST_HOOKS
@@ -1259,8 +959,13 @@ daemonize(void)
     return 0;
 }
 
-int
-main(int argc, char **argv)
+/*
+ * The command line into o; MODE_DONE once --help or --version has
+ * answered; -1 on a usage error, reported.  extra_rules has room for every
+ * argument.
+ */
+static int
+parse_options(struct options *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'f'},
@@ -1273,51 +978,287 @@ main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    struct daemon d;
-    struct dnscache *dns;
-    struct buf err = BUF_INIT;
-    struct conf *c;
-    bool foreground = false, test = false, privsep = false;
-    int opt, rc = 0;
-#ifdef CORRAL_TEST_HOOKS
-    char *test_hook = NULL;
-#endif
+    int opt;
 
-    memset(&d, 0, sizeof(d));
-    log_setup("corrald", NULL, NULL); /* journal or terminal format from the first line on */
-    d.extra_rules = xcalloc((size_t)argc, sizeof(char *));
+    o->mode = MODE_RUN;
+    o->extra_rules = xcalloc((size_t)argc, sizeof(char *));
     while ((opt = getopt_long(argc, argv, "f:r:Ftp:Vh", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'f': d.config_path = optarg; break;
-        case 'r': d.extra_rules[d.nextra_rules++] = optarg; break;
-        case 'F': foreground = true; break;
-        case 't': test = true; break;
-        case 'p': d.pidfile = optarg; break;
-        case 's': d.schema = xstrdup(optarg); break;
-        case 'V': puts("corrald " PACKAGE_VERSION); goto out;
-        case 'h': usage(stdout); goto out;
-        default:
-            usage(stderr);
-            rc = 2;
-            goto out;
+        case 'f': o->config_path = optarg; break;
+        case 'r': o->extra_rules[o->nextra_rules++] = optarg; break;
+        case 'F': o->foreground = true; break;
+        case 't': o->mode = MODE_CHECK; break;
+        case 'p': o->pidfile = optarg; break;
+        case 's':
+            free(o->schema);
+            o->schema = xstrdup(optarg);
+            break;
+        case 'V': puts("corrald " PACKAGE_VERSION); return o->mode = MODE_DONE;
+        case 'h': usage(stdout); return o->mode = MODE_DONE;
+        default: usage(stderr); return -1;
         }
     }
     if (optind < argc) {
         usage(stderr);
-        rc = 2;
+        return -1;
+    }
+    return o->mode;
+}
+
+/* The executor process reads the configuration again for a reload, as it was read at start. */
+static struct conf *
+read_conf_again(void *arg, struct buf *err)
+{
+    return read_conf(arg, err);
+}
+
+/*
+ * Privilege separation, the parent: the executor process (execproc.h),
+ * which holds the executors' secrets and is the one systemd and the pid
+ * file know.  Its exit status is corrald's.  Takes c.
+ */
+static int
+run_executor_process(struct daemon *d, struct conf *c, int fd, pid_t engine)
+{
+    struct execproc_args a = {
+        .pidfile = d->pidfile,
+        .read_conf = read_conf_again,
+        .read_conf_arg = d,
+    };
+
+    return execproc_run(c, fd, engine, &a);
+}
+
+/*
+ * Privilege separation, the child: what makes it the engine process before
+ * it starts as corrald does without privilege separation.  Its environment
+ * is scrubbed (no secret stays in its memory), it becomes the service user
+ * early when not root, and its queues are the executor process's behind a
+ * proxy, which must have said hello (its executors are open, their spools
+ * replayed) before anything starts.  -1 (logged) when it cannot be.
+ */
+static int
+become_engine(struct daemon *d, const struct conf *c, int fd)
+{
+    struct buf err = BUF_INIT;
+    int rc = -1;
+
+#ifdef CORRAL_TEST_HOOKS
+    if (getenv("CORRAL_TEST_HOOK")) d->test_hook = xstrdup(getenv("CORRAL_TEST_HOOK"));
+#endif
+    d->executor_pid = getppid();
+    privsep_scrub_environment();
+    if (engine_user_early(c, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        log_msg(LOG_ERR, "privsep: the engine process could not become its user: not started");
         goto out;
     }
-    d.rules_dir = find_file(CORRAL_RULESDIR, "../rules");
-    /* not installed, built out of the source tree (build/, as README.md says): the source's rules
-     */
-    if (access(d.rules_dir, R_OK) < 0 && access(CORRAL_SOURCE_RULESDIR, R_OK) == 0) {
-        free(d.rules_dir);
-        d.rules_dir = xstrdup(CORRAL_SOURCE_RULESDIR);
+    d->pidfile = NULL; /* the executor process's, the main one */
+    d->loop = uv_default_loop();
+    d->srv = server_new(d->loop); /* before the loop first runs (it configures the loop) */
+    d->proxy = ipcproxy_new(d->loop, fd, NULL, on_proxy_end, d);
+    if (d->proxy) ipcproxy_set_signal(d->proxy, on_passed_signal, d);
+    /* the executor process opens the executors (replaying spools), then says hello */
+    while (d->proxy && !ipcproxy_ready(d->proxy) && !d->proxy_ended &&
+           uv_run(d->loop, UV_RUN_ONCE)) {
     }
-    if (test) {
-        rc = check_only(&d);
+    if (!d->proxy || !ipcproxy_ready(d->proxy)) {
+        log_msg(LOG_ERR, "privsep: no executors from the executor process: not started");
         goto out;
     }
+    server_set_proxy(d->srv, d->proxy);
+    rc = 0;
+out:
+    buf_free(&err);
+    return rc;
+}
+
+/*
+ * The engine under privilege separation, once started: the change of user
+ * cleared the parent-death signal that privsep_split set, so it is set
+ * again (the socketpair's end is the other way to learn of it), unless the
+ * executor process is gone already; then, last, the seccomp filter allows
+ * only what the engine needs from here on.  -1 (reported) on failure.
+ */
+static int
+confine_engine(struct daemon *d, const struct conf *cur)
+{
+    struct buf err = BUF_INIT;
+
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != d->executor_pid) {
+        log_msg(LOG_ERR, "privsep: the executor process is gone: not started");
+        return -1;
+    }
+    if (sandbox_engine(sandbox_mode(), &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        buf_free(&err);
+        return -1;
+    }
+    log_msg(LOG_INFO,
+            "privilege separation: engine process %ld as user %s (seccomp on%s), "
+            "executor process %ld",
+            (long)getpid(), cur->user ? cur->user : "(unchanged)",
+            sandbox_mode() == SANDBOX_LOG ? ", log mode: a sanitizer build" : "", (long)getppid());
+    buf_free(&err);
+    return 0;
+}
+
+/*
+ * The started engine's doors and its drop: the control socket and the
+ * status page are opened, and the pid file written, while still able to
+ * (as root: /run is usually root's); then the privileges go, and under
+ * privilege separation the engine is confined.  -1 (reported) when the
+ * engine must not run on.
+ */
+static int
+open_and_drop(struct daemon *d)
+{
+    const struct conf *cur = server_conf(d->srv);
+    struct buf err = BUF_INIT;
+    int rc = -1;
+
+    if (cur->control_socket) {
+        gid_t cgid;
+        bool known;
+        /* an unknown group (which -t refuses): the socket is its owner's only */
+        known = control_group_id(cur, &cgid, &err) == 0;
+        d->control =
+            control_open(d->loop, cur->control_socket, cgid, known ? cur->control_mode : 0600,
+                         d->srv, reload_from_control, d, &err);
+        if (err.len) log_msg(LOG_ERR, "%s", buf_str(&err));
+    }
+    if (cur->stats_listen) {
+        buf_reset(&err);
+        d->http = http_open(d->loop, cur->stats_listen, d->srv, &err);
+        if (!d->http)
+            log_msg(LOG_ERR, "%s", buf_str(&err));
+        else
+            log_msg(LOG_INFO, "status page at http://%s/, metrics at /metrics", cur->stats_listen);
+    }
+    /* before the drop: the pid file's directory (/run) is usually root's */
+    if (d->pidfile && proc_write_pidfile(d->pidfile) < 0)
+        log_msg(LOG_WARNING, "cannot write pidfile %s: %s", d->pidfile, strerror(errno));
+    buf_reset(&err);
+    if (drop_privileges(cur, &err) < 0) {
+        fputs(buf_str(&err), stderr);
+        if (d->pidfile) unlink(d->pidfile);
+        goto out;
+    }
+    if (d->proxy && confine_engine(d, cur) < 0) goto out;
+    rc = 0;
+out:
+    buf_free(&err);
+    return rc;
+}
+
+/*
+ * The engine: corrald itself without privilege separation, the child with
+ * it.  Starts the server on c (taken), opens its doors, drops privileges,
+ * tells systemd it is ready and runs the loop until a stop; returns the
+ * exit status.
+ */
+static int
+run_engine(struct daemon *d, struct conf *c)
+{
+    struct dnscache *dns;
+    struct buf err = BUF_INIT;
+    int rc;
+
+    if (!d->loop) d->loop = uv_default_loop();
+    start_signal(d, &d->sighup, on_sighup, SIGHUP);
+    start_signal(d, &d->sigterm, on_sigterm, SIGTERM);
+    start_signal(d, &d->sigint, on_sigterm, SIGINT);
+    start_signal(d, &d->sigusr1, on_sigusr1, SIGUSR1);
+    start_signal(d, &d->sigusr2, on_sigusr2, SIGUSR2);
+    /* what came while blocked reaches the handlers now, and their callbacks once the loop runs */
+    proc_mask_signals(SIG_UNBLOCK);
+    if (!d->srv) d->srv = server_new(d->loop);
+    rc = server_start(d->srv, c, &err); /* c is the server's now */
+    if (rc < 0) {
+        fputs(buf_str(&err), stderr);
+        log_msg(LOG_ERR, "not started");
+    }
+    buf_free(&err);
+    /* on a start-up failure the loop's handles are not closed: the process is ending */
+    if (rc < 0) return 1;
+    d->started = true;
+    if (open_and_drop(d) < 0) return 1;
+    notify(d, "READY=1");
+    log_msg(LOG_INFO, "started");
+#ifdef CORRAL_TEST_HOOKS
+    if (d->proxy) run_test_hook(d->test_hook);
+#endif
+
+    dns = dnscache_new(d->loop, NULL); /* $(dns-resolve-ip) must not block the loop */
+    resolver_set(dnscache_lookup, dns);
+    server_set_dnscache(d->srv, dns);
+    uv_run(d->loop, UV_RUN_DEFAULT);
+    resolver_set(NULL, NULL);
+    server_set_dnscache(d->srv, NULL);
+    dnscache_free(dns);
+
+    /* after a privilege drop the directory may no longer be ours to remove from */
+    if (d->pidfile && unlink(d->pidfile) < 0 && errno != ENOENT)
+        log_msg(LOG_INFO, "pidfile %s left in place: %s", d->pidfile, strerror(errno));
+    if (server_final_save_failed(d->srv)) {
+        /* a stop that loses the state is not a clean one: the service manager must hear of it */
+        log_msg(LOG_ERR, "the state could not be saved at shutdown: its open contexts are lost");
+        d->exit_code = 1;
+    }
+    if (d->exit_code) log_msg(LOG_ERR, "exiting with status %d", d->exit_code);
+    log_msg(LOG_INFO, "stopped");
+    uv_loop_close(d->loop);
+    return d->exit_code;
+}
+
+/*
+ * The configuration as the daemon starts on it, with the process made
+ * ready for it: logging as configured, detached (unless -F), SIGPIPE
+ * ignored, the SNMPv3 trap users' keys derived; *privsep says whether to
+ * split.  NULL (reported) when corrald cannot start.
+ */
+static struct conf *
+prepare(struct daemon *d, bool *privsep)
+{
+    struct buf err = BUF_INIT;
+    struct conf *c = read_conf(d, &err);
+
+    if (!c) goto fail;
+    log_setup("corrald", c->log_level, c->log_to);
+    log_conf_warnings(c);
+    if (!d->pidfile && c->pidfile) d->pidfile = d->pidfile_buf = xstrdup(c->pidfile);
+    if (!d->opt.foreground && daemonize() < 0) {
+        log_msg(LOG_ERR, "cannot detach: %s", strerror(errno));
+        goto fail;
+    }
+    /* a broken pipe (stdout closed by a reader) must not kill the daemon */
+    signal(SIGPIPE, SIG_IGN);
+    if (getenv("RUNTIME_DIRECTORY")) d->runtime_dir = xstrdup(getenv("RUNTIME_DIRECTORY"));
+    if (privsep_wanted(c, privsep, &err) < 0) goto fail;
+    /* SNMPv3 trap users: keys from their passwords here, before the engine process exists */
+    if (snmptrap_localize(c, &err) < 0) goto fail;
+    buf_free(&err);
+    return c;
+fail:
+    fputs(buf_str(&err), stderr);
+    conf_free(c);
+    buf_free(&err);
+    return NULL;
+}
+
+/*
+ * The daemon: one process, or under privilege separation two, forked
+ * before anything opens an executor so that the engine never has their
+ * secrets in memory.  Returns this process's exit status.
+ */
+static int
+run_daemon(struct daemon *d)
+{
+    struct buf err = BUF_INIT;
+    struct conf *c;
+    bool privsep = false;
+    pid_t engine = 0;
+    int fd = -1;
 
     /*
      * From here on a signal waits (blocked, then queued by its handler) until
@@ -1325,194 +1266,55 @@ main(int argc, char **argv)
      * while, and a SIGHUP or SIGTERM then must neither kill corrald with its
      * default action nor be lost.
      */
-    mask_handled_signals(SIG_BLOCK);
-    c = read_conf(&d, &err);
-    if (!c) {
-        fputs(buf_str(&err), stderr);
-        rc = 1;
-        goto out;
+    proc_mask_signals(SIG_BLOCK);
+    c = prepare(d, &privsep);
+    if (!c) return 1;
+    if (!privsep) return run_engine(d, c);
+    switch (privsep_split(&fd, &engine, &err)) {
+    case PRIVSEP_FAILED: fputs(buf_str(&err), stderr); break;
+    case PRIVSEP_EXECUTOR: return run_executor_process(d, c, fd, engine);
+    case PRIVSEP_ENGINE:
+        if (become_engine(d, c, fd) == 0) return run_engine(d, c);
+        break;
     }
-    log_setup("corrald", c->log_level, c->log_to);
-    log_conf_warnings(c);
-    if (!d.pidfile && c->pidfile) d.pidfile = d.pidfile_buf = xstrdup(c->pidfile);
-    if (!foreground && daemonize() < 0) {
-        log_msg(LOG_ERR, "cannot detach: %s", strerror(errno));
-        conf_free(c);
-        rc = 1;
-        goto out;
-    }
-    /* a broken pipe (stdout closed by a reader) must not kill the daemon */
-    signal(SIGPIPE, SIG_IGN);
-    if (getenv("RUNTIME_DIRECTORY")) d.runtime_dir = xstrdup(getenv("RUNTIME_DIRECTORY"));
-    if (privsep_wanted(c, &privsep, &err) < 0) {
-        fputs(buf_str(&err), stderr);
-        conf_free(c);
-        rc = 1;
-        goto out;
-    }
-    /* SNMPv3 trap users: keys from their passwords here, before the engine process exists */
-    if (snmptrap_localize(c, &err) < 0) {
-        fputs(buf_str(&err), stderr);
-        conf_free(c);
-        rc = 1;
-        goto out;
-    }
-    if (privsep) {
-        /* before anything opens an executor: the engine never has their secrets in memory */
-        int fd = -1;
-        pid_t engine = 0;
-        switch (privsep_split(&fd, &engine, &err)) {
-        case PRIVSEP_FAILED:
-            fputs(buf_str(&err), stderr);
-            conf_free(c);
-            rc = 1;
-            goto out;
-        case PRIVSEP_EXECUTOR: rc = run_executor(&d, c, fd, engine); goto out;
-        case PRIVSEP_ENGINE: break;
-        }
-#ifdef CORRAL_TEST_HOOKS
-        if (getenv("CORRAL_TEST_HOOK")) test_hook = xstrdup(getenv("CORRAL_TEST_HOOK"));
-#endif
-        d.executor_pid = getppid();
-        privsep_scrub_environment();
-        if (engine_user_early(c, &err) < 0) {
-            fputs(buf_str(&err), stderr);
-            log_msg(LOG_ERR, "privsep: the engine process could not become its user: not started");
-            conf_free(c);
-            rc = 1;
-            goto out;
-        }
-        d.pidfile = NULL; /* the executor process's, the main one */
-        d.loop = uv_default_loop();
-        d.srv = server_new(d.loop); /* before the loop first runs (it configures the loop) */
-        d.proxy = ipcproxy_new(d.loop, fd, NULL, on_proxy_end, &d);
-        if (d.proxy) ipcproxy_set_signal(d.proxy, on_passed_signal, &d);
-        /* the executor process opens the executors (replaying spools), then says hello */
-        while (d.proxy && !ipcproxy_ready(d.proxy) && !d.proxy_ended &&
-               uv_run(d.loop, UV_RUN_ONCE)) {
-        }
-        if (!d.proxy || !ipcproxy_ready(d.proxy)) {
-            log_msg(LOG_ERR, "privsep: no executors from the executor process: not started");
-            conf_free(c);
-            rc = 1;
-            goto out;
-        }
-        server_set_proxy(d.srv, d.proxy);
-    }
-
-    if (!d.loop) d.loop = uv_default_loop();
-    start_signal(&d, &d.sighup, on_sighup, SIGHUP);
-    start_signal(&d, &d.sigterm, on_sigterm, SIGTERM);
-    start_signal(&d, &d.sigint, on_sigterm, SIGINT);
-    start_signal(&d, &d.sigusr1, on_sigusr1, SIGUSR1);
-    start_signal(&d, &d.sigusr2, on_sigusr2, SIGUSR2);
-    /* what came while blocked reaches the handlers now, and their callbacks once the loop runs */
-    mask_handled_signals(SIG_UNBLOCK);
-    if (!d.srv) d.srv = server_new(d.loop);
-    if (server_start(d.srv, c, &err) < 0) {
-        fputs(buf_str(&err), stderr);
-        log_msg(LOG_ERR, "not started");
-        rc = 1;
-        goto out;
-    }
-    c = NULL; /* owned by the server now */
-    d.started = true;
-    {
-        const struct conf *cur = server_conf(d.srv);
-        if (cur->control_socket) {
-            gid_t cgid;
-            bool known;
-            buf_reset(&err);
-            /* an unknown group (which -t refuses): the socket is its owner's only */
-            known = control_group_id(cur, &cgid, &err) == 0;
-            d.control =
-                control_open(d.loop, cur->control_socket, cgid, known ? cur->control_mode : 0600,
-                             d.srv, reload_from_control, &d, &err);
-            if (err.len) log_msg(LOG_ERR, "%s", buf_str(&err));
-        }
-        if (cur->stats_listen) {
-            buf_reset(&err);
-            d.http = http_open(d.loop, cur->stats_listen, d.srv, &err);
-            if (!d.http)
-                log_msg(LOG_ERR, "%s", buf_str(&err));
-            else
-                log_msg(LOG_INFO, "status page at http://%s/, metrics at /metrics",
-                        cur->stats_listen);
-        }
-        /* before the drop: the pid file's directory (/run) is usually root's */
-        if (d.pidfile && write_pidfile(d.pidfile) < 0)
-            log_msg(LOG_WARNING, "cannot write pidfile %s: %s", d.pidfile, strerror(errno));
-        buf_reset(&err);
-        if (drop_privileges(cur, &err) < 0) {
-            fputs(buf_str(&err), stderr);
-            if (d.pidfile) unlink(d.pidfile);
-            rc = 1;
-            goto out;
-        }
-        if (d.proxy) {
-            /*
-             * The change of user cleared the parent-death signal that
-             * privsep_split set: set it again (the socketpair's end is the
-             * other way to learn of it), unless the executor is gone already.
-             */
-            if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != d.executor_pid) {
-                log_msg(LOG_ERR, "privsep: the executor process is gone: not started");
-                rc = 1;
-                goto out;
-            }
-            /* last: the filter allows only what the engine needs from here on */
-            buf_reset(&err);
-            if (sandbox_engine(sandbox_mode(), &err) < 0) {
-                fputs(buf_str(&err), stderr);
-                rc = 1;
-                goto out;
-            }
-            log_msg(LOG_INFO,
-                    "privilege separation: engine process %ld as user %s (seccomp on%s), "
-                    "executor process %ld",
-                    (long)getpid(), cur->user ? cur->user : "(unchanged)",
-                    sandbox_mode() == SANDBOX_LOG ? ", log mode: a sanitizer build" : "",
-                    (long)getppid());
-        }
-    }
-    notify(&d, "READY=1");
-    log_msg(LOG_INFO, "started");
-#ifdef CORRAL_TEST_HOOKS
-    if (d.proxy) run_test_hook(test_hook);
-#endif
-
-    dns = dnscache_new(d.loop, NULL); /* $(dns-resolve-ip) must not block the loop */
-    resolver_set(dnscache_lookup, dns);
-    server_set_dnscache(d.srv, dns);
-    uv_run(d.loop, UV_RUN_DEFAULT);
-    resolver_set(NULL, NULL);
-    if (d.srv) server_set_dnscache(d.srv, NULL);
-    dnscache_free(dns);
-
-    /* after a privilege drop the directory may no longer be ours to remove from */
-    if (d.pidfile && unlink(d.pidfile) < 0 && errno != ENOENT)
-        log_msg(LOG_INFO, "pidfile %s left in place: %s", d.pidfile, strerror(errno));
-    if (server_final_save_failed(d.srv)) {
-        /* a stop that loses the state is not a clean one: the service manager must hear of it */
-        log_msg(LOG_ERR, "the state could not be saved at shutdown: its open contexts are lost");
-        d.exit_code = 1;
-    }
-    if (d.exit_code) log_msg(LOG_ERR, "exiting with status %d", d.exit_code);
-    log_msg(LOG_INFO, "stopped");
-    uv_loop_close(d.loop);
-    rc = d.exit_code;
-out:
-    /* on a start-up failure the loop's handles are not closed: the process is ending */
-    server_free(d.srv);
     buf_free(&err);
+    conf_free(c);
+    return 1;
+}
+
+/* Parses the command line and runs what it asks for: a check (-t) or the daemon. */
+int
+main(int argc, char **argv)
+{
+    struct daemon d;
+    int rc;
+
+    memset(&d, 0, sizeof(d));
+    log_setup("corrald", NULL, NULL); /* journal or terminal format from the first line on */
+    rc = parse_options(&d.opt, argc, argv);
+    d.pidfile = d.opt.pidfile;
+    d.rules_dir = find_file(CORRAL_RULESDIR, "../rules");
+    /* not installed, built out of the source tree (build/, as README.md says): the source's rules
+     */
+    if (access(d.rules_dir, R_OK) < 0 && access(CORRAL_SOURCE_RULESDIR, R_OK) == 0) {
+        free(d.rules_dir);
+        d.rules_dir = xstrdup(CORRAL_SOURCE_RULESDIR);
+    }
+    switch (rc) {
+    case MODE_CHECK: rc = check_only(&d); break;
+    case MODE_RUN: rc = run_daemon(&d); break;
+    case MODE_DONE: rc = 0; break;
+    default: rc = 2; break;
+    }
+    server_free(d.srv);
     free(d.rules_dir);
-    free(d.schema);
-    free(d.extra_rules);
+    free(d.opt.schema);
+    free(d.opt.extra_rules);
     free(d.pidfile_buf);
     free(d.runtime_dir);
     buf_free(&d.reload_report);
 #ifdef CORRAL_TEST_HOOKS
-    free(test_hook);
+    free(d.test_hook);
 #endif
     return rc;
 }

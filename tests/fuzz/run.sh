@@ -183,7 +183,7 @@ for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool s
     [ "$h" = spool ] && extra="$src/actions/jsonval.c $src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
     [ "$h" = ipc ] && extra="$src/actions/jsonval.c $src/actions/ipc.c $src/actions/ipcserve.c $src/actions/ipcproxy.c $src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
     [ "$h" = deadletter ] && extra="$src/actions/jsonval.c $src/actions/deadletter.c $(pkg-config --cflags --libs jansson)"
-    [ "$h" = alerts_store ] && extra="$src/actions/jsonval.c $src/agent/topology.c $src/agent/alerts.c $src/agent/silences.c $(pkg-config --cflags libuv) $(pkg-config --cflags --libs jansson)"
+    [ "$h" = alerts_store ] && extra="$src/actions/jsonval.c $src/agent/topology.c $src/agent/alerts.c $src/agent/silences.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = silences ] && extra="$src/actions/jsonval.c $src/agent/silences.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = conf ] && extra="$src/agent/conf.c $src/agent/snmptrap_conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv) $(net-snmp-config --libs)"
     [ "$h" = snmptrap ] && extra="$src/agent/snmptrap_fmt.c $(net-snmp-config --libs)"
