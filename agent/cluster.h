@@ -62,8 +62,8 @@ struct cluster_queue;
 struct cluster_job; /* one message pulled from the work queue, until acked, given back or freed */
 
 /* A message pulled for consumer cons, published under id (NULL: none), on a backend thread. */
-typedef void (*cluster_job_fn)(void *arg, struct cluster_job *job, const char *cons,
-                               const char *id, const char *data, size_t len);
+typedef void (*cluster_job_fn)(void *arg, struct cluster_job *job, const char *cons, const char *id,
+                               const char *data, size_t len);
 
 enum cluster_bucket {
     CLUSTER_LEASES, /* entries expire lease seconds after their last write */

@@ -43,10 +43,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PENDING_MAX   256   /* per executor and node: pulled, not yet ended */
-#define PROGRESS_MS   10000 /* a third of the consumers' ack wait (30 s) */
-#define RETURN_MS     5000  /* an alert for an executor this node lacks: to another in 5 s */
-#define NBUCKETS      1024
+#define PENDING_MAX 256   /* per executor and node: pulled, not yet ended */
+#define PROGRESS_MS 10000 /* a third of the consumers' ack wait (30 s) */
+#define RETURN_MS   5000  /* an alert for an executor this node lacks: to another in 5 s */
+#define NBUCKETS    1024
 
 /* An alert pulled, on its way from the backend's thread to the loop. */
 struct arrival {
@@ -157,8 +157,7 @@ arrive(struct cluster_delivery *d, struct arrival *a)
     msg_reset(d->m);
     if (!a->len || msg_decode(d->m, a->data, a->len) != a->len) {
         /* nothing a node could deliver: out of the queue, counted */
-        log_msg(LOG_ERR, "cluster: a damaged alert in the work queue for %s: dropped",
-                a->executor);
+        log_msg(LOG_ERR, "cluster: a damaged alert in the work queue for %s: dropped", a->executor);
         d->st.acked++;
         d->be->wq_ack(a->job);
         return;

@@ -46,8 +46,8 @@ void cluster_delivery_free(struct cluster_delivery *d);
 bool cluster_delivery_publish(struct cluster_delivery *d, const char *executor,
                               const struct msg *m);
 /* What an executor's queue did with an alert (the queue observer's events). */
-void cluster_delivery_event(struct cluster_delivery *d, const char *executor,
-                            const struct msg *m, enum queue_event ev);
+void cluster_delivery_event(struct cluster_delivery *d, const char *executor, const struct msg *m,
+                            enum queue_event ev);
 /* The one-second tick: alerts still being delivered are said to be in progress. */
 void cluster_delivery_tick(struct cluster_delivery *d);
 

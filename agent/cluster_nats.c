@@ -766,9 +766,9 @@ nats_kv_unwatch(struct cluster_watch *w)
 
 /* ---- the work queue: the stream NAME_alerts (work-queue retention) ---- */
 
-#define WQ_DUPLICATES_S 120   /* the stream's duplicate window */
-#define WQ_ACK_WAIT_S   30    /* a job neither acked nor in progress for this long: again */
-#define WQ_FETCH_MS     1000  /* a pull waits this long for messages (bounds the stop) */
+#define WQ_DUPLICATES_S 120  /* the stream's duplicate window */
+#define WQ_ACK_WAIT_S   30   /* a job neither acked nor in progress for this long: again */
+#define WQ_FETCH_MS     1000 /* a pull waits this long for messages (bounds the stop) */
 #define WQ_BATCH        64
 
 struct puller {
@@ -1031,8 +1031,7 @@ nats_wq_open(struct cluster_log *l, const char *const *cons, size_t ncons, unsig
         ec = 0;
         st = js_AddConsumer(&ci, q->js, q->stream, &cc, &admin, &ec);
         jsConsumerInfo_Destroy(ci);
-        if (st != NATS_OK && ec != 10013 /* exists, other settings */ &&
-            ec != 10148 /* exists */) {
+        if (st != NATS_OK && ec != 10013 /* exists, other settings */ && ec != 10148 /* exists */) {
             buf_printf(err, "cluster: consumer %s of %s: %s (JetStream error %d)", p->durable,
                        q->stream, nats_GetLastError(NULL), (int)ec);
             goto fail;

@@ -2624,8 +2624,8 @@ static const struct metrics_desc server_mtab[] = {
      "Routed alerts this node published to the cluster's work queue (per executor).", M_CLDEL,
      CLDEL(published)},
     {"corral_cluster_alerts_stored_total", "counter",
-     "Publishes to the work queue it acknowledged (stored, or dropped as a duplicate id).",
-     M_CLDEL, CLDEL(stored)},
+     "Publishes to the work queue it acknowledged (stored, or dropped as a duplicate id).", M_CLDEL,
+     CLDEL(stored)},
     {"corral_cluster_alerts_publish_failed_total", "counter",
      "Alerts the work queue did not take: submitted to this node's executors instead, or (not "
      "acknowledged in a minute) lost.",
