@@ -778,6 +778,7 @@ struct puller {
     char *durable;
     natsSubscription *sub;
     unsigned pending; /* jobs not yet acked, freed or given back (under q->lock) */
+    time_t logged;    /* the last pull error logged (monotonic seconds) */
     pthread_t tid;
     bool started;
 };
@@ -919,7 +920,14 @@ pull_thread(void *arg)
         st = natsSubscription_Fetch(&list, p->sub, batch, WQ_FETCH_MS, &ec);
         if (st == NATS_TIMEOUT) continue;
         if (st != NATS_OK) {
-            /* disconnected, or the stream without a leader for now */
+            /* disconnected, or the stream without a leader for now: logged once a minute */
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec - p->logged >= 60) {
+                p->logged = now.tv_sec;
+                log_msg(LOG_WARNING, "cluster: pulling %s: %s (JetStream error %d), again",
+                        p->subject, natsStatus_GetText(st), (int)ec);
+            }
             if (!__atomic_load_n(&q->closing, __ATOMIC_ACQUIRE)) nats_Sleep(PLACE_WAIT_MS);
             continue;
         }
