@@ -11,7 +11,13 @@
  *     entries stay (read positions, checkpoints, silences).  create and
  *     update on a revision are the compare-and-set that makes a revision a
  *     fencing token; a watch reports every change of a set of keys, in
- *     revision order.
+ *     revision order;
+ *   - a work queue: messages published to a named consumer (an executor)
+ *     under an id, a second publish of an id within the duplicate window
+ *     dropped; every node pulls each consumer's messages, and a message
+ *     pulled stays the node's until it acknowledges it (done), gives it
+ *     back, or stops saying it is in progress for the ack wait: then it is
+ *     delivered again, to any node.
  *
  * The backend runs threads of its own: deliver and acked are called on
  * them, never on the caller's loop.  The KV calls block (a round trip to
@@ -51,6 +57,13 @@ struct cluster_callbacks {
     cluster_acked_fn acked;
     void *arg;
 };
+
+struct cluster_queue;
+struct cluster_job; /* one message pulled from the work queue, until acked, given back or freed */
+
+/* A message pulled for consumer cons, published under id (NULL: none), on a backend thread. */
+typedef void (*cluster_job_fn)(void *arg, struct cluster_job *job, const char *cons, const char *id,
+                               const char *data, size_t len);
 
 enum cluster_bucket {
     CLUSTER_LEASES, /* entries expire lease seconds after their last write */
@@ -102,6 +115,34 @@ struct cluster_backend {
                                       struct buf *err);
     /* Stops a watch: fn is not called any more once this returns. */
     void (*kv_unwatch)(struct cluster_watch *w);
+    /*
+     * Creates or binds the work queue and one consumer per name of cons, and
+     * pulls each (at most pending jobs not yet acked, freed or given back,
+     * per consumer); fn gets the jobs.  NULL with err set.
+     */
+    struct cluster_queue *(*wq_open)(struct cluster_log *l, const char *const *cons, size_t ncons,
+                                     unsigned pending, cluster_job_fn fn, void *arg,
+                                     struct buf *err);
+    /* Stops pulling; the jobs not yet acked are the servers' again after the ack wait. */
+    void (*wq_close)(struct cluster_queue *q);
+    /*
+     * Queues data for consumer cons under id, asynchronously (sent again
+     * until stored, the id making it stored once); false when it could not
+     * even be queued.  Any thread.
+     */
+    bool (*wq_publish)(struct cluster_queue *q, const char *cons, const char *id, const char *data,
+                       size_t len);
+    /* Done: the job is gone from the queue; j is freed. */
+    void (*wq_ack)(struct cluster_job *j);
+    /* Still at work on it: its ack wait starts again. */
+    void (*wq_progress)(struct cluster_job *j);
+    /* Given back, to be delivered again (to any node) after delay_ms; j is freed. */
+    void (*wq_nak)(struct cluster_job *j, unsigned delay_ms);
+    /* Forgotten here (the servers deliver it again after the ack wait); j is freed. */
+    void (*wq_free)(struct cluster_job *j);
+    /* Counters of the work queue: published, stored, failed for good. */
+    void (*wq_stats)(struct cluster_queue *q, uint64_t *published, uint64_t *stored,
+                     uint64_t *failed);
     /* The last error of the calls above made by this thread, for logs. */
     const char *(*error)(struct cluster_log *l);
 };

@@ -17,6 +17,13 @@
  *                     watch is libnats' KV watcher, read by a thread of
  *                     its own
  *
+ *   work queue        the stream NAME_alerts over NAME.alerts.<consumer>,
+ *                     work-queue retention (a message goes once acked),
+ *                     with a duplicate window of two minutes for the
+ *                     Nats-Msg-Id of publishes; one durable pull consumer
+ *                     per consumer name, shared by every node, with an ack
+ *                     wait of 30 s; a thread per consumer pulls
+ *
  * Two connections: the log's (publishes, subscriptions) and the KV's, so
  * that a lease renewal does not wait behind thousands of publishes in the
  * first one's buffer (under load, it did, past the lease).
@@ -92,6 +99,7 @@ struct cluster_log {
     /* Nats-Msg-Id of publishes: the stream drops one sent again that it had stored */
     char *idprefix;
     uint64_t nextid; /* loop thread */
+    int64_t replicas;
 };
 
 /* The last error, per thread: the KV calls are made from the lease thread and the loop's */
@@ -347,6 +355,7 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     pthread_mutex_init(&l->rlock, NULL);
     pthread_cond_init(&l->rcond, NULL);
     l->nparts = (unsigned)cc->partitions;
+    l->replicas = (int64_t)cc->replicas;
     l->subs = xcalloc(l->nparts, sizeof(*l->subs));
     if (!(o = options(l, cc, err))) goto fail;
     st = natsConnection_Connect(&l->nc, o);
@@ -755,6 +764,429 @@ nats_kv_unwatch(struct cluster_watch *w)
     free(w);
 }
 
+/* ---- the work queue: the stream NAME_alerts (work-queue retention) ---- */
+
+#define WQ_DUPLICATES_S 120  /* the stream's duplicate window */
+#define WQ_ACK_WAIT_S   30   /* a job neither acked nor in progress for this long: again */
+#define WQ_FETCH_MS     1000 /* a pull waits this long for messages (bounds the stop) */
+#define WQ_BATCH        64
+
+struct puller {
+    struct cluster_queue *q;
+    char *cons;    /* as the caller names it */
+    char *subject; /* NAME.alerts.<cons, made a token> */
+    char *durable;
+    natsSubscription *sub;
+    unsigned pending; /* jobs not yet acked, freed or given back (under q->lock) */
+    time_t logged;    /* the last pull error logged (monotonic seconds) */
+    pthread_t tid;
+    bool started;
+};
+
+struct cluster_queue {
+    struct cluster_log *l;
+    jsCtx *js; /* its own acknowledgement handler: the log's counts the ingest's */
+    char *stream, *prefix;
+    struct puller *p;
+    size_t np;
+    unsigned max_pending;
+    cluster_job_fn fn;
+    void *arg;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool closing;
+    struct retry *retries; /* publishes to send again (under lock) */
+    pthread_t rtid;
+    bool rstarted;
+    uint64_t published, stored, failed; /* atomic */
+};
+
+struct cluster_job {
+    struct puller *p;
+    natsMsg *m;
+};
+
+/* A consumer's name as a subject token and a durable name: [A-Za-z0-9_-] only. */
+static char *
+token_of(const char *s)
+{
+    char *t = xstrdup(s), *c;
+
+    for (c = t; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '-'))
+            *c = '_';
+    return t;
+}
+
+static void
+wq_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+    struct cluster_queue *q = closure;
+    struct retry *r;
+
+    (void)js;
+    if (pa && !pae) {
+        __atomic_add_fetch(&q->stored, 1, __ATOMIC_RELAXED);
+        natsMsg_Destroy(msg);
+        return;
+    }
+    if (!__atomic_load_n(&q->closing, __ATOMIC_ACQUIRE) && tries(msg) < RETRY_MAX) {
+        /* sent again under the same id: stored once */
+        r = xmalloc(sizeof(*r));
+        r->m = msg;
+        pthread_mutex_lock(&q->lock);
+        r->next = q->retries;
+        q->retries = r;
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
+    __atomic_add_fetch(&q->failed, 1, __ATOMIC_RELAXED);
+    log_msg(LOG_ERR, "cluster: an alert was not stored in the work queue: lost");
+    natsMsg_Destroy(msg);
+}
+
+static void *
+wq_retry_thread(void *arg)
+{
+    struct cluster_queue *q = arg;
+    struct retry *list, *r, *keep;
+    struct timespec ts;
+    char b[16];
+    jsPubOptions po;
+
+    jsPubOptions_Init(&po);
+    po.MaxWait = ACK_WAIT;
+    pthread_mutex_lock(&q->lock);
+    while (!q->closing) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += RETRY_MS * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+        list = q->retries;
+        q->retries = NULL;
+        pthread_mutex_unlock(&q->lock);
+        keep = NULL;
+        while ((r = list)) {
+            list = r->next;
+            snprintf(b, sizeof(b), "%d", tries(r->m) + 1);
+            natsMsgHeader_Set(r->m, HDR_TRY, b);
+            if (js_PublishMsgAsync(q->js, &r->m, &po) == NATS_OK) {
+                free(r);
+            } else if (tries(r->m) >= RETRY_MAX) {
+                __atomic_add_fetch(&q->failed, 1, __ATOMIC_RELAXED);
+                log_msg(LOG_ERR, "cluster: an alert was not stored in the work queue: lost");
+                natsMsg_Destroy(r->m);
+                free(r);
+            } else {
+                r->next = keep;
+                keep = r;
+            }
+        }
+        pthread_mutex_lock(&q->lock);
+        while ((r = keep)) {
+            keep = r->next;
+            r->next = q->retries;
+            q->retries = r;
+        }
+    }
+    pthread_mutex_unlock(&q->lock);
+    return NULL;
+}
+
+static void *
+pull_thread(void *arg)
+{
+    struct puller *p = arg;
+    struct cluster_queue *q = p->q;
+    natsMsgList list;
+    natsStatus st;
+    jsErrCode ec;
+    int i, batch;
+
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        while (!q->closing && p->pending >= q->max_pending) pthread_cond_wait(&q->cond, &q->lock);
+        batch = (int)(q->max_pending - p->pending);
+        if (batch > WQ_BATCH) batch = WQ_BATCH;
+        if (q->closing) {
+            pthread_mutex_unlock(&q->lock);
+            break;
+        }
+        pthread_mutex_unlock(&q->lock);
+        memset(&list, 0, sizeof(list));
+        ec = 0;
+        st = natsSubscription_Fetch(&list, p->sub, batch, WQ_FETCH_MS, &ec);
+        if (st == NATS_TIMEOUT) continue;
+        if (st != NATS_OK) {
+            /* disconnected, or the stream without a leader for now: logged once a minute */
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec - p->logged >= 60) {
+                p->logged = now.tv_sec;
+                log_msg(LOG_WARNING, "cluster: pulling %s: %s (JetStream error %d), again",
+                        p->subject, natsStatus_GetText(st), (int)ec);
+            }
+            if (!__atomic_load_n(&q->closing, __ATOMIC_ACQUIRE)) nats_Sleep(PLACE_WAIT_MS);
+            continue;
+        }
+        for (i = 0; i < list.Count; i++) {
+            struct cluster_job *j = xmalloc(sizeof(*j));
+            j->p = p;
+            j->m = list.Msgs[i];
+            list.Msgs[i] = NULL;
+            pthread_mutex_lock(&q->lock);
+            p->pending++;
+            pthread_mutex_unlock(&q->lock);
+            q->fn(q->arg, j, p->cons, header(j->m, "Nats-Msg-Id"), natsMsg_GetData(j->m),
+                  (size_t)natsMsg_GetDataLength(j->m));
+        }
+        natsMsgList_Destroy(&list);
+    }
+    return NULL;
+}
+
+static void nats_wq_close(struct cluster_queue *q);
+
+static struct cluster_queue *
+nats_wq_open(struct cluster_log *l, const char *const *cons, size_t ncons, unsigned pending,
+             cluster_job_fn fn, void *arg, struct buf *err)
+{
+    struct cluster_queue *q = xcalloc(1, sizeof(*q));
+    jsOptions jo, admin;
+    jsStreamConfig sc;
+    jsConsumerConfig cc;
+    jsSubOptions so;
+    jsConsumerInfo *ci;
+    jsErrCode ec = 0;
+    natsStatus st;
+    const char *subjects[1];
+    char subj[300];
+    size_t i;
+    int tries;
+    const char *name = l->prefix; /* NAME.in. */
+    size_t nlen = strlen(name) - 4;
+
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->cond, NULL);
+    q->l = l;
+    q->fn = fn;
+    q->arg = arg;
+    q->max_pending = pending ? pending : 1;
+    jsOptions_Init(&jo);
+    jo.Wait = 2000;
+    jo.PublishAsync.AckHandler = wq_on_ack;
+    jo.PublishAsync.AckHandlerClosure = q;
+    jo.PublishAsync.StallWait = 100;
+    if ((st = natsConnection_JetStream(&q->js, l->nc, &jo)) != NATS_OK) {
+        buf_printf(err, "cluster: JetStream: %s", natsStatus_GetText(st));
+        goto fail;
+    }
+    q->stream = xmalloc(nlen + 8);
+    snprintf(q->stream, nlen + 8, "%.*s_alerts", (int)nlen, name);
+    q->prefix = xmalloc(nlen + 9);
+    snprintf(q->prefix, nlen + 9, "%.*s.alerts.", (int)nlen, name);
+    snprintf(subj, sizeof(subj), "%s*", q->prefix);
+    subjects[0] = subj;
+    jsOptions_Init(&admin);
+    admin.Wait = 5000;
+    jsStreamConfig_Init(&sc);
+    sc.Name = q->stream;
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    sc.Retention = js_WorkQueuePolicy;
+    sc.Duplicates = (int64_t)WQ_DUPLICATES_S * 1000000000LL;
+    sc.Replicas = l->replicas;
+    for (tries = 0; tries < ADMIN_TRIES + PLACE_TRIES; tries++) {
+        ec = 0;
+        st = js_AddStream(NULL, q->js, &sc, &admin, &ec);
+        if (st == NATS_TIMEOUT && tries < ADMIN_TRIES)
+            log_msg(LOG_WARNING, "cluster: creating stream %s: no answer yet, again", q->stream);
+        else if ((ec == JS_NO_PEERS || ec == JS_NOT_AVAILABLE) && st != NATS_OK)
+            nats_Sleep(PLACE_WAIT_MS);
+        else
+            break;
+    }
+    if (st != NATS_OK) {
+        const char *why = nats_GetLastError(NULL);
+        buf_printf(err, "cluster: stream %s (%s): %s (JetStream error %d)", q->stream, subj,
+                   why && *why ? why : natsStatus_GetText(st), (int)ec);
+        goto fail;
+    }
+    q->p = xcalloc(ncons ? ncons : 1, sizeof(*q->p));
+    for (i = 0; i < ncons; i++) {
+        struct puller *p = &q->p[i];
+        char *tok = token_of(cons[i]);
+        p->q = q;
+        p->cons = xstrdup(cons[i]);
+        p->subject = xmalloc(strlen(q->prefix) + strlen(tok) + 1);
+        sprintf(p->subject, "%s%s", q->prefix, tok);
+        p->durable = tok;
+        q->np++;
+        /*
+         * One durable consumer per executor, shared by every node: created
+         * here (not by the subscription, which would delete it when it goes)
+         */
+        jsConsumerConfig_Init(&cc);
+        cc.Durable = p->durable;
+        cc.FilterSubject = p->subject;
+        cc.AckPolicy = js_AckExplicit;
+        cc.AckWait = (int64_t)WQ_ACK_WAIT_S * 1000000000LL;
+        cc.MaxAckPending = (int64_t)q->max_pending * 16;
+        ci = NULL;
+        ec = 0;
+        st = js_AddConsumer(&ci, q->js, q->stream, &cc, &admin, &ec);
+        jsConsumerInfo_Destroy(ci);
+        if (st != NATS_OK && ec != 10013 /* exists, other settings */ && ec != 10148 /* exists */) {
+            buf_printf(err, "cluster: consumer %s of %s: %s (JetStream error %d)", p->durable,
+                       q->stream, nats_GetLastError(NULL), (int)ec);
+            goto fail;
+        }
+        jsSubOptions_Init(&so);
+        so.Stream = q->stream;
+        so.Consumer = p->durable;
+        ec = 0;
+        if ((st = js_PullSubscribe(&p->sub, q->js, p->subject, p->durable, NULL, &so, &ec)) !=
+            NATS_OK) {
+            buf_printf(err, "cluster: pulling %s: %s (JetStream error %d)", p->subject,
+                       nats_GetLastError(NULL), (int)ec);
+            goto fail;
+        }
+    }
+    for (i = 0; i < q->np; i++) {
+        if (pthread_create(&q->p[i].tid, NULL, pull_thread, &q->p[i]) != 0) {
+            buf_printf(err, "cluster: cannot start a thread");
+            goto fail;
+        }
+        q->p[i].started = true;
+    }
+    if (pthread_create(&q->rtid, NULL, wq_retry_thread, q) != 0) {
+        buf_printf(err, "cluster: cannot start a thread");
+        goto fail;
+    }
+    q->rstarted = true;
+    return q;
+fail:
+    nats_wq_close(q);
+    return NULL;
+}
+
+static void
+nats_wq_close(struct cluster_queue *q)
+{
+    size_t i;
+    struct retry *r;
+    jsPubOptions po;
+
+    if (!q) return;
+    pthread_mutex_lock(&q->lock);
+    __atomic_store_n(&q->closing, true, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+    if (q->rstarted) pthread_join(q->rtid, NULL);
+    for (i = 0; i < q->np; i++)
+        if (q->p[i].started) pthread_join(q->p[i].tid, NULL);
+    if (q->js) {
+        /* what is in flight gets its acknowledgement (a second at most) */
+        jsPubOptions_Init(&po);
+        po.MaxWait = 1000;
+        js_PublishAsyncComplete(q->js, &po);
+    }
+    while ((r = q->retries)) {
+        q->retries = r->next;
+        __atomic_add_fetch(&q->failed, 1, __ATOMIC_RELAXED);
+        natsMsg_Destroy(r->m);
+        free(r);
+    }
+    for (i = 0; i < q->np; i++) {
+        /* not unsubscribed: the consumer is the cluster's, it stays */
+        natsSubscription_Destroy(q->p[i].sub);
+        free(q->p[i].cons);
+        free(q->p[i].subject);
+        free(q->p[i].durable);
+    }
+    free(q->p);
+    jsCtx_Destroy(q->js);
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->cond);
+    free(q->stream);
+    free(q->prefix);
+    free(q);
+}
+
+static bool
+nats_wq_publish(struct cluster_queue *q, const char *cons, const char *id, const char *data,
+                size_t len)
+{
+    char *tok = token_of(cons);
+    char subj[600];
+    natsMsg *m = NULL;
+    natsStatus st;
+    jsPubOptions po;
+
+    snprintf(subj, sizeof(subj), "%s%s", q->prefix, tok);
+    free(tok);
+    st = natsMsg_Create(&m, subj, NULL, data, (int)len);
+    jsPubOptions_Init(&po);
+    po.MaxWait = ACK_WAIT;
+    po.MsgId = id; /* JetStream drops a second publish of it within the duplicate window */
+    if (st == NATS_OK) st = js_PublishMsgAsync(q->js, &m, &po);
+    natsMsg_Destroy(m);
+    if (st != NATS_OK) {
+        set_err(q->l, "publish", st);
+        return false;
+    }
+    __atomic_add_fetch(&q->published, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* j is done with here: its consumer may pull one more. */
+static void
+job_free(struct cluster_job *j)
+{
+    struct cluster_queue *q = j->p->q;
+
+    pthread_mutex_lock(&q->lock);
+    j->p->pending--;
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+    natsMsg_Destroy(j->m);
+    free(j);
+}
+
+static void
+nats_wq_ack(struct cluster_job *j)
+{
+    natsStatus st = natsMsg_Ack(j->m, NULL);
+
+    /* not acknowledged (disconnected): delivered again after the ack wait, at least once */
+    if (st != NATS_OK) set_err(j->p->q->l, "ack", st);
+    job_free(j);
+}
+
+static void
+nats_wq_progress(struct cluster_job *j)
+{
+    natsMsg_InProgress(j->m, NULL);
+}
+
+static void
+nats_wq_nak(struct cluster_job *j, unsigned delay_ms)
+{
+    natsMsg_NakWithDelay(j->m, (int64_t)delay_ms, NULL);
+    job_free(j);
+}
+
+static void
+nats_wq_stats(struct cluster_queue *q, uint64_t *published, uint64_t *stored, uint64_t *failed)
+{
+    *published = __atomic_load_n(&q->published, __ATOMIC_RELAXED);
+    *stored = __atomic_load_n(&q->stored, __ATOMIC_RELAXED);
+    *failed = __atomic_load_n(&q->failed, __ATOMIC_RELAXED);
+}
+
 static const char *
 nats_error(struct cluster_log *l)
 {
@@ -777,5 +1209,13 @@ const struct cluster_backend cluster_nats = {
     .kv_keys = nats_kv_keys,
     .kv_watch = nats_kv_watch,
     .kv_unwatch = nats_kv_unwatch,
+    .wq_open = nats_wq_open,
+    .wq_close = nats_wq_close,
+    .wq_publish = nats_wq_publish,
+    .wq_ack = nats_wq_ack,
+    .wq_progress = nats_wq_progress,
+    .wq_nak = nats_wq_nak,
+    .wq_free = job_free,
+    .wq_stats = nats_wq_stats,
     .error = nats_error,
 };

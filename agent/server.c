@@ -44,6 +44,7 @@
 #include "agent/server.h"
 #include "agent/alerts.h"
 #include "agent/cluster_node.h"
+#include "agent/cluster_delivery.h"
 #include "agent/cluster_silences.h"
 #include "agent/apiv2.h"
 #include "engine/alertlabels.h"
@@ -94,6 +95,7 @@ struct server {
     struct workers *workers;      /* shards on worker threads (workers.c); one of the two is NULL */
     struct cluster_node *cluster; /* <cluster>: neither of the two; partitions (cluster_node.c) */
     struct cluster_silences *clsil; /* <cluster>: the silences' store, the cluster's bucket */
+    struct cluster_delivery *cldel; /* <cluster>: routed alerts through the work queue */
     struct buf cluster_err;
     struct absence *absence;
     struct input **inputs;
@@ -185,6 +187,7 @@ server_free(struct server *s)
     snapshot_free(s->snap);
     corr_free(s->corr);
     if (s->workers) workers_free(s->workers);
+    cluster_delivery_free(s->cldel);
     cluster_silences_free(s->clsil);
     cluster_node_free(s->cluster);
     buf_free(&s->cluster_err);
@@ -365,7 +368,11 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
     /* fired by the clock (a timeout action, an absence report): nobody to pause */
     keep = s->keeping || (action ? action->trigger == PDB_TRIGGER_TIMEOUT
                                  : (msg_flags(am) & MSG_F_GENERATED) != 0);
-    for (i = 0; i < s->ntargets && !s->refreshing; i++) executor_submit(s, s->targets[i], am, keep);
+    for (i = 0; i < s->ntargets && !s->refreshing; i++) {
+        /* <cluster>: a partition's alert goes to the work queue, any node delivers it */
+        if (s->cldel && cluster_delivery_publish(s->cldel, s->qnames[s->targets[i]], am)) continue;
+        executor_submit(s, s->targets[i], am, keep);
+    }
     if (alert) msg_unref(alert);
 }
 
@@ -400,6 +407,7 @@ on_queue_event(void *arg, const char *executor, const struct msg *m, enum queue_
     case QUEUE_EV_DROPPED: d = ALERT_DROPPED; break;
     }
     if (s->alerts) alerts_delivery(s->alerts, executor, m, d, clock_wall_ms());
+    if (s->cldel) cluster_delivery_event(s->cldel, executor, m, ev);
 }
 
 static void
@@ -661,6 +669,7 @@ on_tick(uv_timer_t *t)
     else
         corr_tick(s->corr);
     if (s->absence) absence_tick(s->absence, clock_mono_ms());
+    cluster_delivery_tick(s->cldel);
     if (s->silences) silences_tick(s->silences, clock_wall_ms());
     if (s->alerts) {
         uint64_t now = clock_wall_ms();
@@ -1438,6 +1447,42 @@ start_cluster_silences(struct server *s)
     }
 }
 
+/* An alert the work queue gave this node, for its executor of that name (false: none here). */
+static bool
+on_cluster_alert(void *arg, const char *executor, const struct msg *m)
+{
+    struct server *s = arg;
+    size_t i;
+
+    for (i = 0; i < s->nqueues; i++)
+        if (strcmp(s->qnames[i], executor) == 0) {
+            /* from the work queue, which waits for its acknowledgement: nobody to pause */
+            executor_submit(s, i, m, true);
+            return true;
+        }
+    return false;
+}
+
+/* <cluster>: the executors pull their alerts from the cluster's work queue (server_start fails
+ * without). */
+static void
+start_cluster_delivery(struct server *s)
+{
+    struct cluster_log *log;
+    const struct cluster_backend *be;
+
+    if (!s->cluster) return;
+    be = cluster_node_backend(s->cluster, &log);
+    s->cldel = cluster_delivery_new(s->loop, be, log, s->qnames, s->nqueues, on_cluster_alert, s,
+                                    &s->cluster_err);
+    if (!s->cldel) {
+        cluster_silences_free(s->clsil);
+        s->clsil = NULL;
+        cluster_node_free(s->cluster);
+        s->cluster = NULL;
+    }
+}
+
 /* The correlation engine at start: created, and the saved state restored. */
 static void
 start_corr(struct server *s, const struct conf *conf)
@@ -1668,6 +1713,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         s->db = st->db;
         start_corr(s, c);
         start_cluster_silences(s);
+        start_cluster_delivery(s);
     } else {
         describe_changes(s->db, st->db, report);
         if (s->cluster)
@@ -1899,6 +1945,8 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
     if (saving(s) && snapshot_final(snapshot_of(s)) < 0) s->final_save_failed = true;
     if (s->cluster) {
         /* partitions given back to the cluster, in-flight publishes acknowledged */
+        cluster_delivery_free(s->cldel);
+        s->cldel = NULL;
         cluster_silences_free(s->clsil);
         s->clsil = NULL;
         cluster_node_free(s->cluster);
@@ -2077,6 +2125,7 @@ struct mctx {
     struct dnscache_stats ds;
     struct cluster_node_stats cls;
     struct cluster_silences_stats clsil;
+    struct cluster_delivery_stats cldel;
 };
 
 enum msrc {
@@ -2092,6 +2141,7 @@ enum msrc {
     M_QUEUES,   /* the struct server, if executors are configured */
     M_CLUSTER,  /* struct cluster_node_stats */
     M_CLSIL,    /* struct cluster_silences_stats */
+    M_CLDEL,    /* struct cluster_delivery_stats */
     M_NSRC
 };
 
@@ -2569,6 +2619,28 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_cluster_silences_conflicts_total", "counter",
      "Silence writes that met a concurrent change of the same silence and were tried again.",
      M_CLSIL, F(struct cluster_silences_stats, conflicts)},
+#define CLDEL(member) F(struct cluster_delivery_stats, member)
+    {"corral_cluster_alerts_published_total", "counter",
+     "Routed alerts this node published to the cluster's work queue (per executor).", M_CLDEL,
+     CLDEL(published)},
+    {"corral_cluster_alerts_stored_total", "counter",
+     "Publishes to the work queue it acknowledged (stored, or dropped as a duplicate id).", M_CLDEL,
+     CLDEL(stored)},
+    {"corral_cluster_alerts_publish_failed_total", "counter",
+     "Alerts the work queue did not take: submitted to this node's executors instead, or (not "
+     "acknowledged in a minute) lost.",
+     M_CLDEL, CLDEL(publish_failed)},
+    {"corral_cluster_alerts_pulled_total", "counter",
+     "Alerts this node pulled from the work queue for its executors.", M_CLDEL, CLDEL(pulled)},
+    {"corral_cluster_alerts_acked_total", "counter",
+     "Pulled alerts acknowledged: delivered, dead-lettered or refused by the executor's queue.",
+     M_CLDEL, CLDEL(acked)},
+    {"corral_cluster_alerts_returned_total", "counter",
+     "Pulled alerts given back for another node: no executor of that name here.", M_CLDEL,
+     CLDEL(returned)},
+    {"corral_cluster_alerts_redelivered_total", "counter",
+     "Alerts the work queue delivered again to this node while its executor still had them.",
+     M_CLDEL, CLDEL(redelivered)},
     {"corral_cluster_partitions", "gauge", "Partitions of the cluster.", M_CLUSTER,
      .get = m_cluster_partitions},
     {"corral_cluster_partitions_owned", "gauge", "Partitions whose lease this node holds.",
@@ -2736,6 +2808,8 @@ server_metrics(struct server *s, struct buf *out)
     src[M_CLUSTER] = s->cluster ? &m.cls : NULL;
     if (s->clsil) cluster_silences_stats(s->clsil, &m.clsil);
     src[M_CLSIL] = s->clsil ? &m.clsil : NULL;
+    if (s->cldel) cluster_delivery_stats(s->cldel, &m.cldel);
+    src[M_CLDEL] = s->cldel ? &m.cldel : NULL;
     apiv2_metrics(out);
     procstat_metrics(out);
     metrics_render(out, server_mtab, sizeof(server_mtab) / sizeof(server_mtab[0]), src, &m);

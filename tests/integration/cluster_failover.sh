@@ -5,7 +5,8 @@
 # checkpoint, is killed (kill -9) and the last 2 failures are sent to
 # another node.  The partition's lease expires, a surviving node takes it,
 # loads the checkpoint, replays the stream after it, and the brute force
-# alert (on the 5th failure) is generated exactly once, with count 5.
+# alert (on the 5th failure) is generated exactly once, with count 5, and
+# delivered once to an exec script (through the cluster's work queue).
 # Then the same with the owner stopped (SIGTERM) instead: it gives its
 # partitions back with a last checkpoint.
 . "$(dirname "$0")/corrald_lib.sh"
@@ -26,10 +27,18 @@ for k in range(int(sys.argv[1]), int(sys.argv[2]) + 1):
 PY
 }
 
+cat > "$WORK/record.sh" <<EOF
+#!/bin/sh
+printf '%s %s %s %s\n' "\$CORRAL_CORRAL_EVENT" "\$CORRAL_HOST" "\$CORRAL_CORRAL_COUNT" "\$CORRAL_CORRAL_CLUSTER_ID" >> "$WORK/delivered"
+EOF
+chmod 755 "$WORK/record.sh"
+EXEC='<executors><exec name="record" program="'"$WORK/record.sh"'"/></executors>
+  <routes><route tag="corral.alert" to="record"/></routes>'
+
 start_nats
-start_node 1 a "$RULES"
-start_node 2 b "$RULES"
-start_node 3 c "$RULES"
+start_node 1 a "$RULES" "$EXEC"
+start_node 2 b "$RULES" "$EXEC"
+start_node 3 c "$RULES" "$EXEC"
 wait_balanced 1 2 3 || fail "the partitions were not shared out"
 
 # owner_has N K [HOST]: node K holds the brute force's context on HOST with N messages
@@ -87,7 +96,28 @@ assert a["corral.count"] == "5", a
 assert a["usracct.device"] == "'"$ADDR"'", a
 assert a.get("corral.cluster_id"), a
 print("alert:", a["MESSAGE"], a["corral.cluster_id"])' || fail "the alert is not the one expected"
-echo "ok: failover of node $OWNER, one alert with count 5"
+# delivered_to HOST: brute force alerts on HOST the exec script ran for
+delivered_to() {
+    count_matching "$WORK/delivered" "^ssh.bruteforce.alert $1 "
+}
+has_delivered() {
+    [ "$(delivered_to "$1")" -ge 1 ]
+}
+# quiet NODES...: every alert published to the work queue stored, every one pulled ended
+quiet() {
+    for _k in "$@"; do
+        [ "$(node_metric "$_k" corral_cluster_alerts_published_total)" = \
+          "$(node_metric "$_k" corral_cluster_alerts_stored_total)" ] || return 1
+        [ "$(node_metric "$_k" corral_cluster_alerts_pulled_total)" = \
+          "$(node_metric "$_k" corral_cluster_alerts_acked_total)" ] || return 1
+    done
+}
+wait_until has_delivered victim || fail "the alert did not reach the exec script"
+wait_until quiet $REST || fail "alerts still in flight"
+[ "$(delivered_to victim)" -eq 1 ] || fail "the exec script ran $(delivered_to victim) times"
+grep -q "^ssh.bruteforce.alert victim 5 corraltest/" "$WORK/delivered" ||
+    fail "the exec script did not get count 5 and the cluster id: $(cat "$WORK/delivered")"
+echo "ok: failover of node $OWNER, one alert with count 5, delivered once"
 
 # Handoff at a stop: the owner of host victim2's partition (one of the two left) stops
 # (SIGTERM) after 3 failures, having checkpointed its contexts; the last 2 go to the other.
@@ -112,5 +142,8 @@ wait_balanced "$LAST" || fail "node $LAST did not take every partition"
 [ "$(alerts2)" -eq 1 ] || fail "$(alerts2) brute force alerts on victim2, not 1"
 grep '"HOST":"victim2"' "$WORK"/a.json "$WORK"/b.json "$WORK"/c.json 2>/dev/null |
     grep -q '"corral.count":"5"' || fail "victim2's alert does not count 5"
+wait_until has_delivered victim2 || fail "victim2's alert did not reach the exec script"
+wait_until quiet "$LAST" || fail "alerts still in flight"
+[ "$(delivered_to victim2)" -eq 1 ] || fail "the exec script ran $(delivered_to victim2) times"
 as_node "$LAST" stop_corrald
 echo "ok: handoff at the stop of node $OWNER2, one alert with count 5"
