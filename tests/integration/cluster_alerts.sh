@@ -33,9 +33,10 @@ cat > "$WORK/rules.xml" <<'XML'
       <actions><action><message>
         <values>
           <value name="svc">${svc}@1</value>
-          <value name="site">lab</value>
           <value name="corral.alert_id">down/${HOST}@1/${svc}@1</value>
-          <value name="MESSAGE">${svc}@1 down on ${HOST}@1</value>
+          <value name="corral.event">svc.down</value>
+          <value name="corral.severity">critical</value>
+          <value name="corral.summary">${svc}@1 down on ${HOST}@1</value>
         </values>
         <tags><tag>corral.alert</tag></tags>
       </message></action></actions>
@@ -46,9 +47,10 @@ cat > "$WORK/rules.xml" <<'XML'
       <actions><action><message>
         <values>
           <value name="svc">${svc}@1</value>
-          <value name="site">lab</value>
           <value name="corral.alert_id">down/${HOST}@1/${svc}@1</value>
-          <value name="MESSAGE">${svc}@1 up on ${HOST}@1</value>
+          <value name="corral.event">svc.up</value>
+          <value name="corral.severity">clear</value>
+          <value name="corral.summary">${svc}@1 up on ${HOST}@1</value>
         </values>
         <tags><tag>corral.alert</tag><tag>corral.clear</tag></tags>
       </message></action></actions>
@@ -58,7 +60,7 @@ cat > "$WORK/rules.xml" <<'XML'
 XML
 
 extra() {
-    echo "<inhibit source=\"svc=db\" target=\"svc=web\" equal=\"site\"/>
+    echo "<inhibit source=\"svc=db\" target=\"svc=web\" equal=\"class\"/>
   <executors spool=\"$WORK/$1-spool\"><exec name=\"runner\" program=\"$WORK/receiver.sh\"/></executors>
   <routes><route tag=\"corral.alert\" to=\"runner\"/></routes>
   <stats listen=\"127.0.0.1:0\" api-token-file=\"$WORK/token\"/>"
