@@ -1426,8 +1426,10 @@ on_cluster_silences(void *arg)
     if (s->alerts) alerts_remute(s->alerts, s->silences, clock_wall_ms());
 }
 
-/* <cluster>: the silences read from the cluster's bucket, and kept there (server_start fails
- * without). */
+/*
+ * <cluster>: the silences and the alert store read from the cluster's bucket, and kept there,
+ * and the view of its nodes (server_start fails without).
+ */
 static void
 start_cluster_silences(struct server *s, const struct conf *c)
 {

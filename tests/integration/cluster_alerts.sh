@@ -3,7 +3,10 @@
 # corrald nodes.
 #   - An alert raised on the partition that node O owns is listed by
 #     GET /api/v2/alerts of the two other nodes; its clear, sent to another
-#     node, resolves it on O, and the resolution reaches every node.
+#     node, resolves it on O, and the resolution reaches every node; O's
+#     delivery of it is in the others' notification history.  An alert
+#     resolved by hand on a node that does not own it is resolved on every
+#     node.
 #   - An inhibition source firing on one node inhibits a target raised on
 #     another node (the target's owner knows the source from the bucket).
 #   - GET /api/v1/cluster of node 3 names an owner, a live node, for every
@@ -123,6 +126,15 @@ import json, sys
 sys.exit(not any(a["id"] == sys.argv[1] and a["state"] == "resolved" for a in json.load(sys.stdin)))' \
             "down/$2/$3"
 }
+# delivered_on I HOST SVC: node I's store has a delivered notification of HOST's SVC alert
+delivered_on() {
+    "$CORRAL" alerts -s "$WORK/$(eval echo \$NODE_NAME_$1).sock" --json 2> /dev/null |
+        python3 -c '
+import json, sys
+sys.exit(not any(a["id"] == sys.argv[1] and
+                 any(n["outcome"] == "delivered" for n in a.get("notifications", []))
+                 for a in json.load(sys.stdin)))' "down/$2/$3"
+}
 others() {
     case $1 in
     1) echo "2 3" ;;
@@ -148,6 +160,11 @@ done
 node_metric "$(others "$O" | cut -d' ' -f1)" corral_cluster_alerts_applied_total |
     grep -qx '[1-9][0-9]*' || fail "the alert merged is not counted"
 echo "web1's alert raised on node $O is listed by nodes $(others "$O")"
+for k in $(others "$O"); do
+    wait_until delivered_on "$k" web1 web ||
+        fail "node $k does not have the delivery of web1's alert on node $O in its history"
+done
+echo "its delivery by node $O is in the notification history of nodes $(others "$O")"
 C=$(others "$O" | cut -d' ' -f2)
 send "$C" web1 "service web up"
 wait_until resolved_on "$O" web1 web || fail "the clear did not resolve the alert on node $O"
@@ -156,6 +173,17 @@ for k in $(others "$O"); do
     [ -z "$(api_state "$k" web1 web)" ] || fail "node $k's API still lists the resolved alert"
 done
 echo "its resolution on node $O reached nodes $(others "$O")"
+# resolved by hand on another node: resolved on its owner too, and everywhere
+send "$O" web1 "service mail down"
+for k in 1 2 3; do
+    wait_until state_is "$k" web1 mail active || fail "node $k does not list web1's mail alert"
+done
+"$CORRAL" alerts -s "$WORK/$(eval echo \$NODE_NAME_$C).sock" resolve down/web1/mail ||
+    fail "corral alerts resolve on node $C"
+for k in 1 2 3; do
+    wait_until resolved_on "$k" web1 mail || fail "the resolution by hand on node $C did not reach node $k"
+done
+echo "resolved by hand on node $C, resolved on nodes 1, 2 and 3"
 
 # ---- a source on one node inhibits a target on another
 S=$(owner gw)
