@@ -146,11 +146,12 @@ json_t *
 cluster_view_json(struct cluster_view *v)
 {
     json_t *j = json_object(), *nodes = json_array(), *owners = json_array();
-    uint64_t now = clock_steady_ms();
+    uint64_t now;
     unsigned p;
     size_t i;
 
     pthread_mutex_lock(&v->lock);
+    now = clock_steady_ms(); /* under the lock: no write seen is later */
     /* an owner the membership watch has not seen yet is listed too */
     for (p = 0; p < v->nparts; p++)
         if (v->owners[p].name[0] && fresh(v, v->owners[p].seen, now))

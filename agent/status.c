@@ -895,7 +895,7 @@ ranges_html(struct buf *out, const json_t *parts)
             i++;
         }
         i++;
-        buf_printf(out, last > first ? "%s%lld-%lld" : "%s%lld", out->len && i > 1 ? ", " : "",
+        buf_printf(out, last > first ? "%s%lld-%lld" : "%s%lld", out->len ? ", " : "",
                    (long long)first, (long long)last);
     }
 }
