@@ -10,7 +10,9 @@
 #   - An inhibition source firing on one node inhibits a target raised on
 #     another node (the target's owner knows the source from the bucket).
 #   - GET /api/v1/cluster of node 3 names an owner, a live node, for every
-#     partition, and `corral ctl cluster` says the same; the status page has
+#     partition, and `corral ctl cluster` says the same, node 2's
+#     Alertmanager status (GET /api/v2/status) has the cluster ready with its
+#     three peers; the status page has
 #     its cluster section (in headless Chromium too, when installed).  Node
 #     1 killed (-9): the view shows it gone, owning nothing, and its
 #     partitions owned by the others.
@@ -224,6 +226,12 @@ if dead:
 PY
 }
 wait_until view_ok || fail "node 3's view does not name a live owner for every partition: $(cat "$WORK/view.json")"
+get 2 /api/v2/status | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["cluster"]
+assert c["name"] == "b" and c["status"] == "ready", c
+assert sorted(p["name"] for p in c["peers"]) == ["a", "b", "c"], c' ||
+    fail "node 2's Alertmanager status does not show the cluster ready with its three peers"
 "$CORRAL" ctl -s "$WORK/c.sock" cluster | python3 -c '
 import json, sys
 v = json.load(sys.stdin)
