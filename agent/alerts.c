@@ -8,6 +8,13 @@
  * logging), so that asking whether an alert is inhibited looks at those
  * only, not at the whole store.
  *
+ * In a cluster (cluster_alerts.c), an entry knows when it last changed and
+ * whether another node's record made it; a change made here is reported
+ * to the replica once until exported, and what alerts_merge takes from
+ * another node is not reported back.  Such an entry's executors are the
+ * other node's: none is chosen nor told here, so muting it again or
+ * resolving it sends nothing from this node.
+ *
  * The file (STATE.alerts): "CORRALAL1\n", then one record per entry:
  *   4 bytes  payload length, little-endian
  *   4        CRC-32 of the payload

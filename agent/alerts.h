@@ -47,6 +47,8 @@
  *
  * It is saved beside the state file (STATE.alerts, written by the saving
  * child with the correlation state, durable_replace) and read back at start.
+ * In a cluster, every node's store holds the whole cluster's alerts
+ * (alerts_set_replica, alerts_merge; cluster_alerts.h).
  */
 #ifndef CORRAL_ALERTS_H
 #define CORRAL_ALERTS_H
