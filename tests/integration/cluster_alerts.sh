@@ -15,7 +15,8 @@
 #     three peers; the status page has
 #     its cluster section (in headless Chromium too, when installed).  Node
 #     1 killed (-9): the view shows it gone, owning nothing, and its
-#     partitions owned by the others.
+#     partitions owned by the others.  Started again, node 1 lists the
+#     cluster's alerts (the bucket is the store) and is back in the view.
 # A host's lines go to one partition (every rule keys its context by host):
 # a "hello" line opens a context there, which finds the partition's owner.
 . "$(dirname "$0")/corrald_lib.sh"
@@ -256,6 +257,14 @@ echo "node 3's view names a live owner for each of the 16 partitions"
 as_node 1 kill_corrald
 wait_until view_ok a || fail "node 3's view after node a was killed: $(cat "$WORK/view.json")"
 echo "after node a was killed, node 3's view shows it gone and its partitions owned by b and c"
+# started again, node 1 lists the cluster's alerts (read from the bucket) and rejoins the view
+start_node 1 a "$WORK/rules.xml" "$(extra a)"
+wait_until state_is 1 gw db active || fail "node 1, started again, does not list gw's db alert"
+wait_until state_is 1 "app$i" web suppressed/inhibited ||
+    fail "node 1, started again, does not list app$i's alert inhibited"
+wait_until view_ok || fail "node 3's view after node a came back: $(cat "$WORK/view.json")"
+echo "node a started again lists the cluster's alerts and is back in node 3's view"
+as_node 1 stop_corrald
 as_node 2 stop_corrald
 as_node 3 stop_corrald
 echo "ok"
