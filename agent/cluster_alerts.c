@@ -14,7 +14,9 @@
  * a put is a round trip to the servers, and the loop does not wait for
  * it.  At most QUEUE_MAX records wait; beyond, a change is dropped and
  * counted (the alert's next change writes it whole).  An alert the store
- * forgot (max-alerts) is deleted from the bucket.
+ * forgot (max-alerts) is deleted from the bucket.  At a stop the writer
+ * writes what waits, unless a write fails then: the rest is dropped and
+ * counted rather than each waiting for the servers' time out.
  *
  * Reading.  The watch runs on the backend's thread; what it sees is queued
  * and merged on the loop thread, where the store lives.  A node's own
@@ -139,6 +141,7 @@ writer(void *arg)
     struct cluster_alerts *c = arg;
     struct item *it;
     uint64_t last_log = 0;
+    bool quit, failed = false;
     int rc;
 
     for (;;) {
@@ -150,14 +153,23 @@ writer(void *arg)
             if (!c->out) c->out_tail = &c->out;
             c->nout--;
         }
+        quit = c->quit;
         pthread_mutex_unlock(&c->lock);
         if (!it) break; /* quit, and nothing left */
+        if (quit && failed) {
+            /* stopping, and the servers do not answer: each write would wait its time out */
+            count(&c->st.dropped);
+            item_free(it);
+            continue;
+        }
         rc = it->val.len ? c->be->kv_put(c->log, CLUSTER_STATE, it->key, it->val.p, it->val.len)
                          : c->be->kv_delete(c->log, CLUSTER_STATE, it->key);
         if (rc == CLUSTER_OK || (!it->val.len && rc == CLUSTER_ABSENT)) {
+            failed = false;
             if (it->val.len) count(&c->st.exported);
         } else {
             struct timespec ts;
+            failed = true;
             count(&c->st.write_errors);
             clock_gettime(CLOCK_MONOTONIC, &ts);
             if (!last_log || (uint64_t)ts.tv_sec - last_log >= 60) {

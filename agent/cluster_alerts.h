@@ -38,7 +38,7 @@ struct cluster_alerts_stats {
     uint64_t stale;        /* records not newer than the store's (a node's own among them) */
     uint64_t damaged;      /* records that did not decode */
     uint64_t write_errors; /* writes the bucket refused */
-    uint64_t dropped;      /* changes not written: the writer's queue was full */
+    uint64_t dropped; /* changes not written: the queue was full, or the servers gone at a stop */
 };
 void cluster_alerts_stats(const struct cluster_alerts *c, struct cluster_alerts_stats *st);
 

@@ -2607,8 +2607,9 @@ static const struct metrics_desc server_mtab[] = {
      "Alert records the cluster's bucket refused (the alert's next change is written whole).",
      M_CLAL, F(struct cluster_alerts_stats, write_errors)},
     {"corral_cluster_alerts_dropped_total", "counter",
-     "Alert changes not written: 65536 records were waiting for the bucket.", M_CLAL,
-     F(struct cluster_alerts_stats, dropped)},
+     "Alert changes not written: 65536 records were waiting for the bucket, or the servers did "
+     "not answer at a stop.",
+     M_CLAL, F(struct cluster_alerts_stats, dropped)},
     {"corral_cluster_partitions", "gauge", "Partitions of the cluster.", M_CLUSTER,
      .get = m_cluster_partitions},
     {"corral_cluster_partitions_owned", "gauge", "Partitions whose lease this node holds.",
