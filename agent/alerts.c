@@ -8,6 +8,13 @@
  * logging), so that asking whether an alert is inhibited looks at those
  * only, not at the whole store.
  *
+ * In a cluster (cluster_alerts.c), an entry knows when it last changed and
+ * whether another node's record made it; a change made here is reported
+ * to the replica once until exported, and what alerts_merge takes from
+ * another node is not reported back.  Such an entry's executors are the
+ * other node's: none is chosen nor told here, so muting it again or
+ * resolving it sends nothing from this node.
+ *
  * The file (STATE.alerts): "CORRALAL1\n", then one record per entry:
  *   4 bytes  payload length, little-endian
  *   4        CRC-32 of the payload
@@ -79,6 +86,9 @@ struct entry {
     size_t nex, capex;
     struct notice hist[ALERTS_HISTORY]; /* a ring: the last ALERTS_HISTORY notifications */
     uint64_t nhist;                     /* notifications ever recorded */
+    uint64_t updated;                   /* ms: its last change, for alerts_merge */
+    bool remote;                        /* it came from another node (alerts_merge) */
+    bool pending;                       /* changed, not yet exported (alerts_set_replica) */
 };
 
 /* A period during which a source of an <inhibit> rule was active (it resolved since). */
@@ -123,6 +133,8 @@ struct alerts {
     bool sources_changed;
     alerts_notify_fn notify;
     void *notify_arg;
+    alerts_changed_fn changed;
+    void *changed_arg;
 };
 
 static tag_id tag_clear;
@@ -171,6 +183,16 @@ static struct list *
 list_of(struct alerts *a, struct entry *e)
 {
     return e->resolved ? &a->resolved : &a->active;
+}
+
+/* e changed at now_ms here: the replica, if any, is told once until alerts_export. */
+static void
+touched(struct alerts *a, struct entry *e, uint64_t now_ms)
+{
+    e->updated = now_ms > e->updated ? now_ms : e->updated + 1;
+    if (!a->changed || e->pending) return;
+    e->pending = true;
+    a->changed(a->changed_arg, e->id);
 }
 
 static void
@@ -382,6 +404,13 @@ alerts_new(const struct conf *c, struct buf *err)
 }
 
 void
+alerts_set_replica(struct alerts *a, alerts_changed_fn fn, void *arg)
+{
+    a->changed = fn;
+    a->changed_arg = arg;
+}
+
+void
 alerts_set_notify(struct alerts *a, alerts_notify_fn fn, void *arg)
 {
     a->notify = fn;
@@ -424,6 +453,7 @@ alerts_adopt(struct alerts *a, struct alerts *old)
     a->st = old->st;
     a->last_log = old->last_log;
     if (!a->notify) alerts_set_notify(a, old->notify, old->notify_arg);
+    if (!a->changed) alerts_set_replica(a, old->changed, old->changed_arg);
     lists[0] = &old->resolved;
     lists[1] = &old->active;
     for (i = 0; i < 2; i++) {
@@ -631,6 +661,8 @@ make_room(struct alerts *a)
             a->max, (unsigned long long)a->st.forgotten);
         a->last_log = now ? now : 1;
     }
+    /* the replica drops it too: alerts_export no longer finds it */
+    if (a->changed && !e->pending) a->changed(a->changed_arg, e->id);
     forget(a, e);
     return true;
 }
@@ -720,6 +752,7 @@ resolve(struct alerts *a, struct entry *e, enum alert_resolution how, uint64_t n
     announce_resolved(a, e, m, NULL, 0);
     msg_unref(m);
     sources_update(a, e);
+    touched(a, e, now_ms);
 }
 
 bool
@@ -791,7 +824,9 @@ alerts_record(struct alerts *a, const char *id, const struct msg *m, enum alert_
             if (e->muted == ALERT_FIRING) x->told = true;
         }
     }
+    e->remote = false;
     sources_update(a, e);
+    touched(a, e, now_ms);
     return true;
 }
 
@@ -865,6 +900,8 @@ remute(struct alerts *a, struct silences *sil, bool silences, uint64_t now_ms)
         free(e->by);
         e->by = by ? xstrdup(by) : NULL;
         if (st == ALERT_FIRING && was != ALERT_FIRING) unmuted(a, e);
+        /* another node's alert: its owner mutes it the same way (the silences are shared) */
+        if (!e->remote) touched(a, e, now_ms);
     }
     return n;
 }
@@ -915,6 +952,7 @@ alerts_delivery(struct alerts *a, const char *executor, const struct msg *m, enu
     n->outcome = d;
     n->attempt = d == ALERT_RETRYING ? x->attempt - 1 : x->attempt;
     e->nhist++;
+    touched(a, e, now_ms);
 }
 
 /* ---- reporting ---- */
@@ -1221,6 +1259,109 @@ decode(const char *p, size_t len, int version)
 bad:
     entry_free(e);
     return NULL;
+}
+
+/* ---- replication ---- */
+
+int
+alerts_export(struct alerts *a, const char *id, struct buf *out)
+{
+    struct entry *e = find_str(a, id);
+
+    if (!e) return -1;
+    e->pending = false;
+    wire_put64(out, e->updated);
+    encode(e, out);
+    return 0;
+}
+
+/* d, another node's newer view of e, replaces e's (e's executors keep what this node knows). */
+static void
+take_over(struct alerts *a, struct entry *e, struct entry *d)
+{
+    bool was_firing = !e->resolved;
+    size_t i;
+
+    unlink_entry(list_of(a, e), e);
+    msg_unref(e->labels);
+    e->labels = d->labels;
+    d->labels = NULL;
+    e->first = d->first;
+    e->last = d->last;
+    e->count = d->count;
+    e->resolved = d->resolved;
+    e->how = d->how;
+    e->resolved_at = d->resolved_at;
+    e->since = d->since;
+    e->resolve_after = d->resolve_after;
+    e->muted = d->muted;
+    free(e->by);
+    e->by = d->by;
+    d->by = NULL;
+    if (d->nhist >= e->nhist) {
+        for (i = 0; i < ALERTS_HISTORY; i++) {
+            struct notice t = e->hist[i];
+            e->hist[i] = d->hist[i];
+            d->hist[i] = t;
+        }
+        e->nhist = d->nhist;
+    }
+    for (i = 0; i < d->nex; i++) {
+        struct exstate *x = exstate_of(e, d->ex[i].name);
+        if (d->ex[i].at < x->at) continue;
+        x->d = d->ex[i].d;
+        x->at = d->ex[i].at;
+        x->attempt = d->ex[i].attempt;
+    }
+    e->updated = d->updated;
+    append(list_of(a, e), e);
+    if (was_firing && e->resolved) {
+        /* resolved on another node: the executors told here that it fired hear of it */
+        struct msg *m = resolution_msg(e, e->resolved_at);
+        announce_resolved(a, e, m, NULL, 0);
+        msg_unref(m);
+    }
+    sources_update(a, e);
+}
+
+int
+alerts_merge(struct alerts *a, const char *rec, size_t len)
+{
+    struct entry *d, *e;
+    uint64_t updated, h;
+    size_t i, idl;
+
+    struct wire_reader r;
+
+    wire_reader_init(&r, rec, len);
+    updated = wire_get64(&r);
+    if (r.bad) return -1;
+    if (!(d = decode(rec + 8, len - 8, 2))) return -1;
+    d->updated = updated;
+    idl = strlen(d->id);
+    h = hash_string(d->id, idl);
+    e = find(a, d->id, idl, h);
+    if (e) {
+        /* the newer change wins; a resolution and a firing: the later of the two */
+        bool stale = d->updated <= e->updated ||
+                     (e->resolved && !d->resolved && d->last <= e->resolved_at) ||
+                     (!e->resolved && d->resolved && d->resolved_at < e->last);
+        if (!stale) take_over(a, e, d);
+        entry_free(d);
+        return !stale;
+    }
+    if (a->table.count >= a->max && !make_room(a)) {
+        a->st.unrecorded++;
+        entry_free(d);
+        return 0;
+    }
+    /* this node told none of its executors: another node's routes chose them */
+    for (i = 0; i < d->nex; i++) d->ex[i].chosen = d->ex[i].send_resolved = d->ex[i].told = false;
+    d->remote = true;
+    hash_table_add(&a->table, &d->node, h);
+    append(list_of(a, d), d);
+    sources_update(a, d);
+    return 1;
 }
 
 /*

@@ -47,6 +47,8 @@
  *
  * It is saved beside the state file (STATE.alerts, written by the saving
  * child with the correlation state, durable_replace) and read back at start.
+ * In a cluster, every node's store holds the whole cluster's alerts
+ * (alerts_set_replica, alerts_merge; cluster_alerts.h).
  */
 #ifndef CORRAL_ALERTS_H
 #define CORRAL_ALERTS_H
@@ -119,6 +121,24 @@ void alerts_free(struct alerts *a);
 void alerts_adopt(struct alerts *a, struct alerts *old);
 /* Who receives resolved notifications and unmuted alerts (none until set). */
 void alerts_set_notify(struct alerts *a, alerts_notify_fn fn, void *arg);
+/*
+ * Replication (a cluster, cluster_alerts.c): fn is called with the id of an
+ * alert that changed here (recorded, resolved, muted, notified, forgotten),
+ * once until alerts_export() reads it.  Changes alerts_merge() makes are not
+ * reported.
+ */
+typedef void (*alerts_changed_fn)(void *arg, const char *id);
+void alerts_set_replica(struct alerts *a, alerts_changed_fn fn, void *arg);
+/* Appends the record of alert id for the other nodes; -1 when the store no longer holds it. */
+int alerts_export(struct alerts *a, const char *id, struct buf *out);
+/*
+ * Merges a record another node exported, as Alertmanager merges: the newer
+ * change wins, a resolution wins over a firing seen before it.  An alert
+ * that resolves so is announced to the executors told here that it fired;
+ * an alert new here is sent to none.  1 when applied, 0 when older than
+ * what the store has (or no room), -1 when damaged.
+ */
+int alerts_merge(struct alerts *a, const char *rec, size_t len);
 /* Checks a configuration's alert settings and <inhibit> rules (for corrald -t). */
 int alerts_check_conf(const struct conf *c, struct buf *err);
 

@@ -991,19 +991,46 @@ apiv2_delete_silence(struct http_request *req, struct http_reply *rep)
 
 /* ---- status ---- */
 
+/*
+ * Alertmanager's clusterStatus: with <cluster>, this node's name, "ready"
+ * once every partition has an owner ("settling" before), and the live nodes
+ * as peers (NATS, not gossip, joins them: no address of theirs is known);
+ * without, "disabled".
+ */
+static json_t *
+cluster_status(struct http_request *req)
+{
+    json_t *v = server_cluster_json(req->srv), *st, *peers, *n, *o;
+    bool ready = true;
+    size_t i;
+
+    if (!v) return json_pack("{s:s, s:[]}", "status", "disabled", "peers");
+    peers = json_array();
+    json_array_foreach(json_object_get(v, "nodes"), i, n)
+    {
+        if (json_is_true(json_object_get(n, "alive")))
+            json_array_append_new(
+                peers, json_pack("{s:O, s:s}", "name", json_object_get(n, "name"), "address", ""));
+    }
+    json_array_foreach(json_object_get(v, "owners"), i, o) ready = ready && !json_is_null(o);
+    st = json_pack("{s:O, s:s, s:o}", "name", json_object_get(v, "node"), "status",
+                   ready ? "ready" : "settling", "peers", peers);
+    json_decref(v);
+    return st;
+}
+
 void
 apiv2_get_status(struct http_request *req, struct http_reply *rep)
 {
     struct buf up = BUF_INIT;
 
     civil_format_time((int64_t)server_started_ms(req->srv), &up);
-    /* no cluster (corrald runs alone), and its configuration is XML, not Alertmanager's YAML */
+    /* its configuration is XML, not Alertmanager's YAML */
     http_json(rep, 200,
-              json_pack("{s:{s:s, s:[]}, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:{s:s}, s:s}",
-                        "cluster", "status", "disabled", "peers", "versionInfo", "version",
-                        PACKAGE_VERSION, "revision", "", "branch", "", "buildUser", "", "buildDate",
-                        "", "goVersion", "none (corrald is C)", "config", "original", "", "uptime",
-                        buf_str(&up)));
+              json_pack("{s:o, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:{s:s}, s:s}", "cluster",
+                        cluster_status(req), "versionInfo", "version", PACKAGE_VERSION, "revision",
+                        "", "branch", "", "buildUser", "", "buildDate", "", "goVersion",
+                        "none (corrald is C)", "config", "original", "", "uptime", buf_str(&up)));
     buf_free(&up);
 }
 

@@ -344,6 +344,15 @@ answer(struct conn *c)
         server_metrics(ctl->srv, &c->answer);
     } else if (strcmp(c->req, "contexts") == 0) {
         server_contexts_json(ctl->srv, &c->answer);
+    } else if (strcmp(c->req, "cluster") == 0) {
+        json_t *j = server_cluster_json(ctl->srv);
+        char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+        if (text)
+            buf_printf(&c->answer, "%s\n", text);
+        else
+            error_answer(&c->answer, "not a node of a cluster (no <cluster>)");
+        free(text);
+        json_decref(j);
     } else if (strcmp(c->req, "reload") == 0) {
         /* the executor process may have spools to replay: the client waits on us, not stalling */
         uv_timer_stop(&c->timer);
@@ -364,7 +373,8 @@ answer(struct conn *c)
         server_save_state(ctl->srv, saved, c);
         return;
     } else {
-        buf_printf(&c->answer, "unknown command '%s' (stats, contexts, reload, save, queue)\n",
+        buf_printf(&c->answer,
+                   "unknown command '%s' (stats, contexts, cluster, reload, save, queue)\n",
                    c->req);
     }
     send_answer(c);

@@ -395,6 +395,19 @@ get_queues(struct http_request *req, struct http_reply *rep)
     http_json(rep, 200, json_pack("{s:s, s:o}", "status", "success", "data", j));
 }
 
+/* <cluster>: the nodes and the partitions' owners (cluster_view.h) */
+static void
+get_cluster(struct http_request *req, struct http_reply *rep)
+{
+    json_t *j = server_cluster_json(req->srv);
+
+    if (!j) {
+        http_error(rep, 404, "not a node of a cluster (no <cluster>)");
+        return;
+    }
+    http_json(rep, 200, json_pack("{s:s, s:o}", "status", "success", "data", j));
+}
+
 /*
  * Every endpoint.  An API endpoint is a line here and a handler; write
  * methods reach their handler only with the right token and, if a body
@@ -405,6 +418,7 @@ static const struct route routes[] = {
     {"GET", "/", get_page},
     {"GET", "/alert", get_alert_page},
     {"GET", "/api/v1/status", get_status},
+    {"GET", "/api/v1/cluster", get_cluster},
     {"GET", "/api/v1/alerts", get_alerts},
     {"GET", "/api/v1/queues", get_queues},
     {"GET", "/api/v1/silences", get_silences},

@@ -46,6 +46,8 @@
 #include "agent/cluster_node.h"
 #include "agent/cluster_delivery.h"
 #include "agent/cluster_silences.h"
+#include "agent/cluster_alerts.h"
+#include "agent/cluster_view.h"
 #include "agent/apiv2.h"
 #include "engine/alertlabels.h"
 #include "engine/clock.h"
@@ -96,6 +98,8 @@ struct server {
     struct cluster_node *cluster; /* <cluster>: neither of the two; partitions (cluster_node.c) */
     struct cluster_silences *clsil; /* <cluster>: the silences' store, the cluster's bucket */
     struct cluster_delivery *cldel; /* <cluster>: routed alerts through the work queue */
+    struct cluster_alerts *clal;    /* <cluster>: the alert store's replica in the bucket */
+    struct cluster_view *clview;    /* <cluster>: the nodes and the partitions' owners */
     struct buf cluster_err;
     struct absence *absence;
     struct input **inputs;
@@ -188,6 +192,8 @@ server_free(struct server *s)
     corr_free(s->corr);
     if (s->workers) workers_free(s->workers);
     cluster_delivery_free(s->cldel);
+    cluster_view_free(s->clview);
+    cluster_alerts_free(s->clal);
     cluster_silences_free(s->clsil);
     cluster_node_free(s->cluster);
     buf_free(&s->cluster_err);
@@ -1429,10 +1435,12 @@ on_cluster_silences(void *arg)
     if (s->alerts) alerts_remute(s->alerts, s->silences, clock_wall_ms());
 }
 
-/* <cluster>: the silences read from the cluster's bucket, and kept there (server_start fails
- * without). */
+/*
+ * <cluster>: the silences and the alert store read from the cluster's bucket, and kept there,
+ * and the view of its nodes (server_start fails without).
+ */
 static void
-start_cluster_silences(struct server *s)
+start_cluster_silences(struct server *s, const struct conf *c)
 {
     struct cluster_log *log;
     const struct cluster_backend *be;
@@ -1441,7 +1449,14 @@ start_cluster_silences(struct server *s)
     be = cluster_node_backend(s->cluster, &log);
     s->clsil = cluster_silences_new(s->loop, be, log, s->silences, on_cluster_silences, s,
                                     &s->cluster_err);
-    if (!s->clsil) {
+    /* the alert store and the view of the cluster, from the same buckets */
+    if (s->clsil) s->clal = cluster_alerts_new(s->loop, be, log, &s->alerts, &s->cluster_err);
+    if (s->clal) s->clview = cluster_view_new(be, log, c->cluster, &s->cluster_err);
+    if (!s->clview) {
+        cluster_alerts_free(s->clal);
+        s->clal = NULL;
+        cluster_silences_free(s->clsil);
+        s->clsil = NULL;
         cluster_node_free(s->cluster);
         s->cluster = NULL;
     }
@@ -1712,7 +1727,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     if (starting) {
         s->db = st->db;
         start_corr(s, c);
-        start_cluster_silences(s);
+        start_cluster_silences(s, c);
         start_cluster_delivery(s);
     } else {
         describe_changes(s->db, st->db, report);
@@ -1947,6 +1962,10 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
         /* partitions given back to the cluster, in-flight publishes acknowledged */
         cluster_delivery_free(s->cldel);
         s->cldel = NULL;
+        cluster_view_free(s->clview);
+        s->clview = NULL;
+        cluster_alerts_free(s->clal);
+        s->clal = NULL;
         cluster_silences_free(s->clsil);
         s->clsil = NULL;
         cluster_node_free(s->cluster);
@@ -2126,6 +2145,7 @@ struct mctx {
     struct cluster_node_stats cls;
     struct cluster_silences_stats clsil;
     struct cluster_delivery_stats cldel;
+    struct cluster_alerts_stats clal;
 };
 
 enum msrc {
@@ -2142,6 +2162,7 @@ enum msrc {
     M_CLUSTER,  /* struct cluster_node_stats */
     M_CLSIL,    /* struct cluster_silences_stats */
     M_CLDEL,    /* struct cluster_delivery_stats */
+    M_CLAL,     /* struct cluster_alerts_stats */
     M_NSRC
 };
 
@@ -2641,6 +2662,26 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_cluster_alerts_redelivered_total", "counter",
      "Alerts the work queue delivered again to this node while its executor still had them.",
      M_CLDEL, CLDEL(redelivered)},
+    {"corral_cluster_store_exported_total", "counter",
+     "Alert changes made here and written to the cluster's bucket.", M_CLAL,
+     F(struct cluster_alerts_stats, exported)},
+    {"corral_cluster_store_applied_total", "counter",
+     "Alert changes made on other nodes and merged into the store here.", M_CLAL,
+     F(struct cluster_alerts_stats, applied)},
+    {"corral_cluster_store_stale_total", "counter",
+     "Alert records seen in the bucket that were not newer than the store's (this node's own "
+     "writes among them): left.",
+     M_CLAL, F(struct cluster_alerts_stats, stale)},
+    {"corral_cluster_store_damaged_total", "counter",
+     "Damaged alert records in the cluster's bucket, skipped.", M_CLAL,
+     F(struct cluster_alerts_stats, damaged)},
+    {"corral_cluster_store_write_errors_total", "counter",
+     "Alert records the cluster's bucket refused (the alert's next change is written whole).",
+     M_CLAL, F(struct cluster_alerts_stats, write_errors)},
+    {"corral_cluster_store_dropped_total", "counter",
+     "Alert changes not written: 65536 records were waiting for the bucket, or the servers did "
+     "not answer at a stop.",
+     M_CLAL, F(struct cluster_alerts_stats, dropped)},
     {"corral_cluster_partitions", "gauge", "Partitions of the cluster.", M_CLUSTER,
      .get = m_cluster_partitions},
     {"corral_cluster_partitions_owned", "gauge", "Partitions whose lease this node holds.",
@@ -2810,6 +2851,8 @@ server_metrics(struct server *s, struct buf *out)
     src[M_CLSIL] = s->clsil ? &m.clsil : NULL;
     if (s->cldel) cluster_delivery_stats(s->cldel, &m.cldel);
     src[M_CLDEL] = s->cldel ? &m.cldel : NULL;
+    if (s->clal) cluster_alerts_stats(s->clal, &m.clal);
+    src[M_CLAL] = s->clal ? &m.clal : NULL;
     apiv2_metrics(out);
     procstat_metrics(out);
     metrics_render(out, server_mtab, sizeof(server_mtab) / sizeof(server_mtab[0]), src, &m);
@@ -2831,6 +2874,12 @@ struct alerts *
 server_alerts(struct server *s)
 {
     return s->alerts;
+}
+
+json_t *
+server_cluster_json(struct server *s)
+{
+    return s->clview ? cluster_view_json(s->clview) : NULL;
 }
 
 struct silences *

@@ -137,6 +137,9 @@ struct silences;
  */
 struct alerts *server_alerts(struct server *s);
 struct silences *server_silences(struct server *s);
+/* <cluster>: its nodes and the partitions' owners (cluster_view_json); NULL: no cluster. */
+struct json_t;
+struct json_t *server_cluster_json(struct server *s);
 /*
  * An alert from outside (POST /api/v2/alerts, apiv2.c): a generated
  * message (MSG_F_GENERATED, tag corral.alert or corral.clear), written to

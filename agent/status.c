@@ -880,11 +880,97 @@ silences_json_section(struct status *st)
     return silences_array(st);
 }
 
+/* ---- the cluster: its nodes and who owns which partition ---- */
+
+/* "0-3, 7, 9-10" */
+static void
+ranges_html(struct buf *out, const json_t *parts)
+{
+    size_t i, n = json_array_size(parts);
+
+    for (i = 0; i < n;) {
+        json_int_t first = json_integer_value(json_array_get(parts, i)), last = first;
+        while (i + 1 < n && json_integer_value(json_array_get(parts, i + 1)) == last + 1) {
+            last++;
+            i++;
+        }
+        i++;
+        buf_printf(out, last > first ? "%s%lld-%lld" : "%s%lld", out->len ? ", " : "",
+                   (long long)first, (long long)last);
+    }
+}
+
+static bool
+cluster_shown(struct status *st)
+{
+    json_t *j = server_cluster_json(st->srv);
+    bool shown = j != NULL;
+
+    json_decref(j);
+    return shown;
+}
+
+static void
+cluster_html(struct status *st, struct buf *out)
+{
+    json_t *j = server_cluster_json(st->srv), *nodes = json_object_get(j, "nodes"), *n;
+    json_t *owners = json_object_get(j, "owners"), *o;
+    struct buf b = BUF_INIT;
+    size_t i, nfree = 0;
+
+    buf_puts(out, "<p>Cluster <b>");
+    html_puts(out, str(j, "name"));
+    buf_puts(out, "</b>, this node <b>");
+    html_puts(out, str(j, "node"));
+    buf_printf(out, "</b>, %lld partitions.</p>",
+               (long long)json_integer_value(json_object_get(j, "partitions")));
+    buf_puts(out, "<table><thead><tr><th>Node</th><th>State</th><th>Last seen</th>"
+                  "<th>Partitions</th><th>Owned</th></tr></thead><tbody>");
+    json_array_foreach(nodes, i, n)
+    {
+        json_t *parts = json_object_get(n, "partitions");
+        json_t *seen = json_object_get(n, "lastSeen");
+        bool alive = json_is_true(json_object_get(n, "alive"));
+        buf_printf(out, "<tr class=\"node %s\">", alive ? "alive" : "gone");
+        buf_reset(&b);
+        buf_puts(&b, str(n, "name"));
+        if (json_is_true(json_object_get(n, "self"))) buf_puts(&b, " (this node)");
+        cell(out, "name", buf_str(&b));
+        cell(out, "state", alive ? "alive" : "gone");
+        buf_reset(&b);
+        if (json_is_number(seen)) buf_printf(&b, "%.1f s ago", json_number_value(seen));
+        cell(out, "time", buf_str(&b));
+        buf_reset(&b);
+        ranges_html(&b, parts);
+        cell(out, "key", buf_str(&b));
+        buf_printf(out, "<td class=\"n\">%zu</td></tr>", json_array_size(parts));
+    }
+    if (!json_array_size(nodes)) buf_puts(out, "<tr><td colspan=\"5\">None seen yet.</td></tr>");
+    buf_puts(out, "</tbody></table>");
+    json_array_foreach(owners, i, o) nfree += json_is_null(o);
+    if (nfree) {
+        buf_printf(out, "<p class=\"error\">%zu partitions have no owner:", nfree);
+        json_array_foreach(owners, i, o) if (json_is_null(o)) buf_printf(out, " %zu", i);
+        buf_puts(out, "</p>");
+    }
+    buf_free(&b);
+    json_decref(j);
+}
+
+static json_t *
+cluster_json(struct status *st)
+{
+    json_t *j = server_cluster_json(st->srv);
+
+    return j ? j : json_null();
+}
+
 struct section {
     const char *id;    /* HTML id and JSON key */
     const char *title; /* the heading; NULL: in the JSON only */
     void (*html)(struct status *st, struct buf *out);
     json_t *(*json)(struct status *st);
+    bool (*shown)(struct status *st); /* NULL: always on the page */
 };
 
 /*
@@ -893,13 +979,14 @@ struct section {
  * page, apart in the JSON.
  */
 static const struct section sections[] = {
-    {"alerts", NULL, NULL, alerts_json_section},
-    {"silences", "Silences", silences_html, silences_json_section},
-    {"inhibited", NULL, NULL, inhibited_json},
-    {"rates", "Messages, last hour", rates_html, rates_json},
-    {"queues", "Executor queues", queues_html, queues_json},
-    {"contexts", "Open contexts", contexts_html, contexts_json},
-    {"inputs", "Inputs", inputs_html, inputs_json},
+    {"alerts", NULL, NULL, alerts_json_section, NULL},
+    {"silences", "Silences", silences_html, silences_json_section, NULL},
+    {"inhibited", NULL, NULL, inhibited_json, NULL},
+    {"rates", "Messages, last hour", rates_html, rates_json, NULL},
+    {"queues", "Executor queues", queues_html, queues_json, NULL},
+    {"contexts", "Open contexts", contexts_html, contexts_json, NULL},
+    {"inputs", "Inputs", inputs_html, inputs_json, NULL},
+    {"cluster", "Cluster", cluster_html, cluster_json, cluster_shown},
 };
 
 /*
@@ -990,7 +1077,7 @@ status_page(struct status *st, const struct status_query *q, struct buf *out)
     page_begin(out, NULL, true);
     buf_puts(out, "<nav><a href=\"#alerts\">Alerts</a>");
     for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
-        if (sections[i].html)
+        if (sections[i].html && (!sections[i].shown || sections[i].shown(st)))
             buf_printf(out, " · <a href=\"#%s\">%s</a>", sections[i].id, sections[i].title);
     buf_puts(out, " · <a href=\"/metrics\">metrics</a> · <a href=\"/api/v1/status\">JSON</a>"
                   "</nav>");
@@ -1006,7 +1093,7 @@ status_page(struct status *st, const struct status_query *q, struct buf *out)
     alerts_table(st, out, &v);
     buf_puts(out, "</section>");
     for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
-        if (!sections[i].html) continue;
+        if (!sections[i].html || (sections[i].shown && !sections[i].shown(st))) continue;
         buf_printf(out, "\n<section id=\"%s\"><h2>%s</h2>", sections[i].id, sections[i].title);
         sections[i].html(st, out);
         buf_puts(out, "</section>");

@@ -241,14 +241,14 @@ cmd_ctl(int argc, char **argv)
         switch (c) {
         case 's': path = optarg; break;
         case 'h':
-            puts("usage: corral ctl [-s SOCKET] stats|contexts|reload|save\n"
+            puts("usage: corral ctl [-s SOCKET] stats|contexts|cluster|reload|save\n"
                  "Asks a running corrald through its control socket (default " DEFAULT_SOCKET ").");
             return 0;
         default: return 2;
         }
     }
     if (optind != argc - 1) {
-        cmd_error("ctl", "one command expected: stats, contexts, reload or save");
+        cmd_error("ctl", "one command expected: stats, contexts, cluster, reload or save");
         return 2;
     }
     if (cmd_ask_socket(path, argv[optind], &out) < 0) {

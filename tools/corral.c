@@ -27,7 +27,7 @@ usage(FILE *out)
           "  match -r RULES -f LOG [--json]        classify every line of a syslog file\n"
           "  dump -r RULES [-P PROGRAM]            print the pattern trees\n"
           "  check-config FILE                     check a corrald configuration\n"
-          "  ctl [-s SOCKET] stats|contexts|reload|save   talk to a running corrald\n"
+          "  ctl [-s SOCKET] stats|contexts|cluster|reload|save   talk to a running corrald\n"
           "  stats [-s SOCKET | -u HOST:PORT]      show a running corrald's counters\n"
           "  alerts [-s SOCKET] [MATCHER...]       list a running corrald's alerts\n"
           "  alert [-s SOCKET] add LABEL=VALUE...  give it an alert (routed to its executors)\n"

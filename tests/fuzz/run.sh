@@ -20,7 +20,7 @@ mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/c
     "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool" \
     "$out/corpus-state" "$out/corpus-conf" "$out/corpus-labelmatch" "$out/corpus-deadletter" \
     "$out/corpus-ipc" "$out/corpus-alerts_store" "$out/corpus-silences" "$out/corpus-snmptrap" \
-    "$out/corpus-sigma" "$out/corpus-sigma_cond"
+    "$out/corpus-sigma" "$out/corpus-sigma_cond" "$out/corpus-alerts_merge"
 printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
@@ -100,6 +100,14 @@ def alert(id, state, by, ex, kv):
 a = b"CORRALAL1\n" + alert(b"a-1", 0, b"", [(b"mail", 1, 1795168900000)], [(b"HOST", b"web1"), (b"MESSAGE", b"x")])
 a += alert(b"a-2", 1, b"", [], [(b"HOST", b"web2")])
 open(sys.argv[1] + "/two", "wb").write(a)
+# a cluster's record (alerts_export): the time of its last change, then an entry of version 2
+def alert2(id, kv):
+    p = b(id) + struct.pack("<QQQI", 1795168800000, 1795168900000, 3, 0) + b(b"")
+    p += struct.pack("<I", 1) + b(b"mail") + struct.pack("<IQII", 1, 1795168900000, 5, 1)
+    p += struct.pack("<IQQQ", 0, 0, 300000, 1) + struct.pack("<Q", 1795168900000) + b(b"mail")
+    p += struct.pack("<II", 2, 1) + msg(kv)
+    return struct.pack("<Q", 1795168900001) + p
+open(sys.argv[1] + "/../corpus-alerts_merge/one", "wb").write(alert2(b"a-1", [(b"HOST", b"web1")]))
 d = bytearray(a); d[30] ^= 1
 open(sys.argv[1] + "/damaged", "wb").write(bytes(d))
 def line(j):
@@ -175,7 +183,7 @@ cp "$src"/tests/data/sigma/*.yml "$out/corpus-sigma/" 2>/dev/null || true
 cp "$src"/tests/data/sigma-correlation/*.yml "$out/corpus-sigma/" 2>/dev/null || true
 printf '1 of sel_* and not (filter or all of them)' > "$out/corpus-sigma_cond/seed1"
 printf 'selection and not 1 of filter*' > "$out/corpus-sigma_cond/seed2"
-for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store silences snmptrap sigma sigma_cond}; do
+for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store alerts_merge silences snmptrap sigma sigma_cond}; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="$src/agent/framer.c"
@@ -184,6 +192,7 @@ for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool s
     [ "$h" = ipc ] && extra="$src/actions/jsonval.c $src/actions/ipc.c $src/actions/ipcserve.c $src/actions/ipcproxy.c $src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
     [ "$h" = deadletter ] && extra="$src/actions/jsonval.c $src/actions/deadletter.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = alerts_store ] && extra="$src/actions/jsonval.c $src/agent/topology.c $src/agent/alerts.c $src/agent/silences.c $(pkg-config --cflags --libs jansson)"
+    [ "$h" = alerts_merge ] && extra="$src/actions/jsonval.c $src/agent/topology.c $src/agent/alerts.c $src/agent/silences.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = silences ] && extra="$src/actions/jsonval.c $src/agent/silences.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = conf ] && extra="$src/agent/conf.c $src/agent/snmptrap_conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv) $(net-snmp-config --libs)"
     [ "$h" = snmptrap ] && extra="$src/agent/snmptrap_fmt.c $(net-snmp-config --libs)"

@@ -8,7 +8,8 @@
  * by hand with resolved notifications to the send-resolved executors only,
  * once; live muting (a silence added or expired, an inhibition source
  * firing or resolving, the period a resolved source was active); a firing
- * alert never forgotten for a new one; the notification history.
+ * alert never forgotten for a new one; the notification history; two
+ * nodes' stores merged (alerts_export, alerts_merge).
  */
 #include <check.h>
 #include <errno.h>
@@ -517,6 +518,110 @@ START_TEST(test_live_muting)
 }
 END_TEST
 
+/* The ids a store reported changed (alerts_set_replica). */
+struct changed {
+    char id[8][64];
+    size_t n;
+};
+
+static void
+on_changed(void *arg, const char *id)
+{
+    struct changed *ch = arg;
+
+    ck_assert_uint_lt(ch->n, 8);
+    snprintf(ch->id[ch->n++], 64, "%s", id);
+}
+
+/* from's record of id merged into to: alerts_merge's result */
+static int
+ship(struct alerts *from, struct alerts *to, const char *id)
+{
+    struct buf rec = BUF_INIT;
+    int rc;
+
+    ck_assert_int_eq(alerts_export(from, id, &rec), 0);
+    rc = alerts_merge(to, rec.p, rec.len);
+    buf_free(&rec);
+    return rc;
+}
+
+/*
+ * Two nodes' stores: a change is reported once until exported; merged into
+ * the other store, an alert is listed there, sent to none of its executors,
+ * and inhibits there; a resolution made by hand on the other node wins over
+ * the older firing and is announced by the first node to the executor it
+ * told; an older record changes nothing; a damaged one is refused.
+ */
+START_TEST(test_merge)
+{
+    struct conf *c = conf_with(10, "rule_id=absent", "rule_id!=absent", "HOST");
+    struct buf err = BUF_INIT, rec = BUF_INIT, old = BUF_INIT;
+    struct alerts *a = alerts_new(c, &err), *b = alerts_new(c, &err);
+    struct told ta = {0}, tb = {0};
+    struct changed ch = {0};
+    struct msg *b1 = labels("web1", "sshd", "brute"), *down = labels("web1", "corrald", "absent");
+    struct msg *oom = labels("web1", "kernel", "oom");
+
+    alerts_set_notify(a, on_notify, &ta);
+    alerts_set_notify(b, on_notify, &tb);
+    alerts_set_replica(a, on_changed, &ch);
+    record_to(a, NULL, b1, T0, MAIL_TRAP, 2);
+    ck_assert_uint_eq(ch.n, 1);
+    ck_assert_str_eq(ch.id[0], "brute/web1");
+    alerts_delivery(a, "mail", b1, ALERT_DELIVERED, T0 + 10);
+    ck_assert_uint_eq(ch.n, 1); /* not exported yet: reported once */
+    ck_assert_int_eq(alerts_export(a, "brute/web1", &old), 0);
+    ck_assert_int_eq(alerts_merge(b, old.p, old.len), 1);
+    ck_assert_str_eq(state_of_id(b, "brute/web1"), "firing");
+    ck_assert_int_eq(alerts_merge(b, old.p, old.len), 0); /* not newer */
+    alerts_remute(b, NULL, T0 + 20);
+    ck_assert_uint_eq(tb.n, 0);
+    /* its history came along */
+    {
+        struct buf out = BUF_INIT;
+        alerts_json(b, NULL, "brute/web1", &out);
+        ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"delivered\""));
+        buf_free(&out);
+    }
+    /* an inhibition source of node a inhibits on node b */
+    record_to(a, NULL, down, T0 + 30, NULL, 0);
+    ck_assert_int_eq(ship(a, b, "absent/web1"), 1);
+    record_to(b, NULL, oom, T0 + 40, NULL, 0);
+    ck_assert_str_eq(state_of_id(b, "oom/web1"), "inhibited");
+    /* resolved by hand on b: a takes it, and tells mail (send-resolved), once */
+    ck_assert_int_eq(alerts_resolve(b, "brute/web1", T0 + 50), 0);
+    ck_assert_uint_eq(tb.n, 0);
+    ck_assert_int_eq(ship(b, a, "brute/web1"), 1);
+    ck_assert_str_eq(state_of_id(a, "brute/web1"), "resolved");
+    ck_assert_uint_eq(ta.n, 1);
+    ck_assert_str_eq(ta.executor[0], "mail");
+    ck_assert_str_eq(ta.status[0], "resolved");
+    /* the firing of before the resolution does not undo it */
+    ck_assert_int_eq(alerts_merge(b, old.p, old.len), 0);
+    ck_assert_str_eq(state_of_id(b, "brute/web1"), "resolved");
+    ck_assert_int_eq(ship(a, b, "brute/web1"), 0); /* the same change, back */
+    /* raised again on a after it (inhibited there now, by web1's absence): so on b */
+    record_to(a, NULL, b1, T0 + 60, MAIL_TRAP, 2);
+    ck_assert_int_eq(ship(a, b, "brute/web1"), 1);
+    ck_assert_str_eq(state_of_id(b, "brute/web1"), "inhibited");
+    /* damaged records */
+    ck_assert_int_eq(alerts_merge(b, "abc", 3), -1);
+    ck_assert_int_eq(alerts_export(a, "brute/web1", &rec), 0);
+    ck_assert_int_eq(alerts_merge(b, rec.p, rec.len / 2), -1);
+    ck_assert_int_eq(alerts_export(a, "no/such", &rec), -1);
+    alerts_free(a);
+    alerts_free(b);
+    conf_free(c);
+    msg_unref(b1);
+    msg_unref(down);
+    msg_unref(oom);
+    buf_free(&err);
+    buf_free(&rec);
+    buf_free(&old);
+}
+END_TEST
+
 static void
 stamp(struct msg *m, uint64_t ms)
 {
@@ -951,6 +1056,7 @@ main(void)
     tcase_add_test(tc, test_inhibit_topology);
     tcase_add_test(tc, test_never_forget_firing);
     tcase_add_test(tc, test_history);
+    tcase_add_test(tc, test_merge);
     tcase_add_test(tc, test_save_faults);
     suite_add_tcase(s, tc);
     return unit_run(s);
