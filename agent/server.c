@@ -35,10 +35,10 @@
  *
  * Under privilege separation (doc/privsep.md) the executors' queues are the
  * executor process's: server_set_proxy puts an ipcproxy behind them, and
- * the executor_* helpers submit, read pressure and stats through it.  A
- * reload that changes the executors then waits, its stage prepared, until
- * the executor process has reloaded them (ipcproxy_reload), and commits or
- * discards it on its answer.  The reuse and handover rules for executors
+ * execq.c hides which of the two runs them.  A reload that changes the
+ * executors then waits, its stage prepared, until the executor process has
+ * reloaded them (execq_reload_remote), and commits or discards it on its
+ * answer.  The reuse and handover rules for executors
  * are queueset.h's, shared with the executor process.
  */
 #include "agent/server.h"
@@ -51,6 +51,7 @@
 #include "engine/nv.h"
 #include "engine/corr.h"
 #include "agent/dnscache.h"
+#include "agent/execq.h"
 #include "agent/heap.h"
 #include "engine/durable.h"
 #include "agent/input.h"
@@ -63,9 +64,6 @@
 #include "engine/sigma.h"
 #include "engine/received.h"
 #include "engine/rematch.h"
-#include "actions/queue.h"
-#include "actions/queueset.h"
-#include "actions/ipcproxy.h"
 #include "agent/route.h"
 #include "agent/absence.h"
 #include "agent/silences.h"
@@ -98,14 +96,10 @@ struct server {
     struct absence *absence;
     struct input **inputs;
     size_t ninputs;
+    struct input_sink sink; /* what the inputs deliver to: server_submit */
     struct output **outputs;
     size_t noutputs;
-    struct queue **queues; /* one per executor, in configuration order (NULLs under privsep) */
-    const char **qnames;
-    size_t nqueues;
-    /* privilege separation: the executor process's queues, by index (doc/privsep.md) */
-    struct ipcproxy *proxy;
-    size_t *remote; /* per executor: its index in proxy */
+    struct execq *ex; /* the executors' queues, here or in the executor process (execq.h) */
     struct route_table *routes;
     struct alerts *alerts;              /* the active alert store */
     struct silences *silences;          /* created at start, kept across reloads */
@@ -153,11 +147,18 @@ struct server {
     size_t closing;
 };
 
+static void on_queue_event(void *arg, const char *executor, const struct msg *m,
+                           enum queue_event ev);
+static void on_input(void *arg, struct input *in, const char *data, size_t len, const char *peer);
+
 struct server *
 server_new(uv_loop_t *loop)
 {
     struct server *s = xcalloc(1, sizeof(*s));
 
+    s->ex = execq_new(loop, on_queue_event, s);
+    s->sink.deliver = on_input;
+    s->sink.ctx = s;
     s->tag_alert = tag_intern("corral.alert", 12);
     s->loop = loop;
     s->msg = msg_new();
@@ -194,9 +195,7 @@ server_free(struct server *s)
     msg_unref(s->msg);
     free(s->inputs);
     free(s->outputs);
-    free(s->queues);
-    free(s->qnames);
-    free(s->remote);
+    execq_free(s->ex);
     route_free(s->routes);
     alerts_free(s->alerts);
     silences_free(s->silences);
@@ -262,50 +261,13 @@ record_alert(struct server *s, const struct msg *m, bool routed)
     else if ((by = alerts_inhibited_by(s->alerts, m, id)))
         muted = ALERT_INHIBITED;
     for (i = 0; i < s->ntargets; i++) {
-        s->alert_targets[i].name = s->qnames[s->targets[i]];
+        s->alert_targets[i].name = execq_name(s->ex, s->targets[i]);
         s->alert_targets[i].send_resolved = route_sends_resolved(s->routes, s->targets[i]);
     }
     alerts_record(s->alerts, id, m, muted, by, s->alert_targets, s->ntargets, now);
     /* an inhibition source fired or resolved: what fires now may be held back or released */
     if (alerts_sources_changed(s->alerts)) alerts_reinhibit(s->alerts, now);
     return muted == ALERT_FIRING;
-}
-
-/*
- * Executor i's queue: here, or in the executor process (privsep) behind the
- * proxy.  keep: past queue= (within the queue's hard bounds), for what the
- * sender can be paused for (a stream input) and for what no input can be
- * paused for, since it comes all at once with nobody to slow down: the
- * alerts of context timeouts and absence reports, fired by the clock, and
- * the store's resolutions and unmuted alerts.
- */
-static void
-executor_submit(struct server *s, size_t i, const struct msg *m, bool keep)
-{
-    if (s->proxy)
-        ipcproxy_submit(s->proxy, s->remote[i], m, keep);
-    else if (keep)
-        queue_submit_keep(s->queues[i], m);
-    else
-        queue_submit(s->queues[i], m);
-}
-
-static bool
-executor_full(const struct server *s, size_t i)
-{
-    return s->proxy ? ipcproxy_full(s->proxy, s->remote[i]) : queue_full(s->queues[i]);
-}
-
-static bool
-executor_low(const struct server *s, size_t i)
-{
-    return s->proxy ? ipcproxy_low(s->proxy, s->remote[i]) : queue_low(s->queues[i]);
-}
-
-static const struct queue_stats *
-executor_stats(const struct server *s, size_t i)
-{
-    return s->proxy ? ipcproxy_queue_stats(s->proxy, s->remote[i]) : queue_get_stats(s->queues[i]);
 }
 
 /*
@@ -365,7 +327,8 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
     /* fired by the clock (a timeout action, an absence report): nobody to pause */
     keep = s->keeping || (action ? action->trigger == PDB_TRIGGER_TIMEOUT
                                  : (msg_flags(am) & MSG_F_GENERATED) != 0);
-    for (i = 0; i < s->ntargets && !s->refreshing; i++) executor_submit(s, s->targets[i], am, keep);
+    for (i = 0; i < s->ntargets && !s->refreshing; i++)
+        execq_submit(s->ex, s->targets[i], am, keep);
     if (alert) msg_unref(alert);
 }
 
@@ -376,9 +339,9 @@ on_alert_notify(void *arg, const char *executor, const struct msg *m)
     struct server *s = arg;
     size_t i;
 
-    for (i = 0; i < s->nqueues; i++)
-        if (strcmp(s->qnames[i], executor) == 0) {
-            executor_submit(s, i, m, true);
+    for (i = 0; i < execq_count(s->ex); i++)
+        if (strcmp(execq_name(s->ex, i), executor) == 0) {
+            execq_submit(s->ex, i, m, true);
             return;
         }
     log_msg(LOG_WARNING, "alerts: executor '%s' is no longer configured: not told of %s", executor,
@@ -479,8 +442,8 @@ full_queue(struct server *s)
 
     for (i = 0; i < s->noutputs; i++)
         if (output_full(s->outputs[i])) return output_name(s->outputs[i]);
-    for (i = 0; i < s->nqueues; i++)
-        if (executor_full(s, i)) return s->qnames[i];
+    for (i = 0; i < execq_count(s->ex); i++)
+        if (execq_full(s->ex, i)) return execq_name(s->ex, i);
     if (s->workers && workers_full(s->workers)) return "engine";
     if (s->cluster && cluster_node_full(s->cluster)) return "cluster";
     return NULL;
@@ -493,8 +456,8 @@ all_low(struct server *s)
 
     for (i = 0; i < s->noutputs; i++)
         if (!output_low(s->outputs[i])) return false;
-    for (i = 0; i < s->nqueues; i++)
-        if (!executor_low(s, i)) return false;
+    for (i = 0; i < execq_count(s->ex); i++)
+        if (!execq_low(s->ex, i)) return false;
     if (s->cluster && !cluster_node_low(s->cluster)) return false;
     return !s->workers || workers_low(s->workers);
 }
@@ -645,6 +608,13 @@ server_submit(struct server *s, struct input *in, const char *data, size_t len, 
     corr_process(s->corr, s->msg);
     s->keeping = false;
     if (can_pause && !s->paused && (full = full_queue(s))) pause_inputs(s, full);
+}
+
+/* The inputs' sink (input.h). */
+static void
+on_input(void *arg, struct input *in, const char *data, size_t len, const char *peer)
+{
+    server_submit(arg, in, data, len, peer);
 }
 
 /* ---- timers ---- */
@@ -827,10 +797,7 @@ struct stage {
     bool new_outputs; /* false: the running outputs are configured alike and stay */
     struct output **outputs;
     size_t noutputs;
-    struct queueset_stage qs; /* per executor: reused from the running server, or opened */
-    size_t *remote;           /* privsep: per executor, its index in the proxy */
-    bool remote_wait; /* privsep: the executors changed; the executor process reloads first */
-    const char **qnames;
+    struct execq_stage ex; /* per executor: reused from the running server, or opened */
     struct route_table *routes;
     struct alerts *alerts; /* empty: the running one's entries move in at commit */
     struct input **inputs; /* per input: reused, opened by prepare, or NULL: opened at commit */
@@ -1065,88 +1032,18 @@ server_spool_dir(const struct conf *c)
     return out;
 }
 
-/*
- * Privilege separation: the executors are the executor process's, each
- * found by name in the list it published.  When they are configured as
- * the running ones, that list is still right: mapped now.  Otherwise the
- * executor process reloads them itself first (server_reload sends L, and
- * the mapping is made from its answer, map_remote).
- */
-static int
-prepare_remote(struct server *s, struct stage *st, struct buf *err)
-{
-    const struct conf *c = st->conf;
-    const char *file = c->file ? c->file : "(built-in)";
-    size_t i;
-    int idx;
-
-    st->qs.queues = xcalloc(c->nexecutors + 1, sizeof(*st->qs.queues)); /* theirs: NULL here */
-    if (s->conf &&
-        !queueset_same(s->conf->executors, s->conf->nexecutors, c->executors, c->nexecutors)) {
-        st->remote_wait = true;
-        return 0;
-    }
-    st->remote = xcalloc(c->nexecutors + 1, sizeof(*st->remote));
-    for (i = 0; i < c->nexecutors; i++) {
-        idx = ipcproxy_find(s->proxy, c->executors[i].name);
-        if (idx >= 0) {
-            st->remote[i] = (size_t)idx;
-        } else if (s->conf) {
-            st->remote_wait = true; /* not the list it has: it reads the file again */
-        } else {
-            buf_printf(err, "%s:%d: executor %s: not opened by the executor process\n", file,
-                       c->executors[i].line, c->executors[i].name);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/*
- * Privilege separation, once the executor process has reloaded: each
- * executor's index in its new list, by name.  One it does not have (the
- * file changed between the two reads) gets none: its alerts are refused
- * (counted in corral_privsep_refused_total) until the next reload.
- */
-static void
-map_remote(struct server *s, const char *const *names, size_t n, size_t *remote, struct buf *report)
-{
-    size_t i;
-    int idx;
-
-    for (i = 0; i < n; i++) {
-        idx = ipcproxy_find(s->proxy, names[i]);
-        remote[i] = idx >= 0 ? (size_t)idx : ipcproxy_count(s->proxy);
-        if (idx < 0 && report)
-            buf_printf(report,
-                       "executor %s: not among the executor process's (the file changed while "
-                       "reloading?): its alerts are refused until the next reload\n",
-                       names[i]);
-    }
-}
-
 /* The executors, each reused from the running server when configured alike, and the routes. */
 static int
 prepare_executors(struct server *s, struct stage *st, struct buf *err)
 {
     const struct conf *c = st->conf;
-    char *dir;
-    size_t i;
+    char *dir = server_spool_dir(c);
     int rc;
 
-    st->qnames = xcalloc(c->nexecutors + 1, sizeof(*st->qnames));
-    for (i = 0; i < c->nexecutors; i++) st->qnames[i] = c->executors[i].name;
-    if (s->proxy) {
-        rc = prepare_remote(s, st, err);
-    } else {
-        dir = server_spool_dir(c);
-        rc = queueset_prepare(&st->qs, s->loop, s->queues, s->conf ? s->conf->executors : NULL,
-                              s->nqueues, c->executors, c->nexecutors,
-                              c->file ? c->file : "(built-in)", dir, err);
-        free(dir);
-    }
+    rc = execq_prepare(s->ex, &st->ex, s->conf, c, dir, err);
+    free(dir);
     if (rc < 0) return -1;
-    st->routes = route_new(c, st->qnames, c->nexecutors, err);
+    st->routes = route_new(c, st->ex.names, c->nexecutors, err);
     if (!st->routes) return -1;
     /* a rule routing to an executor that is not there would lose its alerts */
     return route_check_actions(st->routes, st->db, err);
@@ -1243,7 +1140,7 @@ prepare_inputs(struct server *s, struct stage *st, struct buf *err)
             }
         }
         mark = err->len;
-        st->inputs[i] = input_open(s, s->loop, &c->inputs[i], c, err);
+        st->inputs[i] = input_open(&s->sink, s->loop, &c->inputs[i], c, err);
         if (st->inputs[i]) {
             st->input_opened[i] = true;
             continue;
@@ -1349,7 +1246,7 @@ stage_discard(struct server *s, struct stage *st)
     size_t i;
 
     (void)s;
-    queueset_discard(&st->qs); /* what it opened closes; the running queues are untouched */
+    execq_discard(&st->ex); /* what it opened closes; the running queues are untouched */
     for (i = 0; st->inputs && i < st->conf->ninputs; i++)
         if (st->inputs[i] && st->input_opened[i]) input_close(st->inputs[i]);
     free_outputs(st->outputs, st->noutputs);
@@ -1357,8 +1254,6 @@ stage_discard(struct server *s, struct stage *st)
     alerts_free(st->alerts);
     pdb_free(st->db);
     conf_free(st->conf);
-    free(st->remote);
-    free(st->qnames);
     free(st->inputs);
     free(st->input_opened);
     free(st->input_taken);
@@ -1545,14 +1440,14 @@ commit_inputs(struct server *s, struct stage *st, struct buf *report)
             buf_printf(report, "input closed: %s\n", input_name(old));
             input_close(old);
             buf_reset(&err);
-            in = input_open(s, s->loop, &c->inputs[i], c, &err);
+            in = input_open(&s->sink, s->loop, &c->inputs[i], c, &err);
             if (in) {
                 buf_printf(report, "input opened: %s\n", input_name(in));
             } else {
                 ok = false;
                 buf_printf(report, "%s\n", buf_str(&err));
                 buf_reset(&err);
-                in = input_open(s, s->loop, &was, c, &err);
+                in = input_open(&s->sink, s->loop, &was, c, &err);
                 if (in)
                     buf_printf(report, "input %s opened again as before\n", input_name(in));
                 else
@@ -1618,39 +1513,19 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     const struct conf *c = st->conf;
     bool starting = s->conf == NULL, ok;
     size_t i, kept = 0, dropped = 0;
-    struct queue **queues;
     struct absence *was;
 
-    /*
-     * Executors that are gone or changed stop.  A changed one hands what it
-     * has queued to its successor (queueset.h); a gone one's spool keeps it
-     * for the next start.  Under privilege separation the executor process
-     * has done this already (or, unchanged, had nothing to do).
-     */
-    queues = st->qs.queues;
-    if (s->proxy) {
-        st->qs.queues = NULL;
-        queueset_discard(&st->qs);
-    } else {
-        queueset_commit(&st->qs, starting ? NULL : report);
-    }
-    free(s->queues);
-    free(s->qnames);
-    free(s->remote);
+    /* executors that are gone or changed stop, handing over what they have queued (execq.h) */
+    execq_commit(s->ex, &st->ex, starting ? NULL : report);
     route_free(s->routes);
-    s->queues = queues;
-    s->remote = st->remote;
-    s->qnames = st->qnames;
-    s->nqueues = c->nexecutors;
     s->routes = st->routes;
     free(s->targets);
-    s->targets = xcalloc(s->nqueues + 1, sizeof(*s->targets));
+    s->targets = xcalloc(execq_count(s->ex) + 1, sizeof(*s->targets));
     free(s->alert_targets);
-    s->alert_targets = xcalloc(s->nqueues + 1, sizeof(*s->alert_targets));
-    for (i = 0; i < s->nqueues && !s->proxy; i++)
-        queue_set_observer(s->queues[i], on_queue_event, s);
+    s->alert_targets = xcalloc(execq_count(s->ex) + 1, sizeof(*s->alert_targets));
     if (starting)
-        for (i = 0; i < s->nqueues; i++) log_msg(LOG_INFO, "executor: %s", s->qnames[i]);
+        for (i = 0; i < execq_count(s->ex); i++)
+            log_msg(LOG_INFO, "executor: %s", execq_name(s->ex, i));
     start_alerts(s, st, c, starting);
 
     ok = commit_inputs(s, st, report);
@@ -1761,7 +1636,7 @@ on_executors_reloaded(void *arg, bool ok, const char *text, size_t len)
     s->pending = NULL;
     if (!p) {
         /* the stage was given up (stopping): what runs finds its executors in the new list */
-        if (ok && s->remote) map_remote(s, s->qnames, s->nqueues, s->remote, NULL);
+        if (ok) execq_remap(s->ex);
         return;
     }
     if (!ok) {
@@ -1772,8 +1647,7 @@ on_executors_reloaded(void *arg, bool ok, const char *text, size_t len)
         p->done(p->arg, -1, buf_str(&p->report));
     } else {
         buf_append(&p->report, text, len); /* what it opened, changed and closed */
-        p->st.remote = xcalloc(p->st.conf->nexecutors + 1, sizeof(*p->st.remote));
-        map_remote(s, p->st.qnames, p->st.conf->nexecutors, p->st.remote, &p->report);
+        execq_stage_map(s->ex, &p->st.ex, &p->report);
         reload_commit(s, &p->st, &p->report, p->done, p->arg);
     }
     buf_free(&p->report);
@@ -1800,11 +1674,11 @@ server_reload(struct server *s, struct conf *conf, server_reload_fn done, void *
                    buf_str(&err));
         reload_failed(s);
         done(arg, -1, buf_str(&p->report));
-    } else if (p->st.remote_wait) {
+    } else if (execq_stage_waits(&p->st.ex)) {
         /* the executor process reads the file itself and answers; the stage waits till then */
         p->done = done;
         p->arg = arg;
-        if (ipcproxy_reload(s->proxy, ++s->reload_gen, on_executors_reloaded, s) == 0) {
+        if (execq_reload_remote(s->ex, ++s->reload_gen, on_executors_reloaded, s) == 0) {
             s->pending = p;
             buf_free(&err);
             return;
@@ -1912,11 +1786,10 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
         s->corr = corr_new(s->db, &(struct corr_opts){0});
     }
     /* privsep: the executor process closes its queues when the engine terminates it */
-    s->closing = s->noutputs + (s->proxy ? 0 : s->nqueues) + 1;
+    s->closing = s->noutputs + execq_closing(s->ex) + 1;
     for (i = 0; i < s->noutputs; i++) output_close(s->outputs[i], output_closed, s);
-    for (i = 0; i < s->nqueues && !s->proxy; i++) queue_close(s->queues[i], output_closed, s);
+    execq_close(s->ex, output_closed, s);
     s->noutputs = 0;
-    s->nqueues = 0;
     output_closed(s);
 }
 
@@ -2034,26 +1907,25 @@ engine_foreach_rule(struct server *s, void (*fn)(const struct corr_rule_stats *r
 size_t
 server_nqueues(const struct server *s)
 {
-    return s->nqueues;
+    return execq_count(s->ex);
 }
 
 struct queue *
 server_queue_at(const struct server *s, size_t i)
 {
-    return s->queues[i];
+    return execq_queue(s->ex, i);
 }
 
 void
 server_set_proxy(struct server *s, struct ipcproxy *proxy)
 {
-    s->proxy = proxy;
-    ipcproxy_set_observer(proxy, on_queue_event, s);
+    execq_set_proxy(s->ex, proxy);
 }
 
 struct ipcproxy *
 server_proxy(const struct server *s)
 {
-    return s->proxy;
+    return execq_proxy(s->ex);
 }
 
 void
@@ -2263,9 +2135,9 @@ m_per_executor(struct buf *out, const struct metrics_desc *d, void *c)
     const struct server *s = ((struct mctx *)c)->s;
     size_t i;
 
-    for (i = 0; i < s->nqueues; i++)
-        metrics_sample(out, d->name, "executor", s->qnames[i],
-                       metrics_field(d, executor_stats(s, i)));
+    for (i = 0; i < execq_count(s->ex); i++)
+        metrics_sample(out, d->name, "executor", execq_name(s->ex, i),
+                       metrics_field(d, execq_stats(s->ex, i)));
 }
 
 static void
@@ -2730,8 +2602,8 @@ server_metrics(struct server *s, struct buf *out)
     src[M_SILENCES] = s->silences ? silences_get_stats(s->silences) : NULL;
     src[M_DNS] = s->dns ? &m.ds : NULL;
     src[M_WORKERS] = s->workers ? &m.ws : NULL;
-    src[M_PROXY] = s->proxy ? ipcproxy_get_stats(s->proxy) : NULL;
-    src[M_QUEUES] = s->nqueues ? s : NULL;
+    src[M_PROXY] = execq_proxy_stats(s->ex);
+    src[M_QUEUES] = execq_count(s->ex) ? s : NULL;
     if (s->cluster) cluster_node_stats(s->cluster, &m.cls);
     src[M_CLUSTER] = s->cluster ? &m.cls : NULL;
     if (s->clsil) cluster_silences_stats(s->clsil, &m.clsil);
@@ -2796,7 +2668,7 @@ server_foreach_queue(struct server *s,
 {
     size_t i;
 
-    for (i = 0; i < s->nqueues; i++) fn(s->qnames[i], executor_stats(s, i), arg);
+    for (i = 0; i < execq_count(s->ex); i++) fn(execq_name(s->ex, i), execq_stats(s->ex, i), arg);
 }
 
 void
