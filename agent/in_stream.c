@@ -47,9 +47,8 @@
  * the loop has had its turn.
  */
 #include "agent/framer.h"
-#include "agent/control.h"
+#include "agent/connlimits.h"
 #include "agent/in_common.h"
-#include "agent/http.h"
 #include "agent/tls.h"
 #include "engine/hash.h"
 #include "engine/log.h"
