@@ -32,12 +32,12 @@
 #include <uv.h>
 
 #include "engine/buf.h"
+#include "agent/connlimits.h"
 
 struct server;
 struct control;
 
-/* Connections the control socket holds open at once; a new one closes the oldest. */
-#define CONTROL_MAX_CONNS 8
+/* CONTROL_MAX_CONNS: connlimits.h */
 
 /*
  * Handles "reload": the daemon owns configuration loading, so it supplies

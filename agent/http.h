@@ -14,16 +14,14 @@
 #include <uv.h>
 
 #include "engine/buf.h"
+#include "agent/connlimits.h"
 
 struct server;
 struct status;
 struct http;
 struct MHD_Connection;
 
-/* Connections held open at once; a new one closes the oldest. */
-#define HTTP_MAX_CONNS 16
-/* Descriptors the listener may use at most: HTTP_MAX_CONNS, and those closed but not yet reaped. */
-#define HTTP_MAX_FDS (3 * HTTP_MAX_CONNS)
+/* HTTP_MAX_CONNS, HTTP_MAX_FDS: connlimits.h */
 /* The largest request body read (a JSON request of the API). */
 #define HTTP_MAX_BODY ((size_t)64 * 1024)
 

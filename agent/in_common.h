@@ -1,7 +1,7 @@
 /*
  * in_common: what the input modules (in_udp.c, in_stream.c, in_unix.c,
  * in_file.c, in_stdin.c) share: the common head of every input, delivery of
- * a message to the server with its counters, where a datagram's message
+ * a message to the input's sink with its counters, where a datagram's message
  * ends, and socket helpers.  Private to the inputs; the rest of corrald sees
  * only input.h.
  */
@@ -25,7 +25,7 @@ struct input {
     /* a copy of the configuration it was opened with (always named), for input_conf() */
     struct conf_input conf;
 
-    struct server *srv;
+    struct input_sink sink; /* where its messages go */
     uv_loop_t *loop;
     /* limits, from struct conf at opening time */
     size_t max_message_size;
@@ -59,26 +59,28 @@ struct input {
 };
 
 /* The module constructors input_open() dispatches to; each returns NULL with err set on failure. */
-struct input *in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
-                          const struct conf *conf, struct buf *err);
-struct input *in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
-                             const struct conf *conf, struct buf *err);
-struct input *in_unix_dgram_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
-                                 const struct conf *conf, struct buf *err);
-struct input *in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
-                           const struct conf *conf, struct buf *err);
-struct input *in_snmptrap_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
-                               const struct conf *conf, struct buf *err);
-struct input *in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
-                            const struct conf *conf, struct buf *err);
+struct input *in_udp_open(const struct input_sink *sink, uv_loop_t *loop,
+                          const struct conf_input *ci, const struct conf *conf, struct buf *err);
+struct input *in_stream_open(const struct input_sink *sink, uv_loop_t *loop,
+                             const struct conf_input *ci, const struct conf *conf, struct buf *err);
+struct input *in_unix_dgram_open(const struct input_sink *sink, uv_loop_t *loop,
+                                 const struct conf_input *ci, const struct conf *conf,
+                                 struct buf *err);
+struct input *in_file_open(const struct input_sink *sink, uv_loop_t *loop,
+                           const struct conf_input *ci, const struct conf *conf, struct buf *err);
+struct input *in_snmptrap_open(const struct input_sink *sink, uv_loop_t *loop,
+                               const struct conf_input *ci, const struct conf *conf,
+                               struct buf *err);
+struct input *in_stdin_open(const struct input_sink *sink, uv_loop_t *loop,
+                            const struct conf_input *ci, const struct conf *conf, struct buf *err);
 
 /* Fills the common head from the configuration (copies ci). */
-void input_init(struct input *in, struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
-                const struct conf *conf);
+void input_init(struct input *in, const struct input_sink *sink, uv_loop_t *loop,
+                const struct conf_input *ci, const struct conf *conf);
 /* Frees what input_init() allocated (not in itself). */
 void input_fini(struct input *in);
 
-/* One message to the server: counts it (received, bytes, truncated) and submits it. */
+/* One message to the sink: counts it (received, bytes, truncated) and delivers it. */
 void input_deliver(struct input *in, const char *data, size_t len, bool truncated,
                    const char *peer);
 

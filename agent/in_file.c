@@ -479,7 +479,7 @@ file_close(struct input *in)
 }
 
 struct input *
-in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+in_file_open(const struct input_sink *sink, uv_loop_t *loop, const struct conf_input *ci,
              const struct conf *conf, struct buf *err)
 {
     struct file_input *f;
@@ -491,7 +491,7 @@ in_file_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
         return NULL;
     }
     f = xcalloc(1, sizeof(*f));
-    input_init(&f->base, srv, loop, ci, conf);
+    input_init(&f->base, sink, loop, ci, conf);
     f->base.close = file_close;
     f->base.pause = file_pause;
     f->fd = -1;

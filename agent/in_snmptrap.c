@@ -431,7 +431,7 @@ add_users(struct trap_input *t, struct buf *err)
 }
 
 struct input *
-in_snmptrap_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+in_snmptrap_open(const struct input_sink *sink, uv_loop_t *loop, const struct conf_input *ci,
                  const struct conf *conf, struct buf *err)
 {
     struct trap_input *t = xcalloc(1, sizeof(*t));
@@ -442,7 +442,7 @@ in_snmptrap_open(struct server *srv, uv_loop_t *loop, const struct conf_input *c
     char where[INET6_ADDRSTRLEN + 8];
     int rc;
 
-    input_init(&t->base, srv, loop, ci, conf);
+    input_init(&t->base, sink, loop, ci, conf);
     t->base.close = trap_close;
     t->base.hold = trap_hold;
     t->sc = t->base.conf.snmp;

@@ -189,14 +189,14 @@ stdin_close(struct input *in)
 }
 
 struct input *
-in_stdin_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+in_stdin_open(const struct input_sink *sink, uv_loop_t *loop, const struct conf_input *ci,
               const struct conf *conf, struct buf *err)
 {
     struct stdin_input *s = xcalloc(1, sizeof(*s));
     uv_handle_type type = uv_guess_handle(0);
     int rc = 0;
 
-    input_init(&s->base, srv, loop, ci, conf);
+    input_init(&s->base, sink, loop, ci, conf);
     s->base.close = stdin_close;
     s->base.pause = stdin_pause;
     /* always lines: auto framing would take a file of "12 apples" lines for octet counting */

@@ -47,9 +47,8 @@
  * the loop has had its turn.
  */
 #include "agent/framer.h"
-#include "agent/control.h"
+#include "agent/connlimits.h"
 #include "agent/in_common.h"
-#include "agent/http.h"
 #include "agent/tls.h"
 #include "engine/hash.h"
 #include "engine/log.h"
@@ -762,14 +761,14 @@ stream_reload_commit(struct input *in)
 }
 
 struct input *
-in_stream_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+in_stream_open(const struct input_sink *sink, uv_loop_t *loop, const struct conf_input *ci,
                const struct conf *conf, struct buf *err)
 {
     struct stream_input *s = xcalloc(1, sizeof(*s));
     struct buf e = BUF_INIT;
     int rc;
 
-    input_init(&s->base, srv, loop, ci, conf);
+    input_init(&s->base, sink, loop, ci, conf);
     s->base.close = stream_close;
     s->is_unix = ci->type == CONF_IN_UNIX_STREAM;
     rc =

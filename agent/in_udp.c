@@ -183,7 +183,7 @@ udp_close(struct input *in)
 }
 
 struct input *
-in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+in_udp_open(const struct input_sink *sink, uv_loop_t *loop, const struct conf_input *ci,
             const struct conf *conf, struct buf *err)
 {
     struct udp_input *u = xcalloc(1, sizeof(*u));
@@ -193,7 +193,7 @@ in_udp_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
     unsigned flags = AF_UNSPEC;
     int rc;
 
-    input_init(&u->base, srv, loop, ci, conf);
+    input_init(&u->base, sink, loop, ci, conf);
     u->base.close = udp_close;
     u->base.hold = udp_hold;
     if (input_resolve(ci->listen, SOCK_DGRAM, &ss, &e) < 0) {

@@ -115,7 +115,7 @@ dgram_close(struct input *in)
 }
 
 struct input *
-in_unix_dgram_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+in_unix_dgram_open(const struct input_sink *sink, uv_loop_t *loop, const struct conf_input *ci,
                    const struct conf *conf, struct buf *err)
 {
     struct unix_dgram_input *u = xcalloc(1, sizeof(*u));
@@ -123,7 +123,7 @@ in_unix_dgram_open(struct server *srv, uv_loop_t *loop, const struct conf_input 
     struct buf e = BUF_INIT;
     int rc;
 
-    input_init(&u->base, srv, loop, ci, conf);
+    input_init(&u->base, sink, loop, ci, conf);
     u->base.close = dgram_close;
     u->fd = -1;
     if (input_unix_prepare(ci->path, &e) < 0) goto fail;

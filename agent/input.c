@@ -7,7 +7,6 @@
  */
 #include "agent/in_common.h"
 #include "engine/log.h"
-#include "agent/server.h"
 #include "engine/xalloc.h"
 
 #include <errno.h>
@@ -21,21 +20,21 @@
 #include <unistd.h>
 
 struct input *
-input_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
+input_open(const struct input_sink *sink, uv_loop_t *loop, const struct conf_input *ci,
            const struct conf *conf, struct buf *err)
 {
     struct input *in = NULL;
     struct buf e = BUF_INIT;
 
     switch (ci->type) {
-    case CONF_IN_UDP: in = in_udp_open(srv, loop, ci, conf, &e); break;
+    case CONF_IN_UDP: in = in_udp_open(sink, loop, ci, conf, &e); break;
     case CONF_IN_TCP:
     case CONF_IN_TLS:
-    case CONF_IN_UNIX_STREAM: in = in_stream_open(srv, loop, ci, conf, &e); break;
-    case CONF_IN_UNIX_DGRAM: in = in_unix_dgram_open(srv, loop, ci, conf, &e); break;
-    case CONF_IN_FILE: in = in_file_open(srv, loop, ci, conf, &e); break;
-    case CONF_IN_STDIN: in = in_stdin_open(srv, loop, ci, conf, &e); break;
-    case CONF_IN_SNMP_TRAP: in = in_snmptrap_open(srv, loop, ci, conf, &e); break;
+    case CONF_IN_UNIX_STREAM: in = in_stream_open(sink, loop, ci, conf, &e); break;
+    case CONF_IN_UNIX_DGRAM: in = in_unix_dgram_open(sink, loop, ci, conf, &e); break;
+    case CONF_IN_FILE: in = in_file_open(sink, loop, ci, conf, &e); break;
+    case CONF_IN_STDIN: in = in_stdin_open(sink, loop, ci, conf, &e); break;
+    case CONF_IN_SNMP_TRAP: in = in_snmptrap_open(sink, loop, ci, conf, &e); break;
     default: buf_printf(&e, "input %s: unknown type %d", ci->name ? ci->name : "?", (int)ci->type);
     }
     if (!in) {
@@ -142,11 +141,14 @@ input_finished(const struct input *in)
 /* ---- the common head ---- */
 
 void
-input_init(struct input *in, struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
-           const struct conf *conf)
+input_init(struct input *in, const struct input_sink *sink, uv_loop_t *loop,
+           const struct conf_input *ci, const struct conf *conf)
 {
     conf_input_copy(&in->conf, ci);
-    in->srv = srv;
+    if (sink)
+        in->sink = *sink;
+    else
+        memset(&in->sink, 0, sizeof(in->sink));
     in->loop = loop;
     in->limits_changed = NULL;
     in->pause = NULL;
@@ -182,7 +184,7 @@ input_deliver(struct input *in, const char *data, size_t len, bool truncated, co
     in->stats.received++;
     in->stats.bytes += len;
     if (truncated) in->stats.truncated++;
-    server_submit(in->srv, in, data, len, peer);
+    if (in->sink.deliver) in->sink.deliver(in->sink.ctx, in, data, len, peer);
 }
 
 size_t

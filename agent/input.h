@@ -2,8 +2,8 @@
  * input: where corrald's messages come from.  One module per kind (in_udp.c,
  * in_stream.c for TCP, TLS and unix-stream, in_unix.c for unix-dgram, in_file.c,
  * in_stdin.c); each frames the bytes it receives into messages and hands them
- * to server_submit().  All run on the
- * server's libuv loop and never block it.
+ * to the sink it was opened with (struct input_sink: corrald's server, or a
+ * test's).  All run on the server's libuv loop and never block it.
  */
 #ifndef CORRAL_INPUT_H
 #define CORRAL_INPUT_H
@@ -18,8 +18,19 @@
 #include "agent/tls.h"
 #include "agent/in_snmptrap.h"
 
-struct server;
 struct input;
+
+/*
+ * Where an input's messages go.  deliver() gets each message, framed, with
+ * the input it came from (for input_can_pause(), input_tls_peer()) and the
+ * sender's address (NULL: none); it may pause or hold the inputs
+ * (input_pause, input_hold).  The inputs know nothing else of their
+ * receiver.  Copied by input_open().
+ */
+struct input_sink {
+    void (*deliver)(void *ctx, struct input *in, const char *data, size_t len, const char *peer);
+    void *ctx;
+};
 
 /* Counters every input keeps (exposed as metrics and by `corral stats`). */
 struct input_stats {
@@ -41,11 +52,12 @@ struct input_stats {
 };
 
 /*
- * Opens an input (binds sockets, opens files).  Returns NULL with a message in
- * err on failure.  conf is the whole configuration, for the limits.
+ * Opens an input (binds sockets, opens files) that delivers to sink (NULL:
+ * messages are counted and go nowhere).  Returns NULL with a message in err
+ * on failure.  conf is the whole configuration, for the limits.
  */
-struct input *input_open(struct server *srv, uv_loop_t *loop, const struct conf_input *ci,
-                         const struct conf *conf, struct buf *err);
+struct input *input_open(const struct input_sink *sink, uv_loop_t *loop,
+                         const struct conf_input *ci, const struct conf *conf, struct buf *err);
 /*
  * What input_open() would refuse short of binding: an address that does not
  * resolve, a unix socket path too long or naming a file that is not a
@@ -79,7 +91,7 @@ bool input_can_hold(const struct input *in);
 void input_hold(struct input *in, bool hold);
 /*
  * The name in the TLS certificate of the client whose message is being
- * submitted (server_submit asks during the call), or NULL: not TLS, or no
+ * delivered (the sink asks during the call), or NULL: not TLS, or no
  * certificate.
  */
 const char *input_tls_peer(const struct input *in);

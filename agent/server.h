@@ -3,7 +3,8 @@
  * executors, the pattern database and the correlation engine, and the
  * per-message path: an input hands a framed message to server_submit(),
  * which parses it, correlates it and passes every resulting message to the
- * outputs and, as the routes say, to the executors.
+ * outputs and, as the routes say, to the executors.  Start and reload
+ * (server_start, server_reload, server_check*) are staging.c's.
  */
 #ifndef CORRAL_SERVER_H
 #define CORRAL_SERVER_H
