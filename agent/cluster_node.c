@@ -1071,6 +1071,7 @@ cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st)
     st->released = __atomic_load_n(&s->released, __ATOMIC_RELAXED);
     st->checkpoints = __atomic_load_n(&s->checkpoints, __ATOMIC_RELAXED);
     st->suppressed = __atomic_load_n(&s->suppressed, __ATOMIC_RELAXED);
+    st->subscribe_retries = n->log ? n->be->subscribe_retries(n->log) : 0;
     st->owned = __atomic_load_n(&s->owned, __ATOMIC_RELAXED);
     st->members = __atomic_load_n(&s->members, __ATOMIC_RELAXED);
     st->partitions = n->nparts;

@@ -2550,6 +2550,10 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_cluster_released_total", "counter",
      "Partition leases this node gave back (to the node that should own them, or at stop).",
      M_CLUSTER, CLUSTER(released)},
+    {"corral_cluster_subscribe_retries_total", "counter",
+     "Times a partition's consumer was asked for again: the servers did not create it (no "
+     "answer, or refused); the lease is kept meanwhile.",
+     M_CLUSTER, CLUSTER(subscribe_retries)},
     {"corral_cluster_checkpoints_total", "counter",
      "Checkpoints of owned partitions written (their contexts and the sequence they cover).",
      M_CLUSTER, CLUSTER(checkpoints)},
