@@ -167,6 +167,16 @@ struct cluster_node {
     uint64_t next_token;
 };
 
+/* Microseconds, for the time checkpoints take. */
+static uint64_t
+now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static uint64_t
 now_ms(void)
 {
@@ -380,25 +390,42 @@ drop_part(struct cluster_node *n, unsigned p)
     pt->corr = NULL;
 }
 
-/* A checkpoint's contexts into p's engine, through corr_save's file format. */
+/*
+ * A checkpoint into p's engine: "rates LEN\n", corr_save_rates' LEN bytes (the rate= buckets),
+ * then the contexts in corr_save's file format (read through a file); or only the contexts.
+ */
 static void
 load_ckpt(struct cluster_node *n, unsigned p, const struct buf *data)
 {
-    FILE *f = fopen(n->ckpt_path, "w+");
-    size_t dropped = 0;
-    long got = -1;
+    const char *at = data->p, *nl;
+    size_t len = data->len, rlen = 0, dropped = 0;
+    long got = -1, rates = 0;
+    FILE *f;
 
-    if (f && fwrite(data->p, 1, data->len, f) == data->len && fflush(f) == 0) {
+    if (len > 6 && memcmp(at, "rates ", 6) == 0 && (nl = memchr(at, '\n', len))) {
+        rlen = strtoull(at + 6, NULL, 10);
+        len -= (size_t)(nl + 1 - at);
+        at = nl + 1;
+        if (rlen > len) rlen = len;
+        rates = corr_load_rates(n->parts[p].corr, at, rlen, &dropped);
+        at += rlen;
+        len -= rlen;
+    }
+    f = fopen(n->ckpt_path, "w+");
+    if (f && fwrite(at, 1, len, f) == len && fflush(f) == 0) {
         rewind(f);
         got = corr_load_file(n->parts[p].corr, f, &dropped);
     }
     if (f) fclose(f);
     unlink(n->ckpt_path);
-    if (got < 0)
-        log_msg(LOG_ERR, "cluster: partition %u: checkpoint unreadable, replaying without it", p);
-    else
-        log_msg(LOG_INFO, "cluster: partition %u: checkpoint at sequence %llu, %ld contexts", p,
-                (unsigned long long)n->parts[p].seq, got);
+    if (got < 0 || rates < 0)
+        log_msg(LOG_ERR, "cluster: partition %u: checkpoint unreadable%s, replaying without it", p,
+                got >= 0 ? " (its rate limits)" : "");
+    if (got >= 0)
+        log_msg(LOG_INFO,
+                "cluster: partition %u: checkpoint at sequence %llu, %ld contexts, %ld rate "
+                "limit buckets",
+                p, (unsigned long long)n->parts[p].seq, got, rates < 0 ? 0 : rates);
 }
 
 /*
@@ -410,10 +437,12 @@ take_ckpts(struct cluster_node *n)
 {
     unsigned p;
     uint64_t t = now_ms();
-    struct buf data = BUF_INIT;
+    struct buf data = BUF_INIT, rates = BUF_INIT;
     FILE *f;
     char b[65536];
     size_t got;
+    uint64_t bytes = 0, t0 = now_us();
+    bool took = false;
 
     if (t - n->last_ckpt_ms < n->ckpt_every_ms) return;
     n->last_ckpt_ms = t;
@@ -421,7 +450,10 @@ take_ckpts(struct cluster_node *n)
         struct part *pt = &n->parts[p];
         if (!pt->corr || pt->seq == pt->ckpt_seq || !lease_valid(n, p)) continue;
         buf_reset(&data);
-        buf_printf(&data, "%llu\n", (unsigned long long)pt->seq);
+        buf_reset(&rates);
+        corr_save_rates(pt->corr, &rates);
+        buf_printf(&data, "%llu\nrates %zu\n", (unsigned long long)pt->seq, rates.len);
+        buf_append(&data, rates.p, rates.len);
         if (corr_save(pt->corr, n->ckpt_path) < 0 || !(f = fopen(n->ckpt_path, "r"))) {
             log_msg(LOG_ERR, "cluster: partition %u: checkpoint not taken: %s", p, strerror(errno));
             continue;
@@ -429,6 +461,8 @@ take_ckpts(struct cluster_node *n)
         while ((got = fread(b, 1, sizeof(b), f)) > 0) buf_append(&data, b, got);
         fclose(f);
         unlink(n->ckpt_path);
+        bytes += data.len;
+        took = true;
         if (data.len > CKPT_MAX) {
             if (t - n->ckpt_too_big_log_ms > 60000) {
                 n->ckpt_too_big_log_ms = t;
@@ -448,6 +482,12 @@ take_ckpts(struct cluster_node *n)
         pthread_mutex_unlock(&n->lock);
     }
     buf_free(&data);
+    buf_free(&rates);
+    if (took) {
+        /* the last round's size and time, for /metrics */
+        __atomic_store_n(&n->st.ckpt_bytes, bytes, __ATOMIC_RELAXED);
+        __atomic_store_n(&n->st.ckpt_us, now_us() - t0, __ATOMIC_RELAXED);
+    }
 }
 
 static void
@@ -1071,6 +1111,8 @@ cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st)
     st->released = __atomic_load_n(&s->released, __ATOMIC_RELAXED);
     st->checkpoints = __atomic_load_n(&s->checkpoints, __ATOMIC_RELAXED);
     st->suppressed = __atomic_load_n(&s->suppressed, __ATOMIC_RELAXED);
+    st->ckpt_bytes = __atomic_load_n(&s->ckpt_bytes, __ATOMIC_RELAXED);
+    st->ckpt_us = __atomic_load_n(&s->ckpt_us, __ATOMIC_RELAXED);
     st->subscribe_retries = n->log ? n->be->subscribe_retries(n->log) : 0;
     st->owned = __atomic_load_n(&s->owned, __ATOMIC_RELAXED);
     st->members = __atomic_load_n(&s->members, __ATOMIC_RELAXED);

@@ -2137,6 +2137,7 @@ MGET(m_cluster_owned, m->cls.owned)
 MGET(m_cluster_members, m->cls.members)
 MGET(m_cluster_partitions, m->cls.partitions)
 MGET(m_cluster_balanced, m->cls.balanced)
+MGETD(m_cluster_ckpt_seconds, (double)m->cls.ckpt_us / 1e6)
 MGET(m_silences, silences_count(s->silences))
 MGET(m_silences_active, silences_active(s->silences, clock_wall_ms()))
 MGET(m_dns_entries, m->ds.entries)
@@ -2582,6 +2583,13 @@ static const struct metrics_desc server_mtab[] = {
      .series = m_cluster_owned_parts},
     {"corral_cluster_members", "gauge", "Live nodes of the cluster, as this node sees them.",
      M_CLUSTER, .get = m_cluster_members},
+    {"corral_cluster_checkpoint_bytes", "gauge",
+     "Bytes of the checkpoints this node took in its last round (contexts and rate limit "
+     "buckets of its partitions that moved).",
+     M_CLUSTER, CLUSTER(ckpt_bytes)},
+    {"corral_cluster_checkpoint_seconds", "gauge",
+     "Seconds the last round of checkpoints took on the event loop.", M_CLUSTER,
+     .getd = m_cluster_ckpt_seconds, .decimals = 6},
     {"corral_cluster_balanced", "gauge",
      "1 when this node owns exactly the partitions it should among the live nodes.", M_CLUSTER,
      .get = m_cluster_balanced},
