@@ -98,6 +98,7 @@ struct part {
     unsigned idx;      /* messages generated at seq so far */
     uint64_t upto;     /* replaying: what is generated up to this sequence was emitted before */
     uint64_t ckpt_seq; /* the sequence the last checkpoint taken covers */
+    uint64_t ckpt_bytes, ckpt_us; /* its size, and the time it took */
 };
 
 /* A checkpoint taken on the loop, for the lease thread to write (under lock). */
@@ -441,14 +442,14 @@ take_ckpts(struct cluster_node *n)
     FILE *f;
     char b[65536];
     size_t got;
-    uint64_t bytes = 0, t0 = now_us();
-    bool took = false;
+    uint64_t bytes = 0, us = 0, t0;
 
     if (t - n->last_ckpt_ms < n->ckpt_every_ms) return;
     n->last_ckpt_ms = t;
     for (p = 0; p < n->nparts; p++) {
         struct part *pt = &n->parts[p];
         if (!pt->corr || pt->seq == pt->ckpt_seq || !lease_valid(n, p)) continue;
+        t0 = now_us();
         buf_reset(&data);
         buf_reset(&rates);
         corr_save_rates(pt->corr, &rates);
@@ -461,8 +462,8 @@ take_ckpts(struct cluster_node *n)
         while ((got = fread(b, 1, sizeof(b), f)) > 0) buf_append(&data, b, got);
         fclose(f);
         unlink(n->ckpt_path);
-        bytes += data.len;
-        took = true;
+        pt->ckpt_bytes = data.len;
+        pt->ckpt_us = now_us() - t0;
         if (data.len > CKPT_MAX) {
             if (t - n->ckpt_too_big_log_ms > 60000) {
                 n->ckpt_too_big_log_ms = t;
@@ -483,11 +484,14 @@ take_ckpts(struct cluster_node *n)
     }
     buf_free(&data);
     buf_free(&rates);
-    if (took) {
-        /* the last round's size and time, for /metrics */
-        __atomic_store_n(&n->st.ckpt_bytes, bytes, __ATOMIC_RELAXED);
-        __atomic_store_n(&n->st.ckpt_us, now_us() - t0, __ATOMIC_RELAXED);
-    }
+    /* the size and time of the last checkpoint of each owned partition, summed: /metrics */
+    for (p = 0; p < n->nparts; p++)
+        if (n->parts[p].corr) {
+            bytes += n->parts[p].ckpt_bytes;
+            us += n->parts[p].ckpt_us;
+        }
+    __atomic_store_n(&n->st.ckpt_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&n->st.ckpt_us, us, __ATOMIC_RELAXED);
 }
 
 static void
@@ -503,6 +507,7 @@ handle(struct cluster_node *n, struct event *e)
         pt->token = e->token;
         pt->seq = e->seq;
         pt->ckpt_seq = e->seq;
+        pt->ckpt_bytes = pt->ckpt_us = 0;
         pt->upto = e->upto;
         pt->idx = 0;
         if (e->ckpt.len) load_ckpt(n, e->part, &e->ckpt);

@@ -60,7 +60,7 @@ struct cluster_node_stats {
     uint64_t published, acked, publish_failed, dropped, consumed, fenced, stale, split;
     uint64_t acquired, lost, released, checkpoints, suppressed;
     uint64_t subscribe_retries;   /* partitions' consumers asked for again (the backend's) */
-    uint64_t ckpt_bytes, ckpt_us; /* the last round of checkpoints: their size, time taken */
+    uint64_t ckpt_bytes, ckpt_us; /* the last checkpoints of the owned partitions: size, time */
     unsigned owned, members, partitions;
     bool balanced; /* owns exactly its share, as every member sees it */
 };

@@ -2584,12 +2584,13 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_cluster_members", "gauge", "Live nodes of the cluster, as this node sees them.",
      M_CLUSTER, .get = m_cluster_members},
     {"corral_cluster_checkpoint_bytes", "gauge",
-     "Bytes of the checkpoints this node took in its last round (contexts and rate limit "
-     "buckets of its partitions that moved).",
+     "Bytes of the last checkpoint of each partition this node owns, summed (contexts and rate "
+     "limit buckets).",
      M_CLUSTER, CLUSTER(ckpt_bytes)},
     {"corral_cluster_checkpoint_seconds", "gauge",
-     "Seconds the last round of checkpoints took on the event loop.", M_CLUSTER,
-     .getd = m_cluster_ckpt_seconds, .decimals = 6},
+     "Seconds the last checkpoint of each partition this node owns took on the event loop, "
+     "summed.",
+     M_CLUSTER, .getd = m_cluster_ckpt_seconds, .decimals = 6},
     {"corral_cluster_balanced", "gauge",
      "1 when this node owns exactly the partitions it should among the live nodes.", M_CLUSTER,
      .get = m_cluster_balanced},
