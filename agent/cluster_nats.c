@@ -9,13 +9,16 @@
  *                     keeps them in flight, its ack handler reports each);
  *                     a partition is read by an ordered consumer (in
  *                     stream order, restarted by libnats after a gap) from
- *                     a stream sequence on
+ *                     a stream sequence on, created by a thread of its own
+ *                     (sub_thread), asked for again with backoff when the
+ *                     servers do not create it at once
  *   KV                the buckets NAME-leases (entries expire `lease`
  *                     after their last write: JetStream's MaxAge) and
  *                     NAME-state; create/update are JetStream's expected
- *                     last subject sequence, so a revision fences; a
- *                     watch is libnats' KV watcher, read by a thread of
- *                     its own
+ *                     last subject sequence, so a revision fences; the
+ *                     keys are listed from the stream's subjects (no
+ *                     consumer); a watch is libnats' KV watcher, read by a
+ *                     thread of its own
  *
  * Two connections: the log's (publishes, subscriptions) and the KV's, so
  * that a lease renewal does not wait behind thousands of publishes in the

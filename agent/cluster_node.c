@@ -38,8 +38,9 @@
  * so that a partition lost or released is dropped whole.  Every renewal
  * also writes the partition's position (pos.<p> in the state bucket: the
  * last stream sequence processed) and, every CKPT_EVERY_MS when it moved,
- * its checkpoint (ckpt.<p>: corr_save's file of its contexts and the
- * sequence they cover), both on their last revision.  A node that takes a
+ * its checkpoint (ckpt.<p>: the sequence covered, corr_save_rates' rate
+ * limit buckets and corr_save's file of its contexts), both on their last
+ * revision.  A node that takes a
  * partition loads the checkpoint and has the backend deliver the stream
  * from the sequence after it; what the engine generates up to the
  * position is not emitted (the previous owner did).  Deliveries reach the
