@@ -431,8 +431,9 @@ load_ckpt(struct cluster_node *n, unsigned p, const struct buf *data)
 }
 
 /*
- * Every ckpt_every_ms, each owned partition that moved: its contexts (corr_save, with their
- * remaining timeouts) and the sequence they cover, handed to the lease thread to write.
+ * Every ckpt_every_ms, each owned partition that moved: its rate limits' buckets
+ * (corr_save_rates, so that the next owner goes on limiting), its contexts (corr_save, with
+ * their remaining timeouts) and the sequence they cover, handed to the lease thread to write.
  */
 static void
 take_ckpts(struct cluster_node *n)
