@@ -89,10 +89,16 @@ struct cluster_backend {
      */
     bool (*publish)(struct cluster_log *l, unsigned part, const char *data, size_t len,
                     const char *peer, const char *tls_peer, const char *host);
-    /* Delivers partition part from sequence from (1: the start) on, tagged with token. */
+    /*
+     * Delivers partition part from sequence from (1: the start) on, tagged with token.  The
+     * backend may start reading later (a consumer the servers do not create at once is
+     * asked for again, with backoff, until unsubscribe): 0 then too.
+     */
     int (*subscribe)(struct cluster_log *l, unsigned part, uint64_t from, uint64_t token,
                      struct buf *err);
     void (*unsubscribe)(struct cluster_log *l, unsigned part);
+    /* How many times a subscription was asked for again, for /metrics. */
+    uint64_t (*subscribe_retries)(struct cluster_log *l);
     int (*kv_get)(struct cluster_log *l, enum cluster_bucket b, const char *key, struct buf *val,
                   uint64_t *rev);
     int (*kv_create)(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,

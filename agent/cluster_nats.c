@@ -9,13 +9,16 @@
  *                     keeps them in flight, its ack handler reports each);
  *                     a partition is read by an ordered consumer (in
  *                     stream order, restarted by libnats after a gap) from
- *                     a stream sequence on
+ *                     a stream sequence on, created by a thread of its own
+ *                     (sub_thread), asked for again with backoff when the
+ *                     servers do not create it at once
  *   KV                the buckets NAME-leases (entries expire `lease`
  *                     after their last write: JetStream's MaxAge) and
  *                     NAME-state; create/update are JetStream's expected
- *                     last subject sequence, so a revision fences; a
- *                     watch is libnats' KV watcher, read by a thread of
- *                     its own
+ *                     last subject sequence, so a revision fences; the
+ *                     keys are listed from the stream's subjects (no
+ *                     consumer); a watch is libnats' KV watcher, read by a
+ *                     thread of its own
  *
  *   work queue        the stream NAME_alerts over NAME.alerts.<consumer>,
  *                     work-queue retention (a message goes once acked),
@@ -32,6 +35,7 @@
  * made while it is disconnected waits in its buffer and counts in flight.
  */
 #include "agent/cluster.h"
+#include "engine/clock.h"
 #include "engine/log.h"
 #include "engine/strlist.h"
 #include "engine/xalloc.h"
@@ -61,29 +65,53 @@
 #define RETRY_MS  250
 #define ACK_WAIT  5000 /* ms: an acknowledgement not come by then is a failure (sent again) */
 #define RETRY_MAX 240
+/* a consumer not created (no answer within the request's wait, or refused) is asked for
+ * again after SUB_BACKOFF_MS, doubled at each failure up to SUB_BACKOFF_MAX_MS, for as long
+ * as the partition is wanted: its lease is kept meanwhile */
+#define SUB_WAIT           2000
+#define SUB_BACKOFF_MS     250
+#define SUB_BACKOFF_MAX_MS 4000
 
 struct retry {
     struct retry *next;
     natsMsg *m;
 };
 
-struct sub {
+/* What a subscription's message handler needs: its own, freed when libnats is done with it */
+struct subctx {
     struct cluster_log *l;
     unsigned part;
     uint64_t token;
+};
+
+/* A partition's reading: its subscription, or the one wanted (made by sub_thread) */
+struct sub {
     natsSubscription *s;
+    bool want; /* a subscription to make: from, token */
+    uint64_t from, token;
+    unsigned gen;     /* counts subscribe/unsubscribe: a late result of an older one is dropped */
+    unsigned tries;   /* failed creations of the wanted one */
+    uint64_t next_ms; /* steady ms of its next try */
 };
 
 struct cluster_log {
     natsConnection *nc, *kvnc; /* the log's; the KV's, not queued behind publishes */
     jsCtx *js, *kvjs;
     kvStore *kv[2];
+    char *bucket[2]; /* their names */
     struct cluster_callbacks cb;
     char *stream;
     char *prefix; /* NAME.in. */
     unsigned nparts;
-    struct sub *subs; /* per partition */
-    bool closing;     /* our own close: no "disconnected" in the log */
+    struct sub *subs; /* per partition, under slock */
+    /* the consumers are created by sub_thread, not by the caller of subscribe (the lease
+     * thread, which must not wait on a JetStream request that may time out) */
+    pthread_mutex_t slock;
+    pthread_cond_t scond;
+    pthread_t stid;
+    bool sstarted;
+    uint64_t sub_retries; /* atomic */
+    bool closing;         /* our own close: no "disconnected" in the log */
     /* libnats calls a connection's callbacks on a thread of its own, after
      * natsConnection_Close has returned: l lives until both connections'
      * closed callbacks (the last ones libnats calls) have run */
@@ -324,6 +352,8 @@ options(struct cluster_log *l, const struct conf_cluster *cc, struct buf *err)
 }
 
 static void nats_close(struct cluster_log *l);
+static void *sub_thread(void *arg);
+static void drop_sub(natsSubscription *s);
 
 static struct cluster_log *
 nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, struct buf *err)
@@ -357,6 +387,8 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     l->nparts = (unsigned)cc->partitions;
     l->replicas = (int64_t)cc->replicas;
     l->subs = xcalloc(l->nparts, sizeof(*l->subs));
+    pthread_mutex_init(&l->slock, NULL);
+    pthread_cond_init(&l->scond, NULL);
     if (!(o = options(l, cc, err))) goto fail;
     st = natsConnection_Connect(&l->nc, o);
     if (st == NATS_OK) st = natsConnection_Connect(&l->kvnc, o);
@@ -425,6 +457,7 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
         snprintf(bucket, sizeof(bucket), "%s-%s", cc->name,
                  i == CLUSTER_LEASES ? "leases" : "state");
         kc.Bucket = bucket;
+        l->bucket[i] = xstrdup(bucket);
         kc.History = 1;
         kc.Replicas = (int)cc->replicas;
         kc.StorageType = js_FileStorage;
@@ -445,6 +478,11 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
         goto fail;
     }
     l->rstarted = true;
+    if (pthread_create(&l->stid, NULL, sub_thread, l) != 0) {
+        buf_printf(err, "cluster: cannot start a thread");
+        goto fail;
+    }
+    l->sstarted = true;
     return l;
 fail:
     nats_close(l);
@@ -464,11 +502,13 @@ nats_close(struct cluster_log *l)
     pthread_cond_broadcast(&l->rcond);
     pthread_mutex_unlock(&l->rlock);
     if (l->rstarted) pthread_join(l->rtid, NULL);
-    for (i = 0; i < l->nparts; i++)
-        if (l->subs[i].s) {
-            natsSubscription_Unsubscribe(l->subs[i].s);
-            natsSubscription_Destroy(l->subs[i].s);
-        }
+    pthread_mutex_lock(&l->slock);
+    pthread_cond_broadcast(&l->scond);
+    pthread_mutex_unlock(&l->slock);
+    if (l->sstarted) pthread_join(l->stid, NULL);
+    for (i = 0; i < l->nparts; i++) drop_sub(l->subs[i].s);
+    pthread_mutex_destroy(&l->slock);
+    pthread_cond_destroy(&l->scond);
     if (l->js) {
         /* what is in flight gets its acknowledgement (a second at most) */
         jsPubOptions_Init(&po);
@@ -496,6 +536,8 @@ nats_close(struct cluster_log *l)
     pthread_mutex_destroy(&l->clock);
     pthread_cond_destroy(&l->ccond);
     free(l->subs);
+    free(l->bucket[0]);
+    free(l->bucket[1]);
     free(l->stream);
     free(l->prefix);
     free(l->idprefix);
@@ -537,48 +579,174 @@ header(natsMsg *m, const char *key)
 static void
 on_msg(natsConnection *nc, natsSubscription *s, natsMsg *m, void *closure)
 {
-    struct sub *sb = closure;
+    struct subctx *c = closure;
     jsMsgMetaData *meta = NULL;
 
     (void)nc;
     (void)s;
     if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
-        sb->l->cb.deliver(sb->l->cb.arg, sb->part, sb->token, meta->Sequence.Stream,
-                          natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), header(m, HDR_PEER),
-                          header(m, HDR_TLS), header(m, HDR_HOST));
+        c->l->cb.deliver(c->l->cb.arg, c->part, c->token, meta->Sequence.Stream, natsMsg_GetData(m),
+                         (size_t)natsMsg_GetDataLength(m), header(m, HDR_PEER), header(m, HDR_TLS),
+                         header(m, HDR_HOST));
         jsMsgMetaData_Destroy(meta);
     }
     natsMsg_Destroy(m);
 }
 
-static int
-nats_subscribe(struct cluster_log *l, unsigned part, uint64_t from, uint64_t token, struct buf *err)
+/* libnats has called on_msg for the last time */
+static void
+on_sub_done(void *closure)
 {
-    struct sub *sb = &l->subs[part];
+    free(closure);
+}
+
+static void
+drop_sub(natsSubscription *s)
+{
+    if (!s) return;
+    natsSubscription_Unsubscribe(s);
+    natsSubscription_Destroy(s);
+}
+
+/*
+ * Creates partition part's ordered consumer from sequence from on; NULL with err set.
+ *
+ * libnats creates it with one request to the JetStream API, answered once the consumer
+ * has a leader.  An ordered consumer is ephemeral and has one replica, placed by the
+ * metadata leader on one of the stream's servers: nats-server up to 2.11 may pick one
+ * that is down (nats-server#7165), and then no answer comes (NATS_TIMEOUT after the
+ * request's wait, no JetStream error code); a metadata or stream leader still being
+ * elected does the same.  Another request is placed afresh: sub_thread asks again.
+ */
+static natsSubscription *
+make_sub(struct cluster_log *l, unsigned part, uint64_t from, uint64_t token, struct buf *err)
+{
+    struct subctx *c = xmalloc(sizeof(*c));
+    natsSubscription *s = NULL;
+    jsOptions jo;
     jsSubOptions so;
     jsErrCode ec = 0;
     natsStatus st;
     char subj[300];
 
-    if (sb->s) return 0;
+    c->l = l;
+    c->part = part;
+    c->token = token;
     snprintf(subj, sizeof(subj), "%s%u", l->prefix, part);
-    sb->l = l;
-    sb->part = part;
-    sb->token = token;
+    jsOptions_Init(&jo);
+    jo.Wait = SUB_WAIT;
     jsSubOptions_Init(&so);
     so.Stream = l->stream;
     so.Ordered = true;
     so.Config.DeliverPolicy = js_DeliverByStartSequence;
     so.Config.OptStartSeq = from ? from : 1;
-    st = js_Subscribe(&sb->s, l->js, subj, on_msg, sb, NULL, &so, &ec);
+    st = js_Subscribe(&s, l->js, subj, on_msg, c, &jo, &so, &ec);
+    if (st == NATS_OK && natsSubscription_SetOnCompleteCB(s, on_sub_done, c) != NATS_OK) {
+        /* cannot tell when c may go: kept (it is small, and this does not happen) */
+        c = NULL;
+    }
     if (st != NATS_OK) {
-        buf_printf(err, "subscribe %s from %llu: %s (JetStream error %d)", subj,
-                   (unsigned long long)from, nats_GetLastError(NULL), (int)ec);
-        sb->s = NULL;
-        return -1;
+        const char *last = nats_GetLastError(NULL);
+        buf_printf(err, "subscribe %s from %llu: %s%s%s", subj, (unsigned long long)from,
+                   st == NATS_TIMEOUT ? "no answer (the consumer's server may be down, or a "
+                                        "leader being elected)"
+                                      : natsStatus_GetText(st),
+                   last && *last ? ": " : "", last && *last ? last : "");
+        if (ec) buf_printf(err, " (JetStream error %d)", (int)ec);
+        free(c);
+        return NULL;
     }
     /* no drops for a slow loop: the ordered consumer's flow control holds the server back */
-    natsSubscription_SetPendingLimits(sb->s, -1, -1);
+    natsSubscription_SetPendingLimits(s, -1, -1);
+    return s;
+}
+
+/* Makes the subscriptions wanted, each again after a failure (with backoff), until close. */
+static void *
+sub_thread(void *arg)
+{
+    struct cluster_log *l = arg;
+    struct buf err = BUF_INIT;
+    struct timespec ts;
+    natsSubscription *s;
+    uint64_t t, next, from, token, wait;
+    unsigned p, gen;
+    struct sub *sb;
+
+    pthread_mutex_lock(&l->slock);
+    while (!__atomic_load_n(&l->closing, __ATOMIC_ACQUIRE)) {
+        t = clock_steady_ms();
+        next = t + 1000;
+        for (p = 0; p < l->nparts; p++) {
+            if (!l->subs[p].want) continue;
+            if (l->subs[p].next_ms <= t) break;
+            if (l->subs[p].next_ms < next) next = l->subs[p].next_ms;
+        }
+        if (p == l->nparts) {
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += (long)(next - t) * 1000000L;
+            ts.tv_sec += ts.tv_nsec / 1000000000L;
+            ts.tv_nsec %= 1000000000L;
+            pthread_cond_timedwait(&l->scond, &l->slock, &ts);
+            continue;
+        }
+        sb = &l->subs[p];
+        from = sb->from;
+        token = sb->token;
+        gen = sb->gen;
+        pthread_mutex_unlock(&l->slock);
+        buf_reset(&err);
+        s = make_sub(l, p, from, token, &err);
+        pthread_mutex_lock(&l->slock);
+        if (sb->gen != gen || !sb->want) {
+            /* unsubscribed meanwhile (its messages carry the old token: stale) */
+            pthread_mutex_unlock(&l->slock);
+            drop_sub(s);
+            pthread_mutex_lock(&l->slock);
+        } else if (s) {
+            sb->s = s;
+            sb->want = false;
+            if (sb->tries)
+                log_msg(LOG_INFO, "cluster: partition %u: consumer created after %u tries", p,
+                        sb->tries + 1);
+        } else {
+            sb->tries++;
+            __atomic_add_fetch(&l->sub_retries, 1, __ATOMIC_RELAXED);
+            wait = SUB_BACKOFF_MS << (sb->tries < 5 ? sb->tries - 1 : 4);
+            if (wait > SUB_BACKOFF_MAX_MS) wait = SUB_BACKOFF_MAX_MS;
+            sb->next_ms = clock_steady_ms() + wait;
+            /* the first failure, then every 16th: the rest are counted */
+            if (sb->tries % 16 == 1)
+                log_msg(LOG_WARNING, "cluster: partition %u: %s; again in %llu ms (try %u)", p,
+                        buf_str(&err), (unsigned long long)wait, sb->tries + 1);
+        }
+    }
+    pthread_mutex_unlock(&l->slock);
+    buf_free(&err);
+    return NULL;
+}
+
+/*
+ * The subscription is made by sub_thread: a consumer that cannot be created at once is
+ * asked for again while the partition is held, without the caller waiting.
+ */
+static int
+nats_subscribe(struct cluster_log *l, unsigned part, uint64_t from, uint64_t token, struct buf *err)
+{
+    struct sub *sb = &l->subs[part];
+
+    (void)err;
+    pthread_mutex_lock(&l->slock);
+    if (!sb->s && !sb->want) {
+        sb->want = true;
+        sb->from = from;
+        sb->token = token;
+        sb->gen++;
+        sb->tries = 0;
+        sb->next_ms = 0;
+        pthread_cond_broadcast(&l->scond);
+    }
+    pthread_mutex_unlock(&l->slock);
     return 0;
 }
 
@@ -586,11 +754,21 @@ static void
 nats_unsubscribe(struct cluster_log *l, unsigned part)
 {
     struct sub *sb = &l->subs[part];
+    natsSubscription *s;
 
-    if (!sb->s) return;
-    natsSubscription_Unsubscribe(sb->s);
-    natsSubscription_Destroy(sb->s);
+    pthread_mutex_lock(&l->slock);
+    s = sb->s;
     sb->s = NULL;
+    sb->want = false;
+    sb->gen++;
+    pthread_mutex_unlock(&l->slock);
+    drop_sub(s);
+}
+
+static uint64_t
+nats_subscribe_retries(struct cluster_log *l)
+{
+    return __atomic_load_n(&l->sub_retries, __ATOMIC_RELAXED);
 }
 
 /* A failed compare-and-set, as JetStream words it (error 10071). */
@@ -667,25 +845,52 @@ nats_kv_delete(struct cluster_log *l, enum cluster_bucket b, const char *key)
     return CLUSTER_ERROR;
 }
 
+/*
+ * The keys come from the bucket's stream information (its subjects, the last value of
+ * each), each then read to leave out the deleted ones: no consumer is created.  libnats'
+ * kvStore_Keys creates one, an ordered consumer with one replica that nats-server up to
+ * 2.11 may place on a server that is down (nats-server#7165): then it waits for the
+ * request's whole wait, and the lease thread that lists the members every beat with it.
+ */
 static int
 nats_kv_keys(struct cluster_log *l, enum cluster_bucket b, const char *prefix,
              void (*fn)(void *arg, const char *key), void *arg)
 {
-    kvKeysList list;
+    jsStreamInfo *si = NULL;
+    jsOptions jo;
+    jsErrCode ec = 0;
     natsStatus st;
+    kvEntry *e;
+    char filter[400], stream[320];
+    size_t plen = strlen(prefix), blen = strlen(l->bucket[b]);
     int i;
-    size_t plen = strlen(prefix);
 
-    memset(&list, 0, sizeof(list));
-    st = kvStore_Keys(&list, l->kv[b], NULL);
-    if (st == NATS_NOT_FOUND) return CLUSTER_OK; /* an empty bucket */
+    snprintf(stream, sizeof(stream), "KV_%s", l->bucket[b]);
+    snprintf(filter, sizeof(filter), "$KV.%s.%s>", l->bucket[b],
+             plen && prefix[plen - 1] == '.' ? prefix : "");
+    jsOptions_Init(&jo);
+    jo.Stream.Info.SubjectsFilter = filter;
+    st = js_GetStreamInfo(&si, l->kvjs, stream, &jo, &ec);
     if (st != NATS_OK) {
         set_err(l, "keys", st);
         return CLUSTER_ERROR;
     }
-    for (i = 0; i < list.Count; i++)
-        if (strncmp(list.Keys[i], prefix, plen) == 0) fn(arg, list.Keys[i]);
-    kvKeysList_Destroy(&list);
+    for (i = 0; si->State.Subjects && i < si->State.Subjects->Count; i++) {
+        const char *subj = si->State.Subjects->List[i].Subject;
+        const char *key = subj + 4 + blen + 1; /* after "$KV.<bucket>." */
+        if (strlen(subj) <= 4 + blen + 1 || strncmp(key, prefix, plen) != 0) continue;
+        e = NULL;
+        st = kvStore_Get(&e, l->kv[b], key);
+        if (st == NATS_OK) {
+            fn(arg, key);
+            kvEntry_Destroy(e);
+        } else if (st != NATS_NOT_FOUND) { /* deleted, or expired meanwhile: left out */
+            set_err(l, "keys", st);
+            jsStreamInfo_Destroy(si);
+            return CLUSTER_ERROR;
+        }
+    }
+    jsStreamInfo_Destroy(si);
     return CLUSTER_OK;
 }
 
@@ -1201,6 +1406,7 @@ const struct cluster_backend cluster_nats = {
     .publish = nats_publish,
     .subscribe = nats_subscribe,
     .unsubscribe = nats_unsubscribe,
+    .subscribe_retries = nats_subscribe_retries,
     .kv_get = nats_kv_get,
     .kv_create = nats_kv_create,
     .kv_update = nats_kv_update,

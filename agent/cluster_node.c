@@ -38,8 +38,9 @@
  * so that a partition lost or released is dropped whole.  Every renewal
  * also writes the partition's position (pos.<p> in the state bucket: the
  * last stream sequence processed) and, every CKPT_EVERY_MS when it moved,
- * its checkpoint (ckpt.<p>: corr_save's file of its contexts and the
- * sequence they cover), both on their last revision.  A node that takes a
+ * its checkpoint (ckpt.<p>: the sequence covered, corr_save_rates' rate
+ * limit buckets and corr_save's file of its contexts), both on their last
+ * revision.  A node that takes a
  * partition loads the checkpoint and has the backend deliver the stream
  * from the sequence after it; what the engine generates up to the
  * position is not emitted (the previous owner did).  Deliveries reach the
@@ -98,6 +99,7 @@ struct part {
     unsigned idx;      /* messages generated at seq so far */
     uint64_t upto;     /* replaying: what is generated up to this sequence was emitted before */
     uint64_t ckpt_seq; /* the sequence the last checkpoint taken covers */
+    uint64_t ckpt_bytes, ckpt_us; /* its size, and the time it took */
 };
 
 /* A checkpoint taken on the loop, for the lease thread to write (under lock). */
@@ -166,6 +168,16 @@ struct cluster_node {
     uint64_t beat_ms, lease_ms, valid_ms;
     uint64_t next_token;
 };
+
+/* Microseconds, for the time checkpoints take. */
+static uint64_t
+now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 static uint64_t
 now_ms(void)
@@ -380,48 +392,71 @@ drop_part(struct cluster_node *n, unsigned p)
     pt->corr = NULL;
 }
 
-/* A checkpoint's contexts into p's engine, through corr_save's file format. */
+/*
+ * A checkpoint into p's engine: "rates LEN\n", corr_save_rates' LEN bytes (the rate= buckets),
+ * then the contexts in corr_save's file format (read through a file); or only the contexts.
+ */
 static void
 load_ckpt(struct cluster_node *n, unsigned p, const struct buf *data)
 {
-    FILE *f = fopen(n->ckpt_path, "w+");
-    size_t dropped = 0;
-    long got = -1;
+    const char *at = data->p, *nl;
+    size_t len = data->len, rlen = 0, dropped = 0;
+    long got = -1, rates = 0;
+    FILE *f;
 
-    if (f && fwrite(data->p, 1, data->len, f) == data->len && fflush(f) == 0) {
+    if (len > 6 && memcmp(at, "rates ", 6) == 0 && (nl = memchr(at, '\n', len))) {
+        rlen = strtoull(at + 6, NULL, 10);
+        len -= (size_t)(nl + 1 - at);
+        at = nl + 1;
+        if (rlen > len) rlen = len;
+        rates = corr_load_rates(n->parts[p].corr, at, rlen, &dropped);
+        at += rlen;
+        len -= rlen;
+    }
+    f = fopen(n->ckpt_path, "w+");
+    if (f && fwrite(at, 1, len, f) == len && fflush(f) == 0) {
         rewind(f);
         got = corr_load_file(n->parts[p].corr, f, &dropped);
     }
     if (f) fclose(f);
     unlink(n->ckpt_path);
-    if (got < 0)
-        log_msg(LOG_ERR, "cluster: partition %u: checkpoint unreadable, replaying without it", p);
-    else
-        log_msg(LOG_INFO, "cluster: partition %u: checkpoint at sequence %llu, %ld contexts", p,
-                (unsigned long long)n->parts[p].seq, got);
+    if (got < 0 || rates < 0)
+        log_msg(LOG_ERR, "cluster: partition %u: checkpoint unreadable%s, replaying without it", p,
+                got >= 0 ? " (its rate limits)" : "");
+    if (got >= 0)
+        log_msg(LOG_INFO,
+                "cluster: partition %u: checkpoint at sequence %llu, %ld contexts, %ld rate "
+                "limit buckets",
+                p, (unsigned long long)n->parts[p].seq, got, rates < 0 ? 0 : rates);
 }
 
 /*
- * Every ckpt_every_ms, each owned partition that moved: its contexts (corr_save, with their
- * remaining timeouts) and the sequence they cover, handed to the lease thread to write.
+ * Every ckpt_every_ms, each owned partition that moved: its rate limits' buckets
+ * (corr_save_rates, so that the next owner goes on limiting), its contexts (corr_save, with
+ * their remaining timeouts) and the sequence they cover, handed to the lease thread to write.
  */
 static void
 take_ckpts(struct cluster_node *n)
 {
     unsigned p;
     uint64_t t = now_ms();
-    struct buf data = BUF_INIT;
+    struct buf data = BUF_INIT, rates = BUF_INIT;
     FILE *f;
     char b[65536];
     size_t got;
+    uint64_t bytes = 0, us = 0, t0;
 
     if (t - n->last_ckpt_ms < n->ckpt_every_ms) return;
     n->last_ckpt_ms = t;
     for (p = 0; p < n->nparts; p++) {
         struct part *pt = &n->parts[p];
         if (!pt->corr || pt->seq == pt->ckpt_seq || !lease_valid(n, p)) continue;
+        t0 = now_us();
         buf_reset(&data);
-        buf_printf(&data, "%llu\n", (unsigned long long)pt->seq);
+        buf_reset(&rates);
+        corr_save_rates(pt->corr, &rates);
+        buf_printf(&data, "%llu\nrates %zu\n", (unsigned long long)pt->seq, rates.len);
+        buf_append(&data, rates.p, rates.len);
         if (corr_save(pt->corr, n->ckpt_path) < 0 || !(f = fopen(n->ckpt_path, "r"))) {
             log_msg(LOG_ERR, "cluster: partition %u: checkpoint not taken: %s", p, strerror(errno));
             continue;
@@ -429,6 +464,8 @@ take_ckpts(struct cluster_node *n)
         while ((got = fread(b, 1, sizeof(b), f)) > 0) buf_append(&data, b, got);
         fclose(f);
         unlink(n->ckpt_path);
+        pt->ckpt_bytes = data.len;
+        pt->ckpt_us = now_us() - t0;
         if (data.len > CKPT_MAX) {
             if (t - n->ckpt_too_big_log_ms > 60000) {
                 n->ckpt_too_big_log_ms = t;
@@ -448,6 +485,15 @@ take_ckpts(struct cluster_node *n)
         pthread_mutex_unlock(&n->lock);
     }
     buf_free(&data);
+    buf_free(&rates);
+    /* the size and time of the last checkpoint of each owned partition, summed: /metrics */
+    for (p = 0; p < n->nparts; p++)
+        if (n->parts[p].corr) {
+            bytes += n->parts[p].ckpt_bytes;
+            us += n->parts[p].ckpt_us;
+        }
+    __atomic_store_n(&n->st.ckpt_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&n->st.ckpt_us, us, __ATOMIC_RELAXED);
 }
 
 static void
@@ -463,6 +509,7 @@ handle(struct cluster_node *n, struct event *e)
         pt->token = e->token;
         pt->seq = e->seq;
         pt->ckpt_seq = e->seq;
+        pt->ckpt_bytes = pt->ckpt_us = 0;
         pt->upto = e->upto;
         pt->idx = 0;
         if (e->ckpt.len) load_ckpt(n, e->part, &e->ckpt);
@@ -1071,6 +1118,9 @@ cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st)
     st->released = __atomic_load_n(&s->released, __ATOMIC_RELAXED);
     st->checkpoints = __atomic_load_n(&s->checkpoints, __ATOMIC_RELAXED);
     st->suppressed = __atomic_load_n(&s->suppressed, __ATOMIC_RELAXED);
+    st->ckpt_bytes = __atomic_load_n(&s->ckpt_bytes, __ATOMIC_RELAXED);
+    st->ckpt_us = __atomic_load_n(&s->ckpt_us, __ATOMIC_RELAXED);
+    st->subscribe_retries = n->log ? n->be->subscribe_retries(n->log) : 0;
     st->owned = __atomic_load_n(&s->owned, __ATOMIC_RELAXED);
     st->members = __atomic_load_n(&s->members, __ATOMIC_RELAXED);
     st->partitions = n->nparts;

@@ -1012,6 +1012,7 @@ MGET(m_cluster_owned, m->cls.owned)
 MGET(m_cluster_members, m->cls.members)
 MGET(m_cluster_partitions, m->cls.partitions)
 MGET(m_cluster_balanced, m->cls.balanced)
+MGETD(m_cluster_ckpt_seconds, (double)m->cls.ckpt_us / 1e6)
 MGET(m_silences, silences_count(s->silences))
 MGET(m_silences_active, silences_active(s->silences, clock_wall_ms()))
 MGET(m_dns_entries, m->ds.entries)
@@ -1425,6 +1426,10 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_cluster_released_total", "counter",
      "Partition leases this node gave back (to the node that should own them, or at stop).",
      M_CLUSTER, CLUSTER(released)},
+    {"corral_cluster_subscribe_retries_total", "counter",
+     "Times a partition's consumer was asked for again: the servers did not create it (no "
+     "answer, or refused); the lease is kept meanwhile.",
+     M_CLUSTER, CLUSTER(subscribe_retries)},
     {"corral_cluster_checkpoints_total", "counter",
      "Checkpoints of owned partitions written (their contexts and the sequence they cover).",
      M_CLUSTER, CLUSTER(checkpoints)},
@@ -1495,6 +1500,14 @@ static const struct metrics_desc server_mtab[] = {
      .series = m_cluster_owned_parts},
     {"corral_cluster_members", "gauge", "Live nodes of the cluster, as this node sees them.",
      M_CLUSTER, .get = m_cluster_members},
+    {"corral_cluster_checkpoint_bytes", "gauge",
+     "Bytes of the last checkpoint of each partition this node owns, summed (contexts and rate "
+     "limit buckets).",
+     M_CLUSTER, CLUSTER(ckpt_bytes)},
+    {"corral_cluster_checkpoint_seconds", "gauge",
+     "Seconds the last checkpoint of each partition this node owns took on the event loop, "
+     "summed.",
+     M_CLUSTER, .getd = m_cluster_ckpt_seconds, .decimals = 6},
     {"corral_cluster_balanced", "gauge",
      "1 when this node owns exactly the partitions it should among the live nodes.", M_CLUSTER,
      .get = m_cluster_balanced},

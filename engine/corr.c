@@ -2476,3 +2476,137 @@ corr_foreach_many(const struct corr *const *cs, size_t ncs,
     }
     free(all);
 }
+
+/* ---- rate= buckets, for a cluster's checkpoints ---- */
+
+#define RATES_MAGIC 0x53544152u /* "RATS" */
+
+void
+corr_save_rates(const struct corr *c, struct buf *out)
+{
+    size_t i, start = out->len;
+    const struct hash_node *n;
+
+    wire_put32(out, RATES_MAGIC);
+    wire_put64(out, c->rates.count);
+    for (n = hash_table_iter(&c->rates, &i, NULL); n; n = hash_table_iter(&c->rates, &i, n)) {
+        const struct bucket *b = hash_entry(n, struct bucket, node);
+        wire_put_bytes(out, b->key, b->keylen);
+        wire_put64(out, b->last_check);
+        wire_put32(out, b->tokens);
+        wire_put32(out, b->span);
+        wire_put32(out, b->rate);
+    }
+    wire_put32(out, durable_crc32(0, out->p + start, out->len - start));
+}
+
+/* A decimal length and its ':' at *p (before end); false when there is none. */
+static bool
+key_len(const char **p, const char *end, size_t *len)
+{
+    char *e;
+    unsigned long long v;
+
+    if (*p >= end || **p < '0' || **p > '9') return false;
+    v = strtoull(*p, &e, 10);
+    if (e >= end || *e != ':' || v > (size_t)(end - e)) return false;
+    *len = (size_t)v;
+    *p = e + 1;
+    return true;
+}
+
+/* The corrkey a bucket's key (see rate_allows()) flattens, for its hash; false: damaged. */
+static bool
+bucket_corrkey(const char *key, size_t keylen, struct corrkey *k)
+{
+    const char *end = key + keylen, *p = memchr(key, '\0', keylen);
+
+    if (!p || (size_t)(end - ++p) < sizeof(k->scope)) return false;
+    memcpy(&k->scope, p, sizeof(k->scope));
+    p += sizeof(k->scope);
+    if (!key_len(&p, end, &k->hostlen) || !key_len(&p, end, &k->proglen) ||
+        !key_len(&p, end, &k->pidlen) || k->hostlen + k->proglen + k->pidlen > (size_t)(end - p))
+        return false;
+    k->host = p;
+    k->prog = p + k->hostlen;
+    k->pid = k->prog + k->proglen;
+    k->id = k->pid + k->pidlen;
+    k->idlen = (size_t)(end - k->id);
+    return true;
+}
+
+long
+corr_load_rates(struct corr *c, const void *data, size_t len, size_t *dropped)
+{
+    struct wire_reader r;
+    uint64_t count, i, now;
+    size_t drop = 0, keylen;
+    long loaded = 0;
+    const char *key;
+    struct corrkey k;
+    struct hash_node *n;
+
+    if (dropped) *dropped = 0;
+    if (len < 16 ||
+        wire_load32((const unsigned char *)data + len - 4) != durable_crc32(0, data, len - 4)) {
+        errno = EINVAL;
+        return -1;
+    }
+    wire_reader_init(&r, data, len - 4);
+    if (wire_get32(&r) != RATES_MAGIC) {
+        errno = EINVAL;
+        return -1;
+    }
+    count = wire_get64(&r);
+    now = tw_now(c->wheel) / 1000;
+    for (i = 0; i < count && !r.bad; i++) {
+        const struct pdb_rule *rule;
+        struct share *s;
+        struct bucket *b = NULL;
+        uint64_t h, last;
+        uint32_t tokens, span, rate;
+
+        key = wire_get_bytes(&r, &keylen);
+        last = wire_get64(&r);
+        tokens = wire_get32(&r);
+        span = wire_get32(&r);
+        rate = wire_get32(&r);
+        if (r.bad) break;
+        rule = memchr(key, '\0', keylen) ? pdb_rule_by_id(c->db, key) : NULL;
+        if (!rule || !bucket_corrkey(key, keylen, &k) || !share_of(c, rule)->rates || !rate ||
+            !span || tokens > rate) {
+            drop++;
+            continue;
+        }
+        s = share_of(c, rule);
+        h = corrkey_hash(&k);
+        for (n = hash_table_find(&c->rates, h); n; n = hash_table_find_next(n)) {
+            b = hash_entry(n, struct bucket, node);
+            if (b->keylen == keylen && memcmp(b->key, key, keylen) == 0) break;
+        }
+        if (n || !may_hold_bucket(c, s)) {
+            drop++; /* one of its own already (it counts), or no room */
+            continue;
+        }
+        b = xcalloc(1, sizeof(*b));
+        tw_timer_init(&b->timer);
+        b->key = xmemdup(key, keylen);
+        b->keylen = keylen;
+        b->last_check = last > now && now ? now : last;
+        b->tokens = tokens;
+        b->span = span;
+        b->rate = rate;
+        b->share = s;
+        hash_table_add(&c->rates, &b->node, h);
+        lru_push(s, b);
+        bucket_use(c, s, s->buckets + 1);
+        bucket_arm(c, b);
+        loaded++;
+    }
+    if (r.bad) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (dropped) *dropped = drop;
+    return loaded;
+}

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "engine/buf.h"
 #include "engine/msg.h"
 #include "engine/pdb.h"
 
@@ -241,5 +242,20 @@ long corr_load_some(struct corr *c, const char *path, size_t *dropped, corr_keep
                     void *arg);
 /* The same from an open, seekable stream (read in a bounded window, not whole). */
 long corr_load_file(struct corr *c, FILE *f, size_t *dropped);
+
+/*
+ * The rate= buckets (their keys, tokens left and last refill), appended to
+ * out: what a cluster's checkpoint carries besides the contexts, so that the
+ * partition's next owner goes on limiting where this one stopped.
+ */
+void corr_save_rates(const struct corr *c, struct buf *out);
+/*
+ * Loads buckets corr_save_rates wrote (len bytes at data).  Those of a rule
+ * gone or without rate=, of a key that has a bucket already, or beyond
+ * max-rate-buckets are dropped (*dropped counts them).  Returns the number
+ * loaded, or -1 (errno EINVAL) for damaged data, of which nothing is loaded
+ * after the damage.
+ */
+long corr_load_rates(struct corr *c, const void *data, size_t len, size_t *dropped);
 
 #endif

@@ -7,6 +7,7 @@
 #                            corral (password in $WORK/nats-password); waits until JetStream
 #                            has a metadata leader; sets NATS_URLS
 #   cluster_conf FILE NODE RULES   a corrald configuration for node NODE
+#                            ($PARTITIONS partitions, default 16)
 #   start_node I NODE RULES  corrald node I (its log $WORK/NODE.log);
 #                            sets NODE_PID_<I>, NODE_LOG_<I>
 #   node_metric I NAME       a metric of node I
@@ -86,7 +87,7 @@ cluster_conf() {
     cat > "$1" <<XML
 <corrald>
   <rules path="$3"/>
-  <cluster nats="$NATS_URLS" name="corraltest" node="$2" partitions="16" lease="3s"
+  <cluster nats="$NATS_URLS" name="corraltest" node="$2" partitions="${PARTITIONS:-16}" lease="3s"
            user="corral" password-file="$WORK/nats-password"/>
   <control socket="$WORK/$2.sock"/>
   <inputs><tcp listen="127.0.0.1:0" name="tcp"/></inputs>
@@ -123,7 +124,7 @@ balanced() {
         [ "$(node_metric "$_k" corral_cluster_balanced)" = 1 ] || return 1
         _sum=$((_sum + $(node_metric "$_k" corral_cluster_partitions_owned)))
     done
-    [ "$_sum" = 16 ]
+    [ "$_sum" = "${PARTITIONS:-16}" ]
 }
 
 # wait_balanced I...: until balanced I...

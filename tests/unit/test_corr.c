@@ -465,6 +465,55 @@ START_TEST(test_rate_limit)
 END_TEST
 
 /*
+ * The rate= buckets carried to another engine (a cluster's next owner of the
+ * partition): it goes on limiting where the first stopped, not from a full
+ * bucket.  Damaged data loads nothing.
+ */
+START_TEST(test_rates_save_load)
+{
+    struct fixture f, g;
+    struct buf b = BUF_INIT;
+    size_t dropped = 99;
+    const char *rules = "<rule id='r1' provider='t'>"
+                        "<patterns><pattern>m @NUMBER:k@</pattern></patterns>"
+                        "<actions><action rate='2/60'><message><values>"
+                        "<value name='MESSAGE'>g ${k}@1</value></values></message></action>"
+                        "</actions></rule>\n";
+
+    setup(&f, rules, NULL);
+    feed(&f, 10, "m 1");
+    feed(&f, 10, "m 2");
+    feed(&f, 10, "m 3");
+    ck_assert_str_eq(take(&f), "I m 1\nG g 1\nI m 2\nG g 2\nI m 3\n");
+    corr_save_rates(f.corr, &b);
+
+    setup(&g, rules, NULL);
+    ck_assert_int_eq(corr_load_rates(g.corr, b.p, b.len, &dropped), 1);
+    ck_assert_uint_eq(dropped, 0);
+    feed(&g, 11, "m 4");
+    ck_assert_str_eq(take(&g), "I m 4\n");
+    /* the bucket refills as it would have: a credit every 30 s */
+    feed(&g, 41, "m 5");
+    ck_assert_str_eq(take(&g), "I m 5\nG g 5\n");
+    /* loaded twice: the key has its bucket already */
+    ck_assert_int_eq(corr_load_rates(g.corr, b.p, b.len, &dropped), 0);
+    ck_assert_uint_eq(dropped, 1);
+    teardown(&g);
+
+    /* a damaged byte: nothing */
+    setup(&g, rules, NULL);
+    b.p[b.len / 2] ^= 0x20;
+    ck_assert_int_eq(corr_load_rates(g.corr, b.p, b.len, NULL), -1);
+    ck_assert_int_eq(corr_load_rates(g.corr, b.p, 3, NULL), -1);
+    feed(&g, 11, "m 6");
+    ck_assert_str_eq(take(&g), "I m 6\nG g 6\n");
+    teardown(&g);
+    teardown(&f);
+    buf_free(&b);
+}
+END_TEST
+
+/*
  * Timeout actions run with the clock at the context's target: a context one
  * creates is armed from there.  At the end (pdbtool) time steps through the
  * deadlines, so the created context fires in its turn.
@@ -1642,6 +1691,7 @@ main(void)
     tcase_add_test(tc, test_long_timeout_order);
     tcase_add_test(tc, test_generated_messages);
     tcase_add_test(tc, test_rate_limit);
+    tcase_add_test(tc, test_rates_save_load);
     tcase_add_test(tc, test_expire_all_in_time_order);
     tcase_add_test(tc, test_expire_all_endless_chain);
     tcase_add_test(tc, test_timeout_zero_chain);
