@@ -22,7 +22,7 @@ struct template;
 /*
  * The default alert-id template: ${corral.alert_id} when the message sets
  * it, else rule id, host and context id, the empty ones left out with their
- * '/'.  corrald's alert store (agent/alerts.c) keys alerts by it too:
+ * '/'.  corrald's alert store (agent/alerting/alerts.c) keys alerts by it too:
  * here, so that the store needs no queue (nor libuv) for it.
  */
 #define QUEUE_ALERT_ID_DEFAULT                                                                     \

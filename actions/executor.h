@@ -128,7 +128,7 @@ const char *executor_severity_name(int number);
 /*
  * a announces a resolution: its severity is "clear", or its message has the
  * tag corral.clear (a rule's clear, or corrald's resolved notification when
- * an alert resolves: agent/alerts.h).  SNMP sends it as corralClear, mail
+ * an alert resolves: agent/alerting/alerts.h).  SNMP sends it as corralClear, mail
  * titles it "[RESOLVED]", scripts see CORRAL_STATUS=resolved.
  */
 bool executor_alert_resolved(const struct alert *a);

@@ -1,7 +1,7 @@
 /*
  * queueset: the executors' queues across a reload.  corrald reloads them
- * the same way in one process (agent/server.c) and, under privilege
- * separation, in the executor process (agent/execproc.c on an L frame,
+ * the same way in one process (agent/core/server.c) and, under privilege
+ * separation, in the executor process (agent/proc/execproc.c on an L frame,
  * doc/privsep.md), so the rules live here once:
  *
  *   prepare  every executor configured as before (exconf_equal) keeps its

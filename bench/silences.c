@@ -1,6 +1,6 @@
 /*
  * bench/silences: alerts per second through what routing adds for every
- * alert (agent/server.c's record_alert): the alert id, the silences, the
+ * alert (agent/core/server.c's record_alert): the alert id, the silences, the
  * inhibit rules and the store's record, with 0, 100 and 10,000 silences
  * (or the counts given).  No silence matches, so each alert is checked
  * against every active one: the worst case, linear in their number.  Half
@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/alerts.h"
-#include "agent/conf.h"
-#include "agent/silences.h"
+#include "agent/alerting/alerts.h"
+#include "agent/conf/conf.h"
+#include "agent/alerting/silences.h"
 #include "engine/clock.h"
 #include "engine/log.h"
 #include "engine/nv.h"

@@ -1,6 +1,6 @@
 /*
  * pipeline: the parallel correlation pipeline, shared by `corral match -j N`
- * (par.c) and corrald's workers (agent/workers.c).  The caller fills
+ * (par.c) and corrald's workers (agent/core/workers.c).  The caller fills
  * batches of raw messages (bytes, and for a received one its peer and TLS
  * peer) and hands them over; N threads parse, normalise and classify them
  * in chunks, correlate them in shards by context key (par.h: routing,

@@ -3,7 +3,7 @@
  * through a hook.  Without one, a lookup is a blocking getnameinfo(), which
  * suits the corral command; corrald, whose event loop must never block,
  * installs a cache that answers at once and resolves in the background
- * (agent/dnscache.c).
+ * (agent/net/dnscache.c).
  */
 #ifndef CORRAL_RESOLVER_H
 #define CORRAL_RESOLVER_H

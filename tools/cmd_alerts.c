@@ -1,7 +1,7 @@
 /*
  * corral alerts / corral silence / corral alert: the alerts and the
  * silences of a running corrald, in amtool's words, over its control socket
- * (one JSON request, one JSON answer: agent/control.h).  `corral alerts`
+ * (one JSON request, one JSON answer: agent/web/control.h).  `corral alerts`
  * prints a table of fixed-width columns (a value too long for its column
  * cut, ending in MARK), -o extended every value whole in columns as wide as
  * the longest, --json (-o json) the answer's data as corrald sent it; the
@@ -18,7 +18,7 @@
 #include <config.h>
 
 #include "tools/cmd.h"
-#include "agent/silences.h"
+#include "agent/alerting/silences.h"
 #include "engine/civil.h"
 #include "engine/clock.h"
 #include "engine/xalloc.h"

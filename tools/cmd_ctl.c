@@ -6,8 +6,8 @@
 #include <config.h>
 
 #include "tools/cmd.h"
-#include "agent/conf.h"
-#include "agent/server.h"
+#include "agent/conf/conf.h"
+#include "agent/core/server.h"
 #include "engine/durable.h"
 #include "engine/pdb.h"
 

@@ -7,16 +7,16 @@
  * output of one thread; -j 1 (and --dry-run, whose executors render on one
  * thread) runs corr directly.  --snmptrapd replays a file of SNMP traps in
  * snmptrapd's output (the -F format of corral(1)), each converted to the
- * line the daemon's snmp-trap input makes of it (agent/snmptrap_fmt.h).
+ * line the daemon's snmp-trap input makes of it (agent/input/snmptrap_fmt.h).
  */
 #include "tools/cmd.h"
-#include "agent/conf.h"
+#include "agent/conf/conf.h"
 #include "engine/civil.h"
 #include "engine/clock.h"
 #include "engine/corr.h"
 #include "actions/queue.h"
-#include "agent/route.h"
-#include "agent/snmptrap_fmt.h"
+#include "agent/alerting/route.h"
+#include "agent/input/snmptrap_fmt.h"
 #include "engine/json.h"
 #include "engine/par.h"
 #include "engine/pipeline.h"

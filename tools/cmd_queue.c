@@ -1,6 +1,6 @@
 /*
  * corral queue: delivery control of a running corrald over its control
- * socket (agent/queuectl.h): list what each executor has queued, retrying
+ * socket (agent/web/queuectl.h): list what each executor has queued, retrying
  * and dead-lettered, queue dead letters again, drop an entry.
  *
  *   corral queue [-s SOCKET] list [EXECUTOR] [--json]

@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the merge of another node's alert record
- * (alerts_merge in agent/alerts.c, which a node of a cluster runs on every
+ * (alerts_merge in agent/alerting/alerts.c, which a node of a cluster runs on every
  * record the cluster's state bucket holds).  The input is the record.
  * Checked on every run: a record taken makes one alert, and merging it
  * again changes nothing; that alert exported reads back into a fresh store
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/alerts.h"
+#include "agent/alerting/alerts.h"
 #include "engine/log.h"
 #include "engine/wire.h"
 

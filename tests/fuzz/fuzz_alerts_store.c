@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the alert-store reader (alerts_load in
- * agent/alerts.c, which corrald runs at start on whatever STATE.alerts
+ * agent/alerting/alerts.c, which corrald runs at start on whatever STATE.alerts
  * holds).  The input is the file.  Checked on every run: the store holds
  * no more alerts than the file has records; what was read is saved again,
  * and the copy reads back into a fresh store as the same alerts with no
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/alerts.h"
+#include "agent/alerting/alerts.h"
 #include "engine/durable.h"
 #include "engine/log.h"
 

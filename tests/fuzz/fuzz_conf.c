@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the configuration reader (conf_load in agent/conf.c:
+ * libFuzzer harness for the configuration reader (conf_load in agent/conf/conf.c:
  * libxml2 parsing, validation against the built-in schema, then the checks
  * the schema cannot express).  The input is a configuration file.  Checked on
  * every run: a configuration that is refused comes with an error, and every
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/conf.h"
+#include "agent/conf/conf.h"
 #include "engine/buf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

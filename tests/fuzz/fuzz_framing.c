@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the stream framer (agent/framer.c).  The first three
+ * libFuzzer harness for the stream framer (agent/net/framer.c).  The first three
  * bytes choose the framing, the limit (1..64) and a chunk size; the rest is
  * the stream.  It is fed twice, whole and in chunks, and both runs must give
  * the same messages and the same error: a socket may split a stream
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/framer.h"
+#include "agent/net/framer.h"
 
 struct record {
     unsigned char out[1 << 16];

@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the silences-file reader (silences_new in
- * agent/silences.c, which corrald runs at start on whatever
+ * agent/alerting/silences.c, which corrald runs at start on whatever
  * STATE.silences holds).  The input is the file.  Checked on every run:
  * what was read is saved to another file (silences_set_path), and that
  * reads back into a fresh set as the same silences with no load error
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/silences.h"
+#include "agent/alerting/silences.h"
 #include "engine/durable.h"
 #include "engine/log.h"
 

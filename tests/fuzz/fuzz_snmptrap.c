@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/snmptrap_fmt.h"
+#include "agent/input/snmptrap_fmt.h"
 #include "engine/nv.h"
 #include "engine/syslogfmt.h"
 

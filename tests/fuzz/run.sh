@@ -82,8 +82,8 @@ open(d + "/v3", "wb").write(state(3, [ctx(3, 1, b"1", b"r1", 1795168805000, 0, [
                                       ctx(3, 3, b"2", b"r2", 1795168803000, 1, [m2])]))
 open(d + "/v1", "wb").write(state(1, [ctx(1, 1, b"1", b"r1", 1795168805000, 0, [m1])]))
 PY
-# alert stores (agent/alerts.c): two alerts, one resolved with an executor's state, and the
-# same with a damaged byte in the first; silences files (agent/silences.c): version 2, one line
+# alert stores (agent/alerting/alerts.c): two alerts, one resolved with an executor's state, and the
+# same with a damaged byte in the first; silences files (agent/alerting/silences.c): version 2, one line
 # cut short, and version 1
 python3 - "$out/corpus-alerts_store" "$out/corpus-silences" <<'PY' || true
 import struct, sys, zlib

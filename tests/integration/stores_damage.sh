@@ -112,7 +112,7 @@ done
 send_tcp_file "$(input_port in)" "$WORK/lines"
 wait_metric corral_alerts_recorded_total -eq 30 || fail "$(metric corral_alerts_recorded_total) alerts recorded"
 stop_corrald
-# flip a byte in the middle of record 10's payload (format: agent/alerts.c); print its id
+# flip a byte in the middle of record 10's payload (format: agent/alerting/alerts.c); print its id
 LOST=$(python3 - "$WORK/state.alerts" <<'PY'
 import struct, sys
 data = bytearray(open(sys.argv[1], "rb").read())

@@ -1,5 +1,5 @@
 /*
- * test_absence: absence detection (agent/absence.c) on a clock the test
+ * test_absence: absence detection (agent/alerting/absence.c) on a clock the test
  * moves by hand: a source quiet for `after` is reported down once, comes
  * back up when it sends again, rules per host or per host and program, the
  * bound on the number of sources watched, forgetting sources long silent,
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/conf.h"
-#include "agent/absence.h"
+#include "agent/conf/conf.h"
+#include "agent/alerting/absence.h"
 #include "engine/msg.h"
 #include "engine/nv.h"
 #include "engine/tags.h"

@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/alerts.h"
-#include "agent/conf.h"
-#include "agent/silences.h"
+#include "agent/alerting/alerts.h"
+#include "agent/conf/conf.h"
+#include "agent/alerting/silences.h"
 #include "engine/durable.h"
 #include "engine/labelmatch.h"
 #include "engine/nv.h"

@@ -1,5 +1,5 @@
 /*
- * test_conf: reading corrald's configuration (agent/conf.c) through the
+ * test_conf: reading corrald's configuration (agent/conf/conf.c) through the
  * built-in schema: a file using every element lands in struct conf as
  * written, durations and sizes are read in their units, conf_default()'s
  * values, and errors name the file and the line.
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/conf.h"
+#include "agent/conf/conf.h"
 #include "engine/buf.h"
 #include "tests/unit/unitlib.h"
 #include "tests/unit/unit_run.h"

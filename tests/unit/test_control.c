@@ -14,10 +14,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent/conf.h"
-#include "agent/control.h"
-#include "agent/server.h"
-#include "agent/status.h"
+#include "agent/conf/conf.h"
+#include "agent/web/control.h"
+#include "agent/core/server.h"
+#include "agent/web/status.h"
 #include "tests/unit/unit_run.h"
 #include "tests/unit/unitlib.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <uv.h>
 
-#include "agent/dnscache.h"
+#include "agent/net/dnscache.h"
 #include "engine/msg.h"
 #include "engine/resolver.h"
 #include "engine/template.h"

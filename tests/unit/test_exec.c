@@ -28,7 +28,7 @@
 #include <uv.h>
 
 #include "engine/buf.h"
-#include "agent/conf.h"
+#include "agent/conf/conf.h"
 #include "actions/executor.h"
 #include "engine/json.h"
 #include "engine/log.h"

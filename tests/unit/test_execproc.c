@@ -1,5 +1,5 @@
 /*
- * test_execproc: corrald's executor process (agent/execproc.c) against an
+ * test_execproc: corrald's executor process (agent/proc/execproc.c) against an
  * engine that a forked child plays with the engine's own side of the
  * protocol (ipcproxy): the pid file is the executor process's while it
  * serves and gone after; a signal sent to it reaches the engine, and the
@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "actions/ipcproxy.h"
-#include "agent/conf.h"
-#include "agent/execproc.h"
-#include "agent/proc.h"
+#include "agent/conf/conf.h"
+#include "agent/proc/execproc.h"
+#include "agent/proc/proc.h"
 #include "tests/unit/unit_run.h"
 
 /* What the engine child does once the executor process said hello. */

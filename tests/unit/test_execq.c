@@ -1,5 +1,5 @@
 /*
- * Unit tests of execq (agent/execq.c) with executors in this process: a
+ * Unit tests of execq (agent/core/execq.c) with executors in this process: a
  * configuration's executors staged and committed, alerts submitted and
  * delivered with their events, a reload that keeps an executor configured
  * alike, a stage given up, and the close at shutdown.  The executor process
@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <uv.h>
 
-#include "agent/conf.h"
-#include "agent/execq.h"
+#include "agent/conf/conf.h"
+#include "agent/core/execq.h"
 #include "engine/msg.h"
 #include "engine/nv.h"
 #include "tests/unit/unit_run.h"

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the stream framer (agent/framer.c): RFC 6587 octet
+ * Unit tests of the stream framer (agent/net/framer.c): RFC 6587 octet
  * counting, newline framing and auto detection.
  *
  * Every case is fed whole, byte by byte, and cut in two (and, for short
@@ -10,7 +10,7 @@
  * messages are skipped, over-long messages are cut at max and their rest
  * skipped, a malformed count is an error, and EOF delivers a last line.
  */
-#include "agent/framer.h"
+#include "agent/net/framer.h"
 #include "tests/unit/unit_run.h"
 
 #include <check.h>

@@ -1,10 +1,10 @@
 /*
  * test_http: the pieces of the HTTP listener that decide what a hostile
  * request or log message can do: the HTML escaper of the status page
- * (agent/html.c) against markup, attribute breaking and control bytes; the
+ * (agent/web/html.c) against markup, attribute breaking and control bytes; the
  * bearer-token check and the JSON body parser every API write passes
- * (agent/http.c); and <stats api-token-file> as the configuration loader
- * reads it (agent/conf.c): a token file anyone may read is refused with
+ * (agent/web/http.c); and <stats api-token-file> as the configuration loader
+ * reads it (agent/conf/conf.c): a token file anyone may read is refused with
  * file:line.
  */
 #include <check.h>
@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "agent/conf.h"
-#include "agent/html.h"
-#include "agent/http.h"
+#include "agent/conf/conf.h"
+#include "agent/web/html.h"
+#include "agent/web/http.h"
 #include "engine/buf.h"
 #include "tests/unit/unitlib.h"
 #include "tests/unit/unit_run.h"

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the parts every input shares (agent/input.c): listen
+ * Unit tests of the parts every input shares (agent/input/input.c): listen
  * addresses as they are resolved, peers' names, the socket files of unix
  * inputs (what is refused before anything is removed), the end of a
  * datagram, the log limiter, and an input that cannot open reported with
@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "agent/conf.h"
-#include "agent/in_common.h"
-#include "agent/input.h"
+#include "agent/conf/conf.h"
+#include "agent/input/in_common.h"
+#include "agent/input/input.h"
 #include "tests/unit/unit_run.h"
 #include "tests/unit/unitlib.h"
 

@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "agent/conf.h"
-#include "agent/input.h"
+#include "agent/conf/conf.h"
+#include "agent/input/input.h"
 #include "engine/xalloc.h"
 #include "tests/unit/unit_run.h"
 #include "tests/unit/unitlib.h"

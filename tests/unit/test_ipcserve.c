@@ -32,7 +32,7 @@
 
 #include "actions/ipc.h"
 #include "actions/queueset.h"
-#include "agent/conf.h"
+#include "agent/conf/conf.h"
 #include "engine/buf.h"
 #include "engine/log.h"
 #include "engine/msg.h"

@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/absence.h"
-#include "agent/alerts.h"
-#include "agent/conf.h"
-#include "agent/route.h"
-#include "agent/silences.h"
+#include "agent/alerting/absence.h"
+#include "agent/alerting/alerts.h"
+#include "agent/conf/conf.h"
+#include "agent/alerting/route.h"
+#include "agent/alerting/silences.h"
 #include "engine/clock.h"
 #include "engine/msg.h"
 #include "engine/nv.h"
@@ -50,7 +50,7 @@ advance(uint64_t ms)
     elapsed_ms += ms;
 }
 
-/* ---- a server in miniature: what agent/server.c does with an alert, in its order ---- */
+/* ---- a server in miniature: what agent/core/server.c does with an alert, in its order ---- */
 
 /* The executors, in the order route_new() numbers them. */
 static const char *const executors[] = {"mail", "pager"};

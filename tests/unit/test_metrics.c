@@ -1,5 +1,5 @@
 /*
- * Unit tests: the metric table renderer (agent/metrics.c): headers, the
+ * Unit tests: the metric table renderer (agent/core/metrics.c): headers, the
  * four ways a value is read (uint64_t field, double field, getters,
  * labelled series), metrics of an absent source left out, and label
  * values escaped as the Prometheus text format wants.
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "agent/metrics.h"
+#include "agent/core/metrics.h"
 #include "tests/unit/unit_run.h"
 
 struct stats {

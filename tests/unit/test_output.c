@@ -22,7 +22,7 @@
 
 #include "engine/json.h"
 #include "engine/log.h"
-#include "agent/output.h"
+#include "agent/output/output.h"
 #include "engine/syslogfmt.h"
 #include "tests/unit/unit_run.h"
 

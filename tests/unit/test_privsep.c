@@ -1,5 +1,5 @@
 /*
- * Unit tests of the process split (agent/privsep.c): the engine child gets
+ * Unit tests of the process split (agent/proc/privsep.c): the engine child gets
  * its end of a working socketpair and dies with the executor
  * (PR_SET_PDEATHSIG); and the environment scrub leaves no secret in the
  * engine's memory: a process started with a secret in its environment
@@ -7,7 +7,7 @@
  * /proc/self/environ, the initial block, nor in getenv, while the time
  * zone and locale stay.
  */
-#include "agent/privsep.h"
+#include "agent/proc/privsep.h"
 
 #include <check.h>
 #include <fcntl.h>

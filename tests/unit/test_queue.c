@@ -34,7 +34,7 @@
 #include <uv.h>
 
 #include "actions/queue.h"
-#include "agent/conf.h"
+#include "agent/conf/conf.h"
 #include "engine/buf.h"
 #include "engine/clock.h"
 #include "engine/durable.h"

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "actions/queue.h"
-#include "agent/queuectl.h"
+#include "agent/web/queuectl.h"
 #include "tests/unit/unit_run.h"
 #include "tests/unit/unitlib.h"
 

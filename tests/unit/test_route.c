@@ -1,5 +1,5 @@
 /*
- * test_route: the routing tree (agent/route.c), compiled from <routes> of a
+ * test_route: the routing tree (agent/alerting/route.c), compiled from <routes> of a
  * configuration read by the real loader: each matcher (class, rule, tag,
  * filter), all matchers of a route at once, nested routes refining their
  * parent, continue="yes", the messages= selection, each executor getting a
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/conf.h"
-#include "agent/route.h"
+#include "agent/conf/conf.h"
+#include "agent/alerting/route.h"
 #include "engine/buf.h"
 #include "engine/msg.h"
 #include "engine/pdb.h"

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the engine's sandbox (agent/sandbox.c), each in a child
+ * Unit tests of the engine's sandbox (agent/proc/sandbox.c), each in a child
  * process that loads the filter (it cannot be removed again): the kernel
  * reports NoNewPrivs 1 and Seccomp 2; what the engine does still works
  * (files, sockets of its families, a thread, a forked child as the state
@@ -9,7 +9,7 @@
  * The child tells the parent how far it got through a pipe, so that a
  * kill is known to come from the step under test.
  */
-#include "agent/sandbox.h"
+#include "agent/proc/sandbox.h"
 
 #include <check.h>
 #include <errno.h>

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/silences.h"
+#include "agent/alerting/silences.h"
 #include "engine/durable.h"
 #include "tests/unit/unit_run.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/silences.h"
+#include "agent/alerting/silences.h"
 #include "engine/msg.h"
 #include "engine/nv.h"
 #include "tests/unit/unit_run.h"

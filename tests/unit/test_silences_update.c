@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/silences.h"
+#include "agent/alerting/silences.h"
 #include "engine/durable.h"
 #include "engine/labelmatch.h"
 #include "engine/nv.h"

@@ -36,7 +36,7 @@
 
 #include "engine/clock.h"
 #include "engine/buf.h"
-#include "agent/conf.h"
+#include "agent/conf/conf.h"
 #include "actions/executor.h"
 #include "engine/labelmatch.h"
 #include "engine/msg.h"

@@ -29,7 +29,7 @@
 #include <uv.h>
 
 #include "engine/buf.h"
-#include "agent/conf.h"
+#include "agent/conf/conf.h"
 #include "actions/executor.h"
 #include "engine/msg.h"
 #include "engine/nv.h"

@@ -1,5 +1,5 @@
 /*
- * Unit tests of agent/tls.c's checks that need no peer: how allowed-names
+ * Unit tests of agent/net/tls.c's checks that need no peer: how allowed-names
  * patterns match the names of certificates made here (RFC 6125: DNS names,
  * the CN only without them; "*.example.com" as one label only; wildcard
  * certificates), which patterns are refused, which private key files
@@ -9,8 +9,8 @@
  * The handshakes themselves are tested against real clients and servers in
  * tests/integration/inputs_tls.sh and outputs_tls.sh.
  */
-#include "agent/conf.h"
-#include "agent/tls.h"
+#include "agent/conf/conf.h"
+#include "agent/net/tls.h"
 #include "tests/unit/unit_run.h"
 
 #include <check.h>

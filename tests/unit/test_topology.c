@@ -1,9 +1,9 @@
 /*
- * Unit tests of agent/topology.c: the topology file, its errors with the
+ * Unit tests of agent/alerting/topology.c: the topology file, its errors with the
  * file and line, and what a host sits behind (directly, through the hosts
  * it depends on, on a port or on a device as a whole).
  */
-#include "agent/topology.h"
+#include "agent/alerting/topology.h"
 #include "tests/unit/unit_run.h"
 
 #include <check.h>

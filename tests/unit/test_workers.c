@@ -1,5 +1,5 @@
 /*
- * test_workers: corrald's parallel engine (agent/workers.c) as its loop
+ * test_workers: corrald's parallel engine (agent/core/workers.c) as its loop
  * drives it.  When a batch is handed to the worker threads: a trickle of
  * messages must not wake every worker for each message (linger_ms), and
  * nothing may wait longer than that, nor be lost when it lingers.  What
@@ -15,7 +15,7 @@
 
 #include <uv.h>
 
-#include "agent/workers.h"
+#include "agent/core/workers.h"
 #include "engine/clock.h"
 #include "engine/corr.h"
 #include "engine/pdb.h"

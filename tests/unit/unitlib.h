@@ -12,7 +12,7 @@
 
 #include <uv.h>
 
-#include "agent/conf.h"
+#include "agent/conf/conf.h"
 
 /* etc/corrald.xsd under $top_srcdir (or the current directory). */
 const char *ul_schema_path(void);
