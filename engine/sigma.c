@@ -133,11 +133,22 @@ struct sigma_impl {
 
 /* ---- correlation rules ---- */
 
-/* Bounds of a correlation's state (doc/corral-sigma.5), per engine shard. */
-#define MAX_GROUPS   100000 /* groups (group-by values) of all correlations */
-#define MAX_EVENTS   65536  /* events one event_count, value_sum, value_avg, ... group keeps */
-#define MAX_DISTINCT 1024   /* distinct values one value_count group keeps */
-#define MAX_CHAIN    8      /* correlations chained on one another */
+/*
+ * Bounds of a correlation's state (doc/corral-sigma.5), per engine shard.
+ * The groups of all correlations hold at most the scratch's memory budget
+ * (sigma_scratch_set_memory()), split in equal shares, one per correlation
+ * rule: a flood of spoofed group-by values under one correlation fills its
+ * own share only.  A correlation whose share is full makes room by evicting
+ * its own groups furthest from firing (group_evict()), never by refusing a
+ * new group while it holds any other.
+ */
+#define MEMORY_DEFAULT ((size_t)256 << 20)
+#define MAX_EVENTS     65536 /* events one event_count, value_sum, value_avg, ... group keeps */
+#define MAX_DISTINCT   1024  /* distinct values one value_count group keeps */
+#define MAX_CHAIN      8     /* correlations chained on one another */
+/* Groups one eviction looks at, from the least recently fed, and evictions one event may make. */
+#define EVICT_SAMPLE 64
+#define EVICT_ROUNDS 64
 
 enum ctype {
     CT_EVENT_COUNT,
@@ -252,7 +263,13 @@ struct sigma_scratch {
     uint64_t now; /* ms */
     struct cgroup **gtab;
     size_t ngtab, ngroups;
-    uint64_t dropped;
+    uint64_t dropped, evicted;
+    /* the memory budget, its equal share per correlation, and each correlation's groups, in the
+     * order they were last fed (the least recent first) */
+    size_t budget, share, bytes;
+    struct cshare *shares;
+    size_t nshares;
+    uint64_t swept; /* when the expired groups at the lists' heads were last dropped */
     struct buf key;
     const struct cgroup *fired; /* the group of the correlation being reported */
 };
@@ -260,6 +277,8 @@ struct sigma_scratch {
 /* One group of a correlation: the events of one set of group-by values in its timespan. */
 struct cgroup {
     struct cgroup *next;
+    struct cgroup *lprev, *lnext; /* in its correlation's list, by the time it was last fed */
+    size_t bytes;                 /* the memory it holds, against its correlation's share */
     uint32_t corr;
     uint64_t hash, last;
     char *key; /* the group-by values, each as a 4-byte length and its bytes */
@@ -275,6 +294,12 @@ struct cgroup {
     size_t nvals;
     uint64_t *seen; /* temporal: per reference, its last time + 1; temporal_ordered: per
                        position, the start + 1 of the chain of events in order up to it */
+};
+
+/* The groups of one correlation and their memory. */
+struct cshare {
+    struct cgroup *head, *tail;
+    size_t bytes, groups;
 };
 
 struct cval {
@@ -2286,6 +2311,7 @@ sigma_scratch_new(void)
     struct sigma_scratch *sc = xcalloc(1, sizeof(*sc));
 
     sc->md = pcre2_match_data_create(1, NULL);
+    sc->budget = MEMORY_DEFAULT;
     return sc;
 }
 
@@ -2308,6 +2334,7 @@ sigma_scratch_free(struct sigma_scratch *sc)
             group_free(g);
         }
     free(sc->gtab);
+    free(sc->shares);
     buf_free(&sc->key);
     free(sc);
 }
@@ -2585,20 +2612,6 @@ group_free(struct cgroup *g)
     free(g);
 }
 
-/* Forgets the events of g: after it fired, the next alert needs events of its own. */
-static void
-group_reset(struct cgroup *g, const struct scorr *c)
-{
-    size_t i;
-
-    for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
-    g->nvals = 0;
-    if (g->tn && g->n) memset(g->tn, 0, 2 * g->cap * sizeof(*g->tn));
-    g->head = g->n = 0;
-    g->sum = 0;
-    if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
-}
-
 /* Whether time t is in the window of a correlation of span ending now (out of order: it is). */
 static bool
 in_window(uint64_t t, uint64_t now, uint64_t span)
@@ -2606,26 +2619,230 @@ in_window(uint64_t t, uint64_t now, uint64_t span)
     return t >= now || now - t <= span;
 }
 
-/* Drops the groups with no event in their timespan; returns how many are left. */
-static void
-groups_sweep(struct sigma_scratch *sc, const struct sigma *s)
+/*
+ * Memory accounting.  A group costs its struct, its key, its place in the
+ * table, and the arrays of its kind (ring_bytes(), value_count's values
+ * and their bytes, temporal's times per reference); its correlation's share
+ * pays for it.
+ */
+static size_t
+group_base(const struct scorr *c, size_t keylen)
 {
-    size_t b;
+    size_t n = sizeof(struct cgroup) + keylen + 1 + 2 * sizeof(struct cgroup *);
 
-    for (b = 0; b < sc->ngtab; b++) {
-        struct cgroup **pp = &sc->gtab[b];
-        while (*pp) {
-            struct cgroup *g = *pp;
-            if (g->corr >= s->ncorrs ||
-                !in_window(g->last, sc->now, s->corrs[g->corr]->impl->corr->span)) {
-                *pp = g->next;
-                group_free(g);
-                sc->ngroups--;
-            } else {
-                pp = &g->next;
-            }
+    if (c->type == CT_TEMPORAL || c->type == CT_TEMPORAL_ORDERED) n += c->nrefs * sizeof(uint64_t);
+    return n;
+}
+
+/* The ring of cap events: times, and values (value_sum, value_avg) or hashes and their table. */
+static size_t
+ring_bytes(const struct scorr *c, size_t cap)
+{
+    size_t slot = sizeof(uint64_t);
+
+    if (c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG) slot += sizeof(double);
+    if (c->type == CT_VALUE_PERCENTILE)
+        slot += sizeof(uint64_t) + 2 * (sizeof(uint64_t) + sizeof(uint32_t));
+    return cap * slot;
+}
+
+static bool
+has_ring(const struct scorr *c)
+{
+    return c->type == CT_EVENT_COUNT || c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG ||
+           c->type == CT_VALUE_PERCENTILE;
+}
+
+static void
+charge(struct sigma_scratch *sc, struct cgroup *g, size_t add, size_t sub)
+{
+    struct cshare *sh = &sc->shares[g->corr];
+
+    g->bytes = g->bytes + add - sub;
+    sh->bytes = sh->bytes + add - sub;
+    sc->bytes = sc->bytes + add - sub;
+}
+
+/* The shares for the correlations of s (a set grows while it loads, never shrinks). */
+static void
+shares_fit(struct sigma_scratch *sc, const struct sigma *s)
+{
+    if (sc->nshares < s->ncorrs) {
+        sc->shares = xrealloc(sc->shares, s->ncorrs * sizeof(*sc->shares));
+        memset(sc->shares + sc->nshares, 0, (s->ncorrs - sc->nshares) * sizeof(*sc->shares));
+        sc->nshares = s->ncorrs;
+    }
+    sc->share = sc->budget / (s->ncorrs ? s->ncorrs : 1);
+}
+
+static void
+lru_unlink(struct sigma_scratch *sc, struct cgroup *g)
+{
+    struct cshare *sh = &sc->shares[g->corr];
+
+    if (g->lprev)
+        g->lprev->lnext = g->lnext;
+    else
+        sh->head = g->lnext;
+    if (g->lnext)
+        g->lnext->lprev = g->lprev;
+    else
+        sh->tail = g->lprev;
+    g->lprev = g->lnext = NULL;
+}
+
+static void
+lru_append(struct sigma_scratch *sc, struct cgroup *g)
+{
+    struct cshare *sh = &sc->shares[g->corr];
+
+    g->lnext = NULL;
+    g->lprev = sh->tail;
+    if (sh->tail)
+        sh->tail->lnext = g;
+    else
+        sh->head = g;
+    sh->tail = g;
+}
+
+/* Drops group g: out of the table, its list and its share. */
+static void
+group_drop(struct sigma_scratch *sc, struct cgroup *g)
+{
+    struct cgroup **pp = &sc->gtab[g->hash & (sc->ngtab - 1)];
+
+    while (*pp != g) pp = &(*pp)->next;
+    *pp = g->next;
+    lru_unlink(sc, g);
+    charge(sc, g, 0, g->bytes);
+    sc->shares[g->corr].groups--;
+    sc->ngroups--;
+    group_free(g);
+}
+
+/* The events g holds: how far it is from firing, for group_evict(). */
+static size_t
+events_of(const struct cgroup *g, const struct scorr *c)
+{
+    size_t i, n = 0;
+
+    if (c->type == CT_VALUE_COUNT) return g->nvals;
+    if (!has_ring(c)) {
+        for (i = 0; i < c->nrefs; i++) n += g->seen[i] != 0;
+        return n;
+    }
+    return g->n;
+}
+
+/*
+ * Evicts a group of correlation k, never self: of the EVICT_SAMPLE fed
+ * longest ago, the first with no event in its timespan (as good as none),
+ * else the one that holds the fewest events, the least recently fed of
+ * those.  A group that has grown shows that its group-by values repeat (the
+ * real brute force); what a flood of spoofed values leaves is one-event
+ * groups, and a new group deserves the chance the oldest of them has had.
+ * False when there is none.
+ */
+static bool
+group_evict(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, const struct cgroup *self)
+{
+    const struct scorr *c = s->corrs[k]->impl->corr;
+    struct cgroup *g, *best = NULL;
+    size_t n, e, fewest = SIZE_MAX;
+
+    for (g = sc->shares[k].head, n = 0; g && n < EVICT_SAMPLE; g = g->lnext, n++) {
+        if (g == self) continue;
+        if (!in_window(g->last, sc->now, c->span)) {
+            group_drop(sc, g);
+            return true;
+        }
+        if ((e = events_of(g, c)) < fewest) {
+            best = g;
+            fewest = e;
         }
     }
+    if (!best) return false;
+    sc->evicted++;
+    group_drop(sc, best);
+    return true;
+}
+
+/* Whether correlation k's share has room for need more bytes, after evicting its groups. */
+static bool
+make_room(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, size_t need,
+          const struct cgroup *self)
+{
+    int rounds = 0;
+
+    while (sc->shares[k].bytes + need > sc->share)
+        if (rounds++ == EVICT_ROUNDS || !group_evict(sc, s, k, self)) return false;
+    return true;
+}
+
+/* Drops the groups with no event in their timespan at the heads of the lists. */
+static void
+groups_expire(struct sigma_scratch *sc, const struct sigma *s)
+{
+    size_t k;
+
+    for (k = 0; k < sc->nshares && k < s->ncorrs; k++) {
+        uint64_t span = s->corrs[k]->impl->corr->span;
+        while (sc->shares[k].head && !in_window(sc->shares[k].head->last, sc->now, span))
+            group_drop(sc, sc->shares[k].head);
+    }
+    sc->swept = sc->now;
+}
+
+static uint32_t tab_inc(struct cgroup *g, uint64_t h);
+
+/* Gives the ring of g cap slots, keeping its events (in order, from 0). */
+static void
+ring_resize(struct cgroup *g, const struct scorr *c, size_t cap)
+{
+    bool nums = c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG;
+    bool hs = c->type == CT_VALUE_PERCENTILE;
+    uint64_t *ts = xmalloc(cap * sizeof(*ts));
+    double *ns = nums ? xmalloc(cap * sizeof(*ns)) : NULL;
+    uint64_t *hh = hs ? xmalloc(cap * sizeof(*hh)) : NULL;
+    size_t i;
+
+    for (i = 0; i < g->n; i++) {
+        ts[i] = g->ts[(g->head + i) % g->cap];
+        if (nums) ns[i] = g->nums[(g->head + i) % g->cap];
+        if (hs) hh[i] = g->hs[(g->head + i) % g->cap];
+    }
+    free(g->ts);
+    free(g->nums);
+    free(g->hs);
+    g->ts = ts;
+    g->nums = ns;
+    g->hs = hh;
+    g->cap = cap;
+    g->head = 0;
+    if (hs) { /* the table grows with the ring, at most half full */
+        free(g->tk);
+        free(g->tn);
+        g->tk = xmalloc(2 * cap * sizeof(*g->tk));
+        g->tn = xcalloc(2 * cap, sizeof(*g->tn));
+        for (i = 0; i < g->n; i++) tab_inc(g, g->hs[i]);
+    }
+}
+
+/* Forgets the events of g: after it fired, the next alert needs events of its own. */
+static void
+group_reset(struct sigma_scratch *sc, struct cgroup *g, const struct scorr *c)
+{
+    size_t i;
+
+    for (i = 0; i < g->nvals; i++) {
+        charge(sc, g, 0, g->vals[i].n + 1);
+        free(g->vals[i].v);
+    }
+    g->nvals = 0;
+    if (g->tn && g->n) memset(g->tn, 0, 2 * g->cap * sizeof(*g->tn));
+    g->head = g->n = 0;
+    g->sum = 0;
+    if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
 }
 
 static void
@@ -2646,21 +2863,30 @@ groups_grow(struct sigma_scratch *sc)
     sc->ngtab = n;
 }
 
-/* The group of correlation k with the key in sc->key, made if new; NULL when full. */
+/* Slots a new group's ring or value_count's value array starts with. */
+#define GROUP_CAP0 4
+
+/*
+ * The group of correlation k with the key in sc->key, made if new; NULL
+ * when its correlation's share has no room even after evictions.
+ */
 static struct cgroup *
 group_get(struct sigma_scratch *sc, const struct sigma *s, uint32_t k)
 {
     uint64_t h = hash_bytes(hash_string(sc->key.p, sc->key.len), &k, sizeof(k));
     const struct scorr *c = s->corrs[k]->impl->corr;
     struct cgroup *g;
+    size_t need;
 
     if (sc->ngtab)
         for (g = sc->gtab[h & (sc->ngtab - 1)]; g; g = g->next)
             if (g->hash == h && g->corr == k && g->keylen == sc->key.len &&
                 (!g->keylen || !memcmp(g->key, sc->key.p, g->keylen)))
                 return g;
-    if (sc->ngroups >= MAX_GROUPS) groups_sweep(sc, s);
-    if (sc->ngroups >= MAX_GROUPS) return NULL;
+    need = group_base(c, sc->key.len);
+    if (has_ring(c)) need += ring_bytes(c, GROUP_CAP0);
+    if (c->type == CT_VALUE_COUNT) need += GROUP_CAP0 * sizeof(struct cval);
+    if (!make_room(sc, s, k, need, NULL)) return NULL;
     if (sc->ngroups >= sc->ngtab * 2) groups_grow(sc);
     g = xcalloc(1, sizeof(*g));
     g->corr = k;
@@ -2670,8 +2896,16 @@ group_get(struct sigma_scratch *sc, const struct sigma *s, uint32_t k)
     if (g->keylen) memcpy(g->key, sc->key.p, g->keylen); /* no group-by: an empty key */
     if (c->type == CT_TEMPORAL || c->type == CT_TEMPORAL_ORDERED)
         g->seen = xcalloc(c->nrefs, sizeof(*g->seen));
+    if (has_ring(c)) ring_resize(g, c, GROUP_CAP0);
+    if (c->type == CT_VALUE_COUNT) {
+        g->vals = xmalloc(GROUP_CAP0 * sizeof(*g->vals));
+        g->cap = GROUP_CAP0;
+    }
     g->next = sc->gtab[h & (sc->ngtab - 1)];
     sc->gtab[h & (sc->ngtab - 1)] = g;
+    lru_append(sc, g);
+    charge(sc, g, need, 0);
+    sc->shares[k].groups++;
     sc->ngroups++;
     return g;
 }
@@ -2697,38 +2931,67 @@ cond_holds(const struct scorr *c, double v)
     return true;
 }
 
-/* An event of value_count's field: its value joins the group's distinct set. */
-static size_t
-distinct_add(struct cgroup *g, const struct scorr *c, uint64_t now, const char *v, size_t n)
+/* Value i of value_count group g leaves. */
+static void
+distinct_drop(struct sigma_scratch *sc, struct cgroup *g, size_t i)
 {
-    size_t i, j, oldest = 0;
+    charge(sc, g, 0, g->vals[i].n + 1);
+    free(g->vals[i].v);
+    g->vals[i] = g->vals[--g->nvals];
+}
 
-    for (i = j = 0; i < g->nvals; i++) {
-        if (!in_window(g->vals[i].t, now, c->span)) {
-            free(g->vals[i].v);
-            continue;
-        }
-        g->vals[j++] = g->vals[i];
-    }
-    g->nvals = j;
+static void
+distinct_drop_oldest(struct sigma_scratch *sc, struct cgroup *g)
+{
+    size_t i, oldest = 0;
+
+    for (i = 1; i < g->nvals; i++)
+        if (g->vals[i].t < g->vals[oldest].t) oldest = i;
+    distinct_drop(sc, g, oldest);
+}
+
+/*
+ * An event of value_count's field: its value joins the group's distinct
+ * set; returns the number of distinct values, or -1 when the value could
+ * not be kept (its correlation's share has no room for it).
+ */
+static long
+distinct_add(struct sigma_scratch *sc, const struct sigma *s, struct cgroup *g,
+             const struct scorr *c, const char *v, size_t n)
+{
+    uint64_t now = sc->now;
+    size_t i, need;
+
+    for (i = 0; i < g->nvals;)
+        if (!in_window(g->vals[i].t, now, c->span))
+            distinct_drop(sc, g, i);
+        else
+            i++;
     for (i = 0; i < g->nvals; i++)
         if (g->vals[i].n == n && !memcmp(g->vals[i].v, v, n)) {
             g->vals[i].t = now;
-            return g->nvals;
+            return (long)g->nvals;
         }
-    if (g->nvals == MAX_DISTINCT) { /* the bound: the value seen longest ago makes room */
-        for (i = 1; i < g->nvals; i++)
-            if (g->vals[i].t < g->vals[oldest].t) oldest = i;
-        free(g->vals[oldest].v);
-        g->vals[oldest] = g->vals[--g->nvals];
+    /* the bound: the value seen longest ago makes room */
+    if (g->nvals == MAX_DISTINCT) distinct_drop_oldest(sc, g);
+    need = n + 1 + (g->nvals == g->cap ? g->cap * sizeof(*g->vals) : 0);
+    if (!make_room(sc, s, g->corr, need, g)) {
+        /* no other group to evict: this group's oldest value makes room, as at the bound */
+        if (!g->nvals) return -1;
+        distinct_drop_oldest(sc, g);
+        need = n + 1;
+        if (!make_room(sc, s, g->corr, need, g)) return -1;
     }
-    if (!(g->nvals & (g->nvals - 1)) || !g->vals)
-        g->vals = xrealloc(g->vals, (g->nvals ? g->nvals * 2 : 4) * sizeof(*g->vals));
+    if (g->nvals == g->cap) {
+        g->vals = xrealloc(g->vals, 2 * g->cap * sizeof(*g->vals));
+        g->cap *= 2;
+    }
+    charge(sc, g, need, 0);
     g->vals[g->nvals].v = xmalloc(n + 1);
     memcpy(g->vals[g->nvals].v, v, n);
     g->vals[g->nvals].n = n;
     g->vals[g->nvals++].t = now;
-    return g->nvals;
+    return (long)g->nvals;
 }
 
 /* value_percentile's count of the events with hash h: the slot of h, or the free one for it. */
@@ -2772,12 +3035,16 @@ tab_dec(struct cgroup *g, uint64_t h)
  * An event of event_count, value_sum, value_avg or value_percentile: its time
  * (and value x for value_sum and value_avg, the hash h of its value for
  * value_percentile) joins the group's ring; returns the events in the window.
+ * The ring doubles up to MAX_EVENTS while its correlation's share has room
+ * (after evicting other groups of it); when full, the oldest event makes room.
  */
 static size_t
-count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x, uint64_t h)
+count_add(struct sigma_scratch *sc, const struct sigma *s, struct cgroup *g, const struct scorr *c,
+          double x, uint64_t h)
 {
     bool nums = c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG;
     bool hs = c->type == CT_VALUE_PERCENTILE;
+    uint64_t now = sc->now;
 
     while (g->n && !in_window(g->ts[g->head], now, c->span)) {
         if (nums) g->sum -= g->nums[g->head];
@@ -2787,31 +3054,10 @@ count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x, uint6
     }
     if (!g->n) g->sum = 0; /* no drift carried over an empty window */
     if (g->n == g->cap) {
-        if (g->cap < MAX_EVENTS) {
-            size_t cap = g->cap ? g->cap * 2 : 8, i;
-            uint64_t *ts = xmalloc(cap * sizeof(*ts));
-            double *ns = nums ? xmalloc(cap * sizeof(*ns)) : NULL;
-            uint64_t *hh = hs ? xmalloc(cap * sizeof(*hh)) : NULL;
-            for (i = 0; i < g->n; i++) {
-                ts[i] = g->ts[(g->head + i) % g->cap];
-                if (nums) ns[i] = g->nums[(g->head + i) % g->cap];
-                if (hs) hh[i] = g->hs[(g->head + i) % g->cap];
-            }
-            free(g->ts);
-            free(g->nums);
-            free(g->hs);
-            g->ts = ts;
-            g->nums = ns;
-            g->hs = hh;
-            g->cap = cap;
-            g->head = 0;
-            if (hs) { /* the table grows with the ring, at most half full */
-                free(g->tk);
-                free(g->tn);
-                g->tk = xmalloc(2 * cap * sizeof(*g->tk));
-                g->tn = xcalloc(2 * cap, sizeof(*g->tn));
-                for (i = 0; i < g->n; i++) tab_inc(g, g->hs[i]);
-            }
+        size_t more = ring_bytes(c, 2 * g->cap) - ring_bytes(c, g->cap);
+        if (g->cap < MAX_EVENTS && make_room(sc, s, g->corr, more, g)) {
+            ring_resize(g, c, 2 * g->cap);
+            charge(sc, g, more, 0);
         } else { /* the bound: the oldest event makes room */
             if (nums) g->sum -= g->nums[g->head];
             if (hs) tab_dec(g, g->hs[g->head]);
@@ -2832,13 +3078,15 @@ count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x, uint6
  * An event of value_percentile with the value of hash h: it joins the
  * group's ring, and the result is the share, in percent, of the events in
  * the window (this one included) whose value is this one's. Exact over the
- * ring, which holds the window's latest MAX_EVENTS events; the count of
- * each hash in the ring is kept in a table, so that an event costs no pass.
+ * ring, which holds the window's latest MAX_EVENTS events (fewer when the
+ * correlation's memory share is full); the count of each hash in the ring
+ * is kept in a table, so that an event costs no pass.
  */
 static double
-percent_add(struct cgroup *g, const struct scorr *c, uint64_t now, uint64_t h)
+percent_add(struct sigma_scratch *sc, const struct sigma *s, struct cgroup *g,
+            const struct scorr *c, uint64_t h)
 {
-    size_t n = count_add(g, c, now, 0, h);
+    size_t n = count_add(sc, s, g, c, 0, h);
 
     return 100.0 * (double)tab_inc(g, h) / (double)n;
 }
@@ -2894,23 +3142,33 @@ corr_feed(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, uint32_t 
         return;
     }
     g->last = sc->now;
+    if (sc->shares[k].tail != g) { /* the least recently fed go first (group_evict()) */
+        lru_unlink(sc, g);
+        lru_append(sc, g);
+    }
     switch (c->type) {
-    case CT_EVENT_COUNT: fire = cond_holds(c, (double)count_add(g, c, sc->now, 0, 0)); break;
+    case CT_EVENT_COUNT: fire = cond_holds(c, (double)count_add(sc, s, g, c, 0, 0)); break;
     case CT_VALUE_SUM:
-        count_add(g, c, sc->now, x, 0);
+        count_add(sc, s, g, c, x, 0);
         fire = cond_holds(c, g->sum);
         break;
     case CT_VALUE_AVG:
-        n = count_add(g, c, sc->now, x, 0);
+        n = count_add(sc, s, g, c, x, 0);
         fire = cond_holds(c, g->sum / (double)n);
         break;
-    case CT_VALUE_COUNT:
+    case CT_VALUE_COUNT: {
+        long d;
         v = msg_get(m, c->field_h[pos], &n);
-        fire = cond_holds(c, (double)distinct_add(g, c, sc->now, v, n));
+        if ((d = distinct_add(sc, s, g, c, v, n)) < 0) {
+            sc->dropped++;
+            return;
+        }
+        fire = cond_holds(c, (double)d);
         break;
+    }
     case CT_VALUE_PERCENTILE:
         v = msg_get(m, c->field_h[pos], &n);
-        fire = cond_holds(c, percent_add(g, c, sc->now, hash_string(v, n)));
+        fire = cond_holds(c, percent_add(sc, s, g, c, hash_string(v, n)));
         break;
     case CT_TEMPORAL:
         g->seen[pos] = sc->now + 1;
@@ -2952,7 +3210,7 @@ corr_feed(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, uint32_t 
         fn(arg, cr);
         sc->fired = NULL;
     }
-    group_reset(g, c);
+    group_reset(sc, g, c);
     for (i = cr->impl->nfeeds; i-- > 0;)
         corr_feed(sc, s, cr->impl->feeds[i].corr, cr->impl->feeds[i].pos, m, fn, arg);
 }
@@ -2963,10 +3221,29 @@ sigma_scratch_set_time(struct sigma_scratch *sc, uint64_t now_ms)
     sc->now = now_ms;
 }
 
+void
+sigma_scratch_set_memory(struct sigma_scratch *sc, size_t bytes)
+{
+    sc->budget = bytes ? bytes : MEMORY_DEFAULT;
+    if (sc->s) shares_fit(sc, sc->s);
+}
+
 uint64_t
 sigma_scratch_dropped(const struct sigma_scratch *sc)
 {
     return sc->dropped;
+}
+
+uint64_t
+sigma_scratch_evicted(const struct sigma_scratch *sc)
+{
+    return sc->evicted;
+}
+
+size_t
+sigma_scratch_bytes(const struct sigma_scratch *sc)
+{
+    return sc->bytes;
 }
 
 size_t
@@ -2991,8 +3268,11 @@ sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc
     grow_gens(&sc->lit_gen, &sc->nlit, s->nlits);
     grow_gens(&sc->scan_gen, &sc->nscan, s->nscans);
     grow_gens(&sc->rule_gen, &sc->nrule, s->nrules);
+    if (sc->s != s || sc->nshares < s->ncorrs) shares_fit(sc, s);
     sc->s = s;
     sc->m = m;
+    /* groups whose timespan has passed go, once a second: their memory is for new ones */
+    if (sc->nshares && (sc->now >= sc->swept + 1000 || sc->now < sc->swept)) groups_expire(sc, s);
     if (++sc->gen == 0) { /* wrapped: what held an old number must not look current */
         memset(sc->lit_gen, 0, sc->nlit * sizeof(*sc->lit_gen));
         memset(sc->scan_gen, 0, sc->nscan * sizeof(*sc->scan_gen));
