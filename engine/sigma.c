@@ -37,7 +37,7 @@
 #define MAX_DETS   512
 
 enum shape { S_EXACT, S_PREFIX, S_SUFFIX, S_CONTAINS, S_GLOB };
-enum vkind { V_STR, V_RE, V_CIDR, V_NUM, V_EXISTS, V_NULL };
+enum vkind { V_STR, V_RE, V_CIDR, V_NUM, V_EXISTS, V_NULL, V_FIELDREF };
 enum cmp { C_LT, C_LTE, C_GT, C_GTE };
 
 struct sval {
@@ -64,6 +64,9 @@ struct sval {
     double num;
     /* V_EXISTS */
     bool exists;
+    /* V_FIELDREF: the field whose value in the same message this field's is compared with, in
+     * shape (S_EXACT, S_PREFIX: starts with it, S_SUFFIX, S_CONTAINS), cased or not */
+    nv_handle ref;
 };
 
 struct sfield {
@@ -724,6 +727,7 @@ enum mod {
     M_RE_I = 1 << 15,
     M_RE_M = 1 << 16,
     M_RE_S = 1 << 17,
+    M_FIELDREF = 1 << 18,
 };
 
 static const struct {
@@ -738,6 +742,7 @@ static const struct {
     {"cidr", M_CIDR},
     {"base64", M_B64},
     {"base64offset", M_B64OFF},
+    {"fieldref", M_FIELDREF},
     {"windash", M_WINDASH},
     {"exists", M_EXISTS},
     {"lt", M_LT},
@@ -1007,8 +1012,12 @@ add_windash(struct sigma *s, struct sfield *f, const char *v, unsigned m, uint32
     return true;
 }
 
+static bool map_field(const struct sigma *s, const struct lsmap *ls, const char *name,
+                      nv_handle *h);
+
 static bool
-add_value(struct sigma *s, struct sfield *f, const yaml_node_t *n, unsigned m, struct refusal *r)
+add_value(struct sigma *s, const struct lsmap *ls, struct sfield *f, const yaml_node_t *n,
+          unsigned m, struct refusal *r)
 {
     struct sval sv = {0};
     int line = line_of(n);
@@ -1029,6 +1038,24 @@ add_value(struct sigma *s, struct sfield *f, const yaml_node_t *n, unsigned m, s
         }
         sv.kind = V_EXISTS;
         sv.exists = !strcmp(v, "true") || !strcmp(v, "yes");
+        add_val(f, &sv);
+        return true;
+    }
+    if (m & M_FIELDREF) {
+        if (is_null(n) || !*v) {
+            refuse(r, line, "|fieldref takes the name of a field");
+            return false;
+        }
+        if (!map_field(s, ls, v, &sv.ref)) {
+            refuse(r, line, "field '%s' (|fieldref) has no mapping for this logsource", v);
+            return false;
+        }
+        sv.kind = V_FIELDREF;
+        sv.cased = (m & M_CASED) != 0;
+        sv.shape = m & M_CONTAINS ? S_CONTAINS
+                   : m & M_STARTS ? S_PREFIX
+                   : m & M_ENDS   ? S_SUFFIX
+                                  : S_EXACT;
         add_val(f, &sv);
         return true;
     }
@@ -1159,6 +1186,16 @@ field_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const 
         refuse(r, line, "modifiers of '%s' exclude each other", scalar(k));
         ok = false;
     }
+    /* a field reference compares as a string: whole, or with contains, startswith, endswith */
+    if (ok && (m & M_FIELDREF) &&
+        (m &
+         (M_RE | M_CIDR | M_B64 | M_B64OFF | M_WINDASH | M_EXISTS | M_LT | M_LTE | M_GT | M_GTE))) {
+        refuse(r, line,
+               "fieldref of '%s' only combines with contains, startswith, endswith, cased "
+               "and all",
+               scalar(k));
+        ok = false;
+    }
     if (ok && keyword) {
         f->h = NV_MESSAGE;
         if (!(m & (M_RE | M_STARTS | M_ENDS))) m |= M_CONTAINS;
@@ -1178,9 +1215,9 @@ field_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const 
             ok = false;
         }
         for (it = v->data.sequence.items.start; ok && it < v->data.sequence.items.top; it++)
-            ok = add_value(s, f, yaml_document_get_node(doc, *it), m, r);
+            ok = add_value(s, ls, f, yaml_document_get_node(doc, *it), m, r);
     } else if (ok) {
-        ok = add_value(s, f, v, m, r);
+        ok = add_value(s, ls, f, v, m, r);
     }
     free(key);
     return ok;
@@ -1265,7 +1302,7 @@ det_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const ya
                     refuse(r, line_of(v), "more than %d keywords", MAX_VALUES);
                     return false;
                 }
-                if (!add_value(s, d->alts[kw].fields, v, is_null(v) ? 0 : M_CONTAINS, r))
+                if (!add_value(s, ls, d->alts[kw].fields, v, is_null(v) ? 0 : M_CONTAINS, r))
                     return false;
             } else {
                 refuse(r, line_of(v), "a selection list may hold maps or keywords only");
@@ -1372,6 +1409,18 @@ rule_logsource(const struct sigma *s, yaml_document_t *doc, const yaml_node_t *n
     return false;
 }
 
+static void
+add_label(struct sigma_impl *im, nv_handle h)
+{
+    size_t l;
+
+    for (l = 0; l < im->nlabels; l++)
+        if (im->labels[l] == h) return;
+    if (h == NV_MESSAGE || h == NV_HOST) return;
+    im->labels = xrealloc(im->labels, (im->nlabels + 1) * sizeof(*im->labels));
+    im->labels[im->nlabels++] = h;
+}
+
 static bool
 rule_detection(struct sigma *s, yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im,
                struct refusal *r)
@@ -1444,18 +1493,17 @@ rule_detection(struct sigma *s, yaml_document_t *doc, const yaml_node_t *n, stru
         refuse(r, line_of(cond), "condition: %s", err);
         return false;
     }
-    /* the fields of the selections the condition uses become the alert's labels */
+    /* the fields of the selections the condition uses (and those they refer to with |fieldref)
+     * become the alert's labels */
     for (i = 0; i < im->ndets; i++) {
         size_t j, k, l;
         if (!sigma_cond_uses(im->cond, i)) continue;
         for (j = 0; j < im->dets[i].nalts; j++)
             for (k = 0; k < im->dets[i].alts[j].nfields; k++) {
-                nv_handle h = im->dets[i].alts[j].fields[k].h;
-                for (l = 0; l < im->nlabels; l++)
-                    if (im->labels[l] == h) break;
-                if (l < im->nlabels || h == NV_MESSAGE || h == NV_HOST) continue;
-                im->labels = xrealloc(im->labels, (im->nlabels + 1) * sizeof(*im->labels));
-                im->labels[im->nlabels++] = h;
+                const struct sfield *f = &im->dets[i].alts[j].fields[k];
+                add_label(im, f->h);
+                for (l = 0; l < f->nvals; l++)
+                    if (f->vals[l].kind == V_FIELDREF) add_label(im, f->vals[l].ref);
             }
     }
     return true;
@@ -2350,6 +2398,18 @@ eq(const char *s, const char *p, size_t n, bool cased)
     return true;
 }
 
+/* Whether the n bytes at a and b are the same, without regard to ASCII case unless cased. */
+static bool
+same(const char *a, const char *b, size_t n, bool cased)
+{
+    size_t i;
+
+    if (cased) return memcmp(a, b, n) == 0;
+    for (i = 0; i < n; i++)
+        if (lower((unsigned char)a[i]) != lower((unsigned char)b[i])) return false;
+    return true;
+}
+
 static bool
 find(const char *s, size_t n, const char *p, size_t m, bool cased)
 {
@@ -2472,6 +2532,22 @@ val_match(const struct sval *v, const char *s, size_t n, struct sigma_scratch *s
         }
         return false;
     case V_RE: return rematch(v->re, s, n, sc->md) >= 0;
+    case V_FIELDREF: {
+        size_t rn = 0;
+        const char *rv = msg_get(sc->m, v->ref, &rn);
+        if (!rv) return false; /* an absent field has no value to compare with */
+        switch (v->shape) {
+        case S_PREFIX: return n >= rn && same(s, rv, rn, v->cased);
+        case S_SUFFIX: return n >= rn && same(s + n - rn, rv, rn, v->cased);
+        case S_CONTAINS: {
+            size_t i;
+            for (i = 0; i + rn <= n; i++)
+                if (same(s + i, rv, rn, v->cased)) return true;
+            return false;
+        }
+        default: return n == rn && same(s, rv, n, v->cased);
+        }
+    }
     case V_CIDR: {
         char tmp[64];
         unsigned char a[16];
