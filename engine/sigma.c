@@ -146,7 +146,7 @@ struct sigma_impl {
  * new group while it holds any other.
  */
 #define MEMORY_DEFAULT ((size_t)256 << 20)
-#define MAX_EVENTS     65536 /* events one event_count, value_sum, value_avg, ... group keeps */
+#define MAX_EVENTS     65536 /* times (value_percentile: events) one group keeps */
 #define MAX_DISTINCT   1024  /* distinct values one value_count group keeps */
 #define MAX_CHAIN      8     /* correlations chained on one another */
 /* Groups one eviction looks at, from the least recently fed, and evictions one event may make. */
@@ -286,8 +286,11 @@ struct cgroup {
     uint64_t hash, last;
     char *key; /* the group-by values, each as a 4-byte length and its bytes */
     size_t keylen;
-    uint64_t *ts; /* event_count, value_sum, value_avg, value_percentile: a ring of event times */
-    double *nums; /* value_sum, value_avg: the field's value of each event of the ring */
+    uint64_t *ts;  /* event_count, value_sum, value_avg, value_percentile: a ring of event times */
+    uint32_t *cn;  /* event_count, value_sum, value_avg: the events at each time of the ring (the
+                      events of one millisecond, as of one syslog second, take one slot) */
+    size_t events; /* in the ring (of cn) */
+    double *nums; /* value_sum, value_avg: the sum of the field's values at each time of the ring */
     uint64_t *hs; /* value_percentile: the hash of the field's value of each event of the ring */
     uint64_t *tk; /* value_percentile: the ring's hashes, open addressing, 2 * cap slots */
     uint32_t *tn; /* the events of the ring with the hash of each slot; 0: free */
@@ -2679,6 +2682,7 @@ group_free(struct cgroup *g)
     for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
     free(g->vals);
     free(g->ts);
+    free(g->cn);
     free(g->nums);
     free(g->hs);
     free(g->tk);
@@ -2717,6 +2721,7 @@ ring_bytes(const struct scorr *c, size_t cap)
     size_t slot = sizeof(uint64_t);
 
     if (c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG) slot += sizeof(double);
+    if (c->type != CT_VALUE_PERCENTILE) slot += sizeof(uint32_t);
     if (c->type == CT_VALUE_PERCENTILE)
         slot += sizeof(uint64_t) + 2 * (sizeof(uint64_t) + sizeof(uint32_t));
     return cap * slot;
@@ -2807,7 +2812,7 @@ events_of(const struct cgroup *g, const struct scorr *c)
         for (i = 0; i < c->nrefs; i++) n += g->seen[i] != 0;
         return n;
     }
-    return g->n;
+    return c->type == CT_VALUE_PERCENTILE ? g->n : g->events;
 }
 
 /*
@@ -2880,17 +2885,21 @@ ring_resize(struct cgroup *g, const struct scorr *c, size_t cap)
     uint64_t *ts = xmalloc(cap * sizeof(*ts));
     double *ns = nums ? xmalloc(cap * sizeof(*ns)) : NULL;
     uint64_t *hh = hs ? xmalloc(cap * sizeof(*hh)) : NULL;
+    uint32_t *cn = hs ? NULL : xmalloc(cap * sizeof(*cn));
     size_t i;
 
     for (i = 0; i < g->n; i++) {
         ts[i] = g->ts[(g->head + i) % g->cap];
+        if (cn) cn[i] = g->cn[(g->head + i) % g->cap];
         if (nums) ns[i] = g->nums[(g->head + i) % g->cap];
         if (hs) hh[i] = g->hs[(g->head + i) % g->cap];
     }
     free(g->ts);
+    free(g->cn);
     free(g->nums);
     free(g->hs);
     g->ts = ts;
+    g->cn = cn;
     g->nums = ns;
     g->hs = hh;
     g->cap = cap;
@@ -2916,7 +2925,7 @@ group_reset(struct sigma_scratch *sc, struct cgroup *g, const struct scorr *c)
     }
     g->nvals = 0;
     if (g->tn && g->n) memset(g->tn, 0, 2 * g->cap * sizeof(*g->tn));
-    g->head = g->n = 0;
+    g->head = g->n = g->events = 0;
     g->sum = 0;
     if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
 }
@@ -3107,12 +3116,28 @@ tab_dec(struct cgroup *g, uint64_t h)
     }
 }
 
+/* The oldest time of g's ring leaves, with its events. */
+static void
+ring_pop(struct cgroup *g, const struct scorr *c)
+{
+    if (c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG) g->sum -= g->nums[g->head];
+    if (c->type == CT_VALUE_PERCENTILE)
+        tab_dec(g, g->hs[g->head]);
+    else
+        g->events -= g->cn[g->head];
+    g->head = (g->head + 1) % g->cap;
+    g->n--;
+}
+
 /*
  * An event of event_count, value_sum, value_avg or value_percentile: its time
  * (and value x for value_sum and value_avg, the hash h of its value for
  * value_percentile) joins the group's ring; returns the events in the window.
- * The ring doubles up to MAX_EVENTS while its correlation's share has room
- * (after evicting other groups of it); when full, the oldest event makes room.
+ * Events of event_count, value_sum and value_avg at the time of the ring's
+ * newest slot join that slot (a count and a sum): a burst costs no memory.
+ * The ring doubles up to MAX_EVENTS slots while its correlation's share has
+ * room (after evicting other groups of it); when full, the oldest slot makes
+ * room.
  */
 static size_t
 count_add(struct sigma_scratch *sc, const struct sigma *s, struct cgroup *g, const struct scorr *c,
@@ -3121,33 +3146,43 @@ count_add(struct sigma_scratch *sc, const struct sigma *s, struct cgroup *g, con
     bool nums = c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG;
     bool hs = c->type == CT_VALUE_PERCENTILE;
     uint64_t now = sc->now;
+    size_t at;
 
-    while (g->n && !in_window(g->ts[g->head], now, c->span)) {
-        if (nums) g->sum -= g->nums[g->head];
-        if (hs) tab_dec(g, g->hs[g->head]);
-        g->head = (g->head + 1) % g->cap;
-        g->n--;
-    }
+    while (g->n && !in_window(g->ts[g->head], now, c->span)) ring_pop(g, c);
     if (!g->n) g->sum = 0; /* no drift carried over an empty window */
+    if (!hs && g->n) {
+        at = (g->head + g->n - 1) % g->cap;
+        if (g->ts[at] == now && g->cn[at] < UINT32_MAX) {
+            g->cn[at]++;
+            if (nums) {
+                g->nums[at] += x;
+                g->sum += x;
+            }
+            return ++g->events;
+        }
+    }
     if (g->n == g->cap) {
         size_t more = ring_bytes(c, 2 * g->cap) - ring_bytes(c, g->cap);
         if (g->cap < MAX_EVENTS && make_room(sc, s, g->corr, more, g)) {
             ring_resize(g, c, 2 * g->cap);
             charge(sc, g, more, 0);
-        } else { /* the bound: the oldest event makes room */
-            if (nums) g->sum -= g->nums[g->head];
-            if (hs) tab_dec(g, g->hs[g->head]);
-            g->head = (g->head + 1) % g->cap;
-            g->n--;
+        } else { /* the bound: the oldest slot makes room */
+            ring_pop(g, c);
         }
     }
-    g->ts[(g->head + g->n) % g->cap] = now;
+    at = (g->head + g->n) % g->cap;
+    g->ts[at] = now;
     if (nums) {
-        g->nums[(g->head + g->n) % g->cap] = x;
+        g->nums[at] = x;
         g->sum += x;
     }
-    if (hs) g->hs[(g->head + g->n) % g->cap] = h;
-    return ++g->n;
+    g->n++;
+    if (hs) {
+        g->hs[at] = h;
+        return g->n;
+    }
+    g->cn[at] = 1;
+    return ++g->events;
 }
 
 /*

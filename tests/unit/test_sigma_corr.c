@@ -455,6 +455,46 @@ START_TEST(test_value_avg)
 }
 END_TEST
 
+/*
+ * Events at the same time take one slot: 100,000 within one second count
+ * (beyond the 65,536 slots a group keeps) in a few hundred bytes, and an
+ * average over slots of several events is that of the events.
+ */
+START_TEST(test_same_time)
+{
+    struct sigma *s = load(FAILED_LOGIN "---\ntitle: many\nid: many\ncorrelation:\n"
+                                        "  type: event_count\n  rules: [failed_login]\n"
+                                        "  group-by: [User]\n  timespan: 1m\n  condition:\n"
+                                        "    gte: 100000\n");
+    struct got g;
+    unsigned i;
+
+    assert_loaded(s, 1, 1);
+    got_init(&g);
+    for (i = 0; i < 99999; i++) ev(s, &g, 10, "EventID=4625", "User=root", NULL);
+    ck_assert_str_eq(g.ids, "");
+    ck_assert_uint_lt(sigma_scratch_bytes(g.sc), 1024);
+    ev(s, &g, 10, "EventID=4625", "User=root", NULL);
+    ck_assert_str_eq(g.ids, "many");
+    got_free(&g);
+    sigma_free(s);
+
+    s = load("title: avg\nid: avg\ncorrelation:\n    type: value_avg\n    rules:\n"
+             "        - website_access\n    group-by:\n        - SourceIP\n    timespan: 10s\n"
+             "    condition:\n        field: BytesOut\n        gt: 500\n" WEB);
+    got_init(&g);
+    ev(s, &g, 0, "cmd=GET", "SourceIP=a", "BytesOut=100", NULL);
+    ev(s, &g, 0, "cmd=GET", "SourceIP=a", "BytesOut=200", NULL);
+    ev(s, &g, 5, "cmd=GET", "SourceIP=a", "BytesOut=900", NULL);
+    ck_assert_str_eq(g.ids, ""); /* 400 */
+    /* the slot of time 0 leaves with both its events: (900 + 110) / 2 */
+    ev(s, &g, 11, "cmd=GET", "SourceIP=a", "BytesOut=110", NULL);
+    ck_assert_str_eq(g.ids, "avg");
+    got_free(&g);
+    sigma_free(s);
+}
+END_TEST
+
 #define PROC                                                                                       \
     "---\ntitle: proc\nid: process_creation\nlogsource:\n  product: linux\ndetection:\n"           \
     "  sel:\n    cmd: exec\n  condition: sel\n"
@@ -774,6 +814,7 @@ main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_value_percentile_bound);
     tcase_add_test(tc, test_flood_groups);
+    tcase_add_test(tc, test_same_time);
     tcase_add_test(tc, test_memory_budget);
     suite_add_tcase(s, tc);
     return unit_run(s);
