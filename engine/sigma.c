@@ -21,6 +21,7 @@
 #include "engine/base64.h"
 #include "engine/buf.h"
 #include "engine/hash.h"
+#include "engine/relit.h"
 #include "engine/rematch.h"
 #include "engine/sigma_cond.h"
 #include "engine/tags.h"
@@ -53,7 +54,7 @@ struct sval {
     uint32_t lid;  /* the literal scan's id + 1 (see below) of S_CONTAINS's literal (then the
                       scan alone answers) or of S_GLOB's longest literal run (which must occur) */
     uint32_t scan; /* the scan of the field, with lid */
-    /* V_RE */
+    /* V_RE; lit: a literal it cannot match without (relit.h), in lower case, or NULL */
     pcre2_code *re;
     /* V_CIDR */
     int family;
@@ -1097,6 +1098,16 @@ add_value(struct sigma *s, const struct lsmap *ls, struct sfield *f, const yaml_
             return false;
         }
         pcre2_jit_compile(sv.re, PCRE2_JIT_COMPLETE); /* optional: falls back if absent */
+        {
+            /* the literal it cannot match without: the expression runs only where it occurs */
+            char lit[64];
+            size_t len = relit_required(v, strlen(v), lit, sizeof(lit) - 1);
+            if (len >= 2) {
+                sv.lit = xmemdup(lit, len + 1);
+                sv.lit[len] = '\0';
+                sv.llen = len;
+            }
+        }
         add_val(f, &sv);
         return true;
     }
@@ -2534,7 +2545,9 @@ val_match(const struct sval *v, const char *s, size_t n, struct sigma_scratch *s
             return glob(v->pat, v->plen, s, n, v->cased);
         }
         return false;
-    case V_RE: return rematch(v->re, s, n, sc->md) >= 0;
+    case V_RE:
+        if (v->llen && !find(s, n, v->lit, v->llen, false)) return false;
+        return rematch(v->re, s, n, sc->md) >= 0;
     case V_FIELDREF: {
         size_t rn = 0;
         const char *rv = msg_get(sc->m, v->ref, &rn);

@@ -19,7 +19,8 @@
  * literals, only when the literal scan (one pass over the field for all
  * rules) found one; its selections are evaluated lazily, as the condition
  * asks for them; regular expressions run through rematch() with its
- * limits.
+ * limits, and only on values that hold the literal they cannot match
+ * without, when one can be told (relit.h).
  *
  * Correlation rules (the Sigma correlation specification 2.1: event_count,
  * value_count, temporal, temporal_ordered, value_sum, value_avg) refer to

@@ -210,6 +210,20 @@ START_TEST(test_fieldref)
 }
 END_TEST
 
+/* |re with the literal it requires as a prefilter: the same results as without. */
+START_TEST(test_re_prefilter)
+{
+    ck_assert(a_is("a|re: 'Admin\\d+'", "user Admin42"));
+    ck_assert(!a_is("a|re: 'Admin\\d+'", "user admin42")); /* the literal, not the case */
+    ck_assert(!a_is("a|re: 'Admin\\d+'", "user root"));
+    ck_assert(a_is("a|re|i: 'Admin\\d+'", "user ADMIN42"));
+    ck_assert(a_is("a|re: 'colou?r=red'", "color=red"));
+    ck_assert(a_is("a|re: 'wget|curl'", "curl -O")); /* no literal: always run */
+    ck_assert(!a_is("a|re: '^/etc/(passwd|shadow)$'", "/etc/group"));
+    ck_assert(a_is("a|re: '^/etc/(passwd|shadow)$'", "/etc/shadow"));
+}
+END_TEST
+
 START_TEST(test_null_exists_keywords)
 {
     ck_assert(matches_rule(RULE("  sel:\n    b: null\n"), mk("a=x", NULL)));
@@ -594,6 +608,7 @@ main(void)
     tcase_add_test(tc, test_plain_and_wildcards);
     tcase_add_test(tc, test_modifiers);
     tcase_add_test(tc, test_fieldref);
+    tcase_add_test(tc, test_re_prefilter);
     tcase_add_test(tc, test_null_exists_keywords);
     tcase_add_test(tc, test_condition);
     tcase_add_test(tc, test_condition_depth);
