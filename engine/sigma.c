@@ -52,9 +52,10 @@ struct sval {
     char *lit; /* S_PREFIX, S_SUFFIX, S_CONTAINS: the literal without its stars */
     size_t llen;
     uint32_t lid;  /* the literal scan's id + 1 (see below) of S_CONTAINS's literal (then the
-                      scan alone answers) or of S_GLOB's longest literal run (which must occur) */
+                      scan alone answers) or of S_GLOB's longest literal run or V_RE's required
+                      literal (which must occur) */
     uint32_t scan; /* the scan of the field, with lid */
-    /* V_RE; lit: a literal it cannot match without (relit.h), in lower case, or NULL */
+    /* V_RE (lid: of the literal it cannot match without, relit.h) */
     pcre2_code *re;
     /* V_CIDR */
     int family;
@@ -1099,14 +1100,12 @@ add_value(struct sigma *s, const struct lsmap *ls, struct sfield *f, const yaml_
         }
         pcre2_jit_compile(sv.re, PCRE2_JIT_COMPLETE); /* optional: falls back if absent */
         {
-            /* the literal it cannot match without: the expression runs only where it occurs */
+            /* the literal it cannot match without, found by the literal scan (one pass over
+             * the field for every rule): the expression runs only where it occurs, and a rule
+             * that needs it is gated on it as on a |contains literal */
             char lit[64];
-            size_t len = relit_required(v, strlen(v), lit, sizeof(lit) - 1);
-            if (len >= 2) {
-                sv.lit = xmemdup(lit, len + 1);
-                sv.lit[len] = '\0';
-                sv.llen = len;
-            }
+            size_t len = relit_required(v, strlen(v), lit, sizeof(lit));
+            if (len >= 3) sv.lid = lit_register(s, f->h, lit, len, &sv.scan) + 1;
         }
         add_val(f, &sv);
         return true;
@@ -2546,7 +2545,10 @@ val_match(const struct sval *v, const char *s, size_t n, struct sigma_scratch *s
         }
         return false;
     case V_RE:
-        if (v->llen && !find(s, n, v->lit, v->llen, false)) return false;
+        if (v->lid) { /* not without its literal */
+            if (sc->scan_gen[v->scan] != sc->gen) do_scan(sc, v->scan);
+            if (sc->lit_gen[v->lid - 1] != sc->gen) return false;
+        }
         return rematch(v->re, s, n, sc->md) >= 0;
     case V_FIELDREF: {
         size_t rn = 0;
