@@ -17,7 +17,7 @@ lower(unsigned char c)
     return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
 }
 
-/* The end of the class opening at re[i] ('['), past its ']'; n when it has none. */
+/* The end of the class opening at re[i] ('['), past its ']'; 0 when it has none. */
 static size_t
 skip_class(const char *re, size_t n, size_t i)
 {
@@ -25,16 +25,18 @@ skip_class(const char *re, size_t n, size_t i)
     if (i < n && re[i] == '^') i++;
     if (i < n && re[i] == ']') i++; /* a ']' first is a member */
     while (i < n && re[i] != ']') {
-        if (re[i] == '\\')
+        if (re[i] == '\\') {
+            if (i + 1 < n && (re[i + 1] == 'Q' || re[i + 1] == 'E')) return 0;
             i++;
-        else if (re[i] == '[' && i + 1 < n && re[i + 1] == ':') { /* [:alpha:] */
+        } else if (re[i] == '[' && i + 1 < n &&
+                   (re[i + 1] == ':' || re[i + 1] == '.' || re[i + 1] == '=')) {
+            /* [:alpha:] (and [.x.], [=x=]), when so closed; else '[' is a member */
             const char *e = memchr(re + i + 2, ']', n - i - 2);
-            if (!e) return n;
-            i = (size_t)(e - re);
+            if (e && e[-1] == re[i + 1] && e - 1 > re + i + 1) i = (size_t)(e - re);
         }
         i++;
     }
-    return i < n ? i + 1 : n;
+    return i < n ? i + 1 : 0;
 }
 
 /* The end of the group opening at re[i] ('('), past its ')'; 0 when unbalanced or quoting. */
@@ -48,7 +50,7 @@ skip_group(const char *re, size_t n, size_t i)
             if (i + 1 < n && (re[i + 1] == 'Q' || re[i + 1] == 'E')) return 0;
             i += 2;
         } else if (re[i] == '[') {
-            i = skip_class(re, n, i);
+            if (!(i = skip_class(re, n, i))) return 0;
         } else {
             if (re[i] == '(') depth++;
             if (re[i] == ')' && --depth == 0) return i + 1;
@@ -132,7 +134,7 @@ relit_required(const char *re, size_t n, char *out, size_t cap)
         case ')': return 0;
         case '[':
             END_RUN();
-            i = skip_class(re, n, i);
+            if (!(i = skip_class(re, n, i))) return 0;
             continue;
         case '.':
         case '^':

@@ -20,7 +20,7 @@ mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/c
     "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool" \
     "$out/corpus-state" "$out/corpus-conf" "$out/corpus-labelmatch" "$out/corpus-deadletter" \
     "$out/corpus-ipc" "$out/corpus-alerts_store" "$out/corpus-silences" "$out/corpus-snmptrap" \
-    "$out/corpus-sigma" "$out/corpus-sigma_cond"
+    "$out/corpus-sigma" "$out/corpus-sigma_cond" "$out/corpus-relit"
 printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
@@ -175,7 +175,11 @@ cp "$src"/tests/data/sigma/*.yml "$out/corpus-sigma/" 2>/dev/null || true
 cp "$src"/tests/data/sigma-correlation/*.yml "$out/corpus-sigma/" 2>/dev/null || true
 printf '1 of sel_* and not (filter or all of them)' > "$out/corpus-sigma_cond/seed1"
 printf 'selection and not 1 of filter*' > "$out/corpus-sigma_cond/seed2"
-for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store silences snmptrap sigma sigma_cond}; do
+# regular expressions and subjects (engine/relit), a NUL between them
+printf 'foo.*bar\0xxfoo-bar' > "$out/corpus-relit/seed1"
+printf 'colou?r=(red|blue)+\0color=blue' > "$out/corpus-relit/seed2"
+printf '(?i)a{2,}b[c-d]?\\bwget\\s+\0AAB WGET ' > "$out/corpus-relit/seed3"
+for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store silences snmptrap sigma sigma_cond relit}; do
     echo "== fuzz_$h: building"
     extra=""
     [ "$h" = framing ] && extra="$src/agent/framer.c"

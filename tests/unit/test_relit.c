@@ -50,6 +50,9 @@ START_TEST(test_extracted)
     ck_assert_str_eq(lit("abc\\"), "");
     ck_assert_str_eq(lit("[abc]"), "");
     ck_assert_str_eq(lit("caf\xc3\xa9?"), "caf");
+    ck_assert_str_eq(lit("n[[:a]|"), "");            /* "[:a]" is no POSIX class: then '|' */
+    ck_assert_str_eq(lit("[[:alpha:]]+abc"), "abc"); /* and this one is */
+    ck_assert_str_eq(lit("abc[x"), "");
 }
 END_TEST
 
