@@ -275,6 +275,9 @@ struct sigma_scratch {
     struct cshare *shares;
     size_t nshares;
     uint64_t swept; /* when the expired groups at the lists' heads were last dropped */
+    /* a group dropped with the arrays a new one starts with, for the next new group: a flood of
+     * new group-by values, each evicting an old one, allocates nothing */
+    struct cgroup *spare;
     struct buf key;
     const struct cgroup *fired; /* the group of the correlation being reported */
 };
@@ -287,7 +290,7 @@ struct cgroup {
     uint32_t corr;
     uint64_t hash, last;
     char *key; /* the group-by values, each as a 4-byte length and its bytes */
-    size_t keylen;
+    size_t keylen, keycap;
     uint64_t *ts;  /* event_count, value_sum, value_avg, value_percentile: a ring of event times */
     uint32_t *cn;  /* event_count, value_sum, value_avg: the events at each time of the ring (the
                       events of one millisecond, as of one syslog second, take one slot) */
@@ -2395,6 +2398,7 @@ sigma_scratch_free(struct sigma_scratch *sc)
             group_free(g);
         }
     free(sc->gtab);
+    if (sc->spare) group_free(sc->spare);
     free(sc->shares);
     buf_free(&sc->key);
     free(sc);
@@ -2714,16 +2718,27 @@ in_window(uint64_t t, uint64_t now, uint64_t span)
     return t >= now || now - t <= span;
 }
 
+/* Slots a new group's ring or value_count's value array starts with. */
+#define GROUP_CAP0 4
+
 /*
  * Memory accounting.  A group costs its struct, its key, its place in the
  * table, and the arrays of its kind (ring_bytes(), value_count's values
  * and their bytes, temporal's times per reference); its correlation's share
  * pays for it.
  */
+/* The buffer of a key: its bytes and a NUL, rounded up, so that a spare group fits keys of like
+ * length. */
+static size_t
+key_cap(size_t keylen)
+{
+    return (keylen + 1 + 31) & ~(size_t)31;
+}
+
 static size_t
 group_base(const struct scorr *c, size_t keylen)
 {
-    size_t n = sizeof(struct cgroup) + keylen + 1 + 2 * sizeof(struct cgroup *);
+    size_t n = sizeof(struct cgroup) + key_cap(keylen) + 2 * sizeof(struct cgroup *);
 
     if (c->type == CT_TEMPORAL || c->type == CT_TEMPORAL_ORDERED) n += c->nrefs * sizeof(uint64_t);
     return n;
@@ -2801,10 +2816,13 @@ lru_append(struct sigma_scratch *sc, struct cgroup *g)
     sh->tail = g;
 }
 
-/* Drops group g: out of the table, its list and its share. */
+/* Drops group g: out of the table, its list and its share (kept as the spare if it can be). */
 static void
-group_drop(struct sigma_scratch *sc, struct cgroup *g)
+group_drop(struct sigma_scratch *sc, const struct sigma *s, struct cgroup *g)
 {
+    const struct scorr *c = s->corrs[g->corr]->impl->corr;
+    size_t i;
+
     struct cgroup **pp = &sc->gtab[g->hash & (sc->ngtab - 1)];
 
     while (*pp != g) pp = &(*pp)->next;
@@ -2813,7 +2831,13 @@ group_drop(struct sigma_scratch *sc, struct cgroup *g)
     charge(sc, g, 0, g->bytes);
     sc->shares[g->corr].groups--;
     sc->ngroups--;
-    group_free(g);
+    if (sc->spare || ((has_ring(c) || c->type == CT_VALUE_COUNT) && g->cap != GROUP_CAP0)) {
+        group_free(g);
+        return;
+    }
+    for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
+    g->nvals = 0;
+    sc->spare = g;
 }
 
 /* The events g holds: how far it is from firing, for group_evict(). */
@@ -2849,7 +2873,7 @@ group_evict(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, const s
     for (g = sc->shares[k].head, n = 0; g && n < EVICT_SAMPLE; g = g->lnext, n++) {
         if (g == self) continue;
         if (!in_window(g->last, sc->now, c->span)) {
-            group_drop(sc, g);
+            group_drop(sc, s, g);
             return true;
         }
         if ((e = events_of(g, c)) < fewest) {
@@ -2859,7 +2883,7 @@ group_evict(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, const s
     }
     if (!best) return false;
     sc->evicted++;
-    group_drop(sc, best);
+    group_drop(sc, s, best);
     return true;
 }
 
@@ -2884,7 +2908,7 @@ groups_expire(struct sigma_scratch *sc, const struct sigma *s)
     for (k = 0; k < sc->nshares && k < s->ncorrs; k++) {
         uint64_t span = s->corrs[k]->impl->corr->span;
         while (sc->shares[k].head && !in_window(sc->shares[k].head->last, sc->now, span))
-            group_drop(sc, sc->shares[k].head);
+            group_drop(sc, s, sc->shares[k].head);
     }
     sc->swept = sc->now;
 }
@@ -2963,9 +2987,6 @@ groups_grow(struct sigma_scratch *sc)
     sc->ngtab = n;
 }
 
-/* Slots a new group's ring or value_count's value array starts with. */
-#define GROUP_CAP0 4
-
 /*
  * The group of correlation k with the key in sc->key, made if new; NULL
  * when its correlation's share has no room even after evictions.
@@ -2988,19 +3009,35 @@ group_get(struct sigma_scratch *sc, const struct sigma *s, uint32_t k)
     if (c->type == CT_VALUE_COUNT) need += GROUP_CAP0 * sizeof(struct cval);
     if (!make_room(sc, s, k, need, NULL)) return NULL;
     if (sc->ngroups >= sc->ngtab * 2) groups_grow(sc);
-    g = xcalloc(1, sizeof(*g));
-    g->corr = k;
+    if (sc->spare && (sc->spare->corr != k || sc->spare->keycap != key_cap(sc->key.len))) {
+        group_free(sc->spare);
+        sc->spare = NULL;
+    }
+    if ((g = sc->spare)) { /* its arrays are those a new group of k starts with */
+        sc->spare = NULL;
+        g->lprev = g->lnext = NULL;
+        g->bytes = 0;
+        g->last = 0;
+        g->sum = 0;
+        g->head = g->n = g->events = 0;
+        if (g->tn) memset(g->tn, 0, 2 * g->cap * sizeof(*g->tn));
+        if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
+    } else {
+        g = xcalloc(1, sizeof(*g));
+        g->corr = k;
+        g->keycap = key_cap(sc->key.len);
+        g->key = xmalloc(g->keycap);
+        if (c->type == CT_TEMPORAL || c->type == CT_TEMPORAL_ORDERED)
+            g->seen = xcalloc(c->nrefs, sizeof(*g->seen));
+        if (has_ring(c)) ring_resize(g, c, GROUP_CAP0);
+        if (c->type == CT_VALUE_COUNT) {
+            g->vals = xmalloc(GROUP_CAP0 * sizeof(*g->vals));
+            g->cap = GROUP_CAP0;
+        }
+    }
     g->hash = h;
     g->keylen = sc->key.len;
-    g->key = xmalloc(g->keylen + 1);
     if (g->keylen) memcpy(g->key, sc->key.p, g->keylen); /* no group-by: an empty key */
-    if (c->type == CT_TEMPORAL || c->type == CT_TEMPORAL_ORDERED)
-        g->seen = xcalloc(c->nrefs, sizeof(*g->seen));
-    if (has_ring(c)) ring_resize(g, c, GROUP_CAP0);
-    if (c->type == CT_VALUE_COUNT) {
-        g->vals = xmalloc(GROUP_CAP0 * sizeof(*g->vals));
-        g->cap = GROUP_CAP0;
-    }
     g->next = sc->gtab[h & (sc->ngtab - 1)];
     sc->gtab[h & (sc->ngtab - 1)] = g;
     lru_append(sc, g);
