@@ -550,6 +550,8 @@ corr_stats(const struct corr *c, struct corr_stats *out)
     out->rate_buckets = c->rates.count;
     out->sigma_groups = c->sigma ? sigma_scratch_groups(c->sigma) : 0;
     out->sigma_dropped = c->sigma ? sigma_scratch_dropped(c->sigma) : 0;
+    out->sigma_evicted = c->sigma ? sigma_scratch_evicted(c->sigma) : 0;
+    out->sigma_bytes = c->sigma ? sigma_scratch_bytes(c->sigma) : 0;
 }
 
 void
@@ -1695,7 +1697,10 @@ corr_part_input(struct corr *c, struct msg *m, const struct pdb_rule *rule)
     /* Sigma rules run on the classified message, so they can read what patterndb extracted */
     if (sg && sigma_nrules(sg)) {
         struct sigma_fire f = {c, m};
-        if (!c->sigma) c->sigma = sigma_scratch_new();
+        if (!c->sigma) {
+            c->sigma = sigma_scratch_new();
+            sigma_scratch_set_memory(c->sigma, c->opts.max_sigma_memory);
+        }
         /* correlation rules measure their timespans in correlation time */
         sigma_scratch_set_time(c->sigma, action_now(c));
         sigma_match(sg, m, c->sigma, sigma_fire, &f);

@@ -58,6 +58,9 @@ struct corr_opts {
     size_t context_share;
     size_t max_context_bytes;  /* memory of one context; 0: 4 MiB (oldest messages dropped) */
     size_t max_context_memory; /* memory of all contexts; 0: 1 GiB */
+    /* memory of the Sigma correlations' groups, in equal shares per correlation rule; 0: 256 MiB
+     * (sigma_scratch_set_memory()) */
+    size_t max_sigma_memory;
     /*
      * The log lines an alert carries (engine/evidence.h): at most
      * evidence_lines lines (0: 5; CORR_EVIDENCE_NONE: none, unless the
@@ -80,7 +83,9 @@ struct corr_stats {
     uint64_t rate_evicted;     /* buckets dropped for a new key of their rule (its share full) */
     uint64_t context_bytes;    /* memory held by open contexts */
     uint64_t sigma_groups;     /* Sigma correlation groups held */
-    uint64_t sigma_dropped;    /* Sigma correlation events not counted: the groups' bound */
+    uint64_t sigma_dropped;    /* Sigma correlation events not counted: their share was full */
+    uint64_t sigma_evicted;    /* Sigma correlation groups evicted for room in their share */
+    uint64_t sigma_bytes;      /* memory held by Sigma correlation groups */
 };
 
 /* Per rule that opens contexts or has a rate= (or did, before a reload): its contexts, buckets and

@@ -629,6 +629,8 @@ pipeline_stats(struct pipeline *p, struct corr_stats *out)
         out->context_bytes += s.context_bytes;
         out->sigma_groups += s.sigma_groups;
         out->sigma_dropped += s.sigma_dropped;
+        out->sigma_evicted += s.sigma_evicted;
+        out->sigma_bytes += s.sigma_bytes;
     }
 }
 
@@ -645,6 +647,9 @@ new_shard(struct pipeline *p, unsigned k)
         c.max_context_memory =
             (c.max_context_memory ? c.max_context_memory : (size_t)1 << 30) / p->nshards;
         c.max_rate_buckets = (c.max_rate_buckets ? c.max_rate_buckets : 1000000) / p->nshards;
+        c.max_sigma_memory =
+            (c.max_sigma_memory ? c.max_sigma_memory : (size_t)256 << 20) / p->nshards;
+        if (!c.max_sigma_memory) c.max_sigma_memory = 1;
         if (c.context_share) c.context_share = (c.context_share + p->nshards - 1) / p->nshards;
         if (!c.max_contexts) c.max_contexts = 1;
         if (!c.max_context_memory) c.max_context_memory = 1;

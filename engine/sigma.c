@@ -21,6 +21,7 @@
 #include "engine/base64.h"
 #include "engine/buf.h"
 #include "engine/hash.h"
+#include "engine/relit.h"
 #include "engine/rematch.h"
 #include "engine/sigma_cond.h"
 #include "engine/tags.h"
@@ -37,7 +38,7 @@
 #define MAX_DETS   512
 
 enum shape { S_EXACT, S_PREFIX, S_SUFFIX, S_CONTAINS, S_GLOB };
-enum vkind { V_STR, V_RE, V_CIDR, V_NUM, V_EXISTS, V_NULL };
+enum vkind { V_STR, V_RE, V_CIDR, V_NUM, V_EXISTS, V_NULL, V_FIELDREF };
 enum cmp { C_LT, C_LTE, C_GT, C_GTE };
 
 struct sval {
@@ -51,9 +52,10 @@ struct sval {
     char *lit; /* S_PREFIX, S_SUFFIX, S_CONTAINS: the literal without its stars */
     size_t llen;
     uint32_t lid;  /* the literal scan's id + 1 (see below) of S_CONTAINS's literal (then the
-                      scan alone answers) or of S_GLOB's longest literal run (which must occur) */
+                      scan alone answers) or of S_GLOB's longest literal run or V_RE's required
+                      literal (which must occur) */
     uint32_t scan; /* the scan of the field, with lid */
-    /* V_RE */
+    /* V_RE (lid: of the literal it cannot match without, relit.h) */
     pcre2_code *re;
     /* V_CIDR */
     int family;
@@ -64,6 +66,9 @@ struct sval {
     double num;
     /* V_EXISTS */
     bool exists;
+    /* V_FIELDREF: the field whose value in the same message this field's is compared with, in
+     * shape (S_EXACT, S_PREFIX: starts with it, S_SUFFIX, S_CONTAINS), cased or not */
+    nv_handle ref;
 };
 
 struct sfield {
@@ -133,11 +138,22 @@ struct sigma_impl {
 
 /* ---- correlation rules ---- */
 
-/* Bounds of a correlation's state (doc/corral-sigma.5), per engine shard. */
-#define MAX_GROUPS   100000 /* groups (group-by values) of all correlations */
-#define MAX_EVENTS   65536  /* events one event_count, value_sum, value_avg, ... group keeps */
-#define MAX_DISTINCT 1024   /* distinct values one value_count group keeps */
-#define MAX_CHAIN    8      /* correlations chained on one another */
+/*
+ * Bounds of a correlation's state (doc/corral-sigma.5), per engine shard.
+ * The groups of all correlations hold at most the scratch's memory budget
+ * (sigma_scratch_set_memory()), split in equal shares, one per correlation
+ * rule: a flood of spoofed group-by values under one correlation fills its
+ * own share only.  A correlation whose share is full makes room by evicting
+ * its own groups furthest from firing (group_evict()), never by refusing a
+ * new group while it holds any other.
+ */
+#define MEMORY_DEFAULT ((size_t)256 << 20)
+#define MAX_EVENTS     65536 /* times (value_percentile: events) one group keeps */
+#define MAX_DISTINCT   1024  /* distinct values one value_count group keeps */
+#define MAX_CHAIN      8     /* correlations chained on one another */
+/* Groups one eviction looks at, from the least recently fed, and evictions one event may make. */
+#define EVICT_SAMPLE 64
+#define EVICT_ROUNDS 64
 
 enum ctype {
     CT_EVENT_COUNT,
@@ -252,7 +268,16 @@ struct sigma_scratch {
     uint64_t now; /* ms */
     struct cgroup **gtab;
     size_t ngtab, ngroups;
-    uint64_t dropped;
+    uint64_t dropped, evicted;
+    /* the memory budget, its equal share per correlation, and each correlation's groups, in the
+     * order they were last fed (the least recent first) */
+    size_t budget, share, bytes;
+    struct cshare *shares;
+    size_t nshares;
+    uint64_t swept; /* when the expired groups at the lists' heads were last dropped */
+    /* a group dropped with the arrays a new one starts with, for the next new group: a flood of
+     * new group-by values, each evicting an old one, allocates nothing */
+    struct cgroup *spare;
     struct buf key;
     const struct cgroup *fired; /* the group of the correlation being reported */
 };
@@ -260,12 +285,17 @@ struct sigma_scratch {
 /* One group of a correlation: the events of one set of group-by values in its timespan. */
 struct cgroup {
     struct cgroup *next;
+    struct cgroup *lprev, *lnext; /* in its correlation's list, by the time it was last fed */
+    size_t bytes;                 /* the memory it holds, against its correlation's share */
     uint32_t corr;
     uint64_t hash, last;
     char *key; /* the group-by values, each as a 4-byte length and its bytes */
-    size_t keylen;
-    uint64_t *ts; /* event_count, value_sum, value_avg, value_percentile: a ring of event times */
-    double *nums; /* value_sum, value_avg: the field's value of each event of the ring */
+    size_t keylen, keycap;
+    uint64_t *ts;  /* event_count, value_sum, value_avg, value_percentile: a ring of event times */
+    uint32_t *cn;  /* event_count, value_sum, value_avg: the events at each time of the ring (the
+                      events of one millisecond, as of one syslog second, take one slot) */
+    size_t events; /* in the ring (of cn) */
+    double *nums; /* value_sum, value_avg: the sum of the field's values at each time of the ring */
     uint64_t *hs; /* value_percentile: the hash of the field's value of each event of the ring */
     uint64_t *tk; /* value_percentile: the ring's hashes, open addressing, 2 * cap slots */
     uint32_t *tn; /* the events of the ring with the hash of each slot; 0: free */
@@ -275,6 +305,12 @@ struct cgroup {
     size_t nvals;
     uint64_t *seen; /* temporal: per reference, its last time + 1; temporal_ordered: per
                        position, the start + 1 of the chain of events in order up to it */
+};
+
+/* The groups of one correlation and their memory. */
+struct cshare {
+    struct cgroup *head, *tail;
+    size_t bytes, groups;
 };
 
 struct cval {
@@ -699,6 +735,7 @@ enum mod {
     M_RE_I = 1 << 15,
     M_RE_M = 1 << 16,
     M_RE_S = 1 << 17,
+    M_FIELDREF = 1 << 18,
 };
 
 static const struct {
@@ -713,6 +750,7 @@ static const struct {
     {"cidr", M_CIDR},
     {"base64", M_B64},
     {"base64offset", M_B64OFF},
+    {"fieldref", M_FIELDREF},
     {"windash", M_WINDASH},
     {"exists", M_EXISTS},
     {"lt", M_LT},
@@ -982,8 +1020,12 @@ add_windash(struct sigma *s, struct sfield *f, const char *v, unsigned m, uint32
     return true;
 }
 
+static bool map_field(const struct sigma *s, const struct lsmap *ls, const char *name,
+                      nv_handle *h);
+
 static bool
-add_value(struct sigma *s, struct sfield *f, const yaml_node_t *n, unsigned m, struct refusal *r)
+add_value(struct sigma *s, const struct lsmap *ls, struct sfield *f, const yaml_node_t *n,
+          unsigned m, struct refusal *r)
 {
     struct sval sv = {0};
     int line = line_of(n);
@@ -1004,6 +1046,24 @@ add_value(struct sigma *s, struct sfield *f, const yaml_node_t *n, unsigned m, s
         }
         sv.kind = V_EXISTS;
         sv.exists = !strcmp(v, "true") || !strcmp(v, "yes");
+        add_val(f, &sv);
+        return true;
+    }
+    if (m & M_FIELDREF) {
+        if (is_null(n) || !*v) {
+            refuse(r, line, "|fieldref takes the name of a field");
+            return false;
+        }
+        if (!map_field(s, ls, v, &sv.ref)) {
+            refuse(r, line, "field '%s' (|fieldref) has no mapping for this logsource", v);
+            return false;
+        }
+        sv.kind = V_FIELDREF;
+        sv.cased = (m & M_CASED) != 0;
+        sv.shape = m & M_CONTAINS ? S_CONTAINS
+                   : m & M_STARTS ? S_PREFIX
+                   : m & M_ENDS   ? S_SUFFIX
+                                  : S_EXACT;
         add_val(f, &sv);
         return true;
     }
@@ -1042,6 +1102,14 @@ add_value(struct sigma *s, struct sfield *f, const yaml_node_t *n, unsigned m, s
             return false;
         }
         pcre2_jit_compile(sv.re, PCRE2_JIT_COMPLETE); /* optional: falls back if absent */
+        {
+            /* the literal it cannot match without, found by the literal scan (one pass over
+             * the field for every rule): the expression runs only where it occurs, and a rule
+             * that needs it is gated on it as on a |contains literal */
+            char lit[64];
+            size_t len = relit_required(v, strlen(v), lit, sizeof(lit));
+            if (len >= 3) sv.lid = lit_register(s, f->h, lit, len, &sv.scan) + 1;
+        }
         add_val(f, &sv);
         return true;
     }
@@ -1134,6 +1202,16 @@ field_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const 
         refuse(r, line, "modifiers of '%s' exclude each other", scalar(k));
         ok = false;
     }
+    /* a field reference compares as a string: whole, or with contains, startswith, endswith */
+    if (ok && (m & M_FIELDREF) &&
+        (m &
+         (M_RE | M_CIDR | M_B64 | M_B64OFF | M_WINDASH | M_EXISTS | M_LT | M_LTE | M_GT | M_GTE))) {
+        refuse(r, line,
+               "fieldref of '%s' only combines with contains, startswith, endswith, cased "
+               "and all",
+               scalar(k));
+        ok = false;
+    }
     if (ok && keyword) {
         f->h = NV_MESSAGE;
         if (!(m & (M_RE | M_STARTS | M_ENDS))) m |= M_CONTAINS;
@@ -1153,9 +1231,9 @@ field_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const 
             ok = false;
         }
         for (it = v->data.sequence.items.start; ok && it < v->data.sequence.items.top; it++)
-            ok = add_value(s, f, yaml_document_get_node(doc, *it), m, r);
+            ok = add_value(s, ls, f, yaml_document_get_node(doc, *it), m, r);
     } else if (ok) {
-        ok = add_value(s, f, v, m, r);
+        ok = add_value(s, ls, f, v, m, r);
     }
     free(key);
     return ok;
@@ -1240,7 +1318,7 @@ det_load(struct sigma *s, const struct lsmap *ls, yaml_document_t *doc, const ya
                     refuse(r, line_of(v), "more than %d keywords", MAX_VALUES);
                     return false;
                 }
-                if (!add_value(s, d->alts[kw].fields, v, is_null(v) ? 0 : M_CONTAINS, r))
+                if (!add_value(s, ls, d->alts[kw].fields, v, is_null(v) ? 0 : M_CONTAINS, r))
                     return false;
             } else {
                 refuse(r, line_of(v), "a selection list may hold maps or keywords only");
@@ -1348,6 +1426,18 @@ rule_logsource(const struct sigma *s, yaml_document_t *doc, const yaml_node_t *n
     return false;
 }
 
+static void
+add_label(struct sigma_impl *im, nv_handle h)
+{
+    size_t l;
+
+    for (l = 0; l < im->nlabels; l++)
+        if (im->labels[l] == h) return;
+    if (h == NV_MESSAGE || h == NV_HOST) return;
+    im->labels = xrealloc(im->labels, (im->nlabels + 1) * sizeof(*im->labels));
+    im->labels[im->nlabels++] = h;
+}
+
 static bool
 rule_detection(struct sigma *s, yaml_document_t *doc, const yaml_node_t *n, struct sigma_impl *im,
                struct refusal *r)
@@ -1420,18 +1510,17 @@ rule_detection(struct sigma *s, yaml_document_t *doc, const yaml_node_t *n, stru
         refuse(r, line_of(cond), "condition: %s", err);
         return false;
     }
-    /* the fields of the selections the condition uses become the alert's labels */
+    /* the fields of the selections the condition uses (and those they refer to with |fieldref)
+     * become the alert's labels */
     for (i = 0; i < im->ndets; i++) {
         size_t j, k, l;
         if (!sigma_cond_uses(im->cond, i)) continue;
         for (j = 0; j < im->dets[i].nalts; j++)
             for (k = 0; k < im->dets[i].alts[j].nfields; k++) {
-                nv_handle h = im->dets[i].alts[j].fields[k].h;
-                for (l = 0; l < im->nlabels; l++)
-                    if (im->labels[l] == h) break;
-                if (l < im->nlabels || h == NV_MESSAGE || h == NV_HOST) continue;
-                im->labels = xrealloc(im->labels, (im->nlabels + 1) * sizeof(*im->labels));
-                im->labels[im->nlabels++] = h;
+                const struct sfield *f = &im->dets[i].alts[j].fields[k];
+                add_label(im, f->h);
+                for (l = 0; l < f->nvals; l++)
+                    if (f->vals[l].kind == V_FIELDREF) add_label(im, f->vals[l].ref);
             }
     }
     return true;
@@ -2292,6 +2381,7 @@ sigma_scratch_new(void)
     struct sigma_scratch *sc = xcalloc(1, sizeof(*sc));
 
     sc->md = pcre2_match_data_create(1, NULL);
+    sc->budget = MEMORY_DEFAULT;
     return sc;
 }
 
@@ -2314,6 +2404,8 @@ sigma_scratch_free(struct sigma_scratch *sc)
             group_free(g);
         }
     free(sc->gtab);
+    if (sc->spare) group_free(sc->spare);
+    free(sc->shares);
     buf_free(&sc->key);
     free(sc);
 }
@@ -2326,6 +2418,18 @@ eq(const char *s, const char *p, size_t n, bool cased)
     if (cased) return memcmp(s, p, n) == 0;
     for (i = 0; i < n; i++)
         if (lower((unsigned char)s[i]) != (unsigned char)p[i]) return false;
+    return true;
+}
+
+/* Whether the n bytes at a and b are the same, without regard to ASCII case unless cased. */
+static bool
+same(const char *a, const char *b, size_t n, bool cased)
+{
+    size_t i;
+
+    if (cased) return memcmp(a, b, n) == 0;
+    for (i = 0; i < n; i++)
+        if (lower((unsigned char)a[i]) != lower((unsigned char)b[i])) return false;
     return true;
 }
 
@@ -2450,7 +2554,28 @@ val_match(const struct sval *v, const char *s, size_t n, struct sigma_scratch *s
             return glob(v->pat, v->plen, s, n, v->cased);
         }
         return false;
-    case V_RE: return rematch(v->re, s, n, sc->md) >= 0;
+    case V_RE:
+        if (v->lid) { /* not without its literal */
+            if (sc->scan_gen[v->scan] != sc->gen) do_scan(sc, v->scan);
+            if (sc->lit_gen[v->lid - 1] != sc->gen) return false;
+        }
+        return rematch(v->re, s, n, sc->md) >= 0;
+    case V_FIELDREF: {
+        size_t rn = 0;
+        const char *rv = msg_get(sc->m, v->ref, &rn);
+        if (!rv) return false; /* an absent field has no value to compare with */
+        switch (v->shape) {
+        case S_PREFIX: return n >= rn && same(s, rv, rn, v->cased);
+        case S_SUFFIX: return n >= rn && same(s + n - rn, rv, rn, v->cased);
+        case S_CONTAINS: {
+            size_t i;
+            for (i = 0; i + rn <= n; i++)
+                if (same(s + i, rv, rn, v->cased)) return true;
+            return false;
+        }
+        default: return n == rn && same(s, rv, n, v->cased);
+        }
+    }
     case V_CIDR: {
         char tmp[64];
         unsigned char a[16];
@@ -2582,6 +2707,7 @@ group_free(struct cgroup *g)
     for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
     free(g->vals);
     free(g->ts);
+    free(g->cn);
     free(g->nums);
     free(g->hs);
     free(g->tk);
@@ -2591,20 +2717,6 @@ group_free(struct cgroup *g)
     free(g);
 }
 
-/* Forgets the events of g: after it fired, the next alert needs events of its own. */
-static void
-group_reset(struct cgroup *g, const struct scorr *c)
-{
-    size_t i;
-
-    for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
-    g->nvals = 0;
-    if (g->tn && g->n) memset(g->tn, 0, 2 * g->cap * sizeof(*g->tn));
-    g->head = g->n = 0;
-    g->sum = 0;
-    if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
-}
-
 /* Whether time t is in the window of a correlation of span ending now (out of order: it is). */
 static bool
 in_window(uint64_t t, uint64_t now, uint64_t span)
@@ -2612,26 +2724,255 @@ in_window(uint64_t t, uint64_t now, uint64_t span)
     return t >= now || now - t <= span;
 }
 
-/* Drops the groups with no event in their timespan; returns how many are left. */
-static void
-groups_sweep(struct sigma_scratch *sc, const struct sigma *s)
-{
-    size_t b;
+/* Slots a new group's ring or value_count's value array starts with. */
+#define GROUP_CAP0 4
 
-    for (b = 0; b < sc->ngtab; b++) {
-        struct cgroup **pp = &sc->gtab[b];
-        while (*pp) {
-            struct cgroup *g = *pp;
-            if (g->corr >= s->ncorrs ||
-                !in_window(g->last, sc->now, s->corrs[g->corr]->impl->corr->span)) {
-                *pp = g->next;
-                group_free(g);
-                sc->ngroups--;
-            } else {
-                pp = &g->next;
-            }
+/*
+ * Memory accounting.  A group costs its struct, its key, its place in the
+ * table, and the arrays of its kind (ring_bytes(), value_count's values
+ * and their bytes, temporal's times per reference); its correlation's share
+ * pays for it.
+ */
+/* The buffer of a key: its bytes and a NUL, rounded up, so that a spare group fits keys of like
+ * length. */
+static size_t
+key_cap(size_t keylen)
+{
+    return (keylen + 1 + 31) & ~(size_t)31;
+}
+
+static size_t
+group_base(const struct scorr *c, size_t keylen)
+{
+    size_t n = sizeof(struct cgroup) + key_cap(keylen) + 2 * sizeof(struct cgroup *);
+
+    if (c->type == CT_TEMPORAL || c->type == CT_TEMPORAL_ORDERED) n += c->nrefs * sizeof(uint64_t);
+    return n;
+}
+
+/* The ring of cap events: times, and values (value_sum, value_avg) or hashes and their table. */
+static size_t
+ring_bytes(const struct scorr *c, size_t cap)
+{
+    size_t slot = sizeof(uint64_t);
+
+    if (c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG) slot += sizeof(double);
+    if (c->type != CT_VALUE_PERCENTILE) slot += sizeof(uint32_t);
+    if (c->type == CT_VALUE_PERCENTILE)
+        slot += sizeof(uint64_t) + 2 * (sizeof(uint64_t) + sizeof(uint32_t));
+    return cap * slot;
+}
+
+static bool
+has_ring(const struct scorr *c)
+{
+    return c->type == CT_EVENT_COUNT || c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG ||
+           c->type == CT_VALUE_PERCENTILE;
+}
+
+static void
+charge(struct sigma_scratch *sc, struct cgroup *g, size_t add, size_t sub)
+{
+    struct cshare *sh = &sc->shares[g->corr];
+
+    g->bytes = g->bytes + add - sub;
+    sh->bytes = sh->bytes + add - sub;
+    sc->bytes = sc->bytes + add - sub;
+}
+
+/* The shares for the correlations of s (a set grows while it loads, never shrinks). */
+static void
+shares_fit(struct sigma_scratch *sc, const struct sigma *s)
+{
+    if (sc->nshares < s->ncorrs) {
+        sc->shares = xrealloc(sc->shares, s->ncorrs * sizeof(*sc->shares));
+        memset(sc->shares + sc->nshares, 0, (s->ncorrs - sc->nshares) * sizeof(*sc->shares));
+        sc->nshares = s->ncorrs;
+    }
+    sc->share = sc->budget / (s->ncorrs ? s->ncorrs : 1);
+}
+
+static void
+lru_unlink(struct sigma_scratch *sc, struct cgroup *g)
+{
+    struct cshare *sh = &sc->shares[g->corr];
+
+    if (g->lprev)
+        g->lprev->lnext = g->lnext;
+    else
+        sh->head = g->lnext;
+    if (g->lnext)
+        g->lnext->lprev = g->lprev;
+    else
+        sh->tail = g->lprev;
+    g->lprev = g->lnext = NULL;
+}
+
+static void
+lru_append(struct sigma_scratch *sc, struct cgroup *g)
+{
+    struct cshare *sh = &sc->shares[g->corr];
+
+    g->lnext = NULL;
+    g->lprev = sh->tail;
+    if (sh->tail)
+        sh->tail->lnext = g;
+    else
+        sh->head = g;
+    sh->tail = g;
+}
+
+/* Drops group g: out of the table, its list and its share (kept as the spare if it can be). */
+static void
+group_drop(struct sigma_scratch *sc, const struct sigma *s, struct cgroup *g)
+{
+    const struct scorr *c = s->corrs[g->corr]->impl->corr;
+    size_t i;
+
+    struct cgroup **pp = &sc->gtab[g->hash & (sc->ngtab - 1)];
+
+    while (*pp != g) pp = &(*pp)->next;
+    *pp = g->next;
+    lru_unlink(sc, g);
+    charge(sc, g, 0, g->bytes);
+    sc->shares[g->corr].groups--;
+    sc->ngroups--;
+    if (sc->spare || ((has_ring(c) || c->type == CT_VALUE_COUNT) && g->cap != GROUP_CAP0)) {
+        group_free(g);
+        return;
+    }
+    for (i = 0; i < g->nvals; i++) free(g->vals[i].v);
+    g->nvals = 0;
+    sc->spare = g;
+}
+
+/* The events g holds: how far it is from firing, for group_evict(). */
+static size_t
+events_of(const struct cgroup *g, const struct scorr *c)
+{
+    size_t i, n = 0;
+
+    if (c->type == CT_VALUE_COUNT) return g->nvals;
+    if (!has_ring(c)) {
+        for (i = 0; i < c->nrefs; i++) n += g->seen[i] != 0;
+        return n;
+    }
+    return c->type == CT_VALUE_PERCENTILE ? g->n : g->events;
+}
+
+/*
+ * Evicts a group of correlation k, never self: of the EVICT_SAMPLE fed
+ * longest ago, the first with no event in its timespan (as good as none),
+ * else the one that holds the fewest events, the least recently fed of
+ * those.  A group that has grown shows that its group-by values repeat (the
+ * real brute force); what a flood of spoofed values leaves is one-event
+ * groups, and a new group deserves the chance the oldest of them has had.
+ * False when there is none.
+ */
+static bool
+group_evict(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, const struct cgroup *self)
+{
+    const struct scorr *c = s->corrs[k]->impl->corr;
+    struct cgroup *g, *best = NULL;
+    size_t n, e, fewest = SIZE_MAX;
+
+    for (g = sc->shares[k].head, n = 0; g && n < EVICT_SAMPLE; g = g->lnext, n++) {
+        if (g == self) continue;
+        if (!in_window(g->last, sc->now, c->span)) {
+            group_drop(sc, s, g);
+            return true;
+        }
+        if ((e = events_of(g, c)) < fewest) {
+            best = g;
+            fewest = e;
         }
     }
+    if (!best) return false;
+    sc->evicted++;
+    group_drop(sc, s, best);
+    return true;
+}
+
+/* Whether correlation k's share has room for need more bytes, after evicting its groups. */
+static bool
+make_room(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, size_t need,
+          const struct cgroup *self)
+{
+    int rounds = 0;
+
+    while (sc->shares[k].bytes + need > sc->share)
+        if (rounds++ == EVICT_ROUNDS || !group_evict(sc, s, k, self)) return false;
+    return true;
+}
+
+/* Drops the groups with no event in their timespan at the heads of the lists. */
+static void
+groups_expire(struct sigma_scratch *sc, const struct sigma *s)
+{
+    size_t k;
+
+    for (k = 0; k < sc->nshares && k < s->ncorrs; k++) {
+        uint64_t span = s->corrs[k]->impl->corr->span;
+        while (sc->shares[k].head && !in_window(sc->shares[k].head->last, sc->now, span))
+            group_drop(sc, s, sc->shares[k].head);
+    }
+    sc->swept = sc->now;
+}
+
+static uint32_t tab_inc(struct cgroup *g, uint64_t h);
+
+/* Gives the ring of g cap slots, keeping its events (in order, from 0). */
+static void
+ring_resize(struct cgroup *g, const struct scorr *c, size_t cap)
+{
+    bool nums = c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG;
+    bool hs = c->type == CT_VALUE_PERCENTILE;
+    uint64_t *ts = xmalloc(cap * sizeof(*ts));
+    double *ns = nums ? xmalloc(cap * sizeof(*ns)) : NULL;
+    uint64_t *hh = hs ? xmalloc(cap * sizeof(*hh)) : NULL;
+    uint32_t *cn = hs ? NULL : xmalloc(cap * sizeof(*cn));
+    size_t i;
+
+    for (i = 0; i < g->n; i++) {
+        ts[i] = g->ts[(g->head + i) % g->cap];
+        if (cn) cn[i] = g->cn[(g->head + i) % g->cap];
+        if (nums) ns[i] = g->nums[(g->head + i) % g->cap];
+        if (hs) hh[i] = g->hs[(g->head + i) % g->cap];
+    }
+    free(g->ts);
+    free(g->cn);
+    free(g->nums);
+    free(g->hs);
+    g->ts = ts;
+    g->cn = cn;
+    g->nums = ns;
+    g->hs = hh;
+    g->cap = cap;
+    g->head = 0;
+    if (hs) { /* the table grows with the ring, at most half full */
+        free(g->tk);
+        free(g->tn);
+        g->tk = xmalloc(2 * cap * sizeof(*g->tk));
+        g->tn = xcalloc(2 * cap, sizeof(*g->tn));
+        for (i = 0; i < g->n; i++) tab_inc(g, g->hs[i]);
+    }
+}
+
+/* Forgets the events of g: after it fired, the next alert needs events of its own. */
+static void
+group_reset(struct sigma_scratch *sc, struct cgroup *g, const struct scorr *c)
+{
+    size_t i;
+
+    for (i = 0; i < g->nvals; i++) {
+        charge(sc, g, 0, g->vals[i].n + 1);
+        free(g->vals[i].v);
+    }
+    g->nvals = 0;
+    if (g->tn && g->n) memset(g->tn, 0, 2 * g->cap * sizeof(*g->tn));
+    g->head = g->n = g->events = 0;
+    g->sum = 0;
+    if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
 }
 
 static void
@@ -2652,32 +2993,62 @@ groups_grow(struct sigma_scratch *sc)
     sc->ngtab = n;
 }
 
-/* The group of correlation k with the key in sc->key, made if new; NULL when full. */
+/*
+ * The group of correlation k with the key in sc->key, made if new; NULL
+ * when its correlation's share has no room even after evictions.
+ */
 static struct cgroup *
 group_get(struct sigma_scratch *sc, const struct sigma *s, uint32_t k)
 {
     uint64_t h = hash_bytes(hash_string(sc->key.p, sc->key.len), &k, sizeof(k));
     const struct scorr *c = s->corrs[k]->impl->corr;
     struct cgroup *g;
+    size_t need;
 
     if (sc->ngtab)
         for (g = sc->gtab[h & (sc->ngtab - 1)]; g; g = g->next)
             if (g->hash == h && g->corr == k && g->keylen == sc->key.len &&
                 (!g->keylen || !memcmp(g->key, sc->key.p, g->keylen)))
                 return g;
-    if (sc->ngroups >= MAX_GROUPS) groups_sweep(sc, s);
-    if (sc->ngroups >= MAX_GROUPS) return NULL;
+    need = group_base(c, sc->key.len);
+    if (has_ring(c)) need += ring_bytes(c, GROUP_CAP0);
+    if (c->type == CT_VALUE_COUNT) need += GROUP_CAP0 * sizeof(struct cval);
+    if (!make_room(sc, s, k, need, NULL)) return NULL;
     if (sc->ngroups >= sc->ngtab * 2) groups_grow(sc);
-    g = xcalloc(1, sizeof(*g));
-    g->corr = k;
+    if (sc->spare && (sc->spare->corr != k || sc->spare->keycap != key_cap(sc->key.len))) {
+        group_free(sc->spare);
+        sc->spare = NULL;
+    }
+    if ((g = sc->spare)) { /* its arrays are those a new group of k starts with */
+        sc->spare = NULL;
+        g->lprev = g->lnext = NULL;
+        g->bytes = 0;
+        g->last = 0;
+        g->sum = 0;
+        g->head = g->n = g->events = 0;
+        if (g->tn) memset(g->tn, 0, 2 * g->cap * sizeof(*g->tn));
+        if (g->seen) memset(g->seen, 0, c->nrefs * sizeof(*g->seen));
+    } else {
+        g = xcalloc(1, sizeof(*g));
+        g->corr = k;
+        g->keycap = key_cap(sc->key.len);
+        g->key = xmalloc(g->keycap);
+        if (c->type == CT_TEMPORAL || c->type == CT_TEMPORAL_ORDERED)
+            g->seen = xcalloc(c->nrefs, sizeof(*g->seen));
+        if (has_ring(c)) ring_resize(g, c, GROUP_CAP0);
+        if (c->type == CT_VALUE_COUNT) {
+            g->vals = xmalloc(GROUP_CAP0 * sizeof(*g->vals));
+            g->cap = GROUP_CAP0;
+        }
+    }
     g->hash = h;
     g->keylen = sc->key.len;
-    g->key = xmalloc(g->keylen + 1);
     if (g->keylen) memcpy(g->key, sc->key.p, g->keylen); /* no group-by: an empty key */
-    if (c->type == CT_TEMPORAL || c->type == CT_TEMPORAL_ORDERED)
-        g->seen = xcalloc(c->nrefs, sizeof(*g->seen));
     g->next = sc->gtab[h & (sc->ngtab - 1)];
     sc->gtab[h & (sc->ngtab - 1)] = g;
+    lru_append(sc, g);
+    charge(sc, g, need, 0);
+    sc->shares[k].groups++;
     sc->ngroups++;
     return g;
 }
@@ -2703,38 +3074,67 @@ cond_holds(const struct scorr *c, double v)
     return true;
 }
 
-/* An event of value_count's field: its value joins the group's distinct set. */
-static size_t
-distinct_add(struct cgroup *g, const struct scorr *c, uint64_t now, const char *v, size_t n)
+/* Value i of value_count group g leaves. */
+static void
+distinct_drop(struct sigma_scratch *sc, struct cgroup *g, size_t i)
 {
-    size_t i, j, oldest = 0;
+    charge(sc, g, 0, g->vals[i].n + 1);
+    free(g->vals[i].v);
+    g->vals[i] = g->vals[--g->nvals];
+}
 
-    for (i = j = 0; i < g->nvals; i++) {
-        if (!in_window(g->vals[i].t, now, c->span)) {
-            free(g->vals[i].v);
-            continue;
-        }
-        g->vals[j++] = g->vals[i];
-    }
-    g->nvals = j;
+static void
+distinct_drop_oldest(struct sigma_scratch *sc, struct cgroup *g)
+{
+    size_t i, oldest = 0;
+
+    for (i = 1; i < g->nvals; i++)
+        if (g->vals[i].t < g->vals[oldest].t) oldest = i;
+    distinct_drop(sc, g, oldest);
+}
+
+/*
+ * An event of value_count's field: its value joins the group's distinct
+ * set; returns the number of distinct values, or -1 when the value could
+ * not be kept (its correlation's share has no room for it).
+ */
+static long
+distinct_add(struct sigma_scratch *sc, const struct sigma *s, struct cgroup *g,
+             const struct scorr *c, const char *v, size_t n)
+{
+    uint64_t now = sc->now;
+    size_t i, need;
+
+    for (i = 0; i < g->nvals;)
+        if (!in_window(g->vals[i].t, now, c->span))
+            distinct_drop(sc, g, i);
+        else
+            i++;
     for (i = 0; i < g->nvals; i++)
         if (g->vals[i].n == n && !memcmp(g->vals[i].v, v, n)) {
             g->vals[i].t = now;
-            return g->nvals;
+            return (long)g->nvals;
         }
-    if (g->nvals == MAX_DISTINCT) { /* the bound: the value seen longest ago makes room */
-        for (i = 1; i < g->nvals; i++)
-            if (g->vals[i].t < g->vals[oldest].t) oldest = i;
-        free(g->vals[oldest].v);
-        g->vals[oldest] = g->vals[--g->nvals];
+    /* the bound: the value seen longest ago makes room */
+    if (g->nvals == MAX_DISTINCT) distinct_drop_oldest(sc, g);
+    need = n + 1 + (g->nvals == g->cap ? g->cap * sizeof(*g->vals) : 0);
+    if (!make_room(sc, s, g->corr, need, g)) {
+        /* no other group to evict: this group's oldest value makes room, as at the bound */
+        if (!g->nvals) return -1;
+        distinct_drop_oldest(sc, g);
+        need = n + 1;
+        if (!make_room(sc, s, g->corr, need, g)) return -1;
     }
-    if (!(g->nvals & (g->nvals - 1)) || !g->vals)
-        g->vals = xrealloc(g->vals, (g->nvals ? g->nvals * 2 : 4) * sizeof(*g->vals));
+    if (g->nvals == g->cap) {
+        g->vals = xrealloc(g->vals, 2 * g->cap * sizeof(*g->vals));
+        g->cap *= 2;
+    }
+    charge(sc, g, need, 0);
     g->vals[g->nvals].v = xmalloc(n + 1);
     memcpy(g->vals[g->nvals].v, v, n);
     g->vals[g->nvals].n = n;
     g->vals[g->nvals++].t = now;
-    return g->nvals;
+    return (long)g->nvals;
 }
 
 /* value_percentile's count of the events with hash h: the slot of h, or the free one for it. */
@@ -2774,77 +3174,88 @@ tab_dec(struct cgroup *g, uint64_t h)
     }
 }
 
+/* The oldest time of g's ring leaves, with its events. */
+static void
+ring_pop(struct cgroup *g, const struct scorr *c)
+{
+    if (c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG) g->sum -= g->nums[g->head];
+    if (c->type == CT_VALUE_PERCENTILE)
+        tab_dec(g, g->hs[g->head]);
+    else
+        g->events -= g->cn[g->head];
+    g->head = (g->head + 1) % g->cap;
+    g->n--;
+}
+
 /*
  * An event of event_count, value_sum, value_avg or value_percentile: its time
  * (and value x for value_sum and value_avg, the hash h of its value for
  * value_percentile) joins the group's ring; returns the events in the window.
+ * Events of event_count, value_sum and value_avg at the time of the ring's
+ * newest slot join that slot (a count and a sum): a burst costs no memory.
+ * The ring doubles up to MAX_EVENTS slots while its correlation's share has
+ * room (after evicting other groups of it); when full, the oldest slot makes
+ * room.
  */
 static size_t
-count_add(struct cgroup *g, const struct scorr *c, uint64_t now, double x, uint64_t h)
+count_add(struct sigma_scratch *sc, const struct sigma *s, struct cgroup *g, const struct scorr *c,
+          double x, uint64_t h)
 {
     bool nums = c->type == CT_VALUE_SUM || c->type == CT_VALUE_AVG;
     bool hs = c->type == CT_VALUE_PERCENTILE;
+    uint64_t now = sc->now;
+    size_t at;
 
-    while (g->n && !in_window(g->ts[g->head], now, c->span)) {
-        if (nums) g->sum -= g->nums[g->head];
-        if (hs) tab_dec(g, g->hs[g->head]);
-        g->head = (g->head + 1) % g->cap;
-        g->n--;
-    }
+    while (g->n && !in_window(g->ts[g->head], now, c->span)) ring_pop(g, c);
     if (!g->n) g->sum = 0; /* no drift carried over an empty window */
-    if (g->n == g->cap) {
-        if (g->cap < MAX_EVENTS) {
-            size_t cap = g->cap ? g->cap * 2 : 8, i;
-            uint64_t *ts = xmalloc(cap * sizeof(*ts));
-            double *ns = nums ? xmalloc(cap * sizeof(*ns)) : NULL;
-            uint64_t *hh = hs ? xmalloc(cap * sizeof(*hh)) : NULL;
-            for (i = 0; i < g->n; i++) {
-                ts[i] = g->ts[(g->head + i) % g->cap];
-                if (nums) ns[i] = g->nums[(g->head + i) % g->cap];
-                if (hs) hh[i] = g->hs[(g->head + i) % g->cap];
+    if (!hs && g->n) {
+        at = (g->head + g->n - 1) % g->cap;
+        if (g->ts[at] == now && g->cn[at] < UINT32_MAX) {
+            g->cn[at]++;
+            if (nums) {
+                g->nums[at] += x;
+                g->sum += x;
             }
-            free(g->ts);
-            free(g->nums);
-            free(g->hs);
-            g->ts = ts;
-            g->nums = ns;
-            g->hs = hh;
-            g->cap = cap;
-            g->head = 0;
-            if (hs) { /* the table grows with the ring, at most half full */
-                free(g->tk);
-                free(g->tn);
-                g->tk = xmalloc(2 * cap * sizeof(*g->tk));
-                g->tn = xcalloc(2 * cap, sizeof(*g->tn));
-                for (i = 0; i < g->n; i++) tab_inc(g, g->hs[i]);
-            }
-        } else { /* the bound: the oldest event makes room */
-            if (nums) g->sum -= g->nums[g->head];
-            if (hs) tab_dec(g, g->hs[g->head]);
-            g->head = (g->head + 1) % g->cap;
-            g->n--;
+            return ++g->events;
         }
     }
-    g->ts[(g->head + g->n) % g->cap] = now;
+    if (g->n == g->cap) {
+        size_t more = ring_bytes(c, 2 * g->cap) - ring_bytes(c, g->cap);
+        if (g->cap < MAX_EVENTS && make_room(sc, s, g->corr, more, g)) {
+            ring_resize(g, c, 2 * g->cap);
+            charge(sc, g, more, 0);
+        } else { /* the bound: the oldest slot makes room */
+            ring_pop(g, c);
+        }
+    }
+    at = (g->head + g->n) % g->cap;
+    g->ts[at] = now;
     if (nums) {
-        g->nums[(g->head + g->n) % g->cap] = x;
+        g->nums[at] = x;
         g->sum += x;
     }
-    if (hs) g->hs[(g->head + g->n) % g->cap] = h;
-    return ++g->n;
+    g->n++;
+    if (hs) {
+        g->hs[at] = h;
+        return g->n;
+    }
+    g->cn[at] = 1;
+    return ++g->events;
 }
 
 /*
  * An event of value_percentile with the value of hash h: it joins the
  * group's ring, and the result is the share, in percent, of the events in
  * the window (this one included) whose value is this one's. Exact over the
- * ring, which holds the window's latest MAX_EVENTS events; the count of
- * each hash in the ring is kept in a table, so that an event costs no pass.
+ * ring, which holds the window's latest MAX_EVENTS events (fewer when the
+ * correlation's memory share is full); the count of each hash in the ring
+ * is kept in a table, so that an event costs no pass.
  */
 static double
-percent_add(struct cgroup *g, const struct scorr *c, uint64_t now, uint64_t h)
+percent_add(struct sigma_scratch *sc, const struct sigma *s, struct cgroup *g,
+            const struct scorr *c, uint64_t h)
 {
-    size_t n = count_add(g, c, now, 0, h);
+    size_t n = count_add(sc, s, g, c, 0, h);
 
     return 100.0 * (double)tab_inc(g, h) / (double)n;
 }
@@ -2900,23 +3311,33 @@ corr_feed(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, uint32_t 
         return;
     }
     g->last = sc->now;
+    if (sc->shares[k].tail != g) { /* the least recently fed go first (group_evict()) */
+        lru_unlink(sc, g);
+        lru_append(sc, g);
+    }
     switch (c->type) {
-    case CT_EVENT_COUNT: fire = cond_holds(c, (double)count_add(g, c, sc->now, 0, 0)); break;
+    case CT_EVENT_COUNT: fire = cond_holds(c, (double)count_add(sc, s, g, c, 0, 0)); break;
     case CT_VALUE_SUM:
-        count_add(g, c, sc->now, x, 0);
+        count_add(sc, s, g, c, x, 0);
         fire = cond_holds(c, g->sum);
         break;
     case CT_VALUE_AVG:
-        n = count_add(g, c, sc->now, x, 0);
+        n = count_add(sc, s, g, c, x, 0);
         fire = cond_holds(c, g->sum / (double)n);
         break;
-    case CT_VALUE_COUNT:
+    case CT_VALUE_COUNT: {
+        long d;
         v = msg_get(m, c->field_h[pos], &n);
-        fire = cond_holds(c, (double)distinct_add(g, c, sc->now, v, n));
+        if ((d = distinct_add(sc, s, g, c, v, n)) < 0) {
+            sc->dropped++;
+            return;
+        }
+        fire = cond_holds(c, (double)d);
         break;
+    }
     case CT_VALUE_PERCENTILE:
         v = msg_get(m, c->field_h[pos], &n);
-        fire = cond_holds(c, percent_add(g, c, sc->now, hash_string(v, n)));
+        fire = cond_holds(c, percent_add(sc, s, g, c, hash_string(v, n)));
         break;
     case CT_TEMPORAL:
         g->seen[pos] = sc->now + 1;
@@ -2958,7 +3379,7 @@ corr_feed(struct sigma_scratch *sc, const struct sigma *s, uint32_t k, uint32_t 
         fn(arg, cr);
         sc->fired = NULL;
     }
-    group_reset(g, c);
+    group_reset(sc, g, c);
     for (i = cr->impl->nfeeds; i-- > 0;)
         corr_feed(sc, s, cr->impl->feeds[i].corr, cr->impl->feeds[i].pos, m, fn, arg);
 }
@@ -2969,10 +3390,29 @@ sigma_scratch_set_time(struct sigma_scratch *sc, uint64_t now_ms)
     sc->now = now_ms;
 }
 
+void
+sigma_scratch_set_memory(struct sigma_scratch *sc, size_t bytes)
+{
+    sc->budget = bytes ? bytes : MEMORY_DEFAULT;
+    if (sc->s) shares_fit(sc, sc->s);
+}
+
 uint64_t
 sigma_scratch_dropped(const struct sigma_scratch *sc)
 {
     return sc->dropped;
+}
+
+uint64_t
+sigma_scratch_evicted(const struct sigma_scratch *sc)
+{
+    return sc->evicted;
+}
+
+size_t
+sigma_scratch_bytes(const struct sigma_scratch *sc)
+{
+    return sc->bytes;
 }
 
 size_t
@@ -2997,8 +3437,11 @@ sigma_match(const struct sigma *s, const struct msg *m, struct sigma_scratch *sc
     grow_gens(&sc->lit_gen, &sc->nlit, s->nlits);
     grow_gens(&sc->scan_gen, &sc->nscan, s->nscans);
     grow_gens(&sc->rule_gen, &sc->nrule, s->nrules);
+    if (sc->s != s || sc->nshares < s->ncorrs) shares_fit(sc, s);
     sc->s = s;
     sc->m = m;
+    /* groups whose timespan has passed go, once a second: their memory is for new ones */
+    if (sc->nshares && (sc->now >= sc->swept + 1000 || sc->now < sc->swept)) groups_expire(sc, s);
     if (++sc->gen == 0) { /* wrapped: what held an old number must not look current */
         memset(sc->lit_gen, 0, sc->nlit * sizeof(*sc->lit_gen));
         memset(sc->scan_gen, 0, sc->nscan * sizeof(*sc->scan_gen));

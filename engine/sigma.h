@@ -19,13 +19,15 @@
  * literals, only when the literal scan (one pass over the field for all
  * rules) found one; its selections are evaluated lazily, as the condition
  * asks for them; regular expressions run through rematch() with its
- * limits.
+ * limits, and only on values that hold the literal they cannot match
+ * without, when one can be told (relit.h).
  *
  * Correlation rules (the Sigma correlation specification 2.1: event_count,
  * value_count, temporal, temporal_ordered, value_sum, value_avg) refer to
  * rules by name or id, chained or not; they are linked when a load
  * returns.  Their groups (by group-by values) and sliding windows live in
- * the scratch, bounded, in the correlation time the caller sets.
+ * the scratch, in the correlation time the caller sets, within a memory
+ * budget shared equally by the correlation rules.
  *
  * The set is read-only once loaded; sigma_match() needs a scratch of the
  * caller's (one per thread).  A match is reported to the caller, which
@@ -119,10 +121,20 @@ void sigma_scratch_free(struct sigma_scratch *sc);
  * the correlation rules, whose state the scratch keeps, are measured in it.
  */
 void sigma_scratch_set_time(struct sigma_scratch *sc, uint64_t now_ms);
-/* Events of a new correlation group left uncounted because the groups' bound was reached. */
+/*
+ * The memory the correlations' groups may hold in sc, in bytes (0: 256 MiB),
+ * shared equally by the correlation rules: a correlation whose share is
+ * full evicts its own groups furthest from firing (the fewest events, the
+ * least recently fed first) for a new group or a growing one.
+ */
+void sigma_scratch_set_memory(struct sigma_scratch *sc, size_t bytes);
+/* Events left uncounted: their correlation's share had no room even after evictions. */
 uint64_t sigma_scratch_dropped(const struct sigma_scratch *sc);
-/* Correlation groups held. */
+/* Groups evicted (with events in their timespan) to make room in their correlation's share. */
+uint64_t sigma_scratch_evicted(const struct sigma_scratch *sc);
+/* Correlation groups held, and their memory in bytes. */
 size_t sigma_scratch_groups(const struct sigma_scratch *sc);
+size_t sigma_scratch_bytes(const struct sigma_scratch *sc);
 
 /*
  * Calls fn for every rule that matches m, in load order; returns their

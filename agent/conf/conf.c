@@ -190,6 +190,7 @@ conf_corr_limits(const struct conf *c, struct corr_opts *o)
     o->context_share = c->context_share;
     o->max_context_bytes = c->max_context_bytes;
     o->max_context_memory = c->max_context_memory;
+    o->max_sigma_memory = c->max_sigma_memory;
     o->max_rate_buckets = c->max_rate_buckets;
     o->evidence_lines = c->evidence_lines ? c->evidence_lines : CORR_EVIDENCE_NONE;
     o->evidence_bytes = c->evidence_bytes;
@@ -1098,6 +1099,7 @@ read_tree(struct reader *r, struct conf *c, const xmlNode *root)
             c->max_context_memory =
                 number_attr(r, n, "max-context-memory", c->max_context_memory, true);
             c->max_rate_buckets = number_attr(r, n, "max-rate-buckets", c->max_rate_buckets, false);
+            c->max_sigma_memory = number_attr(r, n, "max-sigma-memory", c->max_sigma_memory, true);
             if (c->context_share > (c->max_contexts ? c->max_contexts : 1000000))
                 error(r, n, "context-share must not exceed max-contexts");
             if (xmlHasProp(n, (const xmlChar *)"max-silence-sources")) {

@@ -191,6 +191,7 @@ struct conf {
     size_t max_context_bytes;   /* memory of one context */
     size_t max_context_memory;  /* memory of all contexts */
     size_t max_rate_buckets;    /* rate= buckets */
+    size_t max_sigma_memory;    /* Sigma correlation groups' memory; 0: 256M */
     size_t max_absence_sources; /* sources <absence> tracks at most */
     struct conf_input *inputs;
     size_t ninputs;

@@ -841,6 +841,8 @@ engine_stats(struct server *s, struct corr_stats *cs)
         cs->context_bytes += o.context_bytes;
         cs->sigma_groups += o.sigma_groups;
         cs->sigma_dropped += o.sigma_dropped;
+        cs->sigma_evicted += o.sigma_evicted;
+        cs->sigma_bytes += o.sigma_bytes;
     }
 }
 
@@ -1263,8 +1265,13 @@ static const struct metrics_desc server_mtab[] = {
      "Sigma correlation groups held (group-by values in their timespan).", M_CORR,
      CORR(sigma_groups)},
     {"corral_sigma_correlation_dropped_total", "counter",
-     "Sigma correlation events not counted: the bound on groups was reached.", M_CORR,
+     "Sigma correlation events not counted: their rule's memory share had no room.", M_CORR,
      CORR(sigma_dropped)},
+    {"corral_sigma_correlation_groups_evicted_total", "counter",
+     "Sigma correlation groups evicted to make room in their rule's memory share.", M_CORR,
+     CORR(sigma_evicted)},
+    {"corral_sigma_correlation_bytes", "gauge", "Memory held by Sigma correlation groups.", M_CORR,
+     CORR(sigma_bytes)},
     {"corral_dropped_total", "counter", "Things dropped, by reason.", M_ALWAYS,
      .series = m_dropped},
     {"corral_reloads_total", "counter", "Configuration reloads attempted.", M_ALWAYS,

@@ -20,7 +20,7 @@ mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/c
     "$out/corpus-template" "$out/corpus-decode" "$out/corpus-mail" "$out/corpus-spool" \
     "$out/corpus-state" "$out/corpus-conf" "$out/corpus-labelmatch" "$out/corpus-deadletter" \
     "$out/corpus-ipc" "$out/corpus-alerts_store" "$out/corpus-silences" "$out/corpus-snmptrap" \
-    "$out/corpus-sigma" "$out/corpus-sigma_cond" "$out/corpus-alerts_merge"
+    "$out/corpus-sigma" "$out/corpus-sigma_cond" "$out/corpus-alerts_merge" "$out/corpus-relit"
 printf 'Alert: \342\200\256 evil\r\nBcc: x@y\0Ops Team <ops@example.com>\0line one\n.dot line\r\nFrom here\001' > "$out/corpus-mail/seed1"
 printf 'SSH session for ${a}@1 from ${b:-none}: $(context-length) $(if ("${a}" == "x") y n) $(substr "$MESSAGE" 1 3) $(format-json --scope all) $ISODATE $(list-slice 1:2 $(context-values ${a}))\0"${a}" eq "x" and tags("t1") or not ("$(context-length)" >= "2")\0\001\002\003\004\0\0\0\0root\0alice\0bob\0ssh\0Accepted password' > "$out/corpus-template/seed1"
 printf 'x' > "$out/corpus-decode/seed1"
@@ -183,19 +183,23 @@ cp "$src"/tests/data/sigma/*.yml "$out/corpus-sigma/" 2>/dev/null || true
 cp "$src"/tests/data/sigma-correlation/*.yml "$out/corpus-sigma/" 2>/dev/null || true
 printf '1 of sel_* and not (filter or all of them)' > "$out/corpus-sigma_cond/seed1"
 printf 'selection and not 1 of filter*' > "$out/corpus-sigma_cond/seed2"
-for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store alerts_merge silences snmptrap sigma sigma_cond}; do
+# regular expressions and subjects (engine/relit), a NUL between them
+printf 'foo.*bar\0xxfoo-bar' > "$out/corpus-relit/seed1"
+printf 'colou?r=(red|blue)+\0color=blue' > "$out/corpus-relit/seed2"
+printf '(?i)a{2,}b[c-d]?\\bwget\\s+\0AAB WGET ' > "$out/corpus-relit/seed3"
+for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store alerts_merge silences snmptrap sigma sigma_cond relit}; do
     echo "== fuzz_$h: building"
     extra=""
-    [ "$h" = framing ] && extra="$src/agent/framer.c"
+    [ "$h" = framing ] && extra="$src/agent/net/framer.c"
     [ "$h" = mail ] && extra="$(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
     [ "$h" = spool ] && extra="$src/actions/jsonval.c $src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
     [ "$h" = ipc ] && extra="$src/actions/jsonval.c $src/actions/ipc.c $src/actions/ipcserve.c $src/actions/ipcproxy.c $src/actions/queue.c $src/actions/deadletter.c $src/actions/exconf.c $(pkg-config --cflags --libs libuv jansson)"
     [ "$h" = deadletter ] && extra="$src/actions/jsonval.c $src/actions/deadletter.c $(pkg-config --cflags --libs jansson)"
-    [ "$h" = alerts_store ] && extra="$src/actions/jsonval.c $src/agent/topology.c $src/agent/alerts.c $src/agent/silences.c $(pkg-config --cflags --libs jansson)"
-    [ "$h" = alerts_merge ] && extra="$src/actions/jsonval.c $src/agent/topology.c $src/agent/alerts.c $src/agent/silences.c $(pkg-config --cflags --libs jansson)"
-    [ "$h" = silences ] && extra="$src/actions/jsonval.c $src/agent/silences.c $(pkg-config --cflags --libs jansson)"
-    [ "$h" = conf ] && extra="$src/agent/conf.c $src/agent/snmptrap_conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv) $(net-snmp-config --libs)"
-    [ "$h" = snmptrap ] && extra="$src/agent/snmptrap_fmt.c $(net-snmp-config --libs)"
+    [ "$h" = alerts_store ] && extra="$src/actions/jsonval.c $src/agent/alerting/topology.c $src/agent/alerting/alerts.c $src/agent/alerting/silences.c $(pkg-config --cflags --libs jansson)"
+    [ "$h" = alerts_merge ] && extra="$src/actions/jsonval.c $src/agent/alerting/topology.c $src/agent/alerting/alerts.c $src/agent/alerting/silences.c $(pkg-config --cflags --libs jansson)"
+    [ "$h" = silences ] && extra="$src/actions/jsonval.c $src/agent/alerting/silences.c $(pkg-config --cflags --libs jansson)"
+    [ "$h" = conf ] && extra="$src/agent/conf/conf.c $src/agent/conf/snmptrap_conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv) $(net-snmp-config --libs)"
+    [ "$h" = snmptrap ] && extra="$src/agent/input/snmptrap_fmt.c $(net-snmp-config --libs)"
     $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
     echo "== fuzz_$h: running ${seconds}s"
     if ! (cd "$out" && "./fuzz_$h" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \

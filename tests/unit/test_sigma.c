@@ -164,6 +164,66 @@ START_TEST(test_modifiers)
 }
 END_TEST
 
+/* Whether the rule with selection sel matches a message with fields a = av and b = bv (NULL:
+ * absent). */
+static bool
+ab_is(const char *sel, const char *av, const char *bv)
+{
+    char rule[1024], ka[256], kb[256];
+
+    snprintf(rule, sizeof(rule), RULE("  sel:\n    %s\n"), sel);
+    snprintf(ka, sizeof(ka), "a=%s", av ? av : "");
+    snprintf(kb, sizeof(kb), "b=%s", bv ? bv : "");
+    return matches_rule(rule, av && bv ? mk(ka, kb, NULL)
+                              : av     ? mk(ka, NULL)
+                              : bv     ? mk(kb, NULL)
+                                       : mk(NULL));
+}
+
+/* |fieldref: a field compared with another field of the same message. */
+START_TEST(test_fieldref)
+{
+    ck_assert(ab_is("a|fieldref: b", "root", "root"));
+    ck_assert(ab_is("a|fieldref: b", "Root", "rOOT")); /* without regard to case */
+    ck_assert(!ab_is("a|fieldref: b", "root", "admin"));
+    ck_assert(!ab_is("a|fieldref: b", "root", "roo"));
+    ck_assert(!ab_is("a|fieldref: b", "root", NULL)); /* nothing to compare with */
+    ck_assert(!ab_is("a|fieldref: b", NULL, "root"));
+    ck_assert(ab_is("a|fieldref: b", "", ""));
+    ck_assert(ab_is("a|fieldref|cased: b", "root", "root"));
+    ck_assert(!ab_is("a|fieldref|cased: b", "Root", "root"));
+    ck_assert(ab_is("a|fieldref|startswith: b", "C:\\Users\\bob\\x.exe", "c:\\users\\BOB"));
+    ck_assert(!ab_is("a|fieldref|startswith: b", "C:\\Users\\bob", "C:\\Users\\bob\\x"));
+    ck_assert(ab_is("a|fieldref|endswith: b", "DOMAIN\\bob", "bob"));
+    ck_assert(!ab_is("a|fieldref|endswith: b", "DOMAIN\\bob", "DOMAIN"));
+    ck_assert(ab_is("a|fieldref|contains: b", "xxbobxx", "BOB"));
+    ck_assert(!ab_is("a|fieldref|contains: b", "xxbobxx", "alice"));
+    /* a list of references: any; with |all: every one */
+    ck_assert(ab_is("a|fieldref: [n, b]", "bob", "bob"));
+    ck_assert(!ab_is("a|fieldref|all: [n, b]", "bob", "bob"));
+    /* the filter of a rule: not the same user */
+#define NOT_SAME                                                                                   \
+    "title: t\nid: r1\nlogsource:\n  product: linux\ndetection:\n  sel:\n    a: x\n  same:\n"      \
+    "    b|fieldref: n\n  condition: sel and not same\n"
+    ck_assert(matches_rule(NOT_SAME, mk("a=x", "b=bob", "n=alice", NULL)));
+    ck_assert(!matches_rule(NOT_SAME, mk("a=x", "b=bob", "n=BOB", NULL)));
+}
+END_TEST
+
+/* |re with the literal it requires as a prefilter: the same results as without. */
+START_TEST(test_re_prefilter)
+{
+    ck_assert(a_is("a|re: 'Admin\\d+'", "user Admin42"));
+    ck_assert(!a_is("a|re: 'Admin\\d+'", "user admin42")); /* the literal, not the case */
+    ck_assert(!a_is("a|re: 'Admin\\d+'", "user root"));
+    ck_assert(a_is("a|re|i: 'Admin\\d+'", "user ADMIN42"));
+    ck_assert(a_is("a|re: 'colou?r=red'", "color=red"));
+    ck_assert(a_is("a|re: 'wget|curl'", "curl -O")); /* no literal: always run */
+    ck_assert(!a_is("a|re: '^/etc/(passwd|shadow)$'", "/etc/group"));
+    ck_assert(a_is("a|re: '^/etc/(passwd|shadow)$'", "/etc/shadow"));
+}
+END_TEST
+
 START_TEST(test_null_exists_keywords)
 {
     ck_assert(matches_rule(RULE("  sel:\n    b: null\n"), mk("a=x", NULL)));
@@ -313,6 +373,12 @@ START_TEST(test_refusals)
     ck_assert(strstr(refusal(RULE("  sel:\n    a|base64: 'x*'\n"), 7),
                      "base64 of a value with wildcards"));
     ck_assert(strstr(refusal(RULE("  sel:\n    a: []\n"), 7), "empty list"));
+    ck_assert(strstr(refusal(RULE("  sel:\n    a|fieldref: Nope\n"), 7),
+                     "field 'Nope' (|fieldref) has no mapping"));
+    ck_assert(strstr(refusal(RULE("  sel:\n    a|fieldref|re: b\n"), 7),
+                     "fieldref of 'a|fieldref|re' only combines with"));
+    ck_assert(strstr(refusal(RULE("  sel:\n    a|fieldref: null\n"), 7),
+                     "|fieldref takes the name of a field"));
     ck_assert(strstr(refusal("title: t\nlogsource:\n  product: linux\ndetection:\n  sel:\n    a: "
                              "1\n  condition: sel | count() > 3\n",
                              7),
@@ -541,6 +607,8 @@ main(void)
 
     tcase_add_test(tc, test_plain_and_wildcards);
     tcase_add_test(tc, test_modifiers);
+    tcase_add_test(tc, test_fieldref);
+    tcase_add_test(tc, test_re_prefilter);
     tcase_add_test(tc, test_null_exists_keywords);
     tcase_add_test(tc, test_condition);
     tcase_add_test(tc, test_condition_depth);

@@ -4,7 +4,8 @@
  * (event_count, value_count, temporal, temporal_ordered, value_sum,
  * value_avg, value_percentile, the chained
  * failed-logins-then-success example, field name aliases), sliding
- * windows, generate and level overrides, the bounds, and refusals with
+ * windows, generate and level overrides, the bounds and the memory
+ * budget against floods of spoofed group-by values, and refusals with
  * file:line.
  */
 #include <check.h>
@@ -454,6 +455,46 @@ START_TEST(test_value_avg)
 }
 END_TEST
 
+/*
+ * Events at the same time take one slot: 100,000 within one second count
+ * (beyond the 65,536 slots a group keeps) in a few hundred bytes, and an
+ * average over slots of several events is that of the events.
+ */
+START_TEST(test_same_time)
+{
+    struct sigma *s = load(FAILED_LOGIN "---\ntitle: many\nid: many\ncorrelation:\n"
+                                        "  type: event_count\n  rules: [failed_login]\n"
+                                        "  group-by: [User]\n  timespan: 1m\n  condition:\n"
+                                        "    gte: 100000\n");
+    struct got g;
+    unsigned i;
+
+    assert_loaded(s, 1, 1);
+    got_init(&g);
+    for (i = 0; i < 99999; i++) ev(s, &g, 10, "EventID=4625", "User=root", NULL);
+    ck_assert_str_eq(g.ids, "");
+    ck_assert_uint_lt(sigma_scratch_bytes(g.sc), 1024);
+    ev(s, &g, 10, "EventID=4625", "User=root", NULL);
+    ck_assert_str_eq(g.ids, "many");
+    got_free(&g);
+    sigma_free(s);
+
+    s = load("title: avg\nid: avg\ncorrelation:\n    type: value_avg\n    rules:\n"
+             "        - website_access\n    group-by:\n        - SourceIP\n    timespan: 10s\n"
+             "    condition:\n        field: BytesOut\n        gt: 500\n" WEB);
+    got_init(&g);
+    ev(s, &g, 0, "cmd=GET", "SourceIP=a", "BytesOut=100", NULL);
+    ev(s, &g, 0, "cmd=GET", "SourceIP=a", "BytesOut=200", NULL);
+    ev(s, &g, 5, "cmd=GET", "SourceIP=a", "BytesOut=900", NULL);
+    ck_assert_str_eq(g.ids, ""); /* 400 */
+    /* the slot of time 0 leaves with both its events: (900 + 110) / 2 */
+    ev(s, &g, 11, "cmd=GET", "SourceIP=a", "BytesOut=110", NULL);
+    ck_assert_str_eq(g.ids, "avg");
+    got_free(&g);
+    sigma_free(s);
+}
+END_TEST
+
 #define PROC                                                                                       \
     "---\ntitle: proc\nid: process_creation\nlogsource:\n  product: linux\ndetection:\n"           \
     "  sel:\n    cmd: exec\n  condition: sel\n"
@@ -546,6 +587,98 @@ START_TEST(test_value_percentile_bound)
     ck_assert_str_eq(g.ids, "");
     ev(s, &g, 2, "cmd=exec", "ComputerName=pc1", "Image=/tmp/x", NULL);
     ck_assert_str_eq(g.ids, "pct");
+    got_free(&g);
+    sigma_free(s);
+}
+END_TEST
+
+/*
+ * A flood of spoofed group-by values, one event each, more groups than any
+ * fixed bound on their number held (100,000), in the timespan: the real
+ * group that follows still gets its group and fires, once.
+ */
+START_TEST(test_flood_groups)
+{
+    struct sigma *s = load(FAILED_LOGIN "---\ntitle: five\nid: five\ncorrelation:\n"
+                                        "  type: event_count\n  rules: [failed_login]\n"
+                                        "  group-by: [User]\n  timespan: 1h\n  condition:\n"
+                                        "    gte: 5\n");
+    struct got g;
+    char user[32];
+    unsigned i;
+
+    assert_loaded(s, 1, 1);
+    got_init(&g);
+    for (i = 0; i < 150000; i++) {
+        snprintf(user, sizeof(user), "User=spoof%u", i);
+        ev(s, &g, 10, "EventID=4625", user, NULL);
+    }
+    ck_assert_str_eq(g.ids, "");
+    for (i = 0; i < 5; i++) ev(s, &g, 20 + i, "EventID=4625", "User=root", NULL);
+    ck_assert_str_eq(g.ids, "five");
+    assert_value(g.last, "User", "root");
+    got_free(&g);
+    sigma_free(s);
+}
+END_TEST
+
+#define FLOOD_PROC                                                                                 \
+    "title: proc\nid: proc\nname: proc\nlogsource:\n  product: windows\n  service: security\n"     \
+    "detection:\n  selection:\n    cmd: exec\n  condition: selection\n"
+
+/*
+ * Within a small memory budget (a share of some 250 groups): a flood of
+ * spoofed users under one correlation, the real user's events interleaved
+ * (one in 150 lines), fires the real group exactly once and evicts
+ * one-event groups of its own correlation only; the
+ * memory held never exceeds the budget; another correlation's group, made
+ * before the flood, is still there after it.
+ */
+START_TEST(test_memory_budget)
+{
+    struct sigma *s =
+        load(FAILED_LOGIN "---\n" FLOOD_PROC "---\ntitle: five\nid: five\ncorrelation:\n"
+                          "  type: event_count\n  rules: [failed_login]\n"
+                          "  group-by: [User]\n  timespan: 1h\n  condition:\n"
+                          "    gte: 5\n---\ntitle: twice\nid: twice\ncorrelation:\n"
+                          "  type: event_count\n  rules: [proc]\n"
+                          "  group-by: [ComputerName]\n  timespan: 1h\n  condition:\n"
+                          "    gte: 2\n---\ntitle: users\nid: users\ncorrelation:\n"
+                          "  type: value_count\n  rules: [failed_login]\n"
+                          "  group-by: [ComputerName]\n  timespan: 1h\n  condition:\n"
+                          "    field: User\n    gte: 1000000\n");
+    const size_t budget = 3 * 64 * 1024;
+    struct got g;
+    char user[32], host[48];
+    unsigned i, real = 0;
+
+    assert_loaded(s, 2, 3);
+    got_init(&g);
+    sigma_scratch_set_memory(g.sc, budget);
+    ev(s, &g, 5, "cmd=exec", "ComputerName=pc1", NULL);
+    for (i = 0; i < 20000; i++) {
+        snprintf(user, sizeof(user), "User=spoof%u", i);
+        snprintf(host, sizeof(host), "ComputerName=spoofhost%u", i);
+        ev(s, &g, 10 + i / 100, "EventID=4625", user, host, NULL);
+        if (i % 3000 == 150 * real + 150 && real < 5) {
+            ev(s, &g, 10 + i / 100, "EventID=4625", "User=root", NULL);
+            real++;
+        }
+        ck_assert_uint_le(sigma_scratch_bytes(g.sc), budget);
+    }
+    ck_assert_uint_eq(real, 5);
+    ck_assert_str_eq(g.ids, "five");
+    assert_value(g.last, "User", "root");
+    ck_assert_uint_gt(sigma_scratch_evicted(g.sc), 10000);
+    ck_assert_uint_eq(sigma_scratch_dropped(g.sc), 0);
+    /* the other correlation's group survived the flood: its second event fires it */
+    g.ids[0] = 0;
+    ev(s, &g, 300, "cmd=exec", "ComputerName=pc1", NULL);
+    ck_assert_str_eq(g.ids, "twice");
+    /* once the timespan has passed, the groups go */
+    ev(s, &g, 10000, "cmd=other", NULL);
+    ck_assert_uint_eq(sigma_scratch_groups(g.sc), 0);
+    ck_assert_uint_eq(sigma_scratch_bytes(g.sc), 0);
     got_free(&g);
     sigma_free(s);
 }
@@ -680,6 +813,9 @@ main(void)
     tc = tcase_create("bound"); /* 65,537 events */
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_value_percentile_bound);
+    tcase_add_test(tc, test_flood_groups);
+    tcase_add_test(tc, test_same_time);
+    tcase_add_test(tc, test_memory_budget);
     suite_add_tcase(s, tc);
     return unit_run(s);
 }
