@@ -120,6 +120,8 @@ bad = 0
 for sc in sys.argv[2:]:
     for name in ET.parse(sc).getroot().get("rules").split():
         rules = os.path.join(os.path.dirname(sc), name)
+        if os.path.isdir(rules):  # the whole library (rules/sigma.scenario): its files are above
+            continue
         if not {r.get("id") for r in ET.parse(rules).getroot().iter("rule")} & seen:
             print("no message of %s classified" % rules)
             bad = 1
