@@ -579,12 +579,14 @@ load_ckpt(struct cluster_node *n, unsigned p, const struct buf *data)
 }
 
 /*
- * Every ckpt_every_ms, each owned partition that moved: its rate limits' buckets
+ * Every ckpt_every_ms (only < 0), each owned partition that moved, or
+ * partition only at once (one given back: its lease no longer counts here,
+ * the lease thread writes the checkpoint before it frees it): its rate limits' buckets
  * (corr_save_rates, so that the next owner goes on limiting), its contexts (corr_save, with
  * their remaining timeouts) and the sequence they cover, handed to the lease thread to write.
  */
 static void
-take_ckpts(struct cluster_node *n)
+take_ckpts(struct cluster_node *n, int only)
 {
     unsigned p;
     uint64_t t = now_ms();
@@ -594,12 +596,14 @@ take_ckpts(struct cluster_node *n)
     size_t got;
     uint64_t bytes = 0, us = 0, t0;
 
-    if (t - n->last_ckpt_ms < n->ckpt_every_ms) return;
-    n->last_ckpt_ms = t;
-    for (p = 0; p < n->nparts; p++) {
+    if (only < 0 && t - n->last_ckpt_ms < n->ckpt_every_ms) return;
+    if (only < 0) n->last_ckpt_ms = t;
+    for (p = only < 0 ? 0 : (unsigned)only; p < (only < 0 ? n->nparts : (unsigned)only + 1); p++) {
         struct part *pt = &n->parts[p];
         bool abs_moved = pt->abs && absence_changes(pt->abs) != pt->abs_changes;
-        if (!pt->corr || (pt->seq == pt->ckpt_seq && !abs_moved) || !lease_valid(n, p)) continue;
+        if (!pt->corr || (pt->seq == pt->ckpt_seq && !abs_moved) ||
+            (only < 0 && !lease_valid(n, p)))
+            continue;
         t0 = now_us();
         buf_reset(&data);
         buf_reset(&rates);
@@ -677,7 +681,11 @@ handle(struct cluster_node *n, struct event *e)
         __atomic_store_n(&n->done_seq[e->part], e->seq, __ATOMIC_RELEASE);
         break;
     case EV_DROP:
-        if (pt->token == e->token) drop_part(n, e->part);
+        if (pt->token == e->token) {
+            /* given back: a last checkpoint, for its absence reports made since the last one */
+            if (e->seq) take_ckpts(n, (int)e->part);
+            drop_part(n, e->part);
+        }
         pthread_mutex_lock(&n->lock);
         __atomic_store_n(&n->dropped[e->part], e->token, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&n->cond);
@@ -846,7 +854,7 @@ give_up(struct cluster_node *n, unsigned p, bool release, const char *why)
 
     __atomic_store_n(&n->valid_until[p], 0, __ATOMIC_RELEASE);
     n->be->unsubscribe(n->log, p);
-    post(n, EV_DROP, p, ls->token, 0);
+    post(n, EV_DROP, p, ls->token, release); /* released: the loop takes a last checkpoint */
     ls->owned = false;
     if (!release) {
         count(&n->st.lost, 1);
@@ -854,6 +862,7 @@ give_up(struct cluster_node *n, unsigned p, bool release, const char *why)
         return;
     }
     wait_dropped(n, p, ls->token);
+    write_ckpt(n, p);
     write_pos(n, p);
     key_of(key, sizeof(key), "p", p);
     n->be->kv_update(n->log, CLUSTER_LEASES, key, "", 0, ls->rev, &rev);
@@ -1151,7 +1160,7 @@ cluster_node_free(struct cluster_node *n)
     if (!n) return;
     /* the last checkpoints; the loop stops processing: then the lease thread gives all back */
     n->last_ckpt_ms = 0;
-    take_ckpts(n);
+    take_ckpts(n, -1);
     for (p = 0; p < n->nparts; p++) {
         __atomic_store_n(&n->valid_until[p], 0, __ATOMIC_RELEASE);
         drop_part(n, p);
@@ -1259,7 +1268,7 @@ cluster_node_tick(struct cluster_node *n)
         /* replaying, or behind the stream: the sources' later messages are still to come */
         if (pt->abs && pt->seq >= pt->upto && !pt->behind) absence_tick(pt->abs, clock_mono_ms());
     }
-    take_ckpts(n);
+    take_ckpts(n, -1);
 }
 
 unsigned
