@@ -22,6 +22,10 @@
  * `forget` seconds (conf_absence.forget; 0: never) is forgotten: no state
  * is kept for it any more.
  *
+ * In a cluster, each partition its node owns has one, for the hosts of the
+ * partition (cluster_node.c); absence_save and absence_load hand its
+ * sources to the partition's next owner.
+ *
  * The configuration also reads the old name <silence>, with a warning.
  */
 #ifndef CORRAL_ABSENCE_H

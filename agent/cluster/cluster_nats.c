@@ -5,7 +5,9 @@
  *   partitioned log   one stream NAME_in over the subjects NAME.in.<p>,
  *                     replicated on `replicas` servers; a message carries
  *                     the receiving input's peer, TLS peer and node host
- *                     name as headers; publishes are asynchronous (libnats
+ *                     name (and Corral-Seen: CLUSTER_SEEN) as headers, and
+ *                     is delivered with its stored time stamp and whether
+ *                     more are pending; publishes are asynchronous (libnats
  *                     keeps them in flight, its ack handler reports each);
  *                     a partition is read by an ordered consumer (in
  *                     stream order, restarted by libnats after a gap) from

@@ -49,7 +49,21 @@
  * gets the id corral.cluster_id = NAME/<partition>/<sequence>/<n>, n
  * counting what was generated at that sequence.  At a stop, a last
  * checkpoint is taken, and the lease thread writes it and the position
- * before it gives each lease back and deletes its membership.
+ * before it gives each lease back and deletes its membership; a partition
+ * given back to rebalance gets a last checkpoint too.
+ *
+ * Absence (<absence>, loop thread).  Each owned partition has an absence
+ * watch of its own, for the hosts whose HOST routes to it (host_part: the
+ * partition of rules keyed by host), whatever partition their messages are
+ * correlated in: a message routed elsewhere that names a watched host is
+ * also published to the host's partition with CLUSTER_SEEN (at most once a
+ * second per sender and node: touch_due), and its owner counts it for
+ * absence only.  A message counts as seen when the stream stored it, and
+ * no absence is reported while a partition reads a backlog (replay up to
+ * the previous owner's position, or more pending behind a delivery).  The
+ * watch's sources are the checkpoint's "absence LEN\n" section (after the
+ * rates; absence_save), taken also when only they changed (a report); its
+ * reports carry an id the next owner gives them again (node_abs_emit).
  */
 #include "agent/cluster/cluster_node.h"
 #include "agent/alerting/absence.h"
