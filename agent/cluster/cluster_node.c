@@ -1243,6 +1243,8 @@ cluster_node_submit(struct cluster_node *n, const char *data, size_t len, const 
             if (!n->be->publish(n->log, a, data, len, peer, tls_peer, n->hostname, CLUSTER_SEEN)) {
                 __atomic_sub_fetch(&n->in_flight, 1, __ATOMIC_ACQ_REL);
                 count(&n->st.publish_failed, 1);
+            } else {
+                count(&n->st.seen_published, 1);
             }
         }
     }
@@ -1354,6 +1356,7 @@ cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st)
     st->members = __atomic_load_n(&s->members, __ATOMIC_RELAXED);
     st->partitions = n->nparts;
     st->balanced = __atomic_load_n(&s->balanced, __ATOMIC_RELAXED);
+    st->seen_published = __atomic_load_n(&s->seen_published, __ATOMIC_RELAXED);
     st->absence_sources = st->absence_down = 0;
     for (p = 0; p < n->nparts; p++)
         if (n->parts[p].abs) {

@@ -74,6 +74,7 @@ struct cluster_node_stats {
     uint64_t subscribe_retries;   /* partitions' consumers asked for again (the backend's) */
     uint64_t ckpt_bytes, ckpt_us; /* the last checkpoints of the owned partitions: size, time */
     uint64_t absence_sources, absence_down; /* of the owned partitions (loop thread only) */
+    uint64_t seen_published;                /* CLUSTER_SEEN copies to hosts' absence partitions */
     unsigned owned, members, partitions;
     bool balanced; /* owns exactly its share, as every member sees it */
 };

@@ -1442,6 +1442,10 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_cluster_absence_down", "gauge",
      "Sources of the partitions this node owns reported absent (down) now.", M_CLUSTER,
      CLUSTER(absence_down)},
+    {"corral_cluster_absence_seen_published_total", "counter",
+     "Copies of messages published to their host's partition for absence only (their rule "
+     "correlates them in another).",
+     M_CLUSTER, CLUSTER(seen_published)},
     {"corral_cluster_silences_applied_total", "counter",
      "Silence changes made on other nodes and applied here (from the cluster's bucket).", M_CLSIL,
      F(struct cluster_silences_stats, applied)},

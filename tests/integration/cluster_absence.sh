@@ -123,6 +123,10 @@ while [ $i -lt 24 ]; do
     i=$((i + 1))
 done
 wait_until reported busy || fail "busy not reported absent once it stopped"
+seen=$(($(node_metric 2 corral_cluster_absence_seen_published_total) + \
+        $(node_metric 3 corral_cluster_absence_seen_published_total)))
+[ "$seen" -ge 1 ] || fail "no copy of busy's lines went to its host's partition"
+echo "busy: $seen of 24 lines copied to its host's partition"
 wait_until has_delivered quiet1 || fail "quiet1's report did not reach the exec script"
 wait_until has_delivered busy || fail "busy's report did not reach the exec script"
 wait_until quiet 1 2 3 || fail "alerts still in flight"
