@@ -48,6 +48,7 @@ struct source {
     struct source *pprev, *pnext; /* probation list, while seen once */
     bool probation;
     uint64_t last_seen; /* monotonic ms */
+    uint64_t seen_wall; /* last_seen as wall ms, kept as taken: the reports' stamps */
     int silent;
 };
 
@@ -61,6 +62,7 @@ struct absence {
     uint64_t untracked_logged; /* ms of the last line about them; 0: none yet */
     uint64_t untracked_since;  /* untracked messages not logged since */
     uint64_t foreign_logged, foreign_since;
+    uint64_t changes;             /* reports made and sources forgotten: a checkpoint is due */
     struct source *phead, *ptail; /* on probation, oldest first */
     uint64_t (*wall)(uint64_t mono_ms);
     absence_emit_fn emit;
@@ -211,7 +213,7 @@ report(struct absence *s, struct source *src, bool down, uint64_t now_ms)
 {
     struct msg *m = msg_new();
     uint64_t wall = s->wall ? s->wall(now_ms) : now_ms;
-    uint64_t seen = s->wall ? s->wall(src->last_seen) : src->last_seen;
+    uint64_t seen = src->seen_wall;
     struct msg_time t = {(int64_t)(wall / 1000), (int32_t)(wall % 1000) * 1000, 0};
     struct msg_time last = {(int64_t)(seen / 1000), 0, 0};
     struct buf text = BUF_INIT;
@@ -258,6 +260,7 @@ report(struct absence *s, struct source *src, bool down, uint64_t now_ms)
     msg_tag_set(m, tag_absence);
     msg_tag_set(m, tag_alert);
     if (!down) msg_tag_set(m, tag_clear);
+    s->changes++;
     s->emit(s->arg, m);
     msg_unref(m);
     buf_free(&text);
@@ -272,6 +275,7 @@ fire(struct tw_timer *t, void *arg)
     if (src->silent) {
         /* silent for `forget`: make room; should it send again, it is a new source */
         s->forgotten++;
+        s->changes++;
         source_drop(s, src);
         return;
     }
@@ -385,12 +389,24 @@ count_foreign(struct absence *s, const struct source *src, const char *addr, siz
 void
 absence_seen(struct absence *s, const struct msg *m, uint64_t now_ms)
 {
+    absence_seen_at(s, m, now_ms, 0);
+}
+
+void
+absence_seen_at(struct absence *s, const struct msg *m, uint64_t now_ms, uint64_t wall_ms)
+{
+    uint64_t wall_now = s->wall ? s->wall(now_ms) : now_ms, seen = now_ms;
     size_t hlen = 0, plen = 0, alen = 0, i;
     const char *host = msg_get(m, NV_HOST, &hlen), *prog = msg_get(m, NV_PROGRAM, &plen);
     const char *addr = msg_get(m, NV_SOURCEIP, &alen);
 
     if (!host) host = "", hlen = 0;
     if (!prog) prog = "", plen = 0;
+    /* a record's stamp, earlier than now: seen that long ago on the monotonic clock too */
+    if (!wall_ms || wall_ms > wall_now)
+        wall_ms = wall_now;
+    else
+        seen = now_ms - (wall_now - wall_ms > now_ms ? now_ms : wall_now - wall_ms);
     absence_tick(s, now_ms);
     for (i = 0; i < s->nrules; i++) {
         const struct conf_absence *r = &s->rules[i];
@@ -414,8 +430,11 @@ absence_seen(struct absence *s, const struct msg *m, uint64_t now_ms)
             s->ndown--;
             report(s, src, false, now_ms);
         }
-        src->last_seen = now_ms;
-        tw_arm(s->wheel, &src->timer, now_ms + (uint64_t)(r->after * 1000));
+        if (seen >= src->last_seen) { /* else it has word of a later message already */
+            src->last_seen = seen;
+            src->seen_wall = wall_ms;
+        }
+        tw_arm(s->wheel, &src->timer, src->last_seen + (uint64_t)(r->after * 1000));
     }
 }
 
@@ -436,9 +455,20 @@ by_last_seen(const void *a, const void *b)
     return x->timer.seq < y->timer.seq ? -1 : x->timer.seq > y->timer.seq;
 }
 
-/* Takes over one of old's sources, if s watches it alike. */
+/* A source as another watcher had it (a reload's, a checkpoint's). */
+struct was {
+    const char *rule_host, *rule_program; /* the rule's: NULL: any */
+    const char *host, *program;           /* program NULL: the host as a whole */
+    const char *addr;
+    size_t addrlen;
+    uint64_t last_seen, seen_wall;
+    int silent;
+    bool probation;
+};
+
+/* Takes over a source, if s watches it alike. */
 static void
-adopt_one(struct absence *s, const struct source *o, uint64_t now_ms)
+adopt_was(struct absence *s, const struct was *o, uint64_t now_ms)
 {
     const char *prog = o->program ? o->program : "";
     struct source *src;
@@ -447,8 +477,8 @@ adopt_one(struct absence *s, const struct source *o, uint64_t now_ms)
 
     /* the same watch: the same host and program (after= and forget= may change) */
     for (i = 0; i < s->nrules; i++)
-        if (same_str(s->rules[i].host, o->rule->host) &&
-            same_str(s->rules[i].program, o->rule->program))
+        if (same_str(s->rules[i].host, o->rule_host) &&
+            same_str(s->rules[i].program, o->rule_program))
             break;
     if (i == s->nrules) return; /* no longer watched */
     make_key(s, i, o->host, strlen(o->host), prog, strlen(prog));
@@ -458,6 +488,7 @@ adopt_one(struct absence *s, const struct source *o, uint64_t now_ms)
     if (!src) return;
     if (!o->probation) probation_remove(s, src);
     src->last_seen = o->last_seen;
+    src->seen_wall = o->seen_wall;
     src->silent = o->silent;
     if (src->silent) {
         s->ndown++;
@@ -467,32 +498,169 @@ adopt_one(struct absence *s, const struct source *o, uint64_t now_ms)
     }
 }
 
-void
-absence_adopt(struct absence *s, struct absence *old, uint64_t now_ms)
+static void
+adopt_one(struct absence *s, const struct source *o, uint64_t now_ms)
+{
+    struct was w = {o->rule->host, o->rule->program, o->host,      o->program, o->addr,
+                    o->addrlen,    o->last_seen,     o->seen_wall, o->silent,  o->probation};
+
+    adopt_was(s, &w, now_ms);
+}
+
+/*
+ * s's sources, those seen twice first in the order they were seen (not the
+ * table's, which follows a per-process hash), then those on probation,
+ * oldest first; NULL-terminated, to free.
+ */
+static const struct source **
+in_order(const struct absence *s)
 {
     struct hash_node *n;
     const struct source **all, *o;
-    size_t b = 0, k, nall = 0;
+    size_t b = 0, nall = 0;
+
+    all = xcalloc(s->keys.count + 1, sizeof(*all));
+    for (n = hash_table_iter(&s->keys, &b, NULL); n; n = hash_table_iter(&s->keys, &b, n))
+        if (!(o = hash_entry(n, struct source, node))->probation) all[nall++] = o;
+    qsort(all, nall, sizeof(*all), by_last_seen);
+    for (o = s->phead; o; o = o->pnext) all[nall++] = o;
+    return all;
+}
+
+void
+absence_adopt(struct absence *s, struct absence *old, uint64_t now_ms)
+{
+    const struct source **all;
+    size_t k;
 
     if (!old) return;
     absence_tick(old, now_ms); /* what was due is reported by the rules it was due under */
     absence_tick(s, now_ms);
-    /* those seen twice first, in the order they were seen, not the table's (which follows a
-     * per-process hash), so that reports due at the same time come in the same order on every
-     * run; then those on probation, oldest first: they keep their order */
-    all = xcalloc(old->keys.count + 1, sizeof(*all));
-    for (n = hash_table_iter(&old->keys, &b, NULL); n; n = hash_table_iter(&old->keys, &b, n))
-        if (!(o = hash_entry(n, struct source, node))->probation) all[nall++] = o;
-    qsort(all, nall, sizeof(*all), by_last_seen);
-    for (k = 0; k < nall; k++) adopt_one(s, all[k], now_ms);
+    /* in the order they were seen, so that reports due at the same time come in the same
+     * order on every run; those on probation keep their order */
+    all = in_order(old);
+    for (k = 0; all[k]; k++) adopt_one(s, all[k], now_ms);
     free(all);
-    for (o = old->phead; o; o = o->pnext) adopt_one(s, o, now_ms);
     s->untracked = old->untracked;
     s->forgotten = old->forgotten;
     s->evicted = old->evicted;
     s->foreign = old->foreign;
     s->untracked_logged = old->untracked_logged;
     s->foreign_logged = old->foreign_logged;
+}
+
+static void
+put_field(struct buf *out, const char *v, size_t len)
+{
+    if (!v) {
+        buf_putc(out, '-');
+        return;
+    }
+    buf_printf(out, "%zu:", len);
+    buf_append(out, v, len);
+}
+
+static void
+put_str_field(struct buf *out, const char *v)
+{
+    put_field(out, v, v ? strlen(v) : 0);
+}
+
+void
+absence_save(const struct absence *s, struct buf *out)
+{
+    const struct source **all = in_order(s);
+    size_t k;
+
+    for (k = 0; all[k]; k++) {
+        const struct source *o = all[k];
+        buf_printf(out, "%llu %d %d ", (unsigned long long)o->seen_wall, o->silent,
+                   (int)o->probation);
+        put_str_field(out, o->rule->host);
+        put_str_field(out, o->rule->program);
+        put_str_field(out, o->host);
+        put_str_field(out, o->program);
+        put_field(out, o->addr, o->addrlen);
+        buf_putc(out, '\n');
+    }
+    free(all);
+}
+
+/* One field of absence_save's at *at (end: the end), NUL-terminated in *v; false: malformed. */
+static bool
+get_field(const char **at, const char *end, char **v, size_t *len, bool *null)
+{
+    const char *p = *at;
+    size_t l = 0;
+
+    *null = false;
+    if (p < end && *p == '-') {
+        *null = true;
+        *at = p + 1;
+        return true;
+    }
+    if (p >= end || *p < '0' || *p > '9') return false;
+    while (p < end && *p >= '0' && *p <= '9' && p - *at < 18) l = l * 10 + (size_t)(*p++ - '0');
+    if (p >= end || *p != ':' || l > (size_t)(end - p - 1)) return false;
+    *v = xstrndup(p + 1, l);
+    *len = l;
+    *at = p + 1 + l;
+    return true;
+}
+
+long
+absence_load(struct absence *s, const char *data, size_t len, uint64_t now_ms)
+{
+    const char *at = data, *end = data + len;
+    uint64_t wall_now = s->wall ? s->wall(now_ms) : now_ms;
+    long n = 0;
+
+    absence_tick(s, now_ms);
+    while (at < end) {
+        char *f[5] = {NULL, NULL, NULL, NULL, NULL}, *e;
+        size_t flen[5] = {0}, k;
+        bool null[5];
+        unsigned long long seen;
+        long silent, probation;
+        bool ok = true;
+        struct was w;
+
+        seen = strtoull(at, &e, 10);
+        if (e == at || e >= end || *e != ' ') return -1;
+        silent = strtol(e + 1, &e, 10);
+        if (e >= end || *e != ' ') return -1;
+        probation = strtol(e + 1, &e, 10);
+        if (e >= end || *e != ' ') return -1;
+        at = e + 1;
+        for (k = 0; k < 5 && ok; k++) ok = get_field(&at, end, &f[k], &flen[k], &null[k]);
+        ok = ok && !null[2] && at < end && *at == '\n';
+        if (ok) {
+            w.rule_host = f[0];
+            w.rule_program = f[1];
+            w.host = f[2];
+            w.program = f[3];
+            w.addr = f[4];
+            w.addrlen = flen[4];
+            w.seen_wall = seen;
+            w.last_seen = seen > wall_now            ? now_ms
+                          : wall_now - seen > now_ms ? 0
+                                                     : now_ms - (wall_now - seen);
+            w.silent = silent != 0;
+            w.probation = probation != 0;
+            adopt_was(s, &w, now_ms);
+            n++;
+            at++;
+        }
+        for (k = 0; k < 5; k++) free(f[k]);
+        if (!ok) return -1;
+    }
+    return n;
+}
+
+uint64_t
+absence_changes(const struct absence *s)
+{
+    return s->changes;
 }
 
 void

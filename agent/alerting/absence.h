@@ -22,6 +22,10 @@
  * `forget` seconds (conf_absence.forget; 0: never) is forgotten: no state
  * is kept for it any more.
  *
+ * In a cluster, each partition its node owns has one, for the hosts of the
+ * partition (cluster_node.c); absence_save and absence_load hand its
+ * sources to the partition's next owner.
+ *
  * The configuration also reads the old name <silence>, with a warning.
  */
 #ifndef CORRAL_ABSENCE_H
@@ -31,6 +35,7 @@
 #include <stdint.h>
 
 #include "agent/conf/conf.h"
+#include "engine/buf.h"
 #include "engine/msg.h"
 
 struct absence;
@@ -49,6 +54,11 @@ void absence_free(struct absence *s);
 void absence_wall_clock(struct absence *s, uint64_t (*wall)(uint64_t mono_ms));
 /* A message arrived from host/program (bound to its SOURCEIP) at now_ms. */
 void absence_seen(struct absence *s, const struct msg *m, uint64_t now_ms);
+/*
+ * The same, for a message stored at wall_ms (a record's stamp; 0: now): its
+ * source was seen then, the time it is absent counted from then.
+ */
+void absence_seen_at(struct absence *s, const struct msg *m, uint64_t now_ms, uint64_t wall_ms);
 /* Time passes: reports sources that went silent. */
 void absence_tick(struct absence *s, uint64_t now_ms);
 /*
@@ -58,6 +68,21 @@ void absence_tick(struct absence *s, uint64_t now_ms);
  * old keeps its own; the caller frees it.  Also takes over its counters.
  */
 void absence_adopt(struct absence *s, struct absence *old, uint64_t now_ms);
+/*
+ * The sources as text, to hand them to another watcher (another process):
+ * one line each, "SEEN SILENT PROBATION" (SEEN: wall ms it was last seen)
+ * then the rule's host and program, the host, program and address, each
+ * "LEN:BYTES" or "-" (none).
+ */
+void absence_save(const struct absence *s, struct buf *out);
+/*
+ * Takes over absence_save's sources that s watches alike (as
+ * absence_adopt()), their times counted on the wall clock; the number read,
+ * or -1 for malformed text (the sources before it are taken).
+ */
+long absence_load(struct absence *s, const char *data, size_t len, uint64_t now_ms);
+/* Reports made and sources forgotten since s was created (what absence_save writes changed). */
+uint64_t absence_changes(const struct absence *s);
 size_t absence_tracked(const struct absence *s);
 /* Messages from sources not tracked (max_sources reached). */
 uint64_t absence_untracked(const struct absence *s);

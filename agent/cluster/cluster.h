@@ -45,10 +45,21 @@ struct cluster_watch;
 typedef void (*cluster_watch_fn)(void *arg, const char *key, const char *val, size_t len,
                                  uint64_t rev);
 
-/* A message of partition part at sequence seq, for the subscription of token. */
+/*
+ * A message's flags: CLUSTER_SEEN, published only to tell the partition's
+ * owner that its host sent (absence detection), not to be correlated.
+ */
+#define CLUSTER_SEEN 1u
+/* Delivered with more of the partition's messages behind it (a backlog being read). */
+#define CLUSTER_PENDING 2u
+
+/*
+ * A message of partition part at sequence seq, stored at stamp_ms (wall; 0:
+ * unknown), published with flags, for the subscription of token.
+ */
 typedef void (*cluster_deliver_fn)(void *arg, unsigned part, uint64_t token, uint64_t seq,
-                                   const char *data, size_t len, const char *peer,
-                                   const char *tls_peer, const char *host);
+                                   uint64_t stamp_ms, unsigned flags, const char *data, size_t len,
+                                   const char *peer, const char *tls_peer, const char *host);
 /* A publish was acknowledged (ok) or failed for good. */
 typedef void (*cluster_acked_fn)(void *arg, bool ok);
 
@@ -84,11 +95,11 @@ struct cluster_backend {
     void (*close)(struct cluster_log *l);
     /*
      * Queues m for partition part, with the receiving input's peer, TLS
-     * peer (NULL: none) and the receiving node's host name; false when it
-     * could not even be queued (acked is not called then).
+     * peer (NULL: none), the receiving node's host name and flags; false
+     * when it could not even be queued (acked is not called then).
      */
     bool (*publish)(struct cluster_log *l, unsigned part, const char *data, size_t len,
-                    const char *peer, const char *tls_peer, const char *host);
+                    const char *peer, const char *tls_peer, const char *host, unsigned flags);
     /*
      * Delivers partition part from sequence from (1: the start) on, tagged with token.  The
      * backend may start reading later (a consumer the servers do not create at once is

@@ -5,7 +5,9 @@
  *   partitioned log   one stream NAME_in over the subjects NAME.in.<p>,
  *                     replicated on `replicas` servers; a message carries
  *                     the receiving input's peer, TLS peer and node host
- *                     name as headers; publishes are asynchronous (libnats
+ *                     name (and Corral-Seen: CLUSTER_SEEN) as headers, and
+ *                     is delivered with its stored time stamp and whether
+ *                     more are pending; publishes are asynchronous (libnats
  *                     keeps them in flight, its ack handler reports each);
  *                     a partition is read by an ordered consumer (in
  *                     stream order, restarted by libnats after a gap) from
@@ -60,6 +62,7 @@
 #define HDR_TLS          "Corral-Tls-Peer"
 #define HDR_HOST         "Corral-Host"
 #define HDR_TRY          "Corral-Try"
+#define HDR_SEEN         "Corral-Seen" /* CLUSTER_SEEN */
 /* a publish the stream refused (no responders while it elects a leader, a timeout) is sent
  * again every RETRY_MS, RETRY_MAX times at most (a minute) before it counts as lost */
 #define RETRY_MS  250
@@ -546,7 +549,7 @@ nats_close(struct cluster_log *l)
 
 static bool
 nats_publish(struct cluster_log *l, unsigned part, const char *data, size_t len, const char *peer,
-             const char *tls_peer, const char *host)
+             const char *tls_peer, const char *host, unsigned flags)
 {
     char subj[300], id[300];
     natsMsg *m = NULL;
@@ -558,6 +561,7 @@ nats_publish(struct cluster_log *l, unsigned part, const char *data, size_t len,
     if (st == NATS_OK && peer) st = natsMsgHeader_Set(m, HDR_PEER, peer);
     if (st == NATS_OK && tls_peer) st = natsMsgHeader_Set(m, HDR_TLS, tls_peer);
     if (st == NATS_OK && host) st = natsMsgHeader_Set(m, HDR_HOST, host);
+    if (st == NATS_OK && (flags & CLUSTER_SEEN)) st = natsMsgHeader_Set(m, HDR_SEEN, "1");
     snprintf(id, sizeof(id), "%s%llu", l->idprefix, (unsigned long long)++l->nextid);
     jsPubOptions_Init(&po);
     po.MaxWait = ACK_WAIT;
@@ -585,9 +589,12 @@ on_msg(natsConnection *nc, natsSubscription *s, natsMsg *m, void *closure)
     (void)nc;
     (void)s;
     if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
-        c->l->cb.deliver(c->l->cb.arg, c->part, c->token, meta->Sequence.Stream, natsMsg_GetData(m),
-                         (size_t)natsMsg_GetDataLength(m), header(m, HDR_PEER), header(m, HDR_TLS),
-                         header(m, HDR_HOST));
+        c->l->cb.deliver(c->l->cb.arg, c->part, c->token, meta->Sequence.Stream,
+                         meta->Timestamp > 0 ? (uint64_t)meta->Timestamp / 1000000u : 0,
+                         (header(m, HDR_SEEN) ? CLUSTER_SEEN : 0) |
+                             (meta->NumPending ? CLUSTER_PENDING : 0),
+                         natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), header(m, HDR_PEER),
+                         header(m, HDR_TLS), header(m, HDR_HOST));
         jsMsgMetaData_Destroy(meta);
     }
     natsMsg_Destroy(m);

@@ -49,9 +49,24 @@
  * gets the id corral.cluster_id = NAME/<partition>/<sequence>/<n>, n
  * counting what was generated at that sequence.  At a stop, a last
  * checkpoint is taken, and the lease thread writes it and the position
- * before it gives each lease back and deletes its membership.
+ * before it gives each lease back and deletes its membership; a partition
+ * given back to rebalance gets a last checkpoint too.
+ *
+ * Absence (<absence>, loop thread).  Each owned partition has an absence
+ * watch of its own, for the hosts whose HOST routes to it (host_part: the
+ * partition of rules keyed by host), whatever partition their messages are
+ * correlated in: a message routed elsewhere that names a watched host is
+ * also published to the host's partition with CLUSTER_SEEN (at most once a
+ * second per sender and node: touch_due), and its owner counts it for
+ * absence only.  A message counts as seen when the stream stored it, and
+ * no absence is reported while a partition reads a backlog (replay up to
+ * the previous owner's position, or more pending behind a delivery).  The
+ * watch's sources are the checkpoint's "absence LEN\n" section (after the
+ * rates; absence_save), taken also when only they changed (a report); its
+ * reports carry an id the next owner gives them again (node_abs_emit).
  */
 #include "agent/cluster/cluster_node.h"
+#include "agent/alerting/absence.h"
 #include "agent/cluster/cluster.h"
 #include "engine/clock.h"
 #include "engine/corrkey.h"
@@ -76,6 +91,9 @@
 /* a checkpoint is one KV value: under NATS's default max_payload (1 MiB) */
 #define CKPT_MAX      (1000 * 1000)
 #define CKPT_EVERY_MS 2000 /* deliveries waiting for the loop before the backend's thread waits */
+/* a host's CLUSTER_SEEN copies to its absence partition: at most one a second per sender */
+#define TOUCH_SLOTS    1024
+#define TOUCH_EVERY_MS 1000
 
 enum ev_type { EV_MSG, EV_ACQUIRED, EV_DROP };
 
@@ -84,6 +102,8 @@ struct event {
     enum ev_type type;
     unsigned part;
     uint64_t token, seq;
+    uint64_t stamp;  /* EV_MSG: wall ms the stream stored it; 0: unknown */
+    unsigned flags;  /* EV_MSG: CLUSTER_SEEN, CLUSTER_PENDING */
     uint64_t upto;   /* EV_ACQUIRED: the previous owner's position (emitted up to it) */
     struct buf ckpt; /* EV_ACQUIRED: the checkpoint's contexts (corr_save's file); empty: none */
     size_t len;
@@ -100,6 +120,9 @@ struct part {
     uint64_t upto;     /* replaying: what is generated up to this sequence was emitted before */
     uint64_t ckpt_seq; /* the sequence the last checkpoint taken covers */
     uint64_t ckpt_bytes, ckpt_us; /* its size, and the time it took */
+    struct absence *abs;          /* the absence of the hosts whose absence partition it is */
+    uint64_t abs_changes;         /* absence_changes() at the last checkpoint */
+    bool behind;                  /* the last delivery had more behind it */
 };
 
 /* A checkpoint taken on the loop, for the lease thread to write (under lock). */
@@ -132,7 +155,15 @@ struct cluster_node {
     struct corr_opts copts;
     corr_emit_fn emit;
     void *arg;
-    nv_handle h_id;
+    nv_handle h_id, h_alert_id, h_event, h_since;
+    /* <absence> (loop thread): the rules, the reports' sink, the senders recently touched */
+    const struct conf_absence *abs_rules;
+    size_t nabs_rules, abs_max;
+    absence_emit_fn abs_emit;
+    void *abs_arg;
+    struct touch {
+        uint64_t h, ms;
+    } * touched;
 
     /* loop thread */
     struct msg *imsg, *cmsg; /* ingest, consumption */
@@ -241,6 +272,60 @@ route(struct cluster_node *n, const struct msg *m, const struct pdb_rule *r)
     return p;
 }
 
+/*
+ * The partition that watches a host's absence: its HOST's under the
+ * routing (the partition of the rules keyed by host), whichever partition
+ * its messages go to, so that one owner sees every source of the host.
+ */
+static unsigned
+host_part(struct cluster_node *n, const struct msg *m)
+{
+    struct corrkey k;
+
+    if (n->route.nshards <= 1) return 0;
+    corrkey_from_msg(&k, PDB_SCOPE_HOST, m, NULL, 0);
+    return corrkey_shard(corrkey_hash_keyed(&k, &n->key), n->route.nshards);
+}
+
+static bool
+abs_watched(const struct cluster_node *n, const struct msg *m)
+{
+    size_t hlen = 0, plen = 0, i;
+    const char *host = msg_get(m, NV_HOST, &hlen), *prog = msg_get(m, NV_PROGRAM, &plen);
+
+    for (i = 0; i < n->nabs_rules; i++) {
+        const struct conf_absence *r = &n->abs_rules[i];
+        if (r->host && (!host || strlen(r->host) != hlen || memcmp(r->host, host, hlen))) continue;
+        if (r->program && (!prog || strlen(r->program) != plen || memcmp(r->program, prog, plen)))
+            continue;
+        return true;
+    }
+    return false;
+}
+
+/*
+ * Whether the absence partition is to be told of this message: once a
+ * second per sender (host, program and address) at most, a direct-mapped
+ * table of the last ones told (a collision only tells it again).
+ */
+static bool
+touch_due(struct cluster_node *n, const struct msg *m)
+{
+    struct corrkey k;
+    size_t alen = 0;
+    const char *addr = msg_get(m, NV_SOURCEIP, &alen);
+    uint64_t h, t = now_ms();
+    struct touch *slot;
+
+    corrkey_from_msg(&k, PDB_SCOPE_PROGRAM, m, NULL, 0);
+    h = corrkey_hash_keyed(&k, &n->key) ^ (addr ? hash_string(addr, alen) : 0);
+    slot = &n->touched[h % TOUCH_SLOTS];
+    if (slot->h == h && t - slot->ms < TOUCH_EVERY_MS) return false;
+    slot->h = h;
+    slot->ms = t;
+    return true;
+}
+
 /* ---- the event queue: backend and lease threads to the loop ---- */
 
 static void
@@ -284,8 +369,8 @@ put_str(char **at, const char *s)
 
 /* A message of an owned partition (on a backend thread). */
 static void
-on_deliver(void *arg, unsigned part, uint64_t token, uint64_t seq, const char *data, size_t len,
-           const char *peer, const char *tls_peer, const char *host)
+on_deliver(void *arg, unsigned part, uint64_t token, uint64_t seq, uint64_t stamp, unsigned flags,
+           const char *data, size_t len, const char *peer, const char *tls_peer, const char *host)
 {
     struct cluster_node *n = arg;
     size_t extra = (peer ? strlen(peer) + 1 : 0) + (tls_peer ? strlen(tls_peer) + 1 : 0) +
@@ -297,6 +382,8 @@ on_deliver(void *arg, unsigned part, uint64_t token, uint64_t seq, const char *d
     e->part = part;
     e->token = token;
     e->seq = seq;
+    e->stamp = stamp;
+    e->flags = flags;
     e->len = len;
     memcpy(e->data, data, len);
     e->data[len] = 0;
@@ -353,6 +440,53 @@ node_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_a
     n->emit(n->arg, m, kind, action);
 }
 
+/*
+ * An absence report of partition n->cur: only while its lease holds; its id
+ * (the alert's, its event and since when the source was quiet) is the same
+ * whichever owner makes it, so that a report made again after a failover
+ * is one for the work queue.
+ */
+static void
+node_abs_emit(void *arg, struct msg *m)
+{
+    struct cluster_node *n = arg;
+    size_t alen = 0, elen = 0, slen = 0;
+    const char *aid = msg_get(m, n->h_alert_id, &alen), *ev = msg_get(m, n->h_event, &elen);
+    const char *since = msg_get(m, n->h_since, &slen);
+
+    if (!lease_valid(n, n->cur)) {
+        count(&n->st.fenced, 1);
+        return;
+    }
+    buf_reset(&n->idval);
+    buf_printf(&n->idval, "%s/%u/%.*s/%.*s/%.*s", n->name, n->cur, (int)alen, aid ? aid : "",
+               (int)elen, ev ? ev : "", (int)slen, since ? since : "");
+    msg_set(m, n->h_id, n->idval.p, n->idval.len);
+    n->abs_emit(n->abs_arg, m);
+}
+
+static struct absence *
+new_abs(struct cluster_node *n)
+{
+    struct absence *a;
+
+    if (!n->nabs_rules) return NULL;
+    a = absence_new(n->abs_rules, n->nabs_rules, n->abs_max, clock_mono_ms(), node_abs_emit, n);
+    absence_wall_clock(a, clock_mono_to_wall);
+    return a;
+}
+
+/* A message of partition p's hosts seen by its absence watch, when the stream stored it. */
+static void
+abs_seen(struct cluster_node *n, unsigned p, const struct event *e)
+{
+    uint64_t t = clock_mono_ms(), wall = clock_wall_ms();
+
+    if (e->stamp && e->stamp < wall) t = wall - e->stamp < t ? t - (wall - e->stamp) : 0;
+    n->cur = p;
+    absence_seen_at(n->parts[p].abs, n->cmsg, t, e->stamp);
+}
+
 static void
 consume(struct cluster_node *n, struct event *e)
 {
@@ -370,6 +504,7 @@ consume(struct cluster_node *n, struct event *e)
     if (e->seq <= pt->seq) return; /* an ordered consumer's restart delivers again */
     pt->seq = e->seq;
     pt->idx = 0;
+    pt->behind = (e->flags & CLUSTER_PENDING) != 0;
     syslogfmt_parse(n->cmsg, e->data, e->len, NULL);
     from.peer = e->peer;
     from.peerlen = e->peer ? strlen(e->peer) : 0;
@@ -377,6 +512,13 @@ consume(struct cluster_node *n, struct event *e)
     from.tls_peerlen = e->tls ? strlen(e->tls) : 0;
     from.hostname = e->host ? e->host : n->hostname;
     received_normalise(n->cmsg, &from);
+    if (e->flags & CLUSTER_SEEN) {
+        /* told only for absence: correlated in the partition it was published to */
+        if (pt->abs) abs_seen(n, e->part, e);
+        __atomic_store_n(&n->done_seq[e->part], e->seq, __ATOMIC_RELEASE);
+        return;
+    }
+    if (pt->abs && host_part(n, n->cmsg) == e->part) abs_seen(n, e->part, e);
     n->cur = e->part;
     corr_process(pt->corr, n->cmsg);
     count(&n->st.consumed, 1);
@@ -390,6 +532,8 @@ drop_part(struct cluster_node *n, unsigned p)
 
     corr_free(pt->corr);
     pt->corr = NULL;
+    absence_free(pt->abs);
+    pt->abs = NULL;
 }
 
 /*
@@ -401,7 +545,7 @@ load_ckpt(struct cluster_node *n, unsigned p, const struct buf *data)
 {
     const char *at = data->p, *nl;
     size_t len = data->len, rlen = 0, dropped = 0;
-    long got = -1, rates = 0;
+    long got = -1, rates = 0, sources = 0;
     FILE *f;
 
     if (len > 6 && memcmp(at, "rates ", 6) == 0 && (nl = memchr(at, '\n', len))) {
@@ -412,6 +556,23 @@ load_ckpt(struct cluster_node *n, unsigned p, const struct buf *data)
         rates = corr_load_rates(n->parts[p].corr, at, rlen, &dropped);
         at += rlen;
         len -= rlen;
+    }
+    /* absence's sources (absence_save), in checkpoints that have them */
+    if (len > 8 && memcmp(at, "absence ", 8) == 0 && (nl = memchr(at, '\n', len))) {
+        size_t alen = strtoull(at + 8, NULL, 10);
+        len -= (size_t)(nl + 1 - at);
+        at = nl + 1;
+        if (alen > len) alen = len;
+        if (n->parts[p].abs) {
+            n->cur = p;
+            sources = absence_load(n->parts[p].abs, at, alen, clock_mono_ms());
+            if (sources < 0)
+                log_msg(LOG_ERR, "cluster: partition %u: checkpoint's absence sources unreadable",
+                        p);
+            n->parts[p].abs_changes = absence_changes(n->parts[p].abs);
+        }
+        at += alen;
+        len -= alen;
     }
     f = fopen(n->ckpt_path, "w+");
     if (f && fwrite(at, 1, len, f) == len && fflush(f) == 0) {
@@ -426,17 +587,20 @@ load_ckpt(struct cluster_node *n, unsigned p, const struct buf *data)
     if (got >= 0)
         log_msg(LOG_INFO,
                 "cluster: partition %u: checkpoint at sequence %llu, %ld contexts, %ld rate "
-                "limit buckets",
-                p, (unsigned long long)n->parts[p].seq, got, rates < 0 ? 0 : rates);
+                "limit buckets, %ld absence sources",
+                p, (unsigned long long)n->parts[p].seq, got, rates < 0 ? 0 : rates,
+                sources < 0 ? 0 : sources);
 }
 
 /*
- * Every ckpt_every_ms, each owned partition that moved: its rate limits' buckets
+ * Every ckpt_every_ms (only < 0), each owned partition that moved, or
+ * partition only at once (one given back: its lease no longer counts here,
+ * the lease thread writes the checkpoint before it frees it): its rate limits' buckets
  * (corr_save_rates, so that the next owner goes on limiting), its contexts (corr_save, with
  * their remaining timeouts) and the sequence they cover, handed to the lease thread to write.
  */
 static void
-take_ckpts(struct cluster_node *n)
+take_ckpts(struct cluster_node *n, int only)
 {
     unsigned p;
     uint64_t t = now_ms();
@@ -446,17 +610,27 @@ take_ckpts(struct cluster_node *n)
     size_t got;
     uint64_t bytes = 0, us = 0, t0;
 
-    if (t - n->last_ckpt_ms < n->ckpt_every_ms) return;
-    n->last_ckpt_ms = t;
-    for (p = 0; p < n->nparts; p++) {
+    if (only < 0 && t - n->last_ckpt_ms < n->ckpt_every_ms) return;
+    if (only < 0) n->last_ckpt_ms = t;
+    for (p = only < 0 ? 0 : (unsigned)only; p < (only < 0 ? n->nparts : (unsigned)only + 1); p++) {
         struct part *pt = &n->parts[p];
-        if (!pt->corr || pt->seq == pt->ckpt_seq || !lease_valid(n, p)) continue;
+        bool abs_moved = pt->abs && absence_changes(pt->abs) != pt->abs_changes;
+        if (!pt->corr || (pt->seq == pt->ckpt_seq && !abs_moved) ||
+            (only < 0 && !lease_valid(n, p)))
+            continue;
         t0 = now_us();
         buf_reset(&data);
         buf_reset(&rates);
         corr_save_rates(pt->corr, &rates);
         buf_printf(&data, "%llu\nrates %zu\n", (unsigned long long)pt->seq, rates.len);
         buf_append(&data, rates.p, rates.len);
+        if (pt->abs) {
+            /* a section of its own, after the rates: checkpoints without it load as before */
+            buf_reset(&rates);
+            absence_save(pt->abs, &rates);
+            buf_printf(&data, "absence %zu\n", rates.len);
+            buf_append(&data, rates.p, rates.len);
+        }
         if (corr_save(pt->corr, n->ckpt_path) < 0 || !(f = fopen(n->ckpt_path, "r"))) {
             log_msg(LOG_ERR, "cluster: partition %u: checkpoint not taken: %s", p, strerror(errno));
             continue;
@@ -477,6 +651,7 @@ take_ckpts(struct cluster_node *n)
             continue;
         }
         pt->ckpt_seq = pt->seq;
+        if (pt->abs) pt->abs_changes = absence_changes(pt->abs);
         pthread_mutex_lock(&n->lock);
         buf_reset(&n->ckpts[p].data);
         buf_append(&n->ckpts[p].data, data.p, data.len);
@@ -512,12 +687,19 @@ handle(struct cluster_node *n, struct event *e)
         pt->ckpt_bytes = pt->ckpt_us = 0;
         pt->upto = e->upto;
         pt->idx = 0;
+        pt->abs = new_abs(n);
+        pt->abs_changes = 0;
+        pt->behind = false;
         if (e->ckpt.len) load_ckpt(n, e->part, &e->ckpt);
         buf_free(&e->ckpt);
         __atomic_store_n(&n->done_seq[e->part], e->seq, __ATOMIC_RELEASE);
         break;
     case EV_DROP:
-        if (pt->token == e->token) drop_part(n, e->part);
+        if (pt->token == e->token) {
+            /* given back: a last checkpoint, for its absence reports made since the last one */
+            if (e->seq) take_ckpts(n, (int)e->part);
+            drop_part(n, e->part);
+        }
         pthread_mutex_lock(&n->lock);
         __atomic_store_n(&n->dropped[e->part], e->token, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&n->cond);
@@ -686,7 +868,7 @@ give_up(struct cluster_node *n, unsigned p, bool release, const char *why)
 
     __atomic_store_n(&n->valid_until[p], 0, __ATOMIC_RELEASE);
     n->be->unsubscribe(n->log, p);
-    post(n, EV_DROP, p, ls->token, 0);
+    post(n, EV_DROP, p, ls->token, release); /* released: the loop takes a last checkpoint */
     ls->owned = false;
     if (!release) {
         count(&n->st.lost, 1);
@@ -694,6 +876,7 @@ give_up(struct cluster_node *n, unsigned p, bool release, const char *why)
         return;
     }
     wait_dropped(n, p, ls->token);
+    write_ckpt(n, p);
     write_pos(n, p);
     key_of(key, sizeof(key), "p", p);
     n->be->kv_update(n->log, CLUSTER_LEASES, key, "", 0, ls->rev, &rev);
@@ -924,6 +1107,15 @@ cluster_node_new(const struct cluster_node_opts *o, struct pdb *db, struct buf *
     n->emit = o->emit;
     n->arg = o->arg;
     n->h_id = nv_intern_str("corral.cluster_id");
+    n->h_alert_id = nv_intern_str("corral.alert_id");
+    n->h_event = nv_intern_str("corral.event");
+    n->h_since = nv_intern_str("corral.since");
+    n->abs_rules = o->absences;
+    n->nabs_rules = o->nabsences;
+    n->abs_max = o->max_absence_sources;
+    n->abs_emit = o->absence_emit;
+    n->abs_arg = o->arg;
+    n->touched = xcalloc(TOUCH_SLOTS, sizeof(*n->touched));
     n->imsg = msg_new();
     n->cmsg = msg_new();
     n->parts = xcalloc(n->nparts, sizeof(*n->parts));
@@ -982,7 +1174,7 @@ cluster_node_free(struct cluster_node *n)
     if (!n) return;
     /* the last checkpoints; the loop stops processing: then the lease thread gives all back */
     n->last_ckpt_ms = 0;
-    take_ckpts(n);
+    take_ckpts(n, -1);
     for (p = 0; p < n->nparts; p++) {
         __atomic_store_n(&n->valid_until[p], 0, __ATOMIC_RELEASE);
         drop_part(n, p);
@@ -1006,6 +1198,7 @@ cluster_node_free(struct cluster_node *n)
     buf_free(&n->id);
     buf_free(&n->idval);
     free(n->parts);
+    free(n->touched);
     free(n->leases);
     free(n->valid_until);
     free(n->done_seq);
@@ -1042,8 +1235,21 @@ cluster_node_submit(struct cluster_node *n, const char *data, size_t len, const 
     received_normalise(n->imsg, &from);
     r = pdb_lookup(n->db, n->imsg);
     p = route(n, n->imsg, r);
+    if (n->nabs_rules && abs_watched(n, n->imsg)) {
+        /* its host's absence is watched in another partition: a copy tells its owner */
+        unsigned a = host_part(n, n->imsg);
+        if (a != p && touch_due(n, n->imsg)) {
+            __atomic_add_fetch(&n->in_flight, 1, __ATOMIC_ACQ_REL);
+            if (!n->be->publish(n->log, a, data, len, peer, tls_peer, n->hostname, CLUSTER_SEEN)) {
+                __atomic_sub_fetch(&n->in_flight, 1, __ATOMIC_ACQ_REL);
+                count(&n->st.publish_failed, 1);
+            } else {
+                count(&n->st.seen_published, 1);
+            }
+        }
+    }
     __atomic_add_fetch(&n->in_flight, 1, __ATOMIC_ACQ_REL);
-    if (!n->be->publish(n->log, p, data, len, peer, tls_peer, n->hostname)) {
+    if (!n->be->publish(n->log, p, data, len, peer, tls_peer, n->hostname, 0)) {
         __atomic_sub_fetch(&n->in_flight, 1, __ATOMIC_ACQ_REL);
         count(&n->st.publish_failed, 1);
         count(&n->st.dropped, 1);
@@ -1071,11 +1277,14 @@ cluster_node_tick(struct cluster_node *n)
     unsigned p;
 
     for (p = 0; p < n->nparts; p++) {
-        if (!n->parts[p].corr || !lease_valid(n, p)) continue;
+        struct part *pt = &n->parts[p];
+        if (!pt->corr || !lease_valid(n, p)) continue;
         n->cur = p;
-        corr_tick(n->parts[p].corr);
+        corr_tick(pt->corr);
+        /* replaying, or behind the stream: the sources' later messages are still to come */
+        if (pt->abs && pt->seq >= pt->upto && !pt->behind) absence_tick(pt->abs, clock_mono_ms());
     }
-    take_ckpts(n);
+    take_ckpts(n, -1);
 }
 
 unsigned
@@ -1101,9 +1310,31 @@ cluster_node_set_db(struct cluster_node *n, struct pdb *db)
 }
 
 void
+cluster_node_set_absence(struct cluster_node *n, const struct conf_absence *rules, size_t nrules,
+                         size_t max_sources)
+{
+    unsigned p;
+
+    n->abs_rules = rules;
+    n->nabs_rules = nrules;
+    n->abs_max = max_sources;
+    for (p = 0; p < n->nparts; p++) {
+        struct part *pt = &n->parts[p];
+        struct absence *was = pt->abs;
+        if (!pt->corr) continue;
+        n->cur = p;
+        pt->abs = new_abs(n);
+        if (pt->abs) absence_adopt(pt->abs, was, clock_mono_ms());
+        absence_free(was);
+        pt->abs_changes = pt->abs ? absence_changes(pt->abs) + 1 : 0; /* checkpointed anew */
+    }
+}
+
+void
 cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st)
 {
     const struct cluster_node_stats *s = &n->st;
+    unsigned p;
 
     st->published = __atomic_load_n(&s->published, __ATOMIC_RELAXED);
     st->acked = __atomic_load_n(&s->acked, __ATOMIC_RELAXED);
@@ -1125,6 +1356,13 @@ cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st)
     st->members = __atomic_load_n(&s->members, __ATOMIC_RELAXED);
     st->partitions = n->nparts;
     st->balanced = __atomic_load_n(&s->balanced, __ATOMIC_RELAXED);
+    st->seen_published = __atomic_load_n(&s->seen_published, __ATOMIC_RELAXED);
+    st->absence_sources = st->absence_down = 0;
+    for (p = 0; p < n->nparts; p++)
+        if (n->parts[p].abs) {
+            st->absence_sources += absence_tracked(n->parts[p].abs);
+            st->absence_down += absence_down(n->parts[p].abs);
+        }
 }
 
 bool

@@ -30,6 +30,14 @@ struct cluster_node_opts {
     /* what a partition's engine emits, on the loop thread, once its lease is checked */
     corr_emit_fn emit;
     void *arg;
+    /*
+     * <absence>: each owned partition watches the hosts whose HOST routes to
+     * it, from every message of theirs (see cluster_node.c); its reports go to
+     * absence_emit (with arg).  The rules stay the caller's.
+     */
+    const struct conf_absence *absences;
+    size_t nabsences, max_absence_sources;
+    void (*absence_emit)(void *arg, struct msg *m);
 };
 
 /* Connects and starts the lease thread; NULL with err set. db is read-only while it runs. */
@@ -56,11 +64,17 @@ unsigned cluster_node_engines(struct cluster_node *n, struct corr **out, unsigne
 /* New rules: routing and every partition's engine (corr_set_db). */
 void cluster_node_set_db(struct cluster_node *n, struct pdb *db);
 
+/* New <absence> rules: every owned partition's watch takes over what it watched alike. */
+void cluster_node_set_absence(struct cluster_node *n, const struct conf_absence *rules,
+                              size_t nrules, size_t max_sources);
+
 struct cluster_node_stats {
     uint64_t published, acked, publish_failed, dropped, consumed, fenced, stale, split;
     uint64_t acquired, lost, released, checkpoints, suppressed;
     uint64_t subscribe_retries;   /* partitions' consumers asked for again (the backend's) */
     uint64_t ckpt_bytes, ckpt_us; /* the last checkpoints of the owned partitions: size, time */
+    uint64_t absence_sources, absence_down; /* of the owned partitions (loop thread only) */
+    uint64_t seen_published;                /* CLUSTER_SEEN copies to hosts' absence partitions */
     unsigned owned, members, partitions;
     bool balanced; /* owns exactly its share, as every member sees it */
 };

@@ -1443,6 +1443,16 @@ static const struct metrics_desc server_mtab[] = {
      "Messages replayed after taking a partition over whose output its previous owner had "
      "emitted (not emitted again).",
      M_CLUSTER, CLUSTER(suppressed)},
+    {"corral_cluster_absence_sources", "gauge",
+     "Sources watched by <absence> in the partitions this node owns.", M_CLUSTER,
+     CLUSTER(absence_sources)},
+    {"corral_cluster_absence_down", "gauge",
+     "Sources of the partitions this node owns reported absent (down) now.", M_CLUSTER,
+     CLUSTER(absence_down)},
+    {"corral_cluster_absence_seen_published_total", "counter",
+     "Copies of messages published to their host's partition for absence only (their rule "
+     "correlates them in another).",
+     M_CLUSTER, CLUSTER(seen_published)},
     {"corral_cluster_silences_applied_total", "counter",
      "Silence changes made on other nodes and applied here (from the cluster's bucket).", M_CLSIL,
      F(struct cluster_silences_stats, applied)},

@@ -687,6 +687,11 @@ start_corr(struct server *s, const struct conf *conf)
         co.corr = &copts;
         co.emit = server_on_emit;
         co.arg = s;
+        /* absence is watched by the owners of the hosts' partitions */
+        co.absences = conf->absences;
+        co.nabsences = conf->nabsences;
+        co.max_absence_sources = conf->max_absence_sources;
+        co.absence_emit = server_on_absence;
         /* no local state: the partitions' are the cluster's (server_start fails without) */
         s->cluster = cluster_node_new(&co, s->db, &s->cluster_err);
         return;
@@ -891,9 +896,12 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
     }
     /* the sources watched keep their state: a reload must not forget an absence nor repeat one */
     was = s->absence;
-    s->absence = c->nabsences ? absence_new(c->absences, c->nabsences, c->max_absence_sources,
-                                            clock_mono_ms(), server_on_absence, s)
-                              : NULL;
+    if (s->cluster)
+        cluster_node_set_absence(s->cluster, c->absences, c->nabsences, c->max_absence_sources);
+    s->absence = c->nabsences && !s->cluster
+                     ? absence_new(c->absences, c->nabsences, c->max_absence_sources,
+                                   clock_mono_ms(), server_on_absence, s)
+                     : NULL;
     if (s->absence) absence_wall_clock(s->absence, clock_mono_to_wall);
     if (s->absence) absence_adopt(s->absence, was, clock_mono_ms());
     absence_free(was);

@@ -3,7 +3,8 @@
  * moves by hand: a source quiet for `after` is reported down once, comes
  * back up when it sends again, rules per host or per host and program, the
  * bound on the number of sources watched, forgetting sources long silent,
- * and a reload taking the sources over.
+ * a reload taking the sources over, and another process taking them over
+ * (absence_save, absence_load).
  */
 #include <check.h>
 #include <stdio.h>
@@ -351,6 +352,60 @@ START_TEST(test_adopt)
 END_TEST
 
 /*
+ * absence_save and absence_load hand the sources to another process (a
+ * cluster's next owner of a partition): when each was last seen (wall
+ * time), whether it is down, its address; a source down is not reported
+ * again, one due is reported at its time with the same stamps (its
+ * corral.since) as the first process would have; malformed text is refused.
+ */
+START_TEST(test_save_load)
+{
+    struct conf_absence rules[] = {{NULL, NULL, 10, 1, 0, false, NULL},
+                                   {"db1", "pg", 10, 2, 0, false, NULL}};
+    struct absence *old = absence_new(rules, 2, 100, 0, emit, &nreports);
+    struct absence *s;
+    struct buf text = BUF_INIT;
+    char since[64];
+
+    seen(old, "web1", "sshd", 0);
+    seen_from(old, "web 2\n-:", "sshd", "192.0.2.7", 9000);
+    seen(old, "db1", "pg", 0);
+    absence_tick(old, 10000); /* web1, db1 and db1 pg down */
+    ck_assert_uint_eq(nreports, 3);
+    absence_save(old, &text);
+    s = absence_new(rules, 2, 100, 12000, emit, &nreports);
+    ck_assert_int_eq(absence_load(s, text.p, text.len, 12000), 4);
+    ck_assert_uint_eq(absence_tracked(s), 4);
+    ck_assert_uint_eq(absence_down(s), 3);
+    absence_tick(s, 18999);
+    ck_assert_uint_eq(nreports, 3); /* the three down are not reported again */
+    absence_tick(s, 19000);         /* web 2, last seen at 9 s */
+    ck_assert_uint_eq(nreports, 4);
+    ck_assert_str_eq(value(reports[3], "HOST"), "web 2\n-:");
+    snprintf(since, sizeof(since), "%s", value(reports[3], "corral.since"));
+    absence_tick(old, 19000); /* the first process's report of it: the same stamps */
+    ck_assert_uint_eq(nreports, 5);
+    ck_assert_str_eq(value(reports[4], "corral.since"), since);
+    /* bound to its address still */
+    seen_from(s, "web 2\n-:", "sshd", "192.0.2.8", 20000);
+    ck_assert_uint_eq(absence_foreign(s), 1);
+    ck_assert_uint_eq(nreports, 5);
+    seen(s, "web1", "cron", 30000);
+    ck_assert_uint_eq(nreports, 6);
+    ck_assert_str_eq(value(reports[5], "absence.state"), "up");
+    absence_free(s);
+    /* cut short, or not of absence_save */
+    s = absence_new(rules, 2, 100, 12000, emit, &nreports);
+    ck_assert_int_eq(absence_load(s, text.p, text.len - 3, 12000), -1);
+    ck_assert_int_eq(absence_load(s, "12 0 0 5:web1\n", 14, 12000), -1);
+    ck_assert_int_eq(absence_load(s, "", 0, 12000), 0);
+    absence_free(s);
+    absence_free(old);
+    buf_free(&text);
+}
+END_TEST
+
+/*
  * A reload keeps the order of reports due at the same time: sources seen in
  * the same millisecond are reported in the order they were seen, on every
  * run (not in the order of a table, which follows a hash keyed per process).
@@ -510,6 +565,7 @@ absence_suite(void)
     tcase_add_test(tc, test_forget);
     tcase_add_test(tc, test_adopt);
     tcase_add_test(tc, test_adopt_keeps_order);
+    tcase_add_test(tc, test_save_load);
     tcase_add_test(tc, test_bound_address);
     tcase_add_test(tc, test_evict_seen_once);
     tcase_add_test(tc, test_alert_labels);
