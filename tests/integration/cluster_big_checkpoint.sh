@@ -1,17 +1,17 @@
 #!/bin/sh
 # A checkpoint larger than one NATS message may be (max_payload, 1 MB by
-# default): one partition holds 3000 contexts (two long lines each, an
+# default): one partition holds 3500 contexts (two long lines each, an
 # hour's timeout), node a owns it and checkpoints them in chunks; it is
 # killed (kill -9) once a checkpoint covers every message, the stream's
 # retention (60 s) then removes the messages, and node b, started only
 # then, takes the partition over: it has nothing to replay, so only the
 # checkpoint can give it the contexts.  The third line of each context
-# (sent to b) must close all 3000 of them with count 3.
+# (sent to b) must close all 3500 of them with count 3.
 . "$(dirname "$0")/corrald_lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
 need python3
 
-N=3000
+N=3500
 PARTITIONS=1
 CLUSTER_ATTRS='retention="60s"'
 # the retention, then a lease, on a loaded machine
@@ -116,7 +116,7 @@ as_node 1 send_tcp_file "$(as_node 1 input_port tcp)" "$WORK/first"
 as_node 1 wait_metric corral_cluster_consumed_total -ge $((2 * N)) || fail "node a did not consume"
 LAST=$(stream_state last_seq)
 echo "stream up to $LAST"
-if wait_until covered "$LAST"; then
+if WAIT_TIMEOUT=60 wait_until covered "$LAST"; then
     echo "checkpoint: $CKPT_BYTES bytes in $CKPT_CHUNKS chunks"
     [ "$CKPT_BYTES" -gt 1000000 ] || fail "the checkpoint is only $CKPT_BYTES bytes: not a test of chunks"
     [ "$CKPT_CHUNKS" -gt 1 ] || fail "the checkpoint is in one chunk"
