@@ -119,6 +119,8 @@ struct cluster_backend {
     int (*kv_put)(struct cluster_log *l, enum cluster_bucket b, const char *key, const char *val,
                   size_t len);
     int (*kv_delete)(struct cluster_log *l, enum cluster_bucket b, const char *key);
+    /* The most bytes one value may hold (the servers' max payload, less room for headers). */
+    size_t (*max_value)(struct cluster_log *l);
     /* Calls fn for every key of b that starts with prefix (deleted ones left out). */
     int (*kv_keys)(struct cluster_log *l, enum cluster_bucket b, const char *prefix,
                    void (*fn)(void *arg, const char *key), void *arg);

@@ -852,6 +852,17 @@ nats_kv_delete(struct cluster_log *l, enum cluster_bucket b, const char *key)
     return CLUSTER_ERROR;
 }
 
+/* room left in a message for the headers a KV write carries (expected last sequence) */
+#define HEADER_ROOM 1024
+
+static size_t
+nats_max_value(struct cluster_log *l)
+{
+    int64_t max = natsConnection_GetMaxPayload(l->kvnc);
+
+    return max > 2 * HEADER_ROOM ? (size_t)(max - HEADER_ROOM) : HEADER_ROOM;
+}
+
 /*
  * The keys come from the bucket's stream information (its subjects, the last value of
  * each), each then read to leave out the deleted ones: no consumer is created.  libnats'
@@ -1419,6 +1430,7 @@ const struct cluster_backend cluster_nats = {
     .kv_update = nats_kv_update,
     .kv_put = nats_kv_put,
     .kv_delete = nats_kv_delete,
+    .max_value = nats_max_value,
     .kv_keys = nats_kv_keys,
     .kv_watch = nats_kv_watch,
     .kv_unwatch = nats_kv_unwatch,

@@ -38,9 +38,9 @@
  * so that a partition lost or released is dropped whole.  Every renewal
  * also writes the partition's position (pos.<p> in the state bucket: the
  * last stream sequence processed) and, every CKPT_EVERY_MS when it moved,
- * its checkpoint (ckpt.<p>: the sequence covered, corr_save_rates' rate
- * limit buckets and corr_save's file of its contexts), both on their last
- * revision.  A node that takes a
+ * its checkpoint (the sequence covered, corr_save_rates' rate limit
+ * buckets and corr_save's file of its contexts; in chunks under ckpt.<p>,
+ * cluster_ckpt.c), both on their last revision.  A node that takes a
  * partition loads the checkpoint and has the backend deliver the stream
  * from the sequence after it; what the engine generates up to the
  * position is not emitted (the previous owner did).  Deliveries reach the
@@ -68,6 +68,7 @@
 #include "agent/cluster/cluster_node.h"
 #include "agent/alerting/absence.h"
 #include "agent/cluster/cluster.h"
+#include "agent/cluster/cluster_ckpt.h"
 #include "engine/clock.h"
 #include "engine/corrkey.h"
 #include "engine/hash.h"
@@ -87,9 +88,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define QUEUE_MAX 65536
-/* a checkpoint is one KV value: under NATS's default max_payload (1 MiB) */
-#define CKPT_MAX      (1000 * 1000)
+#define QUEUE_MAX     65536
 #define CKPT_EVERY_MS 2000 /* deliveries waiting for the loop before the backend's thread waits */
 /* a host's CLUSTER_SEEN copies to its absence partition: at most one a second per sender */
 #define TOUCH_SLOTS    1024
@@ -139,8 +138,8 @@ struct lease {
     uint64_t pos_rev;     /* of pos.<p>; 0: absent */
     uint64_t pos_written; /* the sequence pos.<p> holds */
     uint64_t token;
-    uint64_t free_since; /* ms: first seen free while another should own it; 0: not */
-    uint64_t ckpt_rev;   /* of ckpt.<p>; 0: absent */
+    uint64_t free_since;    /* ms: first seen free while another should own it; 0: not */
+    struct cluster_ckpt ck; /* its checkpoints as written and read (cluster_ckpt.c) */
 };
 
 struct cluster_node {
@@ -179,7 +178,6 @@ struct cluster_node {
     struct ckpt *ckpts;    /* per partition, under lock */
     char *ckpt_path;       /* corr_save's file (loop thread) */
     uint64_t ckpt_every_ms, last_ckpt_ms;
-    uint64_t ckpt_too_big_log_ms;
     uint64_t in_flight;           /* atomic */
     struct cluster_node_stats st; /* counters: atomic */
 
@@ -640,16 +638,6 @@ take_ckpts(struct cluster_node *n, int only)
         unlink(n->ckpt_path);
         pt->ckpt_bytes = data.len;
         pt->ckpt_us = now_us() - t0;
-        if (data.len > CKPT_MAX) {
-            if (t - n->ckpt_too_big_log_ms > 60000) {
-                n->ckpt_too_big_log_ms = t;
-                log_msg(LOG_WARNING,
-                        "cluster: partition %u: checkpoint of %zu bytes over the %d a value may "
-                        "hold: not written (a new owner replays from the last one)",
-                        p, data.len, CKPT_MAX);
-            }
-            continue;
-        }
         pt->ckpt_seq = pt->seq;
         if (pt->abs) pt->abs_changes = absence_changes(pt->abs);
         pthread_mutex_lock(&n->lock);
@@ -829,8 +817,6 @@ write_ckpt(struct cluster_node *n, unsigned p)
 {
     struct lease *ls = &n->leases[p];
     struct buf data = BUF_INIT;
-    char key[64];
-    uint64_t rev = 0;
     int rc;
 
     pthread_mutex_lock(&n->lock);
@@ -842,13 +828,9 @@ write_ckpt(struct cluster_node *n, unsigned p)
     }
     pthread_mutex_unlock(&n->lock);
     if (!data.len) return true;
-    key_of(key, sizeof(key), "ckpt", p);
-    rc = ls->ckpt_rev
-             ? n->be->kv_update(n->log, CLUSTER_STATE, key, data.p, data.len, ls->ckpt_rev, &rev)
-             : n->be->kv_create(n->log, CLUSTER_STATE, key, data.p, data.len, &rev);
+    rc = cluster_ckpt_write(n->be, n->log, p, &ls->ck, data.p, data.len, n->be->max_value(n->log));
     buf_free(&data);
     if (rc == CLUSTER_OK) {
-        ls->ckpt_rev = rev;
         count(&n->st.checkpoints, 1);
         return true;
     }
@@ -927,14 +909,15 @@ take(struct cluster_node *n, unsigned p, bool fallback)
      * the checkpoint is loaded and the stream replayed from the sequence after
      * it, what is generated up to pos.<p> not emitted again.
      */
-    ls->pos_rev = ls->ckpt_rev = 0;
+    ls->pos_rev = 0;
     ls->pos_written = 0;
     key_of(key, sizeof(key), "pos", p);
     rc = n->be->kv_get(n->log, CLUSTER_STATE, key, &val, &ls->pos_rev);
     if (rc == CLUSTER_OK) ls->pos_written = strtoull(buf_str(&val), NULL, 10);
     if (rc != CLUSTER_ERROR) {
-        key_of(key, sizeof(key), "ckpt", p);
-        rc = n->be->kv_get(n->log, CLUSTER_STATE, key, &val, &ls->ckpt_rev);
+        uint64_t damaged = 0;
+        rc = cluster_ckpt_read(n->be, n->log, p, &ls->ck, &val, &damaged);
+        count(&n->st.ckpt_damaged, damaged);
     }
     if (rc == CLUSTER_ERROR) {
         /* cannot say where to start: give it back */
@@ -1345,6 +1328,7 @@ cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st)
     st->stale = __atomic_load_n(&s->stale, __ATOMIC_RELAXED);
     st->split = __atomic_load_n(&s->split, __ATOMIC_RELAXED);
     st->acquired = __atomic_load_n(&s->acquired, __ATOMIC_RELAXED);
+    st->ckpt_damaged = __atomic_load_n(&s->ckpt_damaged, __ATOMIC_RELAXED);
     st->lost = __atomic_load_n(&s->lost, __ATOMIC_RELAXED);
     st->released = __atomic_load_n(&s->released, __ATOMIC_RELAXED);
     st->checkpoints = __atomic_load_n(&s->checkpoints, __ATOMIC_RELAXED);

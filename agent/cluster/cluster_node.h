@@ -71,6 +71,7 @@ void cluster_node_set_absence(struct cluster_node *n, const struct conf_absence 
 struct cluster_node_stats {
     uint64_t published, acked, publish_failed, dropped, consumed, fenced, stale, split;
     uint64_t acquired, lost, released, checkpoints, suppressed;
+    uint64_t ckpt_damaged;        /* checkpoints found incomplete or damaged when taking over */
     uint64_t subscribe_retries;   /* partitions' consumers asked for again (the backend's) */
     uint64_t ckpt_bytes, ckpt_us; /* the last checkpoints of the owned partitions: size, time */
     uint64_t absence_sources, absence_down; /* of the owned partitions (loop thread only) */

@@ -1439,6 +1439,11 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_cluster_checkpoints_total", "counter",
      "Checkpoints of owned partitions written (their contexts and the sequence they cover).",
      M_CLUSTER, CLUSTER(checkpoints)},
+    {"corral_cluster_checkpoints_damaged_total", "counter",
+     "Checkpoints found incomplete or damaged (a chunk missing, size or SHA-256 wrong) when "
+     "taking a partition over: the one before it loaded instead, or, none whole, the partition "
+     "replayed from the start of the stream.",
+     M_CLUSTER, CLUSTER(ckpt_damaged)},
     {"corral_cluster_replay_suppressed_total", "counter",
      "Messages replayed after taking a partition over whose output its previous owner had "
      "emitted (not emitted again).",

@@ -7,7 +7,8 @@
 #                            corral (password in $WORK/nats-password); waits until JetStream
 #                            has a metadata leader; sets NATS_URLS
 #   cluster_conf FILE NODE RULES   a corrald configuration for node NODE
-#                            ($PARTITIONS partitions, default 16)
+#                            ($PARTITIONS partitions, default 16; $CLUSTER_ATTRS
+#                            more attributes of <cluster>)
 #   start_node I NODE RULES  corrald node I (its log $WORK/NODE.log);
 #                            sets NODE_PID_<I>, NODE_LOG_<I>
 #   node_metric I NAME       a metric of node I
@@ -88,7 +89,7 @@ cluster_conf() {
 <corrald>
   <rules path="$3"/>
   <cluster nats="$NATS_URLS" name="corraltest" node="$2" partitions="${PARTITIONS:-16}" lease="3s"
-           user="corral" password-file="$WORK/nats-password"/>
+           user="corral" password-file="$WORK/nats-password" ${CLUSTER_ATTRS:-}/>
   <control socket="$WORK/$2.sock"/>
   <inputs><tcp listen="127.0.0.1:0" name="tcp"/></inputs>
   <outputs><file path="$WORK/$2.json" format="json" select="generated"/></outputs>
