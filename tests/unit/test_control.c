@@ -378,7 +378,8 @@ START_TEST(test_socket)
     fd = client(path);
     ck_assert_int_eq(write(fd, "flush\n", 6), 6);
     a = answer_of(fd);
-    ck_assert_str_eq(a, "unknown command 'flush' (stats, contexts, cluster, reload, save, queue)\n");
+    ck_assert_str_eq(a,
+                     "unknown command 'flush' (stats, contexts, cluster, reload, save, queue)\n");
     free(a);
     fd = client(path);
     ck_assert_int_eq(write(fd, "reload\n", 7), 7);
