@@ -156,18 +156,19 @@ json_env() {
 if [ "$raw" = yes ]; then
     cp "$tmp/in" "$tmp/body"
 else
+    # every part must succeed: a body cut short is not sent (75: corrald tries again)
     {
-        printf '{'
-        json_env envelope
-        printf ',"message":'
-        if [ -s "$tmp/in" ]; then
-            # corrald's own JSON object; drop the newline that ends it
-            tr -d '\n' < "$tmp/in"
-        else
-            json_env message
-        fi
-        printf '}\n'
-    } > "$tmp/body" || exit 75
+        printf '{' &&
+            json_env envelope &&
+            printf ',"message":' &&
+            if [ -s "$tmp/in" ]; then
+                # corrald's own JSON object; drop the newline that ends it
+                tr -d '\n' < "$tmp/in"
+            else
+                json_env message
+            fi &&
+            printf '}\n'
+    } > "$tmp/body" || { echo "webhook.sh: could not build the request body" >&2; exit 75; }
 fi
 
 # curl's arguments, the headers among them, without eval of any value

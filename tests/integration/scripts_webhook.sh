@@ -60,8 +60,10 @@ hook() {
     env -i PATH="$PATH" "$@"
 }
 
+# the body of the latest request: the highest N (WORK's own name has a dot in it, so a sort by
+# field would compare its name, then req.10 before req.9)
 last_body() {
-    ls "$WORK"/req.*.body | sort -t. -k2 -n | tail -n 1
+    echo "$WORK/req.$(ls "$WORK" | sed -n 's/^req\.\([0-9]*\)\.body$/\1/p' | sort -n | tail -n 1).body"
 }
 
 # ---- stdin="json": the envelope around corrald's own object ----
