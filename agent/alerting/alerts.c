@@ -871,6 +871,36 @@ unmuted(struct alerts *a, struct entry *e)
     }
 }
 
+size_t
+alerts_admit(struct alerts *a, struct silences *sil, const struct msg *m,
+             const struct alert_target *targets, size_t ntargets, struct buf *id, uint64_t now_ms)
+{
+    enum alert_state muted = ALERT_FIRING;
+    const char *by = NULL;
+    bool source = false;
+
+    /*
+     * Not routed: an <inhibit> source (it must be known to inhibit), or the
+     * clear of an alert the store holds (so that it stops inhibiting).
+     */
+    if (!ntargets) {
+        if (!(msg_flags(m) & MSG_F_GENERATED)) return 0;
+        source = alerts_is_inhibit_source(a, m);
+        if (!source && !alerts_is_clear(m)) return 0;
+    }
+    alerts_id(a, m, id);
+    if (!ntargets && !source && !alerts_known(a, buf_str(id))) return 0;
+    /* silences first: a muted alert is recorded, counted and sent nowhere */
+    if (sil && (by = silences_match(sil, m, now_ms)))
+        muted = ALERT_SILENCED;
+    else if ((by = alerts_inhibited_by(a, m, buf_str(id))))
+        muted = ALERT_INHIBITED;
+    alerts_record(a, buf_str(id), m, muted, by, targets, ntargets, now_ms);
+    /* an inhibition source fired or resolved: what fires now may be held back or released */
+    if (a->sources_changed) alerts_reinhibit(a, now_ms);
+    return muted == ALERT_FIRING ? ntargets : 0;
+}
+
 /*
  * Muting again: silences (when they changed) and inhibitions.  Without
  * silences, what a silence holds stays so (its silences did not change),
@@ -922,6 +952,23 @@ bool
 alerts_sources_changed(const struct alerts *a)
 {
     return a->sources_changed;
+}
+
+void
+alerts_step(struct alerts *a, struct silences *sil, size_t *nactive, uint64_t now_ms)
+{
+    size_t active = sil ? silences_active(sil, now_ms) : 0;
+
+    /*
+     * silences that began or ended by their times: everything again;
+     * sources that resolved by their timeouts: the inhibitions only
+     */
+    alerts_tick(a, now_ms);
+    if (active != *nactive)
+        alerts_remute(a, sil, now_ms);
+    else if (a->sources_changed)
+        alerts_reinhibit(a, now_ms);
+    *nactive = active;
 }
 
 void

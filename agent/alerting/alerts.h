@@ -171,6 +171,19 @@ bool alerts_record(struct alerts *a, const char *id, const struct msg *m, enum a
                    const char *by, const struct alert_target *targets, size_t ntargets,
                    uint64_t now_ms);
 /*
+ * An alert on its way to the executors, in the server's order: records m
+ * when its routes chose executors (targets, ntargets of them), when an
+ * <inhibit> source matches it (a generated message, routed or not) or when
+ * it is the clear of an alert the store holds; a silence of sil (may be
+ * NULL) mutes it first, else an inhibition; when an inhibition source fired
+ * or resolved, muting again by the inhibitions follows (alerts_reinhibit).
+ * id receives m's alert id when m is recorded.  Returns how many of targets
+ * to send m to: ntargets, or 0 when m is muted.
+ */
+size_t alerts_admit(struct alerts *a, struct silences *sil, const struct msg *m,
+                    const struct alert_target *targets, size_t ntargets, struct buf *id,
+                    uint64_t now_ms);
+/*
  * Resolves alert id by hand (ALERT_BY_HAND) at now_ms, announcing it as a
  * clear does.  0, or -1 when the store has no such alert or it is resolved.
  */
@@ -191,6 +204,15 @@ size_t alerts_remute(struct alerts *a, struct silences *sil, uint64_t now_ms);
 size_t alerts_reinhibit(struct alerts *a, uint64_t now_ms);
 /* An inhibition source fired or resolved since the last alerts_remute() or alerts_reinhibit(). */
 bool alerts_sources_changed(const struct alerts *a);
+/*
+ * The store's periodic step at now_ms, in the server's order: resolves the
+ * alerts whose resolve timeout passed (alerts_tick); then, when the number
+ * of silences of sil (may be NULL) active at now_ms differs from
+ * *nactive (the caller's count at the last step, updated here),
+ * mutes everything again (alerts_remute), else, when an inhibition source
+ * fired or resolved, by the inhibitions only (alerts_reinhibit).
+ */
+void alerts_step(struct alerts *a, struct silences *sil, size_t *nactive, uint64_t now_ms);
 /* Executor `executor` reports on the alert whose message is m. */
 void alerts_delivery(struct alerts *a, const char *executor, const struct msg *m,
                      enum alert_delivery d, uint64_t now_ms);

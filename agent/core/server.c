@@ -167,38 +167,21 @@ add_target(size_t index, void *arg)
 }
 
 /*
- * Silences and inhibitions first: a muted alert is recorded, counted and
- * sent nowhere.  True when the alert may go to its executors (s->targets).
+ * The executors its routes chose for an alert, as the store records them,
+ * then the store's word (alerts_admit): recorded, silenced or inhibited;
+ * s->targets keeps those to send it to.
  */
-static bool
-record_alert(struct server *s, const struct msg *m, bool routed)
+static void
+admit_alert(struct server *s, const struct msg *m)
 {
-    uint64_t now = clock_wall_ms();
-    const char *by = NULL;
-    enum alert_state muted = ALERT_FIRING;
-    const char *id;
     size_t i;
 
-    alerts_id(s->alerts, m, &s->alert_id);
-    id = buf_str(&s->alert_id);
-    /*
-     * Not routed: an <inhibit> source (it must be known to inhibit), or the
-     * clear of an alert the store holds (so that it stops inhibiting).
-     */
-    if (!routed && !alerts_is_inhibit_source(s->alerts, m) && !alerts_known(s->alerts, id))
-        return true;
-    if (s->silences && (by = silences_match(s->silences, m, now)))
-        muted = ALERT_SILENCED;
-    else if ((by = alerts_inhibited_by(s->alerts, m, id)))
-        muted = ALERT_INHIBITED;
     for (i = 0; i < s->ntargets; i++) {
         s->alert_targets[i].name = execq_name(s->ex, s->targets[i]);
         s->alert_targets[i].send_resolved = route_sends_resolved(s->routes, s->targets[i]);
     }
-    alerts_record(s->alerts, id, m, muted, by, s->alert_targets, s->ntargets, now);
-    /* an inhibition source fired or resolved: what fires now may be held back or released */
-    if (alerts_sources_changed(s->alerts)) alerts_reinhibit(s->alerts, now);
-    return muted == ALERT_FIRING;
+    s->ntargets = alerts_admit(s->alerts, s->silences, m, s->alert_targets, s->ntargets,
+                               &s->alert_id, clock_wall_ms());
 }
 
 /*
@@ -249,12 +232,8 @@ to_executors(struct server *s, const struct msg *m, const struct pdb_action *act
     }
     s->ntargets = 0;
     route_message(s->routes, am, action, add_target, s);
-    if (s->ntargets) {
-        if (!record_alert(s, am, true)) s->ntargets = 0;
-    } else if ((msg_flags(am) & MSG_F_GENERATED) &&
-               (alerts_is_inhibit_source(s->alerts, am) || alerts_is_clear(am))) {
-        record_alert(s, am, false);
-    }
+    /* not routed, not generated: no alert (the per-message case, no clock read) */
+    if (s->ntargets || (msg_flags(am) & MSG_F_GENERATED)) admit_alert(s, am);
     /* fired by the clock (a timeout action, an absence report): nobody to pause */
     keep = s->keeping || (action ? action->trigger == PDB_TRIGGER_TIMEOUT
                                  : (msg_flags(am) & MSG_F_GENERATED) != 0);
@@ -569,20 +548,7 @@ on_tick(uv_timer_t *t)
     if (s->absence) absence_tick(s->absence, clock_mono_ms());
     cluster_delivery_tick(s->cldel);
     if (s->silences) silences_tick(s->silences, clock_wall_ms());
-    if (s->alerts) {
-        uint64_t now = clock_wall_ms();
-        size_t active = s->silences ? silences_active(s->silences, now) : 0;
-        /*
-         * silences that began or ended by their times: everything again;
-         * sources that resolved by their timeouts: the inhibitions only
-         */
-        alerts_tick(s->alerts, now);
-        if (active != s->silences_active)
-            alerts_remute(s->alerts, s->silences, now);
-        else if (alerts_sources_changed(s->alerts))
-            alerts_reinhibit(s->alerts, now);
-        s->silences_active = active;
-    }
+    if (s->alerts) alerts_step(s->alerts, s->silences, &s->silences_active, clock_wall_ms());
     if (++s->ticks % HEAP_TRIM_EVERY_S == 0) heap_trim(HEAP_TRIM_MIN, &s->heap);
 }
 

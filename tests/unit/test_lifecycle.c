@@ -50,7 +50,7 @@ advance(uint64_t ms)
     elapsed_ms += ms;
 }
 
-/* ---- a server in miniature: what agent/core/server.c does with an alert, in its order ---- */
+/* ---- a server in miniature: routes, then the store's alerts_admit and alerts_step ---- */
 
 /* The executors, in the order route_new() numbers them. */
 static const char *const executors[] = {"mail", "pager"};
@@ -102,39 +102,25 @@ on_notify(void *arg, const char *executor, const struct msg *m)
 }
 
 /*
- * A generated message, as the server's to_executors and record_alert take
- * it: routed; recorded when routed, when it is an inhibition source or the
- * clear of an alert the store holds; silences first, then inhibitions; sent
- * to the executors its routes chose unless muted.
+ * A generated message, as the server's to_executors takes it: routed, then
+ * admitted by the store (alerts_admit), sent to what it returns.
  */
 static void
 deliver(struct world *w, const struct msg *m)
 {
-    uint64_t now = clock_wall_ms();
     struct alert_target at[2];
-    enum alert_state muted = ALERT_FIRING;
     struct buf id = BUF_INIT;
-    const char *by;
-    size_t i;
+    size_t i, n;
 
     w->ntargets = 0;
     route_message(w->routes, m, NULL, add_target, w);
-    alerts_id(w->alerts, m, &id);
-    if (!w->ntargets && !alerts_is_inhibit_source(w->alerts, m) &&
-        !(alerts_is_clear(m) && alerts_known(w->alerts, buf_str(&id))))
-        goto out;
-    if ((by = silences_match(w->sil, m, now)))
-        muted = ALERT_SILENCED;
-    else if ((by = alerts_inhibited_by(w->alerts, m, buf_str(&id))))
-        muted = ALERT_INHIBITED;
     for (i = 0; i < w->ntargets; i++) {
         at[i].name = executors[w->targets[i]];
         at[i].send_resolved = route_sends_resolved(w->routes, w->targets[i]);
     }
-    ck_assert(alerts_record(w->alerts, buf_str(&id), m, muted, by, at, w->ntargets, now));
-    if (alerts_sources_changed(w->alerts)) alerts_reinhibit(w->alerts, now);
-    for (i = 0; i < w->ntargets && muted == ALERT_FIRING; i++) tell(w, executors[w->targets[i]], m);
-out:
+    n = alerts_admit(w->alerts, w->sil, m, at, w->ntargets, &id, clock_wall_ms());
+    ck_assert_uint_eq(alerts_get_stats(w->alerts)->unrecorded, 0);
+    for (i = 0; i < n; i++) tell(w, executors[w->targets[i]], m);
     buf_free(&id);
 }
 
@@ -150,16 +136,10 @@ static void
 tick(struct world *w)
 {
     uint64_t now = clock_wall_ms();
-    size_t active = silences_active(w->sil, now);
 
     absence_tick(w->absence, clock_mono_ms());
     silences_tick(w->sil, now);
-    alerts_tick(w->alerts, now);
-    if (active != w->silences_active)
-        alerts_remute(w->alerts, w->sil, now);
-    else if (alerts_sources_changed(w->alerts))
-        alerts_reinhibit(w->alerts, now);
-    w->silences_active = active;
+    alerts_step(w->alerts, w->sil, &w->silences_active, now);
 }
 
 /* A line from host arrives (absence watches every host). */

@@ -921,6 +921,62 @@ START_TEST(test_stdout_pipe)
 }
 END_TEST
 
+/*
+ * stdout's reader is gone (EPIPE): counted once as an error, and from then
+ * on every message is dropped and counted, generated ones apart, and the
+ * output never holds the inputs back.
+ */
+START_TEST(test_stdout_reader_gone)
+{
+    struct conf_output co = conf_out(CONF_OUT_STDOUT, CONF_FORMAT_JSON, CONF_SELECT_ALL, 1000);
+    struct msg *m = parse("<13>Jan  5 10:00:00 web1 app[1]: to nobody");
+    struct msg *g = msg_clone(m);
+    struct buf err = BUF_INIT;
+    const struct output_stats *st;
+    struct output *o;
+    uv_loop_t loop;
+    int p[2], saved;
+    bool done = false;
+
+    msg_set_flags(g, MSG_F_GENERATED);
+    ck_assert_int_eq(pipe(p), 0);
+    saved = dup(STDOUT_FILENO);
+    ck_assert_int_eq(dup2(p[1], STDOUT_FILENO), STDOUT_FILENO);
+    close(p[1]);
+    close(p[0]); /* the reader is gone before anything is written */
+    uv_loop_init(&loop);
+    o = output_open(&loop, &co, &err);
+    ck_assert_msg(o != NULL, "%s", buf_str(&err));
+    st = output_get_stats(o);
+
+    output_write(o, m);
+    pump_count(&loop, &st->errors, 1, 30000);
+    ck_assert_uint_eq(st->errors, 1);
+    ck_assert_uint_eq(st->written, 0);
+    ck_assert_uint_eq(st->queued, 0);
+    /* broken for good: dropped on arrival, the inputs not held back */
+    output_write(o, m);
+    output_write_keep(o, m);
+    ck_assert_uint_eq(st->dropped, 3);
+    output_write(o, g);
+    output_write(o, g);
+    ck_assert_uint_eq(st->generated_dropped, 2);
+    ck_assert(!output_full(o));
+    ck_assert(output_low(o));
+    ck_assert_uint_eq(st->errors, 1);
+
+    output_close(o, set_done, &done);
+    ck_assert(pump_until(&loop, &done, 30000));
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    buf_free(&err);
+    msg_unref(g);
+    msg_unref(m);
+}
+END_TEST
+
 START_TEST(test_stdout_file)
 {
     struct conf_output co =
@@ -1103,6 +1159,7 @@ output_suite(void)
     tcase_add_test(tc, test_forward_tcp_reconnect);
     tcase_add_test(tc, test_forward_tcp_down);
     tcase_add_test(tc, test_stdout_pipe);
+    tcase_add_test(tc, test_stdout_reader_gone);
     tcase_add_test(tc, test_stdout_file);
     tcase_add_test(tc, test_check);
     tcase_add_test(tc, test_forward_tls_unloadable);
