@@ -104,6 +104,20 @@ struct window {
 #define INHIBIT_WINDOWS     256
 #define INHIBIT_WINDOW_KEEP (3600 * 1000ULL)
 
+/*
+ * A notification made here for an alert this node's store did not hold yet
+ * (a cluster: the work queue can bring an alert before the bucket brings
+ * its record), kept until the record comes (alerts_merge).
+ */
+struct orphan {
+    char *id, *executor;
+    uint64_t at;
+    enum alert_delivery d;
+    bool resolved;
+};
+
+#define ORPHANS 64
+
 struct list {
     struct entry *head, *tail;
 };
@@ -138,6 +152,8 @@ struct alerts {
     void *notify_arg;
     alerts_changed_fn changed;
     void *changed_arg;
+    struct orphan orphans[ORPHANS]; /* a ring: notices of alerts whose record had not come */
+    size_t orphan_pos;
 };
 
 static tag_id tag_clear;
@@ -441,6 +457,10 @@ alerts_free(struct alerts *a)
     free_rules(a->rules, a->nrules);
     topology_free(a->topo);
     buf_free(&a->scratch);
+    for (size_t i = 0; i < ORPHANS; i++) {
+        free(a->orphans[i].id);
+        free(a->orphans[i].executor);
+    }
     free(a);
 }
 
@@ -937,6 +957,18 @@ alerts_delivery(struct alerts *a, const char *executor, const struct msg *m, enu
 
     alerts_id(a, m, &a->scratch);
     e = find(a, buf_str(&a->scratch), a->scratch.len, hash_string(a->scratch.p, a->scratch.len));
+    if (!e && a->changed) {
+        /* a cluster: its record may not have come yet; the oldest such notice makes room */
+        struct orphan *o = &a->orphans[a->orphan_pos++ % ORPHANS];
+        free(o->id);
+        free(o->executor);
+        o->id = xstrdup(buf_str(&a->scratch));
+        o->executor = xstrdup(executor);
+        o->at = now_ms;
+        o->d = d;
+        o->resolved = alerts_is_clear(m);
+        return;
+    }
     if (!e)
         return; /* not an alert the store knows: from the spool of an earlier run, or forgotten */
     x = exstate_of(e, executor);
@@ -1455,6 +1487,42 @@ merge_into(struct alerts *a, struct entry *e, struct entry *d)
     return rc;
 }
 
+/* The notices made here before d's record came are d's; the bucket hears of them. */
+static void
+adopt_orphans(struct alerts *a, struct entry *d)
+{
+    bool any = false;
+    size_t i;
+
+    for (i = 0; i < ORPHANS; i++) {
+        struct orphan *o = &a->orphans[i];
+        struct exstate *x;
+        struct notice *n;
+        if (!o->id || strcmp(o->id, d->id) != 0) continue;
+        x = exstate_of(d, o->executor);
+        if (o->at > x->at) {
+            x->d = o->d;
+            x->at = o->at;
+            if (!x->attempt) x->attempt = 1;
+        }
+        n = &d->hist[d->nhist % ALERTS_HISTORY];
+        free(n->executor);
+        n->executor = o->executor;
+        n->at = o->at;
+        n->resolved = o->resolved;
+        n->outcome = o->d;
+        n->attempt = 1;
+        d->nhist++;
+        free(o->id);
+        memset(o, 0, sizeof(*o));
+        any = true;
+    }
+    if (any && a->changed && !d->pending) {
+        d->pending = true;
+        a->changed(a->changed_arg, d->id);
+    }
+}
+
 int
 alerts_merge(struct alerts *a, const char *rec, size_t len)
 {
@@ -1494,6 +1562,7 @@ alerts_merge(struct alerts *a, const char *rec, size_t len)
     hash_table_add(&a->table, &d->node, h);
     append(list_of(a, d), d);
     sources_update(a, d);
+    adopt_orphans(a, d);
     return 1;
 }
 

@@ -196,7 +196,11 @@ size_t alerts_remute(struct alerts *a, struct silences *sil, uint64_t now_ms);
 size_t alerts_reinhibit(struct alerts *a, uint64_t now_ms);
 /* An inhibition source fired or resolved since the last alerts_remute() or alerts_reinhibit(). */
 bool alerts_sources_changed(const struct alerts *a);
-/* Executor `executor` reports on the alert whose message is m. */
+/*
+ * Executor `executor` reports on the alert whose message is m.  In a
+ * cluster (alerts_set_replica), a report on an alert whose record has not
+ * come yet is kept (the last 64) and joins the alert when it does.
+ */
 void alerts_delivery(struct alerts *a, const char *executor, const struct msg *m,
                      enum alert_delivery d, uint64_t now_ms);
 

@@ -690,6 +690,24 @@ START_TEST(test_merge_interleaved)
         ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"delivered\""));
         ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"resolved\""));
         buf_free(&out);
+        /* a delivery made on x before the record of a new alert came: x keeps it for the record */
+        if (gap == 0) {
+            struct msg *m2 = labels("web2", "sshd", "brute");
+            alerts_set_replica(x, on_changed, &ch);
+            ch.n = 0;
+            alerts_delivery(x, "mail", m2, ALERT_DELIVERED, T0 + 70);
+            record_to(a, NULL, m2, T0 + 60, MAIL_TRAP, 2);
+            ck_assert_int_eq(ship(a, x, "brute/web2"), 1);
+            ck_assert_uint_eq(ch.n, 1); /* written back with it */
+            alerts_json(x, NULL, "brute/web2", &out);
+            ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"delivered\""));
+            buf_reset(&out);
+            ck_assert_int_eq(ship(x, a, "brute/web2"), 1);
+            alerts_json(a, NULL, "brute/web2", &out);
+            ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"delivered\""));
+            buf_reset(&out);
+            msg_unref(m2);
+        }
         /* raised again on a afterwards: firing everywhere, whatever b wrote before */
         record_to(a, NULL, b1, T0 + 100, MAIL_TRAP, 2);
         export_to(a, "brute/web1", &ra);
