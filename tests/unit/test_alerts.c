@@ -689,7 +689,7 @@ START_TEST(test_merge_interleaved)
         alerts_json(x, NULL, "brute/web1", &out);
         ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"delivered\""));
         ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"resolved\""));
-        buf_free(&out);
+        buf_reset(&out);
         /* a delivery made on x before the record of a new alert came: x keeps it for the record */
         if (gap == 0) {
             struct msg *m2 = labels("web2", "sshd", "brute");
@@ -718,6 +718,7 @@ START_TEST(test_merge_interleaved)
         alerts_free(b);
         alerts_free(x);
         alerts_free(y);
+        buf_free(&out);
     }
     conf_free(c);
     msg_unref(b1);
