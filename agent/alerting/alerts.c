@@ -11,7 +11,10 @@
  * In a cluster (cluster_alerts.c), an entry knows when it last changed and
  * whether another node's record made it; a change made here is reported
  * to the replica once until exported, and what alerts_merge takes from
- * another node is not reported back.  Such an entry's executors are the
+ * another node is not reported back (what the entry held and the record
+ * lacked is: the bucket's last record becomes the union).  Records merge
+ * field by field (merge_into), so that any order of the nodes' writes
+ * gives the same store.  Such an entry's executors are the
  * other node's: none is chosen nor told here, so muting it again or
  * resolving it sends nothing from this node.
  *
@@ -101,6 +104,20 @@ struct window {
 #define INHIBIT_WINDOWS     256
 #define INHIBIT_WINDOW_KEEP (3600 * 1000ULL)
 
+/*
+ * A notification made here for an alert this node's store did not hold yet
+ * (a cluster: the work queue can bring an alert before the bucket brings
+ * its record), kept until the record comes (alerts_merge).
+ */
+struct orphan {
+    char *id, *executor;
+    uint64_t at;
+    enum alert_delivery d;
+    bool resolved;
+};
+
+#define ORPHANS 64
+
 struct list {
     struct entry *head, *tail;
 };
@@ -135,6 +152,8 @@ struct alerts {
     void *notify_arg;
     alerts_changed_fn changed;
     void *changed_arg;
+    struct orphan orphans[ORPHANS]; /* a ring: notices of alerts whose record had not come */
+    size_t orphan_pos;
 };
 
 static tag_id tag_clear;
@@ -438,6 +457,10 @@ alerts_free(struct alerts *a)
     free_rules(a->rules, a->nrules);
     topology_free(a->topo);
     buf_free(&a->scratch);
+    for (size_t i = 0; i < ORPHANS; i++) {
+        free(a->orphans[i].id);
+        free(a->orphans[i].executor);
+    }
     free(a);
 }
 
@@ -981,6 +1004,18 @@ alerts_delivery(struct alerts *a, const char *executor, const struct msg *m, enu
 
     alerts_id(a, m, &a->scratch);
     e = find(a, buf_str(&a->scratch), a->scratch.len, hash_string(a->scratch.p, a->scratch.len));
+    if (!e && a->changed) {
+        /* a cluster: its record may not have come yet; the oldest such notice makes room */
+        struct orphan *o = &a->orphans[a->orphan_pos++ % ORPHANS];
+        free(o->id);
+        free(o->executor);
+        o->id = xstrdup(buf_str(&a->scratch));
+        o->executor = xstrdup(executor);
+        o->at = now_ms;
+        o->d = d;
+        o->resolved = alerts_is_clear(m);
+        return;
+    }
     if (!e)
         return; /* not an alert the store knows: from the spool of an earlier run, or forgotten */
     x = exstate_of(e, executor);
@@ -1322,53 +1357,217 @@ alerts_export(struct alerts *a, const char *id, struct buf *out)
     return 0;
 }
 
-/* d, another node's newer view of e, replaces e's (e's executors keep what this node knows). */
-static void
-take_over(struct alerts *a, struct entry *e, struct entry *d)
+/* What merging another node's record did to an entry (merge_into). */
+#define MERGE_TOOK 1 /* the entry took something from the record */
+#define MERGE_KEPT 2 /* the entry holds something the record lacks */
+
+/* Orders notices: by time, then by what they say (a total order, for the union). */
+static int
+notice_cmp(const struct notice *x, const struct notice *y)
 {
-    bool was_firing = !e->resolved;
+    int c;
+
+    if (x->at != y->at) return x->at < y->at ? -1 : 1;
+    if ((c = strcmp(x->executor, y->executor))) return c;
+    if (x->resolved != y->resolved) return x->resolved ? 1 : -1;
+    if (x->outcome != y->outcome) return x->outcome < y->outcome ? -1 : 1;
+    if (x->attempt != y->attempt) return x->attempt < y->attempt ? -1 : 1;
+    return 0;
+}
+
+/* A notice of either side of a merge. */
+struct side_notice {
+    const struct notice *n;
+    bool mine; /* of the entry merged into */
+};
+
+static int
+side_cmp(const void *x, const void *y)
+{
+    return notice_cmp(((const struct side_notice *)x)->n, ((const struct side_notice *)y)->n);
+}
+
+/*
+ * e's history becomes the union of its own and d's (notifications made on
+ * different nodes: a work queue gives a delivery to any node), the last
+ * ALERTS_HISTORY of it by time.  A notice both hold counts once (as a
+ * multiset: n copies on one side and m on the other make max(n, m)).
+ */
+static int
+merge_history(struct entry *e, struct entry *d)
+{
+    struct side_notice all[2 * ALERTS_HISTORY];
+    const struct notice *u[2 * ALERTS_HISTORY];
+    struct notice ring[ALERTS_HISTORY];
+    size_t n = 0, nu = 0, i, j, took = 0, kept = 0, keep;
+    uint64_t k, total;
+    int rc = 0;
+
+    for (k = e->nhist > ALERTS_HISTORY ? e->nhist - ALERTS_HISTORY : 0; k < e->nhist; k++)
+        all[n++] = (struct side_notice){&e->hist[k % ALERTS_HISTORY], true};
+    for (k = d->nhist > ALERTS_HISTORY ? d->nhist - ALERTS_HISTORY : 0; k < d->nhist; k++)
+        all[n++] = (struct side_notice){&d->hist[k % ALERTS_HISTORY], false};
+    qsort(all, n, sizeof(*all), side_cmp);
+    for (i = 0; i < n; i = j) {
+        size_t mine = 0, theirs = 0, m;
+        for (j = i; j < n && notice_cmp(all[i].n, all[j].n) == 0; j++) {
+            if (all[j].mine)
+                mine++;
+            else
+                theirs++;
+        }
+        if (theirs > mine) took += theirs - mine;
+        if (mine > theirs) kept += mine - theirs;
+        for (m = 0; m < (mine > theirs ? mine : theirs); m++) u[nu++] = all[i].n;
+    }
+    if (kept) rc |= MERGE_KEPT;
+    if (!took) return rc;
+    /* notifications ever recorded: what either knew, and what the other one adds */
+    total = e->nhist + took > d->nhist + kept ? e->nhist + took : d->nhist + kept;
+    keep = nu < ALERTS_HISTORY ? nu : ALERTS_HISTORY;
+    for (i = 0; i < keep; i++) {
+        ring[i] = *u[nu - keep + i];
+        ring[i].executor = xstrdup(ring[i].executor);
+    }
+    for (i = 0; i < ALERTS_HISTORY; i++) {
+        free(e->hist[i].executor);
+        memset(&e->hist[i], 0, sizeof(e->hist[i]));
+    }
+    for (i = 0; i < keep; i++) e->hist[(total - keep + i) % ALERTS_HISTORY] = ring[i];
+    e->nhist = total;
+    return rc | MERGE_TOOK;
+}
+
+/*
+ * d, another node's record, merged into e field by field, so that the
+ * result does not depend on the order in which the nodes' writes land:
+ * the later occurrence (last seen, then count) gives the labels and times;
+ * a resolution stands when it is not older than the last firing either side
+ * knows (a resolution made here is not undone by a firing seen before it,
+ * nor one made there by a change of this node's made later, such as a
+ * delivery); each executor's latest delivery and the union of the histories
+ * are kept; the muting of the newer record, which every node derives from
+ * the same silences.  Returns MERGE_ bits.
+ */
+static int
+merge_into(struct alerts *a, struct entry *e, struct entry *d)
+{
+    bool was_firing = !e->resolved, occ, res, mute, take_res;
+    const struct entry *rs = NULL; /* whose resolution stands, if one does */
+    int rc = 0;
     size_t i;
 
-    unlink_entry(list_of(a, e), e);
-    msg_unref(e->labels);
-    e->labels = d->labels;
-    d->labels = NULL;
-    e->first = d->first;
-    e->last = d->last;
-    e->count = d->count;
-    e->resolved = d->resolved;
-    e->how = d->how;
-    e->resolved_at = d->resolved_at;
-    e->since = d->since;
-    e->resolve_after = d->resolve_after;
-    e->muted = d->muted;
-    free(e->by);
-    e->by = d->by;
-    d->by = NULL;
-    if (d->nhist >= e->nhist) {
-        for (i = 0; i < ALERTS_HISTORY; i++) {
-            struct notice t = e->hist[i];
-            e->hist[i] = d->hist[i];
-            d->hist[i] = t;
-        }
-        e->nhist = d->nhist;
+    occ = d->last > e->last || (d->last == e->last && d->count > e->count);
+    if (!occ && (e->last > d->last || e->count > d->count)) rc |= MERGE_KEPT;
+    if (e->resolved && d->resolved) {
+        /* the later episode's; of one episode, the first resolution */
+        if (d->last != e->last || d->count != e->count)
+            rs = occ ? d : e;
+        else
+            rs = d->resolved_at < e->resolved_at ||
+                         (d->resolved_at == e->resolved_at && d->how < e->how)
+                     ? d
+                     : e;
+    } else if (e->resolved) {
+        rs = e->resolved_at >= d->last ? e : NULL;
+    } else if (d->resolved) {
+        rs = d->resolved_at >= e->last ? d : NULL;
     }
+    res = rs != NULL;
+    if (res != d->resolved || (res && (rs->resolved_at != d->resolved_at || rs->how != d->how)))
+        rc |= MERGE_KEPT;
+    mute = d->updated > e->updated &&
+           (e->muted != d->muted || !e->by != !d->by || (e->by && strcmp(e->by, d->by) != 0));
+    take_res = rs == d && (!e->resolved || e->resolved_at != d->resolved_at || e->how != d->how);
+    if (occ || take_res || res != e->resolved || mute) {
+        unlink_entry(list_of(a, e), e);
+        if (occ) {
+            msg_unref(e->labels);
+            e->labels = d->labels;
+            d->labels = NULL;
+            e->first = d->first;
+            e->last = d->last;
+            e->count = d->count;
+            e->since = d->since;
+            e->resolve_after = d->resolve_after;
+        }
+        if (take_res) {
+            e->how = d->how;
+            e->resolved_at = d->resolved_at;
+        } else if (!res) {
+            e->how = ALERT_BY_NONE;
+            e->resolved_at = 0;
+        }
+        e->resolved = res;
+        if (mute) {
+            e->muted = d->muted;
+            free(e->by);
+            e->by = d->by;
+            d->by = NULL;
+        }
+        append(list_of(a, e), e);
+        rc |= MERGE_TOOK;
+    }
+    rc |= merge_history(e, d);
     for (i = 0; i < d->nex; i++) {
         struct exstate *x = exstate_of(e, d->ex[i].name);
-        if (d->ex[i].at < x->at) continue;
+        if (d->ex[i].at <= x->at) continue;
         x->d = d->ex[i].d;
         x->at = d->ex[i].at;
         x->attempt = d->ex[i].attempt;
+        rc |= MERGE_TOOK;
     }
-    e->updated = d->updated;
-    append(list_of(a, e), e);
+    for (i = 0; i < e->nex && !(rc & MERGE_KEPT); i++) {
+        size_t j;
+        if (!e->ex[i].at) continue; /* chosen here, never notified: nothing to tell */
+        for (j = 0; j < d->nex && strcmp(d->ex[j].name, e->ex[i].name) != 0; j++) continue;
+        if (j == d->nex || d->ex[j].at < e->ex[i].at) rc |= MERGE_KEPT;
+    }
+    if (d->updated > e->updated) e->updated = d->updated;
     if (was_firing && e->resolved) {
         /* resolved on another node: the executors told here that it fired hear of it */
         struct msg *m = resolution_msg(e, e->resolved_at);
         announce_resolved(a, e, m, NULL, 0);
         msg_unref(m);
     }
-    sources_update(a, e);
+    if (rc & MERGE_TOOK) sources_update(a, e);
+    return rc;
+}
+
+/* The notices made here before d's record came are d's; the bucket hears of them. */
+static void
+adopt_orphans(struct alerts *a, struct entry *d)
+{
+    bool any = false;
+    size_t i;
+
+    for (i = 0; i < ORPHANS; i++) {
+        struct orphan *o = &a->orphans[i];
+        struct exstate *x;
+        struct notice *n;
+        if (!o->id || strcmp(o->id, d->id) != 0) continue;
+        x = exstate_of(d, o->executor);
+        if (o->at > x->at) {
+            x->d = o->d;
+            x->at = o->at;
+            if (!x->attempt) x->attempt = 1;
+        }
+        n = &d->hist[d->nhist % ALERTS_HISTORY];
+        free(n->executor);
+        n->executor = o->executor;
+        n->at = o->at;
+        n->resolved = o->resolved;
+        n->outcome = o->d;
+        n->attempt = 1;
+        d->nhist++;
+        free(o->id);
+        memset(o, 0, sizeof(*o));
+        any = true;
+    }
+    if (any && a->changed && !d->pending) {
+        d->pending = true;
+        a->changed(a->changed_arg, d->id);
+    }
 }
 
 int
@@ -1389,13 +1588,15 @@ alerts_merge(struct alerts *a, const char *rec, size_t len)
     h = hash_string(d->id, idl);
     e = find(a, d->id, idl, h);
     if (e) {
-        /* the newer change wins; a resolution and a firing: the later of the two */
-        bool stale = d->updated <= e->updated ||
-                     (e->resolved && !d->resolved && d->last <= e->resolved_at) ||
-                     (!e->resolved && d->resolved && d->resolved_at < e->last);
-        if (!stale) take_over(a, e, d);
+        int rc = merge_into(a, e, d);
         entry_free(d);
-        return !stale;
+        /* what this node knows and the record lacked goes to the bucket too: its last word is the
+         * union */
+        if ((rc & MERGE_KEPT) && a->changed && !e->pending) {
+            e->pending = true;
+            a->changed(a->changed_arg, e->id);
+        }
+        return (rc & MERGE_TOOK) != 0;
     }
     if (a->table.count >= a->max && !make_room(a)) {
         a->st.unrecorded++;
@@ -1408,6 +1609,7 @@ alerts_merge(struct alerts *a, const char *rec, size_t len)
     hash_table_add(&a->table, &d->node, h);
     append(list_of(a, d), d);
     sources_update(a, d);
+    adopt_orphans(a, d);
     return 1;
 }
 

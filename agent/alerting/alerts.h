@@ -125,18 +125,23 @@ void alerts_set_notify(struct alerts *a, alerts_notify_fn fn, void *arg);
  * Replication (a cluster, cluster_alerts.c): fn is called with the id of an
  * alert that changed here (recorded, resolved, muted, notified, forgotten),
  * once until alerts_export() reads it.  Changes alerts_merge() makes are not
- * reported.
+ * reported; an alert whose entry here held what the merged record lacked
+ * is, so that the last record written is the union of both.
  */
 typedef void (*alerts_changed_fn)(void *arg, const char *id);
 void alerts_set_replica(struct alerts *a, alerts_changed_fn fn, void *arg);
 /* Appends the record of alert id for the other nodes; -1 when the store no longer holds it. */
 int alerts_export(struct alerts *a, const char *id, struct buf *out);
 /*
- * Merges a record another node exported, as Alertmanager merges: the newer
- * change wins, a resolution wins over a firing seen before it.  An alert
+ * Merges a record another node exported, field by field, so that the
+ * result does not depend on the order the records come in: the later
+ * occurrence gives the labels and times; a resolution stands unless a later
+ * firing is known (a change of another kind, such as a delivery made here
+ * later, does not undo it); each executor's latest delivery and the union
+ * of the histories are kept; the muting of the newer record.  An alert
  * that resolves so is announced to the executors told here that it fired;
- * an alert new here is sent to none.  1 when applied, 0 when older than
- * what the store has (or no room), -1 when damaged.
+ * an alert new here is sent to none.  1 when it changed the store, 0 when
+ * the store knew all of it (or had no room), -1 when damaged.
  */
 int alerts_merge(struct alerts *a, const char *rec, size_t len);
 /* Checks a configuration's alert settings and <inhibit> rules (for corrald -t). */
@@ -213,7 +218,11 @@ bool alerts_sources_changed(const struct alerts *a);
  * fired or resolved, by the inhibitions only (alerts_reinhibit).
  */
 void alerts_step(struct alerts *a, struct silences *sil, size_t *nactive, uint64_t now_ms);
-/* Executor `executor` reports on the alert whose message is m. */
+/*
+ * Executor `executor` reports on the alert whose message is m.  In a
+ * cluster (alerts_set_replica), a report on an alert whose record has not
+ * come yet is kept (the last 64) and joins the alert when it does.
+ */
 void alerts_delivery(struct alerts *a, const char *executor, const struct msg *m,
                      enum alert_delivery d, uint64_t now_ms);
 

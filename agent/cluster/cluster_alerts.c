@@ -20,7 +20,10 @@
  *
  * Reading.  The watch runs on the backend's thread; what it sees is queued
  * and merged on the loop thread, where the store lives.  A node's own
- * writes come back through the watch and change nothing (not newer).
+ * writes come back through the watch and change nothing (the store knows
+ * all of it).  A merge that finds here what the record lacked (a delivery
+ * this node recorded, a resolution) reports the alert changed: its export
+ * writes the union, the bucket's last word.
  */
 #include "agent/cluster/cluster_alerts.h"
 #include "engine/log.h"

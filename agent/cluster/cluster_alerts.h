@@ -3,7 +3,8 @@
  * node makes to an alert (fired, resolved, muted, notified) is written to
  * the cluster's state bucket (cluster.h), and every node watches the
  * bucket and merges the others' changes into its own store (alerts_merge:
- * the newer change wins, a resolution wins over an older firing), so that
+ * field by field, in any order: a resolution stands unless a later firing
+ * is known; deliveries and histories are joined), so that
  * each node lists, and inhibits with, the alerts of the whole cluster.
  * See cluster_alerts.c.
  */

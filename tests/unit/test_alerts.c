@@ -622,6 +622,114 @@ START_TEST(test_merge)
 }
 END_TEST
 
+/* id's record in a, exported into rec (cleared first) */
+static void
+export_to(struct alerts *a, const char *id, struct buf *rec)
+{
+    buf_reset(rec);
+    ck_assert_int_eq(alerts_export(a, id, rec), 0);
+}
+
+/*
+ * Two nodes write the same alert's record, in either order: the owner
+ * resolves it after a clear; the other node, which had not heard of that
+ * yet, delivers the firing (a work queue gives it any node) a millisecond
+ * later by its clock, or in the same millisecond.  The resolution is never
+ * lost, each node keeps the other's delivery, and a node that held what the
+ * incoming record lacked writes the union back for the bucket.
+ */
+START_TEST(test_merge_interleaved)
+{
+    struct conf *c = conf_with(10, "rule_id=absent", "rule_id!=absent", "HOST");
+    struct buf err = BUF_INIT, ra = BUF_INIT, rb = BUF_INIT, r3 = BUF_INIT;
+    struct msg *b1 = labels("web1", "sshd", "brute"), *clear;
+    int gap;
+
+    clear = msg_clone(b1);
+    msg_tag_set(clear, tag_intern("corral.clear", 12));
+    for (gap = 0; gap <= 10; gap += 10) {
+        struct alerts *a = alerts_new(c, &err), *b = alerts_new(c, &err);
+        struct alerts *x = alerts_new(c, &err), *y = alerts_new(c, &err);
+        struct changed ch = {0};
+        struct told tb = {0};
+        struct buf out = BUF_INIT;
+
+        alerts_set_notify(b, on_notify, &tb);
+        record_to(a, NULL, b1, T0, MAIL_TRAP, 2);
+        ck_assert_int_eq(ship(a, b, "brute/web1"), 1);
+        /* the owner (a) resolves it by a clear; b delivers the firing, not knowing */
+        record_to(a, NULL, clear, T0 + 50, NULL, 0);
+        ck_assert_str_eq(state_of_id(a, "brute/web1"), "resolved");
+        alerts_delivery(b, "mail", b1, ALERT_DELIVERED, T0 + 50 + gap);
+        export_to(a, "brute/web1", &ra);
+        export_to(b, "brute/web1", &rb);
+        /* b takes the resolution though its own change is later, and writes the union back */
+        alerts_set_replica(b, on_changed, &ch);
+        ck_assert_int_eq(alerts_merge(b, ra.p, ra.len), 1);
+        ck_assert_str_eq(state_of_id(b, "brute/web1"), "resolved");
+        ck_assert_uint_eq(ch.n, 1);
+        ck_assert_uint_eq(tb.n, 0); /* b told no executor that it fired */
+        /* a keeps its resolution and takes b's delivery */
+        ck_assert_int_eq(alerts_merge(a, rb.p, rb.len), 1);
+        ck_assert_str_eq(state_of_id(a, "brute/web1"), "resolved");
+        alerts_json(a, NULL, "brute/web1", &out);
+        ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"delivered\""));
+        buf_reset(&out);
+        /* a third node, either order of the bucket: resolved */
+        ck_assert_int_eq(alerts_merge(x, rb.p, rb.len), 1);
+        ck_assert_int_eq(alerts_merge(x, ra.p, ra.len), 1);
+        ck_assert_str_eq(state_of_id(x, "brute/web1"), "resolved");
+        ck_assert_int_eq(alerts_merge(y, ra.p, ra.len), 1);
+        ck_assert_int_eq(alerts_merge(y, rb.p, rb.len), 1);
+        ck_assert_str_eq(state_of_id(y, "brute/web1"), "resolved");
+        /* b's union, the bucket's last word, says both; merged again, it changes nothing */
+        export_to(b, "brute/web1", &r3);
+        ck_assert_int_eq(alerts_merge(a, r3.p, r3.len), 0);
+        ck_assert_int_eq(alerts_merge(x, r3.p, r3.len), 0);
+        alerts_json(x, NULL, "brute/web1", &out);
+        ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"delivered\""));
+        ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"resolved\""));
+        buf_reset(&out);
+        /* a delivery made on x before the record of a new alert came: x keeps it for the record */
+        if (gap == 0) {
+            struct msg *m2 = labels("web2", "sshd", "brute");
+            alerts_set_replica(x, on_changed, &ch);
+            ch.n = 0;
+            alerts_delivery(x, "mail", m2, ALERT_DELIVERED, T0 + 70);
+            record_to(a, NULL, m2, T0 + 60, MAIL_TRAP, 2);
+            ck_assert_int_eq(ship(a, x, "brute/web2"), 1);
+            ck_assert_uint_eq(ch.n, 1); /* written back with it */
+            alerts_json(x, NULL, "brute/web2", &out);
+            ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"delivered\""));
+            buf_reset(&out);
+            ck_assert_int_eq(ship(x, a, "brute/web2"), 1);
+            alerts_json(a, NULL, "brute/web2", &out);
+            ck_assert_ptr_nonnull(strstr(buf_str(&out), "\"delivered\""));
+            buf_reset(&out);
+            msg_unref(m2);
+        }
+        /* raised again on a afterwards: firing everywhere, whatever b wrote before */
+        record_to(a, NULL, b1, T0 + 100, MAIL_TRAP, 2);
+        export_to(a, "brute/web1", &ra);
+        ck_assert_int_eq(alerts_merge(b, ra.p, ra.len), 1);
+        ck_assert_int_eq(alerts_merge(b, rb.p, rb.len), 0);
+        ck_assert_str_eq(state_of_id(b, "brute/web1"), "firing");
+        alerts_free(a);
+        alerts_free(b);
+        alerts_free(x);
+        alerts_free(y);
+        buf_free(&out);
+    }
+    conf_free(c);
+    msg_unref(b1);
+    msg_unref(clear);
+    buf_free(&err);
+    buf_free(&ra);
+    buf_free(&rb);
+    buf_free(&r3);
+}
+END_TEST
+
 static void
 stamp(struct msg *m, uint64_t ms)
 {
@@ -1057,6 +1165,7 @@ main(void)
     tcase_add_test(tc, test_never_forget_firing);
     tcase_add_test(tc, test_history);
     tcase_add_test(tc, test_merge);
+    tcase_add_test(tc, test_merge_interleaved);
     tcase_add_test(tc, test_save_faults);
     suite_add_tcase(s, tc);
     return unit_run(s);
