@@ -87,6 +87,19 @@ execq_submit(struct execq *q, size_t i, const struct msg *m, bool keep)
 }
 
 bool
+execq_submit_named(struct execq *q, const char *name, const struct msg *m, bool keep)
+{
+    size_t i;
+
+    for (i = 0; i < execq_count(q); i++)
+        if (strcmp(execq_name(q, i), name) == 0) {
+            execq_submit(q, i, m, keep);
+            return true;
+        }
+    return false;
+}
+
+bool
 execq_full(const struct execq *q, size_t i)
 {
     return q->proxy ? ipcproxy_full(q->proxy, q->remote[i]) : queue_full(q->queues[i]);

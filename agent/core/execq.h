@@ -57,6 +57,8 @@ struct queue *execq_queue(const struct execq *q, size_t i);
  * bounds), for what a sender can be paused for or what nobody can be.
  */
 void execq_submit(struct execq *q, size_t i, const struct msg *m, bool keep);
+/* The same for the executor named name; false when none has that name (nothing submitted). */
+bool execq_submit_named(struct execq *q, const char *name, const struct msg *m, bool keep);
 /* Back-pressure: executor i's queue is full, or down to its low mark. */
 bool execq_full(const struct execq *q, size_t i);
 bool execq_low(const struct execq *q, size_t i);

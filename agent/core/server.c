@@ -251,13 +251,8 @@ void
 server_on_alert_notify(void *arg, const char *executor, const struct msg *m)
 {
     struct server *s = arg;
-    size_t i;
 
-    for (i = 0; i < execq_count(s->ex); i++)
-        if (strcmp(execq_name(s->ex, i), executor) == 0) {
-            execq_submit(s->ex, i, m, true);
-            return;
-        }
+    if (execq_submit_named(s->ex, executor, m, true)) return;
     log_msg(LOG_WARNING, "alerts: executor '%s' is no longer configured: not told of %s", executor,
             buf_str(&s->alert_id));
 }

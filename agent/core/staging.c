@@ -633,15 +633,9 @@ static bool
 on_cluster_alert(void *arg, const char *executor, const struct msg *m)
 {
     struct server *s = arg;
-    size_t i;
 
-    for (i = 0; i < execq_count(s->ex); i++)
-        if (strcmp(execq_name(s->ex, i), executor) == 0) {
-            /* from the work queue, which waits for its acknowledgement: nobody to pause */
-            execq_submit(s->ex, i, m, true);
-            return true;
-        }
-    return false;
+    /* from the work queue, which waits for its acknowledgement: nobody to pause */
+    return execq_submit_named(s->ex, executor, m, true);
 }
 
 /* <cluster>: the executors pull their alerts from the cluster's work queue (server_start fails
