@@ -108,17 +108,28 @@ server_new(uv_loop_t *loop)
 }
 
 void
+server_stop_cluster(struct server *s)
+{
+    cluster_delivery_free(s->cldel);
+    s->cldel = NULL;
+    cluster_view_free(s->clview);
+    s->clview = NULL;
+    cluster_alerts_free(s->clal);
+    s->clal = NULL;
+    cluster_silences_free(s->clsil);
+    s->clsil = NULL;
+    cluster_node_free(s->cluster);
+    s->cluster = NULL;
+}
+
+void
 server_free(struct server *s)
 {
     if (!s) return;
     snapshot_free(s->snap);
     corr_free(s->corr);
     if (s->workers) workers_free(s->workers);
-    cluster_delivery_free(s->cldel);
-    cluster_view_free(s->clview);
-    cluster_alerts_free(s->clal);
-    cluster_silences_free(s->clsil);
-    cluster_node_free(s->cluster);
+    server_stop_cluster(s);
     buf_free(&s->cluster_err);
     absence_free(s->absence);
     pdb_free(s->db);
@@ -726,16 +737,7 @@ server_shutdown(struct server *s, void (*done)(void *), void *arg)
     if (saving(s) && snapshot_final(snapshot_of(s)) < 0) s->final_save_failed = true;
     if (s->cluster) {
         /* partitions given back to the cluster, in-flight publishes acknowledged */
-        cluster_delivery_free(s->cldel);
-        s->cldel = NULL;
-        cluster_view_free(s->clview);
-        s->clview = NULL;
-        cluster_alerts_free(s->clal);
-        s->clal = NULL;
-        cluster_silences_free(s->clsil);
-        s->clsil = NULL;
-        cluster_node_free(s->cluster);
-        s->cluster = NULL;
+        server_stop_cluster(s);
         s->corr = corr_new(s->db, &(struct corr_opts){0});
     }
     if (s->workers) {

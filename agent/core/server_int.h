@@ -100,5 +100,7 @@ void server_on_corr_log(void *arg, const char *text);
 void server_on_alert_notify(void *arg, const char *executor, const struct msg *m);
 /* The tick, save and stall timers: created at the first commit, set anew by every one. */
 void server_start_timers(struct server *s);
+/* Stops what runs of <cluster>, last to first (the partitions given back last), and forgets it. */
+void server_stop_cluster(struct server *s);
 
 #endif

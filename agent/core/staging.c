@@ -583,22 +583,6 @@ steady_clock(void *arg)
     return clock_steady_ms();
 }
 
-/* <cluster> could not start whole: what did start of it is stopped (server_start then fails). */
-static void
-stop_cluster(struct server *s)
-{
-    cluster_delivery_free(s->cldel);
-    s->cldel = NULL;
-    cluster_view_free(s->clview);
-    s->clview = NULL;
-    cluster_alerts_free(s->clal);
-    s->clal = NULL;
-    cluster_silences_free(s->clsil);
-    s->clsil = NULL;
-    cluster_node_free(s->cluster);
-    s->cluster = NULL;
-}
-
 /* Another node changed the silences: the alerts muted again. */
 static void
 on_cluster_silences(void *arg)
@@ -625,7 +609,7 @@ start_cluster_silences(struct server *s, const struct conf *c)
     /* the alert store and the view of the cluster, from the same buckets */
     if (s->clsil) s->clal = cluster_alerts_new(s->loop, be, log, &s->alerts, &s->cluster_err);
     if (s->clal) s->clview = cluster_view_new(be, log, c->cluster, &s->cluster_err);
-    if (!s->clview) stop_cluster(s);
+    if (!s->clview) server_stop_cluster(s);
 }
 
 /* An alert the work queue gave this node, for its executor of that name (false: none here). */
@@ -656,7 +640,7 @@ start_cluster_delivery(struct server *s)
     s->cldel =
         cluster_delivery_new(s->loop, be, log, names, n, on_cluster_alert, s, &s->cluster_err);
     free(names);
-    if (!s->cldel) stop_cluster(s);
+    if (!s->cldel) server_stop_cluster(s);
 }
 
 /* The correlation engine at start: created, and the saved state restored. */
