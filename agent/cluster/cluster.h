@@ -17,7 +17,9 @@
  *     dropped; every node pulls each consumer's messages, and a message
  *     pulled stays the node's until it acknowledges it (done), gives it
  *     back, or stops saying it is in progress for the ack wait: then it is
- *     delivered again, to any node.
+ *     delivered again, to any node.  An id acknowledged once is not
+ *     delivered again for an hour, whatever the servers stored: a copy
+ *     is acknowledged unseen and counted;
  *
  * The backend runs threads of its own: deliver and acked are called on
  * them, never on the caller's loop.  The KV calls block (a round trip to
@@ -159,9 +161,9 @@ struct cluster_backend {
     void (*wq_nak)(struct cluster_job *j, unsigned delay_ms);
     /* Forgotten here (the servers deliver it again after the ack wait); j is freed. */
     void (*wq_free)(struct cluster_job *j);
-    /* Counters of the work queue: published, stored, failed for good. */
+    /* Counters of the work queue: published, stored, failed for good, copies not delivered. */
     void (*wq_stats)(struct cluster_queue *q, uint64_t *published, uint64_t *stored,
-                     uint64_t *failed);
+                     uint64_t *failed, uint64_t *copies);
     /* The last error of the calls above made by this thread, for logs. */
     const char *(*error)(struct cluster_log *l);
 };

@@ -29,7 +29,10 @@
  * receiver has it, whichever node dies.  The price is at least once to the
  * receivers (a node that dies between delivery and acknowledgement, or
  * whose spool delivers at its restart what another node delivered since):
- * corral.cluster_id lets them deduplicate.
+ * corral.cluster_id lets them deduplicate.  A second copy of an alert in
+ * the queue (the servers forgot its id: a restart, a stream reset), or one
+ * delivered again after its acknowledgement was lost, never reaches this
+ * file: the backend acknowledges it unseen (cluster.h).
  */
 #include "agent/cluster/cluster_delivery.h"
 #include "agent/cluster/cluster.h"
@@ -347,7 +350,7 @@ cluster_delivery_stats(const struct cluster_delivery *d, struct cluster_delivery
     uint64_t failed = 0;
 
     *st = d->st;
-    d->be->wq_stats(d->q, &st->published, &st->stored, &failed);
+    d->be->wq_stats(d->q, &st->published, &st->stored, &failed, &st->copies);
     st->publish_failed += failed;
     st->pending = d->pending;
 }

@@ -52,7 +52,7 @@ void cluster_delivery_event(struct cluster_delivery *d, const char *executor, co
 void cluster_delivery_tick(struct cluster_delivery *d);
 
 struct cluster_delivery_stats {
-    uint64_t published, stored, publish_failed, pulled, acked, returned, redelivered;
+    uint64_t published, stored, publish_failed, pulled, acked, returned, redelivered, copies;
     unsigned pending;
 };
 void cluster_delivery_stats(const struct cluster_delivery *d, struct cluster_delivery_stats *st);

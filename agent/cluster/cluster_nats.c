@@ -993,6 +993,7 @@ nats_kv_unwatch(struct cluster_watch *w)
 #define WQ_ACK_WAIT_S   30   /* a job neither acked nor in progress for this long: again */
 #define WQ_FETCH_MS     1000 /* a pull waits this long for messages (bounds the stop) */
 #define WQ_BATCH        64
+#define WQ_RECORD_S     3600 /* how long the record of an alert's delivery stays */
 
 struct puller {
     struct cluster_queue *q;
@@ -1018,15 +1019,19 @@ struct cluster_queue {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool closing;
-    struct retry *retries; /* publishes to send again (under lock) */
+    struct retry *retries;                 /* publishes to send again (under lock) */
+    struct cluster_job *acks, **acks_tail; /* acknowledgements to send (under lock) */
     pthread_t rtid;
     bool rstarted;
-    uint64_t published, stored, failed; /* atomic */
+    kvStore *records;                           /* NAME-delivered: see claim() */
+    uint64_t published, stored, failed, copies; /* atomic */
 };
 
 struct cluster_job {
     struct puller *p;
     natsMsg *m;
+    char *record; /* its key in q->records; NULL: none (no id, or no record to go by) */
+    struct cluster_job *next;
 };
 
 /* A consumer's name as a subject token and a durable name: [A-Za-z0-9_-] only. */
@@ -1069,12 +1074,58 @@ wq_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure
     natsMsg_Destroy(msg);
 }
 
+static void job_free(struct cluster_job *j);
+
+/*
+ * The end of a job: its record says "done" first, so that a copy, or the job
+ * itself delivered again because this acknowledgement was lost on the way,
+ * is not delivered again (claim).  While closing, disconnected, no record:
+ * the stop does not wait on the servers.
+ */
+static void
+send_ack(struct cluster_queue *q, struct cluster_job *j, bool closing)
+{
+    uint64_t rev;
+    natsStatus st;
+
+    if (j->record &&
+        !(closing && natsConnection_Status(q->l->kvnc) != NATS_CONN_STATUS_CONNECTED) &&
+        (st = kvStore_Put(&rev, q->records, j->record, "done", 4)) != NATS_OK)
+        set_err(q->l, "delivery record", st);
+    if ((st = natsMsg_Ack(j->m, NULL)) != NATS_OK) set_err(q->l, "ack", st);
+    job_free(j);
+}
+
+/* The acknowledgements queued so far (under q->lock), taken. */
+static struct cluster_job *
+take_acks(struct cluster_queue *q)
+{
+    struct cluster_job *list = q->acks;
+
+    q->acks = NULL;
+    q->acks_tail = &q->acks;
+    return list;
+}
+
+static void
+send_acks(struct cluster_queue *q, struct cluster_job *list, bool closing)
+{
+    struct cluster_job *j;
+
+    while ((j = list)) {
+        list = j->next;
+        send_ack(q, j, closing);
+    }
+}
+
+/* The queue's thread: acknowledgements as they come, publishes to send again every RETRY_MS. */
 static void *
 wq_retry_thread(void *arg)
 {
     struct cluster_queue *q = arg;
     struct retry *list, *r, *keep;
-    struct timespec ts;
+    struct cluster_job *acks;
+    struct timespec next;
     char b[16];
     jsPubOptions po;
 
@@ -1082,11 +1133,21 @@ wq_retry_thread(void *arg)
     po.MaxWait = ACK_WAIT;
     pthread_mutex_lock(&q->lock);
     while (!q->closing) {
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += RETRY_MS * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+        clock_gettime(CLOCK_REALTIME, &next);
+        next.tv_nsec += RETRY_MS * 1000000L;
+        next.tv_sec += next.tv_nsec / 1000000000L;
+        next.tv_nsec %= 1000000000L;
+        /* until then, acknowledgements as they come (they wake the thread) */
+        for (;;) {
+            if ((acks = take_acks(q))) {
+                pthread_mutex_unlock(&q->lock);
+                send_acks(q, acks, false);
+                pthread_mutex_lock(&q->lock);
+                continue;
+            }
+            if (q->closing || pthread_cond_timedwait(&q->cond, &q->lock, &next) == ETIMEDOUT) break;
+        }
+        if (q->closing) break;
         list = q->retries;
         q->retries = NULL;
         pthread_mutex_unlock(&q->lock);
@@ -1114,8 +1175,70 @@ wq_retry_thread(void *arg)
             q->retries = r;
         }
     }
+    acks = take_acks(q);
     pthread_mutex_unlock(&q->lock);
+    send_acks(q, acks, true);
     return NULL;
+}
+
+/* id as a key of q->records: what a KV key may not hold as =XX. */
+static char *
+record_key(const char *id)
+{
+    char *k = xmalloc(strlen(id) * 3 + 1), *o = k;
+
+    for (; *id; id++) {
+        unsigned char c = (unsigned char)*id;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '/')
+            *o++ = (char)c;
+        else
+            o += sprintf(o, "=%02X", c);
+    }
+    *o = '\0';
+    return k;
+}
+
+/*
+ * Whether j is the copy of its alert to deliver.  JetStream drops a second
+ * publish of an id only while the stream's leader remembers the first: a
+ * restarted server remembers the ids of the messages it still holds, and an
+ * acknowledged alert has left the work queue; a reset stream forgets them
+ * all.  A new owner's replay then stores a second copy.  So the node that
+ * pulls an alert first writes, under its id in NAME-delivered, the stream
+ * sequence of the copy it holds (create: the first node to do so wins),
+ * and "done" once it is acknowledged.  A copy whose id holds "done" or
+ * another copy's sequence is not delivered; the same copy delivered again
+ * (its node died, or gave it back) is.  Without an answer from the bucket,
+ * the copy is delivered: at least once rather than not at all.
+ */
+static bool
+claim(struct cluster_queue *q, struct cluster_job *j)
+{
+    const char *id = header(j->m, "Nats-Msg-Id");
+    jsMsgMetaData *meta = NULL;
+    kvEntry *e = NULL;
+    char seq[32];
+    uint64_t rev;
+    natsStatus st;
+    bool mine = true;
+
+    if (!id || !*id || natsMsg_GetMetaData(&meta, j->m) != NATS_OK) return true;
+    snprintf(seq, sizeof(seq), "%llu", (unsigned long long)meta->Sequence.Stream);
+    jsMsgMetaData_Destroy(meta);
+    j->record = record_key(id);
+    st = kvStore_Create(&rev, q->records, j->record, seq, (int)strlen(seq));
+    if (st == NATS_OK) return true;
+    if (!wrong_sequence() || kvStore_Get(&e, q->records, j->record) != NATS_OK) {
+        set_err(q->l, "delivery record", st);
+        free(j->record);
+        j->record = NULL;
+        return true;
+    }
+    mine = (size_t)kvEntry_ValueLen(e) == strlen(seq) &&
+           memcmp(kvEntry_Value(e), seq, strlen(seq)) == 0;
+    kvEntry_Destroy(e);
+    return mine;
 }
 
 static void *
@@ -1155,10 +1278,21 @@ pull_thread(void *arg)
             continue;
         }
         for (i = 0; i < list.Count; i++) {
-            struct cluster_job *j = xmalloc(sizeof(*j));
+            struct cluster_job *j = xcalloc(1, sizeof(*j));
             j->p = p;
             j->m = list.Msgs[i];
             list.Msgs[i] = NULL;
+            if (!claim(q, j)) {
+                /* a copy: out of the queue, unseen */
+                log_msg(LOG_INFO, "cluster: a copy of alert %s in the work queue: not delivered",
+                        header(j->m, "Nats-Msg-Id"));
+                __atomic_add_fetch(&q->copies, 1, __ATOMIC_RELAXED);
+                natsMsg_Ack(j->m, NULL);
+                natsMsg_Destroy(j->m);
+                free(j->record);
+                free(j);
+                continue;
+            }
             pthread_mutex_lock(&q->lock);
             p->pending++;
             pthread_mutex_unlock(&q->lock);
@@ -1171,6 +1305,34 @@ pull_thread(void *arg)
 }
 
 static void nats_wq_close(struct cluster_queue *q);
+
+/* NAME-delivered: the records of claim(), each kept WQ_RECORD_S after its last write. */
+static bool
+open_records(struct cluster_queue *q, size_t nlen, const char *name, struct buf *err)
+{
+    kvConfig kc;
+    char bucket[300];
+    natsStatus st;
+    int tries;
+
+    snprintf(bucket, sizeof(bucket), "%.*s-delivered", (int)nlen, name);
+    kvConfig_Init(&kc);
+    kc.Bucket = bucket;
+    kc.History = 1;
+    kc.Replicas = (int)q->l->replicas;
+    kc.StorageType = js_FileStorage;
+    kc.TTL = (int64_t)WQ_RECORD_S * 1000000000LL;
+    for (tries = 0; (st = js_CreateKeyValue(&q->records, q->l->kvjs, &kc)) == NATS_TIMEOUT &&
+                    tries < ADMIN_TRIES;
+         tries++)
+        log_msg(LOG_WARNING, "cluster: creating bucket %s: no answer yet, again", bucket);
+    if (st != NATS_OK) {
+        const char *why = nats_GetLastError(NULL);
+        buf_printf(err, "cluster: bucket %s: %s", bucket, why ? why : natsStatus_GetText(st));
+        return false;
+    }
+    return true;
+}
 
 static struct cluster_queue *
 nats_wq_open(struct cluster_log *l, const char *const *cons, size_t ncons, unsigned pending,
@@ -1193,6 +1355,7 @@ nats_wq_open(struct cluster_log *l, const char *const *cons, size_t ncons, unsig
 
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->cond, NULL);
+    q->acks_tail = &q->acks;
     q->l = l;
     q->fn = fn;
     q->arg = arg;
@@ -1238,6 +1401,7 @@ nats_wq_open(struct cluster_log *l, const char *const *cons, size_t ncons, unsig
                    why && *why ? why : natsStatus_GetText(st), (int)ec);
         goto fail;
     }
+    if (!open_records(q, nlen, name, err)) goto fail;
     q->p = xcalloc(ncons ? ncons : 1, sizeof(*q->p));
     for (i = 0; i < ncons; i++) {
         struct puller *p = &q->p[i];
@@ -1311,6 +1475,7 @@ nats_wq_close(struct cluster_queue *q)
     if (q->rstarted) pthread_join(q->rtid, NULL);
     for (i = 0; i < q->np; i++)
         if (q->p[i].started) pthread_join(q->p[i].tid, NULL);
+    send_acks(q, take_acks(q), true); /* none, unless the thread never ran */
     if (q->js) {
         /* what is in flight gets its acknowledgement (a second at most) */
         jsPubOptions_Init(&po);
@@ -1331,6 +1496,7 @@ nats_wq_close(struct cluster_queue *q)
         free(q->p[i].durable);
     }
     free(q->p);
+    kvStore_Destroy(q->records);
     jsCtx_Destroy(q->js);
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->cond);
@@ -1376,17 +1542,22 @@ job_free(struct cluster_job *j)
     pthread_cond_broadcast(&q->cond);
     pthread_mutex_unlock(&q->lock);
     natsMsg_Destroy(j->m);
+    free(j->record);
     free(j);
 }
 
+/* Sent by the queue's thread: the record is a round trip, not for the caller's loop. */
 static void
 nats_wq_ack(struct cluster_job *j)
 {
-    natsStatus st = natsMsg_Ack(j->m, NULL);
+    struct cluster_queue *q = j->p->q;
 
-    /* not acknowledged (disconnected): delivered again after the ack wait, at least once */
-    if (st != NATS_OK) set_err(j->p->q->l, "ack", st);
-    job_free(j);
+    pthread_mutex_lock(&q->lock);
+    j->next = NULL;
+    *q->acks_tail = j;
+    q->acks_tail = &j->next;
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
 }
 
 static void
@@ -1403,11 +1574,13 @@ nats_wq_nak(struct cluster_job *j, unsigned delay_ms)
 }
 
 static void
-nats_wq_stats(struct cluster_queue *q, uint64_t *published, uint64_t *stored, uint64_t *failed)
+nats_wq_stats(struct cluster_queue *q, uint64_t *published, uint64_t *stored, uint64_t *failed,
+              uint64_t *copies)
 {
     *published = __atomic_load_n(&q->published, __ATOMIC_RELAXED);
     *stored = __atomic_load_n(&q->stored, __ATOMIC_RELAXED);
     *failed = __atomic_load_n(&q->failed, __ATOMIC_RELAXED);
+    *copies = __atomic_load_n(&q->copies, __ATOMIC_RELAXED);
 }
 
 static const char *

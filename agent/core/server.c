@@ -1452,6 +1452,10 @@ static const struct metrics_desc server_mtab[] = {
     {"corral_cluster_alerts_returned_total", "counter",
      "Pulled alerts given back for another node: no executor of that name here.", M_CLDEL,
      CLDEL(returned)},
+    {"corral_cluster_alerts_duplicates_total", "counter",
+     "Copies of an alert delivered or on its way, pulled from the work queue and acknowledged "
+     "without a delivery.",
+     M_CLDEL, CLDEL(copies)},
     {"corral_cluster_alerts_redelivered_total", "counter",
      "Alerts the work queue delivered again to this node while its executor still had them.",
      M_CLDEL, CLDEL(redelivered)},

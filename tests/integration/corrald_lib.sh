@@ -148,11 +148,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
+# fail REASON: the logs' last lines, then REASON again last, where a
+# truncated test log still shows it
 fail() {
     echo "$TEST: FAIL: $*" >&2
     for f in "$WORK"/*.log; do
         [ -f "$f" ] && { echo "--- $f (last 30 lines)"; tail -n 30 "$f"; } >&2
     done
+    echo "$TEST: FAIL: $*" >&2
     exit 1
 }
 
