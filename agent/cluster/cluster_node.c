@@ -172,11 +172,12 @@ struct cluster_node {
     uint64_t max_in_flight;
 
     /* shared */
-    uint64_t *valid_until; /* atomic, per partition: steady ms; 0: not owned */
-    uint64_t *done_seq;    /* atomic, per partition: written by the loop */
-    uint64_t *dropped;     /* atomic, per partition: the token of the last drop the loop did */
-    struct ckpt *ckpts;    /* per partition, under lock */
-    char *ckpt_path;       /* corr_save's file (loop thread) */
+    uint64_t *valid_until;  /* atomic, per partition: steady ms; 0: not owned */
+    uint64_t *done_seq;     /* atomic, per partition: written by the loop */
+    uint64_t *fenced_token; /* atomic, per partition: the ownership the loop fenced (fence()) */
+    uint64_t *dropped;      /* atomic, per partition: the token of the last drop the loop did */
+    struct ckpt *ckpts;     /* per partition, under lock */
+    char *ckpt_path;        /* corr_save's file (loop thread) */
     uint64_t ckpt_every_ms, last_ckpt_ms;
     uint64_t in_flight;           /* atomic */
     struct cluster_node_stats st; /* counters: atomic */
@@ -413,14 +414,37 @@ on_acked(void *arg, bool ok)
 
 /* ---- the loop thread: owning ---- */
 
+/*
+ * p's lease ran out under the loop: what it was doing for p is dropped, and
+ * so is everything after, until p is taken again (a new token).  Going on
+ * would correlate the stream with a hole in it should the late renewal
+ * succeed after all, and the position written then would tell the next
+ * owner not to emit what this one dropped; instead the lease thread gives
+ * p up (renew), and its next owner, this node or another, replays from the
+ * last checkpoint, which covers nothing after the fence (take_ckpts).
+ */
+static void
+fence(struct cluster_node *n, unsigned p)
+{
+    count(&n->st.fenced, 1);
+    __atomic_store_n(&n->fenced_token[p], n->parts[p].token, __ATOMIC_RELEASE);
+}
+
+static bool
+fenced(const struct cluster_node *n, unsigned p, uint64_t token)
+{
+    return token && __atomic_load_n(&n->fenced_token[p], __ATOMIC_ACQUIRE) == token;
+}
+
 static void
 node_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action)
 {
     struct cluster_node *n = arg;
     struct part *pt = &n->parts[n->cur];
 
+    if (fenced(n, n->cur, pt->token)) return;
     if (!lease_valid(n, n->cur)) {
-        count(&n->st.fenced, 1);
+        fence(n, n->cur);
         return;
     }
     if (pt->seq <= pt->upto) {
@@ -452,8 +476,9 @@ node_abs_emit(void *arg, struct msg *m)
     const char *aid = msg_get(m, n->h_alert_id, &alen), *ev = msg_get(m, n->h_event, &elen);
     const char *since = msg_get(m, n->h_since, &slen);
 
+    if (fenced(n, n->cur, n->parts[n->cur].token)) return;
     if (!lease_valid(n, n->cur)) {
-        count(&n->st.fenced, 1);
+        fence(n, n->cur);
         return;
     }
     buf_reset(&n->idval);
@@ -495,8 +520,12 @@ consume(struct cluster_node *n, struct event *e)
         count(&n->st.stale, 1);
         return;
     }
-    if (!lease_valid(n, e->part)) {
+    if (fenced(n, e->part, pt->token)) {
         count(&n->st.fenced, 1);
+        return;
+    }
+    if (!lease_valid(n, e->part)) {
+        fence(n, e->part);
         return;
     }
     if (e->seq <= pt->seq) return; /* an ordered consumer's restart delivers again */
@@ -520,7 +549,9 @@ consume(struct cluster_node *n, struct event *e)
     n->cur = e->part;
     corr_process(pt->corr, n->cmsg);
     count(&n->st.consumed, 1);
-    __atomic_store_n(&n->done_seq[e->part], e->seq, __ATOMIC_RELEASE);
+    /* fenced while it emitted: not done, its next owner generates it again */
+    if (!fenced(n, e->part, pt->token))
+        __atomic_store_n(&n->done_seq[e->part], e->seq, __ATOMIC_RELEASE);
 }
 
 static void
@@ -613,7 +644,7 @@ take_ckpts(struct cluster_node *n, int only)
     for (p = only < 0 ? 0 : (unsigned)only; p < (only < 0 ? n->nparts : (unsigned)only + 1); p++) {
         struct part *pt = &n->parts[p];
         bool abs_moved = pt->abs && absence_changes(pt->abs) != pt->abs_changes;
-        if (!pt->corr || (pt->seq == pt->ckpt_seq && !abs_moved) ||
+        if (!pt->corr || (pt->seq == pt->ckpt_seq && !abs_moved) || fenced(n, p, pt->token) ||
             (only < 0 && !lease_valid(n, p)))
             continue;
         t0 = now_us();
@@ -961,7 +992,7 @@ renew(struct cluster_node *n, unsigned p)
     uint64_t rev = 0, t0 = now_ms();
     int rc;
 
-    if (!lease_valid(n, p)) {
+    if (!lease_valid(n, p) || fenced(n, p, ls->token)) {
         give_up(n, p, false, "not renewed in time");
         return;
     }
@@ -970,7 +1001,10 @@ renew(struct cluster_node *n, unsigned p)
     if (rc == CLUSTER_OK) {
         ls->rev = rev;
         __atomic_store_n(&n->valid_until[p], t0 + n->valid_ms, __ATOMIC_RELEASE);
-        if (!write_pos(n, p))
+        /* renewed, but too late for the loop: no position or checkpoint of it */
+        if (fenced(n, p, ls->token))
+            give_up(n, p, false, "not renewed in time");
+        else if (!write_pos(n, p))
             give_up(n, p, false, "its position was written by another node");
         else if (!write_ckpt(n, p))
             give_up(n, p, false, "its checkpoint was written by another node");
@@ -1105,6 +1139,7 @@ cluster_node_new(const struct cluster_node_opts *o, struct pdb *db, struct buf *
     n->leases = xcalloc(n->nparts, sizeof(*n->leases));
     n->valid_until = xcalloc(n->nparts, sizeof(*n->valid_until));
     n->done_seq = xcalloc(n->nparts, sizeof(*n->done_seq));
+    n->fenced_token = xcalloc(n->nparts, sizeof(*n->fenced_token));
     n->dropped = xcalloc(n->nparts, sizeof(*n->dropped));
     n->ckpts = xcalloc(n->nparts, sizeof(*n->ckpts));
     {
@@ -1185,6 +1220,7 @@ cluster_node_free(struct cluster_node *n)
     free(n->leases);
     free(n->valid_until);
     free(n->done_seq);
+    free(n->fenced_token);
     free(n->dropped);
     for (p = 0; p < n->nparts; p++) buf_free(&n->ckpts[p].data);
     free(n->ckpts);
