@@ -1108,7 +1108,7 @@ cluster_node_new(const struct cluster_node_opts *o, struct pdb *db, struct buf *
     static const struct hash_key zero = {0x636f7272616c2d63ull, 0x6c75737465722d31ull};
 
     n->loop = o->loop;
-    n->be = &cluster_nats;
+    n->be = o->backend ? o->backend : &cluster_nats;
     n->name = xstrdup(cc->name);
     n->node = xstrdup(cc->node);
     n->hostname = xstrdup(o->hostname ? o->hostname : "localhost");

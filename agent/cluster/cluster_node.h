@@ -20,6 +20,7 @@
 #include "engine/pdb.h"
 
 struct cluster_node;
+struct cluster_backend;
 
 struct cluster_node_opts {
     uv_loop_t *loop;
@@ -38,6 +39,7 @@ struct cluster_node_opts {
     const struct conf_absence *absences;
     size_t nabsences, max_absence_sources;
     void (*absence_emit)(void *arg, struct msg *m);
+    const struct cluster_backend *backend; /* the engine under it; NULL: cluster_nats */
 };
 
 /* Connects and starts the lease thread; NULL with err set. db is read-only while it runs. */
@@ -81,7 +83,6 @@ struct cluster_node_stats {
 };
 void cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st);
 /* The backend and its connection, for the cluster's other users (cluster_silences.c). */
-struct cluster_backend;
 struct cluster_log;
 const struct cluster_backend *cluster_node_backend(const struct cluster_node *n,
                                                    struct cluster_log **log);
