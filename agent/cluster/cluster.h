@@ -78,6 +78,12 @@ struct cluster_job; /* one message pulled from the work queue, until acked, give
 typedef void (*cluster_job_fn)(void *arg, struct cluster_job *job, const char *cons, const char *id,
                                const char *data, size_t len);
 
+struct cluster_wq_stats {
+    uint64_t published, stored, failed; /* publishes: queued, stored, failed for good */
+    uint64_t copies;   /* pulled, acknowledged unseen: their id was delivered or on its way */
+    uint64_t deferred; /* pulled, given back: their delivery record could not be read */
+};
+
 enum cluster_bucket {
     CLUSTER_LEASES, /* entries expire lease seconds after their last write */
     CLUSTER_STATE,  /* entries stay */
@@ -161,9 +167,8 @@ struct cluster_backend {
     void (*wq_nak)(struct cluster_job *j, unsigned delay_ms);
     /* Forgotten here (the servers deliver it again after the ack wait); j is freed. */
     void (*wq_free)(struct cluster_job *j);
-    /* Counters of the work queue: published, stored, failed for good, copies not delivered. */
-    void (*wq_stats)(struct cluster_queue *q, uint64_t *published, uint64_t *stored,
-                     uint64_t *failed, uint64_t *copies);
+    /* Counters of the work queue. */
+    void (*wq_stats)(struct cluster_queue *q, struct cluster_wq_stats *st);
     /* The last error of the calls above made by this thread, for logs. */
     const char *(*error)(struct cluster_log *l);
 };

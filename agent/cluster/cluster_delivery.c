@@ -347,10 +347,14 @@ cluster_delivery_tick(struct cluster_delivery *d)
 void
 cluster_delivery_stats(const struct cluster_delivery *d, struct cluster_delivery_stats *st)
 {
-    uint64_t failed = 0;
+    struct cluster_wq_stats wq;
 
     *st = d->st;
-    d->be->wq_stats(d->q, &st->published, &st->stored, &failed, &st->copies);
-    st->publish_failed += failed;
+    d->be->wq_stats(d->q, &wq);
+    st->published = wq.published;
+    st->stored = wq.stored;
+    st->publish_failed += wq.failed;
+    st->copies = wq.copies;
+    st->deferred = wq.deferred;
     st->pending = d->pending;
 }

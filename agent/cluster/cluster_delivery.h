@@ -53,6 +53,7 @@ void cluster_delivery_tick(struct cluster_delivery *d);
 
 struct cluster_delivery_stats {
     uint64_t published, stored, publish_failed, pulled, acked, returned, redelivered, copies;
+    uint64_t deferred;
     unsigned pending;
 };
 void cluster_delivery_stats(const struct cluster_delivery *d, struct cluster_delivery_stats *st);

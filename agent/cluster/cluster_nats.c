@@ -492,6 +492,24 @@ fail:
     return NULL;
 }
 
+/*
+ * The asynchronous publishes of js still unacknowledged, taken back and
+ * freed; how many.  Only after js_PublishAsyncComplete timed out: libnats
+ * 3.4.1 crashes here on a context that never published asynchronously.
+ */
+static int
+take_pending(jsCtx *js)
+{
+    natsMsgList pending;
+    int n;
+
+    memset(&pending, 0, sizeof(pending));
+    if (js_PublishAsyncGetPendingList(&pending, js) != NATS_OK) return 0;
+    n = pending.Count;
+    natsMsgList_Destroy(&pending);
+    return n;
+}
+
 static void
 nats_close(struct cluster_log *l)
 {
@@ -516,7 +534,9 @@ nats_close(struct cluster_log *l)
         /* what is in flight gets its acknowledgement (a second at most) */
         jsPubOptions_Init(&po);
         po.MaxWait = 1000;
-        js_PublishAsyncComplete(l->js, &po);
+        /* the rest are ours again (libnats keeps them otherwise): not acknowledged */
+        if (js_PublishAsyncComplete(l->js, &po) == NATS_TIMEOUT)
+            for (i = (unsigned)take_pending(l->js); i > 0; i--) l->cb.acked(l->cb.arg, false);
     }
     /* what still waited to be sent again is lost: counted */
     while ((r = l->retries)) {
@@ -994,6 +1014,7 @@ nats_kv_unwatch(struct cluster_watch *w)
 #define WQ_FETCH_MS     1000 /* a pull waits this long for messages (bounds the stop) */
 #define WQ_BATCH        64
 #define WQ_RECORD_S     3600 /* how long the record of an alert's delivery stays */
+#define CLAIM_RETRY_MS  1000 /* an alert whose record could not be read: again after this */
 
 struct puller {
     struct cluster_queue *q;
@@ -1023,8 +1044,8 @@ struct cluster_queue {
     struct cluster_job *acks, **acks_tail; /* acknowledgements to send (under lock) */
     pthread_t rtid;
     bool rstarted;
-    kvStore *records;                           /* NAME-delivered: see claim() */
-    uint64_t published, stored, failed, copies; /* atomic */
+    kvStore *records;                                     /* NAME-delivered: see claim() */
+    uint64_t published, stored, failed, copies, deferred; /* atomic */
 };
 
 struct cluster_job {
@@ -1209,10 +1230,14 @@ record_key(const char *id)
  * sequence of the copy it holds (create: the first node to do so wins),
  * and "done" once it is acknowledged.  A copy whose id holds "done" or
  * another copy's sequence is not delivered; the same copy delivered again
- * (its node died, or gave it back) is.  Without an answer from the bucket,
- * the copy is delivered: at least once rather than not at all.
+ * (its node died, or gave it back) is.  Without an answer from the bucket
+ * (servers just restarted, a leader being elected) nothing can be said: the
+ * copy goes back to the queue for a while, and stays there until a node
+ * can say.  An alert without an id is delivered.
  */
-static bool
+enum claim { CLAIM_DELIVER, CLAIM_COPY, CLAIM_UNKNOWN };
+
+static enum claim
 claim(struct cluster_queue *q, struct cluster_job *j)
 {
     const char *id = header(j->m, "Nats-Msg-Id");
@@ -1221,24 +1246,35 @@ claim(struct cluster_queue *q, struct cluster_job *j)
     char seq[32];
     uint64_t rev;
     natsStatus st;
-    bool mine = true;
+    bool mine;
 
-    if (!id || !*id || natsMsg_GetMetaData(&meta, j->m) != NATS_OK) return true;
+    if (!id || !*id) return CLAIM_DELIVER;
+    if (natsMsg_GetMetaData(&meta, j->m) != NATS_OK) return CLAIM_UNKNOWN;
     snprintf(seq, sizeof(seq), "%llu", (unsigned long long)meta->Sequence.Stream);
     jsMsgMetaData_Destroy(meta);
     j->record = record_key(id);
     st = kvStore_Create(&rev, q->records, j->record, seq, (int)strlen(seq));
-    if (st == NATS_OK) return true;
-    if (!wrong_sequence() || kvStore_Get(&e, q->records, j->record) != NATS_OK) {
+    if (st == NATS_OK) return CLAIM_DELIVER;
+    if (!wrong_sequence() || (st = kvStore_Get(&e, q->records, j->record)) != NATS_OK) {
         set_err(q->l, "delivery record", st);
-        free(j->record);
-        j->record = NULL;
-        return true;
+        return CLAIM_UNKNOWN;
     }
     mine = (size_t)kvEntry_ValueLen(e) == strlen(seq) &&
            memcmp(kvEntry_Value(e), seq, strlen(seq)) == 0;
     kvEntry_Destroy(e);
-    return mine;
+    return mine ? CLAIM_DELIVER : CLAIM_COPY;
+}
+
+/* A warning about p's alerts, at most once a minute. */
+static void
+log_sometimes(struct puller *p, const char *what, const char *detail)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - p->logged < 60) return;
+    p->logged = now.tv_sec;
+    log_msg(LOG_WARNING, "cluster: %s: %s (%s)", p->subject, what, detail);
 }
 
 static void *
@@ -1250,6 +1286,7 @@ pull_thread(void *arg)
     natsStatus st;
     jsErrCode ec;
     int i, batch;
+    bool unanswered;
 
     for (;;) {
         pthread_mutex_lock(&q->lock);
@@ -1277,17 +1314,28 @@ pull_thread(void *arg)
             if (!__atomic_load_n(&q->closing, __ATOMIC_ACQUIRE)) nats_Sleep(PLACE_WAIT_MS);
             continue;
         }
+        unanswered = false;
         for (i = 0; i < list.Count; i++) {
             struct cluster_job *j = xcalloc(1, sizeof(*j));
             j->p = p;
             j->m = list.Msgs[i];
             list.Msgs[i] = NULL;
-            if (!claim(q, j)) {
-                /* a copy: out of the queue, unseen */
+            /* after one unanswered record, the rest of the batch waits too */
+            enum claim c = unanswered ? CLAIM_UNKNOWN : claim(q, j);
+            unanswered = c == CLAIM_UNKNOWN;
+            if (c == CLAIM_COPY) {
+                /* out of the queue, unseen */
                 log_msg(LOG_INFO, "cluster: a copy of alert %s in the work queue: not delivered",
                         header(j->m, "Nats-Msg-Id"));
                 __atomic_add_fetch(&q->copies, 1, __ATOMIC_RELAXED);
                 natsMsg_Ack(j->m, NULL);
+            } else if (c == CLAIM_UNKNOWN) {
+                __atomic_add_fetch(&q->deferred, 1, __ATOMIC_RELAXED);
+                log_sometimes(p, "delivery records unanswered, the alerts wait in the queue",
+                              last_err);
+                natsMsg_NakWithDelay(j->m, CLAIM_RETRY_MS, NULL);
+            }
+            if (c != CLAIM_DELIVER) {
                 natsMsg_Destroy(j->m);
                 free(j->record);
                 free(j);
@@ -1480,7 +1528,8 @@ nats_wq_close(struct cluster_queue *q)
         /* what is in flight gets its acknowledgement (a second at most) */
         jsPubOptions_Init(&po);
         po.MaxWait = 1000;
-        js_PublishAsyncComplete(q->js, &po);
+        if (js_PublishAsyncComplete(q->js, &po) == NATS_TIMEOUT)
+            __atomic_add_fetch(&q->failed, take_pending(q->js), __ATOMIC_RELAXED);
     }
     while ((r = q->retries)) {
         q->retries = r->next;
@@ -1574,13 +1623,13 @@ nats_wq_nak(struct cluster_job *j, unsigned delay_ms)
 }
 
 static void
-nats_wq_stats(struct cluster_queue *q, uint64_t *published, uint64_t *stored, uint64_t *failed,
-              uint64_t *copies)
+nats_wq_stats(struct cluster_queue *q, struct cluster_wq_stats *st)
 {
-    *published = __atomic_load_n(&q->published, __ATOMIC_RELAXED);
-    *stored = __atomic_load_n(&q->stored, __ATOMIC_RELAXED);
-    *failed = __atomic_load_n(&q->failed, __ATOMIC_RELAXED);
-    *copies = __atomic_load_n(&q->copies, __ATOMIC_RELAXED);
+    st->published = __atomic_load_n(&q->published, __ATOMIC_RELAXED);
+    st->stored = __atomic_load_n(&q->stored, __ATOMIC_RELAXED);
+    st->failed = __atomic_load_n(&q->failed, __ATOMIC_RELAXED);
+    st->copies = __atomic_load_n(&q->copies, __ATOMIC_RELAXED);
+    st->deferred = __atomic_load_n(&q->deferred, __ATOMIC_RELAXED);
 }
 
 static const char *

@@ -1456,6 +1456,10 @@ static const struct metrics_desc server_mtab[] = {
      "Copies of an alert delivered or on its way, pulled from the work queue and acknowledged "
      "without a delivery.",
      M_CLDEL, CLDEL(copies)},
+    {"corral_cluster_alerts_deferred_total", "counter",
+     "Pulled alerts given back to the work queue for a second: their delivery record could not "
+     "be read.",
+     M_CLDEL, CLDEL(deferred)},
     {"corral_cluster_alerts_redelivered_total", "counter",
      "Alerts the work queue delivered again to this node while its executor still had them.",
      M_CLDEL, CLDEL(redelivered)},

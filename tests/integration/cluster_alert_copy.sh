@@ -67,6 +67,13 @@ for i in 1 2 3; do
     untrack "$_pid"
 done
 for i in 1 2 3; do start_nats_server "$i"; done
+# each log says "Server is ready" once more
+ready_again() {
+    [ "$(grep -c "Server is ready" "$WORK/nats$1.log")" -ge 2 ]
+}
+for i in 1 2 3; do
+    wait_until ready_again "$i" || fail "nats-server $i did not start again"
+done
 echo "restarted the three nats-server processes"
 
 python3 "$HERE/nats_copy.py" publish "127.0.0.1:$NATS_PORT_2" corral "$WORK/nats-password" \
