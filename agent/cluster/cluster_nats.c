@@ -43,6 +43,7 @@
 #include "engine/xalloc.h"
 
 #include <nats/nats.h>
+#include <openssl/err.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -393,12 +394,26 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     pthread_mutex_init(&l->slock, NULL);
     pthread_cond_init(&l->scond, NULL);
     if (!(o = options(l, cc, err))) goto fail;
+    /* libnats connects in this thread: OpenSSL's error queue is then its own */
+    ERR_clear_error();
     st = natsConnection_Connect(&l->nc, o);
     if (st == NATS_OK) st = natsConnection_Connect(&l->kvnc, o);
     natsOptions_Destroy(o);
     if (st != NATS_OK) {
-        buf_printf(err, "cluster: cannot connect to NATS (%s): %s", cc->nats,
-                   natsStatus_GetText(st));
+        /*
+         * The status alone says "SSL Error" or "Protocol Error".  libnats'
+         * last error tells the handshake's failures on this side (a server
+         * certificate not verified); a server that refuses this node's
+         * certificate, or its absence, closes the connection after the
+         * handshake with a TLS alert, which only OpenSSL's queue holds.
+         */
+        const char *why = nats_GetLastError(NULL);
+        unsigned long e = ERR_peek_last_error();
+        const char *tls = e ? ERR_reason_error_string(e) : NULL;
+        buf_printf(err, "cluster: cannot connect to NATS (%s): %s%s%s%s%s%s", cc->nats,
+                   natsStatus_GetText(st), why && *why ? ": " : "", why ? why : "",
+                   tls ? " (TLS: " : "", tls ? tls : "", tls ? ")" : "");
+        ERR_clear_error();
         goto fail;
     }
     jsOptions_Init(&jo);

@@ -6,6 +6,8 @@
 #                            stores in $WORK/js<i>, clients log in as user
 #                            corral (password in $WORK/nats-password); waits until JetStream
 #                            has a metadata leader; sets NATS_URLS
+#                            ($NATS_TLS, if set, the body of a tls { } block
+#                            for the client ports: the URLs are tls:// then)
 #   cluster_conf FILE NODE RULES   a corrald configuration for node NODE
 #                            ($PARTITIONS partitions, default 16; $CLUSTER_ATTRS
 #                            more attributes of <cluster>)
@@ -70,6 +72,7 @@ jetstream { store_dir: "$WORK/js$_i" }
 authorization { user: corral, password: "$NATS_PASSWORD" }
 cluster { name: corraltest, listen: "127.0.0.1:$_p", routes: [ $_routes ] }
 EOF
+        [ -z "${NATS_TLS:-}" ] || echo "tls { $NATS_TLS }" >> "$WORK/nats$_i.conf"
         start_nats_server "$_i"
         _i=$((_i + 1))
     done
@@ -78,7 +81,9 @@ EOF
         nats_alive "$_i" || fail "nats-server $_i exited"
         eval "NATS_PORT_$_i=$(nats_port "$WORK/nats$_i.log" client)"
     done
-    NATS_URLS="nats://127.0.0.1:$NATS_PORT_1,nats://127.0.0.1:$NATS_PORT_2,nats://127.0.0.1:$NATS_PORT_3"
+    _scheme=nats
+    [ -z "${NATS_TLS:-}" ] || _scheme=tls
+    NATS_URLS="$_scheme://127.0.0.1:$NATS_PORT_1,$_scheme://127.0.0.1:$NATS_PORT_2,$_scheme://127.0.0.1:$NATS_PORT_3"
     wait_until grep -q "JetStream cluster new metadata leader\|Self is new JetStream cluster metadata leader" \
         "$WORK/nats1.log" "$WORK/nats2.log" "$WORK/nats3.log" || fail "JetStream has no leader"
 }
