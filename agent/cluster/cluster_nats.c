@@ -1028,8 +1028,10 @@ nats_kv_unwatch(struct cluster_watch *w)
 #define WQ_ACK_WAIT_S   30   /* a job neither acked nor in progress for this long: again */
 #define WQ_FETCH_MS     1000 /* a pull waits this long for messages (bounds the stop) */
 #define WQ_BATCH        64
-#define WQ_RECORD_S     3600 /* how long the record of an alert's delivery stays */
-#define CLAIM_RETRY_MS  1000 /* an alert whose record could not be read: again after this */
+#define WQ_RECORD_S     3600   /* how long the record of an alert's delivery stays */
+#define CLAIM_RETRY_MS  1000   /* an alert whose record could not be read: again after this */
+#define UNDONE_MAX      65536  /* "done" records to write again, at most */
+#define UNDONE_MS       600000 /* a "done" record is tried again for this long */
 
 struct puller {
     struct cluster_queue *q;
@@ -1059,8 +1061,17 @@ struct cluster_queue {
     struct cluster_job *acks, **acks_tail; /* acknowledgements to send (under lock) */
     pthread_t rtid;
     bool rstarted;
-    kvStore *records;                                     /* NAME-delivered: see claim() */
+    kvStore *records;                     /* NAME-delivered: see claim() */
+    struct undone *undone, **undone_tail; /* the queue's thread's only */
+    size_t nundone;
     uint64_t published, stored, failed, copies, deferred; /* atomic */
+};
+
+/* A "done" record not written: tried again by the queue's thread. */
+struct undone {
+    struct undone *next;
+    char *key;
+    uint64_t since_ms;
 };
 
 struct cluster_job {
@@ -1126,10 +1137,45 @@ send_ack(struct cluster_queue *q, struct cluster_job *j, bool closing)
 
     if (j->record &&
         !(closing && natsConnection_Status(q->l->kvnc) != NATS_CONN_STATUS_CONNECTED) &&
-        (st = kvStore_Put(&rev, q->records, j->record, "done", 4)) != NATS_OK)
+        (st = kvStore_Put(&rev, q->records, j->record, "done", 4)) != NATS_OK) {
         set_err(q->l, "delivery record", st);
+        /*
+         * The acknowledgement below may be lost the same way (the server this
+         * node talks to died): the record is written again until it holds,
+         * before the ack wait brings the alert back.
+         */
+        if (!closing && q->nundone < UNDONE_MAX) {
+            struct undone *u = xmalloc(sizeof(*u));
+            u->next = NULL;
+            u->key = j->record;
+            u->since_ms = clock_steady_ms();
+            j->record = NULL;
+            *q->undone_tail = u;
+            q->undone_tail = &u->next;
+            q->nundone++;
+        }
+    }
     if ((st = natsMsg_Ack(j->m, NULL)) != NATS_OK) set_err(q->l, "ack", st);
     job_free(j);
+}
+
+/* The "done" records not written yet, oldest first, until the servers do not answer. */
+static void
+write_undone(struct cluster_queue *q)
+{
+    struct undone *u;
+    uint64_t rev;
+
+    while ((u = q->undone)) {
+        if (kvStore_Put(&rev, q->records, u->key, "done", 4) != NATS_OK &&
+            clock_steady_ms() - u->since_ms < UNDONE_MS)
+            return;
+        q->undone = u->next;
+        if (!q->undone) q->undone_tail = &q->undone;
+        q->nundone--;
+        free(u->key);
+        free(u);
+    }
 }
 
 /* The acknowledgements queued so far (under q->lock), taken. */
@@ -1187,6 +1233,7 @@ wq_retry_thread(void *arg)
         list = q->retries;
         q->retries = NULL;
         pthread_mutex_unlock(&q->lock);
+        write_undone(q);
         keep = NULL;
         while ((r = list)) {
             list = r->next;
@@ -1419,6 +1466,7 @@ nats_wq_open(struct cluster_log *l, const char *const *cons, size_t ncons, unsig
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->cond, NULL);
     q->acks_tail = &q->acks;
+    q->undone_tail = &q->undone;
     q->l = l;
     q->fn = fn;
     q->arg = arg;
@@ -1528,6 +1576,7 @@ nats_wq_close(struct cluster_queue *q)
 {
     size_t i;
     struct retry *r;
+    struct undone *u;
     jsPubOptions po;
 
     if (!q) return;
@@ -1560,6 +1609,11 @@ nats_wq_close(struct cluster_queue *q)
         free(q->p[i].durable);
     }
     free(q->p);
+    while ((u = q->undone)) {
+        q->undone = u->next;
+        free(u->key);
+        free(u);
+    }
     kvStore_Destroy(q->records);
     jsCtx_Destroy(q->js);
     pthread_mutex_destroy(&q->lock);
