@@ -359,6 +359,35 @@ static void nats_close(struct cluster_log *l);
 static void *sub_thread(void *arg);
 static void drop_sub(natsSubscription *s);
 
+/*
+ * Binds or creates the bucket name (history 1, file storage, replicas as the
+ * cluster's; entries expire ttl_ns after their last write, 0: never); false
+ * with err set.
+ */
+static bool
+open_bucket(struct cluster_log *l, const char *name, int64_t ttl_ns, kvStore **kv, struct buf *err)
+{
+    kvConfig kc;
+    natsStatus st;
+    int tries;
+
+    kvConfig_Init(&kc);
+    kc.Bucket = name;
+    kc.History = 1;
+    kc.Replicas = (int)l->replicas;
+    kc.StorageType = js_FileStorage;
+    kc.TTL = ttl_ns; /* nanoseconds, as JetStream has MaxAge */
+    for (tries = 0;
+         (st = js_CreateKeyValue(kv, l->kvjs, &kc)) == NATS_TIMEOUT && tries < ADMIN_TRIES; tries++)
+        log_msg(LOG_WARNING, "cluster: creating bucket %s: no answer yet, again", name);
+    if (st != NATS_OK) {
+        const char *why = nats_GetLastError(NULL);
+        buf_printf(err, "cluster: bucket %s: %s", name, why ? why : natsStatus_GetText(st));
+        return false;
+    }
+    return true;
+}
+
 static struct cluster_log *
 nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, struct buf *err)
 {
@@ -368,7 +397,6 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
     jsOptions jo;
     jsStreamConfig sc;
     jsErrCode ec = 0;
-    kvConfig kc;
     char subj[300], bucket[300];
     const char *subjects[1];
     int i, tries;
@@ -471,25 +499,12 @@ nats_open(const struct conf_cluster *cc, const struct cluster_callbacks *cb, str
         goto fail;
     }
     for (i = 0; i < 2; i++) {
-        kvConfig_Init(&kc);
         snprintf(bucket, sizeof(bucket), "%s-%s", cc->name,
                  i == CLUSTER_LEASES ? "leases" : "state");
-        kc.Bucket = bucket;
         l->bucket[i] = xstrdup(bucket);
-        kc.History = 1;
-        kc.Replicas = (int)cc->replicas;
-        kc.StorageType = js_FileStorage;
-        /* nanoseconds, as JetStream has MaxAge */
-        if (i == CLUSTER_LEASES) kc.TTL = (int64_t)(cc->lease * 1e9);
-        for (tries = 0; (st = js_CreateKeyValue(&l->kv[i], l->kvjs, &kc)) == NATS_TIMEOUT &&
-                        tries < ADMIN_TRIES;
-             tries++)
-            log_msg(LOG_WARNING, "cluster: creating bucket %s: no answer yet, again", bucket);
-        if (st != NATS_OK) {
-            const char *why = nats_GetLastError(NULL);
-            buf_printf(err, "cluster: bucket %s: %s", bucket, why ? why : natsStatus_GetText(st));
+        if (!open_bucket(l, bucket, i == CLUSTER_LEASES ? (int64_t)(cc->lease * 1e9) : 0, &l->kv[i],
+                         err))
             goto fail;
-        }
     }
     if (pthread_create(&l->rtid, NULL, retry_thread, l) != 0) {
         buf_printf(err, "cluster: cannot start a thread");
@@ -1420,28 +1435,10 @@ static void nats_wq_close(struct cluster_queue *q);
 static bool
 open_records(struct cluster_queue *q, size_t nlen, const char *name, struct buf *err)
 {
-    kvConfig kc;
     char bucket[300];
-    natsStatus st;
-    int tries;
 
     snprintf(bucket, sizeof(bucket), "%.*s-delivered", (int)nlen, name);
-    kvConfig_Init(&kc);
-    kc.Bucket = bucket;
-    kc.History = 1;
-    kc.Replicas = (int)q->l->replicas;
-    kc.StorageType = js_FileStorage;
-    kc.TTL = (int64_t)WQ_RECORD_S * 1000000000LL;
-    for (tries = 0; (st = js_CreateKeyValue(&q->records, q->l->kvjs, &kc)) == NATS_TIMEOUT &&
-                    tries < ADMIN_TRIES;
-         tries++)
-        log_msg(LOG_WARNING, "cluster: creating bucket %s: no answer yet, again", bucket);
-    if (st != NATS_OK) {
-        const char *why = nats_GetLastError(NULL);
-        buf_printf(err, "cluster: bucket %s: %s", bucket, why ? why : natsStatus_GetText(st));
-        return false;
-    }
-    return true;
+    return open_bucket(q->l, bucket, (int64_t)WQ_RECORD_S * 1000000000LL, &q->records, err);
 }
 
 static struct cluster_queue *
