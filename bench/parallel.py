@@ -65,6 +65,28 @@ def timed(argv, stdin_path=None, stdout_path=os.devnull, cpu=None):
     return wall, ru.ru_utime + ru.ru_stime
 
 
+def timed_together(argvs):
+    """Runs the (argv, cpu) pairs at once, each on its CPU alone, output to /dev/null; returns
+    each one's wall seconds, raising on a failure."""
+    procs = []
+    with open(os.devnull, "wb") as null:
+        t0 = time.monotonic()
+        for argv, cpu in argvs:
+            procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=null,
+                                          stderr=subprocess.DEVNULL,
+                                          preexec_fn=lambda c=cpu: os.sched_setaffinity(0, {c})))
+        walls = [None] * len(procs)
+        left = {p.pid: i for i, p in enumerate(procs)}
+        while left:
+            pid, status = os.wait()[:2]
+            if pid not in left:
+                continue
+            walls[left.pop(pid)] = time.monotonic() - t0
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit("%s exited with %d" % (argvs[0][0][0], os.waitstatus_to_exitcode(status)))
+    return walls
+
+
 def rule_args(rules):
     out = []
     for r in rules:
@@ -108,9 +130,12 @@ def main():
     os.makedirs(a.scratch, exist_ok=True)
     lines = benchlib.count_lines(a.corpus)
 
+    def corral_argv(j, corpus=a.corpus):
+        return ([a.corral, "match", "-j", str(j)] + rule_args(a.rules) +
+                ["--now", NOW, "-f", corpus, "-T", TEMPLATE])
+
     def corral(j, out=os.devnull, cpu=None, corpus=a.corpus):
-        return timed([a.corral, "match", "-j", str(j)] + rule_args(a.rules) +
-                     ["--now", NOW, "-f", corpus, "-T", TEMPLATE], stdout_path=out, cpu=cpu)
+        return timed(corral_argv(j, corpus), stdout_path=out, cpu=cpu)
 
     # the outputs first: -j N must be -j 1's, byte for byte
     o1, on = os.path.join(a.scratch, "out.1"), os.path.join(a.scratch, "out.%d" % a.jobs)
@@ -146,6 +171,13 @@ def main():
     extra = ["corral -j 1 on CPU %d" % c for c in cpus] + (["rules alone"] if a.ceiling else [])
     extra_cmds = [lambda c=c: corral(1, cpu=c) for c in cpus] + (
         [lambda: corral(1, corpus=os.devnull)] if a.ceiling else [])
+    # and -j 1 on every one of those CPUs at once: what each CPU does while
+    # the others are busy too (on a virtual machine the CPUs may share a
+    # physical core or a power budget, and they share the caches beyond L2)
+    busy = "corral -j 1 on CPUs %s at once" % ",".join(str(c) for c in cpus)
+    if a.ceiling:
+        extra.append(busy)
+        extra_cmds.append(lambda: (timed_together([(corral_argv(1), c) for c in cpus]), 0))
     res = {n: [] for n in names + extra}
     for _ in range(a.runs):
         for n, c in zip(names + extra, cmds + extra_cmds):
@@ -185,17 +217,32 @@ def main():
     w("- CPU spent by -j %d over -j 1: %.2fx (best runs)" % (a.jobs, best(jn, 1) / best(j1, 1)))
     if a.ceiling:
         # with no overhead at all, -j N loads the rules, then processes at the
-        # sum of the CPUs' rates (each measured alone, medians)
+        # sum of the CPUs' rates (medians): each CPU measured alone, and every
+        # CPU measured while all are busy
         load = median("rules alone", 0)
-        rates = [1 / max(median(n, 0) - load, 1e-9) for n in extra[:-1]]
-        floor = load + 1 / sum(rates)
+        alone = [median(n, 0) for n in extra[:len(cpus)]]
+        together = [benchlib.med([r[0][i] for r in res[busy]]) for i in range(len(cpus))]
+
+        def floor(walls):
+            return load + 1 / sum(1 / max(t - load, 1e-9) for t in walls)
+
+        speedup = median(j1, 0) / median(jn, 0)
         w("")
-        w("The machine's ceiling (medians): -j 1 on each CPU alone: %s s; the rules loaded alone "
-          "(serial in every run): %.2f s. Were -j %d free of any cost of its own, it would load the "
-          "rules and then process at the sum of the CPUs' rates: %.2f s, **%.2fx** the median -j 1 "
-          "(%.2f s); measured: %.2fx." %
-          (", ".join("%.2f" % median(n, 0) for n in extra[:-1]), load, a.jobs, floor,
-           median(j1, 0) / floor, median(j1, 0), median(j1, 0) / median(jn, 0)))
+        w("The machine's ceiling (medians). Were -j %d free of any cost of its own, it would load the "
+          "rules (alone: %.2f s, serial in every run) and then process at the sum of the CPUs' rates." %
+          (a.jobs, load))
+        w("")
+        w("| the CPUs' rates measured | -j 1 on each CPU, s | ceiling s | ceiling over -j 1 | "
+          "-j %d's speed-up (%.2fx) against it |" % (a.jobs, speedup))
+        w("|---|---:|---:|---:|---:|")
+        for what, walls in (("each CPU alone", alone), ("all of them busy at once", together)):
+            w("| %s | %s | %.2f | **%.2fx** | **%.0f%%** |" %
+              (what, ", ".join("%.2f" % t for t in walls), floor(walls), median(j1, 0) / floor(walls),
+               100 * speedup / (median(j1, 0) / floor(walls))))
+        w("")
+        w("Run alone, a CPU is faster than while the others are busy too (the second row's runs are "
+          "independent processes: the difference is the machine's, not corral's); -j %d runs with "
+          "every CPU busy, so the second row is what it can reach." % a.jobs)
     text = "\n".join(rep) + "\n"
     sys.stdout.write(text)
     if a.out:
