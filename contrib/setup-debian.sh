@@ -3,7 +3,8 @@
 # Debian 12: the libraries, the build tools, and the real peers the tests
 # talk to (syslog-ng's pdbtool, snmptrapd, an SMTP server, logger,
 # Alertmanager as the reference for silences and inhibition, nats-server
-# for the cluster tests), and libfaketime, under which corr_diff runs
+# for the cluster tests, python3-cryptography to sign their NATS
+# credentials), and libfaketime, under which corr_diff runs
 # pdbtool with a frozen clock.
 set -eu
 if [ "$(id -u)" != 0 ]; then
@@ -15,7 +16,8 @@ apt-get install -y --no-install-recommends \
     build-essential autoconf automake pkg-config clang clang-format \
     libuv1-dev libxml2-dev libsnmp-dev libcurl4-openssl-dev libpcre2-dev check \
     libmicrohttpd-dev libjansson-dev libssl-dev libseccomp-dev libyaml-dev libnats-dev chromium \
-    python3 syslog-ng-core snmp snmptrapd snmptt smitools python3-aiosmtpd openssl curl \
+    python3 syslog-ng-core snmp snmptrapd snmptt smitools python3-aiosmtpd python3-cryptography \
+    openssl curl \
     prometheus-alertmanager prometheus nats-server \
     bsdutils procps nftables gcovr libfaketime \
     git dpkg-dev debhelper dh-autoreconf lintian logrotate systemd

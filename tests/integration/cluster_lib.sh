@@ -7,10 +7,13 @@
 #                            corral (password in $WORK/nats-password); waits until JetStream
 #                            has a metadata leader; sets NATS_URLS
 #                            ($NATS_TLS, if set, the body of a tls { } block
-#                            for the client ports: the URLs are tls:// then)
+#                            for the client ports: the URLs are tls:// then;
+#                            $NATS_AUTH, if set, the servers' authentication
+#                            lines instead of that user)
 #   cluster_conf FILE NODE RULES   a corrald configuration for node NODE
 #                            ($PARTITIONS partitions, default 16; $CLUSTER_ATTRS
-#                            more attributes of <cluster>)
+#                            more attributes of <cluster>; $CLUSTER_LOGIN
+#                            instead of user= and password-file=)
 #   start_node I NODE RULES  corrald node I (its log $WORK/NODE.log);
 #                            sets NODE_PID_<I>, NODE_LOG_<I>
 #   node_metric I NAME       a metric of node I
@@ -62,6 +65,8 @@ start_nats() {
     chmod 600 "$WORK/nats-password"
     _routes=
     for _p in $NATS_ROUTE_PORTS; do _routes="$_routes${_routes:+, }\"nats-route://127.0.0.1:$_p\""; done
+    _auth=${NATS_AUTH:-}
+    [ -n "$_auth" ] || _auth="authorization { user: corral, password: \"$NATS_PASSWORD\" }"
     _i=1
     for _p in $NATS_ROUTE_PORTS; do
         mkdir -p "$WORK/js$_i"
@@ -69,7 +74,7 @@ start_nats() {
 server_name: n$_i
 listen: 127.0.0.1:-1
 jetstream { store_dir: "$WORK/js$_i" }
-authorization { user: corral, password: "$NATS_PASSWORD" }
+$_auth
 cluster { name: corraltest, listen: "127.0.0.1:$_p", routes: [ $_routes ] }
 EOF
         [ -z "${NATS_TLS:-}" ] || echo "tls { $NATS_TLS }" >> "$WORK/nats$_i.conf"
@@ -90,11 +95,13 @@ EOF
 
 # cluster_conf FILE NODE RULES [EXTRA]: EXTRA goes into <corrald>
 cluster_conf() {
+    _login=${CLUSTER_LOGIN:-}
+    [ -n "$_login" ] || _login="user=\"corral\" password-file=\"$WORK/nats-password\""
     cat > "$1" <<XML
 <corrald>
   <rules path="$3"/>
   <cluster nats="$NATS_URLS" name="corraltest" node="$2" partitions="${PARTITIONS:-16}" lease="3s"
-           user="corral" password-file="$WORK/nats-password" ${CLUSTER_ATTRS:-}/>
+           $_login ${CLUSTER_ATTRS:-}/>
   <control socket="$WORK/$2.sock"/>
   <inputs><tcp listen="127.0.0.1:0" name="tcp"/></inputs>
   <outputs><file path="$WORK/$2.json" format="json" select="generated"/></outputs>
