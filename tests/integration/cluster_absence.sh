@@ -18,11 +18,7 @@ need python3
 
 RULES=$top_srcdir/tests/integration/session_rules.xml
 
-cat > "$WORK/record.sh" <<EOF
-#!/bin/sh
-printf '%s %s %s\n' "\$CORRAL_CORRAL_EVENT" "\$CORRAL_HOST" "\$CORRAL_CORRAL_CLUSTER_ID" >> "$WORK/delivered"
-EOF
-chmod 755 "$WORK/record.sh"
+record_script CORRAL_CORRAL_EVENT CORRAL_HOST CORRAL_CORRAL_CLUSTER_ID
 EXTRA='<absence host="quiet2" after="8s"/>
   <absence host="quiet1" after="2s"/>
   <absence host="busy" after="4s"/>

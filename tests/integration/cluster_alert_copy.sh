@@ -14,11 +14,7 @@
 need python3
 
 RULES=$top_srcdir/rules/sshd.xml
-cat > "$WORK/record.sh" <<SH
-#!/bin/sh
-printf '%s %s %s\n' "\$CORRAL_CORRAL_EVENT" "\$CORRAL_USRACCT_DEVICE" "\$CORRAL_CORRAL_CLUSTER_ID" >> "$WORK/delivered"
-SH
-chmod 755 "$WORK/record.sh"
+record_script CORRAL_CORRAL_EVENT CORRAL_USRACCT_DEVICE CORRAL_CORRAL_CLUSTER_ID
 EXEC='<executors><exec name="record" program="'"$WORK/record.sh"'"/></executors>
   <routes><route tag="corral.alert" to="record"/></routes>'
 

@@ -18,11 +18,8 @@ cat > "$WORK/hang.sh" <<EOF
 echo \$\$ >> "$WORK/hung"
 exec sleep 600
 EOF
-cat > "$WORK/record.sh" <<EOF
-#!/bin/sh
-printf '%s %s\n' "\$CORRAL_CORRAL_EVENT" "\$CORRAL_USRACCT_DEVICE" >> "$WORK/delivered"
-EOF
-chmod 755 "$WORK/hang.sh" "$WORK/record.sh"
+record_script CORRAL_CORRAL_EVENT CORRAL_USRACCT_DEVICE
+chmod 755 "$WORK/hang.sh"
 exec_of() {
     echo '<executors><exec name="run" program="'"$WORK/$1"'" timeout="1h" max-children="2"/></executors>
   <routes><route tag="corral.alert" to="run"/></routes>'

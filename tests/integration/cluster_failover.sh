@@ -27,11 +27,7 @@ for k in range(int(sys.argv[1]), int(sys.argv[2]) + 1):
 PY
 }
 
-cat > "$WORK/record.sh" <<EOF
-#!/bin/sh
-printf '%s %s %s %s\n' "\$CORRAL_CORRAL_EVENT" "\$CORRAL_HOST" "\$CORRAL_CORRAL_COUNT" "\$CORRAL_CORRAL_CLUSTER_ID" >> "$WORK/delivered"
-EOF
-chmod 755 "$WORK/record.sh"
+record_script CORRAL_CORRAL_EVENT CORRAL_HOST CORRAL_CORRAL_COUNT CORRAL_CORRAL_CLUSTER_ID
 EXEC='<executors><exec name="record" program="'"$WORK/record.sh"'"/></executors>
   <routes><route tag="corral.alert" to="record"/></routes>'
 

@@ -19,6 +19,13 @@
 #   node_metric I NAME       a metric of node I
 #   wait_balanced I...       until each of the nodes I... sees them as the
 #                            members and owns exactly its share
+#   record_script VAR...     $WORK/record.sh, an exec script appending a line
+#                            of the variables VAR... to $WORK/delivered
+#   node_refused NODE WHY    corrald node NODE (rules $RULES) exits 1 at start
+#                            and its log says WHY (a grep pattern)
+#   bruteforce_once I J      5 failed logins sent to node I: one brute-force
+#                            alert, delivered once (record_script
+#                            CORRAL_CORRAL_EVENT ...) and acknowledged by I or J
 
 need nats-server
 
@@ -143,4 +150,60 @@ balanced() {
 # wait_balanced I...: until balanced I...
 wait_balanced() {
     wait_until balanced "$@"
+}
+
+record_script() {
+    _fmt=
+    _args=
+    for _v in "$@"; do
+        _fmt="$_fmt${_fmt:+ }%s"
+        _args="$_args \"\$$_v\""
+    done
+    cat > "$WORK/record.sh" <<EOF
+#!/bin/sh
+printf '$_fmt\n'$_args >> "$WORK/delivered"
+EOF
+    chmod 755 "$WORK/record.sh"
+}
+
+node_refused() {
+    cluster_conf "$WORK/$1.conf" "$1" "$RULES"
+    "$CORRALD" -F -f "$WORK/$1.conf" --schema "$SCHEMA" < /dev/null > "$WORK/$1.out" \
+        2>> "$WORK/$1.log" &
+    _pid=$!
+    track "$_pid"
+    wait_exit "$_pid"
+    _st=$?
+    [ "$_st" -ne 255 ] || fail "node $1 did not exit"
+    [ "$_st" -eq 1 ] || fail "node $1 exited with $_st, not 1"
+    grep -q "$2" "$WORK/$1.log" || fail "node $1 did not say why it was refused ($2)"
+    ! grep -q ']: started$' "$WORK/$1.log" || fail "node $1 started"
+    echo "ok: node $1 refused: $(grep -m 1 "$2" "$WORK/$1.log")"
+}
+
+# bruteforce_delivered: brute-force alerts recorded so far
+bruteforce_delivered() {
+    count_matching "$WORK/delivered" '^ssh.bruteforce.alert '
+}
+
+# bruteforce_some / bruteforce_acked I J: one at least delivered / acknowledged by I or J
+bruteforce_some() {
+    [ "$(bruteforce_delivered)" -ge 1 ]
+}
+
+bruteforce_acked() {
+    [ "$(($(node_metric "$1" corral_cluster_alerts_acked_total) + \
+        $(node_metric "$2" corral_cluster_alerts_acked_total)))" -ge 1 ]
+}
+
+bruteforce_once() {
+    _stamp=$(date '+%b %e %H:%M:%S')
+    for _k in 1 2 3 4 5; do
+        echo "$_stamp web1 sshd[100$_k]: Failed password for root from 198.51.100.7 port 4000$_k ssh2"
+    done > "$WORK/failures"
+    send_tcp_file "$(as_node "$1" input_port tcp)" "$WORK/failures"
+    wait_until bruteforce_some || fail "the alert was not delivered"
+    wait_until bruteforce_acked "$1" "$2" || fail "the delivered alert was not acknowledged"
+    [ "$(bruteforce_delivered)" -eq 1 ] ||
+        fail "the alert was delivered $(bruteforce_delivered) times: $(cat "$WORK/delivered")"
 }

@@ -17,11 +17,7 @@ GROUPS_N=8
 PER_GROUP=30
 ADDRS=$((GROUPS_N * PER_GROUP))
 
-cat > "$WORK/record.sh" <<EOF
-#!/bin/sh
-printf '%s %s %s\n' "\$CORRAL_CORRAL_EVENT" "\$CORRAL_USRACCT_DEVICE" "\$CORRAL_CORRAL_CLUSTER_ID" >> "$WORK/delivered"
-EOF
-chmod 755 "$WORK/record.sh"
+record_script CORRAL_CORRAL_EVENT CORRAL_USRACCT_DEVICE CORRAL_CORRAL_CLUSTER_ID
 EXEC='<executors><exec name="record" program="'"$WORK/record.sh"'" max-children="8"/></executors>
   <routes><route tag="corral.alert" to="record"/></routes>'
 

@@ -43,11 +43,7 @@ else:
 PY
 }
 
-cat > "$WORK/record.sh" <<EOF
-#!/bin/sh
-printf '%s %s %s %s %s\n' "\$CORRAL_CORRAL_EVENT" "\$CORRAL_HOST" "\$CORRAL_USRACCT_USERNAME" "\$CORRAL_SESSION_DURATION" "\$CORRAL_CORRAL_CLUSTER_ID" >> "$WORK/delivered"
-EOF
-chmod 755 "$WORK/record.sh"
+record_script CORRAL_CORRAL_EVENT CORRAL_HOST CORRAL_USRACCT_USERNAME CORRAL_SESSION_DURATION CORRAL_CORRAL_CLUSTER_ID
 EXEC='<executors><exec name="record" program="'"$WORK/record.sh"'"/></executors>
   <routes><route tag="ssh.session" to="record"/></routes>'
 
