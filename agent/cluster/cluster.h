@@ -150,6 +150,12 @@ struct cluster_backend {
     struct cluster_queue *(*wq_open)(struct cluster_log *l, const char *const *cons, size_t ncons,
                                      unsigned pending, cluster_job_fn fn, void *arg,
                                      struct buf *err);
+    /*
+     * Pulls for consumer cons too, as wq_open does (a reload that adds an
+     * executor); a name pulled already: nothing.  Loop thread.  false with
+     * err set.
+     */
+    bool (*wq_pull)(struct cluster_queue *q, const char *cons, struct buf *err);
     /* Stops pulling; the jobs not yet acked are the servers' again after the ack wait. */
     void (*wq_close)(struct cluster_queue *q);
     /*

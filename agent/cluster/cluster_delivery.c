@@ -243,6 +243,12 @@ cluster_delivery_new(uv_loop_t *loop, const struct cluster_backend *be, struct c
     return d;
 }
 
+bool
+cluster_delivery_pull(struct cluster_delivery *d, const char *executor, struct buf *err)
+{
+    return d->be->wq_pull(d->q, executor, err);
+}
+
 static void
 free_async(uv_handle_t *h)
 {

@@ -1064,8 +1064,8 @@ struct cluster_queue {
     struct cluster_log *l;
     jsCtx *js; /* its own acknowledgement handler: the log's counts the ingest's */
     char *stream, *prefix;
-    struct puller *p;
-    size_t np;
+    struct puller **p; /* pointers: a reload adds pullers while the others' threads run */
+    size_t np, npalloc;
     unsigned max_pending;
     cluster_job_fn fn;
     void *arg;
@@ -1441,6 +1441,73 @@ open_records(struct cluster_queue *q, size_t nlen, const char *name, struct buf 
     return open_bucket(q->l, bucket, (int64_t)WQ_RECORD_S * 1000000000LL, &q->records, err);
 }
 
+/*
+ * A puller for consumer cons: its durable consumer, shared by every node,
+ * created here (not by the subscription, which would delete it when it
+ * goes), its pull subscription, and its thread.  false with err set.
+ */
+static bool
+add_puller(struct cluster_queue *q, const char *cons, struct buf *err)
+{
+    struct puller *p = xcalloc(1, sizeof(*p));
+    char *tok = token_of(cons);
+    jsConsumerConfig cc;
+    jsConsumerInfo *ci = NULL;
+    jsSubOptions so;
+    jsOptions admin;
+    jsErrCode ec = 0;
+    natsStatus st;
+
+    p->q = q;
+    p->cons = xstrdup(cons);
+    p->subject = xmalloc(strlen(q->prefix) + strlen(tok) + 1);
+    sprintf(p->subject, "%s%s", q->prefix, tok);
+    p->durable = tok;
+    q->p = xgrow(q->p, &q->npalloc, q->np + 1, sizeof(*q->p));
+    q->p[q->np++] = p; /* freed by nats_wq_close, whatever fails below */
+    jsOptions_Init(&admin);
+    admin.Wait = 5000;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = p->durable;
+    cc.FilterSubject = p->subject;
+    cc.AckPolicy = js_AckExplicit;
+    cc.AckWait = (int64_t)WQ_ACK_WAIT_S * 1000000000LL;
+    cc.MaxAckPending = (int64_t)q->max_pending * 16;
+    st = js_AddConsumer(&ci, q->js, q->stream, &cc, &admin, &ec);
+    jsConsumerInfo_Destroy(ci);
+    if (st != NATS_OK && ec != 10013 /* exists, other settings */ && ec != 10148 /* exists */) {
+        buf_printf(err, "cluster: consumer %s of %s: %s (JetStream error %d)", p->durable,
+                   q->stream, nats_GetLastError(NULL), (int)ec);
+        return false;
+    }
+    jsSubOptions_Init(&so);
+    so.Stream = q->stream;
+    so.Consumer = p->durable;
+    ec = 0;
+    if ((st = js_PullSubscribe(&p->sub, q->js, p->subject, p->durable, NULL, &so, &ec)) !=
+        NATS_OK) {
+        buf_printf(err, "cluster: pulling %s: %s (JetStream error %d)", p->subject,
+                   nats_GetLastError(NULL), (int)ec);
+        return false;
+    }
+    if (pthread_create(&p->tid, NULL, pull_thread, p) != 0) {
+        buf_printf(err, "cluster: cannot start a thread");
+        return false;
+    }
+    p->started = true;
+    return true;
+}
+
+static bool
+nats_wq_pull(struct cluster_queue *q, const char *cons, struct buf *err)
+{
+    size_t i;
+
+    for (i = 0; i < q->np; i++)
+        if (!strcmp(q->p[i]->cons, cons)) return true;
+    return add_puller(q, cons, err);
+}
+
 static struct cluster_queue *
 nats_wq_open(struct cluster_log *l, const char *const *cons, size_t ncons, unsigned pending,
              cluster_job_fn fn, void *arg, struct buf *err)
@@ -1448,9 +1515,6 @@ nats_wq_open(struct cluster_log *l, const char *const *cons, size_t ncons, unsig
     struct cluster_queue *q = xcalloc(1, sizeof(*q));
     jsOptions jo, admin;
     jsStreamConfig sc;
-    jsConsumerConfig cc;
-    jsSubOptions so;
-    jsConsumerInfo *ci;
     jsErrCode ec = 0;
     natsStatus st;
     const char *subjects[1];
@@ -1510,53 +1574,8 @@ nats_wq_open(struct cluster_log *l, const char *const *cons, size_t ncons, unsig
         goto fail;
     }
     if (!open_records(q, nlen, name, err)) goto fail;
-    q->p = xcalloc(ncons ? ncons : 1, sizeof(*q->p));
-    for (i = 0; i < ncons; i++) {
-        struct puller *p = &q->p[i];
-        char *tok = token_of(cons[i]);
-        p->q = q;
-        p->cons = xstrdup(cons[i]);
-        p->subject = xmalloc(strlen(q->prefix) + strlen(tok) + 1);
-        sprintf(p->subject, "%s%s", q->prefix, tok);
-        p->durable = tok;
-        q->np++;
-        /*
-         * One durable consumer per executor, shared by every node: created
-         * here (not by the subscription, which would delete it when it goes)
-         */
-        jsConsumerConfig_Init(&cc);
-        cc.Durable = p->durable;
-        cc.FilterSubject = p->subject;
-        cc.AckPolicy = js_AckExplicit;
-        cc.AckWait = (int64_t)WQ_ACK_WAIT_S * 1000000000LL;
-        cc.MaxAckPending = (int64_t)q->max_pending * 16;
-        ci = NULL;
-        ec = 0;
-        st = js_AddConsumer(&ci, q->js, q->stream, &cc, &admin, &ec);
-        jsConsumerInfo_Destroy(ci);
-        if (st != NATS_OK && ec != 10013 /* exists, other settings */ && ec != 10148 /* exists */) {
-            buf_printf(err, "cluster: consumer %s of %s: %s (JetStream error %d)", p->durable,
-                       q->stream, nats_GetLastError(NULL), (int)ec);
-            goto fail;
-        }
-        jsSubOptions_Init(&so);
-        so.Stream = q->stream;
-        so.Consumer = p->durable;
-        ec = 0;
-        if ((st = js_PullSubscribe(&p->sub, q->js, p->subject, p->durable, NULL, &so, &ec)) !=
-            NATS_OK) {
-            buf_printf(err, "cluster: pulling %s: %s (JetStream error %d)", p->subject,
-                       nats_GetLastError(NULL), (int)ec);
-            goto fail;
-        }
-    }
-    for (i = 0; i < q->np; i++) {
-        if (pthread_create(&q->p[i].tid, NULL, pull_thread, &q->p[i]) != 0) {
-            buf_printf(err, "cluster: cannot start a thread");
-            goto fail;
-        }
-        q->p[i].started = true;
-    }
+    for (i = 0; i < ncons; i++)
+        if (!add_puller(q, cons[i], err)) goto fail;
     if (pthread_create(&q->rtid, NULL, wq_retry_thread, q) != 0) {
         buf_printf(err, "cluster: cannot start a thread");
         goto fail;
@@ -1583,7 +1602,7 @@ nats_wq_close(struct cluster_queue *q)
     pthread_mutex_unlock(&q->lock);
     if (q->rstarted) pthread_join(q->rtid, NULL);
     for (i = 0; i < q->np; i++)
-        if (q->p[i].started) pthread_join(q->p[i].tid, NULL);
+        if (q->p[i]->started) pthread_join(q->p[i]->tid, NULL);
     send_acks(q, take_acks(q), true); /* none, unless the thread never ran */
     if (q->js) {
         /* what is in flight gets its acknowledgement (a second at most) */
@@ -1600,10 +1619,11 @@ nats_wq_close(struct cluster_queue *q)
     }
     for (i = 0; i < q->np; i++) {
         /* not unsubscribed: the consumer is the cluster's, it stays */
-        natsSubscription_Destroy(q->p[i].sub);
-        free(q->p[i].cons);
-        free(q->p[i].subject);
-        free(q->p[i].durable);
+        natsSubscription_Destroy(q->p[i]->sub);
+        free(q->p[i]->cons);
+        free(q->p[i]->subject);
+        free(q->p[i]->durable);
+        free(q->p[i]);
     }
     free(q->p);
     while ((u = q->undone)) {
@@ -1723,6 +1743,7 @@ const struct cluster_backend cluster_nats = {
     .kv_watch = nats_kv_watch,
     .kv_unwatch = nats_kv_unwatch,
     .wq_open = nats_wq_open,
+    .wq_pull = nats_wq_pull,
     .wq_close = nats_wq_close,
     .wq_publish = nats_wq_publish,
     .wq_ack = nats_wq_ack,

@@ -643,6 +643,26 @@ start_cluster_delivery(struct server *s)
     if (!s->cldel) server_stop_cluster(s);
 }
 
+/* A reload: the executors it added pull their alerts from the cluster's work queue too. */
+static void
+pull_new_executors(struct server *s, struct buf *report)
+{
+    struct buf err = BUF_INIT;
+    size_t i;
+
+    if (!s->cldel) return;
+    for (i = 0; i < execq_count(s->ex); i++) {
+        buf_reset(&err);
+        if (!cluster_delivery_pull(s->cldel, execq_name(s->ex, i), &err)) {
+            log_msg(LOG_ERR, "executor %s: %s; its alerts wait in the work queue",
+                    execq_name(s->ex, i), buf_str(&err));
+            buf_printf(report, "executor %s: %s; its alerts wait in the work queue\n",
+                       execq_name(s->ex, i), buf_str(&err));
+        }
+    }
+    buf_free(&err);
+}
+
 /* The correlation engine at start: created, and the saved state restored. */
 static void
 start_corr(struct server *s, const struct conf *conf)
@@ -860,6 +880,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         start_cluster_silences(s, c);
         start_cluster_delivery(s);
     } else {
+        pull_new_executors(s, report);
         describe_changes(s->db, st->db, report);
         if (s->cluster)
             cluster_node_set_db(s->cluster, st->db);
