@@ -151,11 +151,13 @@ struct cluster_backend {
                                      unsigned pending, cluster_job_fn fn, void *arg,
                                      struct buf *err);
     /*
-     * Pulls for consumer cons too, as wq_open does (a reload that adds an
-     * executor); a name pulled already: nothing.  Loop thread.  false with
-     * err set.
+     * From now on pulls for the consumers of cons only (a reload): one not
+     * pulled yet is bound as wq_open does, one not named is no longer
+     * pulled from (its jobs pulled already end as usual).  Loop thread.
+     * false with err set when one could not be bound (the others are).
      */
-    bool (*wq_pull)(struct cluster_queue *q, const char *cons, struct buf *err);
+    bool (*wq_pull)(struct cluster_queue *q, const char *const *cons, size_t ncons,
+                    struct buf *err);
     /* Stops pulling; the jobs not yet acked are the servers' again after the ack wait. */
     void (*wq_close)(struct cluster_queue *q);
     /*

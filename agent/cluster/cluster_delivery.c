@@ -244,9 +244,10 @@ cluster_delivery_new(uv_loop_t *loop, const struct cluster_backend *be, struct c
 }
 
 bool
-cluster_delivery_pull(struct cluster_delivery *d, const char *executor, struct buf *err)
+cluster_delivery_pull(struct cluster_delivery *d, const char *const *executors, size_t n,
+                      struct buf *err)
 {
-    return d->be->wq_pull(d->q, executor, err);
+    return d->be->wq_pull(d->q, executors, n, err);
 }
 
 static void

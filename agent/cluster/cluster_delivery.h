@@ -37,13 +37,14 @@ struct cluster_delivery *cluster_delivery_new(uv_loop_t *loop, const struct clus
                                               size_t nexecutors, cluster_delivery_fn fn, void *arg,
                                               struct buf *err);
 /*
- * Pulls for executor too, when it is not pulled yet (a reload added it);
- * false with err set (its alerts wait in the work queue for another node,
- * or for a later reload or restart of this one).  An executor a reload
- * removed is still pulled: its alerts go back to the cluster (see
- * cluster_delivery_fn).
+ * From now on pulls for the executors named only (a reload): one added is
+ * pulled from at once, one removed no longer, so that its alerts wait for
+ * a node that has it.  false with err set when an added one could not be
+ * bound: its alerts wait in the work queue for another node, or for a
+ * later reload or restart of this one.
  */
-bool cluster_delivery_pull(struct cluster_delivery *d, const char *executor, struct buf *err);
+bool cluster_delivery_pull(struct cluster_delivery *d, const char *const *executors, size_t n,
+                           struct buf *err);
 /* Stops pulling; what was pulled and not yet acknowledged goes to any node after the ack wait. */
 void cluster_delivery_free(struct cluster_delivery *d);
 /*

@@ -1058,6 +1058,7 @@ struct puller {
     time_t logged;    /* the last pull error logged (monotonic seconds) */
     pthread_t tid;
     bool started;
+    bool paused; /* under q->lock: its executor is gone (a reload), nothing is pulled */
 };
 
 struct cluster_queue {
@@ -1363,11 +1364,22 @@ pull_thread(void *arg)
     natsStatus st;
     jsErrCode ec;
     int i, batch;
-    bool unanswered;
+    bool unanswered, paused = false;
 
     for (;;) {
         pthread_mutex_lock(&q->lock);
-        while (!q->closing && p->pending >= q->max_pending) pthread_cond_wait(&q->cond, &q->lock);
+        if (p->paused != paused) {
+            /* said once no fetch of its is outstanding: what comes after goes to other nodes */
+            paused = p->paused;
+            log_msg(LOG_INFO, "cluster: %s %s", p->subject,
+                    paused ? "no longer pulled (its executor is gone)" : "pulled again");
+        }
+        while (!q->closing && (p->paused || p->pending >= q->max_pending))
+            pthread_cond_wait(&q->cond, &q->lock);
+        if (p->paused != paused) {
+            pthread_mutex_unlock(&q->lock);
+            continue;
+        }
         batch = (int)(q->max_pending - p->pending);
         if (batch > WQ_BATCH) batch = WQ_BATCH;
         if (q->closing) {
@@ -1392,6 +1404,13 @@ pull_thread(void *arg)
             continue;
         }
         unanswered = false;
+        if (__atomic_load_n(&p->paused, __ATOMIC_ACQUIRE)) {
+            /* fetched as the executor went: back to the queue at once, for the nodes that have it
+             */
+            for (i = 0; i < list.Count; i++) natsMsg_Nak(list.Msgs[i], NULL);
+            natsMsgList_Destroy(&list);
+            continue;
+        }
         for (i = 0; i < list.Count; i++) {
             struct cluster_job *j = xcalloc(1, sizeof(*j));
             j->p = p;
@@ -1499,13 +1518,27 @@ add_puller(struct cluster_queue *q, const char *cons, struct buf *err)
 }
 
 static bool
-nats_wq_pull(struct cluster_queue *q, const char *cons, struct buf *err)
+nats_wq_pull(struct cluster_queue *q, const char *const *cons, size_t ncons, struct buf *err)
 {
-    size_t i;
+    struct buf more = BUF_INIT; /* the failures after the first, not reported */
+    size_t i, k;
+    bool ok = true, named;
 
-    for (i = 0; i < q->np; i++)
-        if (!strcmp(q->p[i]->cons, cons)) return true;
-    return add_puller(q, cons, err);
+    pthread_mutex_lock(&q->lock);
+    for (i = 0; i < q->np; i++) {
+        for (named = false, k = 0; k < ncons && !named; k++)
+            named = !strcmp(q->p[i]->cons, cons[k]);
+        __atomic_store_n(&q->p[i]->paused, !named, __ATOMIC_RELEASE);
+    }
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+    for (k = 0; k < ncons; k++) {
+        for (named = false, i = 0; i < q->np && !named; i++)
+            named = !strcmp(q->p[i]->cons, cons[k]);
+        if (!named && !add_puller(q, cons[k], ok ? err : &more)) ok = false;
+    }
+    buf_free(&more);
+    return ok;
 }
 
 static struct cluster_queue *

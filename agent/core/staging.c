@@ -643,23 +643,24 @@ start_cluster_delivery(struct server *s)
     if (!s->cldel) server_stop_cluster(s);
 }
 
-/* A reload: the executors it added pull their alerts from the cluster's work queue too. */
+/* A reload: the executors it added pull their alerts from the cluster's work queue too, and
+ * those it removed no longer do. */
 static void
-pull_new_executors(struct server *s, struct buf *report)
+pull_executors(struct server *s, struct buf *report)
 {
     struct buf err = BUF_INIT;
-    size_t i;
+    size_t i, n;
+    const char **names;
 
     if (!s->cldel) return;
-    for (i = 0; i < execq_count(s->ex); i++) {
-        buf_reset(&err);
-        if (!cluster_delivery_pull(s->cldel, execq_name(s->ex, i), &err)) {
-            log_msg(LOG_ERR, "executor %s: %s; its alerts wait in the work queue",
-                    execq_name(s->ex, i), buf_str(&err));
-            buf_printf(report, "executor %s: %s; its alerts wait in the work queue\n",
-                       execq_name(s->ex, i), buf_str(&err));
-        }
+    n = execq_count(s->ex);
+    names = xcalloc(n + 1, sizeof(*names));
+    for (i = 0; i < n; i++) names[i] = execq_name(s->ex, i);
+    if (!cluster_delivery_pull(s->cldel, names, n, &err)) {
+        log_msg(LOG_ERR, "%s; its alerts wait in the work queue", buf_str(&err));
+        buf_printf(report, "%s; its alerts wait in the work queue\n", buf_str(&err));
     }
+    free(names);
     buf_free(&err);
 }
 
@@ -880,7 +881,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         start_cluster_silences(s, c);
         start_cluster_delivery(s);
     } else {
-        pull_new_executors(s, report);
+        pull_executors(s, report);
         describe_changes(s->db, st->db, report);
         if (s->cluster)
             cluster_node_set_db(s->cluster, st->db);

@@ -3,7 +3,9 @@
 # the exec executor "record", both reloaded with a second executor, "second",
 # routed the same alerts; a brute force sent to one node then reaches both
 # executors, once each, through the work queue (each executor's consumer is
-# pulled by every node that has it).
+# pulled by every node that has it).  Then node a is reloaded without
+# "second": it no longer pulls that executor's alerts (which it would only
+# give back to the queue), and node b delivers every one of them.
 . "$(dirname "$0")/corrald_lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
 
@@ -50,3 +52,39 @@ wait_until acked_both || fail "the two deliveries were not both acknowledged"
     fail "the executor added by the reload got the alert $(count_matching "$WORK/second" .) times"
 [ "$(bruteforce_delivered)" -eq 1 ] || fail "record got the alert $(bruteforce_delivered) times"
 echo "ok: the alert reached the executor added by the reload once, and the first executor once"
+
+# node a without "second"; b keeps it: the alerts b's partitions raise go to both executors,
+# a's to "record" only (a has no route to "second" any more)
+EXEC3='<executors><exec name="record" program="'"$WORK/record.sh"'"/></executors>
+  <routes><route tag="corral.alert" to="record"/></routes>'
+cluster_conf "$WORK/a.conf" a "$RULES" "$EXEC3"
+kill -HUP "$NODE_PID_1"
+wait_grep "$NODE_LOG_1" 'reload: executor removed: second' || fail "node a did not remove the executor"
+# once its last fetch is over (an alert that fetch brings goes back to the queue at once)
+wait_grep "$NODE_LOG_1" 'cluster: corraltest.alerts.second no longer pulled' ||
+    fail "node a still pulls for the executor it removed"
+raised_b=$(count_matching "$WORK/b.json" '"ssh.bruteforce.alert"')
+# twelve more brute forces, on twelve hosts (the partition is the host's), sent to node b
+stamp=$(date '+%b %e %H:%M:%S')
+for a in 1 2 3 4 5 6 7 8 9 10 11 12; do
+    for i in 1 2 3 4 5; do
+        echo "$stamp db$a sshd[2$a$i]: Failed password for root from 203.0.113.$a port 5000$i ssh2"
+    done
+done > "$WORK/more"
+send_tcp_file "$(as_node 2 input_port tcp)" "$WORK/more"
+thirteen() {
+    [ "$(bruteforce_delivered)" -ge 13 ]
+}
+wait_until thirteen || fail "the twelve alerts did not all reach record: $(bruteforce_delivered)"
+by_b=$(($(count_matching "$WORK/b.json" '"ssh.bruteforce.alert"') - raised_b))
+[ "$by_b" -ge 1 ] || fail "node b raised none of the twelve alerts"
+to_second() {
+    [ "$(count_matching "$WORK/second" '^ssh.bruteforce.alert$')" -ge $((1 + by_b)) ]
+}
+wait_until to_second || fail "second got $(count_matching "$WORK/second" .) alerts, not $((1 + by_b))"
+[ "$(node_metric 1 corral_cluster_alerts_returned_total)" -eq 0 ] ||
+    fail "node a pulled alerts of the executor it no longer has ($(node_metric 1 corral_cluster_alerts_returned_total) given back)"
+[ "$(count_matching "$WORK/second" '^ssh.bruteforce.alert$')" -eq $((1 + by_b)) ] ||
+    fail "second got $(count_matching "$WORK/second" .) alerts, not $((1 + by_b))"
+[ "$(bruteforce_delivered)" -eq 13 ] || fail "record got $(bruteforce_delivered) alerts, not 13"
+echo "ok: the executor a reload removed is no longer pulled from; node b delivered its $by_b alerts to it"
