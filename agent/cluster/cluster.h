@@ -54,6 +54,12 @@ typedef void (*cluster_watch_fn)(void *arg, const char *key, const char *val, si
 #define CLUSTER_SEEN 1u
 /* Delivered with more of the partition's messages behind it (a backlog being read). */
 #define CLUSTER_PENDING 2u
+/*
+ * Stored after a message its publisher sent later (its publish was sent
+ * again after an acknowledgement that did not come): correlated out of
+ * the order the receiving node had it.
+ */
+#define CLUSTER_LATE 4u
 
 /*
  * A message of partition part at sequence seq, stored at stamp_ms (wall; 0:

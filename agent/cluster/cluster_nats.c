@@ -82,10 +82,27 @@ struct retry {
 };
 
 /* What a subscription's message handler needs: its own, freed when libnats is done with it */
+/*
+ * The last Nats-Msg-Id number each publisher (the id's prefix: node and
+ * start) had in a partition's stream, to tell a message stored after one
+ * its publisher sent later (CLUSTER_LATE).  A few publishers are
+ * remembered, the oldest forgotten first: a forgotten one's next message
+ * is taken as in order.
+ */
+#define PUBLISHERS 8
+#define PREFIX_MAX 128
+struct publisher {
+    char prefix[PREFIX_MAX];
+    size_t len;
+    uint64_t last;
+};
+
 struct subctx {
     struct cluster_log *l;
     unsigned part;
     uint64_t token;
+    struct publisher pub[PUBLISHERS]; /* on_msg's only */
+    unsigned npub, nextpub;
 };
 
 /* A partition's reading: its subscription, or the one wanted (made by sub_thread) */
@@ -630,6 +647,41 @@ header(natsMsg *m, const char *key)
     return natsMsgHeader_Get(m, key, &v) == NATS_OK ? v : NULL;
 }
 
+/*
+ * Whether the message published under id (PREFIX then a number, see
+ * nats_publish) comes after one its publisher sent later: its publish was
+ * sent again (nats_publish's acknowledgement timed out) after later ones
+ * were stored.
+ */
+static bool
+late(struct subctx *c, const char *id)
+{
+    const char *dash = id ? strrchr(id, '-') : NULL;
+    struct publisher *p;
+    size_t len;
+    uint64_t n;
+    unsigned i;
+
+    if (!dash || !dash[1] || (size_t)(dash + 1 - id) > PREFIX_MAX) return false;
+    len = (size_t)(dash + 1 - id);
+    n = strtoull(dash + 1, NULL, 10);
+    for (i = 0; i < c->npub; i++) {
+        p = &c->pub[i];
+        if (p->len != len || memcmp(p->prefix, id, len)) continue;
+        if (n < p->last) return true;
+        p->last = n;
+        return false;
+    }
+    if (c->npub < PUBLISHERS)
+        p = &c->pub[c->npub++];
+    else
+        p = &c->pub[c->nextpub++ % PUBLISHERS];
+    memcpy(p->prefix, id, len);
+    p->len = len;
+    p->last = n;
+    return false;
+}
+
 static void
 on_msg(natsConnection *nc, natsSubscription *s, natsMsg *m, void *closure)
 {
@@ -642,7 +694,8 @@ on_msg(natsConnection *nc, natsSubscription *s, natsMsg *m, void *closure)
         c->l->cb.deliver(c->l->cb.arg, c->part, c->token, meta->Sequence.Stream,
                          meta->Timestamp > 0 ? (uint64_t)meta->Timestamp / 1000000u : 0,
                          (header(m, HDR_SEEN) ? CLUSTER_SEEN : 0) |
-                             (meta->NumPending ? CLUSTER_PENDING : 0),
+                             (meta->NumPending ? CLUSTER_PENDING : 0) |
+                             (late(c, header(m, "Nats-Msg-Id")) ? CLUSTER_LATE : 0),
                          natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), header(m, HDR_PEER),
                          header(m, HDR_TLS), header(m, HDR_HOST));
         jsMsgMetaData_Destroy(meta);
@@ -678,7 +731,7 @@ drop_sub(natsSubscription *s)
 static natsSubscription *
 make_sub(struct cluster_log *l, unsigned part, uint64_t from, uint64_t token, struct buf *err)
 {
-    struct subctx *c = xmalloc(sizeof(*c));
+    struct subctx *c = xcalloc(1, sizeof(*c));
     natsSubscription *s = NULL;
     jsOptions jo;
     jsSubOptions so;

@@ -181,6 +181,7 @@ struct cluster_node {
     uint64_t ckpt_every_ms, last_ckpt_ms;
     uint64_t in_flight;           /* atomic */
     struct cluster_node_stats st; /* counters: atomic */
+    uint64_t late_logged_ms;      /* the loop's: late() said so last then */
 
     pthread_mutex_t lock;
     pthread_cond_t cond;       /* the lease thread's beat, the loop's drops, the queue's room */
@@ -510,6 +511,22 @@ abs_seen(struct cluster_node *n, unsigned p, const struct event *e)
     absence_seen_at(n->parts[p].abs, n->cmsg, t, e->stamp);
 }
 
+/* A message correlated out of the order its node received it: counted, and said once a minute. */
+static void
+late(struct cluster_node *n, unsigned part)
+{
+    uint64_t t = now_ms();
+
+    count(&n->st.late, 1);
+    if (!n->late_logged_ms || t - n->late_logged_ms >= 60000) {
+        n->late_logged_ms = t;
+        log_msg(LOG_WARNING,
+                "cluster: partition %u: a message stored after later ones of its node (its "
+                "publish was sent again) is correlated out of their order",
+                part);
+    }
+}
+
 static void
 consume(struct cluster_node *n, struct event *e)
 {
@@ -529,6 +546,7 @@ consume(struct cluster_node *n, struct event *e)
         return;
     }
     if (e->seq <= pt->seq) return; /* an ordered consumer's restart delivers again */
+    if (e->flags & CLUSTER_LATE) late(n, e->part);
     pt->seq = e->seq;
     pt->idx = 0;
     pt->behind = (e->flags & CLUSTER_PENDING) != 0;
@@ -1360,6 +1378,7 @@ cluster_node_stats(const struct cluster_node *n, struct cluster_node_stats *st)
     st->publish_failed = __atomic_load_n(&s->publish_failed, __ATOMIC_RELAXED);
     st->dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
     st->consumed = __atomic_load_n(&s->consumed, __ATOMIC_RELAXED);
+    st->late = __atomic_load_n(&s->late, __ATOMIC_RELAXED);
     st->fenced = __atomic_load_n(&s->fenced, __ATOMIC_RELAXED);
     st->stale = __atomic_load_n(&s->stale, __ATOMIC_RELAXED);
     st->split = __atomic_load_n(&s->split, __ATOMIC_RELAXED);

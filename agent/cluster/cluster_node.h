@@ -72,6 +72,7 @@ void cluster_node_set_absence(struct cluster_node *n, const struct conf_absence 
 
 struct cluster_node_stats {
     uint64_t published, acked, publish_failed, dropped, consumed, fenced, stale, split;
+    uint64_t late; /* consumed out of the order their node received them (CLUSTER_LATE) */
     uint64_t acquired, lost, released, checkpoints, suppressed;
     uint64_t ckpt_damaged;        /* checkpoints found incomplete or damaged when taking over */
     uint64_t subscribe_retries;   /* partitions' consumers asked for again (the backend's) */

@@ -1385,6 +1385,9 @@ static const struct metrics_desc server_mtab[] = {
      "Messages and generated messages not processed or emitted: the partition's lease was no "
      "longer valid.",
      M_CLUSTER, CLUSTER(fenced)},
+    {"corral_cluster_out_of_order_total", "counter",
+     "Messages correlated after later ones of the node that received them (a publish sent again).",
+     M_CLUSTER, CLUSTER(late)},
     {"corral_cluster_split_total", "counter",
      "Messages whose also-correlate joins contexts of another partition (joined in their own).",
      M_CLUSTER, CLUSTER(split)},
