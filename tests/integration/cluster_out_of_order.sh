@@ -54,3 +54,12 @@ wait_until consumed 4 || fail "the three were not correlated"
 has_matching "$WORK/a.log" 'correlated out of their order' ||
     has_matching "$WORK/b.log" 'correlated out of their order' || fail "the owner did not say so"
 echo "ok: the one message stored after a later one of its publisher is counted and logged"
+
+# every metric a cluster node serves is documented in corrald(8)
+ncluster=0
+for name in $(as_node 1 metrics_text | sed -n 's/^# HELP \([a-z_]*\) .*/\1/p'); do
+    grep -q "^\.B $name\$" "$top_srcdir/doc/corrald.8" || fail "metric $name is not in doc/corrald.8"
+    case $name in corral_cluster_*) ncluster=$((ncluster + 1)) ;; esac
+done
+[ "$ncluster" -ge 20 ] || fail "only $ncluster corral_cluster_* metrics served"
+echo "ok: every metric of a cluster node is in corrald(8) ($ncluster of the cluster's)"
