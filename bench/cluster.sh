@@ -87,6 +87,8 @@ n0=$(cpu_ticks $(nats_pids))
 sum_metric() {
     _c=0
     for _k in $(seq 1 "$NODES"); do
+        # a node killed for the failover has nothing to say
+        eval "alive \$NODE_PID_$_k" || continue
         _v=$(node_metric "$_k" "$1")
         case $_v in -1 | *.*) _v=0 ;; esac
         _c=$((_c + _v))
