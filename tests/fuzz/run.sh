@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds the libFuzzer harnesses with clang (ASan + UBSan) and runs each for
-# FUZZ_SECONDS (default 30), seeded with the test data.  Crashes are left in
-# tests/fuzz/crash-* and make the script fail.
+# FUZZ_SECONDS (default 30), seeded with the test data, as many at once as
+# there are CPUs (FUZZ_JOBS).  engine/ is compiled once for all of them.
+# Crashes are left in the output directory (crash-*) and make the script fail.
 #   FUZZ_SECONDS=600 sh tests/fuzz/run.sh        # a longer run
 #   FUZZ_ONLY="state conf" sh tests/fuzz/run.sh  # some harnesses only
 set -eu
@@ -11,9 +12,21 @@ seconds=${FUZZ_SECONDS:-30}
 CC=${FUZZ_CC:-clang}
 mkdir -p "$out"
 
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -I$src"
 libs="$(pkg-config --cflags --libs libxml-2.0 libpcre2-8 yaml-0.1) -lm"
-engine=$(ls "$src"/engine/*.c)
+
+# engine/ once, instrumented for the fuzzer without its main, on every CPU; every object is
+# linked into every harness, as when each compiled engine/ itself
+mkdir -p "$out/engine"
+rm -f "$out/engine"/*.o
+echo "== engine/: building"
+# shellcheck disable=SC2016
+ls "$src"/engine/*.c | xargs -P "$jobs" -I{} sh -c '$0 -c -g -O1 \
+    -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
+    -I"$1" $2 -o "$3/engine/$(basename {} .c).o" {}' \
+    "$CC" "$src" "$(pkg-config --cflags libxml-2.0 libpcre2-8 yaml-0.1)" "$out"
+engine=$(ls "$out"/engine/*.o)
 
 # seed corpora from the test data
 mkdir -p "$out/corpus-loader" "$out/corpus-syslog" "$out/corpus-matcher" "$out/corpus-framing" \
@@ -187,8 +200,10 @@ printf 'selection and not 1 of filter*' > "$out/corpus-sigma_cond/seed2"
 printf 'foo.*bar\0xxfoo-bar' > "$out/corpus-relit/seed1"
 printf 'colou?r=(red|blue)+\0color=blue' > "$out/corpus-relit/seed2"
 printf '(?i)a{2,}b[c-d]?\\bwget\\s+\0AAB WGET ' > "$out/corpus-relit/seed3"
-for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store alerts_merge silences snmptrap sigma sigma_cond relit}; do
-    echo "== fuzz_$h: building"
+# fuzz_one H: builds and runs harness H; its log fuzz_H.log, and fuzz_H.failed if it failed
+fuzz_one() {
+    h=$1
+    rm -f "$out/fuzz_$h.failed"
     extra=""
     [ "$h" = framing ] && extra="$src/agent/net/framer.c"
     [ "$h" = mail ] && extra="$(pkg-config --cflags libuv) $src/actions/smtp_mime.c"
@@ -200,13 +215,35 @@ for h in ${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool s
     [ "$h" = silences ] && extra="$src/actions/jsonval.c $src/agent/alerting/silences.c $(pkg-config --cflags --libs jansson)"
     [ "$h" = conf ] && extra="$src/agent/conf/conf.c $src/agent/conf/snmptrap_conf.c $out/conf_xsd.c $src/actions/exconf.c $(pkg-config --cflags libuv) $(net-snmp-config --libs)"
     [ "$h" = snmptrap ] && extra="$src/agent/input/snmptrap_fmt.c $(net-snmp-config --libs)"
-    $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs
-    echo "== fuzz_$h: running ${seconds}s"
-    if ! (cd "$out" && "./fuzz_$h" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
-            -print_final_stats=1 "corpus-$h" > "fuzz_$h.log" 2>&1); then
-        echo "fuzz_$h FAILED:"; tail -n 40 "$out/fuzz_$h.log"; status=1
+    # shellcheck disable=SC2086
+    if ! $CC $flags -o "$out/fuzz_$h" "$src/tests/fuzz/fuzz_$h.c" $extra $engine $libs \
+            > "$out/fuzz_$h.log" 2>&1; then
+        touch "$out/fuzz_$h.failed"
+        return
+    fi
+    (cd "$out" && "./fuzz_$h" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
+        -print_final_stats=1 "corpus-$h" > "fuzz_$h.log" 2>&1) || touch "$out/fuzz_$h.failed"
+}
+
+harnesses=${FUZZ_ONLY:-matcher loader syslog framing template decode mail spool state conf labelmatch deadletter ipc alerts_store alerts_merge silences snmptrap sigma sigma_cond relit}
+running=0
+for h in $harnesses; do
+    echo "== fuzz_$h: building and running ${seconds}s"
+    fuzz_one "$h" &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+        wait
+        running=0
+    fi
+done
+wait
+for h in $harnesses; do
+    if [ -e "$out/fuzz_$h.failed" ]; then
+        echo "fuzz_$h FAILED:"
+        tail -n 40 "$out/fuzz_$h.log"
+        status=1
     else
-        grep -E "stat::number_of_executed_units|cov:" "$out/fuzz_$h.log" | tail -n 2
+        echo "fuzz_$h: $(grep -E "stat::number_of_executed_units|cov:" "$out/fuzz_$h.log" | tail -n 2 | tr '\n' ' ')"
     fi
 done
 exit $status
