@@ -1513,16 +1513,51 @@ open_records(struct cluster_queue *q, size_t nlen, const char *name, struct buf 
     return open_bucket(q->l, bucket, (int64_t)WQ_RECORD_S * 1000000000LL, &q->records, err);
 }
 
+static void
+free_puller(struct puller *p)
+{
+    /* not unsubscribed: the consumer is the cluster's, it stays */
+    natsSubscription_Destroy(p->sub);
+    free(p->cons);
+    free(p->subject);
+    free(p->durable);
+    free(p);
+}
+
+static bool start_puller(struct cluster_queue *q, struct puller *p, struct buf *err);
+
 /*
- * A puller for consumer cons: its durable consumer, shared by every node,
- * created here (not by the subscription, which would delete it when it
- * goes), its pull subscription, and its thread.  false with err set.
+ * A puller for consumer cons, added to q's once it pulls; false with err
+ * set (then nothing of it is left: a later call tries again).
  */
 static bool
 add_puller(struct cluster_queue *q, const char *cons, struct buf *err)
 {
     struct puller *p = xcalloc(1, sizeof(*p));
     char *tok = token_of(cons);
+
+    p->q = q;
+    p->cons = xstrdup(cons);
+    p->subject = xmalloc(strlen(q->prefix) + strlen(tok) + 1);
+    sprintf(p->subject, "%s%s", q->prefix, tok);
+    p->durable = tok;
+    if (!start_puller(q, p, err)) {
+        free_puller(p);
+        return false;
+    }
+    q->p = xgrow(q->p, &q->npalloc, q->np + 1, sizeof(*q->p));
+    q->p[q->np++] = p;
+    return true;
+}
+
+/*
+ * p's durable consumer, shared by every node, created here (not by the
+ * subscription, which would delete it when it goes), its pull
+ * subscription, and its thread.  false with err set.
+ */
+static bool
+start_puller(struct cluster_queue *q, struct puller *p, struct buf *err)
+{
     jsConsumerConfig cc;
     jsConsumerInfo *ci = NULL;
     jsSubOptions so;
@@ -1530,13 +1565,6 @@ add_puller(struct cluster_queue *q, const char *cons, struct buf *err)
     jsErrCode ec = 0;
     natsStatus st;
 
-    p->q = q;
-    p->cons = xstrdup(cons);
-    p->subject = xmalloc(strlen(q->prefix) + strlen(tok) + 1);
-    sprintf(p->subject, "%s%s", q->prefix, tok);
-    p->durable = tok;
-    q->p = xgrow(q->p, &q->npalloc, q->np + 1, sizeof(*q->p));
-    q->p[q->np++] = p; /* freed by nats_wq_close, whatever fails below */
     jsOptions_Init(&admin);
     admin.Wait = 5000;
     jsConsumerConfig_Init(&cc);
@@ -1548,8 +1576,9 @@ add_puller(struct cluster_queue *q, const char *cons, struct buf *err)
     st = js_AddConsumer(&ci, q->js, q->stream, &cc, &admin, &ec);
     jsConsumerInfo_Destroy(ci);
     if (st != NATS_OK && ec != 10013 /* exists, other settings */ && ec != 10148 /* exists */) {
+        const char *why = nats_GetLastError(NULL);
         buf_printf(err, "cluster: consumer %s of %s: %s (JetStream error %d)", p->durable,
-                   q->stream, nats_GetLastError(NULL), (int)ec);
+                   q->stream, why && *why ? why : natsStatus_GetText(st), (int)ec);
         return false;
     }
     jsSubOptions_Init(&so);
@@ -1703,14 +1732,7 @@ nats_wq_close(struct cluster_queue *q)
         natsMsg_Destroy(r->m);
         free(r);
     }
-    for (i = 0; i < q->np; i++) {
-        /* not unsubscribed: the consumer is the cluster's, it stays */
-        natsSubscription_Destroy(q->p[i]->sub);
-        free(q->p[i]->cons);
-        free(q->p[i]->subject);
-        free(q->p[i]->durable);
-        free(q->p[i]);
-    }
+    for (i = 0; i < q->np; i++) free_puller(q->p[i]);
     free(q->p);
     while ((u = q->undone)) {
         q->undone = u->next;

@@ -656,10 +656,9 @@ pull_executors(struct server *s, struct buf *report)
     n = execq_count(s->ex);
     names = xcalloc(n + 1, sizeof(*names));
     for (i = 0; i < n; i++) names[i] = execq_name(s->ex, i);
-    if (!cluster_delivery_pull(s->cldel, names, n, &err)) {
-        log_msg(LOG_ERR, "%s; its alerts wait in the work queue", buf_str(&err));
+    /* the report is logged ("reload: ...") */
+    if (!cluster_delivery_pull(s->cldel, names, n, &err))
         buf_printf(report, "%s; its alerts wait in the work queue\n", buf_str(&err));
-    }
     free(names);
     buf_free(&err);
 }

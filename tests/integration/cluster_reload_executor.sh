@@ -6,6 +6,9 @@
 # pulled by every node that has it).  Then node a is reloaded without
 # "second": it no longer pulls that executor's alerts (which it would only
 # give back to the queue), and node b delivers every one of them.
+# Last, both nodes are reloaded with a third executor while the three
+# nats-server processes are stopped: its consumer cannot be made, the
+# reload says so; reloaded again once the servers run, they pull for it.
 . "$(dirname "$0")/corrald_lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
 
@@ -88,3 +91,49 @@ wait_until to_second || fail "second got $(count_matching "$WORK/second" .) aler
     fail "second got $(count_matching "$WORK/second" .) alerts, not $((1 + by_b))"
 [ "$(bruteforce_delivered)" -eq 13 ] || fail "record got $(bruteforce_delivered) alerts, not 13"
 echo "ok: the executor a reload removed is no longer pulled from; node b delivered its $by_b alerts to it"
+
+# a third executor while the servers are stopped: not pulled for, said; the next reload does it
+cat > "$WORK/third.sh" <<SH
+#!/bin/sh
+printf '%s\n' "\$CORRAL_CORRAL_EVENT" >> "$WORK/third"
+SH
+chmod 755 "$WORK/third.sh"
+EXEC4='<executors><exec name="record" program="'"$WORK/record.sh"'"/>
+    <exec name="third" program="'"$WORK/third.sh"'"/></executors>
+  <routes><route tag="corral.alert" to="record,third"/></routes>'
+for i in 1 2 3; do eval "kill -STOP \$NATS_PID_$i"; done
+for i in 1 2; do
+    eval "_name=\$NODE_NAME_$i _log=\$NODE_LOG_$i"
+    cluster_conf "$WORK/$_name.conf" "$_name" "$RULES" "$EXEC4"
+    eval "kill -HUP \$NODE_PID_$i"
+    wait_grep "$_log" 'reload: cluster: consumer third of corraltest_alerts: .*its alerts wait in the work queue' ||
+        fail "node $_name did not say the executor's alerts wait"
+done
+for i in 1 2 3; do eval "kill -CONT \$NATS_PID_$i"; done
+echo "ok: reloaded while the servers were stopped, both nodes say the third executor's alerts wait"
+wait_balanced 1 2 || fail "the partitions were not shared out again"
+# node i reloaded until its reload makes the consumer (the servers may still be electing the
+# stream's leader after their stop: the next reload tries again), 10 reloads at most
+for i in 1 2; do
+    eval "_log=\$NODE_LOG_$i _pid=\$NODE_PID_$i"
+    _tries=0
+    while :; do
+        _ends=$(count_matching "$_log" 'reload: rules: ')
+        _errs=$(count_matching "$_log" 'reload: cluster: consumer third')
+        kill -HUP "$_pid"
+        wait_grep "$_log" 'reload: rules: ' $((_ends + 1)) || fail "node $i's reload did not end"
+        [ "$(count_matching "$_log" 'reload: cluster: consumer third')" -eq "$_errs" ] && break
+        _tries=$((_tries + 1))
+        [ "$_tries" -lt 10 ] || fail "node $i's reloads could not make the consumer"
+    done
+done
+stamp=$(date '+%b %e %H:%M:%S')
+for i in 1 2 3 4 5; do
+    echo "$stamp mail1 sshd[300$i]: Failed password for root from 192.0.2.9 port 6000$i ssh2"
+done > "$WORK/third-failures"
+send_tcp_file "$(as_node 1 input_port tcp)" "$WORK/third-failures"
+third_some() {
+    has_matching "$WORK/third" '^ssh.bruteforce.alert$'
+}
+wait_until third_some || fail "the third executor got no alert after the reload"
+echo "ok: reloaded again with the servers running, the third executor gets its alert"
