@@ -158,12 +158,11 @@ struct cluster_backend {
                                      struct buf *err);
     /*
      * From now on pulls for the consumers of cons only (a reload): one not
-     * pulled yet is bound as wq_open does, one not named is no longer
+     * pulled yet is bound as wq_open does, on a thread of the backend's and
+     * again until the servers make it (logged); one not named is no longer
      * pulled from (its jobs pulled already end as usual).  Loop thread.
-     * false with err set when one could not be bound (the others are).
      */
-    bool (*wq_pull)(struct cluster_queue *q, const char *const *cons, size_t ncons,
-                    struct buf *err);
+    void (*wq_pull)(struct cluster_queue *q, const char *const *cons, size_t ncons);
     /* Stops pulling; the jobs not yet acked are the servers' again after the ack wait. */
     void (*wq_close)(struct cluster_queue *q);
     /*

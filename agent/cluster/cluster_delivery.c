@@ -243,11 +243,10 @@ cluster_delivery_new(uv_loop_t *loop, const struct cluster_backend *be, struct c
     return d;
 }
 
-bool
-cluster_delivery_pull(struct cluster_delivery *d, const char *const *executors, size_t n,
-                      struct buf *err)
+void
+cluster_delivery_pull(struct cluster_delivery *d, const char *const *executors, size_t n)
 {
-    return d->be->wq_pull(d->q, executors, n, err);
+    d->be->wq_pull(d->q, executors, n);
 }
 
 static void

@@ -38,13 +38,11 @@ struct cluster_delivery *cluster_delivery_new(uv_loop_t *loop, const struct clus
                                               struct buf *err);
 /*
  * From now on pulls for the executors named only (a reload): one added is
- * pulled from at once, one removed no longer, so that its alerts wait for
- * a node that has it.  false with err set when an added one could not be
- * bound: its alerts wait in the work queue for another node, or for a
- * later reload or restart of this one.
+ * pulled from as soon as the servers make its consumer (until then its
+ * alerts wait in the work queue, or go to other nodes that have it), one
+ * removed no longer, so that its alerts go to the nodes that have it.
  */
-bool cluster_delivery_pull(struct cluster_delivery *d, const char *const *executors, size_t n,
-                           struct buf *err);
+void cluster_delivery_pull(struct cluster_delivery *d, const char *const *executors, size_t n);
 /* Stops pulling; what was pulled and not yet acknowledged goes to any node after the ack wait. */
 void cluster_delivery_free(struct cluster_delivery *d);
 /*

@@ -1100,6 +1100,7 @@ nats_kv_unwatch(struct cluster_watch *w)
 #define CLAIM_RETRY_MS  1000   /* an alert whose record could not be read: again after this */
 #define UNDONE_MAX      65536  /* "done" records to write again, at most */
 #define UNDONE_MS       600000 /* a "done" record is tried again for this long */
+#define MISSING_MS      1000   /* a consumer a reload asked for and not made: again after this */
 
 struct puller {
     struct cluster_queue *q;
@@ -1132,6 +1133,11 @@ struct cluster_queue {
     bool rstarted;
     kvStore *records;                     /* NAME-delivered: see claim() */
     struct undone *undone, **undone_tail; /* the queue's thread's only */
+    /* consumers a reload asked for that have no puller yet: bound by the queue's thread
+     * (bind_missing), under lock */
+    char **missing;
+    size_t nmissing, capmissing;
+    uint64_t missing_next_ms, missing_logged_ms; /* the queue's thread's */
     size_t nundone;
     uint64_t published, stored, failed, copies, deferred; /* atomic */
 };
@@ -1270,6 +1276,8 @@ send_acks(struct cluster_queue *q, struct cluster_job *list, bool closing)
 }
 
 /* The queue's thread: acknowledgements as they come, publishes to send again every RETRY_MS. */
+static void bind_missing(struct cluster_queue *q);
+
 static void *
 wq_retry_thread(void *arg)
 {
@@ -1303,6 +1311,7 @@ wq_retry_thread(void *arg)
         q->retries = NULL;
         pthread_mutex_unlock(&q->lock);
         write_undone(q);
+        bind_missing(q);
         keep = NULL;
         while ((r = list)) {
             list = r->next;
@@ -1527,10 +1536,10 @@ free_puller(struct puller *p)
 static bool start_puller(struct cluster_queue *q, struct puller *p, struct buf *err);
 
 /*
- * A puller for consumer cons, added to q's once it pulls; false with err
+ * A puller for consumer cons, added to q's once it pulls; NULL with err
  * set (then nothing of it is left: a later call tries again).
  */
-static bool
+static struct puller *
 add_puller(struct cluster_queue *q, const char *cons, struct buf *err)
 {
     struct puller *p = xcalloc(1, sizeof(*p));
@@ -1543,11 +1552,13 @@ add_puller(struct cluster_queue *q, const char *cons, struct buf *err)
     p->durable = tok;
     if (!start_puller(q, p, err)) {
         free_puller(p);
-        return false;
+        return NULL;
     }
+    pthread_mutex_lock(&q->lock);
     q->p = xgrow(q->p, &q->npalloc, q->np + 1, sizeof(*q->p));
     q->p[q->np++] = p;
-    return true;
+    pthread_mutex_unlock(&q->lock);
+    return p;
 }
 
 /*
@@ -1599,12 +1610,79 @@ start_puller(struct cluster_queue *q, struct puller *p, struct buf *err)
     return true;
 }
 
-static bool
-nats_wq_pull(struct cluster_queue *q, const char *const *cons, size_t ncons, struct buf *err)
+/* The index of cons in q->missing, or nmissing (under lock). */
+static size_t
+find_missing(const struct cluster_queue *q, const char *cons)
 {
-    struct buf more = BUF_INIT; /* the failures after the first, not reported */
+    size_t i;
+
+    for (i = 0; i < q->nmissing && strcmp(q->missing[i], cons); i++) continue;
+    return i;
+}
+
+static void
+drop_missing(struct cluster_queue *q, size_t i)
+{
+    free(q->missing[i]);
+    q->missing[i] = q->missing[--q->nmissing];
+}
+
+/*
+ * On the queue's thread: a puller for each consumer a reload asked for
+ * that has none yet, tried every MISSING_MS while the servers cannot make
+ * it (a round trip each, on this thread rather than the loop).
+ */
+static void
+bind_missing(struct cluster_queue *q)
+{
+    struct buf err = BUF_INIT;
+    struct puller *p;
+    char **names;
+    size_t n, i, k;
+    uint64_t now = clock_steady_ms();
+
+    pthread_mutex_lock(&q->lock);
+    n = q->nmissing;
+    if (!n || now < q->missing_next_ms) {
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
+    names = xcalloc(n, sizeof(*names));
+    for (i = 0; i < n; i++) names[i] = xstrdup(q->missing[i]);
+    pthread_mutex_unlock(&q->lock);
+    for (i = 0; i < n; i++) {
+        buf_reset(&err);
+        if (!(p = add_puller(q, names[i], &err))) {
+            if (!q->missing_logged_ms || now - q->missing_logged_ms >= 30000) {
+                q->missing_logged_ms = now;
+                log_msg(LOG_WARNING, "cluster: pulling %s%s: its consumer cannot be made yet: %s",
+                        q->prefix, names[i], buf_str(&err));
+            }
+            q->missing_next_ms = now + MISSING_MS;
+            continue;
+        }
+        log_msg(LOG_INFO, "cluster: pulling %s%s (an executor a reload added)", q->prefix,
+                names[i]);
+        pthread_mutex_lock(&q->lock);
+        /* a reload since that removed it again: its puller waits */
+        if ((k = find_missing(q, names[i])) < q->nmissing)
+            drop_missing(q, k);
+        else
+            __atomic_store_n(&p->paused, true, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&q->lock);
+    }
+    for (i = 0; i < n; i++) free(names[i]);
+    free(names);
+    buf_free(&err);
+}
+
+/* Loop thread: the pullers not named wait; the names without one are bound by the queue's thread.
+ */
+static void
+nats_wq_pull(struct cluster_queue *q, const char *const *cons, size_t ncons)
+{
     size_t i, k;
-    bool ok = true, named;
+    bool named;
 
     pthread_mutex_lock(&q->lock);
     for (i = 0; i < q->np; i++) {
@@ -1612,15 +1690,17 @@ nats_wq_pull(struct cluster_queue *q, const char *const *cons, size_t ncons, str
             named = !strcmp(q->p[i]->cons, cons[k]);
         __atomic_store_n(&q->p[i]->paused, !named, __ATOMIC_RELEASE);
     }
-    pthread_cond_broadcast(&q->cond);
-    pthread_mutex_unlock(&q->lock);
+    while (q->nmissing) drop_missing(q, 0);
     for (k = 0; k < ncons; k++) {
         for (named = false, i = 0; i < q->np && !named; i++)
             named = !strcmp(q->p[i]->cons, cons[k]);
-        if (!named && !add_puller(q, cons[k], ok ? err : &more)) ok = false;
+        if (named || find_missing(q, cons[k]) < q->nmissing) continue;
+        q->missing = xgrow(q->missing, &q->capmissing, q->nmissing + 1, sizeof(*q->missing));
+        q->missing[q->nmissing++] = xstrdup(cons[k]);
     }
-    buf_free(&more);
-    return ok;
+    q->missing_next_ms = 0;
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
 }
 
 static struct cluster_queue *
@@ -1733,6 +1813,8 @@ nats_wq_close(struct cluster_queue *q)
         free(r);
     }
     for (i = 0; i < q->np; i++) free_puller(q->p[i]);
+    while (q->nmissing) drop_missing(q, 0);
+    free(q->missing);
     free(q->p);
     while ((u = q->undone)) {
         q->undone = u->next;

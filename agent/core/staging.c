@@ -646,9 +646,8 @@ start_cluster_delivery(struct server *s)
 /* A reload: the executors it added pull their alerts from the cluster's work queue too, and
  * those it removed no longer do. */
 static void
-pull_executors(struct server *s, struct buf *report)
+pull_executors(struct server *s)
 {
-    struct buf err = BUF_INIT;
     size_t i, n;
     const char **names;
 
@@ -656,11 +655,8 @@ pull_executors(struct server *s, struct buf *report)
     n = execq_count(s->ex);
     names = xcalloc(n + 1, sizeof(*names));
     for (i = 0; i < n; i++) names[i] = execq_name(s->ex, i);
-    /* the report is logged ("reload: ...") */
-    if (!cluster_delivery_pull(s->cldel, names, n, &err))
-        buf_printf(report, "%s; its alerts wait in the work queue\n", buf_str(&err));
+    cluster_delivery_pull(s->cldel, names, n);
     free(names);
-    buf_free(&err);
 }
 
 /* The correlation engine at start: created, and the saved state restored. */
@@ -880,7 +876,7 @@ stage_commit(struct server *s, struct stage *st, struct buf *report)
         start_cluster_silences(s, c);
         start_cluster_delivery(s);
     } else {
-        pull_executors(s, report);
+        pull_executors(s);
         describe_changes(s->db, st->db, report);
         if (s->cluster)
             cluster_node_set_db(s->cluster, st->db);
