@@ -59,6 +59,10 @@ ids() {
     ok alerts $S --json "$@"
     python3 -c 'import json,sys; print(" ".join(sorted(a["id"] for a in json.load(open(sys.argv[1])))))' "$WORK/out"
 }
+# has_ids FLAG: alerts listed with FLAG (a function: wait_until calls it anew each time)
+has_ids() {
+    [ "$(ids "$1")" != "" ]
+}
 state_of() {
     ok alerts $S show "$1"
     sed -n 's/^state: *//p' "$WORK/out"
@@ -164,17 +168,17 @@ PY
 ok alert $S add HostDown HOST=web3 severity=critical --annotation summary="web3 is down"
 wait_grep "$WORK/runner.calls" "^firing am/[0-9a-f]* web3$" || fail "alert add did not reach the script"
 ok alert $S add Child HOST=web3 severity=warning
-wait_until [ "$(ids --inhibited)" != "" ] || fail "no inhibited alert"
+wait_until has_ids --inhibited || fail "no inhibited alert"
 INHIBITED=$(ids --inhibited)
 ok silence $S add HOST=web2 --duration 1h --comment first
 SID=$(cat "$WORK/out")
 ok alert $S add Muted HOST=web2 --annotation summary="muted one"
-wait_until [ "$(ids --silenced)" != "" ] || fail "no silenced alert"
+wait_until has_ids --silenced || fail "no silenced alert"
 SILENCED=$(ids --silenced)
 ok alert $S add Gone instance=web4:9100
 wait_grep "$WORK/runner.calls" "^firing am/[0-9a-f]* web4$" || fail "Gone did not reach the script"
 ok alert $S add Gone instance=web4:9100 --end 2000-01-01T00:00:00Z
-wait_until [ "$(ids --resolved)" != "" ] || fail "no resolved alert"
+wait_until has_ids --resolved || fail "no resolved alert"
 RESOLVED=$(ids --resolved)
 ACTIVE=$(ids --active)
 set -- $ACTIVE

@@ -77,6 +77,13 @@ active_on() {
 delivered() {
     [ -f "$WORK/delivered" ] && wc -l < "$WORK/delivered" || echo 0
 }
+# silenced_on I: node I has silenced an alert (a function: wait_until calls it anew each time)
+silenced_on() {
+    [ "$(node_metric "$1" corral_alerts_silenced_total)" -ge 1 ]
+}
+some_delivered() {
+    [ "$(delivered)" -ge 1 ]
+}
 
 start_nats
 start_all
@@ -96,7 +103,7 @@ echo "active on node $B $(( ($(date +%s%N) - t0) / 1000000 )) ms after node $A a
 node_metric "$B" corral_cluster_silences_applied_total | grep -qx '[1-9][0-9]*' ||
     fail "node $B did not count the silence applied"
 send "$B" 5 5 198.51.100.21
-wait_until [ "$(node_metric "$B" corral_alerts_silenced_total)" -ge 1 ] ||
+wait_until silenced_on "$B" ||
     fail "node $B did not silence the alert"
 "$CORRAL" alerts -s "$WORK/$(eval echo \$NODE_NAME_$B).sock" | grep victim | grep -q "silenced.*$id" ||
     fail "node $B does not show the alert silenced by $id"
@@ -134,13 +141,13 @@ send 1 1 4 198.51.100.22
 wait_until find_owner 198.51.100.22 || fail "no node holds the second brute force's context"
 O=$(find_owner 198.51.100.22)
 send "$O" 5 5 198.51.100.22
-wait_until [ "$(node_metric "$O" corral_alerts_silenced_total)" -ge 1 ] ||
+wait_until silenced_on "$O" ||
     fail "node $O did not silence the second alert after the restart"
 [ "$(delivered)" -eq 0 ] || fail "a silenced alert was delivered"
 C=$(others "$O" | cut -d' ' -f2)
 sil "$C" expire "$id" || fail "silence expire on node $C failed"
 wait_until active_on "$O" 0 || fail "the expiry on node $C did not reach node $O"
-wait_until [ "$(delivered)" -ge 1 ] || fail "the alert on node $O was not released by the expiry"
+wait_until some_delivered || fail "the alert on node $O was not released by the expiry"
 sil "$O" list --expired | grep "$id" | grep -q expired || fail "node $O does not list it expired"
 for k in 3 2 1; do as_node "$k" stop_corrald; done
 echo "ok: added on node $A, muted on node $B, survived a restart of all nodes, expired on node $C, released on node $O"
