@@ -703,6 +703,17 @@ exstate_of(struct entry *e, const char *executor)
     return &e->ex[e->nex++];
 }
 
+/* Whether e holds the state of executor already. */
+static bool
+has_executor(const struct entry *e, const char *executor)
+{
+    size_t i;
+
+    for (i = 0; i < e->nex; i++)
+        if (strcmp(e->ex[i].name, executor) == 0) return true;
+    return false;
+}
+
 /* The resolve timeout of an alert whose last message is m, in ms (0: never). */
 static uint64_t
 resolve_after_of(const struct alerts *a, const struct msg *m)
@@ -1295,7 +1306,9 @@ decode(const char *p, size_t len, int version)
         uint64_t at = wire_get64(&r);
         uint32_t flags = version >= 2 ? wire_get32(&r) : 0;
         uint32_t attempt = version >= 2 ? wire_get32(&r) : 0;
-        if (!name || d > ALERT_DROPPED) {
+        if (!name || d > ALERT_DROPPED || has_executor(e, name)) {
+            /* an executor twice: not written by corrald (exstate_of keeps one each), and its
+             * two deliveries would not merge into one state */
             free(name);
             goto bad;
         }
