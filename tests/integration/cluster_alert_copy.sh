@@ -43,10 +43,7 @@ acked() {
         $(node_metric 2 corral_cluster_alerts_acked_total)))" -ge "$1" ]
 }
 
-stamp=$(date '+%b %e %H:%M:%S')
-for i in 1 2 3 4 5; do
-    echo "$stamp web1 sshd[100$i]: Failed password for root from 198.51.100.7 port 4000$i ssh2"
-done > "$WORK/failures"
+five_failures web1 198.51.100.7 > "$WORK/failures"
 send_tcp_file "$(as_node 1 input_port tcp)" "$WORK/failures"
 delivered_once() {
     [ "$(delivered)" -ge 1 ]

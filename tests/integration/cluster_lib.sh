@@ -23,6 +23,7 @@
 #                            of the variables VAR... to $WORK/delivered
 #   node_refused NODE WHY    corrald node NODE (rules $RULES) exits 1 at start
 #                            and its log says WHY (a grep pattern)
+#   five_failures HOST ADDR  5 failed sshd logins on HOST from ADDR (stdout)
 #   bruteforce_once I J      5 failed logins sent to node I: one brute-force
 #                            alert, delivered once (record_script
 #                            CORRAL_CORRAL_EVENT ...) and acknowledged by I or J
@@ -196,11 +197,16 @@ bruteforce_acked() {
         $(node_metric "$2" corral_cluster_alerts_acked_total)))" -ge 1 ]
 }
 
-bruteforce_once() {
+# five_failures HOST ADDR: five failed sshd logins for root on HOST from ADDR, now (a brute force)
+five_failures() {
     _stamp=$(date '+%b %e %H:%M:%S')
     for _k in 1 2 3 4 5; do
-        echo "$_stamp web1 sshd[100$_k]: Failed password for root from 198.51.100.7 port 4000$_k ssh2"
-    done > "$WORK/failures"
+        echo "$_stamp $1 sshd[100$_k]: Failed password for root from $2 port 4000$_k ssh2"
+    done
+}
+
+bruteforce_once() {
+    five_failures web1 198.51.100.7 > "$WORK/failures"
     send_tcp_file "$(as_node "$1" input_port tcp)" "$WORK/failures"
     wait_until bruteforce_some || fail "the alert was not delivered"
     wait_until bruteforce_acked "$1" "$2" || fail "the delivered alert was not acknowledged"

@@ -68,12 +68,7 @@ wait_grep "$NODE_LOG_1" 'cluster: corraltest.alerts.second no longer pulled' ||
     fail "node a still pulls for the executor it removed"
 raised_b=$(count_matching "$WORK/b.json" '"ssh.bruteforce.alert"')
 # twelve more brute forces, on twelve hosts (the partition is the host's), sent to node b
-stamp=$(date '+%b %e %H:%M:%S')
-for a in 1 2 3 4 5 6 7 8 9 10 11 12; do
-    for i in 1 2 3 4 5; do
-        echo "$stamp db$a sshd[2$a$i]: Failed password for root from 203.0.113.$a port 5000$i ssh2"
-    done
-done > "$WORK/more"
+for a in 1 2 3 4 5 6 7 8 9 10 11 12; do five_failures "db$a" "203.0.113.$a"; done > "$WORK/more"
 send_tcp_file "$(as_node 2 input_port tcp)" "$WORK/more"
 thirteen() {
     [ "$(bruteforce_delivered)" -ge 13 ]
@@ -118,10 +113,7 @@ for i in 1 2; do
         fail "node $i does not pull for the third executor once the servers run"
 done
 wait_balanced 1 2 || fail "the partitions were not shared out again"
-stamp=$(date '+%b %e %H:%M:%S')
-for i in 1 2 3 4 5; do
-    echo "$stamp mail1 sshd[300$i]: Failed password for root from 192.0.2.9 port 6000$i ssh2"
-done > "$WORK/third-failures"
+five_failures mail1 192.0.2.9 > "$WORK/third-failures"
 send_tcp_file "$(as_node 1 input_port tcp)" "$WORK/third-failures"
 third_some() {
     has_matching "$WORK/third" '^ssh.bruteforce.alert$'
