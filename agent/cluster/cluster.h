@@ -188,4 +188,13 @@ struct cluster_backend {
 
 extern const struct cluster_backend cluster_nats;
 
+/*
+ * Tests only (agent/corrald-test, CORRAL_TEST_HOOK=lose-done:N; corrald
+ * never calls it): the Nth "done" record of a delivery the NATS backend
+ * writes fails as if the servers did not answer, and that job's
+ * acknowledgement is dropped, as when the server a node talks to dies
+ * between a delivery and its acknowledgement.  0: off.
+ */
+void cluster_nats_fault_lose_done(unsigned nth);
+
 #endif

@@ -1198,6 +1198,25 @@ wq_on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure
 
 static void job_free(struct cluster_job *j);
 
+/* cluster_nats_fault_lose_done(): which "done" record to lose (0: none), and the count so far */
+static unsigned fault_lose_done, done_writes;
+
+void
+cluster_nats_fault_lose_done(unsigned nth)
+{
+    __atomic_store_n(&fault_lose_done, nth, __ATOMIC_RELAXED);
+}
+
+static bool
+lose_this_done(void)
+{
+    unsigned nth = __atomic_load_n(&fault_lose_done, __ATOMIC_RELAXED);
+
+    if (!nth || __atomic_add_fetch(&done_writes, 1, __ATOMIC_RELAXED) != nth) return false;
+    log_msg(LOG_WARNING, "test hook: a delivery's done record and acknowledgement lost");
+    return true;
+}
+
 /*
  * The end of a job: its record says "done" first, so that a copy, or the job
  * itself delivered again because this acknowledgement was lost on the way,
@@ -1209,10 +1228,12 @@ send_ack(struct cluster_queue *q, struct cluster_job *j, bool closing)
 {
     uint64_t rev;
     natsStatus st;
+    bool lost = j->record && lose_this_done();
 
     if (j->record &&
         !(closing && natsConnection_Status(q->l->kvnc) != NATS_CONN_STATUS_CONNECTED) &&
-        (st = kvStore_Put(&rev, q->records, j->record, "done", 4)) != NATS_OK) {
+        (st = lost ? NATS_TIMEOUT : kvStore_Put(&rev, q->records, j->record, "done", 4)) !=
+            NATS_OK) {
         set_err(q->l, "delivery record", st);
         /*
          * The acknowledgement below may be lost the same way (the server this
@@ -1230,7 +1251,7 @@ send_ack(struct cluster_queue *q, struct cluster_job *j, bool closing)
             q->nundone++;
         }
     }
-    if ((st = natsMsg_Ack(j->m, NULL)) != NATS_OK) set_err(q->l, "ack", st);
+    if (!lost && (st = natsMsg_Ack(j->m, NULL)) != NATS_OK) set_err(q->l, "ack", st);
     job_free(j);
 }
 
@@ -1242,9 +1263,17 @@ write_undone(struct cluster_queue *q)
     uint64_t rev;
 
     while ((u = q->undone)) {
-        if (kvStore_Put(&rev, q->records, u->key, "done", 4) != NATS_OK &&
-            clock_steady_ms() - u->since_ms < UNDONE_MS)
+        uint64_t late = clock_steady_ms() - u->since_ms;
+        if (kvStore_Put(&rev, q->records, u->key, "done", 4) == NATS_OK)
+            log_msg(LOG_INFO, "cluster: a delivery's done record written %llu ms late",
+                    (unsigned long long)late);
+        else if (late < UNDONE_MS)
             return;
+        else
+            log_msg(LOG_WARNING,
+                    "cluster: a delivery's done record not written in %d minutes: given up (its "
+                    "alert is delivered again if the servers did not get the acknowledgement)",
+                    UNDONE_MS / 60000);
         q->undone = u->next;
         if (!q->undone) q->undone_tail = &q->undone;
         q->nundone--;

@@ -36,6 +36,7 @@
 #include <config.h>
 
 #include "actions/ipcproxy.h"
+#include "agent/cluster/cluster.h"
 #include "agent/conf/snmptrap_conf.h"
 #include "agent/web/control.h"
 #include "agent/net/dnscache.h"
@@ -902,6 +903,19 @@ run_test_hook(const char *hook)
         if (fd >= 0) close(fd);
     }
 }
+
+/*
+ * Test builds only: hooks that must be armed before the daemon forks its
+ * processes, named by $CORRAL_TEST_HOOK: "lose-done:N" (the cluster's Nth
+ * done record of a delivery, and that job's acknowledgement, are lost:
+ * tests/integration/cluster_done_record.sh).
+ */
+static void
+arm_test_hook(const char *hook)
+{
+    if (hook && strncmp(hook, "lose-done:", 10) == 0)
+        cluster_nats_fault_lose_done((unsigned)strtoul(hook + 10, NULL, 10));
+}
 #endif
 
 /* The engine's seccomp mode: LeakSanitizer stops the world with ptrace at exit, which kills. */
@@ -1300,6 +1314,9 @@ main(int argc, char **argv)
         free(d.rules_dir);
         d.rules_dir = xstrdup(CORRAL_SOURCE_RULESDIR);
     }
+#ifdef CORRAL_TEST_HOOKS
+    arm_test_hook(getenv("CORRAL_TEST_HOOK"));
+#endif
     switch (rc) {
     case MODE_CHECK: rc = check_only(&d); break;
     case MODE_RUN: rc = run_daemon(&d); break;
