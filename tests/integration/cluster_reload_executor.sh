@@ -66,7 +66,16 @@ wait_grep "$NODE_LOG_1" 'reload: executor removed: second' || fail "node a did n
 # once its last fetch is over (an alert that fetch brings goes back to the queue at once)
 wait_grep "$NODE_LOG_1" 'cluster: corraltest.alerts.second no longer pulled' ||
     fail "node a still pulls for the executor it removed"
-raised_b=$(count_matching "$WORK/b.json" '"ssh.bruteforce.alert"')
+# which node raised each alert is in its file output, written apart from the executors'
+# deliveries: read once the files hold them all (here the first one)
+raised() {
+    count_matching "$WORK/$1.json" '"ssh.bruteforce.alert"'
+}
+written() {
+    [ $(($(raised a) + $(raised b))) -ge "$1" ]
+}
+wait_until written 1 || fail "the first alert is in neither node's file output"
+raised_b=$(raised b)
 # twelve more brute forces, on twelve hosts (the partition is the host's), sent to node b
 for a in 1 2 3 4 5 6 7 8 9 10 11 12; do five_failures "db$a" "203.0.113.$a"; done > "$WORK/more"
 send_tcp_file "$(as_node 2 input_port tcp)" "$WORK/more"
@@ -74,7 +83,8 @@ thirteen() {
     [ "$(bruteforce_delivered)" -ge 13 ]
 }
 wait_until thirteen || fail "the twelve alerts did not all reach record: $(bruteforce_delivered)"
-by_b=$(($(count_matching "$WORK/b.json" '"ssh.bruteforce.alert"') - raised_b))
+wait_until written 13 || fail "the file outputs hold $(($(raised a) + $(raised b))) of the 13 alerts"
+by_b=$(($(raised b) - raised_b))
 [ "$by_b" -ge 1 ] || fail "node b raised none of the twelve alerts"
 to_second() {
     [ "$(count_matching "$WORK/second" '^ssh.bruteforce.alert$')" -ge $((1 + by_b)) ]
