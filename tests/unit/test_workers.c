@@ -2,7 +2,8 @@
  * test_workers: corrald's parallel engine (agent/core/workers.c) as its loop
  * drives it.  When a batch is handed to the worker threads: a trickle of
  * messages must not wake every worker for each message (linger_ms), and
- * nothing may wait longer than that, nor be lost when it lingers.  What
+ * nothing may wait longer than that, nor be lost when it lingers; busy
+ * workers must not make the loop hand over tiny batches.  What
  * comes back: exactly what one engine (server.c's: received_normalise,
  * then corr_process) gives for the same received messages, in the same
  * order and with the same keep flags, through rings that wrap, full queues
@@ -160,6 +161,31 @@ START_TEST(test_linger_timer_hands_over)
     /* runs until the input message has come back: the timer, then the workers' async */
     while (b.inputs < 1) uv_run(&b.loop, UV_RUN_ONCE);
     ck_assert_uint_eq(batches(&b), 1);
+    stop(&b);
+}
+END_TEST
+
+/*
+ * Busy workers: the batch being filled is not handed over at every loop
+ * iteration but fills up (the next batch back hands it over).  Otherwise a
+ * fast reader fills the ring (queue 1024: 4 batches) with batches of a few
+ * messages each, and the queue refuses datagrams while nearly empty.  Here
+ * 768 messages, with an iteration after every 10 and the linger longer than
+ * the test: a batch goes when full or when one comes back (then at most one
+ * is part-filled), so three batches' worth can never be refused.
+ */
+START_TEST(test_busy_workers_fill_batches)
+{
+    struct bench b;
+    unsigned i;
+
+    start(&b, 60000);
+    for (i = 0; i < 768; i++) {
+        submit(&b, i); /* asserts the message was taken */
+        if (i % 10 == 9) uv_run(&b.loop, UV_RUN_NOWAIT);
+    }
+    workers_drain(b.w);
+    ck_assert_uint_eq(b.inputs, 768);
     stop(&b);
 }
 END_TEST
@@ -477,6 +503,7 @@ main(void)
     tcase_add_test(tc, test_full_batch_goes);
     tcase_add_test(tc, test_no_linger);
     tcase_add_test(tc, test_linger_timer_hands_over);
+    tcase_add_test(tc, test_busy_workers_fill_batches);
     tcase_add_test(tc, test_same_as_one_engine);
     tcase_add_test(tc, test_same_as_one_engine_reload);
     tcase_add_test(tc, test_same_as_one_engine_reload_same);
