@@ -6,15 +6,15 @@
  *
  * Batches.  The loop thread copies each message its inputs read into the
  * batch being filled (raw bytes, peer, TLS peer: nothing parsed), and hands
- * the batch to the workers when it is full, when they hand a batch back, and
- * with the one-second tick.  When no batch is with the workers (a trickle of
- * messages), a batch that is not full goes at the end of a loop iteration (a
- * check handle), but only linger_ms (corrald: WORKERS_LINGER_MS, 5) after its
- * first message: handing over a batch wakes every worker (each shard walks
- * every batch), and at a few thousand messages a second a batch per message
- * cost 2 workers 5.6 times the CPU of one (1.9 s against 0.34 s in 10 s at
- * 2,000 UDP messages a second on the 2-CPU development machine; 0.57 s
- * lingering).  The batches form a ring of queue/256 (at least 2): one
+ * the batch to the workers when it is full.  A batch that is not full goes
+ * only while no batch is with the workers (see submit()): when the last one
+ * comes back, with the one-second tick, or at the end of a loop iteration (a
+ * check handle), but then only linger_ms (corrald: WORKERS_LINGER_MS, 5)
+ * after its first message: handing over a batch wakes every worker (each
+ * shard walks every batch), and at a few thousand messages a second a batch
+ * per message cost 2 workers 5.6 times the CPU of one (1.9 s against 0.34 s
+ * in 10 s at 2,000 UDP messages a second on the 2-CPU development machine;
+ * 0.57 s lingering).  The batches form a ring of queue/256 (at least 2): one
  * filling, the others with the workers or done; a batch whose messages the
  * loop has not taken back is not refilled.  That ring is the bounded queue
  * between the stages: when the batch being filled is full and cannot be
@@ -104,13 +104,24 @@ dispatch(struct workers *w)
     (void)pipeline_collect(w->pl, deliver, w);
 }
 
-/* Hands the batch being filled to the workers, if it holds anything and a slot is free. */
+/*
+ * Hands the batch being filled to the workers, if it holds anything and a
+ * slot is free, and it is full or no batch is with the workers: otherwise
+ * the next batch back hands it over (on_async).  So at most one batch that
+ * is not full is ever with them, and the ring holds full batches: handing
+ * over whatever had been read at every loop iteration, or when the linger
+ * ran out, filled the ring with batches of a few messages each under load,
+ * and the queue refused datagrams while nearly empty.  A tick waits the
+ * same way, or goes with the next full batch.
+ */
 static void
 submit(struct workers *w)
 {
     unsigned flags = w->pending_tick ? PIPELINE_TICK : 0;
 
     if (!pipeline_filling(w->pl) && !flags) return;
+    if (pipeline_filling(w->pl) < w->cap && pipeline_submitted(w->pl) != pipeline_collected(w->pl))
+        return;
     if (!pipeline_can_submit(w->pl)) return;
     w->pending_tick = false;
     w->st.batches++;
@@ -134,21 +145,16 @@ on_linger(uv_timer_t *t)
 }
 
 /*
- * After every loop iteration: hands over the batch being filled when no
- * batch is with the workers and the linger timer, started with this
- * batch's first message, has run out (or there is none: linger_ms 0).
- * While batches are with the workers, the batch being filled keeps
- * filling: the next batch they finish hands it over (on_async).  Handing
- * it over at every iteration instead filled the ring with batches of a few
- * messages each under load, and the queue refused datagrams while nearly
- * empty.  A full batch went already.
+ * After every loop iteration: hands over the batch being filled (as submit()
+ * allows), unless the linger timer, started with this batch's first
+ * message, is still running (see the top): then the timer hands it over,
+ * if nothing has before.  A full batch went already.
  */
 static void
 on_check(uv_check_t *c)
 {
     struct workers *w = c->data;
 
-    if (pipeline_submitted(w->pl) != pipeline_collected(w->pl)) return;
     if (uv_is_active((uv_handle_t *)w->linger) && !w->pending_tick) return;
     submit(w);
 }

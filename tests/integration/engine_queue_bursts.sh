@@ -4,8 +4,8 @@
 # input whole, burst after burst, while the workers are busy with the
 # shipped rules: none is dropped (corral_engine_dropped_total stays 0) and
 # every one is received.  The loop hands a batch to the workers when it is
-# full, or when a batch comes back, or (none out) after the linger; so at
-# most one part-filled batch is ever out and 700 always fits.  Handing over
+# full, and one that is not full only while none is with them; so at most
+# one part-filled batch is ever out and 700 always fits.  Handing over
 # whatever had been read at every loop iteration, the ring filled with small
 # batches and about 1,000 of 14,000 were dropped with the queue mostly empty.
 . "$(dirname "$0")/corrald_lib.sh"

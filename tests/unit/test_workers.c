@@ -167,12 +167,12 @@ END_TEST
 
 /*
  * Busy workers: the batch being filled is not handed over at every loop
- * iteration but fills up (the next batch back hands it over).  Otherwise a
+ * iteration but fills up (or goes once every batch is back).  Otherwise a
  * fast reader fills the ring (queue 1024: 4 batches) with batches of a few
  * messages each, and the queue refuses datagrams while nearly empty.  Here
  * 768 messages, with an iteration after every 10 and the linger longer than
- * the test: a batch goes when full or when one comes back (then at most one
- * is part-filled), so three batches' worth can never be refused.
+ * the test: a batch that is not full goes only while none is with the
+ * workers, so at most one is, and three batches' worth can never be refused.
  */
 START_TEST(test_busy_workers_fill_batches)
 {
