@@ -1574,6 +1574,14 @@ corr_advance(struct corr *c, uint64_t to)
     advance(c, to);
 }
 
+uint64_t
+corr_quiet_until(const struct corr *c)
+{
+    uint64_t a = tw_quiet_until(c->wheel), b = tw_quiet_until(c->bucket_wheel);
+
+    return a < b ? a : b;
+}
+
 void
 corr_note_clock(struct corr *c, uint64_t clock)
 {

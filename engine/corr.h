@@ -121,6 +121,12 @@ void corr_process(struct corr *c, struct msg *m);
  */
 uint64_t corr_msg_time(const struct msg *m, uint64_t clock);
 void corr_advance(struct corr *c, uint64_t to);
+/*
+ * corr_advance() to a time before this one only moves time: no timeout
+ * fires, no rate bucket goes.  A shard skips the messages it does not own
+ * up to there and moves its time once, to the latest of theirs.
+ */
+uint64_t corr_quiet_until(const struct corr *c);
 void corr_process_rule(struct corr *c, struct msg *m, const struct pdb_rule *rule, uint64_t to);
 /*
  * corr_process_rule() in parts, for the parallel engine (par.c) when a

@@ -146,6 +146,7 @@ msg_prefetch(const struct msg *m, bool body, bool write)
     n = m->nent * sizeof(*m->ent);
     for (i = 0; i < n && i < 2048; i += 64) prefetch((const char *)m->ent + i, write);
     for (i = 0; i < m->alen && i < 2048; i += 64) prefetch(m->arena + i, write);
+    if (m->ntags) prefetch(m->tags, write);
 }
 
 const char *

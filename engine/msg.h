@@ -55,8 +55,8 @@ struct msg *msg_clone_kept(const struct msg *m, const unsigned char *keep);
 /* The value of a name, or NULL if unset; *len receives its length. Not NUL-terminated. */
 const char *msg_get(const struct msg *m, nv_handle h, size_t *len);
 /*
- * Hints the CPU to fetch m (the struct; with body, its values and text,
- * which reads the struct), with write to own the lines for writing: a
+ * Hints the CPU to fetch m (the struct; with body, its values, text and
+ * tags, which reads the struct), with write to own the lines for writing: a
  * thread about to read a message another thread wrote (par.c), or to reset
  * and refill a reused one that other threads read since, asks for it ahead.
  * Changes nothing.

@@ -416,10 +416,28 @@ par_merge(const struct par_rec *const *recs, const size_t *nrecs, unsigned n,
 
     if (n > 64) return -1;
     for (;;) {
-        uint64_t pos = UINT64_MAX;
-        for (k = 0; k < n; k++)
-            if (cur[k] < nrecs[k] && recs[k][cur[k]].pos < pos) pos = recs[k][cur[k]].pos;
+        uint64_t pos = UINT64_MAX, next = UINT64_MAX;
+        unsigned lead = 0;
+        for (k = 0; k < n; k++) {
+            uint64_t p;
+            if (cur[k] == nrecs[k]) continue;
+            p = recs[k][cur[k]].pos;
+            if (p < pos)
+                next = pos, pos = p, lead = k;
+            else if (p < next)
+                next = p;
+        }
         if (pos == UINT64_MAX) return 0;
+        /* the usual case: before next, only shard lead has records, and at a position only one
+         * shard has records the rules below take them in that shard's order */
+        if (pos < next) {
+            const struct par_rec *r = &recs[lead][cur[lead]];
+            for (; cur[lead] < nrecs[lead] && r->pos < next; r++) {
+                if ((rc = fn(arg, lead, r))) return rc;
+                cur[lead]++;
+            }
+            continue;
+        }
         /* timeouts fired before the input message at pos, in one wheel's order */
         for (;;) {
             const struct par_rec *best = NULL;

@@ -19,11 +19,14 @@
  *      classifies a batch's last chunk balances it (par_balance()) and
  *      releases it to the shards.
  *   B. correlate, once the whole batch is classified: thread k is shard k, a
- *      corr of its own.  It walks the whole batch in input order, advancing
- *      its time to every message's (so that its timeouts fire at exactly the
- *      input position where they fire with one engine) and processes the
- *      messages it owns, or its steps of one split between shards
- *      (par_process()).  What it emits is rendered into its own buffer (with
+ *      corr of its own.  It walks the whole batch in input order, moving its
+ *      time through every message's (so that its timeouts fire at exactly
+ *      the input position where they fire with one engine), and processes
+ *      the messages it owns, or its steps of one split between shards
+ *      (par_process()).  Of a message it does not own it reads only the
+ *      time, packed apart from the items (struct when), and moves its own
+ *      time there only when a timeout of its own may fire
+ *      (correlate()).  What it emits is rendered into its own buffer (with
  *      a render function, corral match) or referenced (corrald), with a
  *      record: input position, whether a timeout fired it, and the firing
  *      timer's key.
@@ -81,6 +84,16 @@ struct item {
     size_t off, len, peer, peerlen, tls, tlslen; /* in the batch's text; NONE: absent */
 };
 
+/*
+ * What every shard reads of every message of a batch in phase B, packed
+ * apart from the items: a shard reads a message's item only if it owns a
+ * part of it, and otherwise only its time (correlate()).
+ */
+struct when {
+    uint64_t t;      /* = item.t */
+    uint64_t owners; /* bit k: shard k owns the message or a step of it (after par_balance()) */
+};
+
 /* What one shard emitted during a batch: records for par_merge, each rec.off into text (rendered)
  * or an index in msgs (referenced). */
 struct shard_out {
@@ -98,6 +111,7 @@ struct shard_out {
 struct batch {
     struct buf text;
     struct item *items;
+    struct when *when; /* cap of them */
     size_t n, cap;
     uint64_t base;  /* position of the tick (if any), then of items[0] on */
     uint64_t clock; /* ms, given when handed over */
@@ -226,6 +240,22 @@ nchunks(const struct batch *b)
     return (b->n + CHUNK - 1) / CHUNK;
 }
 
+/* The shards that own each message of a balanced batch, or a step of it. */
+static void
+set_owners(struct batch *b)
+{
+    size_t i;
+    unsigned s;
+
+    for (i = 0; i < b->n; i++) {
+        const struct item *it = &b->items[i];
+        uint64_t o = it->shard < PAR_MAX_SHARDS ? 1ull << it->shard : 0;
+        for (s = 0; s < it->steps.n; s++)
+            if (it->steps.owner[s] < PAR_MAX_SHARDS) o |= 1ull << it->steps.owner[s];
+        b->when[i].owners = o;
+    }
+}
+
 /*
  * Phase A, with p->lock held: classifies a chunk of the oldest batch handed
  * over with messages left (dropping the lock meanwhile), if there is one.
@@ -258,11 +288,13 @@ classify_chunk(struct pipeline *p, struct thread *t)
         if (i + 8 < to) msg_prefetch(b->items[i + 8].m, false, true);
         if (i + 4 < to) msg_prefetch(b->items[i + 4].m, true, true);
         classify_item(p, t, b, &b->items[i]);
+        b->when[i].t = b->items[i].t;
     }
     pthread_mutex_lock(&p->lock);
     if (--b->chunks_left == 0) {
         par_balance(b->items, b->n, sizeof(*b->items), offsetof(struct item, shard),
                     offsetof(struct item, by), p->nshards);
+        set_owners(b);
         b->classified = true;
         pthread_cond_broadcast(&p->work);
     }
@@ -286,32 +318,61 @@ idle_classify(void *arg, unsigned self)
     return did;
 }
 
-/* Phase B: shard t->index's part of batch b (classified), after its part of the batch before. */
+/*
+ * Phase B: shard t->index's part of batch b (classified), after its part of
+ * the batch before.  Its time moves through every message's, so that its
+ * timeouts fire at the input position where one engine fires them.  But
+ * moving it to a time before corr_quiet_until() fires nothing, so of a
+ * message it does not own it reads only the time (when[]), and moves its
+ * time there only once it reaches that bound, or before the next message it
+ * processes (now: the latest time seen; the shard's own may lag behind it).
+ */
 static void
 correlate(struct pipeline *p, struct thread *t, struct batch *b, unsigned nshards)
 {
     size_t i;
     uint64_t first = b->base + (b->flags & PIPELINE_TICK ? 1 : 0);
+    uint64_t self = 1ull << t->index, now, quiet = 0;
+    bool known = false; /* quiet is up to date */
 
     t->out = &b->out[t->index];
     if (b->flags & PIPELINE_TICK) {
         t->pos = b->base;
         corr_tick(t->corr);
     }
+    if (b->n) corr_note_clock(t->corr, b->clock);
+    now = corr_now(t->corr);
     for (i = 0; i < b->n; i++) {
-        struct item *it = &b->items[i];
+        const struct when *w = &b->when[i];
+        struct item *it;
         /* another thread classified them: ask for the messages this shard owns ahead */
-        if (i + 8 < b->n && b->items[i + 8].shard == t->index)
+        if (i + 8 < b->n && b->when[i + 8].owners & self)
             msg_prefetch(b->items[i + 8].m, false, false);
-        if (i + 4 < b->n && b->items[i + 4].shard == t->index)
+        if (i + 4 < b->n && b->when[i + 4].owners & self)
             msg_prefetch(b->items[i + 4].m, true, false);
+        if (!(w->owners & self)) {
+            if (w->t <= now) continue;
+            if (!known) quiet = corr_quiet_until(t->corr), known = true;
+            now = w->t;
+            if (now < quiet) continue;
+            /* a timeout of this shard may fire here */
+            t->pos = first + i;
+            corr_advance(t->corr, now);
+            known = false;
+            continue;
+        }
+        it = &b->items[i];
         t->pos = first + i;
-        corr_note_clock(t->corr, b->clock);
+        corr_advance(t->corr, now); /* to the time of those skipped: fires nothing */
+        if (it->t > now) now = it->t;
+        /* its part of the message (moving time to its own first); timers numbered by position
+         * and step (see par.c) */
         corr_advance(t->corr, it->t);
-        /* its part of the message, if any; timers numbered by position and step (see par.c) */
         par_process(t->corr, t->index, nshards, p->sync, t->pos, it->m, it->rule, it->t, it->shard,
                     &it->steps, &t->sub);
+        known = false;
     }
+    corr_advance(t->corr, now);
     if (b->flags & PIPELINE_EXPIRE) {
         t->pos = UINT64_MAX - 1;
         corr_expire_all(t->corr);
@@ -401,6 +462,7 @@ pipeline_add(struct pipeline *p, const char *data, size_t len, const char *peer,
     if (b->n == b->cap) {
         size_t old = b->cap;
         b->items = xgrow(b->items, &b->cap, b->n + 1, sizeof(*b->items));
+        b->when = xrealloc(b->when, b->cap * sizeof(*b->when));
         for (; old < b->cap; old++) b->items[old].m = msg_new();
     }
     it = &b->items[b->n++];
@@ -730,6 +792,7 @@ pipeline_new(struct pdb *db, const struct pipeline_opts *o)
         struct batch *b = &p->ring[i];
         b->cap = p->o.batch;
         b->items = xcalloc(b->cap, sizeof(*b->items));
+        b->when = xcalloc(b->cap, sizeof(*b->when));
         for (k = 0; k < b->cap; k++) b->items[k].m = msg_new();
         b->out = xcalloc(p->nthreads, sizeof(*b->out));
     }
@@ -782,6 +845,7 @@ pipeline_free(struct pipeline *p)
         struct batch *b = &p->ring[i];
         for (j = 0; j < b->cap; j++) msg_unref(b->items[j].m);
         free(b->items);
+        free(b->when);
         for (k = 0; k < p->nalloc; k++) {
             struct shard_out *so = &b->out[k];
             if (!p->o.render)

@@ -167,23 +167,32 @@ tw_cancel(struct tw *w, struct tw_timer *t)
     w->count--;
 }
 
-/* Start of the next occupied slot after now, or UINT64_MAX. */
+/*
+ * Start of the next occupied slot after now, or UINT64_MAX.  A level's slots
+ * after now all start before the next slot of the level above, so the
+ * lowest level with one holds the answer.
+ */
 static uint64_t
 next_slot_start(const struct tw *w)
 {
-    uint64_t best = UINT64_MAX;
     int l;
 
     for (l = 0; l < LEVELS; l++) {
         int d = (int)((w->now >> (BITS * l)) & (SLOTS - 1));
         uint64_t mask = d == SLOTS - 1 ? 0 : w->bitmap[l] & (~0ULL << (d + 1));
-        uint64_t start;
-        if (!mask) continue;
-        start = ((w->now >> (BITS * (l + 1))) << (BITS * (l + 1))) |
-                ((uint64_t)__builtin_ctzll(mask) << (BITS * l));
-        if (start < best) best = start;
+        if (mask)
+            return ((w->now >> (BITS * (l + 1))) << (BITS * (l + 1))) |
+                   ((uint64_t)__builtin_ctzll(mask) << (BITS * l));
     }
-    return best;
+    return UINT64_MAX;
+}
+
+uint64_t
+tw_quiet_until(const struct tw *w)
+{
+    /* tw_advance() fires the due timers whatever the time, then works slot by slot */
+    if (w->due) return w->now;
+    return w->count ? next_slot_start(w) : UINT64_MAX;
 }
 
 uint64_t

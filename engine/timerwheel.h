@@ -54,5 +54,11 @@ void tw_advance(struct tw *w, uint64_t to, tw_fire_fn fn, void *arg);
 void tw_expire_all(struct tw *w, tw_fire_fn fn, void *arg);
 /* The earliest expiry of a pending timer, or UINT64_MAX if there is none. */
 uint64_t tw_next_expiry(const struct tw *w);
+/*
+ * Advancing to a time before this one fires no timer and moves none between
+ * slots: it only sets now.  Cheap (the slots' bitmaps), unlike
+ * tw_next_expiry(), and at most the next expiry.
+ */
+uint64_t tw_quiet_until(const struct tw *w);
 
 #endif

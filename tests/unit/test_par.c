@@ -97,6 +97,27 @@ START_TEST(test_merge_sub)
 }
 END_TEST
 
+/*
+ * Runs of positions only one shard has records at go in that shard's order, up to the first
+ * position another shard has records at too, where the timeouts go first.
+ */
+START_TEST(test_merge_runs)
+{
+    struct par_rec a[] = {rec(1, false, 0, 0, 'a'), rec(2, true, 3, 0, 'b'),
+                          rec(2, false, 0, 0, 'c'), rec(5, false, 0, 0, 'h'),
+                          rec(7, false, 0, 0, 'j')};
+    struct par_rec b[] = {rec(3, false, 0, 0, 'd'), rec(4, false, 0, 0, 'e'),
+                          rec(4, false, 0, 0, 'f'), rec(5, true, 9, 1, 'g'),
+                          rec(6, false, 0, 0, 'i')};
+    const struct par_rec *recs[] = {a, b};
+    size_t n[] = {5, 5};
+    struct sink s = {{0}, 0};
+
+    ck_assert_int_eq(par_merge(recs, n, 2, collect, &s), 0);
+    ck_assert_str_eq(s.out, "abcdefghij");
+}
+END_TEST
+
 static int
 stop_at_second(void *arg, unsigned shard, const struct par_rec *r)
 {
@@ -692,6 +713,7 @@ main(void)
     tcase_add_test(tc, test_merge_order);
     tcase_add_test(tc, test_merge_stops);
     tcase_add_test(tc, test_merge_sub);
+    tcase_add_test(tc, test_merge_runs);
     tcase_add_test(tc, test_also_correlate_split);
     tcase_add_test(tc, test_also_unknown_key_one_shard);
     tcase_add_test(tc, test_shard_of);

@@ -86,6 +86,19 @@ START_TEST(test_randomized)
             it->seq = seq++;
             tw_arm(wheel, &it->t, it->expires);
         }
+        /* advancing to before tw_quiet_until() fires nothing: it is at most the earliest
+         * expiry (now, with one due) */
+        {
+            uint64_t q = tw_quiet_until(wheel), first = UINT64_MAX;
+            for (i = 0; i < N; i++)
+                if (items[i].armed && items[i].expires < first) first = items[i].expires;
+            ck_assert_uint_le(q, first < cur_now ? cur_now : first);
+            if (round % 3 == 1 && q != UINT64_MAX && q > cur_now + 1) {
+                tw_advance(wheel, q - 1, on_fire, NULL);
+                ck_assert_uint_eq(nfired, before);
+                cur_now = q - 1;
+            }
+        }
         /* advance by a small step, a large step, or not at all */
         to = cur_now + (round % 7 == 0 ? rnd() % 86400000ULL : rnd() % 5000);
         tw_advance(wheel, to, on_fire, NULL);
@@ -127,6 +140,7 @@ START_TEST(test_next_expiry_and_far_future)
     tw_timer_init(&a.t);
     tw_timer_init(&b.t);
     ck_assert_uint_eq(tw_next_expiry(wheel), UINT64_MAX);
+    ck_assert_uint_eq(tw_quiet_until(wheel), UINT64_MAX);
     a.armed = b.armed = true;
     a.id = 0;
     b.id = 1;
