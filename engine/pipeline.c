@@ -345,10 +345,11 @@ correlate(struct pipeline *p, struct thread *t, struct batch *b, unsigned nshard
     for (i = 0; i < b->n; i++) {
         const struct when *w = &b->when[i];
         struct item *it;
-        /* another thread classified them: ask for the messages this shard owns ahead */
-        if (i + 8 < b->n && b->when[i + 8].owners & self)
+        /* another thread classified them: ask for the messages this shard owns ahead (alone: the
+         * step of a split message before this shard's may be writing it) */
+        if (i + 8 < b->n && b->when[i + 8].owners == self)
             msg_prefetch(b->items[i + 8].m, false, false);
-        if (i + 4 < b->n && b->when[i + 4].owners & self)
+        if (i + 4 < b->n && b->when[i + 4].owners == self)
             msg_prefetch(b->items[i + 4].m, true, false);
         if (!(w->owners & self)) {
             if (w->t <= now) continue;
