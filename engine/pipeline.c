@@ -76,7 +76,6 @@
 struct item {
     struct msg *m;
     const struct pdb_rule *rule;
-    uint64_t t;     /* corr_msg_time() */
     unsigned shard; /* owner (of step 0 if split) */
     struct par_steps steps;
     uint8_t by; /* the thread that classified it (par_balance()) */
@@ -90,7 +89,7 @@ struct item {
  * part of it, and otherwise only its time (correlate()).
  */
 struct when {
-    uint64_t t;      /* = item.t */
+    uint64_t t;      /* corr_msg_time() */
     uint64_t owners; /* bit k: shard k owns the message or a step of it (after par_balance()) */
 };
 
@@ -215,7 +214,8 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
 }
 
 static void
-classify_item(struct pipeline *p, struct thread *t, const struct batch *b, struct item *it)
+classify_item(struct pipeline *p, struct thread *t, const struct batch *b, struct item *it,
+              struct when *w)
 {
     syslogfmt_parse(it->m, b->text.p + it->off, it->len, &p->o.parse);
     if (p->o.hostname) {
@@ -229,7 +229,7 @@ classify_item(struct pipeline *p, struct thread *t, const struct batch *b, struc
     }
     if (msg_flags(it->m) & MSG_F_TRUNCATED) b->out[t->index].truncated++;
     it->rule = pdb_lookup_r(p->db, it->m, t->scratch);
-    it->t = corr_msg_time(it->m, b->clock);
+    w->t = corr_msg_time(it->m, b->clock);
     it->shard = par_owner_steps(&p->route, it->m, it->rule, &t->id, &it->steps);
     it->by = (uint8_t)t->index;
 }
@@ -287,8 +287,7 @@ classify_chunk(struct pipeline *p, struct thread *t)
          * (their shard, the collecting one): own them ahead of the reset */
         if (i + 8 < to) msg_prefetch(b->items[i + 8].m, false, true);
         if (i + 4 < to) msg_prefetch(b->items[i + 4].m, true, true);
-        classify_item(p, t, b, &b->items[i]);
-        b->when[i].t = b->items[i].t;
+        classify_item(p, t, b, &b->items[i], &b->when[i]);
     }
     pthread_mutex_lock(&p->lock);
     if (--b->chunks_left == 0) {
@@ -365,11 +364,11 @@ correlate(struct pipeline *p, struct thread *t, struct batch *b, unsigned nshard
         it = &b->items[i];
         t->pos = first + i;
         corr_advance(t->corr, now); /* to the time of those skipped: fires nothing */
-        if (it->t > now) now = it->t;
+        if (w->t > now) now = w->t;
         /* its part of the message (moving time to its own first); timers numbered by position
          * and step (see par.c) */
-        corr_advance(t->corr, it->t);
-        par_process(t->corr, t->index, nshards, p->sync, t->pos, it->m, it->rule, it->t, it->shard,
+        corr_advance(t->corr, w->t);
+        par_process(t->corr, t->index, nshards, p->sync, t->pos, it->m, it->rule, w->t, it->shard,
                     &it->steps, &t->sub);
         known = false;
     }
