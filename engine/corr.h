@@ -88,6 +88,9 @@ struct corr_stats {
     uint64_t sigma_bytes;      /* memory held by Sigma correlation groups */
 };
 
+/* Adds o's counters to sum: the totals of several engines or shards. */
+void corr_stats_add(struct corr_stats *sum, const struct corr_stats *o);
+
 /* Per rule that opens contexts or has a rate= (or did, before a reload): its contexts, buckets and
  * what its limits refused. */
 struct corr_rule_stats {

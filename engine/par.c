@@ -490,7 +490,9 @@ par_balance(void *base, size_t n, size_t stride, size_t shard_off, size_t by_off
     /* weights: a message of a context costs some STATEFUL_WEIGHT times one without (measured on
      * sshd rules: a template over the context, its timer, its kept copy) */
     for (i = 0; i < n; i++)
-        if (*ITEM_SHARD(i) != ANY_SHARD)
+        if (*ITEM_SHARD(i) == PAR_NO_SHARD)
+            continue;
+        else if (*ITEM_SHARD(i) != ANY_SHARD)
             count[*ITEM_SHARD(i)] += STATEFUL_WEIGHT;
         else
             total++;

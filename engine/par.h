@@ -40,7 +40,8 @@ struct par_route {
     size_t nsigma_key;
     nv_handle sigma_key[SIGMA_KEY_MAX];
 };
-#define PAR_ANY_SHARD UINT32_MAX /* needs no shard's state: any shard may take it */
+#define PAR_ANY_SHARD UINT32_MAX       /* needs no shard's state: any shard may take it */
+#define PAR_NO_SHARD  (UINT32_MAX - 1) /* processed already: no shard takes it */
 unsigned par_route_init(struct par_route *rt, const struct pdb *db, unsigned n);
 /* The owner of m classified as rule (NULL: none), or PAR_ANY_SHARD; id is scratch. */
 unsigned par_owner(const struct par_route *rt, const struct msg *m, const struct pdb_rule *rule,

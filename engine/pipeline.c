@@ -15,9 +15,13 @@
  *      (classify_chunk()): syslogfmt, the peer's fields (received_normalise(),
  *      as one engine does it), the rule (pdb_lookup_r, the thread's own
  *      scratch), the time the message moves correlation to (corr_msg_time)
- *      and the shard that owns it (par_owner_steps()).  The thread that
- *      classifies a batch's last chunk balances it (par_balance()) and
- *      releases it to the shards.
+ *      and the shard that owns it (par_owner_steps()).  A message that needs
+ *      no shard's state (no context, rate limit or action: solo()) the
+ *      thread processes at once, on a corr of its own that never holds any,
+ *      into an output of its own: parsed into the thread's own message
+ *      (hot), it never leaves that core's cache.  The thread that classifies
+ *      a batch's last chunk balances the rest (par_balance()) and releases
+ *      it to the shards.
  *   B. correlate, once the whole batch is classified: thread k is shard k, a
  *      corr of its own.  It walks the whole batch in input order, moving its
  *      time through every message's (so that its timeouts fire at exactly
@@ -32,7 +36,8 @@
  *      timer's key.
  * The last shard done with a batch calls ready (corrald wakes its loop)
  * and wakes a caller waiting for it.  The caller collects the batches in
- * order, merging the shards' records into one engine's order (par_merge:
+ * order, merging the shards' records and the threads' own (solo) into one
+ * engine's order (par_merge:
  * per position the timeouts in wheel order, then the input message and
  * what it generated).  The output is that of one engine; nothing is sorted
  * after the fact.
@@ -61,6 +66,7 @@
 #include "engine/parsers.h"
 #include "engine/pdb.h"
 #include "engine/received.h"
+#include "engine/sigma.h"
 #include "engine/template.h"
 #include "engine/xalloc.h"
 
@@ -119,7 +125,16 @@ struct batch {
     size_t claimed, chunks_left; /* phase A: chunks handed to a thread, chunks not classified yet */
     bool classified;
     unsigned left;         /* phase B: shards still correlating it */
-    struct shard_out *out; /* per thread */
+    struct shard_out *out; /* nout: per thread its shard's, then per thread its solo output */
+};
+
+/* Where a corr's emissions go: its thread's output for the batch in hand, at the input position. */
+struct emitter {
+    struct pipeline *p;
+    struct corr *corr;
+    struct shard_out *out;
+    uint64_t pos;
+    uint8_t sub; /* par_rec.sub of what it emits */
 };
 
 struct thread {
@@ -127,12 +142,13 @@ struct thread {
     unsigned index;
     pthread_t tid;
     struct corr *corr; /* NULL for a thread beyond the shards: it classifies only */
+    struct emitter em; /* corr's */
+    struct corr *solo; /* the messages that need no state, as it classifies them */
+    struct msg *hot;   /* the message it parses into next */
+    struct emitter solo_em;
     struct pdb_scratch *scratch;
     struct buf id;
-    struct shard_out *out; /* of the batch it correlates */
-    uint64_t next;         /* under the lock: the next batch its shard correlates */
-    uint64_t pos;
-    uint8_t sub;      /* par_rec.sub of what it emits */
+    uint64_t next;    /* under the lock: the next batch its shard correlates */
     uint64_t busy_ns; /* read by any thread: atomic */
 };
 
@@ -143,6 +159,8 @@ struct pipeline {
     struct par_sync *sync; /* split messages: the shards' progress */
     unsigned nthreads, nshards;
     unsigned nalloc; /* threads allocated (started: nthreads) */
+    unsigned nout;   /* outputs of a batch: each thread's shard's, then each thread's solo */
+    bool solo;       /* threads process the messages that need no state as they classify them */
     struct thread *threads;
     unsigned nbatches;
     struct batch *ring;
@@ -187,16 +205,17 @@ mono_ns(void)
 static void
 on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_action *action)
 {
-    struct thread *t = arg;
-    struct shard_out *so = t->out;
+    struct emitter *em = arg;
+    struct shard_out *so = em->out;
+    struct pipeline *p = em->p;
     struct par_rec *r;
 
     so->recs = xgrow(so->recs, &so->cap, so->n + 1, sizeof(*so->recs));
     r = &so->recs[so->n];
-    r->pos = t->pos;
-    if (t->p->o.render) {
+    r->pos = em->pos;
+    if (p->o.render) {
         r->off = so->text.len;
-        t->p->o.render(t->p->o.arg, m, kind, action, &so->text);
+        p->o.render(p->o.arg, m, kind, action, &so->text);
         r->len = so->text.len - r->off;
     } else {
         so->msgs = xgrow(so->msgs, &so->capmsgs, so->n + 1, sizeof(*so->msgs));
@@ -207,9 +226,9 @@ on_emit(void *arg, struct msg *m, enum corr_emit_kind kind, const struct pdb_act
         so->msgs[so->n].kind = kind;
         so->msgs[so->n].action = action;
     }
-    r->expiry = corr_firing_key(t->corr, r->key);
+    r->expiry = corr_firing_key(em->corr, r->key);
     if (!r->expiry) memset(r->key, 0, sizeof(r->key));
-    r->sub = r->expiry ? 0 : t->sub;
+    r->sub = r->expiry ? 0 : em->sub;
     so->n++;
 }
 
@@ -232,6 +251,18 @@ classify_item(struct pipeline *p, struct thread *t, const struct batch *b, struc
     w->t = corr_msg_time(it->m, b->clock);
     it->shard = par_owner_steps(&p->route, it->m, it->rule, &t->id, &it->steps);
     it->by = (uint8_t)t->index;
+}
+
+/*
+ * Whether a classified message needs nothing of any shard: no context, no
+ * rate limit, no action.  Such a message is processed at once by the thread
+ * that classified it, while it is in that core's cache: its output is the
+ * message alone, whatever the shard and its time.
+ */
+static bool
+solo(const struct item *it)
+{
+    return it->shard == PAR_ANY_SHARD && !it->steps.n && (!it->rule || !it->rule->nactions);
 }
 
 static size_t
@@ -269,6 +300,7 @@ classify_chunk(struct pipeline *p, struct thread *t)
 {
     struct batch *b;
     size_t c, i, to;
+    bool solo_on;
 
     /* the batches done are classified, and the slot of one the caller collected may be filling:
      * never look at it through a claim left behind (a batch with nothing to classify, a tick
@@ -280,14 +312,33 @@ classify_chunk(struct pipeline *p, struct thread *t)
     if (p->claim == p->submitted) return false;
     b = &p->ring[p->claim % p->nbatches];
     c = b->claimed++;
+    solo_on = p->solo;
     pthread_mutex_unlock(&p->lock);
     to = (c + 1) * CHUNK < b->n ? (c + 1) * CHUNK : b->n;
     for (i = c * CHUNK; i < to; i++) {
-        /* the items' messages were last read and written by other threads
-         * (their shard, the collecting one): own them ahead of the reset */
-        if (i + 8 < to) msg_prefetch(b->items[i + 8].m, false, true);
-        if (i + 4 < to) msg_prefetch(b->items[i + 4].m, true, true);
-        classify_item(p, t, b, &b->items[i], &b->when[i]);
+        struct item *it = &b->items[i];
+        struct msg *slot = it->m;
+        if (!solo_on) {
+            /* the items' messages were last read and written by other threads
+             * (their shard, the collecting one): own them ahead of the reset */
+            if (i + 8 < to) msg_prefetch(b->items[i + 8].m, false, true);
+            if (i + 4 < to) msg_prefetch(b->items[i + 4].m, true, true);
+            classify_item(p, t, b, it, &b->when[i]);
+            continue;
+        }
+        it->m = t->hot;
+        classify_item(p, t, b, it, &b->when[i]);
+        if (solo(it)) {
+            t->solo_em.out = &b->out[p->nalloc + t->index];
+            t->solo_em.pos = b->base + (b->flags & PIPELINE_TICK ? 1 : 0) + i;
+            corr_process_rule(t->solo, it->m, it->rule, b->when[i].t);
+            it->shard = PAR_NO_SHARD;
+            if (p->o.render) {
+                it->m = slot;
+                continue;
+            }
+        }
+        t->hot = slot;
     }
     pthread_mutex_lock(&p->lock);
     if (--b->chunks_left == 0) {
@@ -334,9 +385,9 @@ correlate(struct pipeline *p, struct thread *t, struct batch *b, unsigned nshard
     uint64_t self = 1ull << t->index, now, quiet = 0;
     bool known = false; /* quiet is up to date */
 
-    t->out = &b->out[t->index];
+    t->em.out = &b->out[t->index];
     if (b->flags & PIPELINE_TICK) {
-        t->pos = b->base;
+        t->em.pos = b->base;
         corr_tick(t->corr);
     }
     if (b->n) corr_note_clock(t->corr, b->clock);
@@ -356,25 +407,25 @@ correlate(struct pipeline *p, struct thread *t, struct batch *b, unsigned nshard
             now = w->t;
             if (now < quiet) continue;
             /* a timeout of this shard may fire here */
-            t->pos = first + i;
+            t->em.pos = first + i;
             corr_advance(t->corr, now);
             known = false;
             continue;
         }
         it = &b->items[i];
-        t->pos = first + i;
+        t->em.pos = first + i;
         corr_advance(t->corr, now); /* to the time of those skipped: fires nothing */
         if (w->t > now) now = w->t;
         /* its part of the message (moving time to its own first); timers numbered by position
          * and step (see par.c) */
         corr_advance(t->corr, w->t);
-        par_process(t->corr, t->index, nshards, p->sync, t->pos, it->m, it->rule, w->t, it->shard,
-                    &it->steps, &t->sub);
+        par_process(t->corr, t->index, nshards, p->sync, t->em.pos, it->m, it->rule, w->t,
+                    it->shard, &it->steps, &t->em.sub);
         known = false;
     }
     corr_advance(t->corr, now);
     if (b->flags & PIPELINE_EXPIRE) {
-        t->pos = UINT64_MAX - 1;
+        t->em.pos = UINT64_MAX - 1;
         corr_expire_all(t->corr);
     }
 }
@@ -589,14 +640,14 @@ pipeline_collect(struct pipeline *p, pipeline_deliver_fn deliver, void *arg)
     pthread_mutex_unlock(&p->lock);
     while (p->collected < completed) {
         struct batch *b = &p->ring[p->collected % p->nbatches];
-        for (k = 0; k < p->nthreads; k++) {
+        for (k = 0; k < p->nout; k++) {
             p->mrecs[k] = b->out[k].recs;
             p->mn[k] = b->out[k].n;
             p->truncated += b->out[k].truncated;
         }
         p->merging = b;
-        if ((r = par_merge(p->mrecs, p->mn, p->nthreads, deliver_rec, p)) != 0 && !rc) rc = r;
-        for (k = 0; k < p->nthreads; k++) {
+        if ((r = par_merge(p->mrecs, p->mn, p->nout, deliver_rec, p)) != 0 && !rc) rc = r;
+        for (k = 0; k < p->nout; k++) {
             struct shard_out *so = &b->out[k];
             if (!p->o.render)
                 for (i = 0; i < so->n; i++) msg_unref(so->msgs[i].m);
@@ -665,35 +716,24 @@ pipeline_truncated(const struct pipeline *p)
     return p->truncated;
 }
 
+static void
+add_stats(struct corr_stats *sum, const struct corr *c)
+{
+    struct corr_stats s;
+
+    corr_stats(c, &s);
+    corr_stats_add(sum, &s);
+}
+
 void
 pipeline_stats(struct pipeline *p, struct corr_stats *out)
 {
     unsigned k;
 
     memset(out, 0, sizeof(*out));
-    for (k = 0; k < p->nshards; k++) {
-        struct corr_stats s;
-        corr_stats(p->threads[k].corr, &s);
-        out->processed += s.processed;
-        out->matched += s.matched;
-        out->unknown += s.unknown;
-        out->generated += s.generated;
-        out->contexts_created += s.contexts_created;
-        out->contexts_expired += s.contexts_expired;
-        out->contexts_open += s.contexts_open;
-        out->contexts_refused += s.contexts_refused;
-        out->contexts_evicted += s.contexts_evicted;
-        out->rate_evicted += s.rate_evicted;
-        out->messages_dropped += s.messages_dropped;
-        out->bytes_dropped += s.bytes_dropped;
-        out->rate_limited += s.rate_limited;
-        out->rate_buckets += s.rate_buckets;
-        out->context_bytes += s.context_bytes;
-        out->sigma_groups += s.sigma_groups;
-        out->sigma_dropped += s.sigma_dropped;
-        out->sigma_evicted += s.sigma_evicted;
-        out->sigma_bytes += s.sigma_bytes;
-    }
+    for (k = 0; k < p->nshards; k++) add_stats(out, p->threads[k].corr);
+    /* what the threads processed as they classified it */
+    for (k = 0; k < p->nalloc; k++) add_stats(out, p->threads[k].solo);
 }
 
 static struct corr *
@@ -702,7 +742,8 @@ new_shard(struct pipeline *p, unsigned k)
     struct corr_opts c = p->o.corr;
 
     c.emit = on_emit;
-    c.arg = &p->threads[k];
+    c.arg = &p->threads[k].em;
+    p->threads[k].em.p = p;
     if (p->o.split_limits) {
         /* the limits are totals: each shard its part */
         c.max_contexts = (c.max_contexts ? c.max_contexts : 1000000) / p->nshards;
@@ -718,7 +759,31 @@ new_shard(struct pipeline *p, unsigned k)
         if (!c.max_rate_buckets) c.max_rate_buckets = 1;
         if (c.context_share > c.max_contexts) c.context_share = c.max_contexts;
     }
-    return corr_new(p->db, &c);
+    return p->threads[k].em.corr = corr_new(p->db, &c);
+}
+
+/* A thread's corr for the messages that need no state (solo()): it never holds any. */
+static struct corr *
+new_solo(struct pipeline *p, struct thread *t)
+{
+    struct corr_opts c = p->o.corr;
+
+    c.emit = on_emit;
+    c.arg = &t->solo_em;
+    t->solo_em.p = p;
+    return t->solo_em.corr = corr_new(p->db, &c);
+}
+
+/* Solo processing needs shards to spare a message from, and no Sigma rule (they run on every
+ * message at the correlation time of its shard). */
+static void
+set_solo(struct pipeline *p)
+{
+    const struct sigma *sg = pdb_sigma(p->db);
+
+    pthread_mutex_lock(&p->lock); /* the threads read it under the lock */
+    p->solo = p->nshards > 1 && !(sg && sigma_nrules(sg));
+    pthread_mutex_unlock(&p->lock);
 }
 
 void
@@ -735,7 +800,9 @@ pipeline_set_db(struct pipeline *p, struct pdb *db, struct par_route *rt, size_t
         *kept += kk;
         *dropped += dd;
     }
+    for (k = 0; k < p->nalloc; k++) corr_set_db(p->threads[k].solo, db, &kk, &dd);
     p->db = db;
+    set_solo(p);
     pthread_mutex_lock(&p->lock);
     p->tz_gen++;
     pthread_mutex_unlock(&p->lock);
@@ -756,6 +823,7 @@ pipeline_reshard(struct pipeline *p, const struct par_route *rt)
     p->nshards = rt->nshards;
     pthread_mutex_unlock(&p->lock);
     for (k = 0; k < p->nshards; k++) p->threads[k].corr = new_shard(p, k);
+    set_solo(p);
 }
 
 void
@@ -794,10 +862,11 @@ pipeline_new(struct pdb *db, const struct pipeline_opts *o)
         b->items = xcalloc(b->cap, sizeof(*b->items));
         b->when = xcalloc(b->cap, sizeof(*b->when));
         for (k = 0; k < b->cap; k++) b->items[k].m = msg_new();
-        b->out = xcalloc(p->nthreads, sizeof(*b->out));
+        b->out = xcalloc(2 * p->nthreads, sizeof(*b->out));
     }
-    p->mrecs = xcalloc(p->nthreads, sizeof(*p->mrecs));
-    p->mn = xcalloc(p->nthreads, sizeof(*p->mn));
+    p->nout = 2 * p->nthreads;
+    p->mrecs = xcalloc(p->nout, sizeof(*p->mrecs));
+    p->mn = xcalloc(p->nout, sizeof(*p->mn));
     p->sync = par_sync_new(p->nthreads); /* as many as the shards may ever be */
     par_sync_set_idle(p->sync, idle_classify, p);
     pthread_mutex_init(&p->lock, NULL);
@@ -811,7 +880,10 @@ pipeline_new(struct pdb *db, const struct pipeline_opts *o)
         t->index = k;
         t->scratch = pdb_scratch_new();
         if (k < p->nshards) t->corr = new_shard(p, k);
+        t->solo = new_solo(p, t);
+        t->hot = msg_new();
     }
+    set_solo(p);
     for (k = 0; k < p->nthreads; k++)
         if (pthread_create(&p->threads[k].tid, NULL, worker, &p->threads[k]) != 0) {
             p->nthreads = k; /* pipeline_free joins those */
@@ -837,6 +909,8 @@ pipeline_free(struct pipeline *p)
     for (k = 0; k < p->nthreads; k++) pthread_join(p->threads[k].tid, NULL);
     for (k = 0; k < p->nalloc; k++) {
         corr_free(p->threads[k].corr);
+        corr_free(p->threads[k].solo);
+        msg_unref(p->threads[k].hot);
         pdb_scratch_free(p->threads[k].scratch);
         buf_free(&p->threads[k].id);
     }
@@ -846,7 +920,7 @@ pipeline_free(struct pipeline *p)
         for (j = 0; j < b->cap; j++) msg_unref(b->items[j].m);
         free(b->items);
         free(b->when);
-        for (k = 0; k < p->nalloc; k++) {
+        for (k = 0; k < p->nout; k++) {
             struct shard_out *so = &b->out[k];
             if (!p->o.render)
                 for (j = 0; j < so->n; j++) msg_unref(so->msgs[j].m);

@@ -143,7 +143,8 @@ void pipeline_reshard(struct pipeline *p, const struct par_route *rt);
  */
 void pipeline_loaded(struct pipeline *p);
 
-/* The sums of the shards' counters (as pipeline_shard: every batch collected). */
+/* The sums of the correlation counters (as pipeline_shard: every batch collected): the shards', and
+ * those of the messages that need no shard, which the threads process as they classify them. */
 void pipeline_stats(struct pipeline *p, struct corr_stats *out);
 /* Per thread: ns spent classifying and correlating (any thread may read it). */
 uint64_t pipeline_busy_ns(const struct pipeline *p, unsigned thread);

@@ -783,29 +783,20 @@ static void
 engine_stats(struct server *s, struct corr_stats *cs)
 {
     struct corr *all[64];
-    unsigned k, n = engines(s, all, 64);
+    unsigned k, n;
 
     memset(cs, 0, sizeof(*cs));
+    if (!s->cluster && s->workers) {
+        /* the shards and what the worker threads processed without one */
+        workers_drain(s->workers);
+        workers_corr_stats(s->workers, cs);
+        return;
+    }
+    n = engines(s, all, 64);
     for (k = 0; k < n; k++) {
         struct corr_stats o;
         corr_stats(all[k], &o);
-        cs->processed += o.processed;
-        cs->matched += o.matched;
-        cs->unknown += o.unknown;
-        cs->generated += o.generated;
-        cs->contexts_created += o.contexts_created;
-        cs->contexts_expired += o.contexts_expired;
-        cs->contexts_open += o.contexts_open;
-        cs->contexts_refused += o.contexts_refused;
-        cs->messages_dropped += o.messages_dropped;
-        cs->bytes_dropped += o.bytes_dropped;
-        cs->rate_limited += o.rate_limited;
-        cs->rate_buckets += o.rate_buckets;
-        cs->context_bytes += o.context_bytes;
-        cs->sigma_groups += o.sigma_groups;
-        cs->sigma_dropped += o.sigma_dropped;
-        cs->sigma_evicted += o.sigma_evicted;
-        cs->sigma_bytes += o.sigma_bytes;
+        corr_stats_add(cs, &o);
     }
 }
 

@@ -237,6 +237,12 @@ workers_shard(struct workers *w, unsigned k)
 }
 
 void
+workers_corr_stats(struct workers *w, struct corr_stats *cs)
+{
+    pipeline_stats(w->pl, cs);
+}
+
+void
 workers_get_stats(const struct workers *w, struct workers_stats *st)
 {
     *st = w->st;

@@ -69,6 +69,9 @@ void workers_drain(struct workers *w);
 
 unsigned workers_nshards(const struct workers *w);
 struct corr *workers_shard(struct workers *w, unsigned k);
+/* The correlation counters of every shard and of what the threads processed without one
+ * (pipeline_stats()); after workers_drain(). */
+void workers_corr_stats(struct workers *w, struct corr_stats *cs);
 /* Restores the state file: each shard takes its own contexts.  As corr_load. */
 long workers_load(struct workers *w, const char *path, size_t *dropped);
 /* Drained first.  Swaps the rules in every shard (corr_set_db); contexts move to the shard

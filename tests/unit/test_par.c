@@ -391,7 +391,7 @@ replay_submit(struct replay *r, const struct shape *sh, unsigned flags)
 /* Replays lines on the pipeline as corral match -j does, with the given shape. */
 static void
 run_shape(struct pdb *db, char **lines, size_t n, unsigned threads, const struct shape *sh,
-          struct capture *c, unsigned want_shards)
+          struct capture *c, unsigned want_shards, struct corr_stats *st)
 {
     struct msg_time now = {(int64_t)(NOW / 1000), 0, 0};
     struct pipeline_opts o;
@@ -420,6 +420,7 @@ run_shape(struct pdb *db, char **lines, size_t n, unsigned threads, const struct
     pipeline_collect(r.pl, deliver, &r);
     ck_assert_uint_eq(pipeline_collected(r.pl), pipeline_submitted(r.pl));
     ck_assert_uint_eq(pipeline_queued(r.pl), 0);
+    pipeline_stats(r.pl, st);
     pipeline_free(r.pl);
 }
 
@@ -433,6 +434,7 @@ same_as_one_thread(struct pdb *db, char **lines, size_t n, struct capture *one)
     struct msg *m = msg_new();
     struct msg_time now = {(int64_t)(NOW / 1000), 0, 0};
     struct syslogfmt_opts so = {&now};
+    struct corr_stats want, got;
     size_t i;
     unsigned threads;
 
@@ -445,6 +447,7 @@ same_as_one_thread(struct pdb *db, char **lines, size_t n, struct capture *one)
         corr_process(corr, m);
     }
     corr_expire_all(corr);
+    corr_stats(corr, &want);
     corr_free(corr);
     msg_unref(m);
     for (threads = 1; threads <= 7; threads += 2) {
@@ -453,9 +456,16 @@ same_as_one_thread(struct pdb *db, char **lines, size_t n, struct capture *one)
             struct capture c = {one->tpl, BUF_INIT};
             /* every shape with 3 threads, corral match's with the others */
             if (k && threads != 3) continue;
-            run_shape(db, lines, n, threads, &shapes[k], &c, threads);
+            run_shape(db, lines, n, threads, &shapes[k], &c, threads, &got);
             ck_assert_uint_eq(c.out.len, one->out.len);
             ck_assert_int_eq(memcmp(c.out.p, one->out.p, one->out.len), 0);
+            /* and the same counts, the messages that need no shard included */
+            ck_assert_uint_eq(got.processed, want.processed);
+            ck_assert_uint_eq(got.matched, want.matched);
+            ck_assert_uint_eq(got.unknown, want.unknown);
+            ck_assert_uint_eq(got.generated, want.generated);
+            ck_assert_uint_eq(got.contexts_created, want.contexts_created);
+            ck_assert_uint_eq(got.contexts_expired, want.contexts_expired);
             buf_free(&c.out);
         }
     }
