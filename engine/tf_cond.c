@@ -258,39 +258,55 @@ filter_item(const struct cond_state *st, struct template_env *e, const char *ite
  * $(filter (EXPR) $(context-values T...)), as in "how many of the context's
  * lines have this line's address": the items of the list, in its order,
  * without writing the list and scanning it back (a tenth of the time of
- * corral.sshd.auth.failures_by_user went there).  Each item is one encoded
- * value, and a plain value is encoded as itself, so it reads back as
- * itself; any other is scanned from its encoding as the list's scanner
- * would.  False, with nothing appended, when the list would be longer than
- * TF_MAX_OUTPUT: context-values cuts it there, mid-item, and the general
- * path reproduces that.
+ * corral.sshd.auth.failures_by_user went there).  A plain item
+ * (tf_list_plain) is encoded as itself, so it reads back as itself; any
+ * other is scanned from its encoding as the list's scanner would.  False,
+ * with nothing appended, when the list would be longer than TF_MAX_OUTPUT:
+ * context-values cuts it there, mid-item, and the general path reproduces
+ * that.
+ *
+ * With count (tf_filter_count), nothing is written: *count is how many
+ * items the output would hold.  Those are its plain items joined by commas,
+ * as many as the scanner reads back; an item that is not plain (empty, or
+ * quoted: written raw, it may read back as several or none) or an output
+ * past TF_MAX_OUTPUT returns false, for the caller to write and scan.
  */
 static bool
 filter_context_values(const struct tfunc_call *call, const struct tfunc_call *cv,
-                      const struct template_env *env, struct buf *out)
+                      const struct template_env *env, struct buf *out, size_t *count)
 {
     const struct cond_state *st = call->state;
     struct template_env e = *env;
     struct buf *val = template_scratch_get(), *enc = template_scratch_get();
-    size_t i, listlen = 0, start = out->len;
-    bool more = true, fits = true;
+    size_t i, listlen = 0, outlen = 0, start = out ? out->len : 0;
+    bool more = true, fits = true, plain;
     int k;
 
     for (i = 0; i < env->nmsgs && more && fits; i++) {
         struct template_env one;
         fetch_ahead(env, i);
         tfunc_env_one(&one, env, i);
-        for (k = 0; k < cv->argc && more; k++) {
+        for (k = 0; k < cv->argc && more && fits; k++) {
             buf_reset(val);
-            buf_reset(enc);
             tfunc_arg(cv, k, &one, val);
-            tf_list_encode(enc, val->p, val->len);
-            listlen += (i || k ? 1 : 0) + enc->len;
-            if (listlen > TF_MAX_OUTPUT) {
+            plain = tf_list_plain(val->p, val->len);
+            if (!plain) {
+                buf_reset(enc);
+                tf_list_encode(enc, val->p, val->len);
+            }
+            listlen += (i || k ? 1 : 0) + (plain ? val->len : enc->len);
+            if (listlen > TF_MAX_OUTPUT || (count && !plain)) {
                 fits = false;
                 break;
             }
-            if (val->len && enc->len == val->len) {
+            if (count) {
+                e.context_id = buf_str(val);
+                e.context_id_len = val->len;
+                if (!filter_eval(st->f, &e)) continue;
+                outlen += (*count ? 1 : 0) + val->len;
+                (*count)++;
+                fits = outlen <= TF_MAX_OUTPUT;
+            } else if (plain) {
                 more = filter_item(st, &e, buf_str(val), val->len, out, start);
             } else {
                 struct tf_list_scan s;
@@ -303,7 +319,7 @@ filter_context_values(const struct tfunc_call *call, const struct tfunc_call *cv
     }
     template_scratch_put(enc);
     template_scratch_put(val);
-    if (!fits) buf_truncate(out, start);
+    if (!fits && out) buf_truncate(out, start);
     return fits;
 }
 
@@ -318,7 +334,7 @@ tf_filter(const struct tfunc_call *call, const struct template_env *env, struct 
     struct tf_list_scan s;
     size_t start = out->len;
 
-    if (cv && cv->fn->eval == tf_context_values && filter_context_values(call, cv, env, out))
+    if (cv && cv->fn->eval == tf_context_values && filter_context_values(call, cv, env, out, NULL))
         return;
     list = tfunc_arg_get(call, 0, env);
     tf_list_scan_init(&s, &list, 1);
@@ -326,6 +342,18 @@ tf_filter(const struct tfunc_call *call, const struct template_env *env, struct 
         if (!filter_item(st, &e, buf_str(s.val), s.val->len, out, start)) break;
     tf_list_scan_done(&s);
     template_scratch_put(list);
+}
+
+bool
+tf_filter_count(const struct tfunc_call *call, const struct template_env *env, size_t *n)
+{
+    const struct tfunc_call *cv;
+
+    if (!call || call->fn->eval != tf_filter || call->argc != 1) return false;
+    cv = template_only_call(call->argv[0]);
+    if (!cv || cv->fn->eval != tf_context_values) return false;
+    *n = 0;
+    return filter_context_values(call, cv, env, NULL, n);
 }
 
 static bool

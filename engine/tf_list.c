@@ -65,18 +65,33 @@ static const unsigned char item_char[256] = {
  * Appends one list item: as is when it is plain, else in single quotes when
  * it holds only double quotes, else in double quotes; the empty item is "".
  */
+static unsigned
+item_seen(const char *s, size_t len)
+{
+    unsigned seen = 0;
+    size_t i;
+
+    for (i = 0; i < len; i++) seen |= item_char[(unsigned char)s[i]];
+    return seen;
+}
+
+bool
+tf_list_plain(const char *s, size_t len)
+{
+    return len && !item_seen(s, len);
+}
+
 void
 tf_list_encode(struct buf *out, const char *s, size_t len)
 {
-    unsigned seen = 0;
+    unsigned seen;
     bool apos, quote;
-    size_t i;
 
     if (len == 0) {
         buf_puts(out, "\"\"");
         return;
     }
-    for (i = 0; i < len; i++) seen |= item_char[(unsigned char)s[i]];
+    seen = item_seen(s, len);
     if (!seen) {
         buf_append(out, s, len);
         return;
@@ -252,7 +267,13 @@ static void
 tf_list_count(const struct tfunc_call *call, const struct template_env *env, struct buf *out)
 {
     struct tfunc_args a;
+    size_t n;
 
+    /* of a context's values that a filter keeps: counted, not written and scanned back */
+    if (call->argc == 1 && tf_filter_count(template_only_call(call->argv[0]), env, &n)) {
+        buf_put_uint(out, (unsigned)n);
+        return;
+    }
     tfunc_args_eval(&a, call, 0, env);
     buf_put_uint(out, (unsigned)list_count(a.b, a.n));
     tfunc_args_release(&a);

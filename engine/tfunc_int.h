@@ -57,6 +57,14 @@ void tfunc_env_one(struct template_env *one, const struct template_env *env, siz
  */
 bool tf_context_values_oldest(const struct tfunc_call *call, const struct template_env *env,
                               struct buf *out);
+/*
+ * When call is $(filter (EXPR) $(context-values T...)): sets *n to the
+ * number of items its output holds, without writing it, and returns true;
+ * false when that needs the output written and scanned (an item that is
+ * empty or not plain, a list longer than TF_MAX_OUTPUT), or call is not
+ * that.
+ */
+bool tf_filter_count(const struct tfunc_call *call, const struct template_env *env, size_t *n);
 
 /* ---- tf_list.c: syslog-ng lists ---- */
 
@@ -65,6 +73,9 @@ bool tf_context_values_oldest(const struct tfunc_call *call, const struct templa
  * it holds only double quotes, else in double quotes; the empty item is "".
  */
 void tf_list_encode(struct buf *out, const char *s, size_t len);
+/* Whether s is an item tf_list_encode() writes as itself (not empty, nothing to quote): the list's
+ * scanner reads it back as itself. */
+bool tf_list_plain(const char *s, size_t len);
 /* Appends the comma between list items unless the output already ends in one (as 3.38). */
 void tf_list_comma(struct buf *out, size_t start);
 

@@ -1165,6 +1165,48 @@ START_TEST(test_context_filter)
 END_TEST
 
 /*
+ * $(list-count $(filter (EXPR) $(context-values T))) counts the items the
+ * filter keeps without writing them (tf_list.c, tf_cond.c); against the
+ * written list counted, forced by a second element in list-count's
+ * argument: the values of test_context_filter, where an empty or quoted
+ * item (written raw by filter, it may read back as several items or none)
+ * and a list cut at its cap must give way to the general path (the cap
+ * cuts off the last message's short value: "$_" eq "$n" then keeps none).
+ */
+START_TEST(test_context_filter_count)
+{
+    static const char *const args[] = {"$x",
+                                       "$n $x",
+                                       "${x}@1",
+                                       "\"$x,$n\"",
+                                       "$(echo $x $x)",
+                                       "$(padding $x 300000 a)",
+                                       "$(padding $n 200000 a)",
+                                       "$n $(padding $n 300000 a)",
+                                       "$x$(binary 1)",
+                                       "$(binary 255)$n"};
+    static const char *const exprs[] = {"(\"$_\" ne \"\")",    "(\"$_\" eq \"one\")",
+                                        "(\"$_\" eq \"$x\")",  "(\"$_\" == \"$(context-length)\")",
+                                        "(\"$_\" ne \"two\")", "(\"$_\" eq \"$n\")"};
+    struct buf fails = BUF_INIT;
+    char fast[192], slow[192];
+    size_t a, f;
+
+    for (a = 0; a < sizeof(args) / sizeof(args[0]); a++) {
+        for (f = 0; f < sizeof(exprs) / sizeof(exprs[0]); f++) {
+            snprintf(fast, sizeof(fast), "$(list-count $(filter %s $(context-values %s)))",
+                     exprs[f], args[a]);
+            snprintf(slow, sizeof(slow), "$(list-count $(filter %s $(context-values %s))${nope})",
+                     exprs[f], args[a]);
+            same_over_contexts(fast, slow, &fails);
+        }
+    }
+    ck_assert_msg(fails.len == 0, "mismatches:%s", buf_str(&fails));
+    buf_free(&fails);
+}
+END_TEST
+
+/*
  * $(list-head $(context-values T)) evaluates T on the oldest message only
  * (tf_list.c); it must give what the whole list's first item is, computed
  * here by $(list-nth 0 ...), which takes the general path: the first value
@@ -1468,6 +1510,7 @@ template_suite(void)
     tcase_add_test(tc, test_context);
     tcase_add_test(tc, test_context_head);
     tcase_add_test(tc, test_context_filter);
+    tcase_add_test(tc, test_context_filter_count);
     tcase_add_test(tc, test_stamp_formats);
     tcase_add_test(tc, test_nul_bytes);
     tcase_add_test(tc, test_env);
