@@ -494,22 +494,18 @@ to_int(const char *s)
     return neg ? -v : v;
 }
 
+/* The comparison's verdict on its two sides' texts. */
 static bool
-compare(const struct filter *f, const struct template_env *env)
+verdict(const struct filter *f, const char *l, const char *r)
 {
-    struct buf *l = template_scratch_get(), *r = template_scratch_get();
     int c;
 
-    template_eval(f->left, env, l);
-    template_eval(f->right, env, r);
     if (f->numeric) {
-        long long a = to_int(buf_str(l)), b = to_int(buf_str(r));
+        long long a = to_int(l), b = to_int(r);
         c = a < b ? -1 : a > b;
     } else {
-        c = strcmp(buf_str(l), buf_str(r));
+        c = strcmp(l, r);
     }
-    template_scratch_put(l);
-    template_scratch_put(r);
     switch (f->op) {
     case OP_EQ: return c == 0;
     case OP_NE: return c != 0;
@@ -519,6 +515,56 @@ compare(const struct filter *f, const struct template_env *env)
     case OP_GE: return c >= 0;
     }
     return false;
+}
+
+static bool
+compare(const struct filter *f, const struct template_env *env)
+{
+    struct buf *l = template_scratch_get(), *r = template_scratch_get();
+    bool v;
+
+    template_eval(f->left, env, l);
+    template_eval(f->right, env, r);
+    v = verdict(f, buf_str(l), buf_str(r));
+    template_scratch_put(l);
+    template_scratch_put(r);
+    return v;
+}
+
+void
+filter_each_begin(struct filter_each *fe, const struct filter *f, const struct template_env *env)
+{
+    fe->f = f;
+    fe->fixed = NULL;
+    if (f->kind != F_CMP) return;
+    /* one side, and only one: a comparison of two such sides does not depend on $_ at all, and
+     * is rare enough to evaluate as it is */
+    if (template_values_only(f->right) == template_values_only(f->left)) return;
+    fe->fixed_left = template_values_only(f->left);
+    fe->fixed = template_scratch_get();
+    template_eval(fe->fixed_left ? f->left : f->right, env, fe->fixed);
+}
+
+bool
+filter_each_eval(const struct filter_each *fe, const struct template_env *env)
+{
+    struct buf *other;
+    bool v;
+
+    if (!fe->fixed) return filter_eval(fe->f, env);
+    other = template_scratch_get();
+    template_eval(fe->fixed_left ? fe->f->right : fe->f->left, env, other);
+    v = fe->fixed_left ? verdict(fe->f, buf_str(fe->fixed), buf_str(other))
+                       : verdict(fe->f, buf_str(other), buf_str(fe->fixed));
+    template_scratch_put(other);
+    return v;
+}
+
+void
+filter_each_end(struct filter_each *fe)
+{
+    if (fe->fixed) template_scratch_put(fe->fixed);
+    fe->fixed = NULL;
 }
 
 bool

@@ -28,4 +28,21 @@ bool filter_refs(const struct filter *f, unsigned char *keep);
 /* Evaluates against env; functions such as match() look at the current message (@0). */
 bool filter_eval(const struct filter *f, const struct template_env *env);
 
+/*
+ * f evaluated for many values of $_ (env->context_id) over environments
+ * that differ in nothing else, as $(filter) does over a list's items: a
+ * comparison with one side that reads only the messages' values
+ * (template_values_only) has that side evaluated once, at begin.  Between
+ * begin and end, filter_each_eval(fe, env) is filter_eval(f, env).
+ */
+struct filter_each {
+    const struct filter *f;
+    struct buf *fixed; /* that side's text; NULL: f is evaluated whole */
+    bool fixed_left;
+};
+void filter_each_begin(struct filter_each *fe, const struct filter *f,
+                       const struct template_env *env);
+bool filter_each_eval(const struct filter_each *fe, const struct template_env *env);
+void filter_each_end(struct filter_each *fe);
+
 #endif

@@ -441,6 +441,17 @@ template_env_single(struct template_env *env, struct msg *const *m)
 }
 
 bool
+template_values_only(const struct template *t)
+{
+    size_t i;
+
+    /* a ${name:-default}'s default is plain text */
+    for (i = 0; i < t->nelems; i++)
+        if (t->elems[i].kind != E_TEXT && t->elems[i].kind != E_VALUE) return false;
+    return true;
+}
+
+bool
 template_refs(const struct template *t, unsigned char *keep)
 {
     size_t i;

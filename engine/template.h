@@ -36,6 +36,9 @@ void template_free(struct template *t);
 const char *template_source(const struct template *t);
 /* True when the template has no references: its text is always the same. */
 bool template_is_literal(const struct template *t, const char **text, size_t *len);
+/* True when it reads only the messages' values (text and ${NAME}s, no macro or function): over the
+ * same messages it gives the same text, whatever else the environment holds ($_ included). */
+bool template_values_only(const struct template *t);
 
 /*
  * Marks in keep[] (indexed by value handle, NV_MAX_NAMES entries) every

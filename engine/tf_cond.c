@@ -243,12 +243,12 @@ tf_context_length(const struct tfunc_call *call, const struct template_env *env,
 
 /* Whether EXPR holds with $_ = item; if so, the item is appended raw.  False once out is full. */
 static bool
-filter_item(const struct cond_state *st, struct template_env *e, const char *item, size_t len,
+filter_item(const struct filter_each *fe, struct template_env *e, const char *item, size_t len,
             struct buf *out, size_t start)
 {
     e->context_id = item;
     e->context_id_len = len;
-    if (!filter_eval(st->f, e)) return true;
+    if (!filter_each_eval(fe, e)) return true;
     tf_list_comma(out, start);
     buf_append(out, item, len);
     return !tfunc_over_cap(out, start);
@@ -280,8 +280,10 @@ filter_context_values(const struct tfunc_call *call, const struct tfunc_call *cv
     struct buf *val = template_scratch_get(), *enc = template_scratch_get();
     size_t i, listlen = 0, outlen = 0, start = out ? out->len : 0;
     bool more = true, fits = true, plain;
+    struct filter_each fe;
     int k;
 
+    filter_each_begin(&fe, st->f, &e);
     for (i = 0; i < env->nmsgs && more && fits; i++) {
         struct template_env one;
         fetch_ahead(env, i);
@@ -302,21 +304,22 @@ filter_context_values(const struct tfunc_call *call, const struct tfunc_call *cv
             if (count) {
                 e.context_id = buf_str(val);
                 e.context_id_len = val->len;
-                if (!filter_eval(st->f, &e)) continue;
+                if (!filter_each_eval(&fe, &e)) continue;
                 outlen += (*count ? 1 : 0) + val->len;
                 (*count)++;
                 fits = outlen <= TF_MAX_OUTPUT;
             } else if (plain) {
-                more = filter_item(st, &e, buf_str(val), val->len, out, start);
+                more = filter_item(&fe, &e, buf_str(val), val->len, out, start);
             } else {
                 struct tf_list_scan s;
                 tf_list_scan_init(&s, &enc, 1);
                 if (tf_list_scan_next(&s))
-                    more = filter_item(st, &e, buf_str(s.val), s.val->len, out, start);
+                    more = filter_item(&fe, &e, buf_str(s.val), s.val->len, out, start);
                 tf_list_scan_done(&s);
             }
         }
     }
+    filter_each_end(&fe);
     template_scratch_put(enc);
     template_scratch_put(val);
     if (!fits && out) buf_truncate(out, start);
@@ -332,15 +335,18 @@ tf_filter(const struct tfunc_call *call, const struct template_env *env, struct 
     struct buf *list;
     struct template_env e = *env;
     struct tf_list_scan s;
+    struct filter_each fe;
     size_t start = out->len;
 
     if (cv && cv->fn->eval == tf_context_values && filter_context_values(call, cv, env, out, NULL))
         return;
     list = tfunc_arg_get(call, 0, env);
+    filter_each_begin(&fe, st->f, &e);
     tf_list_scan_init(&s, &list, 1);
     while (tf_list_scan_next(&s))
-        if (!filter_item(st, &e, buf_str(s.val), s.val->len, out, start)) break;
+        if (!filter_item(&fe, &e, buf_str(s.val), s.val->len, out, start)) break;
     tf_list_scan_done(&s);
+    filter_each_end(&fe);
     template_scratch_put(list);
 }
 

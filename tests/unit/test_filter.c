@@ -133,6 +133,58 @@ START_TEST(test_context_condition)
 }
 END_TEST
 
+/*
+ * filter_each evaluates a comparison's side that reads only values once: for
+ * every item it must give filter_eval's verdict with $_ = the item, the
+ * fixed side on the left or the right, compared as strings and as numbers,
+ * and the expressions it evaluates whole (both sides or neither fixed, and,
+ * or, not, match).
+ */
+START_TEST(test_each_item)
+{
+    static const char *const exprs[] = {"\"$_\" eq \"${x}\"",
+                                        "\"${x}\" eq \"$_\"",
+                                        "\"$_\" ne \"${y:-none}\"",
+                                        "\"${y}\" lt \"$_\"",
+                                        "\"$_\" ge \"b\"",
+                                        "\"$_\" == \"${n}\"",
+                                        "\"${n}\" > \"$_\"",
+                                        "\"$_\" <= \"7\"",
+                                        "\"$_\" eq \"$(echo ${x})\"",
+                                        "\"${x}\" eq \"${y}\"",
+                                        "\"$_\" eq \"$_\"",
+                                        "\"$_\" eq \"${x}\" or \"$_\" eq \"1\"",
+                                        "not \"$_\" eq \"${x}\"",
+                                        "match(\"foo\" value(\"x\"))",
+                                        "\"${x}\" eq \"$(echo $_)\"",
+                                        "\"$_\" eq \"${unset:-$_}\""};
+    static const char *const items[] = {"", "foo", "b.ar", "1", "7", "12", "zzz", "foo "};
+    struct buf err = BUF_INIT;
+    struct template_env env;
+    size_t e, i;
+
+    msg_set(msg, nv_intern_str("n"), "7", 1);
+    template_env_single(&env, &msg);
+    for (e = 0; e < sizeof(exprs) / sizeof(exprs[0]); e++) {
+        struct filter *f = filter_compile(exprs[e], strlen(exprs[e]), &err);
+        struct filter_each fe;
+        ck_assert_msg(f, "%s: %s", exprs[e], buf_str(&err));
+        filter_each_begin(&fe, f, &env);
+        for (i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
+            env.context_id = items[i];
+            env.context_id_len = strlen(items[i]);
+            ck_assert_msg(filter_each_eval(&fe, &env) == filter_eval(f, &env), "%s with $_ %s",
+                          exprs[e], items[i]);
+        }
+        filter_each_end(&fe);
+        env.context_id = NULL;
+        env.context_id_len = 0;
+        filter_free(f);
+    }
+    buf_free(&err);
+}
+END_TEST
+
 START_TEST(test_deep_nesting_is_refused)
 {
     char expr[4096];
@@ -157,6 +209,7 @@ main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_cases);
     tcase_add_test(tc, test_context_condition);
+    tcase_add_test(tc, test_each_item);
     tcase_add_test(tc, test_deep_nesting_is_refused);
     suite_add_tcase(s, tc);
     return unit_run(s);
