@@ -17,10 +17,35 @@ lower(unsigned char c)
     return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
 }
 
+/*
+ * Inside a class, the ']' that closes a POSIX class opening at re[i] ("[:",
+ * "[." or "[="), or 0 when PCRE2 does not read one there and the '[' is a
+ * member.  As PCRE2 reads it: the first ":]" (of the same kind) closes it,
+ * unless a ']' or another "[:" comes first; "\]" and "\\" are skipped.
+ */
+static size_t
+posix_end(const char *re, size_t n, size_t i)
+{
+    char kind = re[i + 1];
+    size_t j;
+
+    for (j = i + 2; j + 1 < n; j++) {
+        if (re[j] == '\\' && (re[j + 1] == ']' || re[j + 1] == '\\'))
+            j++;
+        else if ((re[j] == '[' && re[j + 1] == kind) || re[j] == ']')
+            return 0;
+        else if (re[j] == kind && re[j + 1] == ']')
+            return j + 1;
+    }
+    return 0;
+}
+
 /* The end of the class opening at re[i] ('['), past its ']'; 0 when it has none. */
 static size_t
 skip_class(const char *re, size_t n, size_t i)
 {
+    size_t e;
+
     i++;
     if (i < n && re[i] == '^') i++;
     if (i < n && re[i] == ']') i++; /* a ']' first is a member */
@@ -30,9 +55,8 @@ skip_class(const char *re, size_t n, size_t i)
             i++;
         } else if (re[i] == '[' && i + 1 < n &&
                    (re[i + 1] == ':' || re[i + 1] == '.' || re[i + 1] == '=')) {
-            /* [:alpha:] (and [.x.], [=x=]), when so closed; else '[' is a member */
-            const char *e = memchr(re + i + 2, ']', n - i - 2);
-            if (e && e[-1] == re[i + 1] && e - 1 > re + i + 1) i = (size_t)(e - re);
+            /* [:alpha:] (and [.x.], [=x=]) */
+            if ((e = posix_end(re, n, i))) i = e;
         }
         i++;
     }

@@ -200,6 +200,8 @@ printf 'selection and not 1 of filter*' > "$out/corpus-sigma_cond/seed2"
 printf 'foo.*bar\0xxfoo-bar' > "$out/corpus-relit/seed1"
 printf 'colou?r=(red|blue)+\0color=blue' > "$out/corpus-relit/seed2"
 printf '(?i)a{2,}b[c-d]?\\bwget\\s+\0AAB WGET ' > "$out/corpus-relit/seed3"
+# "[:[:]" is no POSIX class for PCRE2 (a "[:" before its ":]"): the class ends at that ']'
+printf '[[:[:]?[]:]\0:' > "$out/corpus-relit/seed4"
 # fuzz_one H: builds and runs harness H; its log fuzz_H.log, and fuzz_H.failed if it failed
 fuzz_one() {
     h=$1

@@ -8,7 +8,8 @@
 # tests/data/sigma/sigma.scenario (SigmaHQ rules and lines that must and
 # must not raise alerts) and
 # tests/data/sigma-event-count/sigma-event-count.scenario (an
-# event_count correlation).  A reload reads the Sigma rules anew.
+# event_count correlation).  A reload reads the Sigma rules anew.  A
+# regular expression's prefilter literal is one every match holds.
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 [ -x "$CORRALD" ] || { echo "skipped: $CORRALD not built"; exit 77; }
@@ -107,5 +108,19 @@ a = json.loads(open(sys.argv[1]).read().splitlines()[1])
 assert a["corral.summary"] == "Suspicious OpenSSH Daemon Error", a
 assert a["corral.severity"] == "minor" and a["HOST"] == "gw1", a
 PY
-stop_corrald "$CORRALD_PID"
 echo "ok: a reload loads a new Sigma rule, which raises its alert"
+
+# ---- a regular expression's prefilter never hides a match: "[[:[:]" is two class members for
+# PCRE2, not a POSIX class, and the literal every match holds is " failed", not ":] failed" ----
+cp "$top_srcdir/tests/data/sigma/bracket_regex.yml" "$WORK/sigma/"
+"$CORRAL" ctl -s "$CONTROL" reload > "$WORK/reload" || fail "ctl reload failed: $(cat "$WORK/reload")"
+wait_log "sigma: 3 rules loaded, 1 refused" || fail "the reload did not load bracket_regex.yml"
+send_udp "$port" "<38>Dec  6 10:00:04 db1 backup[400]: job: failed"
+wait_lines "$WORK/alerts.json" 3 || fail "no alert for a line the regular expression matches"
+python3 - "$WORK/alerts.json" <<'PY' || fail "not the alert expected: $(cat "$WORK/alerts.json")"
+import json, sys
+a = json.loads(open(sys.argv[1]).read().splitlines()[2])
+assert a["corral.summary"] == "A backup job that failed" and a["HOST"] == "db1", a
+PY
+stop_corrald "$CORRALD_PID"
+echo "ok: a line its regular expression matches raises the Sigma rule's alert"

@@ -52,6 +52,10 @@ START_TEST(test_extracted)
     ck_assert_str_eq(lit("caf\xc3\xa9?"), "caf");
     ck_assert_str_eq(lit("n[[:a]|"), "");            /* "[:a]" is no POSIX class: then '|' */
     ck_assert_str_eq(lit("[[:alpha:]]+abc"), "abc"); /* and this one is */
+    /* "[:[:]" is no POSIX class either (a "[:" before its ":]"): the class ends at that ']' */
+    ck_assert_str_eq(lit("[[:[:]?[]:]"), "");
+    ck_assert_str_eq(lit("[[:[:]x]yz"), "x]yz");
+    ck_assert_str_eq(lit("[[:a\\]:]]bc"), "bc");
     ck_assert_str_eq(lit("abc[x"), "");
 }
 END_TEST
@@ -60,15 +64,16 @@ END_TEST
 START_TEST(test_never_hides_a_match)
 {
     static const char *const res[] = {
-        "foo.*bar",       "colou?r",   "ab*cd",    "abb{2}c", "x{0,2}yz",   "(?i)PassWd", "\\.php$",
-        "[a-z]+\\d{3}ad", "(ab|cd)ef", "a+b+c",    "ab?c?d",  "wget\\s+-O", "\\\\\\\\x",  "a.b.c",
-        "(?s)a.*?bc",     "ab{0}cd",   "ab{1,}cd", "[]a]bc",  "[^]a]bcd",   "x(?:y|z)+w",
+        "foo.*bar",  "colou?r",        "ab*cd",       "abb{2}c",    "x{0,2}yz", "(?i)PassWd",
+        "\\.php$",   "[a-z]+\\d{3}ad", "(ab|cd)ef",   "a+b+c",      "ab?c?d",   "wget\\s+-O",
+        "\\\\\\\\x", "a.b.c",          "(?s)a.*?bc",  "ab{0}cd",    "ab{1,}cd", "[]a]bc",
+        "[^]a]bcd",  "x(?:y|z)+w",     "[[:[:]?[]:]", "[[:[:]x]yz",
     };
     static const char *const subjects[] = {
-        "foobar", "FOOxBAR", "color",  "colour",   "acd",      "abbbcd", "abbc",  "yz",
-        "xxyz",   "passwd",  "PASSWD", "a.php",    "abc123ad", "abef",   "cdef",  "aabbc",
-        "ad",     "abd",     "acd",    "wget  -O", "\\\\x",    "axbxc",  "a\nbc", "acd",
-        "abbbcd", "abcd",    "]bc",    "abc",      "xbcd",     "xyw",    "xzyzw", "",
+        "foobar", "FOOxBAR",  "color", "colour",   "acd",   "abbbcd", "abbc",   "yz",   "xxyz",
+        "passwd", "PASSWD",   "a.php", "abc123ad", "abef",  "cdef",   "aabbc",  "ad",   "abd",
+        "acd",    "wget  -O", "\\\\x", "axbxc",    "a\nbc", "acd",    "abbbcd", "abcd", "]bc",
+        "abc",    "xbcd",     "xyw",   "xzyzw",    ":",     "[]yz",   "",
     };
     size_t i, j;
 
