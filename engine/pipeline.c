@@ -253,6 +253,13 @@ classify_item(struct pipeline *p, struct thread *t, const struct batch *b, struc
     it->by = (uint8_t)t->index;
 }
 
+/* The input position of the batch's first message (after its tick, if any). */
+static uint64_t
+first_pos(const struct batch *b)
+{
+    return b->base + (b->flags & PIPELINE_TICK ? 1 : 0);
+}
+
 /*
  * Whether a classified message needs nothing of any shard: no context, no
  * rate limit, no action.  Such a message is processed at once by the thread
@@ -330,7 +337,7 @@ classify_chunk(struct pipeline *p, struct thread *t)
         classify_item(p, t, b, it, &b->when[i]);
         if (solo(it)) {
             t->solo_em.out = &b->out[p->nalloc + t->index];
-            t->solo_em.pos = b->base + (b->flags & PIPELINE_TICK ? 1 : 0) + i;
+            t->solo_em.pos = first_pos(b) + i;
             corr_process_rule(t->solo, it->m, it->rule, b->when[i].t);
             it->shard = PAR_NO_SHARD;
             if (p->o.render) {
@@ -381,7 +388,7 @@ static void
 correlate(struct pipeline *p, struct thread *t, struct batch *b, unsigned nshards)
 {
     size_t i;
-    uint64_t first = b->base + (b->flags & PIPELINE_TICK ? 1 : 0);
+    uint64_t first = first_pos(b);
     uint64_t self = 1ull << t->index, now, quiet = 0;
     bool known = false; /* quiet is up to date */
 
@@ -601,7 +608,7 @@ deliver_rec(void *arg, unsigned k, const struct par_rec *r)
     struct pipeline *p = arg;
     struct batch *b = p->merging;
     struct shard_out *so = &b->out[k];
-    uint64_t first = b->base + (b->flags & PIPELINE_TICK ? 1 : 0);
+    uint64_t first = first_pos(b);
     struct pipeline_out o;
 
     memset(&o, 0, sizeof(o));
@@ -854,6 +861,7 @@ pipeline_new(struct pdb *db, const struct pipeline_opts *o)
     p->nshards = par_route_init(&p->route, db, p->nthreads);
     p->nbatches = o->nbatches < 2 ? 2 : o->nbatches;
     if (!p->o.batch) p->o.batch = 1;
+    p->nout = 2 * p->nthreads;
     p->ring = xcalloc(p->nbatches, sizeof(*p->ring));
     p->fill = &p->ring[0];
     for (i = 0; i < p->nbatches; i++) {
@@ -862,9 +870,8 @@ pipeline_new(struct pdb *db, const struct pipeline_opts *o)
         b->items = xcalloc(b->cap, sizeof(*b->items));
         b->when = xcalloc(b->cap, sizeof(*b->when));
         for (k = 0; k < b->cap; k++) b->items[k].m = msg_new();
-        b->out = xcalloc(2 * p->nthreads, sizeof(*b->out));
+        b->out = xcalloc(p->nout, sizeof(*b->out));
     }
-    p->nout = 2 * p->nthreads;
     p->mrecs = xcalloc(p->nout, sizeof(*p->mrecs));
     p->mn = xcalloc(p->nout, sizeof(*p->mn));
     p->sync = par_sync_new(p->nthreads); /* as many as the shards may ever be */
