@@ -51,20 +51,45 @@ corrkey_for_rule(struct corrkey *k, enum pdb_scope scope, const struct template 
     corrkey_from_msg(k, scope, m, buf_str(id), id->len);
 }
 
+/*
+ * A key up to this long is copied into one buffer and hashed in one pass:
+ * for the short parts of a usual key (a host name, a program, an id) that
+ * costs less than hashing them part by part, where every part's end is a
+ * partial block.  A longer key is hashed part by part; the hash is the same.
+ */
+#define FLAT_MAX 256
+
 uint64_t
 corrkey_hash_keyed(const struct corrkey *k, const struct hash_key *hk)
 {
     struct hash_state s;
     uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
                         (uint32_t)(k->id ? k->idlen : 0)};
+    size_t idlen = k->id ? k->idlen : 0;
+    size_t total = sizeof(k->scope) + sizeof(lens) + k->hostlen + k->proglen + k->pidlen + idlen;
 
+    if (total <= FLAT_MAX) {
+        unsigned char flat[FLAT_MAX], *p = flat;
+        memcpy(p, &k->scope, sizeof(k->scope));
+        p += sizeof(k->scope);
+        memcpy(p, lens, sizeof(lens));
+        p += sizeof(lens);
+        memcpy(p, k->host, k->hostlen);
+        p += k->hostlen;
+        memcpy(p, k->prog, k->proglen);
+        p += k->proglen;
+        memcpy(p, k->pid, k->pidlen);
+        p += k->pidlen;
+        if (idlen) memcpy(p, k->id, idlen);
+        return hash_keyed_string(hk, flat, total);
+    }
     hash_keyed_begin(&s, hk);
     hash_add(&s, &k->scope, sizeof(k->scope));
     hash_add(&s, lens, sizeof(lens));
     hash_add(&s, k->host, k->hostlen);
     hash_add(&s, k->prog, k->proglen);
     hash_add(&s, k->pid, k->pidlen);
-    if (k->id) hash_add(&s, k->id, k->idlen);
+    hash_add(&s, k->id, idlen);
     return hash_end(&s);
 }
 

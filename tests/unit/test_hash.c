@@ -6,8 +6,10 @@
  * reference values, keys made to share a bucket under an unkeyed hash
  * (FNV-1a) spread over the table, other keys give other values, every
  * thread and forked child uses the process's key and another process draws
- * its own.  Also the FNV-1a reference values, and durable_read_file, which
- * refuses what is not a regular file and what is over its bound.
+ * its own.  A correlation key (corrkey) hashes as the bytes of its parts in
+ * a fixed layout, short or long.  Also the FNV-1a reference values, and
+ * durable_read_file, which refuses what is not a regular file and what is
+ * over its bound.
  */
 #include <check.h>
 #include <errno.h>
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/corrkey.h"
 #include "engine/durable.h"
 #include "engine/hash.h"
 #include "tests/unit/unit_run.h"
@@ -102,6 +105,54 @@ START_TEST(test_parts_as_concatenation)
     hash_begin(&st);
     hash_add(&st, "web1", 4);
     ck_assert_uint_eq(hash_end(&st), hash_string("web1", 4));
+}
+END_TEST
+
+/*
+ * A correlation key hashes as its layout: the scope, the four lengths (32
+ * bits each), then host, program, pid and id; processes that share a hash
+ * key (a cluster's partitions) rely on it.  Keys of every length around the
+ * size hashed from one buffer, and past it, to check both ways.
+ */
+START_TEST(test_corrkey_layout)
+{
+    static char text[600];
+    static unsigned char want[700];
+    size_t hostlen, idlen, i;
+    struct corrkey k;
+
+    for (i = 0; i < sizeof(text); i++) text[i] = (char)('a' + i % 26);
+    for (hostlen = 0; hostlen <= 9; hostlen += 3)
+        for (idlen = 0; idlen <= 300; idlen++) {
+            uint32_t lens[4] = {(uint32_t)hostlen, 4, 5, (uint32_t)idlen};
+            size_t n = 0;
+            memset(&k, 0, sizeof(k));
+            k.scope = PDB_SCOPE_PROCESS;
+            k.host = text + 100;
+            k.hostlen = hostlen;
+            k.prog = "sshd";
+            k.proglen = 4;
+            k.pid = "41981";
+            k.pidlen = 5;
+            k.id = idlen ? text + 200 : NULL;
+            k.idlen = idlen;
+            memcpy(want + n, &k.scope, sizeof(k.scope));
+            n += sizeof(k.scope);
+            memcpy(want + n, lens, sizeof(lens));
+            n += sizeof(lens);
+            memcpy(want + n, k.host, hostlen);
+            n += hostlen;
+            memcpy(want + n, "sshd41981", 9);
+            n += 9;
+            memcpy(want + n, text + 200, idlen);
+            n += idlen;
+            ck_assert_msg(corrkey_hash_keyed(&k, &ref_key) == hash_keyed_string(&ref_key, want, n),
+                          "host %zu, id %zu bytes", hostlen, idlen);
+            /* an empty id and none hash alike */
+            k.id = text + 200;
+            ck_assert_uint_eq(corrkey_hash_keyed(&k, &ref_key),
+                              hash_keyed_string(&ref_key, want, n));
+        }
 }
 END_TEST
 
@@ -412,6 +463,7 @@ main(int argc, char **argv)
     tcase_add_test(tc, test_fnv1a_reference);
     tcase_add_test(tc, test_siphash13_reference);
     tcase_add_test(tc, test_parts_as_concatenation);
+    tcase_add_test(tc, test_corrkey_layout);
     tcase_add_test(tc, test_flood_spreads);
     tcase_add_test(tc, test_keys_differ);
     tcase_add_test(tc, test_threads_agree);
