@@ -178,6 +178,7 @@ struct pipeline {
     const struct par_rec **mrecs;
     size_t *mn;
     struct batch *merging;
+    size_t merge_left; /* records of merging not delivered yet */
     pipeline_deliver_fn deliver;
     void *deliver_arg;
     char pad[64];
@@ -615,6 +616,7 @@ deliver_rec(void *arg, unsigned k, const struct par_rec *r)
     o.expiry = r->expiry;
     o.keep =
         !r->expiry && r->pos >= first && r->pos - first < b->n && b->items[r->pos - first].keep;
+    o.batch_end = --p->merge_left == 0;
     if (p->o.render) {
         o.text = so->text.p + r->off;
         o.len = r->len;
@@ -647,9 +649,11 @@ pipeline_collect(struct pipeline *p, pipeline_deliver_fn deliver, void *arg)
     pthread_mutex_unlock(&p->lock);
     while (p->collected < completed) {
         struct batch *b = &p->ring[p->collected % p->nbatches];
+        p->merge_left = 0;
         for (k = 0; k < p->nout; k++) {
             p->mrecs[k] = b->out[k].recs;
             p->mn[k] = b->out[k].n;
+            p->merge_left += b->out[k].n;
             p->truncated += b->out[k].truncated;
         }
         p->merging = b;

@@ -41,11 +41,13 @@ struct pipeline_out {
     struct msg *m;
     enum corr_emit_kind kind;
     const struct pdb_action *action;
-    /* with one: what it rendered */
+    /* with one: what it rendered, where it stays until the call with batch_end returns (the
+     * records of a shard follow each other there: a caller may gather them for writev()) */
     const char *text;
     size_t len;
-    bool expiry; /* a timeout fired it */
-    bool keep;   /* not a timeout, and the input it came from was added with keep */
+    bool expiry;    /* a timeout fired it */
+    bool keep;      /* not a timeout, and the input it came from was added with keep */
+    bool batch_end; /* the last of its batch */
 };
 /* Receives the messages in order on the collecting thread; nonzero: see pipeline_collect(). */
 typedef int (*pipeline_deliver_fn)(void *arg, const struct pipeline_out *o);

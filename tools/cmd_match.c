@@ -26,10 +26,12 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -341,10 +343,11 @@ line_clock(void *arg)
  * -j N: the same replay on the parallel pipeline (engine/pipeline.h), which
  * renders on its threads; the lines go in batches of REPLAY_BATCH through a
  * ring of REPLAY_RING and the output of the batches every shard is done
- * with is written in order.  The replay waits only when the ring is full,
- * and then until half of it is done: a sleep and a wake-up every
- * REPLAY_RING / 2 batches, not every batch, while the busiest shard sets
- * the pace (doc/parallel.md).
+ * with is written in order, with writev() from where the threads rendered
+ * it, a batch at a time: copying it first would cost this thread, which
+ * shares the CPUs with the workers, a pass over every output byte.  The replay waits only when the
+ * ring is full, and then until half of it is done: a sleep and a wake-up every REPLAY_RING / 2
+ * batches, not every batch, while the busiest shard sets the pace (doc/parallel.md).
  */
 #define REPLAY_BATCH 256
 #define REPLAY_RING  8
@@ -352,17 +355,54 @@ line_clock(void *arg)
 struct replay {
     struct matcher *mt;
     struct pipeline *pl;
+    int fd;            /* mt->fp's */
+    struct iovec *iov; /* the output collected and not written yet */
+    size_t niov, capiov;
     bool failed; /* writing failed: the rest is not written */
 };
+
+/* Writes what replay_write gathered. */
+static void
+replay_flush(struct replay *r)
+{
+    struct iovec *v = r->iov;
+    size_t n = r->niov;
+
+    r->niov = 0;
+    while (n && !r->failed) {
+        ssize_t w = writev(r->fd, v, n > IOV_MAX ? IOV_MAX : (int)n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            cmd_error("match", "writing output: %s", strerror(errno));
+            r->failed = true;
+            break;
+        }
+        /* a pipe may take part of it */
+        for (; n && (size_t)w >= v->iov_len; v++, n--) w -= (ssize_t)v->iov_len;
+        if (n) {
+            v->iov_base = (char *)v->iov_base + w;
+            v->iov_len -= (size_t)w;
+        }
+    }
+}
 
 static int
 replay_write(void *arg, const struct pipeline_out *o)
 {
     struct replay *r = arg;
+    struct iovec *last = r->niov ? &r->iov[r->niov - 1] : NULL;
 
     if (r->failed) return 1;
-    buf_append(&r->mt->out, o->text, o->len);
-    if (flush(r->mt, false) != 0) r->failed = true;
+    /* a shard's records follow each other in its text */
+    if (last && (const char *)last->iov_base + last->iov_len == o->text) {
+        last->iov_len += o->len;
+    } else {
+        r->iov = xgrow(r->iov, &r->capiov, r->niov + 1, sizeof(*r->iov));
+        r->iov[r->niov].iov_base = (void *)o->text;
+        r->iov[r->niov++].iov_len = o->len;
+    }
+    /* the batch's text is reused once this returns */
+    if (o->batch_end) replay_flush(r);
     return r->failed;
 }
 
@@ -413,7 +453,7 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
 {
     struct pipeline_opts po;
     struct msg_time now;
-    struct replay r = {mt, NULL, false};
+    struct replay r = {mt, NULL, -1, NULL, 0, 0, false};
     struct lines lines;
     const char *line;
     ssize_t n;
@@ -450,6 +490,9 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
         return 1;
     }
     mt->shards = pipeline_nshards(r.pl);
+    /* what is buffered goes first */
+    if (flush(mt, true) != 0 || fflush(mt->fp) != 0) r.failed = true;
+    r.fd = fileno(mt->fp);
     lines_init(&lines, in, mt->max_line);
     while ((n = lines_next(&lines, &line)) >= 0) {
         if (r.failed) break;
@@ -468,6 +511,7 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
     if (r.failed) mt->failed = true;
     /* the threads finish what was handed over */
     pipeline_free(r.pl);
+    free(r.iov);
     return rc;
 }
 

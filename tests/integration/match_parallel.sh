@@ -224,6 +224,22 @@ done
     > /dev/null 2> "$WORK/cc.err" || fail "corral match failed"
 grep -q "correlation in 1 shards" "$WORK/cc.err" || fail "create-context: $(cat "$WORK/cc.err")"
 
+# the output through a pipe (writev() of each batch from the threads' buffers) is the same
+"$CORRAL" match -j 2 -r "$top_srcdir/rules" --now "$NOW" -f "$WORK/synth.log" -T "$tpl" |
+    cat > "$WORK/piped.out" || fail "corral match -j 2 into a pipe failed"
+"$CORRAL" match -j 1 -r "$top_srcdir/rules" --now "$NOW" -f "$WORK/synth.log" -T "$tpl" \
+    > "$WORK/synth.1" || fail "corral match failed"
+cmp -s "$WORK/piped.out" "$WORK/synth.1" || fail "-j 2 into a pipe differs from -j 1 into a file"
+# output that cannot be written: an error that says so, and a failure
+if [ -w /dev/full ]; then
+    for j in 1 2; do
+        "$CORRAL" match -j "$j" -r "$top_srcdir/rules" --now "$NOW" -f "$WORK/synth.log" \
+            > /dev/full 2> "$WORK/err" && fail "-j $j: writing to /dev/full succeeded"
+        grep -q "writing output: No space left on device" "$WORK/err" ||
+            fail "-j $j, /dev/full: $(cat "$WORK/err")"
+    done
+fi
+
 # -j is checked
 "$CORRAL" match -j 0 -r "$top_srcdir/rules" -f "$WORK/auth.log" > /dev/null 2> "$WORK/err" &&
     fail "-j 0 accepted"

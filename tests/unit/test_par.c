@@ -21,6 +21,7 @@
 #include "engine/pipeline.h"
 #include "engine/syslogfmt.h"
 #include "engine/template.h"
+#include "engine/xalloc.h"
 #include "tests/unit/unit_run.h"
 
 /* ---- par_merge ---- */
@@ -362,19 +363,43 @@ static const struct shape shapes[] = {{256, 8, false, false}, {5, 2, true, false
 struct replay {
     struct pipeline *pl;
     struct capture *c;
+    /* the rendered texts of the batch being delivered, written at its end (as corral match
+     * gathers them for writev): they must stay put until then */
+    struct pending {
+        const char *text;
+        size_t len;
+    } * pending;
+    size_t npending, cappending;
 };
 
 static int
 deliver(void *arg, const struct pipeline_out *o)
 {
     struct replay *r = arg;
+    size_t i;
 
-    if (o->m)
+    if (o->m) {
         render(r->c, o->m, o->kind, o->action, &r->c->out);
-    else
-        buf_append(&r->c->out, o->text, o->len);
+    } else {
+        r->pending = xgrow(r->pending, &r->cappending, r->npending + 1, sizeof(*r->pending));
+        r->pending[r->npending].text = o->text;
+        r->pending[r->npending++].len = o->len;
+    }
+    if (o->batch_end) {
+        for (i = 0; i < r->npending; i++)
+            buf_append(&r->c->out, r->pending[i].text, r->pending[i].len);
+        r->npending = 0;
+    }
     ck_assert(!o->keep);
     return 0;
+}
+
+/* Every batch's delivery ends with its last record (batch_end). */
+static void
+replay_collect(struct replay *r)
+{
+    pipeline_collect(r->pl, deliver, r);
+    ck_assert_uint_eq(r->npending, 0);
 }
 
 static void
@@ -382,10 +407,10 @@ replay_submit(struct replay *r, const struct shape *sh, unsigned flags)
 {
     if (!pipeline_can_submit(r->pl)) {
         pipeline_wait(r->pl, pipeline_submitted(r->pl) + 2 - sh->nbatches);
-        pipeline_collect(r->pl, deliver, r);
+        replay_collect(r);
     }
     ck_assert(pipeline_submit(r->pl, NOW, flags));
-    pipeline_collect(r->pl, deliver, r);
+    replay_collect(r);
 }
 
 /* Replays lines on the pipeline as corral match -j does, with the given shape. */
@@ -395,7 +420,7 @@ run_shape(struct pdb *db, char **lines, size_t n, unsigned threads, const struct
 {
     struct msg_time now = {(int64_t)(NOW / 1000), 0, 0};
     struct pipeline_opts o;
-    struct replay r = {NULL, c};
+    struct replay r = {NULL, c, NULL, 0, 0};
     size_t i;
 
     memset(&o, 0, sizeof(o));
@@ -417,7 +442,8 @@ run_shape(struct pdb *db, char **lines, size_t n, unsigned threads, const struct
     if (pipeline_filling(r.pl)) replay_submit(&r, sh, 0);
     replay_submit(&r, sh, PIPELINE_EXPIRE);
     pipeline_wait(r.pl, pipeline_submitted(r.pl));
-    pipeline_collect(r.pl, deliver, &r);
+    replay_collect(&r);
+    free(r.pending);
     ck_assert_uint_eq(pipeline_collected(r.pl), pipeline_submitted(r.pl));
     ck_assert_uint_eq(pipeline_queued(r.pl), 0);
     pipeline_stats(r.pl, st);
