@@ -733,7 +733,6 @@ ctx_alloc(struct corr *c, const struct corrkey *k, uint64_t h, const struct pdb_
 {
     struct share *s = share_of(c, r);
     struct ctx *x;
-    char *p;
     int rounds = 0;
 
     while (!may_open(c, s))
@@ -749,15 +748,9 @@ ctx_alloc(struct corr *c, const struct corrkey *k, uint64_t h, const struct pdb_
     x->proglen = (uint32_t)k->proglen;
     x->pidlen = (uint32_t)k->pidlen;
     x->idlen = (uint32_t)k->idlen;
-    p = x->key = xmalloc(k->hostlen + k->proglen + k->pidlen + k->idlen + 1);
-    memcpy(p, k->host, k->hostlen);
-    p += k->hostlen;
-    memcpy(p, k->prog, k->proglen);
-    p += k->proglen;
-    memcpy(p, k->pid, k->pidlen);
-    p += k->pidlen;
-    memcpy(p, k->id, k->idlen);
-    x->bytes = sizeof(*x) + k->hostlen + k->proglen + k->pidlen + k->idlen + 1;
+    x->key = xmalloc(corrkey_parts_len(k) + 1);
+    *corrkey_put_parts(k, x->key) = '\0';
+    x->bytes = sizeof(*x) + corrkey_parts_len(k) + 1;
     c->stats.contexts_created++;
     c->stats.context_bytes += x->bytes;
     ctx_own(c, x, s);

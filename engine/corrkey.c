@@ -51,6 +51,25 @@ corrkey_for_rule(struct corrkey *k, enum pdb_scope scope, const struct template 
     corrkey_from_msg(k, scope, m, buf_str(id), id->len);
 }
 
+size_t
+corrkey_parts_len(const struct corrkey *k)
+{
+    return k->hostlen + k->proglen + k->pidlen + (k->id ? k->idlen : 0);
+}
+
+char *
+corrkey_put_parts(const struct corrkey *k, char *out)
+{
+    memcpy(out, k->host, k->hostlen);
+    out += k->hostlen;
+    memcpy(out, k->prog, k->proglen);
+    out += k->proglen;
+    memcpy(out, k->pid, k->pidlen);
+    out += k->pidlen;
+    if (k->id && k->idlen) memcpy(out, k->id, k->idlen);
+    return out + (k->id ? k->idlen : 0);
+}
+
 /*
  * A key up to this long is copied into one buffer and hashed in one pass:
  * for the short parts of a usual key (a host name, a program, an id) that
@@ -65,22 +84,13 @@ corrkey_hash_keyed(const struct corrkey *k, const struct hash_key *hk)
     struct hash_state s;
     uint32_t lens[4] = {(uint32_t)k->hostlen, (uint32_t)k->proglen, (uint32_t)k->pidlen,
                         (uint32_t)(k->id ? k->idlen : 0)};
-    size_t idlen = k->id ? k->idlen : 0;
-    size_t total = sizeof(k->scope) + sizeof(lens) + k->hostlen + k->proglen + k->pidlen + idlen;
+    size_t total = sizeof(k->scope) + sizeof(lens) + corrkey_parts_len(k);
 
     if (total <= FLAT_MAX) {
-        unsigned char flat[FLAT_MAX], *p = flat;
-        memcpy(p, &k->scope, sizeof(k->scope));
-        p += sizeof(k->scope);
-        memcpy(p, lens, sizeof(lens));
-        p += sizeof(lens);
-        memcpy(p, k->host, k->hostlen);
-        p += k->hostlen;
-        memcpy(p, k->prog, k->proglen);
-        p += k->proglen;
-        memcpy(p, k->pid, k->pidlen);
-        p += k->pidlen;
-        if (idlen) memcpy(p, k->id, idlen);
+        char flat[FLAT_MAX];
+        memcpy(flat, &k->scope, sizeof(k->scope));
+        memcpy(flat + sizeof(k->scope), lens, sizeof(lens));
+        corrkey_put_parts(k, flat + sizeof(k->scope) + sizeof(lens));
         return hash_keyed_string(hk, flat, total);
     }
     hash_keyed_begin(&s, hk);
@@ -89,7 +99,7 @@ corrkey_hash_keyed(const struct corrkey *k, const struct hash_key *hk)
     hash_add(&s, k->host, k->hostlen);
     hash_add(&s, k->prog, k->proglen);
     hash_add(&s, k->pid, k->pidlen);
-    hash_add(&s, k->id, idlen);
+    if (k->id) hash_add(&s, k->id, k->idlen);
     return hash_end(&s);
 }
 

@@ -42,6 +42,11 @@ void corrkey_from_msg(struct corrkey *k, enum pdb_scope scope, const struct msg 
 void corrkey_for_rule(struct corrkey *k, enum pdb_scope scope, const struct template *tpl,
                       const struct msg *m, struct buf *id);
 
+/* The bytes of k's host, program, pid and id together. */
+size_t corrkey_parts_len(const struct corrkey *k);
+/* Copies them one after another to out (corrkey_parts_len() bytes); returns the end. */
+char *corrkey_put_parts(const struct corrkey *k, char *out);
+
 /*
  * The hash of k under hk (corrkey_hash: the process's key, hash.h).  The
  * lengths of the parts are hashed too; an id left out and an empty one hash
