@@ -252,7 +252,7 @@ def main():
         alone = [median(n, 0) for n in extra[:len(cpus)]]
         together = [benchlib.med([r[0][i] for r in res[busy]]) for i in range(len(cpus))]
 
-        def floor(walls):
+        def floor(walls, load=load):
             return load + 1 / sum(1 / max(t - load, 1e-9) for t in walls)
 
         speedup = median(j1, 0) / median(jn, 0)
@@ -272,6 +272,23 @@ def main():
         w("Run alone, a CPU is faster than while the others are busy too (the second row's runs are "
           "independent processes: the difference is the machine's, not corral's); -j %d runs with "
           "every CPU busy, so the second row is what it can reach." % a.jobs)
+        # The percentage is the ceiling's time over -j N's (-j 1's cancels out), so a slow minute
+        # that falls on -j N's runs and not on the ceiling's moves it: paired within each round,
+        # whose runs follow each other, the machine's state weighs on both sides alike.
+        paired = []
+        for i in range(a.runs):
+            ld = res["rules alone"][i][0]
+            walls_alone = [res[n][i][0] for n in extra[:len(cpus)]]
+            walls_busy = list(res[busy][i][0])
+            paired.append((floor(walls_alone, ld) / res[jn][i][0],
+                           floor(walls_busy, ld) / res[jn][i][0]))
+        w("")
+        w("Paired by round (each round's -j %d against the ceiling measured by the runs of the same "
+          "round, a minute apart at most): median **%.0f%%** of the ceiling with each CPU alone, "
+          "**%.0f%%** with all of them busy (rounds: %s)." % (
+              a.jobs, 100 * benchlib.med([x[0] for x in paired]),
+              100 * benchlib.med([x[1] for x in paired]),
+              ", ".join("%.0f/%.0f%%" % (100 * x[0], 100 * x[1]) for x in paired)))
     text = "\n".join(rep) + "\n"
     sys.stdout.write(text)
     if a.out:
