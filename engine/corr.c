@@ -555,7 +555,7 @@ corr_stats(const struct corr *c, struct corr_stats *out)
 }
 
 void
-corr_stats_add(struct corr_stats *sum, const struct corr_stats *o)
+corr_stats_add_events(struct corr_stats *sum, const struct corr_stats *o)
 {
     sum->processed += o->processed;
     sum->matched += o->matched;
@@ -563,18 +563,24 @@ corr_stats_add(struct corr_stats *sum, const struct corr_stats *o)
     sum->generated += o->generated;
     sum->contexts_created += o->contexts_created;
     sum->contexts_expired += o->contexts_expired;
-    sum->contexts_open += o->contexts_open;
     sum->contexts_refused += o->contexts_refused;
     sum->contexts_evicted += o->contexts_evicted;
     sum->messages_dropped += o->messages_dropped;
     sum->bytes_dropped += o->bytes_dropped;
     sum->rate_limited += o->rate_limited;
-    sum->rate_buckets += o->rate_buckets;
     sum->rate_evicted += o->rate_evicted;
-    sum->context_bytes += o->context_bytes;
-    sum->sigma_groups += o->sigma_groups;
     sum->sigma_dropped += o->sigma_dropped;
     sum->sigma_evicted += o->sigma_evicted;
+}
+
+void
+corr_stats_add(struct corr_stats *sum, const struct corr_stats *o)
+{
+    corr_stats_add_events(sum, o);
+    sum->contexts_open += o->contexts_open;
+    sum->rate_buckets += o->rate_buckets;
+    sum->context_bytes += o->context_bytes;
+    sum->sigma_groups += o->sigma_groups;
     sum->sigma_bytes += o->sigma_bytes;
 }
 

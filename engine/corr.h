@@ -90,6 +90,9 @@ struct corr_stats {
 
 /* Adds o's counters to sum: the totals of several engines or shards. */
 void corr_stats_add(struct corr_stats *sum, const struct corr_stats *o);
+/* Adds only o's counts of events, not what it holds now (open contexts, buckets, bytes, groups):
+ * what an engine that is gone leaves to the totals. */
+void corr_stats_add_events(struct corr_stats *sum, const struct corr_stats *o);
 
 /* Per rule that opens contexts or has a rate= (or did, before a reload): its contexts, buckets and
  * what its limits refused. */

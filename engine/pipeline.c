@@ -190,6 +190,11 @@ struct pipeline {
     uint64_t want;                 /* under lock: a caller waits until this many are done */
     uint64_t tz_gen; /* under lock: bumped at a reload, each thread then forgets its time zone */
     bool quit;
+
+    /* the counts of events of the shards a reshard replaced, so that the totals only grow; the
+     * contexts they held are loaded into the new shards, which count them created again */
+    struct corr_stats retired;
+    bool resharded; /* until pipeline_loaded(): the new shards' created contexts are moved ones */
 };
 
 static uint64_t
@@ -736,15 +741,25 @@ add_stats(struct corr_stats *sum, const struct corr *c)
     corr_stats_add(sum, &s);
 }
 
-void
-pipeline_stats(struct pipeline *p, struct corr_stats *out)
+/* The running shards' counters alone. */
+static void
+pipeline_stats_shards(struct pipeline *p, struct corr_stats *out)
 {
     unsigned k;
 
     memset(out, 0, sizeof(*out));
     for (k = 0; k < p->nshards; k++) add_stats(out, p->threads[k].corr);
-    /* what the threads processed as they classified it */
+}
+
+void
+pipeline_stats(struct pipeline *p, struct corr_stats *out)
+{
+    unsigned k;
+
+    pipeline_stats_shards(p, out);
+    /* what the threads processed as they classified it, and the shards a reshard replaced */
     for (k = 0; k < p->nalloc; k++) add_stats(out, p->threads[k].solo);
+    corr_stats_add_events(out, &p->retired);
 }
 
 static struct corr *
@@ -823,12 +838,16 @@ pipeline_set_db(struct pipeline *p, struct pdb *db, struct par_route *rt, size_t
 void
 pipeline_reshard(struct pipeline *p, const struct par_route *rt)
 {
+    struct corr_stats s;
     unsigned k;
 
     for (k = 0; k < p->nshards; k++) {
+        corr_stats(p->threads[k].corr, &s);
+        corr_stats_add_events(&p->retired, &s);
         corr_free(p->threads[k].corr);
         p->threads[k].corr = NULL;
     }
+    p->resharded = true;
     p->route = *rt;
     pthread_mutex_lock(&p->lock); /* the threads read it under the lock */
     p->nshards = rt->nshards;
@@ -843,6 +862,15 @@ pipeline_loaded(struct pipeline *p)
     uint64_t seq = 0, s;
     unsigned k;
 
+    if (p->resharded) {
+        /* the contexts moved were counted created by the shards they came from */
+        struct corr_stats now;
+        pipeline_stats_shards(p, &now);
+        p->retired.contexts_created -= now.contexts_created < p->retired.contexts_created
+                                           ? now.contexts_created
+                                           : p->retired.contexts_created;
+        p->resharded = false;
+    }
     /* one shard numbers its arms itself (par_process()); several by position and step */
     if (p->nshards <= 1) return;
     for (k = 0; k < p->nshards; k++)

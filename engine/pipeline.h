@@ -136,7 +136,8 @@ const struct par_route *pipeline_route(const struct pipeline *p);
  */
 void pipeline_set_db(struct pipeline *p, struct pdb *db, struct par_route *rt, size_t *kept,
                      size_t *dropped);
-/* Replaces every shard by an empty one, routed by rt (every batch collected). */
+/* Replaces every shard by an empty one, routed by rt (every batch collected); the contexts the
+ * caller then loads into them are moved ones until pipeline_loaded(). */
 void pipeline_reshard(struct pipeline *p, const struct par_route *rt);
 /*
  * Contexts were read into the shards from a state file (every batch
@@ -146,7 +147,9 @@ void pipeline_reshard(struct pipeline *p, const struct par_route *rt);
 void pipeline_loaded(struct pipeline *p);
 
 /* The sums of the correlation counters (as pipeline_shard: every batch collected): the shards', and
- * those of the messages that need no shard, which the threads process as they classify them. */
+ * those of the messages that need no shard, which the threads process as they classify them.  The
+ * counts of events only grow: a reshard keeps those of the shards it replaces, and the contexts
+ * moved (loaded before pipeline_loaded()) are not counted created twice. */
 void pipeline_stats(struct pipeline *p, struct corr_stats *out);
 /* Per thread: ns spent classifying and correlating (any thread may read it). */
 uint64_t pipeline_busy_ns(const struct pipeline *p, unsigned thread);

@@ -5,7 +5,8 @@
 # without rate limits, whose failure lines join contexts of two shards
 # (also-correlate): all correlate in four shards); the contexts of four
 # shards are saved at SIGTERM and read back by four workers and by one; a
-# reload keeps them, also into rules that correlate in one shard;
+# reload keeps them, also into rules that correlate in one shard, and the
+# counters only grow across it;
 # with a tiny queue between the inputs and the workers, TCP input is paused
 # (back-pressure) and nothing is lost, and UDP input waits in its socket
 # buffer rather than being dropped.
@@ -150,6 +151,26 @@ cp "$WORK/four4.conf.orig" "$WORK/four4.conf"
 stop_corrald
 start_corrald again1 "$WORK/one4.conf"
 grep -q "$open open contexts restored" "$WORK/again1.log" || fail "1 worker: contexts not restored"
+stop_corrald
+
+# --- the counters only grow across a reload that moves the contexts between shards: the
+# replaced shards' counts stay, and the moved contexts are not counted created again
+rm -f "$WORK/state" "$WORK/out.json"
+start_corrald counters "$WORK/four4.conf"
+send_all
+wait_until settled || fail "counters: contexts due within 10 s do not fire"
+matched=$(metric corral_messages_matched_total)
+created=$(metric corral_contexts_created_total)
+[ "$matched" -gt 0 ] && [ "$created" -gt 0 ] ||
+    fail "counters: nothing counted ($matched matched, $created contexts created)"
+cp "$WORK/moved.conf" "$WORK/four4.conf"
+kill -HUP "$CORRALD_PID"
+wait_log "contexts moved to 1 shard" || fail "counters: contexts not moved to one shard"
+metric_is corral_messages_matched_total -eq "$matched" ||
+    fail "reload: $(metric corral_messages_matched_total) messages matched, $matched before"
+metric_is corral_contexts_created_total -eq "$created" ||
+    fail "reload: $(metric corral_contexts_created_total) contexts created, $created before"
+cp "$WORK/four4.conf.orig" "$WORK/four4.conf"
 stop_corrald
 
 # --- back-pressure: a queue of 2 messages; every line sent is written, none dropped

@@ -273,7 +273,8 @@ make_rx(void)
 struct same {
     struct template *tpl;
     struct buf out;
-    struct corr *corr; /* the one engine's, for its firing key */
+    struct corr *corr;    /* the one engine's, for its firing key */
+    struct corr_stats st; /* the counters at the end */
 };
 
 static void
@@ -340,6 +341,7 @@ run_one(struct pdb *db, struct pdb *db2, const char *state, const struct rx *rx,
         one_keep = rx[i].keep;
         corr_process(s->corr, m);
     }
+    corr_stats(s->corr, &s->st);
     corr_free(s->corr);
     msg_unref(m);
 }
@@ -397,6 +399,7 @@ run_workers(struct pdb *db, struct pdb *db2, const char *state, const struct rx 
         if (i % 97 == 0) uv_run(&loop, UV_RUN_NOWAIT);
     }
     workers_drain(w);
+    workers_corr_stats(w, &s->st);
     workers_free(w);
     uv_run(&loop, UV_RUN_NOWAIT); /* closes the handles */
     ck_assert_int_eq(uv_loop_close(&loop), 0);
@@ -407,7 +410,7 @@ same_as_one(const char *rules2, bool restart)
 {
     struct pdb *db = pdb_new(), *db2 = NULL;
     struct buf err = BUF_INIT;
-    struct same one = {NULL, BUF_INIT, NULL};
+    struct same one = {NULL, BUF_INIT, NULL, {0}};
     struct rx *rx = make_rx();
     static const size_t queues[] = {1024, 7, 64};
     unsigned threads, nshards;
@@ -437,9 +440,18 @@ same_as_one(const char *rules2, bool restart)
     ck_assert_ptr_nonnull(strstr(buf_str(&one.out), "keep=1"));
     for (threads = 2; threads <= 3; threads++)
         for (q = 0; q < sizeof(queues) / sizeof(queues[0]); q++) {
-            struct same s = {one.tpl, BUF_INIT, NULL};
+            struct same s = {one.tpl, BUF_INIT, NULL, {0}};
             run_workers(db, db2, restart ? state : NULL, rx, threads, queues[q], &s, &nshards);
             ck_assert_uint_eq(nshards, threads);
+            /* the counters of one engine, also when a reload moved the contexts between shards
+             * (none lost with the shards replaced, none counted created twice) */
+            ck_assert_uint_eq(s.st.processed, one.st.processed);
+            ck_assert_uint_eq(s.st.matched, one.st.matched);
+            ck_assert_uint_eq(s.st.unknown, one.st.unknown);
+            ck_assert_uint_eq(s.st.generated, one.st.generated);
+            ck_assert_uint_eq(s.st.contexts_created, one.st.contexts_created);
+            ck_assert_uint_eq(s.st.contexts_expired, one.st.contexts_expired);
+            ck_assert_uint_eq(s.st.contexts_open, one.st.contexts_open);
             if (s.out.len != one.out.len || memcmp(s.out.p, one.out.p, one.out.len) != 0) {
                 size_t k = 0;
                 while (k < s.out.len && k < one.out.len && s.out.p[k] == one.out.p[k]) k++;
