@@ -52,6 +52,13 @@ wait_until delivered_once || fail "the alert was not delivered"
 wait_until acked 1 || fail "the delivered alert was not acknowledged"
 wait_until has_lines "$WORK/copied" 1 || fail "the recorder saw no alert published"
 [ "$(wc -l < "$WORK/copied")" -eq 1 ] || fail "more than one publish recorded: $(cat "$WORK/copied")"
+# the acknowledgement has taken the alert out of the work queue before the servers stop: a
+# server that still holds it when it stops knows its id again when it starts
+queue_empty() {
+    [ "$(python3 "$HERE/nats_copy.py" messages "127.0.0.1:$NATS_PORT_1" corral \
+        "$WORK/nats-password" corraltest_alerts 2> /dev/null)" = 0 ]
+}
+wait_until queue_empty || fail "the acknowledged alert stayed in the work queue"
 
 for i in 1 2 3; do
     eval "_pid=\$NATS_PID_$i"

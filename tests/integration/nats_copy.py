@@ -9,6 +9,8 @@ subject, and publish a recorded message again, headers and all.
   nats_copy.py publish HOST:PORT USER PASSFILE IN
       publishes every message of IN again, as it was, each with a reply
       subject, and prints JetStream's answer to each (one JSON line)
+  nats_copy.py messages HOST:PORT USER PASSFILE STREAM
+      prints how many messages STREAM holds, as its leader says
 """
 import json
 import socket
@@ -118,6 +120,20 @@ def publish(hostport, user, passfile, path):
         print(answer.decode())
 
 
+def messages(hostport, user, passfile, stream):
+    c = Conn(hostport, user, passfile)
+    c.send(b"SUB _INFO.reply 1\r\n")
+    c.send(b"PUB $JS.API.STREAM.INFO.%s _INFO.reply 0\r\n\r\n" % stream.encode())
+    while True:
+        r = c.next()
+        if r != "PONG":
+            break
+    info = json.loads(r[2])
+    if "error" in info:
+        sys.exit("stream info: %s" % info["error"])
+    print(info["state"]["messages"])
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "record":
         try:
@@ -126,5 +142,7 @@ if __name__ == "__main__":
             pass  # the server stopped: what it sent is recorded
     elif sys.argv[1] == "publish":
         publish(*sys.argv[2:6])
+    elif sys.argv[1] == "messages":
+        messages(*sys.argv[2:6])
     else:
-        sys.exit("usage: nats_copy.py record|publish ...")
+        sys.exit("usage: nats_copy.py record|publish|messages ...")
