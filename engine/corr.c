@@ -754,9 +754,10 @@ ctx_alloc(struct corr *c, const struct corrkey *k, uint64_t h, const struct pdb_
     x->proglen = (uint32_t)k->proglen;
     x->pidlen = (uint32_t)k->pidlen;
     x->idlen = (uint32_t)k->idlen;
-    x->key = xmalloc(corrkey_parts_len(k) + 1);
+    x->bytes = corrkey_parts_len(k) + 1;
+    x->key = xmalloc(x->bytes);
     *corrkey_put_parts(k, x->key) = '\0';
-    x->bytes = sizeof(*x) + corrkey_parts_len(k) + 1;
+    x->bytes += sizeof(*x);
     c->stats.contexts_created++;
     c->stats.context_bytes += x->bytes;
     ctx_own(c, x, s);

@@ -66,8 +66,9 @@ corrkey_put_parts(const struct corrkey *k, char *out)
     out += k->proglen;
     memcpy(out, k->pid, k->pidlen);
     out += k->pidlen;
-    if (k->id && k->idlen) memcpy(out, k->id, k->idlen);
-    return out + (k->id ? k->idlen : 0);
+    if (!k->id || !k->idlen) return out;
+    memcpy(out, k->id, k->idlen);
+    return out + k->idlen;
 }
 
 /*

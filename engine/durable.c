@@ -4,6 +4,7 @@
 #include "engine/xalloc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +247,27 @@ durable_write_all(int fd, const void *data, size_t len)
         }
         p += w;
         len -= (size_t)w;
+    }
+    return 0;
+}
+
+int
+durable_writev_all(int fd, struct iovec *iov, size_t n)
+{
+    while (n) {
+        /* with faults armed, a piece at a time through durable_write(), which they cut short */
+        ssize_t w = faults_armed ? durable_write(fd, iov->iov_base, iov->iov_len)
+                                 : writev(fd, iov, n > IOV_MAX ? IOV_MAX : (int)n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        /* a pipe may take part of it */
+        for (; n && (size_t)w >= iov->iov_len; iov++, n--) w -= (ssize_t)iov->iov_len;
+        if (n) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
     }
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "engine/buf.h"
 
@@ -36,6 +37,8 @@ const char *durable_strerror(int err);
 uint32_t durable_crc32(uint32_t crc, const void *data, size_t len);
 /* Writes all of data, retrying short writes and EINTR; 0 or -1 with errno. */
 int durable_write_all(int fd, const void *data, size_t len);
+/* The same for n pieces, one writev() each time (iov is used up: changed); 0 or -1 with errno. */
+int durable_writev_all(int fd, struct iovec *iov, size_t n);
 /*
  * Replaces path with data atomically: a temporary file beside it, fsync,
  * rename, fsync of the directory.  After a crash the file is either the old

@@ -14,6 +14,7 @@
 #include "engine/civil.h"
 #include "engine/clock.h"
 #include "engine/corr.h"
+#include "engine/durable.h"
 #include "actions/queue.h"
 #include "agent/alerting/route.h"
 #include "agent/input/snmptrap_fmt.h"
@@ -26,12 +27,10 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -345,9 +344,10 @@ line_clock(void *arg)
  * ring of REPLAY_RING and the output of the batches every shard is done
  * with is written in order, with writev() from where the threads rendered
  * it, a batch at a time: copying it first would cost this thread, which
- * shares the CPUs with the workers, a pass over every output byte.  The replay waits only when the
- * ring is full, and then until half of it is done: a sleep and a wake-up every REPLAY_RING / 2
- * batches, not every batch, while the busiest shard sets the pace (doc/parallel.md).
+ * shares the CPUs with the workers, a pass over every output byte.  The
+ * replay waits only when the ring is full, and then until half of it is
+ * done: a sleep and a wake-up every REPLAY_RING / 2 batches, not every
+ * batch, while the busiest shard sets the pace (doc/parallel.md).
  */
 #define REPLAY_BATCH 256
 #define REPLAY_RING  8
@@ -365,24 +365,12 @@ struct replay {
 static void
 replay_flush(struct replay *r)
 {
-    struct iovec *v = r->iov;
     size_t n = r->niov;
 
     r->niov = 0;
-    while (n && !r->failed) {
-        ssize_t w = writev(r->fd, v, n > IOV_MAX ? IOV_MAX : (int)n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            cmd_error("match", "writing output: %s", strerror(errno));
-            r->failed = true;
-            break;
-        }
-        /* a pipe may take part of it */
-        for (; n && (size_t)w >= v->iov_len; v++, n--) w -= (ssize_t)v->iov_len;
-        if (n) {
-            v->iov_base = (char *)v->iov_base + w;
-            v->iov_len -= (size_t)w;
-        }
+    if (n && !r->failed && durable_writev_all(r->fd, r->iov, n) < 0) {
+        cmd_error("match", "writing output: %s", strerror(errno));
+        r->failed = true;
     }
 }
 

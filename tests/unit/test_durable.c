@@ -279,6 +279,36 @@ START_TEST(test_write_all)
 }
 END_TEST
 
+/* Pieces written whole, an empty one among them; a fault cuts the first one short, then fails. */
+START_TEST(test_writev_all)
+{
+    char path[512];
+    struct buf b = BUF_INIT;
+    struct iovec v[4];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/v", workdir);
+    fd = durable_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    v[0] = (struct iovec){"ab", 2};
+    v[1] = (struct iovec){"", 0};
+    v[2] = (struct iovec){"cde", 3};
+    v[3] = (struct iovec){"f", 1};
+    ck_assert_int_eq(durable_writev_all(fd, v, 4), 0);
+    durable_fault_set(DURABLE_OP_WRITE, 1, DURABLE_FAULT_SHORT, ENOSPC);
+    v[0] = (struct iovec){"1234", 4};
+    v[1] = (struct iovec){"5", 1};
+    ck_assert_int_eq(durable_writev_all(fd, v, 2), -1);
+    ck_assert_int_eq(errno, ENOSPC);
+    durable_fault_clear();
+    close(fd);
+    read_all(path, &b);
+    ck_assert_uint_eq(b.len, 8);
+    ck_assert(memcmp(b.p, "abcdef12", 8) == 0);
+    buf_free(&b);
+}
+END_TEST
+
 /* The fault hook: the nth call fails, once or from then on; a short write, then an error. */
 START_TEST(test_fault_hook)
 {
@@ -366,6 +396,7 @@ durable_suite(void)
     tcase_add_test(file, test_replace_relative);
     tcase_add_test(file, test_write_all);
     tcase_add_test(file, test_fault_hook);
+    tcase_add_test(file, test_writev_all);
     suite_add_tcase(s, file);
     return s;
 }
