@@ -610,6 +610,22 @@ corr_foreach_rule(const struct corr *c, void (*fn)(const struct corr_rule_stats 
     }
 }
 
+void
+corr_add_rule_counts(struct corr *c, const struct corr_rule_stats *rs)
+{
+    const struct pdb_rule *r = pdb_rule_by_id(c->db, rs->rule_id);
+    struct share *s;
+
+    if (!r) return;
+    s = share_of(c, r);
+    s->refused += rs->refused;
+    s->dropped += rs->dropped;
+    s->evicted += rs->evicted;
+    s->rate_limited += rs->rate_limited;
+    s->rate_refused += rs->rate_refused;
+    s->rate_evicted += rs->rate_evicted;
+}
+
 /* ---- context keys (corrkey.h) ---- */
 
 static bool

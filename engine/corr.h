@@ -203,6 +203,10 @@ void corr_stats(const struct corr *c, struct corr_stats *out);
 /* Calls fn for every rule that opens contexts, in database order (at most one per rule). */
 void corr_foreach_rule(const struct corr *c,
                        void (*fn)(const struct corr_rule_stats *rs, void *arg), void *arg);
+/* Adds the counts of events of rs (refused, dropped, evicted and the rate counts; not what is held
+ * now) to those of the rule of this id, if c's database has it: the counts of a shard that a
+ * reshard replaces go on in a new one (pipeline_reshard). */
+void corr_add_rule_counts(struct corr *c, const struct corr_rule_stats *rs);
 
 /*
  * Switches to another pattern database (after a reload).  Open contexts are

@@ -137,7 +137,8 @@ const struct par_route *pipeline_route(const struct pipeline *p);
 void pipeline_set_db(struct pipeline *p, struct pdb *db, struct par_route *rt, size_t *kept,
                      size_t *dropped);
 /* Replaces every shard by an empty one, routed by rt (every batch collected); the contexts the
- * caller then loads into them are moved ones until pipeline_loaded(). */
+ * caller then loads into them are moved ones until pipeline_loaded().  The per-rule counts of
+ * events of the shards replaced go on in the first new one (corr_add_rule_counts). */
 void pipeline_reshard(struct pipeline *p, const struct par_route *rt);
 /*
  * Contexts were read into the shards from a state file (every batch

@@ -6,7 +6,7 @@
 # (also-correlate): all correlate in four shards); the contexts of four
 # shards are saved at SIGTERM and read back by four workers and by one; a
 # reload keeps them, also into rules that correlate in one shard, and the
-# counters only grow across it;
+# counters, the engine's and the rules', only grow across it;
 # with a tiny queue between the inputs and the workers, TCP input is paused
 # (back-pressure) and nothing is lost, and UDP input waits in its socket
 # buffer rather than being dropped.
@@ -154,8 +154,11 @@ grep -q "$open open contexts restored" "$WORK/again1.log" || fail "1 worker: con
 stop_corrald
 
 # --- the counters only grow across a reload that moves the contexts between shards: the
-# replaced shards' counts stay, and the moved contexts are not counted created again
+# replaced shards' counts stay, and the moved contexts are not counted created again; the
+# per-rule counts too (contexts keep 2 messages: the others are dropped and counted per rule)
 rm -f "$WORK/state" "$WORK/out.json"
+limit2() { sed 's|<engine |<limits max-context-messages="2"/><engine |' "$1"; }
+limit2 "$WORK/four4.conf.orig" > "$WORK/four4.conf"
 start_corrald counters "$WORK/four4.conf"
 send_all
 wait_until settled || fail "counters: contexts due within 10 s do not fire"
@@ -163,13 +166,19 @@ matched=$(metric corral_messages_matched_total)
 created=$(metric corral_contexts_created_total)
 [ "$matched" -gt 0 ] && [ "$created" -gt 0 ] ||
     fail "counters: nothing counted ($matched matched, $created contexts created)"
-cp "$WORK/moved.conf" "$WORK/four4.conf"
+metrics_text | grep '^corral_rule_context_messages_dropped_total{' | sort > "$WORK/rules.before"
+awk '$2 > 0' "$WORK/rules.before" | grep -q . || fail "counters: no message dropped from a context"
+limit2 "$WORK/moved.conf" > "$WORK/four4.conf"
 kill -HUP "$CORRALD_PID"
 wait_log "contexts moved to 1 shard" || fail "counters: contexts not moved to one shard"
 metric_is corral_messages_matched_total -eq "$matched" ||
     fail "reload: $(metric corral_messages_matched_total) messages matched, $matched before"
 metric_is corral_contexts_created_total -eq "$created" ||
     fail "reload: $(metric corral_contexts_created_total) contexts created, $created before"
+metrics_text | grep '^corral_rule_context_messages_dropped_total{' | sort > "$WORK/rules.after"
+# (every series of before as it was; the new rules' series come in addition)
+! grep -vxFf "$WORK/rules.after" "$WORK/rules.before" > "$WORK/rules.changed" ||
+    fail "reload: per-rule counts changed: $(head -3 "$WORK/rules.changed") now $(grep -F "$(head -1 "$WORK/rules.changed" | cut -d' ' -f1)" "$WORK/rules.after")"
 cp "$WORK/four4.conf.orig" "$WORK/four4.conf"
 stop_corrald
 

@@ -273,9 +273,23 @@ make_rx(void)
 struct same {
     struct template *tpl;
     struct buf out;
-    struct corr *corr;    /* the one engine's, for its firing key */
-    struct corr_stats st; /* the counters at the end */
+    struct corr *corr;         /* the one engine's, for its firing key */
+    struct corr_stats st;      /* the counters at the end */
+    struct corr_rule_stats rs; /* the per-rule counts at the end, summed over the rules */
 };
+
+static void
+add_rule_counts(const struct corr_rule_stats *rs, void *arg)
+{
+    struct corr_rule_stats *sum = arg;
+
+    sum->refused += rs->refused;
+    sum->dropped += rs->dropped;
+    sum->evicted += rs->evicted;
+    sum->rate_limited += rs->rate_limited;
+    sum->rate_refused += rs->rate_refused;
+    sum->rate_evicted += rs->rate_evicted;
+}
 
 static void
 render_rx(struct same *s, struct msg *m, bool keep)
@@ -342,6 +356,7 @@ run_one(struct pdb *db, struct pdb *db2, const char *state, const struct rx *rx,
         corr_process(s->corr, m);
     }
     corr_stats(s->corr, &s->st);
+    corr_foreach_rule(s->corr, add_rule_counts, &s->rs);
     corr_free(s->corr);
     msg_unref(m);
 }
@@ -400,6 +415,9 @@ run_workers(struct pdb *db, struct pdb *db2, const char *state, const struct rx 
     }
     workers_drain(w);
     workers_corr_stats(w, &s->st);
+    /* a rule's series are summed over the shards, as corrald's metrics sum them */
+    for (i = 0; i < workers_nshards(w); i++)
+        corr_foreach_rule(workers_shard(w, (unsigned)i), add_rule_counts, &s->rs);
     workers_free(w);
     uv_run(&loop, UV_RUN_NOWAIT); /* closes the handles */
     ck_assert_int_eq(uv_loop_close(&loop), 0);
@@ -410,7 +428,7 @@ same_as_one(const char *rules2, bool restart)
 {
     struct pdb *db = pdb_new(), *db2 = NULL;
     struct buf err = BUF_INIT;
-    struct same one = {NULL, BUF_INIT, NULL, {0}};
+    struct same one = {NULL, BUF_INIT, NULL, {0}, {0}};
     struct rx *rx = make_rx();
     static const size_t queues[] = {1024, 7, 64};
     unsigned threads, nshards;
@@ -438,9 +456,10 @@ same_as_one(const char *rules2, bool restart)
     ck_assert_ptr_nonnull(strstr(buf_str(&one.out), "\nlocal||"));
     ck_assert_ptr_nonnull(strstr(buf_str(&one.out), "|client1.example|"));
     ck_assert_ptr_nonnull(strstr(buf_str(&one.out), "keep=1"));
+    ck_assert_uint_gt(one.rs.rate_limited, 0);
     for (threads = 2; threads <= 3; threads++)
         for (q = 0; q < sizeof(queues) / sizeof(queues[0]); q++) {
-            struct same s = {one.tpl, BUF_INIT, NULL, {0}};
+            struct same s = {one.tpl, BUF_INIT, NULL, {0}, {0}};
             run_workers(db, db2, restart ? state : NULL, rx, threads, queues[q], &s, &nshards);
             ck_assert_uint_eq(nshards, threads);
             /* the counters of one engine, also when a reload moved the contexts between shards
@@ -452,6 +471,12 @@ same_as_one(const char *rules2, bool restart)
             ck_assert_uint_eq(s.st.contexts_created, one.st.contexts_created);
             ck_assert_uint_eq(s.st.contexts_expired, one.st.contexts_expired);
             ck_assert_uint_eq(s.st.contexts_open, one.st.contexts_open);
+            /* and per rule: the rate limit's counts go on across the shards replaced */
+            ck_assert_uint_eq(s.rs.rate_limited, one.rs.rate_limited);
+            ck_assert_uint_eq(s.rs.rate_refused, one.rs.rate_refused);
+            ck_assert_uint_eq(s.rs.refused, one.rs.refused);
+            ck_assert_uint_eq(s.rs.dropped, one.rs.dropped);
+            ck_assert_uint_eq(s.rs.evicted, one.rs.evicted);
             if (s.out.len != one.out.len || memcmp(s.out.p, one.out.p, one.out.len) != 0) {
                 size_t k = 0;
                 while (k < s.out.len && k < one.out.len && s.out.p[k] == one.out.p[k]) k++;
