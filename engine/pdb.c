@@ -5,11 +5,14 @@
  * program owns a radix tree over message patterns whose values are rules.
  * The generic program (rulesets without a <pattern>) sits at the root of the
  * program tree, so it serves every program no specific set claims, exactly
- * as in syslog-ng.
+ * as in syslog-ng.  A load reads its files first and then builds the trees
+ * it added patterns to, each program's on its own (on several threads, with
+ * pdb_set_build_threads()).
  */
 #include "engine/pdb.h"
 #include "engine/durable.h"
 #include "engine/evidence.h"
+#include "engine/fanout.h"
 #include "engine/filter.h"
 #include "engine/radix.h"
 #include "engine/sigma.h"
@@ -32,6 +35,24 @@
 struct pdb_program {
     const char *pattern; /* the first program name given; NULL for the generic program */
     struct radix *rules;
+    size_t *pending; /* indexes into db->pending of the patterns this load adds, in load order */
+    size_t npending, cappending;
+};
+
+/*
+ * A message pattern of the load under way, inserted into its program's tree
+ * once the files are read (build_trees()): the trees of different programs
+ * are independent, so several threads may build them.  What the insert
+ * says comes back here and becomes a diagnostic in load order.
+ */
+struct pending_pattern {
+    const struct pdb_rule *rule;
+    char *pattern;
+    int line;
+    size_t diag_at; /* pdb_diag() calls before it: where its diagnostic goes */
+    enum radix_insert_result result;
+    void *existing; /* RADIX_DUPLICATE: the rule that keeps the pattern */
+    char *err;      /* RADIX_BAD_PATTERN: why */
 };
 
 /* A program pattern of the program tree; several may share one program. */
@@ -62,6 +83,13 @@ struct pdb {
 
     struct pdb_diag *diags;
     size_t ndiags, capdiags, nerrors;
+    size_t ndiag_calls; /* diagnostics reported, kept or not (MAX_DIAGS) */
+
+    struct pending_pattern *pending; /* the load's patterns, until build_trees() */
+    size_t npending, cappending;
+    struct pdb_program **dirty; /* the programs they go to */
+    size_t ndirty, capdirty;
+    unsigned build_threads; /* pdb_set_build_threads() */
 
     char **files;
     size_t nfiles, capfiles;
@@ -180,6 +208,7 @@ program_free(struct pdb_program *p)
 {
     if (!p) return;
     radix_free(p->rules, NULL);
+    free(p->pending);
     free(p);
 }
 
@@ -205,6 +234,9 @@ pdb_free(struct pdb *db)
     free(db->examples);
     for (i = 0; i < db->ndiags; i++) free(db->diags[i].text);
     free(db->diags);
+    for (i = 0; i < db->npending; i++) free(db->pending[i].pattern);
+    free(db->pending);
+    free(db->dirty);
     for (i = 0; i < db->nfiles; i++) free(db->files[i]);
     free(db->files);
     free(db->keep);
@@ -215,26 +247,54 @@ pdb_free(struct pdb *db)
 
 /* ---- diagnostics ---- */
 
+/* Keeps d (its text is then the database's), unless MAX_DIAGS are kept already. */
+static void
+keep_diag(struct pdb *db, const struct pdb_diag *d)
+{
+    if (db->ndiags >= MAX_DIAGS) {
+        free(d->text);
+        return;
+    }
+    db->diags = xgrow(db->diags, &db->capdiags, db->ndiags + 1, sizeof(*db->diags));
+    db->diags[db->ndiags++] = *d;
+}
+
+static void
+vdiag(struct pdb *db, enum pdb_diag_level level, const char *file, int line, const char *fmt,
+      va_list ap)
+{
+    struct buf b = BUF_INIT;
+    struct pdb_diag d = {level, file, line, NULL};
+
+    if (level == PDB_ERROR) db->nerrors++;
+    if (db->ndiags >= MAX_DIAGS) return;
+    buf_vprintf(&b, fmt, ap);
+    d.text = xstrndup(buf_str(&b), b.len);
+    keep_diag(db, &d);
+    buf_free(&b);
+}
+
+static void
+diag_now(struct pdb *db, enum pdb_diag_level level, const char *file, int line, const char *fmt,
+         ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vdiag(db, level, file, line, fmt, ap);
+    va_end(ap);
+}
+
 void
 pdb_diag(struct pdb *db, enum pdb_diag_level level, const char *file, int line, const char *fmt,
          ...)
 {
-    struct buf b = BUF_INIT;
-    struct pdb_diag *d;
     va_list ap;
 
-    if (level == PDB_ERROR) db->nerrors++;
-    if (db->ndiags >= MAX_DIAGS) return;
+    db->ndiag_calls++;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
+    vdiag(db, level, file, line, fmt, ap);
     va_end(ap);
-    db->diags = xgrow(db->diags, &db->capdiags, db->ndiags + 1, sizeof(*db->diags));
-    d = &db->diags[db->ndiags++];
-    d->level = level;
-    d->file = file;
-    d->line = line;
-    d->text = xstrndup(buf_str(&b), b.len);
-    buf_free(&b);
 }
 
 size_t
@@ -369,22 +429,92 @@ void
 pdb_add_pattern(struct pdb *db, struct pdb_program *prog, const struct pdb_rule *rule,
                 const char *pattern, int line)
 {
-    struct buf err = BUF_INIT;
-    void *existing = NULL;
+    struct pending_pattern *pp;
 
-    switch (radix_insert(prog->rules, pattern, strlen(pattern), (void *)rule, &existing, &err)) {
-    case RADIX_INSERTED: break;
-    case RADIX_DUPLICATE:
-        pdb_diag(db, PDB_WARNING, rule->file, line,
-                 "rule %s: pattern already used by rule %s, which keeps it", rule->id,
-                 rule_name(existing));
-        break;
-    case RADIX_BAD_PATTERN:
-        pdb_diag(db, PDB_ERROR, rule->file, line, "rule %s: bad pattern: %s", rule->id,
-                 buf_str(&err));
-        break;
+    db->pending = xgrow(db->pending, &db->cappending, db->npending + 1, sizeof(*db->pending));
+    pp = &db->pending[db->npending];
+    memset(pp, 0, sizeof(*pp));
+    pp->rule = rule;
+    pp->pattern = xstrdup(pattern);
+    pp->line = line;
+    pp->diag_at = db->ndiag_calls;
+    if (prog->npending == 0) {
+        db->dirty = xgrow(db->dirty, &db->capdirty, db->ndirty + 1, sizeof(*db->dirty));
+        db->dirty[db->ndirty++] = prog;
     }
+    prog->pending = xgrow(prog->pending, &prog->cappending, prog->npending + 1, sizeof(size_t));
+    prog->pending[prog->npending++] = db->npending++;
+}
+
+void
+pdb_set_build_threads(struct pdb *db, unsigned n)
+{
+    db->build_threads = n;
+}
+
+/* One program's tree: its patterns of this load inserted in load order, then laid out. Runs on any
+ * thread: it touches only this program and its pending patterns. */
+static void
+build_tree(void *arg, size_t i)
+{
+    struct pdb *db = arg;
+    struct pdb_program *prog = db->dirty[i];
+    struct buf err = BUF_INIT;
+    size_t k;
+
+    for (k = 0; k < prog->npending; k++) {
+        struct pending_pattern *pp = &db->pending[prog->pending[k]];
+        buf_reset(&err);
+        pp->result = radix_insert(prog->rules, pp->pattern, strlen(pp->pattern), (void *)pp->rule,
+                                  &pp->existing, &err);
+        if (pp->result == RADIX_BAD_PATTERN) pp->err = xstrndup(buf_str(&err), err.len);
+    }
+    prog->npending = 0;
+    radix_compact(prog->rules);
     buf_free(&err);
+}
+
+/* What an insert said, among the other diagnostics where it would have come had the pattern been
+ * inserted as it was read. */
+static void
+report_inserts(struct pdb *db)
+{
+    struct pdb_diag *read = db->diags;
+    size_t nread = db->ndiags, j = 0, k, reported = 0;
+
+    db->diags = NULL;
+    db->ndiags = db->capdiags = 0;
+    for (k = 0; k < db->npending; k++) {
+        struct pending_pattern *pp = &db->pending[k];
+        const struct pdb_rule *rule = pp->rule;
+        if (pp->result == RADIX_INSERTED) continue;
+        while (j < nread && j < pp->diag_at) keep_diag(db, &read[j++]);
+        reported++;
+        if (pp->result == RADIX_DUPLICATE)
+            diag_now(db, PDB_WARNING, rule->file, pp->line,
+                     "rule %s: pattern already used by rule %s, which keeps it", rule->id,
+                     rule_name(pp->existing));
+        else
+            diag_now(db, PDB_ERROR, rule->file, pp->line, "rule %s: bad pattern: %s", rule->id,
+                     pp->err);
+        free(pp->err);
+    }
+    while (j < nread) keep_diag(db, &read[j++]);
+    free(read);
+    db->ndiag_calls += reported;
+}
+
+/* The rule trees that this load added patterns to, built on up to build_threads threads. */
+static void
+build_trees(struct pdb *db)
+{
+    size_t k;
+
+    fanout_run(db->build_threads ? db->build_threads : 1, db->ndirty, build_tree, db);
+    report_inserts(db);
+    for (k = 0; k < db->npending; k++) free(db->pending[k].pattern);
+    db->npending = 0;
+    db->ndirty = 0;
 }
 
 void
@@ -414,18 +544,7 @@ insert_programs(struct pdb *db, const char *file)
                      buf_str(&err));
     }
     buf_free(&err);
-}
-
-/* Lays out the rule trees for searching, once a load has inserted everything (see radix_compact).
- */
-static void
-compact_trees(struct pdb *db)
-{
-    size_t i;
-
-    radix_compact(db->programs);
-    radix_compact(db->generic->rules);
-    for (i = 0; i < db->nprogs; i++) radix_compact(db->progs[i]->rules);
+    radix_compact(db->programs); /* laid out for searching (see radix_compact) */
 }
 
 /*
@@ -548,9 +667,9 @@ pdb_load(struct pdb *db, const char *path)
     }
     db->keep_known = false;
     rc = S_ISDIR(st.st_mode) ? load_dir(db, path, 0) : load_file(db, path);
+    build_trees(db);
     insert_programs(db, path);
     resolve_also(db);
-    compact_trees(db);
     return rc < 0 || db->nerrors > errors ? -1 : 0;
 }
 
@@ -563,10 +682,9 @@ pdb_load_memory(struct pdb *db, const char *name, const char *xml, size_t len)
 
     db->keep_known = false;
     rc = pdb_load_xml(db, file, xml, len);
-
+    build_trees(db);
     insert_programs(db, file);
     resolve_also(db);
-    compact_trees(db);
     return rc < 0 || db->nerrors > errors ? -1 : 0;
 }
 

@@ -137,6 +137,12 @@ void pdb_free(struct pdb *db);
  * parsed contributes no rules; a bad pattern drops only that pattern.
  */
 int pdb_load(struct pdb *db, const char *path);
+/*
+ * The programs' trees of a load are built on up to n threads (default 1,
+ * the caller's): the trees of different programs are independent.  The
+ * database, its diagnostics and their order are the same for every n.
+ */
+void pdb_set_build_threads(struct pdb *db, unsigned n);
 /* Loads a database from memory; name is used in diagnostics. */
 int pdb_load_memory(struct pdb *db, const char *name, const char *xml, size_t len);
 
@@ -232,7 +238,8 @@ struct pdb_program *pdb_program_generic(struct pdb *db);
 void pdb_program_alias(struct pdb *db, const char *pattern, struct pdb_program *prog);
 /* Takes ownership of the rule. */
 void pdb_add_rule(struct pdb *db, struct pdb_rule *rule);
-/* Inserts one of a rule's message patterns into a program's tree. */
+/* One of a rule's message patterns for a program's tree: inserted, in the order given, when the
+ * load's files are read (its diagnostic, a duplicate or a bad pattern, comes in that order too). */
 void pdb_add_pattern(struct pdb *db, struct pdb_program *prog, const struct pdb_rule *rule,
                      const char *pattern, int line);
 /* Takes ownership of the example. */

@@ -20,11 +20,12 @@ cmd_error(const char *verb, const char *fmt, ...)
 }
 
 struct pdb *
-cmd_load_rules(char **paths, int npaths, bool strict)
+cmd_load_rules(char **paths, int npaths, bool strict, unsigned threads)
 {
     struct pdb *db = pdb_new();
     int i, rc = 0;
 
+    pdb_set_build_threads(db, threads);
     for (i = 0; i < npaths; i++)
         if (pdb_load(db, paths[i]) < 0) rc = -1;
     pdb_print_diags(db, stderr);

@@ -32,7 +32,7 @@ void cmd_socket_error(const char *verb, const char *path);
  * diagnostics to stderr.  Returns NULL only if nothing could be loaded; with
  * strict set, any error counts as a failure.
  */
-struct pdb *cmd_load_rules(char **paths, int npaths, bool strict);
+struct pdb *cmd_load_rules(char **paths, int npaths, bool strict, unsigned threads);
 
 /*
  * Loads Sigma rules (a file or directory) with a mapping file (NULL: the

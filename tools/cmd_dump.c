@@ -40,7 +40,7 @@ cmd_dump(int argc, char **argv)
         free(rules);
         return 2;
     }
-    db = cmd_load_rules(rules, nrules, false);
+    db = cmd_load_rules(rules, nrules, false, 1);
     free(rules);
     if (!db) return 1;
     pdb_dump(db, stdout, program);

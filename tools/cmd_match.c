@@ -807,7 +807,8 @@ cmd_match(int argc, char **argv)
     }
     mt.max_line = mt.conf && mt.conf->max_message_size ? mt.conf->max_message_size
                                                        : CONF_MESSAGE_SIZE_DEFAULT;
-    mt.db = cmd_load_rules(rules, nrules, false);
+    /* -j N builds the rule trees on N threads too */
+    mt.db = cmd_load_rules(rules, nrules, false, mt.jobs);
     if (mt.db && sigma && cmd_load_sigma(mt.db, sigma, sigma_mapping) < 0) {
         pdb_free(mt.db);
         mt.db = NULL;

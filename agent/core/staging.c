@@ -201,6 +201,10 @@ load_rules(const struct conf *c, struct buf *err)
     bool *empty = xcalloc(c->nrules + 1, sizeof(*empty));
     size_t i, before;
 
+    /* the rule trees are built on as many threads as the engine has workers (its default: one a
+     * core), at start and at a reload alike */
+    pdb_set_build_threads(db,
+                          c->engine_workers ? (unsigned)c->engine_workers : par_default_threads());
     if (!load_sigma(c, db, err)) {
         free(empty);
         pdb_free(db);

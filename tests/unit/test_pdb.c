@@ -439,6 +439,202 @@ START_TEST(test_directory_is_one_database)
 }
 END_TEST
 
+/* Writes text to dir/name. */
+static void
+write_file(const char *dir, const char *name, const char *text)
+{
+    char path[256];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void
+remove_file(const char *dir, const char *name)
+{
+    char path[256];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    unlink(path);
+}
+
+/*
+ * The patterns are inserted once the files are read, but what an insert
+ * says (a duplicate, a bad pattern) stays where reading them one by one put
+ * it: after its file's own messages, before the next file's, before what
+ * comes after every file (also-correlate names).
+ */
+START_TEST(test_diagnostics_in_load_order)
+{
+    static const struct {
+        const char *file;
+        int line;
+        const char *text;
+    } want[] = {
+        {"a.xml", 2, "version is unspecified"},  {"a.xml", 6, "text after the number ignored"},
+        {"a.xml", 4, "already used by rule a1"}, {"a.xml", 5, "bad pattern"},
+        {"b.xml", 2, "version is unspecified"},  {"b.xml", 3, "already used by rule a1"},
+        {"b.xml", 5, "names rule 'nowhere'"},
+    };
+    static const unsigned threads[] = {1, 2, 8};
+    char dir[] = "/tmp/test_pdb.XXXXXX";
+    size_t i, t;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_file(dir, "a.xml",
+               "<?xml version='1.0'?>\n<patterndb pub_date='2026-01-01'>\n"
+               "<ruleset name='a' id='a'><pattern>p</pattern><rules>"
+               "<rule id='a1'><patterns><pattern>same</pattern></patterns></rule>\n"
+               "<rule id='a2'><patterns><pattern>same</pattern></patterns></rule>\n"
+               "<rule id='a3'><patterns><pattern>x @FOO:y@</pattern></patterns></rule>\n"
+               "<rule id='a4' context-id='k' context-timeout='5 s'><patterns><pattern>z</pattern>"
+               "</patterns></rule>\n"
+               "</rules></ruleset></patterndb>\n");
+    write_file(dir, "b.xml",
+               "<?xml version='1.0'?>\n<patterndb pub_date='2026-01-01'>\n"
+               "<ruleset name='b' id='b'><pattern>p</pattern><rules>"
+               "<rule id='b1'><patterns><pattern>same</pattern></patterns></rule>\n"
+               "<rule id='b2'><patterns><pattern>other</pattern></patterns></rule>\n"
+               "<rule id='b3' context-id='k' also-correlate='nowhere'><patterns>"
+               "<pattern>w</pattern></patterns></rule>\n"
+               "</rules></ruleset></patterndb>\n");
+    for (t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+        struct pdb *db = pdb_new();
+        pdb_set_build_threads(db, threads[t]);
+        ck_assert_int_eq(pdb_load(db, dir), -1);
+        ck_assert_uint_eq(pdb_ndiags(db), sizeof(want) / sizeof(want[0]));
+        for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+            const struct pdb_diag *d = pdb_diag_at(db, i);
+            const char *base = strrchr(d->file, '/');
+            ck_assert_msg(strcmp(base ? base + 1 : d->file, want[i].file) == 0 &&
+                              d->line == want[i].line && strstr(d->text, want[i].text),
+                          "%u threads, message %zu: %s:%d: %s", threads[t], i, d->file, d->line,
+                          d->text);
+        }
+        ck_assert_uint_eq(pdb_nerrors(db), 2);
+        pdb_free(db);
+    }
+    remove_file(dir, "a.xml");
+    remove_file(dir, "b.xml");
+    rmdir(dir);
+}
+END_TEST
+
+/* A database of many programs, with duplicates, bad patterns and a program set that does not
+ * join, as one load and as two. */
+static char *
+many_programs(unsigned part)
+{
+    char *xml = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&xml, &len);
+    unsigned p, r;
+
+    fputs(HEAD, f);
+    for (p = part * 150; p < part * 150 + 150; p++) {
+        /* ruleset 75 names program 74's program second: its set does not join */
+        if (p == 75)
+            fprintf(f,
+                    "<ruleset name='s%u' id='s%u'><pattern>prog%u</pattern>"
+                    "<pattern>prog74</pattern><rules>\n",
+                    p, p, p);
+        else
+            fprintf(f, "<ruleset name='s%u' id='s%u'><pattern>prog%u</pattern><rules>\n", p, p,
+                    p % 140);
+        for (r = 0; r < 8; r++) {
+            unsigned n = p * 8 + r;
+            fprintf(f, "<rule id='r%u'><patterns>", n);
+            if (n % 7 == 3)
+                fprintf(f, "<pattern>msg %u @NUMBER:n@</pattern>", n - 1); /* a duplicate */
+            else if (n % 11 == 5)
+                fprintf(f, "<pattern>msg %u @STRING:x</pattern>", n); /* bad */
+            else
+                fprintf(f,
+                        "<pattern>msg %u @NUMBER:n@</pattern><pattern>%s %u @ESTRING:w: @end"
+                        "</pattern>",
+                        n, r % 2 ? "odd" : "even", n);
+            fputs("</patterns></rule>\n", f);
+        }
+        fputs("</rules></ruleset>\n", f);
+    }
+    fputs(TAIL, f);
+    fclose(f);
+    return xml;
+}
+
+/* Everything a database shows of its load: its messages in order, and every tree. */
+static char *
+describe(struct pdb *db)
+{
+    char *out = NULL;
+    size_t len = 0, i;
+    FILE *f = open_memstream(&out, &len);
+
+    for (i = 0; i < pdb_ndiags(db); i++) {
+        const struct pdb_diag *d = pdb_diag_at(db, i);
+        fprintf(f, "%d %s:%d %s\n", (int)d->level, d->file, d->line, d->text);
+    }
+    fprintf(f, "%zu errors\n", pdb_nerrors(db));
+    pdb_dump(db, f, NULL);
+    fclose(f);
+    return out;
+}
+
+/* The trees built on several threads are those of one, and say the same in the same order: after
+ * two loads, and after six, whose messages are more than a database keeps. */
+START_TEST(test_build_threads_same_database)
+{
+    static const unsigned threads[] = {1, 2, 3, 16, 100};
+    static const char *const names[] = {"zero.xml",  "one.xml",  "two.xml",
+                                        "three.xml", "four.xml", "five.xml"};
+    char *xml[6], *one[2] = {NULL, NULL};
+    struct msg *m = msg_new();
+    size_t t, k;
+
+    for (k = 0; k < 6; k++) xml[k] = many_programs((unsigned)k);
+    for (t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+        struct pdb *db = pdb_new();
+        pdb_set_build_threads(db, threads[t]);
+        for (k = 0; k < 6; k++) {
+            char *got;
+            ck_assert_int_eq(pdb_load_memory(db, names[k], xml[k], strlen(xml[k])), -1);
+            if (k != 1 && k != 5) continue;
+            got = describe(db);
+            if (t == 0) {
+                one[k / 5] = got;
+                continue;
+            }
+            ck_assert_msg(strcmp(got, one[k / 5]) == 0,
+                          "%u threads, %zu loads: the database differs", threads[t], k + 1);
+            free(got);
+        }
+        /* what the database is made to show */
+        ck_assert_str_eq(classify(db, m, "prog3", "msg 25 17")->id, "r25");
+        ck_assert_str_eq(classify(db, m, "prog13", "msg 1225 17")->id, "r1225");
+        ck_assert_str_eq(classify(db, m, "prog3", "odd 25 x end")->id, "r25");
+        ck_assert_ptr_null(classify(db, m, "prog3", "msg 27 x")); /* r27's is bad */
+        pdb_free(db);
+    }
+    ck_assert_ptr_nonnull(strstr(one[0], "zero.xml:"));
+    ck_assert_ptr_nonnull(strstr(one[0], "one.xml:"));
+    ck_assert_ptr_nonnull(strstr(one[0], "already used by rule r"));
+    ck_assert_ptr_nonnull(strstr(one[0], "bad pattern"));
+    ck_assert_ptr_nonnull(strstr(one[0], "mismatching program name sets"));
+    ck_assert_ptr_null(strstr(one[0], "two.xml:"));
+    /* six loads say more than a database keeps (1000 messages): the first are kept, in order */
+    ck_assert_ptr_nonnull(strstr(one[1], "four.xml:"));
+    ck_assert_ptr_null(strstr(one[1], "five.xml:"));
+    for (k = 0; k < 6; k++) free(xml[k]);
+    free(one[0]);
+    free(one[1]);
+    msg_unref(m);
+}
+END_TEST
+
 START_TEST(test_hostile_messages)
 {
     int rc;
@@ -565,6 +761,8 @@ main(void)
     tcase_add_test(tc, test_mismatching_program_sets);
     tcase_add_test(tc, test_also_correlate_load);
     tcase_add_test(tc, test_directory_is_one_database);
+    tcase_add_test(tc, test_diagnostics_in_load_order);
+    tcase_add_test(tc, test_build_threads_same_database);
     tcase_add_test(tc, test_hostile_messages);
     tcase_add_test(tc, test_examples_and_rule_lookup);
     tcase_add_test(tc, test_context_keep);
