@@ -259,42 +259,23 @@ keep_diag(struct pdb *db, const struct pdb_diag *d)
     db->diags[db->ndiags++] = *d;
 }
 
-static void
-vdiag(struct pdb *db, enum pdb_diag_level level, const char *file, int line, const char *fmt,
-      va_list ap)
-{
-    struct buf b = BUF_INIT;
-    struct pdb_diag d = {level, file, line, NULL};
-
-    if (level == PDB_ERROR) db->nerrors++;
-    if (db->ndiags >= MAX_DIAGS) return;
-    buf_vprintf(&b, fmt, ap);
-    d.text = xstrndup(buf_str(&b), b.len);
-    keep_diag(db, &d);
-    buf_free(&b);
-}
-
-static void
-diag_now(struct pdb *db, enum pdb_diag_level level, const char *file, int line, const char *fmt,
-         ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vdiag(db, level, file, line, fmt, ap);
-    va_end(ap);
-}
-
 void
 pdb_diag(struct pdb *db, enum pdb_diag_level level, const char *file, int line, const char *fmt,
          ...)
 {
+    struct buf b = BUF_INIT;
+    struct pdb_diag d = {level, file, line, NULL};
     va_list ap;
 
     db->ndiag_calls++;
+    if (level == PDB_ERROR) db->nerrors++;
+    if (db->ndiags >= MAX_DIAGS) return;
     va_start(ap, fmt);
-    vdiag(db, level, file, line, fmt, ap);
+    buf_vprintf(&b, fmt, ap);
     va_end(ap);
+    d.text = xstrndup(buf_str(&b), b.len);
+    keep_diag(db, &d);
+    buf_free(&b);
 }
 
 size_t
@@ -475,12 +456,12 @@ build_tree(void *arg, size_t i)
 }
 
 /* What an insert said, among the other diagnostics where it would have come had the pattern been
- * inserted as it was read. */
+ * inserted as it was read (pdb_diag() counts it in ndiag_calls, as it would have then). */
 static void
 report_inserts(struct pdb *db)
 {
     struct pdb_diag *read = db->diags;
-    size_t nread = db->ndiags, j = 0, k, reported = 0;
+    size_t nread = db->ndiags, j = 0, k;
 
     db->diags = NULL;
     db->ndiags = db->capdiags = 0;
@@ -489,19 +470,17 @@ report_inserts(struct pdb *db)
         const struct pdb_rule *rule = pp->rule;
         if (pp->result == RADIX_INSERTED) continue;
         while (j < nread && j < pp->diag_at) keep_diag(db, &read[j++]);
-        reported++;
         if (pp->result == RADIX_DUPLICATE)
-            diag_now(db, PDB_WARNING, rule->file, pp->line,
+            pdb_diag(db, PDB_WARNING, rule->file, pp->line,
                      "rule %s: pattern already used by rule %s, which keeps it", rule->id,
                      rule_name(pp->existing));
         else
-            diag_now(db, PDB_ERROR, rule->file, pp->line, "rule %s: bad pattern: %s", rule->id,
+            pdb_diag(db, PDB_ERROR, rule->file, pp->line, "rule %s: bad pattern: %s", rule->id,
                      pp->err);
         free(pp->err);
     }
     while (j < nread) keep_diag(db, &read[j++]);
     free(read);
-    db->ndiag_calls += reported;
 }
 
 /* The rule trees that this load added patterns to, built on up to build_threads threads. */

@@ -835,45 +835,35 @@ pipeline_set_db(struct pipeline *p, struct pdb *db, struct par_route *rt, size_t
     par_route_init(rt, db, p->nthreads);
 }
 
-/* The per-rule counts of the shards a reshard replaces, until a new shard takes them. */
-struct rule_counts {
-    struct corr_rule_stats *r;
-    size_t n, cap;
-};
-
 static void
-keep_rule_counts(const struct corr_rule_stats *rs, void *arg)
+carry_rule_counts(const struct corr_rule_stats *rs, void *arg)
 {
-    struct rule_counts *rc = arg;
-
-    rc->r = xgrow(rc->r, &rc->cap, rc->n + 1, sizeof(*rc->r));
-    rc->r[rc->n++] = *rs; /* its rule_id is p->db's, which stays */
+    corr_add_rule_counts(arg, rs);
 }
 
 void
 pipeline_reshard(struct pipeline *p, const struct par_route *rt)
 {
-    struct rule_counts rc = {NULL, 0, 0};
+    struct corr *old[PAR_MAX_SHARDS];
+    unsigned k, nold = p->nshards;
     struct corr_stats s;
-    unsigned k;
-    size_t i;
 
-    for (k = 0; k < p->nshards; k++) {
-        corr_stats(p->threads[k].corr, &s);
-        corr_stats_add_events(&p->retired, &s);
-        corr_foreach_rule(p->threads[k].corr, keep_rule_counts, &rc);
-        corr_free(p->threads[k].corr);
-        p->threads[k].corr = NULL;
-    }
+    for (k = 0; k < nold; k++) old[k] = p->threads[k].corr;
     p->resharded = true;
     p->route = *rt;
     pthread_mutex_lock(&p->lock); /* the threads read it under the lock */
     p->nshards = rt->nshards;
     pthread_mutex_unlock(&p->lock);
     for (k = 0; k < p->nshards; k++) p->threads[k].corr = new_shard(p, k);
-    /* a rule's series are the sums over the shards: the first shard carries the old ones on */
-    for (i = 0; i < rc.n; i++) corr_add_rule_counts(p->threads[0].corr, &rc.r[i]);
-    free(rc.r);
+    for (; k < nold; k++) p->threads[k].corr = NULL; /* fewer shards now */
+    /* the replaced shards' counts of events go on: the totals in retired, a rule's series (sums
+     * over the shards) in the first new shard */
+    for (k = 0; k < nold; k++) {
+        corr_stats(old[k], &s);
+        corr_stats_add_events(&p->retired, &s);
+        corr_foreach_rule(old[k], carry_rule_counts, p->threads[0].corr);
+        corr_free(old[k]);
+    }
     set_solo(p);
 }
 
