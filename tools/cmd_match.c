@@ -435,6 +435,22 @@ replay_render(void *arg, struct msg *m, enum corr_emit_kind kind, const struct p
     render(arg, m, out);
 }
 
+/*
+ * glibc gives each thread a heap of its own (an arena of at most 64 MiB, reserved whole) and
+ * makes it writable one page at a time as it grows, unless a top pad asks for more: the shards'
+ * contexts then cost an mprotect() a page, about 27,000 calls and 0.05 to 0.08 s of system time
+ * on the bench/parallel.py corpus, where one thread's heap grows by brk() 128 KiB at a time.
+ * With a top pad of a whole heap, each is writable at once (the pages still come as they are
+ * touched); a replay ends soon, so what the pad keeps from being given back does not matter.
+ * It is set before the rules load: the threads that build their trees leave their heaps to the
+ * workers started after them, and a heap is padded when it is made.
+ */
+static void
+pad_thread_heaps(void)
+{
+    (void)mallopt(M_TOP_PAD, 64 << 20);
+}
+
 static int
 match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
                struct corr_stats *stats)
@@ -464,14 +480,6 @@ match_file_par(struct matcher *mt, FILE *in, const char *path, bool keep_open,
     }
     po.render = replay_render;
     po.arg = mt;
-    /* glibc gives each worker thread a heap of its own (an arena of at most 64 MiB, reserved
-     * whole) and makes it writable one page at a time as it grows, unless a top pad asks for
-     * more: the shards' contexts then cost an mprotect() a page, about 27,000 calls and 0.05 to
-     * 0.08 s of system time on the bench/parallel.py corpus, where one thread's heap grows by
-     * brk() 128 KiB at a time.  With a top pad of a whole heap, each is writable at once (the
-     * pages still come as they are touched); a replay ends soon, so what the pad keeps from
-     * being given back does not matter. */
-    (void)mallopt(M_TOP_PAD, 64 << 20);
     r.pl = pipeline_new(mt->db, &po);
     if (!r.pl) {
         cmd_error("match", "cannot start %u threads", mt->jobs);
@@ -808,6 +816,7 @@ cmd_match(int argc, char **argv)
     mt.max_line = mt.conf && mt.conf->max_message_size ? mt.conf->max_message_size
                                                        : CONF_MESSAGE_SIZE_DEFAULT;
     /* -j N builds the rule trees on N threads too */
+    if (mt.jobs > 1) pad_thread_heaps();
     mt.db = cmd_load_rules(rules, nrules, false, mt.jobs);
     if (mt.db && sigma && cmd_load_sigma(mt.db, sigma, sigma_mapping) < 0) {
         pdb_free(mt.db);
