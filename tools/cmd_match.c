@@ -847,7 +847,8 @@ cmd_match(int argc, char **argv)
         /* corrald's limits (one worker's: workers="N" divides the totals among the shards) */
         conf_corr_limits(mt.conf, &copts);
     }
-    mt.corr = corr_new(mt.db, &copts);
+    /* with -j N a file goes through the pipeline, whose shards are engines of their own */
+    if (!file || mt.jobs <= 1) mt.corr = corr_new(mt.db, &copts);
     if (file && snmptrapd && !(mt.traps = convert_traps(file, mibs, &bad_traps))) {
         rc = 1;
     } else if (file) {
