@@ -165,6 +165,15 @@ need() {
     done
 }
 
+# need_glibc_malloc BINARY: a test of how glibc's allocator behaves in BINARY
+# is skipped in a sanitizer build, whose allocator is its own
+need_glibc_malloc() {
+    if ldd "$1" 2>/dev/null | grep -q 'libasan\|libtsan'; then
+        echo "$TEST: a sanitizer build (its own allocator), skipped"
+        exit 77
+    fi
+}
+
 # ---- waiting
 
 # wait_until COMMAND...: retries COMMAND every 0.1 s until it succeeds, for

@@ -9,10 +9,7 @@
 . "$(dirname "$0")/corrald_lib.sh"
 need python3
 # a sanitizer's allocator is not glibc's: nothing for malloc_trim to give back
-if ldd "$CORRALD" 2>/dev/null | grep -q 'libasan\|libtsan'; then
-    echo "$TEST: a sanitizer build (its own allocator), skipped"
-    exit 77
-fi
+need_glibc_malloc "$CORRALD"
 
 mkdir -p "$WORK/rules"
 cat > "$WORK/rules/flood.xml" <<'XML'

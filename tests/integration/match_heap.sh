@@ -12,10 +12,7 @@
 . "$(dirname "$0")/corrald_lib.sh"
 need strace python3
 # a sanitizer's allocator is not glibc's: it has no per-thread heaps
-if ldd "$CORRAL" 2>/dev/null | grep -q 'libasan\|libtsan'; then
-    echo "$TEST: a sanitizer build (its own allocator), skipped"
-    exit 77
-fi
+need_glibc_malloc "$CORRAL"
 if ! strace -f -o /dev/null true 2>/dev/null; then
     echo "$TEST: strace cannot trace here (ptrace not allowed), skipped"
     exit 77
@@ -44,7 +41,7 @@ with open(sys.argv[1], "w") as f:
         f.write('</rules></ruleset>\n')
     f.write('</patterndb>\n')
 PY
-python3 - "$WORK/keep.log" <<'PY'
+python3 - "$WORK/keep.input" <<'PY'
 import sys
 pad = "x" * 1000
 with open(sys.argv[1], "w") as f:
@@ -52,7 +49,7 @@ with open(sys.argv[1], "w") as f:
         f.write("<13>Dec  7 10:00:00 web1 keep: open %d %s\n" % (i, pad))
 PY
 strace -f -c -e trace=mprotect -o "$WORK/strace.out" \
-    "$CORRAL" match -j 2 --stats --keep-open -r "$WORK/rules" -f "$WORK/keep.log" \
+    "$CORRAL" match -j 2 --stats --keep-open -r "$WORK/rules" -f "$WORK/keep.input" \
     -T '${.classifier.rule_id}
 ' > "$WORK/out" 2> "$WORK/stats" ||
     fail "corral match failed: $(cat "$WORK/stats")"
