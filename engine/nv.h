@@ -4,8 +4,10 @@
  * interned once into a small integer handle; messages, templates and the
  * matcher only ever deal in handles.  The built-in names have fixed handles.
  *
- * The registry is process-wide and thread-safe (the parallel engine, par.c,
- * parses on several threads); reading a name takes no lock.  Names are never
+ * The registry is process-wide and thread-safe (the parallel pipeline
+ * parses, and a load builds its rule trees, on several threads); reading a
+ * name takes no lock, nor does interning again a name the same thread
+ * interned recently.  Names are never
  * freed (handles live in messages, templates and rules), so the names that
  * input chooses (structured-data parameters, frames from another process)
  * are registered only within a budget of their own, NV_MAX_INPUT_NAMES:

@@ -1,5 +1,6 @@
 /* Unit tests: messages (values, references into the arena, tags, clone) and JSON output. */
 #include <check.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "engine/json.h"
 #include "engine/msg.h"
+#include "engine/nv.h"
 #include "tests/unit/unit_run.h"
 
 static const char *
@@ -362,6 +364,64 @@ START_TEST(test_json_rejects_overlong_and_surrogates)
 }
 END_TEST
 
+/*
+ * Names interned on several threads at once, as the threads that build a
+ * load's rule trees do: more names than a thread remembers (nv.c), so that
+ * names share its slots, each interned again and again in another order.
+ * Every name must get its own handle, the same on every thread.
+ */
+#define NAMES   600
+#define THREADS 4
+
+static nv_handle interned[THREADS][NAMES];
+
+static void
+name_of(int i, char *out, size_t cap)
+{
+    snprintf(out, cap, "threads.name%d", i);
+}
+
+static void *
+intern_all(void *arg)
+{
+    int t = (int)(intptr_t)arg, round, i;
+    char name[32];
+
+    for (round = 0; round < 20; round++)
+        for (i = 0; i < NAMES; i++) {
+            static const int step[THREADS] = {1, 7, 11, 13}; /* none shares a factor with 600 */
+            int k = (i * step[t] + round) % NAMES;
+            nv_handle h;
+            name_of(k, name, sizeof(name));
+            h = nv_intern(name, strlen(name));
+            if (interned[t][k] && interned[t][k] != h)
+                interned[t][k] = 0xffffffffu; /* changed */
+            else
+                interned[t][k] = h;
+        }
+    return NULL;
+}
+
+START_TEST(test_names_interned_on_threads)
+{
+    pthread_t tid[THREADS];
+    char name[32];
+    size_t len;
+    int t, i, j;
+
+    for (t = 0; t < THREADS; t++)
+        ck_assert_int_eq(pthread_create(&tid[t], NULL, intern_all, (void *)(intptr_t)t), 0);
+    for (t = 0; t < THREADS; t++) pthread_join(tid[t], NULL);
+    for (i = 0; i < NAMES; i++) {
+        name_of(i, name, sizeof(name));
+        for (t = 0; t < THREADS; t++)
+            ck_assert_uint_eq(interned[t][i], nv_lookup(name, strlen(name)));
+        ck_assert_str_eq(nv_name(nv_lookup(name, strlen(name)), &len), name);
+        for (j = 0; j < i; j++) ck_assert_uint_ne(interned[0][i], interned[0][j]);
+    }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -384,6 +444,7 @@ main(void)
     tcase_add_test(tc, test_buf_put_uint);
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_json_rejects_overlong_and_surrogates);
+    tcase_add_test(tc, test_names_interned_on_threads);
     suite_add_tcase(s, tc);
     return unit_run(s);
 }
