@@ -1,5 +1,6 @@
 /* nv: process-wide registry of value names; see nv.h. */
 #include "engine/nv.h"
+#include "engine/hash.h"
 #include "engine/strtab.h"
 
 #include <pthread.h>
@@ -67,16 +68,6 @@ registry(void)
 #define RECENT 256
 static _Thread_local nv_handle recent[RECENT];
 
-static size_t
-recent_slot(const char *name, size_t len)
-{
-    uint32_t h = 2166136261u; /* FNV-1a; names sharing a slot only cost the lock */
-    size_t i;
-
-    for (i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 16777619u;
-    return h % RECENT;
-}
-
 nv_handle
 nv_intern(const char *name, size_t len)
 {
@@ -85,7 +76,7 @@ nv_intern(const char *name, size_t len)
     size_t slot;
 
     if (len == 3 && memcmp(name, "MSG", 3) == 0) return NV_MESSAGE;
-    slot = recent_slot(name, len);
+    slot = hash_string(name, len) % RECENT; /* names sharing a slot only cost the lock */
     h = recent[slot];
     if (h && namev[h].len == len && memcmp(namev[h].s, name, len) == 0) return h;
     pthread_mutex_lock(&lock);
